@@ -1,0 +1,144 @@
+"""Shared pieces of the local services script: the Service interface and small helpers.
+
+Standard library only. A Service knows how to install itself when missing, start in the
+background with its output in `log_path()`, tell whether it is healthy, and stop.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CACHE = Path(os.environ.get("PGCDC_CACHE_DIR", Path.home() / ".cache" / "pgcdc"))
+
+
+def state_dir() -> Path:
+    """Where services keep data, logs and pid files (git-ignored)."""
+    return Path(os.environ.get("PGCDC_STATE_DIR", REPO / ".state")).resolve()
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    """Run a command, raising with its output when it fails."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, **kwargs)  # type: ignore[call-overload]
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        )
+    return proc  # type: ignore[no-any-return]
+
+
+def apt_install(*packages: str) -> None:
+    """Install Debian packages (we run as root here, as CI does)."""
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    run(["apt-get", "update", "-qq"], env=env)
+    run(["apt-get", "install", "-y", "-qq", *packages], env=env)
+
+
+def java_bin() -> str:
+    java = shutil.which("java")
+    if java is None:
+        apt_install("openjdk-17-jre-headless")
+        java = shutil.which("java")
+    if java is None:
+        raise RuntimeError("no java on PATH even after installing openjdk-17-jre-headless")
+    return java
+
+
+def spawn(cmd: list[str], log: Path, pid_file: Path, env: dict[str, str] | None = None,
+          cwd: Path | None = None) -> int:
+    """Start a long-running process detached from this one; remember its pid."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        proc = subprocess.Popen(  # noqa: S603  (commands are built here, not from input)
+            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=env, cwd=cwd, start_new_session=True,
+        )
+    pid_file.write_text(str(proc.pid))
+    return proc.pid
+
+
+def kill_pid_file(pid_file: Path, timeout: float = 30.0) -> None:
+    """SIGTERM the process group in pid_file, then SIGKILL after timeout."""
+    if not pid_file.exists():
+        return
+    try:
+        pid = int(pid_file.read_text().strip())
+    except ValueError:
+        pid_file.unlink()
+        return
+    for sig, wait in ((15, timeout), (9, 5.0)):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            # reap if it is our child (it is not, normally: start_new_session detaches it)
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            time.sleep(0.2)
+        else:
+            continue
+        break
+    pid_file.unlink(missing_ok=True)
+
+
+class Service(abc.ABC):
+    """One service. Subclasses set `name` and implement the five abstract methods."""
+
+    name = "?"
+    start_timeout = 120.0
+
+    @abc.abstractmethod
+    def install(self) -> None:
+        """Install whatever is missing. Cheap when everything is present."""
+
+    @abc.abstractmethod
+    def start(self) -> None:
+        """Start in the background; return without waiting for health."""
+
+    @abc.abstractmethod
+    def healthy(self) -> bool:
+        """True when the service answers on its port the way clients need."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Stop cleanly; a no-op when not running."""
+
+    @abc.abstractmethod
+    def info(self) -> dict[str, object]:
+        """Endpoints and versions, for tests and for `env`."""
+
+    def home(self) -> Path:
+        return state_dir() / self.name
+
+    def log_path(self) -> Path:
+        return self.home() / "service.log"
+
+    def wait_healthy(self) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.healthy():
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"{self.name} not healthy after {self.start_timeout:.0f}s")

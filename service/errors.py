@@ -1,0 +1,140 @@
+"""The one error hierarchy of pgcdc.
+
+Every error the worker raises on purpose is a `PgcdcError`. Subclasses are split by what
+the worker should do about them, not by where they were raised:
+
+- `RetryableError`: a passing condition (broker or registry unreachable, a dropped
+  replication connection). The caller backs off and tries again, then gives up with
+  the same error once its budget is spent.
+- `RestartableError`: the worker's in-memory state can no longer be trusted, but what
+  was committed downstream is intact. Restart from the stored offsets.
+- `FatalError`: input or configuration that will not get better by retrying (corrupt
+  WAL, an unsupported PostgreSQL version, a tuple that disagrees with its table's
+  definition, bad configuration). Stop, and say exactly where.
+
+Context is attached as keyword-only attributes (`lsn`, `xid`, `relation`, `field`) and
+rendered into the message, so a log line alone says where the problem is. Causes are
+chained with `raise ... from exc`.
+"""
+
+from __future__ import annotations
+
+
+def format_lsn(lsn: int) -> str:
+    """Render an LSN the way PostgreSQL prints it: `XXX/XXXXXXXX` in hex."""
+    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
+
+
+class PgcdcError(Exception):
+    """Base of every error pgcdc raises deliberately."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        lsn: int | None = None,
+        xid: int | None = None,
+        relation: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.message = message
+        self.lsn = lsn
+        self.xid = xid
+        self.relation = relation
+        self.field = field
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        context = []
+        if self.lsn is not None:
+            context.append(f"lsn={format_lsn(self.lsn)}")
+        if self.xid is not None:
+            context.append(f"xid={self.xid}")
+        if self.relation is not None:
+            context.append(f"relation={self.relation}")
+        if self.field is not None:
+            context.append(f"field={self.field}")
+        if not context:
+            return self.message
+        return f"{self.message} ({', '.join(context)})"
+
+
+class RetryableError(PgcdcError):
+    """A passing condition: back off and try again."""
+
+
+class RestartableError(PgcdcError):
+    """In-memory state is lost or untrusted; restart from the stored offsets."""
+
+
+class FatalError(PgcdcError):
+    """Input or configuration that retrying will not fix: stop and report."""
+
+
+# --- WAL reading (xlogreader) -------------------------------------------------------
+
+
+class WalError(FatalError):
+    """Malformed or unexpected WAL. Always carries the LSN where it was found."""
+
+
+class UnsupportedVersionError(WalError):
+    """The WAL page magic names a PostgreSQL version pgcdc has no format table for."""
+
+
+class WalCorruptionError(WalError):
+    """A page header, record header or CRC check failed."""
+
+
+class WalEndOfDataError(PgcdcError):
+    """The reader needs more bytes than it has been given (not an error in streaming)."""
+
+
+# --- decoding -----------------------------------------------------------------------
+
+
+class DecodeError(FatalError):
+    """A record's contents could not be decoded, or its type is not in the table."""
+
+
+class SchemaMismatchError(FatalError):
+    """A tuple does not fit the table definition valid at its LSN."""
+
+
+class UnknownTypeError(FatalError):
+    """A column's type OID has no decoder and the configuration does not allow text."""
+
+
+# --- edges --------------------------------------------------------------------------
+
+
+class ConfigError(FatalError):
+    """Configuration is malformed; `field` names the offending setting."""
+
+
+class SourceUnavailableError(RetryableError):
+    """The PostgreSQL server or its replication connection cannot be reached."""
+
+
+class SourceSetupError(FatalError):
+    """The source database does not meet pgcdc's requirements (wal_level, privileges)."""
+
+
+class BrokerUnavailableError(RetryableError):
+    """Kafka cannot be reached or refused the request transiently."""
+
+
+class RegistryUnavailableError(RetryableError):
+    """The schema registry cannot be reached."""
+
+
+class RegistryRejectedError(FatalError):
+    """The schema registry rejected a schema (for example an incompatible change)."""
+
+
+class FencedError(FatalError):
+    """Another worker with the same transactional.id took over this slot."""
+
+
+class PluginError(FatalError):
+    """An output plugin is missing required callbacks or failed inside one."""
