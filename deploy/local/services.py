@@ -28,7 +28,6 @@ sys.path.insert(0, str(HERE))
 
 from svc_common import Service, state_dir  # noqa: E402  (needs the sys.path entry above)
 
-
 SERVICES = {
     "pg15": ("svc_pg", "Postgres15"),
     "pg18": ("svc_pg", "Postgres18"),

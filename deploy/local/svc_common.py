@@ -7,6 +7,7 @@ background with its output in `log_path()`, tell whether it is healthy, and stop
 from __future__ import annotations
 
 import abc
+import contextlib
 import os
 import shutil
 import socket
@@ -35,9 +36,8 @@ def run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
     """Run a command, raising with its output when it fails."""
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, **kwargs)  # type: ignore[call-overload]
     if proc.returncode != 0:
-        raise RuntimeError(
-            f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
-        )
+        out, err = proc.stdout[-2000:], proc.stderr[-2000:]
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{out}\n{err}")
     return proc  # type: ignore[no-any-return]
 
 
@@ -63,7 +63,7 @@ def spawn(cmd: list[str], log: Path, pid_file: Path, env: dict[str, str] | None 
     """Start a long-running process detached from this one; remember its pid."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
-        proc = subprocess.Popen(  # noqa: S603  (commands are built here, not from input)
+        proc = subprocess.Popen(
             cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env=env, cwd=cwd, start_new_session=True,
         )
@@ -91,11 +91,9 @@ def kill_pid_file(pid_file: Path, timeout: float = 30.0) -> None:
                 os.kill(pid, 0)
             except ProcessLookupError:
                 break
-            # reap if it is our child (it is not, normally: start_new_session detaches it)
-            try:
+            # Reap it if it is our own child; normally it is not (start_new_session).
+            with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
             time.sleep(0.2)
         else:
             continue

@@ -1,0 +1,171 @@
+"""pgcdc's configuration: one validated settings object, read once at start.
+
+Sources, highest priority first: keyword arguments (tests), `PGCDC_*` environment
+variables (nested with `__`, e.g. `PGCDC_SOURCE__PORT=5432`), files under the secrets
+directory (`PGCDC_SECRETS_DIR`, one file per field such as `source__password`), then the
+YAML file given with `--config` / `PGCDC_CONFIG`. Every default works for `pgcdc demo`.
+
+Guarantees: a malformed value fails at start with `ConfigError` naming the dotted field
+path (`source.port`) and the problem. Secrets are `SecretStr`: they render as `**********`
+in logs, `status` output and `redacted()`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+from service.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceSettings(_Section):
+    """The PostgreSQL server whose WAL is decoded."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(5432, ge=1, le=65535)
+    user: str = "postgres"
+    password: SecretStr | None = None
+    dbname: str = "postgres"
+    slot: str = Field("pgcdc", pattern=r"^[a-z0-9_]{1,63}$")
+    mode: Literal["stream", "archive"] = "stream"
+    archive_dir: Path | None = None
+    # Tail the archive directory for new segments instead of stopping at its end.
+    archive_follow: bool = False
+
+    def dsn(self) -> str:
+        """A libpq connection string (the password included: never log it)."""
+        parts = [f"host={self.host}", f"port={self.port}", f"user={self.user}",
+                 f"dbname={self.dbname}"]
+        if self.password is not None:
+            parts.append(f"password={self.password.get_secret_value()}")
+        return " ".join(parts)
+
+
+class DecodingSettings(_Section):
+    """The reorder buffer and decoder."""
+
+    # Like logical_decoding_work_mem: memory for buffered changes before spilling/streaming.
+    work_mem: ByteSize = Field(ByteSize(64 * 1024 * 1024), ge=64 * 1024)
+    state_dir: Path = Path(".state/worker")
+    # Decode prepared transactions at PREPARE instead of at COMMIT PREPARED.
+    two_phase: bool = False
+    # Emit columns of unknown types as text where the on-disk value is text-like.
+    unknown_types_as_text: bool = False
+
+
+class KafkaSettings(_Section):
+    bootstrap_servers: str = "127.0.0.1:19092"
+    topic_prefix: str = Field("pgcdc", pattern=r"^[A-Za-z0-9._-]+$")
+    transactional_id: str | None = None  # default: "pgcdc-<slot>"
+    # At most this many source transactions share one Kafka transaction.
+    max_batch_txns: int = Field(100, ge=1)
+    tombstones_on_delete: bool = True
+    heartbeat_interval_s: float = Field(10.0, gt=0)
+    message_prefixes: list[str] = Field(default_factory=list)  # empty: all messages
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+
+
+class RegistrySettings(_Section):
+    url: str = "http://127.0.0.1:18081/apis/ccompat/v7"
+    basic_auth: SecretStr | None = None  # "user:password"
+
+
+class MetricsSettings(_Section):
+    host: str = "0.0.0.0"  # noqa: S104  (a container serves metrics on all interfaces)
+    port: int = Field(9187, ge=0, le=65535)  # 0: pick a free port
+
+
+class SnapshotSettings(_Section):
+    mode: Literal["initial", "never"] = "initial"
+
+
+class FilterSettings(_Section):
+    include_schemas: list[str] = Field(default_factory=list)
+    exclude_schemas: list[str] = Field(default_factory=lambda: ["pgcdc"])
+    include_tables: list[str] = Field(default_factory=list)  # "schema.table"
+    exclude_tables: list[str] = Field(default_factory=list)
+    exclude_columns: list[str] = Field(default_factory=list)  # "schema.table.column"
+
+
+class LogSettings(_Section):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["auto", "json", "console"] = "auto"  # auto: console on a TTY, else JSON
+
+
+class Settings(BaseSettings):
+    """The whole configuration. See deploy/config.example.yaml for every option."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PGCDC_", env_nested_delimiter="__", extra="forbid", yaml_file=None
+    )
+
+    source: SourceSettings = Field(default_factory=SourceSettings)
+    decoding: DecodingSettings = Field(default_factory=DecodingSettings)
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    registry: RegistrySettings = Field(default_factory=RegistrySettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    snapshot: SnapshotSettings = Field(default_factory=SnapshotSettings)
+    filters: FilterSettings = Field(default_factory=FilterSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        secrets_dir = os.environ.get("PGCDC_SECRETS_DIR")
+        if secrets_dir:
+            from pydantic_settings import SecretsSettingsSource  # noqa: PLC0415
+
+            sources.append(SecretsSettingsSource(settings_cls, secrets_dir=secrets_dir))
+        yaml_path = os.environ.get("PGCDC_CONFIG")
+        if yaml_path:
+            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=yaml_path))
+        return tuple(sources)
+
+    @property
+    def transactional_id(self) -> str:
+        return self.kafka.transactional_id or f"pgcdc-{self.source.slot}"
+
+    def redacted(self) -> dict[str, Any]:
+        """The settings as plain data with every secret masked (for status and logs)."""
+        return self.model_dump(mode="json")
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Read and validate the configuration, or raise ConfigError naming the field."""
+    if config_file is not None:
+        if not config_file.is_file():
+            raise ConfigError(f"configuration file {config_file} does not exist", field="--config")
+        os.environ["PGCDC_CONFIG"] = str(config_file)
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "<root>"
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ConfigError(f"invalid configuration: {problems}", field=field) from exc
+    except (OSError, ValueError) as exc:  # unreadable or unparsable YAML
+        raise ConfigError(f"cannot read configuration: {exc}", field="--config") from exc
