@@ -36,14 +36,23 @@ class BlockRef:
     data: bytes
     image: bytes | None
     apply_image: bool  # BKPIMAGE_APPLY: the image is needed for redo, not only for hints
+    # How the image was stored (all 0 when there is no image): its length in the record
+    # (compressed, without the hole), the hole, and the raw bimg_info bits.
+    image_len: int = 0
+    hole_offset: int = 0
+    hole_length: int = 0
+    bimg_info: int = 0
 
 
 @dataclass(slots=True, frozen=True)
 class XLogRecord:
     """A verified WAL record (`XLogRecord` header + decoded body).
 
-    `lsn` is where the record starts; `end_lsn` is just past its last byte (before the
-    MAXALIGN padding), as pg_waldump and `ReadRecPtr`/`EndRecPtr` use them.
+    `lsn` is where the record starts (`ReadRecPtr`); `end_lsn` is `EndRecPtr`: where the
+    next record is read, i.e. just past the record's last byte rounded up to MAXALIGN
+    (for a record that crosses pages, counted on its last page; for XLOG_SWITCH, the
+    next segment start). It is the value decode.c hands on as a commit's end_lsn.
+    `total_len` is xl_tot_len (headers included, page headers and padding excluded).
     `toplevel_xid` is set only on the first record of a subtransaction that carries
     XLR_BLOCK_ID_TOPLEVEL_XID (252); `origin` only when XLR_BLOCK_ID_ORIGIN (253) is present.
     """
