@@ -1,0 +1,170 @@
+"""Prometheus metrics and the /metrics, /healthz and /readyz endpoints.
+
+The slot-stats mirror carries exactly the meanings of PostgreSQL's
+`pg_stat_replication_slots` (spill_txns, spill_count, spill_bytes, stream_txns,
+stream_count, stream_bytes, total_txns, total_bytes), labelled by slot. The reorder
+buffer keeps the authoritative counts; `Metrics.sync_slot_stats` moves the Prometheus
+counters up to them (counters never go down, so a restart of the worker restarts them
+from zero, as a server restart does for the view).
+
+Every metric name used by deploy/grafana/pgcdc.json and deploy/prometheus/rules.yml is
+defined here; a test checks that.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Protocol
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+SLOT_STATS = (
+    "spill_txns",
+    "spill_count",
+    "spill_bytes",
+    "stream_txns",
+    "stream_count",
+    "stream_bytes",
+    "total_txns",
+    "total_bytes",
+)
+
+
+class SlotStats(Protocol):
+    """What the reorder buffer's statistics object offers (one int per SLOT_STATS name)."""
+
+    spill_txns: int
+    spill_count: int
+    spill_bytes: int
+    stream_txns: int
+    stream_count: int
+    stream_bytes: int
+    total_txns: int
+    total_bytes: int
+
+
+@dataclass(slots=True)
+class Health:
+    """Liveness and readiness as the worker reports them."""
+
+    live: bool = True
+    ready: bool = False
+    reason: str = "starting"
+
+
+class Metrics:
+    """All of pgcdc's metrics, in one registry (one per worker; tests make their own)."""
+
+    def __init__(self, slot: str, registry: CollectorRegistry | None = None) -> None:
+        self.slot = slot
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.slot_stats = {
+            name: Counter(f"pgcdc_slot_{name}", f"pg_stat_replication_slots.{name} mirror",
+                          ["slot"], registry=r)
+            for name in SLOT_STATS
+        }
+        lsn = ["slot"]
+        self.received_lsn = Gauge("pgcdc_received_lsn", "End of WAL received", lsn, registry=r)
+        self.decoded_lsn = Gauge("pgcdc_decoded_lsn", "End of the last decoded record", lsn,
+                                 registry=r)
+        self.confirmed_lsn = Gauge("pgcdc_confirmed_lsn", "Commit end LSN confirmed in Kafka",
+                                   lsn, registry=r)
+        self.restart_lsn = Gauge("pgcdc_restart_lsn", "Oldest LSN still needed", lsn,
+                                 registry=r)
+        self.server_lsn = Gauge("pgcdc_server_wal_lsn", "Server's current WAL LSN", lsn,
+                                registry=r)
+        self.lag_bytes = Gauge("pgcdc_lag_bytes", "Server WAL LSN minus confirmed LSN", lsn,
+                               registry=r)
+        self.lag_seconds = Gauge("pgcdc_lag_seconds",
+                                 "Now minus commit time of the last confirmed transaction", lsn,
+                                 registry=r)
+        self.rb_memory = Gauge("pgcdc_reorder_buffer_memory_bytes",
+                               "Bytes of changes buffered in memory", lsn, registry=r)
+        self.rb_txns = Gauge("pgcdc_reorder_buffer_transactions",
+                             "Transactions in progress in the reorder buffer", lsn, registry=r)
+        self.records = Counter("pgcdc_wal_records", "WAL records decoded", lsn, registry=r)
+        self.events = Counter("pgcdc_events", "Change events published", ["slot", "topic", "op"],
+                              registry=r)
+        self.kafka_commits = Counter("pgcdc_kafka_transactions_committed",
+                                     "Kafka transactions committed", lsn, registry=r)
+        self.kafka_aborts = Counter("pgcdc_kafka_transactions_aborted",
+                                    "Kafka transactions aborted", lsn, registry=r)
+        self.kafka_errors = Counter("pgcdc_kafka_errors", "Kafka errors", ["slot", "kind"],
+                                    registry=r)
+        self.registry_calls = Counter("pgcdc_registry_calls", "Schema registry calls", lsn,
+                                      registry=r)
+        self.registry_errors = Counter("pgcdc_registry_errors", "Schema registry errors", lsn,
+                                       registry=r)
+        self.snapshot_rows = Counter("pgcdc_snapshot_rows", "Rows read by the initial snapshot",
+                                     ["slot", "table"], registry=r)
+        self.snapshot_tables_done = Gauge("pgcdc_snapshot_tables_done",
+                                          "Tables finished by the initial snapshot", lsn,
+                                          registry=r)
+        self.snapshot_tables_total = Gauge("pgcdc_snapshot_tables_total",
+                                           "Tables the initial snapshot reads", lsn, registry=r)
+        self.commit_latency = Histogram(
+            "pgcdc_commit_to_kafka_seconds",
+            "Source commit time to Kafka commit", lsn, registry=r,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+        )
+        self.health = Health()
+        self._server: ThreadingHTTPServer | None = None
+
+    def sync_slot_stats(self, stats: SlotStats) -> None:
+        """Raise each slot-stats counter to the reorder buffer's current value."""
+        for name, counter in self.slot_stats.items():
+            current = counter.labels(self.slot)._value.get()
+            target = getattr(stats, name)
+            if target > current:
+                counter.labels(self.slot).inc(target - current)
+
+    # --- HTTP endpoints ---------------------------------------------------------------
+
+    def serve(self, host: str, port: int) -> int:
+        """Serve /metrics, /healthz, /readyz in a daemon thread; return the bound port."""
+        metrics = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path == "/metrics":
+                    body, status, ctype = generate_latest(metrics.registry), 200, \
+                        CONTENT_TYPE_LATEST
+                elif self.path == "/healthz":
+                    ok = metrics.health.live
+                    body, status, ctype = (b"ok\n" if ok else b"dead\n"), (200 if ok else 503), \
+                        "text/plain"
+                elif self.path == "/readyz":
+                    ok = metrics.health.ready
+                    body = (metrics.health.reason + "\n").encode()
+                    status, ctype = (200 if ok else 503), "text/plain"
+                else:
+                    body, status, ctype = b"not found\n", 404, "text/plain"
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return  # scrapes are not worth a log line each
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        thread = threading.Thread(target=self._server.serve_forever, name="metrics", daemon=True)
+        thread.start()
+        return int(self._server.server_address[1])
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
