@@ -138,3 +138,12 @@ class FencedError(FatalError):
 
 class PluginError(FatalError):
     """An output plugin is missing required callbacks or failed inside one."""
+
+
+class SpillFileError(RestartableError):
+    """A reorder-buffer spill file is unreadable, truncated or not this run's."""
+
+
+class WalLevelError(DecodeError):
+    """An XLOG_PARAMETER_CHANGE lowered wal_level below logical: from this LSN on the WAL
+    lacks what decoding needs (full new tuples, old keys, NEW_CID, invalidations)."""

@@ -74,6 +74,9 @@ class HeapChange:
     old_tuple: RawTuple | None
     old_is_key: bool
     clear_toast_afterwards: bool = True
+    # XLH_INSERT_ON_TOAST_RELATION: ReorderBufferQueueChange's toast_insert argument
+    on_toast_relation: bool = False
+    origin: int | None = None  # the record's replication origin (block 253), if any
 
 
 @dataclass(slots=True, frozen=True)
@@ -86,6 +89,7 @@ class TruncateEvent:
     relids: tuple[int, ...]
     cascade: bool
     restart_seqs: bool
+    origin: int | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -98,6 +102,9 @@ class MessageEvent:
     transactional: bool
     prefix: str
     payload: bytes
+    # ReorderBufferQueueMessage is handed the record's end, not its start
+    end_lsn: int = 0
+    origin: int | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -112,17 +119,23 @@ class NewCidEvent:
     cmin: int
     cmax: int
     combocid: int
+    top_xid: int = 0  # xl_heap_new_cid.top_xid: whose tuple-cid map gets the entry
 
 
 @dataclass(slots=True, frozen=True)
 class InplaceEvent:
-    """XLOG_HEAP_INPLACE: an in-place catalog update (pg_class stats, relfrozenxid...)."""
+    """XLOG_HEAP_INPLACE: an in-place catalog update (pg_class stats, relfrozenxid...).
+
+    From PG18 the record also carries the invalidations of the update
+    (`xl_heap_inplace.msgs`); on PG15..17 `invalidations` is empty.
+    """
 
     lsn: int
     xid: int
     locator: RelFileLocator
     block: int
     offset: int
+    invalidations: tuple[Invalidation, ...] = ()
 
 
 @dataclass(slots=True, frozen=True)
@@ -164,7 +177,9 @@ class CommitEvent:
 
     `xid` is the committing top-level xid (for a prepared transaction, `twophase_xid`).
     `subxids` lists only the subtransactions that survived. `end_lsn` is the commit
-    record's end, which is what a consumer confirms.
+    record's end, which is what a consumer confirms. `commit_time` is the record's own
+    `xact_time`; when XACT_XINFO_HAS_ORIGIN is set, DecodeCommit reports `origin_time`
+    as the commit time instead, and a consumer should do the same.
     """
 
     lsn: int
@@ -201,6 +216,8 @@ class AbortEvent:
     gid: str | None
     origin: int | None
     prepared: bool
+    origin_lsn: int | None = None
+    origin_time: int | None = None
 
 
 @dataclass(slots=True, frozen=True)
