@@ -1,0 +1,265 @@
+"""Apache Kafka 4.x, one node in KRaft mode (broker and controller in one JVM).
+
+Contract:
+- `install()` resolves `org.apache.kafka:kafka_2.13:<version>` and its runtime dependencies
+  (plus a log4j2 binding for slf4j, which the Kafka POMs leave to the distribution) from
+  Maven Central with `mvn dependency:build-classpath`. The jars stay in ~/.m2; the computed
+  classpath is cached in `CACHE/kafka-<version>/classpath.txt`, so later installs cost one
+  stat per jar and no network.
+- `start()` writes `server.properties` under `state_dir()/kafka`, formats the log directory
+  once (as `kafka-storage.sh format`, main class `kafka.tools.StorageTool`), then runs
+  `kafka.Kafka server.properties` on the machine's Java 17 with at most 1 GiB of heap. The
+  broker listens on 127.0.0.1:19092 (PLAINTEXT), the controller on 127.0.0.1:19093. Data
+  survive `down`/`up`; delete `state_dir()/kafka` for a fresh cluster.
+- `healthy()` is true only when a Kafka Metadata request on 19092 answers with at least one
+  live broker: an open port alone is not enough, because the socket server binds before the
+  broker has caught up with the metadata log and been unfenced.
+- Transactions work on one node: the transaction-state and offsets topics use replication
+  factor 1 and min.isr 1.
+- Concurrent `up` calls (several pytest sessions) are serialised by a file lock; a second
+  caller finds the first one's process alive and does not spawn another.
+
+Standard library only: this runs before the project's venv exists.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import os
+import socket
+import struct
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from svc_common import CACHE, Service, java_bin, kill_pid_file, run, spawn
+
+VERSION = os.environ.get("PGCDC_KAFKA_VERSION", "4.1.1")
+# Kafka 4.1 depends on slf4j 1.7.x; its own distribution binds it to log4j2 this way.
+LOG4J_VERSION = "2.24.3"
+HOST = "127.0.0.1"
+PORT = 19092
+CONTROLLER_PORT = 19093
+MAIN_CLASS = "kafka.Kafka"
+STORAGE_TOOL = "kafka.tools.StorageTool"
+
+_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.pgcdc</groupId>
+  <artifactId>kafka-runtime</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka_2.13</artifactId>
+      <version>{kafka}</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-slf4j-impl</artifactId>
+      <version>{log4j}</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-core</artifactId>
+      <version>{log4j}</version>
+    </dependency>
+  </dependencies>
+</project>
+"""
+
+_LOG4J2 = """status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.out.ref = out
+logger.change.name = state.change.logger
+logger.change.level = warn
+logger.request.name = kafka.request.logger
+logger.request.level = warn
+logger.controller.name = org.apache.kafka.controller
+logger.controller.level = warn
+"""
+
+# Kafka's own kafka-run-class.sh defaults, with a smaller heap: this machine is shared.
+_JVM_OPTS = [
+    "-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+]
+
+
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock on `path` (created if missing) for the block's duration."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _pid_running(pid_file: Path, marker: str) -> bool:
+    """True when pid_file names a live process whose command line contains `marker`."""
+    try:
+        pid = int(pid_file.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return False
+    return marker.encode() in cmdline
+
+
+def _kafka_string(value: str) -> bytes:
+    raw = value.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def metadata_broker_count(host: str, port: int, timeout: float = 2.0) -> int:
+    """Send a Kafka Metadata v4 request for no topics; return how many brokers it lists.
+
+    Request header v1 (api_key, api_version, correlation_id, client_id), body v4 (topics as
+    an empty array, allow_auto_topic_creation false). Response header v0 (correlation_id),
+    body v4: throttle_time_ms, then the broker array we count. Raises OSError or ValueError
+    when the broker does not answer that way.
+    """
+    correlation = 0x5043
+    body = struct.pack(">hhi", 3, 4, correlation) + _kafka_string("pgcdc-health")
+    body += struct.pack(">ib", 0, 0)
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.settimeout(timeout)
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+        reply = _recv_exact(sock, size)
+    got_correlation, _throttle, brokers = struct.unpack_from(">iii", reply, 0)
+    if got_correlation != correlation:
+        raise ValueError(f"metadata reply for correlation id {got_correlation}, sent {correlation}")
+    return int(brokers)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < n:
+        chunk = sock.recv(n - len(chunks))
+        if not chunk:
+            raise ValueError(f"connection closed after {len(chunks)} of {n} bytes")
+        chunks += chunk
+    return bytes(chunks)
+
+
+class Kafka(Service):
+    """Apache Kafka `VERSION` from Maven Central, KRaft combined mode, loopback only."""
+
+    name = "kafka"
+    start_timeout = 180.0
+
+    def runtime_dir(self) -> Path:
+        return CACHE / f"kafka-{VERSION}"
+
+    def classpath_file(self) -> Path:
+        return self.runtime_dir() / "classpath.txt"
+
+    def pid_file(self) -> Path:
+        return self.home() / "kafka.pid"
+
+    def _cached_classpath(self) -> str | None:
+        try:
+            classpath = self.classpath_file().read_text().strip()
+        except OSError:
+            return None
+        jars = classpath.split(os.pathsep)
+        if not classpath or not all(Path(jar).is_file() for jar in jars):
+            return None
+        return classpath
+
+    def install(self) -> None:
+        java_bin()
+        with _file_lock(self.runtime_dir() / ".lock"):
+            if self._cached_classpath() is not None:
+                return
+            pom = self.runtime_dir() / "pom.xml"
+            pom.write_text(_POM.format(kafka=VERSION, log4j=LOG4J_VERSION))
+            partial = self.runtime_dir() / "classpath.txt.partial"
+            run(
+                ["mvn", "-q", "-B", "-f", str(pom), "dependency:build-classpath",
+                 f"-Dmdep.outputFile={partial}"],
+                cwd=self.runtime_dir(),
+            )
+            partial.replace(self.classpath_file())
+        if self._cached_classpath() is None:
+            raise RuntimeError(f"kafka: {self.classpath_file()} names missing jars after mvn")
+
+    def _write_config(self) -> Path:
+        home = self.home()
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@{HOST}:{CONTROLLER_PORT}",
+            "listeners": f"PLAINTEXT://{HOST}:{PORT},CONTROLLER://{HOST}:{CONTROLLER_PORT}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{PORT}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(home / "data"),
+            "num.partitions": "1",
+            "auto.create.topics.enable": "true",
+            "offsets.topic.replication.factor": "1",
+            # One partition each: a test broker has no use for 50, and creating them is slow.
+            "offsets.topic.num.partitions": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        config = home / "server.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        (home / "log4j2.properties").write_text(_LOG4J2)
+        return config
+
+    def _java(self, classpath: str, *args: str) -> list[str]:
+        log4j = self.home() / "log4j2.properties"
+        return [java_bin(), *_JVM_OPTS, f"-Dlog4j2.configurationFile={log4j}",
+                f"-Dkafka.logs.dir={self.home() / 'logs'}", "-cp", classpath, *args]
+
+    def start(self) -> None:
+        classpath = self._cached_classpath()
+        if classpath is None:
+            raise RuntimeError("kafka: not installed (no cached classpath); run install() first")
+        self.home().mkdir(parents=True, exist_ok=True)
+        with _file_lock(self.home() / ".lock"):
+            if _pid_running(self.pid_file(), MAIN_CLASS):
+                return  # another `up` started it; wait_healthy() will wait for it
+            config = self._write_config()
+            if not (self.home() / "data" / "meta.properties").exists():
+                # Kafka's Uuid.toString: URL-safe base64 of 16 random bytes, unpadded.
+                cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+                run(self._java(classpath, STORAGE_TOOL, "format", "-t", cluster_id,
+                               "-c", str(config)))
+            spawn(self._java(classpath, MAIN_CLASS, str(config)), self.log_path(),
+                  self.pid_file(), cwd=self.home())
+
+    def healthy(self) -> bool:
+        try:
+            return metadata_broker_count(HOST, PORT) >= 1
+        except (OSError, ValueError, struct.error):
+            return False
+
+    def stop(self) -> None:
+        # SIGTERM triggers Kafka's controlled shutdown; KILL only after 60 s.
+        kill_pid_file(self.pid_file(), timeout=60.0)
+
+    def info(self) -> dict[str, object]:
+        return {
+            "bootstrap": f"{HOST}:{PORT}",
+            "controller": f"{HOST}:{CONTROLLER_PORT}",
+            "version": VERSION,
+            "log": str(self.log_path()),
+        }
