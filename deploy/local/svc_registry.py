@@ -1,0 +1,160 @@
+"""Apicurio Registry 3.x, in memory, with its Confluent-compatible API.
+
+Contract:
+- `install()` fetches the Quarkus assembly `io.apicurio:apicurio-registry-app:<version>`
+  (type tar.gz, classifier `all`) from Maven Central with `mvn dependency:get` into ~/.m2,
+  and unpacks it once into `CACHE/apicurio-registry-<version>`. The unpacking goes to a
+  temporary directory renamed into place, so a half-unpacked tree is never used.
+- The default version is 3.0.9: it is the newest 3.x on Maven Central that runs on this
+  machine's Java 17. 3.3.2 and 3.3.3 are built for Java 21 and fail at startup with
+  `UnsupportedClassVersionError: ... class file version 65.0 ... only recognizes class
+  file versions up to 61.0`. Set `PGCDC_REGISTRY_VERSION` to try another.
+- `start()` runs the assembly's runner jar (`*-runner.jar` in the legacy layout of 3.0.x,
+  `quarkus-run.jar` in the fast-jar layout of later releases) on 127.0.0.1:18081 with the
+  SQL storage on an in-memory H2 database: every start begins with an empty registry.
+  Deletion through the API is enabled, so tests may clean up after themselves.
+- `healthy()` is true when `GET /apis/ccompat/v7/subjects` answers 200.
+- Concurrent `up` calls are serialised by a file lock; a second caller finds the first
+  one's process alive and does not spawn another.
+
+Standard library only: this runs before the project's venv exists.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import http.client
+import os
+import shutil
+import tarfile
+import tempfile
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from svc_common import CACHE, Service, java_bin, kill_pid_file, run, spawn
+
+VERSION = os.environ.get("PGCDC_REGISTRY_VERSION", "3.0.9")
+ARTIFACT = f"io.apicurio:apicurio-registry-app:{VERSION}:tar.gz:all"
+HOST = "127.0.0.1"
+PORT = 18081
+BASE = f"http://{HOST}:{PORT}"
+CCOMPAT = f"{BASE}/apis/ccompat/v7"
+MARKER = "apicurio-registry"  # in the runner's path, so in the process command line
+
+_ENV = {
+    "QUARKUS_HTTP_HOST": HOST,
+    "QUARKUS_HTTP_PORT": str(PORT),
+    "QUARKUS_HTTP_ACCESS_LOG_ENABLED": "false",
+    "APICURIO_STORAGE_KIND": "sql",
+    "APICURIO_STORAGE_SQL_KIND": "h2",
+    "APICURIO_REST_DELETION_GROUP_ENABLED": "true",
+    "APICURIO_REST_DELETION_ARTIFACT_ENABLED": "true",
+    "APICURIO_REST_DELETION_ARTIFACT_VERSION_ENABLED": "true",
+}
+
+
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock on `path` (created if missing) for the block's duration."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _pid_running(pid_file: Path, marker: str) -> bool:
+    """True when pid_file names a live process whose command line contains `marker`."""
+    try:
+        pid = int(pid_file.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return False
+    return marker.encode() in cmdline
+
+
+def _m2_repository() -> Path:
+    """The local Maven repository `mvn` uses (honours -Dmaven.repo.local in MAVEN_OPTS)."""
+    for opt in os.environ.get("MAVEN_OPTS", "").split():
+        if opt.startswith("-Dmaven.repo.local="):
+            return Path(opt.split("=", 1)[1])
+    return Path.home() / ".m2" / "repository"
+
+
+class Registry(Service):
+    """Apicurio Registry `VERSION` from Maven Central, in-memory H2 storage, loopback only."""
+
+    name = "registry"
+    start_timeout = 180.0
+
+    def app_dir(self) -> Path:
+        return CACHE / f"apicurio-registry-{VERSION}"
+
+    def pid_file(self) -> Path:
+        return self.home() / "registry.pid"
+
+    def runner(self) -> Path | None:
+        """The jar to run, or None when the assembly is not unpacked."""
+        app = self.app_dir()
+        fast_jar = app / "quarkus-run.jar"
+        if fast_jar.is_file():
+            return fast_jar
+        legacy = sorted(app.glob("*-runner.jar"))
+        return legacy[0] if legacy else None
+
+    def install(self) -> None:
+        java_bin()
+        with _file_lock(CACHE / f".apicurio-registry-{VERSION}.lock"):
+            if self.runner() is not None:
+                return
+            tarball = (_m2_repository() / "io" / "apicurio" / "apicurio-registry-app" / VERSION
+                       / f"apicurio-registry-app-{VERSION}-all.tar.gz")
+            if not tarball.is_file():
+                run(["mvn", "-q", "-B", "dependency:get", f"-Dartifact={ARTIFACT}",
+                     "-Dtransitive=false"], cwd=CACHE)
+            if not tarball.is_file():
+                raise RuntimeError(f"registry: mvn fetched {ARTIFACT} but {tarball} is missing")
+            partial = Path(tempfile.mkdtemp(prefix=".apicurio-", dir=CACHE))
+            try:
+                with tarfile.open(tarball) as archive:
+                    archive.extractall(partial, filter="data")
+                partial.replace(self.app_dir())
+            finally:
+                shutil.rmtree(partial, ignore_errors=True)
+        if self.runner() is None:
+            raise RuntimeError(f"registry: no quarkus-run.jar or *-runner.jar in {self.app_dir()}")
+
+    def start(self) -> None:
+        runner = self.runner()
+        if runner is None:
+            raise RuntimeError("registry: not installed; run install() first")
+        self.home().mkdir(parents=True, exist_ok=True)
+        with _file_lock(self.home() / ".lock"):
+            if _pid_running(self.pid_file(), MARKER):
+                return  # another `up` started it; wait_healthy() will wait for it
+            env = dict(os.environ, **_ENV)
+            cmd = [java_bin(), "-Xms128m", "-Xmx512m", "-Djava.awt.headless=true",
+                   f"-Djava.io.tmpdir={self.home()}", "-jar", str(runner)]
+            spawn(cmd, self.log_path(), self.pid_file(), env=env, cwd=self.home())
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{CCOMPAT}/subjects", timeout=2.0) as resp:
+                return int(resp.status) == 200
+        except (OSError, http.client.HTTPException):  # URLError is an OSError
+            return False
+
+    def stop(self) -> None:
+        kill_pid_file(self.pid_file(), timeout=30.0)
+
+    def info(self) -> dict[str, object]:
+        return {
+            "url": CCOMPAT,
+            "api": f"{BASE}/apis/registry/v3",
+            "version": VERSION,
+            "log": str(self.log_path()),
+        }
