@@ -1,0 +1,386 @@
+"""The decoding driver: records in, plugin callbacks out (logical.c + decode.c's glue).
+
+Receives `XLogRecord`s in LSN order from a WAL source through the XLog reader.
+For each record it does what LogicalDecodingProcessRecord does: assigns a
+subtransaction to its parent when the record carries a top-level xid, registers the
+record's xid with the reorder buffer, decodes the record into events
+(`service.decode`), and routes each event to the snapshot builder and the reorder
+buffer under the gating rules of decode.c (nothing is queued before the snapshot
+builder reaches FULL_SNAPSHOT; changes of other databases are not queued; commits that
+need skipping are forgotten, DecodeTXNNeedSkip).
+
+The reorder buffer hands transactions back to `PluginSink`, which turns raw tuples
+into decoded rows through a `RowResolver` (schema history + type decoders) and calls the
+output plugin only through its `PluginWrapper`.
+
+Ordering: plugin callbacks come in commit order, each transaction's changes in LSN
+order. Errors: everything raised is a PgcdcError carrying the LSN where it arose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from service.decode import decoder_for, toplevel_assignment, xid_to_process
+from service.errors import DecodeError, SchemaMismatchError
+from service.events import (
+    AbortEvent,
+    AssignmentEvent,
+    ChangeKind,
+    CheckpointEvent,
+    CommitEvent,
+    HeapChange,
+    InplaceEvent,
+    InvalidationsEvent,
+    MessageEvent,
+    NewCidEvent,
+    ParameterChangeEvent,
+    PrepareEvent,
+    RunningXactsEvent,
+    SmgrCreateEvent,
+    SmgrTruncateEvent,
+    SwitchEvent,
+    TruncateEvent,
+)
+from service.plugin_api import (
+    ChangeOp,
+    ColumnValue,
+    Message,
+    PluginWrapper,
+    RelationInfo,
+    RowChange,
+    TruncateChange,
+    TxnInfo,
+)
+from service.reorderbuffer import ReorderBuffer, ReorderBufferTXN, ReplayChange
+from service.snapbuild import SnapBuilder
+from service.walrecord import XLogRecord
+
+DDL_PREFIX = "pgcdc.ddl"
+XACT_XINFO_HAS_DBINFO = 1 << 0
+
+
+class RowResolver(Protocol):
+    """Relation definitions and row decoding, as valid at each change (schema history)."""
+
+    def relation(self, change: HeapChange, top_xid: int) -> RelationInfo | None:
+        """The table a heap change belongs to, or None when it must not be emitted
+        (rewrite output, a table excluded by filters, a system catalog)."""
+
+    def row(
+        self, relation: RelationInfo, change: HeapChange, new: bool, toast: object
+    ) -> Sequence[ColumnValue] | None:
+        """The new (or old) tuple of `change` decoded against `relation`."""
+
+    def relations_by_oid(self, relids: Sequence[int], lsn: int) -> list[RelationInfo]:
+        """Definitions of truncated tables (TRUNCATE names relation OIDs)."""
+
+    def ddl(self, top_xid: int, lsn: int, payload: bytes) -> None:
+        """A pgcdc.ddl message replayed inside its transaction: effective from `lsn` on."""
+
+    def smgr_create(self, xid: int, lsn: int, event: SmgrCreateEvent) -> None:
+        """A new relfilenode appeared (rewrite, TRUNCATE, VACUUM FULL...)."""
+
+    def catalog_changed(self, xid: int, lsn: int) -> None:
+        """The transaction touched the catalog (NEW_CID, INPLACE, invalidations)."""
+
+    def end_txn(self, top_xid: int, lsn: int, committed: bool, invalidations: object) -> None:
+        """The transaction is done: publish its DDL (committed) or drop it."""
+
+
+def txn_info(txn: ReorderBufferTXN) -> TxnInfo:
+    return TxnInfo(
+        xid=txn.xid,
+        first_lsn=txn.first_lsn,
+        final_lsn=txn.final_lsn,
+        end_lsn=txn.end_lsn,
+        commit_time=txn.commit_time,
+        origin=txn.origin,
+        gid=txn.gid,
+    )
+
+
+_OPS = {
+    ChangeKind.INSERT: ChangeOp.INSERT,
+    ChangeKind.SPEC_INSERT: ChangeOp.INSERT,  # the buffer hands one on only once confirmed
+    ChangeKind.UPDATE: ChangeOp.UPDATE,
+    ChangeKind.DELETE: ChangeOp.DELETE,
+}
+
+
+class PluginSink:
+    """The reorder buffer's ReplaySink: decodes rows, then calls the plugin wrapper."""
+
+    def __init__(self, plugin: PluginWrapper, rows: RowResolver) -> None:
+        self.plugin = plugin
+        self.rows = rows
+        self.can_stream = plugin.can_stream
+        self.decode_at_prepare = plugin.two_phase
+        self.emitted_txns = 0
+        self.emitted_changes = 0
+
+    # --- conversions --------------------------------------------------------------
+
+    def _row_change(self, txn: ReorderBufferTXN, rc: ReplayChange) -> RowChange | None:
+        change = rc.event
+        if not isinstance(change, HeapChange):
+            raise DecodeError(f"{type(change).__name__} where a heap change was expected",
+                              lsn=getattr(change, "lsn", None), xid=txn.xid)
+        relation = self.rows.relation(change, txn.top.xid)
+        if relation is None:
+            return None
+        op = _OPS.get(change.kind)
+        if op is None:
+            raise DecodeError(f"change kind {change.kind.name} reached replay",
+                              lsn=change.lsn, xid=change.xid)
+        new = self.rows.row(relation, change, True, rc.toast) if change.new_tuple else None
+        old = self.rows.row(relation, change, False, rc.toast) if change.old_tuple else None
+        if op is not ChangeOp.DELETE and new is None:
+            raise SchemaMismatchError(f"{op.value} without a new tuple", lsn=change.lsn,
+                                      relation=f"{relation.schema}.{relation.name}")
+        return RowChange(op, change.lsn, relation, new, old, change.old_is_key)
+
+    def _truncate(self, rc: ReplayChange) -> TruncateChange | None:
+        ev = rc.event
+        assert isinstance(ev, TruncateEvent)
+        rels = self.rows.relations_by_oid(ev.relids, ev.lsn)
+        if not rels:
+            return None
+        return TruncateChange(ev.lsn, rels, ev.cascade, ev.restart_seqs)
+
+    @staticmethod
+    def _message(rc: ReplayChange) -> Message:
+        ev = rc.event
+        assert isinstance(ev, MessageEvent)
+        return Message(ev.lsn, ev.transactional, ev.prefix, ev.payload)
+
+    # --- ReplaySink -----------------------------------------------------------------
+
+    def begin(self, txn: ReorderBufferTXN) -> None:
+        self.plugin.call("begin", txn.first_lsn, txn.xid, txn_info(txn))
+
+    def change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        row = self._row_change(txn, change)
+        if row is not None:
+            self.emitted_changes += 1
+            self.plugin.call("change", row.lsn, txn.xid, txn_info(txn), row)
+
+    def truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        trunc = self._truncate(change)
+        if trunc is not None:
+            self.plugin.call("truncate", trunc.lsn, txn.xid, txn_info(txn), trunc, optional=True)
+
+    def message(self, txn: ReorderBufferTXN | None, change: ReplayChange) -> None:
+        msg = self._message(change)
+        if msg.transactional and msg.prefix == DDL_PREFIX and txn is not None:
+            self.rows.ddl(txn.top.xid, msg.lsn, msg.payload)
+        info = txn_info(txn) if txn is not None else None
+        self.plugin.call("message", msg.lsn, txn.xid if txn else 0, info, msg, optional=True)
+
+    def internal(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        raise DecodeError("no internal changes are queued by this driver",
+                          lsn=getattr(change.event, "lsn", None), xid=txn.xid)
+
+    def commit(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        self.emitted_txns += 1
+        self.plugin.call("commit", commit_lsn, txn.xid, txn_info(txn), commit_lsn)
+
+    def stream_start(self, txn: ReorderBufferTXN, first_lsn: int) -> None:
+        self.plugin.call("stream_start", first_lsn, txn.xid, txn_info(txn))
+
+    def stream_change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        row = self._row_change(txn, change)
+        if row is not None:
+            self.plugin.call("stream_change", row.lsn, txn.xid, txn_info(txn), row)
+
+    def stream_truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        trunc = self._truncate(change)
+        if trunc is not None:
+            self.plugin.call("stream_truncate", trunc.lsn, txn.xid, txn_info(txn), trunc,
+                             optional=True)
+
+    def stream_message(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        msg = self._message(change)
+        if msg.transactional and msg.prefix == DDL_PREFIX:
+            self.rows.ddl(txn.top.xid, msg.lsn, msg.payload)
+        self.plugin.call("stream_message", msg.lsn, txn.xid, txn_info(txn), msg, optional=True)
+
+    def stream_stop(self, txn: ReorderBufferTXN, last_lsn: int) -> None:
+        self.plugin.call("stream_stop", last_lsn, txn.xid, txn_info(txn))
+
+    def stream_abort(self, txn: ReorderBufferTXN, abort_lsn: int, subxid: int | None) -> None:
+        self.plugin.call("stream_abort", abort_lsn, txn.xid, txn_info(txn), abort_lsn)
+
+    def stream_commit(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        self.emitted_txns += 1
+        self.plugin.call("stream_commit", commit_lsn, txn.xid, txn_info(txn), commit_lsn)
+
+    def stream_prepare(self, txn: ReorderBufferTXN, prepare_lsn: int) -> None:
+        self.plugin.call("stream_prepare", prepare_lsn, txn.xid, txn_info(txn), prepare_lsn)
+
+    def begin_prepare(self, txn: ReorderBufferTXN) -> None:
+        self.plugin.call("begin_prepare", txn.first_lsn, txn.xid, txn_info(txn))
+
+    def prepare(self, txn: ReorderBufferTXN, prepare_lsn: int) -> None:
+        self.plugin.call("prepare", prepare_lsn, txn.xid, txn_info(txn), prepare_lsn)
+
+    def commit_prepared(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        self.emitted_txns += 1
+        self.plugin.call("commit_prepared", commit_lsn, txn.xid, txn_info(txn), commit_lsn)
+
+    def rollback_prepared(self, txn: ReorderBufferTXN, end_lsn: int, prepare_time: int) -> None:
+        self.plugin.call("rollback_prepared", end_lsn, txn.xid, txn_info(txn), end_lsn,
+                         prepare_time)
+
+
+class Decoding:
+    """LogicalDecodingProcessRecord: one record at a time into the pure pipeline.
+
+    `db_oid` is the database whose changes are decoded (a logical slot's database).
+    """
+
+    def __init__(
+        self,
+        *,
+        version: int,
+        db_oid: int,
+        reorder: ReorderBuffer,
+        snap: SnapBuilder,
+        rows: RowResolver,
+        plugin: PluginWrapper,
+    ) -> None:
+        self.decoder = decoder_for(version)
+        self.db_oid = db_oid
+        self.rb = reorder
+        self.snap = snap
+        self.rows = rows
+        self.plugin = plugin
+        self.last_lsn = 0
+        self.last_end_lsn = 0
+        self.records = 0
+        self.rb.consistent = snap.is_consistent
+
+    def process(self, record: XLogRecord) -> None:
+        self.records += 1
+        top = toplevel_assignment(record)
+        if top is not None:
+            self.rb.assign_child(top[0], top[1], record.lsn)
+        xid = xid_to_process(record)
+        if xid:
+            self.rb.process_xid(xid, record.lsn)
+        for event in self.decoder.decode(record):
+            self._route(event)
+        self.last_lsn = record.lsn
+        self.last_end_lsn = record.end_lsn
+
+    def _wanted_db(self, db_oid: int) -> bool:
+        return db_oid == self.db_oid
+
+    def _route(self, ev: object) -> None:
+        rb, snap = self.rb, self.snap
+        match ev:
+            case HeapChange():
+                if not snap.decodes_changes or not self._wanted_db(ev.locator.db_oid):
+                    return
+                if self.plugin.filter_by_origin(ev.origin):
+                    return
+                if snap.process_change(ev.xid, ev.lsn):
+                    rb.queue_change(ev.xid, ev.lsn, ev)
+            case TruncateEvent():
+                if not snap.decodes_changes or not self._wanted_db(ev.db_oid):
+                    return
+                if snap.process_change(ev.xid, ev.lsn):
+                    rb.queue_change(ev.xid, ev.lsn, ev)
+            case MessageEvent():
+                if not snap.decodes_changes or not self._wanted_db(ev.db_oid):
+                    return
+                if ev.transactional:
+                    if snap.process_change(ev.xid, ev.lsn):
+                        rb.queue_change(ev.xid, ev.lsn, ev)
+                elif snap.message_allowed(ev.lsn):
+                    rb.queue_message_nontransactional(ev.xid, ev.lsn, ev)
+            case RunningXactsEvent():
+                snap.process_running_xacts(ev)
+                rb.consistent = snap.is_consistent
+                rb.abort_old(ev.oldest_running_xid)
+            case CommitEvent():
+                self._commit(ev)
+            case AbortEvent():
+                self._abort(ev)
+            case PrepareEvent():
+                self._prepare(ev)
+            case AssignmentEvent():
+                for sub in ev.subxids:
+                    rb.assign_child(ev.xid, sub, ev.lsn)
+            case InvalidationsEvent():
+                if snap.decodes_changes:
+                    rb.add_invalidations(ev.xid, ev.lsn, ev.invalidations)
+                    rb.set_has_catalog_changes(ev.xid, ev.lsn)
+                    self.rows.catalog_changed(ev.xid, ev.lsn)
+            case NewCidEvent():
+                if snap.decodes_changes:
+                    rb.set_has_catalog_changes(ev.xid, ev.lsn)
+                    self.rows.catalog_changed(ev.xid, ev.lsn)
+            case InplaceEvent():
+                if snap.decodes_changes and ev.xid:
+                    rb.set_has_catalog_changes(ev.xid, ev.lsn)
+                    self.rows.catalog_changed(ev.xid, ev.lsn)
+            case SmgrCreateEvent():
+                if self._wanted_db(ev.locator.db_oid):
+                    self.rows.smgr_create(ev.xid, ev.lsn, ev)
+            case CheckpointEvent() | SwitchEvent() | ParameterChangeEvent() | SmgrTruncateEvent():
+                return
+            case _:
+                raise DecodeError(f"the driver cannot route {type(ev).__name__}",
+                                  lsn=getattr(ev, "lsn", None))
+
+    def _skip_commit(self, ev: CommitEvent | AbortEvent) -> bool:
+        """DecodeTXNNeedSkip: before the start point, another database, or an origin."""
+        other_db = bool(ev.xinfo & XACT_XINFO_HAS_DBINFO) and ev.db_oid != self.db_oid
+        return (self.snap.xact_needs_skip(ev.lsn) or other_db
+                or self.plugin.filter_by_origin(ev.origin))
+
+    def _commit(self, ev: CommitEvent) -> None:
+        rb = self.rb
+        self.snap.commit(ev.xid, ev.lsn)
+        if not self.snap.decodes_changes:
+            return
+        if ev.invalidations:
+            rb.add_invalidations(ev.xid, ev.lsn, ev.invalidations)
+        commit_time = ev.origin_time if ev.origin_time is not None else ev.commit_time
+        if self._skip_commit(ev):
+            for sub in ev.subxids:
+                rb.forget(sub, ev.lsn)
+            rb.forget(ev.xid, ev.lsn)
+            self.rows.end_txn(ev.xid, ev.lsn, False, ev.invalidations)
+            return
+        txn = rb.get_txn(ev.xid)
+        if ev.prepared and txn is not None and txn.prepared:
+            rb.finish_prepared(ev.xid, ev.lsn, ev.end_lsn, commit_time, is_commit=True,
+                               origin=ev.origin, subxids=ev.subxids)
+        else:
+            rb.commit(ev.xid, ev.lsn, ev.end_lsn, commit_time, origin=ev.origin,
+                      subxids=ev.subxids)
+        self.rows.end_txn(ev.xid, ev.lsn, True, ev.invalidations)
+
+    def _abort(self, ev: AbortEvent) -> None:
+        rb = self.rb
+        txn = rb.get_txn(ev.xid)
+        if ev.prepared and txn is not None and txn.prepared and self.snap.decodes_changes:
+            rb.finish_prepared(ev.xid, ev.lsn, ev.end_lsn, ev.abort_time,
+                               is_commit=False, subxids=ev.subxids)
+        else:
+            for sub in ev.subxids:
+                rb.abort(sub, ev.lsn)
+            rb.abort(ev.xid, ev.lsn)
+        self.rows.end_txn(ev.xid, ev.lsn, False, ())
+
+    def _prepare(self, ev: PrepareEvent) -> None:
+        if not self.snap.decodes_changes:
+            return
+        if self.snap.xact_needs_skip(ev.lsn) or ev.db_oid != self.db_oid:
+            self.rb.skip_prepared(ev.xid)
+            return
+        self.rb.prepare(ev.xid, ev.lsn, ev.end_lsn, ev.prepared_at, gid=ev.gid,
+                        origin=ev.origin, subxids=ev.subxids)
