@@ -71,7 +71,10 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
 </project>
 """
 
+# shutdownHook=disable: log4j's own hook would stop logging while Kafka's shutdown, started
+# by SIGTERM, is still running, and the end of the shutdown would be missing from the log.
 _LOG4J2 = """status = warn
+shutdownHook = disable
 appender.out.type = Console
 appender.out.name = out
 appender.out.layout.type = PatternLayout
