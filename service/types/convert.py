@@ -1,0 +1,233 @@
+"""Typed values from raw datums: `to_python` and `to_text`, the types stage's entry points.
+
+Receives: one raw datum as `deform` produced it (bytes; a `ToastPointer` must have
+been resolved with `resolve_toast` first), the column's `TypeInfo`, and the
+`TypeRegistry` for the types it refers to (array elements, composite fields, range
+subtypes, enum labels). Hands on:
+
+- `to_text`: exactly what the type's output function prints under the session settings
+  DateStyle=ISO,MDY, IntervalStyle=postgres, TimeZone=UTC, extra_float_digits=1,
+  lc_monetary=C, bytea_output=hex (what the test_decoding-compatible plugin prints);
+- `to_python`: a Python value (see each family module for the mapping).
+
+The decoder is chosen by the output function's internal name (`TypeInfo.output_src`);
+domains resolve to their base type. A type whose output function pgcdc does not know
+raises `UnknownTypeError` naming the column. With `unknown_as_text=True` such a type is
+emitted as text *only* if it is a varlena whose stored bytes are valid UTF-8: that is
+exact for types whose binary form is their text (e.g. a citext-like type whose output
+function is not `textout`), and is the caller's explicit choice otherwise. Fixed-length
+unknown types and non-UTF-8 payloads still raise `UnknownTypeError`.
+
+Multiranges, geometric types, tsvector/tsquery, jsonpath and the reg* types are not
+decoded (their output functions are not in the tables below).
+
+Pure; no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from service.errors import DecodeError, UnknownTypeError
+from service.types import bits, datetime, jsonb, network, numeric, text
+from service.types.array import array_text, array_value, vector_text
+from service.types.composite import composite_text, composite_value
+from service.types.range import range_text, range_value
+from service.types.registry import TypeInfo, TypeRegistry
+from service.types.varlena import ToastPointer, Unchanged
+
+_Simple = Callable[[bytes], Any]
+
+_TEXT: dict[str, Callable[[bytes], str]] = {
+    "boolout": text.bool_text,
+    "int2out": lambda b: str(text.int2_value(b)),
+    "int4out": lambda b: str(text.int4_value(b)),
+    "int8out": lambda b: str(text.int8_value(b)),
+    "oidout": lambda b: str(text.uint4_value(b)),
+    "xidout": lambda b: str(text.uint4_value(b)),
+    "cidout": lambda b: str(text.uint4_value(b)),
+    "xid8out": lambda b: str(text.uint8_value(b)),
+    "charout": text.char_text,
+    "nameout": text.name_text,
+    "textout": text.utf8,
+    "varcharout": text.utf8,
+    "bpcharout": text.utf8,
+    "xml_out": text.utf8,
+    "json_out": text.utf8,
+    "byteaout": text.bytea_text,
+    "uuid_out": text.uuid_text,
+    "tidout": text.tid_text,
+    "pg_lsn_out": text.pg_lsn_text,
+    "numeric_out": numeric.numeric_text,
+    "float4out": lambda b: numeric.float_text(numeric.float4_value(b), single=True),
+    "float8out": lambda b: numeric.float_text(numeric.float8_value(b), single=False),
+    "cash_out": numeric.money_text,
+    "date_out": datetime.date_text,
+    "time_out": datetime.time_text,
+    "timetz_out": datetime.timetz_text,
+    "timestamp_out": datetime.timestamp_text,
+    "timestamptz_out": datetime.timestamptz_text,
+    "interval_out": datetime.interval_text,
+    "inet_out": network.inet_text,
+    "cidr_out": network.cidr_text,
+    "macaddr_out": network.mac_text,
+    "macaddr8_out": network.mac_text,
+    "bit_out": bits.bits_text,
+    "varbit_out": bits.bits_text,
+    "jsonb_out": jsonb.jsonb_text,
+}
+
+_PYTHON: dict[str, _Simple] = {
+    **_TEXT,
+    "boolout": text.bool_value,
+    "int2out": text.int2_value,
+    "int4out": text.int4_value,
+    "int8out": text.int8_value,
+    "oidout": text.uint4_value,
+    "xidout": text.uint4_value,
+    "cidout": text.uint4_value,
+    "xid8out": text.uint8_value,
+    "byteaout": bytes,
+    "uuid_out": text.uuid_value,
+    "pg_lsn_out": text.uint8_value,
+    "numeric_out": numeric.numeric_value,
+    "float4out": numeric.float4_value,
+    "float8out": numeric.float8_value,
+    "cash_out": numeric.money_value,
+    "date_out": datetime.date_value,
+    "time_out": datetime.time_value,
+    "timetz_out": datetime.timetz_value,
+    "timestamp_out": datetime.timestamp_value,
+    "timestamptz_out": datetime.timestamptz_value,
+    "interval_out": datetime.interval_value,
+    "inet_out": network.inet_value,
+    "cidr_out": network.cidr_value,
+}
+
+
+def _base(info: TypeInfo, registry: TypeRegistry) -> TypeInfo:
+    seen = 0
+    while info.typtype == "d":
+        info = registry.get(info.typbasetype)
+        seen += 1
+        if seen > 32:
+            raise DecodeError(f"domain chain of {info.name} does not end")
+    return info
+
+
+def _enum_label(buf: bytes, info: TypeInfo) -> str:
+    oid = text.uint4_value(buf)
+    try:
+        return info.enum_labels[oid]
+    except KeyError:
+        raise UnknownTypeError(f"enum {info.name} has no label with OID {oid}") from None
+
+
+def _unknown(buf: bytes, info: TypeInfo, as_text: bool) -> str:
+    if as_text and info.typlen == -1:
+        try:
+            return buf.decode("utf-8")
+        except UnicodeDecodeError:
+            pass  # falls through to the error below: not text after all
+    raise UnknownTypeError(
+        f"type {info.name} (OID {info.oid}, output function {info.output_src}) cannot be decoded"
+    )
+
+
+def _text(buf: bytes, info: TypeInfo, registry: TypeRegistry, as_text: bool) -> str:
+    info = _base(info, registry)
+    src = info.output_src
+    simple = _TEXT.get(src)
+    if simple is not None:
+        return simple(buf)
+
+    def elem(b: bytes, i: TypeInfo) -> str:
+        return _text(b, i, registry, as_text)
+
+    match src:
+        case "array_out":
+            return array_text(buf, registry, elem)
+        case "int2vectorout" | "oidvectorout":
+            return vector_text(buf, registry, elem)
+        case "record_out":
+            return composite_text(buf, registry, elem)
+        case "range_out":
+            return range_text(buf, registry, elem)
+        case "enum_out":
+            return _enum_label(buf, info)
+        case _:
+            return _unknown(buf, info, as_text)
+
+
+def _python(buf: bytes, info: TypeInfo, registry: TypeRegistry, as_text: bool) -> Any:
+    info = _base(info, registry)
+    src = info.output_src
+    simple = _PYTHON.get(src)
+    if simple is not None:
+        return simple(buf)
+
+    def elem(b: bytes, i: TypeInfo) -> Any:
+        return _python(b, i, registry, as_text)
+
+    match src:
+        case "array_out" | "int2vectorout" | "oidvectorout":
+            return array_value(buf, registry, elem)
+        case "record_out":
+            return composite_value(buf, registry, elem)
+        case "range_out":
+            return range_value(buf, registry, elem)
+        case "enum_out":
+            return _enum_label(buf, info)
+        case _:
+            return _unknown(buf, info, as_text)
+
+
+def _checked(datum: object, column: str | None) -> bytes:
+    if isinstance(datum, bytes):
+        return datum
+    if isinstance(datum, ToastPointer):
+        raise DecodeError("TOAST pointer must be resolved before conversion", field=column)
+    if isinstance(datum, Unchanged):
+        raise DecodeError(
+            "an unchanged TOAST value has no text; check for the marker first", field=column
+        )
+    raise DecodeError(f"cannot convert a {type(datum).__name__} datum", field=column)
+
+
+def to_text(
+    datum: bytes,
+    typeinfo: TypeInfo,
+    registry: TypeRegistry,
+    *,
+    column: str | None = None,
+    unknown_as_text: bool = False,
+) -> str:
+    """What the type's output function prints for this (non-NULL, resolved) datum."""
+    buf = _checked(datum, column)
+    try:
+        return _text(buf, typeinfo, registry, unknown_as_text)
+    except UnknownTypeError as exc:
+        if exc.field is None and column is not None:
+            raise UnknownTypeError(exc.message, field=column) from exc
+        raise
+
+
+def to_python(
+    datum: bytes | ToastPointer | Unchanged | None,
+    typeinfo: TypeInfo,
+    registry: TypeRegistry,
+    *,
+    column: str | None = None,
+    unknown_as_text: bool = False,
+) -> Any:
+    """The Python value of a datum; None stays None, the UNCHANGED marker passes through."""
+    if datum is None or isinstance(datum, Unchanged):
+        return datum
+    buf = _checked(datum, column)
+    try:
+        return _python(buf, typeinfo, registry, unknown_as_text)
+    except UnknownTypeError as exc:
+        if exc.field is None and column is not None:
+            raise UnknownTypeError(exc.message, field=column) from exc
+        raise
