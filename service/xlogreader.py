@@ -194,22 +194,24 @@ class XLogReader:
         """Yield every complete record available, fully decoded (DecodeXLogRecord)."""
         for raw in self._raw_records():
             yield self._decode(raw)
+        self._trim()
 
     def walk_headers(self) -> Iterator[HeaderTuple]:
         """Yield `(lsn, tot_len, rmid, info, xid)` per record: pages, headers and CRCs
         checked exactly as `records()`, without decoding block references."""
         for raw in self._raw_records():
             yield raw[0], raw[2], raw[6], raw[5], raw[3]
+        self._trim()
 
     # --- the page/record walk (XLogDecodeNextRecord) ---------------------------------
 
     def _trim(self) -> None:
-        drop = self._next - self._buf_lsn
+        # Never past the fed end: the next chunk must still line up with _buf_lsn.
+        # Keep the header of a page not yet validated.
+        keep = self._next if self._next < self._valid_upto else self._next & ~_PAGE_MASK
+        drop = min(keep - self._buf_lsn, len(self._buf))
         if drop > 0:
-            if drop >= len(self._buf):
-                self._buf = b""
-            else:
-                self._buf = self._buf[drop:]
+            self._buf = self._buf[drop:]
             self._buf_lsn += drop
 
     def _raw_records(self) -> Iterator[RawRecord]:
