@@ -125,12 +125,16 @@ class Decoder:
 
     def decode(self, record: XLogRecord) -> list[Event]:
         """Events for one record, as LogicalDecodingProcessRecord dispatches it."""
-        handler = self._dispatch.get(record.rmid)
+        rmid = record.rmid
+        if rmid == rt.RM_HEAP_ID and not record.info & rt.XLOG_HEAP_OPMASK:
+            # hot path: XLOG_HEAP_INSERT (+INIT) is DECODED in every version's table
+            return heap.decode_insert(record)
+        handler = self._dispatch.get(rmid)
         if handler is not None:
             return handler(record)
-        if rt.rmgr_name(record.rmid) is not None:
+        if rt.rmgr_name(rmid) is not None:
             return []  # no rm_decode: the caller registers the xid, nothing else
-        raise DecodeError(f"unknown resource manager id {record.rmid}", lsn=record.lsn)
+        raise DecodeError(f"unknown resource manager id {rmid}", lsn=record.lsn)
 
     # --- table lookup --------------------------------------------------------------
 

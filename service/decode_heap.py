@@ -134,6 +134,12 @@ def decode_insert(record: XLogRecord) -> list[Event]:
         return []
     ref = _block0(record, "heap insert")
     kind = ChangeKind.SPEC_INSERT if flags & XLH_INSERT_IS_SPECULATIVE else ChangeKind.INSERT
+    data = ref.data
+    if len(data) < SIZE_OF_HEAP_HEADER:
+        raise DecodeError(
+            f"heap insert: tuple shorter than xl_heap_header ({len(data)} bytes)", lsn=record.lsn
+        )
+    infomask2, infomask, hoff = _unpack_header(data)
     return [
         HeapChange(
             record.lsn,
@@ -142,7 +148,9 @@ def decode_insert(record: XLogRecord) -> list[Event]:
             ref.locator,
             ref.block,
             offnum,
-            decode_tuple(ref.data, 0, record, "heap insert"),
+            RawTuple(
+                infomask2 & HEAP_NATTS_MASK, infomask, infomask2, hoff, data[SIZE_OF_HEAP_HEADER:]
+            ),
             None,
             False,
             True,
