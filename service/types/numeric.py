@@ -15,7 +15,8 @@ Numeric layout (numeric.c): a uint16 header, then base-10000 int16 digits.
 The value is sum(digit[i] * 10000^(weight - i)); the text shows exactly `dscale`
 fractional digits (get_str_from_var).
 
-Floats print the shortest round-trip digits (extra_float_digits > 0, PostgreSQL 12+):
+Floats print the shortest digits that lie strictly inside the value's rounding interval
+(Ryu as built by PostgreSQL 12+ for extra_float_digits > 0, without STRICTLY_SHORTEST):
 fixed notation when the decimal exponent is in [-4, 15) for float8 and [-4, 6) for
 float4, otherwise `d.ddde+XX` (d2s.c/f2s.c to_chars). Money prints as cash_out does with
 lc_monetary=C: `$1,234.56`, `-$1,234.56`.
@@ -27,13 +28,14 @@ from __future__ import annotations
 
 import math
 import struct
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, localcontext
 
 from service.errors import DecodeError
 
 _U16 = struct.Struct("<H")
 _I16 = struct.Struct("<h")
 _F4 = struct.Struct("<f")
+_U32F = struct.Struct("<I")
 _F8 = struct.Struct("<d")
 _I64 = struct.Struct("<q")
 
@@ -112,19 +114,52 @@ def numeric_value(buf: bytes) -> Decimal:
     return Decimal(numeric_text(buf))
 
 
-def _shortest(value: float, single: bool) -> tuple[str, int]:
-    """Shortest round-trip digits (no trailing zeros) and the decimal exponent of the first."""
+def _neighbours(value: float, single: bool) -> tuple[float, float]:
+    """The adjacent representable values below and above `value` (> 0, finite)."""
     if single:
-        target = _F4.pack(value)
-        for prec in range(1, 10):
-            text = f"{value:.{prec - 1}e}"
-            if _F4.pack(float(text)) == target:
-                break
-    else:
-        text = f"{Decimal(repr(value)):e}"  # repr is the shortest round-trip form
-    mantissa, _, exp = text.partition("e")
-    digits = mantissa.replace(".", "").replace("-", "").rstrip("0") or "0"
-    return digits, int(exp)
+        bits = _U32F.unpack(_F4.pack(value))[0]
+        below = _F4.unpack(_U32F.pack(bits - 1))[0]
+        above = _F4.unpack(_U32F.pack(bits + 1))[0] if bits + 1 < 0x7F800000 else math.inf
+        return float(below), float(above)
+    return math.nextafter(value, 0.0), math.nextafter(value, math.inf)
+
+
+def _shortest(value: float, single: bool) -> tuple[str, int]:
+    """Shortest digits strictly inside the rounding interval, and the first digit's exponent.
+
+    PostgreSQL builds Ryu without STRICTLY_SHORTEST (d2s.c/f2s.c: acceptBounds = false),
+    so a decimal lying exactly halfway to a neighbour never qualifies, unlike Python's
+    repr. Among the shortest candidates the one nearest the exact value wins, ties to even.
+    """
+    below, above = _neighbours(value, single)
+    with localcontext() as ctx:
+        ctx.prec = 1200  # exact for every double and every midpoint between doubles
+        exact = Decimal(value)
+        lo = (exact + Decimal(below)) / 2
+        hi = (exact + Decimal(above)) / 2 if above != math.inf else exact * 2
+        if not single:
+            fast = Decimal(repr(value))  # shortest with bounds accepted: usually the answer
+            if lo < fast < hi:
+                return _digits(fast)
+        for prec in range(1, 18):
+            ctx.prec = prec
+            picks = []
+            for rounding in (ROUND_HALF_EVEN, ROUND_FLOOR, ROUND_CEILING):
+                ctx.rounding = rounding
+                picks.append(+exact)
+            nearest = picks[0]
+            ctx.prec = 1200
+            if lo < nearest < hi:
+                return _digits(nearest)
+            inside = [c for c in picks if lo < c < hi]
+            if inside:
+                return _digits(min(inside, key=lambda c: abs(c - exact)))
+    raise DecodeError(f"no shortest decimal found for {value!r}")
+
+
+def _digits(value: Decimal) -> tuple[str, int]:
+    digits = "".join(map(str, value.as_tuple().digits)).rstrip("0") or "0"
+    return digits, value.adjusted()
 
 
 def float_text(value: float, *, single: bool) -> str:
