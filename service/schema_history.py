@@ -1,0 +1,1019 @@
+"""Schema history: each table's definition as of every LSN, and what each relfilenode is.
+
+PostgreSQL decodes a tuple with the catalog as it was at that LSN, read under a
+historic snapshot (snapbuild.c). pgcdc cannot read the catalog that way, so it keeps
+this history instead. It receives, in WAL order, the decoder's events (`apply`), and
+answers lookups from the reorder buffer's replay (`by_relfilenode`, `by_oid`,
+`classify`), which happen later, at commit, for LSNs in the past.
+
+Sources, in order of authority:
+
+1. The initial catalog snapshot (`from_catalog_snapshot`), read in one REPEATABLE READ
+   transaction together with `pg_current_snapshot()`. Its definitions are valid from
+   LSN 0; a transaction visible in that snapshot is already reflected, so its DDL is
+   never applied a second time.
+2. `pgcdc.ddl` logical messages written by the event trigger of `pgcdc setup`. A
+   message of transaction T at LSN M takes effect for T's own changes from M on (and,
+   for a table T created, from the smgr CREATE of its relfilenode), and for everyone
+   else from T's commit record. It is dropped with an aborted (sub)transaction, and with
+   a transaction that RUNNING_XACTS shows to have vanished (crash).
+3. The live catalog, through the injected `LiveCatalog`, consulted only at commit:
+   new relfilenodes that no message named (TRUNCATE, VACUUM FULL, CLUSTER) are mapped by
+   `pg_filenode_relation()`; a catalog-changing transaction (NEW_CID, INPLACE,
+   invalidations) that carried no DDL message has its relcache-invalidated tables
+   re-read, with the warning `schema_refreshed_from_catalog`. These catalog reads see
+   the present, not the LSN: exact only while pgcdc keeps up, which is why the trigger
+   is the primary source.
+
+Relfilenode classification (`classify`), which the pipeline applies to every heap change
+at replay:
+
+- TABLE / TOAST: the relfilenode belongs to a known table (or its toast) at that LSN,
+  as seen by that transaction.
+- REWRITE: the relfilenode was created by smgr CREATE in the change's own transaction
+  and, at that LSN, no definition visible to that transaction names it. These are the
+  heap inserts of a rewriting ALTER TABLE (written before its DDL message) or of
+  VACUUM FULL/CLUSTER; they must never be emitted (PostgreSQL skips them through
+  `pg_class.relrewrite`). Inserts after a TRUNCATE in the same transaction are TABLE,
+  because the truncated table's new relfilenodes are visible to it from their creation.
+- UNKNOWN: none of the above (for example a relation of which no definition is known).
+  The pipeline must treat it as an error or a deliberate, logged skip.
+
+Ordering contract: `apply(commit_event)` must run before the reorder buffer replays
+that transaction (replay lookups need the commit's resolution), and events must be
+applied in WAL order. Only one database is tracked (`db_oid`); events of others are
+ignored. The pure logic does no I/O itself; catalog reads go through `LiveCatalog`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, Protocol, TypeVar
+
+import structlog
+
+from service.errors import DecodeError, format_lsn
+from service.events import (
+    AbortEvent,
+    AssignmentEvent,
+    CheckpointEvent,
+    CommitEvent,
+    Event,
+    HeapChange,
+    InplaceEvent,
+    Invalidation,
+    InvalidationsEvent,
+    MessageEvent,
+    NewCidEvent,
+    ParameterChangeEvent,
+    PrepareEvent,
+    RunningXactsEvent,
+    SmgrCreateEvent,
+    SmgrTruncateEvent,
+    SwitchEvent,
+    TruncateEvent,
+)
+from service.snapbuild import xid_precedes
+from service.walrecord import RelFileLocator
+
+log = structlog.get_logger(__name__)
+
+DDL_PREFIX = "pgcdc.ddl"
+"""The logical-message prefix of the DDL capture installed by `pgcdc setup`."""
+
+RELCACHE_INVAL = -2  # SHAREDINVALRELCACHE_ID in sinval.h
+MAIN_FORKNUM = 0
+HISTORY_FORMAT = 1
+
+# --- table definitions ---------------------------------------------------------------
+
+
+@dataclass(slots=True, frozen=True)
+class ColumnDef:
+    """One `pg_attribute` row of a table (attnum > 0), dropped columns included.
+
+    Dropped columns keep `attlen`/`attbyval`/`attalign` (their type is 0): old tuples
+    still hold their bytes, so the deformer needs the layout.
+    """
+
+    attnum: int
+    name: str
+    type_oid: int
+    typmod: int
+    not_null: bool
+    dropped: bool
+    generated: str  # attgenerated: "" or "s" (stored); PG18 adds "v" (virtual)
+    attlen: int
+    attbyval: bool
+    attalign: str
+    attstorage: str
+    # atthasmissing: rows older than ADD COLUMN ... DEFAULT lack the attribute and take
+    # `missing_text` (attmissingval's text form, a one-element array literal) instead.
+    has_missing: bool = False
+    missing_text: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "attnum": self.attnum,
+            "name": self.name,
+            "type_oid": self.type_oid,
+            "typmod": self.typmod,
+            "notnull": self.not_null,
+            "dropped": self.dropped,
+            "generated": self.generated,
+            "attlen": self.attlen,
+            "attbyval": self.attbyval,
+            "attalign": self.attalign,
+            "attstorage": self.attstorage,
+            "has_missing": self.has_missing,
+            "missing_text": self.missing_text,
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ColumnDef:
+        return cls(
+            attnum=int(doc["attnum"]),
+            name=str(doc["name"]),
+            type_oid=int(doc["type_oid"]),
+            typmod=int(doc["typmod"]),
+            not_null=bool(doc["notnull"]),
+            dropped=bool(doc["dropped"]),
+            generated=str(doc["generated"] or ""),
+            attlen=int(doc["attlen"]),
+            attbyval=bool(doc["attbyval"]),
+            attalign=str(doc["attalign"]),
+            attstorage=str(doc["attstorage"]),
+            has_missing=bool(doc.get("has_missing", False)),
+            missing_text=doc.get("missing_text"),
+        )
+
+
+@dataclass(slots=True, frozen=True)
+class TableDef:
+    """A user table as the catalog describes it at some LSN.
+
+    `tablespace` is resolved (never 0: the database default is substituted), so that
+    (`tablespace`, `relfilenode`) matches the WAL's RelFileLocator. The toast table
+    lives in the same tablespace. `relfilenode` is 0 for a partitioned table (no
+    storage); `toast_relid`/`toast_relfilenode` are 0 without a toast table.
+    `key_attnums` are the replica-identity index columns when REPLICA IDENTITY USING
+    INDEX, else the primary key's, in index order (empty if neither).
+    """
+
+    oid: int
+    relfilenode: int
+    tablespace: int
+    toast_relid: int
+    toast_relfilenode: int
+    schema: str
+    name: str
+    relkind: str
+    replica_identity: str
+    columns: tuple[ColumnDef, ...]
+    key_attnums: tuple[int, ...]
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "oid": self.oid,
+            "relfilenode": self.relfilenode,
+            "spcnode": self.tablespace,
+            "toast_relid": self.toast_relid,
+            "toast_relfilenode": self.toast_relfilenode,
+            "schema": self.schema,
+            "name": self.name,
+            "relkind": self.relkind,
+            "replica_identity": self.replica_identity,
+            "columns": [c.to_json() for c in self.columns],
+            "key": list(self.key_attnums),
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> TableDef:
+        """Parse the JSON of a DDL message or of the catalog stage (same shape)."""
+        return cls(
+            oid=int(doc["oid"]),
+            relfilenode=int(doc["relfilenode"] or 0),
+            tablespace=int(doc["spcnode"]),
+            toast_relid=int(doc["toast_relid"] or 0),
+            toast_relfilenode=int(doc["toast_relfilenode"] or 0),
+            schema=str(doc["schema"]),
+            name=str(doc["name"]),
+            relkind=str(doc["relkind"]),
+            replica_identity=str(doc["replica_identity"]),
+            columns=tuple(ColumnDef.from_json(c) for c in doc["columns"]),
+            key_attnums=tuple(int(a) for a in doc["key"] or ()),
+        )
+
+
+@dataclass(slots=True, frozen=True)
+class CatalogSnapshot:
+    """The catalog stage's initial read: all user tables, under one MVCC snapshot.
+
+    `xmin`/`xmax`/`xip` are `pg_current_snapshot()` reduced to 32-bit xids; `lsn` is
+    `pg_current_wal_lsn()` read in the same transaction.
+    """
+
+    db_oid: int
+    lsn: int
+    xmin: int
+    xmax: int
+    xip: frozenset[int]
+    tables: tuple[TableDef, ...]
+
+    def xid_visible(self, xid: int) -> bool:
+        """Is a transaction's effect visible in this snapshot (XidInMVCCSnapshot, negated)?"""
+        if xid_precedes(xid, self.xmin):
+            return True
+        return xid_precedes(xid, self.xmax) and xid not in self.xip
+
+
+class LiveCatalog(Protocol):
+    """What the history asks the live catalog (implemented in `connectors.catalog`)."""
+
+    def table(self, oid: int) -> TableDef | None:
+        """The current definition of user table `oid`, or None if it is not one."""
+
+    def filenode_relation(self, tablespace: int, relfilenode: int) -> int | None:
+        """`pg_filenode_relation()`: the pg_class oid owning a relfilenode now."""
+
+    def invalidate(self, oid: int | None = None) -> None:
+        """Forget cached facts about `oid` (all when None)."""
+
+
+# --- classification ------------------------------------------------------------------
+
+
+class RelClass(Enum):
+    TABLE = "table"
+    TOAST = "toast"
+    REWRITE = "rewrite"
+    UNKNOWN = "unknown"
+
+
+@dataclass(slots=True, frozen=True)
+class Classification:
+    """What a heap change's relfilenode is; `table` is set for TABLE and TOAST."""
+
+    kind: RelClass
+    table: TableDef | None = None
+
+
+REWRITE = Classification(RelClass.REWRITE)
+UNKNOWN = Classification(RelClass.UNKNOWN)
+
+
+# --- internal state ------------------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class _Owned:
+    """Something a transaction recorded, and who sees it from when.
+
+    Pending (`commit_lsn` None): visible only to the writer's top-level transaction
+    (`top`), from `own_lsn`. Committed: to the transaction's surviving xids (`xids`)
+    from `own_lsn`, and to everyone from `commit_lsn`.
+    """
+
+    xid: int
+    top: int
+    own_lsn: int
+    commit_lsn: int | None = None
+    xids: frozenset[int] = frozenset()
+
+    def owned_by(self, xid: int, top: int) -> bool:
+        return (self.commit_lsn is None and self.top == top) or xid in self.xids
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class _Version(_Owned):
+    """A shape of table `oid`: its definition, or None once dropped."""
+
+    oid: int
+    table: TableDef | None
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class _Mapping(_Owned):
+    """Relfilenode `key` holds table `oid`'s heap (or its toast, `toast`)."""
+
+    key: tuple[int, int]
+    oid: int
+    toast: bool
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class _Create(_Owned):
+    """An smgr CREATE of a main fork (`own_lsn` is its LSN): changes of its own
+    transaction into it are rewrite output unless a mapping visible to them names it."""
+
+    key: tuple[int, int]
+
+
+_E = TypeVar("_E", bound=_Owned)
+
+
+def _pick(entries: Iterable[_E], lsn: int, xid: int | None, top: int | None) -> _E | None:
+    """The entry a change of `xid` (top-level `top`) at `lsn` sees, if any.
+
+    A transaction's own entry (the newest by `own_lsn`) beats every committed one: its
+    DDL holds the table's lock until commit, so nothing else changes the table between.
+    Otherwise the newest entry committed at or before `lsn`.
+    """
+    own: _E | None = None
+    other: _E | None = None
+    for e in entries:
+        if xid is not None and top is not None and e.owned_by(xid, top):
+            if e.own_lsn <= lsn and (own is None or e.own_lsn >= own.own_lsn):
+                own = e
+        elif (
+            e.commit_lsn is not None
+            and e.commit_lsn <= lsn
+            and (other is None or e.commit_lsn >= (other.commit_lsn or 0))
+        ):
+            other = e
+    return own if own is not None else other
+
+
+@dataclass(slots=True)
+class _XactState:
+    """What one xid (top-level or sub) did that matters to the history."""
+
+    entries: list[_Owned] = field(default_factory=list)
+    named: set[tuple[int, int]] = field(default_factory=set)
+    truncated: set[int] = field(default_factory=set)
+    relcache: set[int] = field(default_factory=set)
+    relcache_all: bool = False
+    catalog_changes: bool = False
+    ddl_messages: int = 0
+
+
+Key = tuple[int, int]
+MapKey = tuple[int, bool]  # (oid, toast)
+
+
+class SchemaHistory:
+    """Table definitions versioned by LSN for one database; see the module docstring."""
+
+    def __init__(self, db_oid: int, catalog: LiveCatalog | None = None) -> None:
+        self.db_oid = db_oid
+        self._catalog = catalog
+        # oid -> shapes, in the order they were recorded.
+        self._versions: dict[int, list[_Version]] = {}
+        # (oid, toast) -> relfilenode mappings, in the order they were recorded.
+        self._maps: dict[MapKey, list[_Mapping]] = {}
+        # (tablespace, relfilenode) -> (oid, toast) pairs that ever mapped it.
+        self._by_filenode: dict[Key, list[MapKey]] = {}
+        # (tablespace, relfilenode) -> smgr creates of it (pending and committed).
+        self._creates: dict[Key, list[_Create]] = {}
+        self._xacts: dict[int, _XactState] = {}
+        # subxid -> top-level xid, while the top-level transaction is in progress.
+        self._top: dict[int, int] = {}
+        # Transactions visible in the initial catalog snapshot are applied already.
+        self._initial: CatalogSnapshot | None = None
+        # Commits starting before this LSN are applied already (restored history).
+        self.applied_upto = 0
+        # Incremented by every commit that changed a definition; stored with offsets.
+        self.version = 0
+
+    # --- construction and persistence ----------------------------------------------
+
+    @classmethod
+    def from_catalog_snapshot(
+        cls, snap: CatalogSnapshot, catalog: LiveCatalog | None = None
+    ) -> SchemaHistory:
+        history = cls(snap.db_oid, catalog)
+        history._initial = snap
+        for table in snap.tables:
+            history._record(
+                _Version(xid=0, top=0, own_lsn=0, commit_lsn=0, oid=table.oid, table=table)
+            )
+            history._record_mappings(table, xid=0, top=0, own_lsn=0, commit_lsn=0)
+        return history
+
+    def _record(self, entry: _Owned) -> None:
+        match entry:
+            case _Version():
+                self._versions.setdefault(entry.oid, []).append(entry)
+            case _Mapping():
+                mk = (entry.oid, entry.toast)
+                self._maps.setdefault(mk, []).append(entry)
+                index = self._by_filenode.setdefault(entry.key, [])
+                if mk not in index:
+                    index.append(mk)
+            case _Create():
+                self._creates.setdefault(entry.key, []).append(entry)
+            case _:
+                raise DecodeError(f"unknown schema history entry {type(entry).__name__}")
+
+    def _unrecord(self, entry: _Owned) -> None:
+        match entry:
+            case _Version():
+                _drop(self._versions.get(entry.oid), entry)
+            case _Mapping():
+                _drop(self._maps.get((entry.oid, entry.toast)), entry)
+            case _Create():
+                _drop(self._creates.get(entry.key), entry)
+            case _:
+                raise DecodeError(f"unknown schema history entry {type(entry).__name__}")
+
+    def _record_mappings(
+        self,
+        table: TableDef,
+        *,
+        xid: int,
+        top: int,
+        own_lsn: int,
+        commit_lsn: int | None = None,
+        xids: frozenset[int] = frozenset(),
+        only_changed_at: int | None = None,
+    ) -> list[_Mapping]:
+        """Mappings for `table`'s heap and toast relfilenodes; with `only_changed_at`,
+        only those that differ from what `xid` sees at that LSN."""
+        out = []
+        for rel, toast in ((table.relfilenode, False), (table.toast_relfilenode, True)):
+            if not rel:
+                continue
+            key = (table.tablespace, rel)
+            if only_changed_at is not None:
+                seen = _pick(self._maps.get((table.oid, toast), ()), only_changed_at, xid, top)
+                if seen is not None and seen.key == key:
+                    continue
+            m = _Mapping(
+                xid=xid,
+                top=top,
+                own_lsn=own_lsn,
+                commit_lsn=commit_lsn,
+                xids=xids,
+                key=key,
+                oid=table.oid,
+                toast=toast,
+            )
+            self._record(m)
+            out.append(m)
+        return out
+
+    def to_snapshot(self) -> dict[str, Any]:
+        """The committed history as JSON-able data (pending transactions are re-read)."""
+
+        def owned(e: _Owned) -> list[Any]:
+            return [e.own_lsn, e.commit_lsn, sorted(e.xids)]
+
+        versions = [
+            [v.oid, v.table.to_json() if v.table else None, *owned(v)]
+            for lst in self._versions.values()
+            for v in lst
+            if v.commit_lsn is not None
+        ]
+        maps = [
+            [m.key[0], m.key[1], m.oid, m.toast, *owned(m)]
+            for lst in self._maps.values()
+            for m in lst
+            if m.commit_lsn is not None
+        ]
+        creates = [
+            [c.key[0], c.key[1], *owned(c)]
+            for lst in self._creates.values()
+            for c in lst
+            if c.commit_lsn is not None
+        ]
+        initial = None
+        if self._initial is not None:
+            snap = self._initial
+            initial = {"xmin": snap.xmin, "xmax": snap.xmax, "xip": sorted(snap.xip)}
+        return {
+            "format": HISTORY_FORMAT,
+            "db_oid": self.db_oid,
+            "version": self.version,
+            "applied_upto": self.applied_upto,
+            "initial": initial,
+            "versions": versions,
+            "mappings": maps,
+            "creates": creates,
+        }
+
+    @classmethod
+    def from_snapshot(
+        cls, doc: Mapping[str, Any], catalog: LiveCatalog | None = None
+    ) -> SchemaHistory:
+        """Rebuild a history saved by `to_snapshot`."""
+        if doc.get("format") != HISTORY_FORMAT:
+            raise DecodeError(f"unsupported schema history format {doc.get('format')!r}")
+        history = cls(int(doc["db_oid"]), catalog)
+        history.version = int(doc["version"])
+        history.applied_upto = int(doc["applied_upto"])
+        if doc.get("initial"):
+            ini = doc["initial"]
+            history._initial = CatalogSnapshot(
+                history.db_oid, 0, int(ini["xmin"]), int(ini["xmax"]), frozenset(ini["xip"]), ()
+            )
+        for oid, tdoc, own_lsn, commit_lsn, xids in doc["versions"]:
+            table = TableDef.from_json(tdoc) if tdoc is not None else None
+            history._record(
+                _Version(
+                    xid=0,
+                    top=0,
+                    own_lsn=own_lsn,
+                    commit_lsn=commit_lsn,
+                    xids=frozenset(xids),
+                    oid=oid,
+                    table=table,
+                )
+            )
+        for spc, rel, oid, toast, own_lsn, commit_lsn, xids in doc["mappings"]:
+            history._record(
+                _Mapping(
+                    xid=0,
+                    top=0,
+                    own_lsn=own_lsn,
+                    commit_lsn=commit_lsn,
+                    xids=frozenset(xids),
+                    key=(spc, rel),
+                    oid=oid,
+                    toast=bool(toast),
+                )
+            )
+        for spc, rel, own_lsn, commit_lsn, xids in doc["creates"]:
+            history._record(
+                _Create(
+                    xid=0,
+                    top=0,
+                    own_lsn=own_lsn,
+                    commit_lsn=commit_lsn,
+                    xids=frozenset(xids),
+                    key=(spc, rel),
+                )
+            )
+        return history
+
+    # --- event intake --------------------------------------------------------------
+
+    def apply(self, ev: Event) -> None:
+        """Take one decoder event, in WAL order (dispatch as decode.c's rmgr switch)."""
+        match ev:
+            case MessageEvent():
+                if ev.prefix == DDL_PREFIX and ev.db_oid == self.db_oid:
+                    if not ev.transactional:
+                        raise DecodeError(
+                            "pgcdc.ddl message is not transactional", lsn=ev.lsn, xid=ev.xid
+                        )
+                    self._on_ddl_message(ev)
+            case SmgrCreateEvent():
+                loc = ev.locator
+                if ev.fork == MAIN_FORKNUM and loc.db_oid == self.db_oid and ev.xid:
+                    create = _Create(
+                        xid=ev.xid,
+                        top=self._top.get(ev.xid, ev.xid),
+                        own_lsn=ev.lsn,
+                        key=(loc.spc_oid, loc.rel_number),
+                    )
+                    self._state(ev.xid).entries.append(create)
+                    self._record(create)
+            case TruncateEvent():
+                if ev.db_oid == self.db_oid:
+                    st = self._state(ev.xid)
+                    st.truncated.update(ev.relids)
+                    st.catalog_changes = True
+            case NewCidEvent() | InplaceEvent():
+                if ev.xid:
+                    self._state(ev.xid).catalog_changes = True
+            case InvalidationsEvent():
+                if ev.xid:
+                    st = self._state(ev.xid)
+                    st.catalog_changes = True
+                    self._collect_relcache(st, ev.invalidations)
+            case AssignmentEvent():
+                for sub in ev.subxids:
+                    self.assign_child(ev.xid, sub)
+            case CommitEvent():
+                self._commit(ev)
+            case AbortEvent():
+                self._abort(ev.xid, ev.subxids)
+            case RunningXactsEvent():
+                self._abort_old(ev.oldest_running_xid)
+            case (
+                HeapChange()
+                | PrepareEvent()
+                | CheckpointEvent()
+                | ParameterChangeEvent()
+                | SwitchEvent()
+                | SmgrTruncateEvent()
+            ):
+                # No schema effect: prepared transactions keep their pending state until
+                # COMMIT/ROLLBACK PREPARED; SMGR truncate is VACUUM's physical shrink.
+                return
+            case _:
+                raise DecodeError(f"schema history got an unknown event {type(ev).__name__}")
+
+    def assign_child(self, top: int, sub: int) -> None:
+        """`sub` is a subtransaction of `top` (ReorderBufferAssignChild)."""
+        if top == sub:
+            return
+        self._top[sub] = top
+        st = self._xacts.get(sub)
+        if st is not None:
+            for e in st.entries:
+                e.top = top
+
+    def _state(self, xid: int) -> _XactState:
+        st = self._xacts.get(xid)
+        if st is None:
+            st = self._xacts[xid] = _XactState()
+        return st
+
+    def _collect_relcache(self, st: _XactState, invals: Iterable[Invalidation]) -> None:
+        for inv in invals:
+            if inv.kind != RELCACHE_INVAL or inv.db_oid not in (self.db_oid, 0):
+                continue
+            if inv.rel_oid == 0:
+                st.relcache_all = True
+            else:
+                st.relcache.add(inv.rel_oid)
+
+    def _members(self, top: int, listed: Iterable[int] = ()) -> list[int]:
+        members = [top, *listed]
+        members += [sub for sub, t in self._top.items() if t == top and sub not in members]
+        return members
+
+    def _on_ddl_message(self, ev: MessageEvent) -> None:
+        try:
+            doc = json.loads(ev.payload.rstrip(b"\0").decode("utf-8"))
+            op = doc["op"]
+            table = TableDef.from_json(doc["def"]) if op == "table" else None
+            oid = table.oid if table is not None else int(doc["oid"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DecodeError(
+                f"malformed pgcdc.ddl message: {exc}", lsn=ev.lsn, xid=ev.xid
+            ) from exc
+        if op not in ("table", "drop"):
+            raise DecodeError(f"pgcdc.ddl message with unknown op {op!r}", lsn=ev.lsn, xid=ev.xid)
+        st = self._state(ev.xid)
+        st.ddl_messages += 1
+        st.catalog_changes = True
+        top = self._top.get(ev.xid, ev.xid)
+        shape_lsn = ev.lsn
+        if table is not None:
+            seen = _pick(self._versions.get(oid, ()), ev.lsn, ev.xid, top)
+            new_table = seen is None or seen.table is None
+            truncated = any(
+                oid in self._xacts[m].truncated for m in self._members(top) if m in self._xacts
+            )
+            for m in self._record_mappings(
+                table, xid=ev.xid, top=top, own_lsn=ev.lsn, only_changed_at=ev.lsn
+            ):
+                st.entries.append(m)
+                create = self._own_create(m.key, top)
+                if create is None:
+                    continue
+                st.named.add(create.key)
+                if new_table or truncated:
+                    # Rows written into a fresh relfilenode of a table created (CREATE
+                    # TABLE AS) or truncated in this transaction are real, not rewrite
+                    # output, even before this message names it.
+                    m.own_lsn = create.own_lsn
+                    if new_table:
+                        shape_lsn = min(shape_lsn, create.own_lsn)
+        version = _Version(xid=ev.xid, top=top, own_lsn=shape_lsn, oid=oid, table=table)
+        st.entries.append(version)
+        self._record(version)
+
+    def _own_create(self, key: Key, top: int) -> _Create | None:
+        for c in reversed(self._creates.get(key, ())):
+            if c.commit_lsn is None and c.top == top:
+                return c
+        return None
+
+    # --- transaction end -----------------------------------------------------------
+
+    def _discard(self, xid: int) -> None:
+        self._top.pop(xid, None)
+        st = self._xacts.pop(xid, None)
+        if st is not None:
+            for e in st.entries:
+                self._unrecord(e)
+
+    def _abort(self, xid: int, subxids: Iterable[int]) -> None:
+        """An abort record: of a subtransaction (ROLLBACK TO) or of a whole transaction."""
+        members = [xid, *subxids] if xid in self._top else self._members(xid, subxids)
+        for member in members:
+            self._discard(member)
+
+    def _abort_old(self, oldest_running_xid: int) -> None:
+        """Forget transactions older than any running one: they crashed (ReorderBufferAbortOld)."""
+        for xid in list(self._xacts):
+            if xid_precedes(self._top.get(xid, xid), oldest_running_xid):
+                self._discard(xid)
+        if self._initial is not None and not xid_precedes(oldest_running_xid, self._initial.xmax):
+            # Every transaction the snapshot could have missed is decided by now.
+            self._initial = None
+
+    def _commit(self, ev: CommitEvent) -> None:
+        members = self._members(ev.xid, ev.subxids)
+        survivors = frozenset([ev.xid, *ev.subxids])
+        already = (self._initial is not None and self._initial.xid_visible(ev.xid)) or (
+            ev.lsn < self.applied_upto
+        )
+        if already or (ev.db_oid and ev.db_oid != self.db_oid):
+            for member in members:
+                self._discard(member)
+            return
+        merged = _XactState()
+        for member in members:
+            if member not in survivors:
+                # A subtransaction the commit does not list was rolled back.
+                self._discard(member)
+                continue
+            self._top.pop(member, None)
+            st = self._xacts.pop(member, None)
+            if st is None:
+                continue
+            merged.entries += st.entries
+            merged.named |= st.named
+            merged.truncated |= st.truncated
+            merged.relcache |= st.relcache
+            merged.relcache_all |= st.relcache_all
+            merged.catalog_changes |= st.catalog_changes
+            merged.ddl_messages += st.ddl_messages
+        self._collect_relcache(merged, ev.invalidations)
+        if ev.invalidations:
+            merged.catalog_changes = True
+        changed = any(not isinstance(e, _Create) for e in merged.entries)
+        for e in merged.entries:
+            e.commit_lsn = ev.lsn
+            e.xids = survivors
+        if self._catalog is not None:
+            if merged.relcache_all:
+                self._catalog.invalidate(None)
+            for oid in merged.relcache:
+                self._catalog.invalidate(oid)
+        changed |= self._resolve_creates(ev, merged, survivors)
+        if merged.catalog_changes and merged.ddl_messages == 0:
+            changed |= self._refresh_from_catalog(ev, merged, survivors)
+        self.applied_upto = ev.lsn
+        if changed:
+            self.version += 1
+
+    def _latest(self, oid: int) -> TableDef | None:
+        """The newest committed shape of `oid`."""
+        return self._committed_shape(oid, None)
+
+    def _committed_shape(self, oid: int, lsn: int | None) -> TableDef | None:
+        best: _Version | None = None
+        for v in self._versions.get(oid, ()):
+            if v.commit_lsn is None or (lsn is not None and v.commit_lsn > lsn):
+                continue
+            if best is None or v.commit_lsn >= (best.commit_lsn or 0):
+                best = v
+        return best.table if best is not None else None
+
+    def _add_committed(
+        self, table: TableDef | None, oid: int, ev: CommitEvent, xids: frozenset[int]
+    ) -> None:
+        """A shape (and its mappings) learnt from the live catalog at commit: visible to
+        later transactions only."""
+        owner = {"xid": ev.xid, "top": ev.xid, "own_lsn": ev.lsn, "commit_lsn": ev.lsn}
+        self._record(_Version(**owner, xids=xids, oid=oid, table=table))
+        if table is not None:
+            self._record_mappings(table, **owner, xids=xids, only_changed_at=ev.lsn)
+
+    def _resolve_creates(self, ev: CommitEvent, st: _XactState, xids: frozenset[int]) -> bool:
+        """Map new relfilenodes no message named, via `pg_filenode_relation()` (at commit)."""
+        unnamed = [e for e in st.entries if isinstance(e, _Create) and e.key not in st.named]
+        if not unnamed:
+            return False
+        covered = {e.oid for e in st.entries if isinstance(e, _Version)}
+        uncovered = {oid for oid in st.relcache if oid in self._versions} - covered
+        if not (st.truncated or st.ddl_messages == 0 or uncovered or st.relcache_all):
+            return False
+        if self._catalog is None:
+            log.warning(
+                "relfilenode_unresolved",
+                reason="no live catalog",
+                lsn=format_lsn(ev.lsn),
+                xid=ev.xid,
+                count=len(unnamed),
+            )
+            return False
+        toast_owner: dict[int, int] = {}
+        for oid in self._versions:
+            t = self._latest(oid)
+            if t is not None and t.toast_relid:
+                toast_owner[t.toast_relid] = oid
+        changed = False
+        for create in unnamed:
+            spc, rel = create.key
+            relid = self._catalog.filenode_relation(spc, rel)
+            if relid is None:
+                continue
+            owner = toast_owner.get(relid, relid)
+            toast = owner != relid
+            known = self._latest(owner)
+            if known is None:
+                fresh = self._catalog.table(owner)
+                if fresh is None:
+                    continue  # an index, sequence or other non-table relation
+                log.warning(
+                    "schema_refreshed_from_catalog",
+                    table=fresh.qualified_name,
+                    oid=owner,
+                    lsn=format_lsn(ev.lsn),
+                    xid=ev.xid,
+                    reason="new relation without a DDL message",
+                )
+                self._add_committed(fresh, owner, ev, xids)
+                changed = True
+                continue
+            # After TRUNCATE the transaction's own inserts go to the new relfilenode and
+            # are real; otherwise (VACUUM FULL, CLUSTER) only later transactions use it.
+            own_lsn = create.own_lsn if owner in st.truncated else ev.lsn
+            self._record(
+                _Mapping(
+                    xid=ev.xid,
+                    top=ev.xid,
+                    own_lsn=own_lsn,
+                    commit_lsn=ev.lsn,
+                    xids=xids,
+                    key=create.key,
+                    oid=owner,
+                    toast=toast,
+                )
+            )
+            moved = (
+                replace(known, toast_relfilenode=rel)
+                if toast
+                else replace(known, relfilenode=rel, tablespace=spc)
+            )
+            self._record(
+                _Version(
+                    xid=ev.xid,
+                    top=ev.xid,
+                    own_lsn=ev.lsn,
+                    commit_lsn=ev.lsn,
+                    xids=xids,
+                    oid=owner,
+                    table=moved,
+                )
+            )
+            log.info(
+                "relfilenode_remapped",
+                table=known.qualified_name,
+                oid=owner,
+                toast=toast,
+                relfilenode=rel,
+                lsn=format_lsn(ev.lsn),
+                xid=ev.xid,
+            )
+            changed = True
+        return changed
+
+    def _refresh_from_catalog(self, ev: CommitEvent, st: _XactState, xids: frozenset[int]) -> bool:
+        """Fallback without the trigger: re-read relcache-invalidated tables."""
+        oids = set(self._versions) if st.relcache_all else set(st.relcache)
+        if not oids:
+            return False
+        if self._catalog is None:
+            log.warning(
+                "schema_refresh_unavailable",
+                lsn=format_lsn(ev.lsn),
+                xid=ev.xid,
+                oids=sorted(oids),
+            )
+            return False
+        changed = False
+        for oid in sorted(oids):
+            known = self._latest(oid)
+            fresh = self._catalog.table(oid)
+            if fresh == known:
+                continue
+            self._add_committed(fresh, oid, ev, xids)
+            named = fresh if fresh is not None else known
+            log.warning(
+                "schema_refreshed_from_catalog",
+                table=named.qualified_name if named is not None else str(oid),
+                oid=oid,
+                lsn=format_lsn(ev.lsn),
+                xid=ev.xid,
+                dropped=fresh is None,
+            )
+            changed = True
+        return changed
+
+    # --- lookups -------------------------------------------------------------------
+
+    def _tx(self, xid: int | None) -> int | None:
+        return self._top.get(xid, xid) if xid is not None else None
+
+    def by_oid(self, oid: int, lsn: int, xid: int | None = None) -> TableDef | None:
+        """The definition of table `oid` seen by `xid` (or by everyone) at `lsn`."""
+        v = _pick(self._versions.get(oid, ()), lsn, xid, self._tx(xid))
+        return v.table if v is not None else None
+
+    def by_relfilenode(
+        self, locator: RelFileLocator, lsn: int, xid: int | None = None
+    ) -> TableDef | None:
+        """The table whose heap or toast relfilenode `locator` is, as seen at `lsn`."""
+        hit = self._lookup(locator, lsn, xid)
+        return hit.table if hit is not None else None
+
+    def is_toast(self, locator: RelFileLocator, lsn: int, xid: int | None = None) -> bool:
+        hit = self._lookup(locator, lsn, xid)
+        return hit is not None and hit.kind is RelClass.TOAST
+
+    def _lookup(self, locator: RelFileLocator, lsn: int, xid: int | None) -> Classification | None:
+        if locator.db_oid != self.db_oid:
+            return None
+        key = (locator.spc_oid, locator.rel_number)
+        top = self._tx(xid)
+        for mk in reversed(self._by_filenode.get(key, ())):
+            m = _pick(self._maps[mk], lsn, xid, top)
+            if m is None or m.key != key:
+                continue  # never mapped at this LSN, or the table moved on since
+            v = _pick(self._versions.get(m.oid, ()), lsn, xid, top)
+            if v is None or v.table is None:
+                continue
+            return Classification(RelClass.TOAST if m.toast else RelClass.TABLE, v.table)
+        return None
+
+    def classify(self, locator: RelFileLocator, xid: int, lsn: int) -> Classification:
+        """TABLE, TOAST, REWRITE or UNKNOWN for a heap change; see the module docstring."""
+        hit = self._lookup(locator, lsn, xid)
+        if hit is not None:
+            return hit
+        if locator.db_oid == self.db_oid:
+            top = self._top.get(xid, xid)
+            for c in self._creates.get((locator.spc_oid, locator.rel_number), ()):
+                if c.owned_by(xid, top) and c.own_lsn <= lsn:
+                    return REWRITE
+        return UNKNOWN
+
+    def tables(self, lsn: int) -> list[TableDef]:
+        """Every table defined for everyone at `lsn`."""
+        out = []
+        for oid in self._versions:
+            t = self.by_oid(oid, lsn)
+            if t is not None:
+                out.append(t)
+        return out
+
+    def pending_xids(self) -> list[int]:
+        """xids with schema state awaiting their commit or abort."""
+        return sorted(self._xacts)
+
+    # --- housekeeping --------------------------------------------------------------
+
+    def prune(self, before_lsn: int) -> None:
+        """Drop history nobody can ask for any more: entries superseded, and creates
+        committed, before `before_lsn` (the restart LSN: no older change is replayed)."""
+        for versions in self._versions.values():
+            _prune_superseded(versions, before_lsn)
+        for maps in self._maps.values():
+            _prune_superseded(maps, before_lsn)
+        for key, creates in self._creates.items():
+            creates[:] = [c for c in creates if c.commit_lsn is None or c.commit_lsn >= before_lsn]
+            del key
+        for oid in [oid for oid, lst in self._versions.items() if _only_tombstone(lst, before_lsn)]:
+            del self._versions[oid]
+            self._maps.pop((oid, False), None)
+            self._maps.pop((oid, True), None)
+        self._versions = {k: v for k, v in self._versions.items() if v}
+        self._maps = {k: v for k, v in self._maps.items() if v}
+        self._creates = {k: v for k, v in self._creates.items() if v}
+        index: dict[Key, list[MapKey]] = {}
+        for mk, maps in self._maps.items():
+            for m in maps:
+                lst = index.setdefault(m.key, [])
+                if mk not in lst:
+                    lst.append(mk)
+        self._by_filenode = index
+
+
+def _drop(entries: list[_E] | None, entry: _Owned) -> None:
+    """Remove `entry` by identity (entries are distinct records even when equal)."""
+    if entries is not None:
+        entries[:] = [e for e in entries if e is not entry]
+
+
+def _prune_superseded(entries: list[_E], before_lsn: int) -> None:
+    """Keep pending entries, those committed at or after `before_lsn`, and the newest one
+    committed before it (still in force at `before_lsn`)."""
+    old = [e for e in entries if e.commit_lsn is not None and e.commit_lsn < before_lsn]
+    if len(old) <= 1:
+        return
+    newest = max(old, key=lambda e: e.commit_lsn or 0)
+    entries[:] = [e for e in entries if e is newest or e not in old]
+
+
+def _only_tombstone(versions: list[_Version], before_lsn: int) -> bool:
+    """A table dropped before `before_lsn`, with nothing pending or later."""
+    return (
+        len(versions) == 1
+        and versions[0].table is None
+        and versions[0].commit_lsn is not None
+        and versions[0].commit_lsn < before_lsn
+    )
