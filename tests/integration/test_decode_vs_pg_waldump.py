@@ -24,6 +24,7 @@ from typing import Any
 import psycopg2
 import pytest
 
+from connectors.walsource_dir import read_records
 from service.decode import decoder_for
 from service.events import (
     CheckpointEvent,
@@ -38,41 +39,23 @@ from service.events import (
 )
 from service.waldump import blkref_text, format_record, lsn_text, record_prefix
 from service.walrecord import XLogRecord
-from service.xlogreader import XLogReader
 
 pytestmark = pytest.mark.integration
 
-SEGMENT = 16 * 1024 * 1024
 END_PREFIX = "pgcdc.test.decode.end"
 
 
-def read_records(pg_wal: Path, start: int, end_prefix: str) -> list[XLogRecord]:
-    """Records from `start` up to and including the first message with `end_prefix`."""
-    reader = XLogReader(start, segment_size=SEGMENT)
-    decoder = None
+def records_until_marker(pg_wal: Path, start: int, version: int) -> list[XLogRecord]:
+    """Records from `start` (directory WAL source) through the message with END_PREFIX."""
+    decoder = decoder_for(version)
     out: list[XLogRecord] = []
-    seg = start // SEGMENT
-    while True:
-        name = f"{seg >> 8 & 0xFFFFFFFF:08X}{seg & 0xFF:08X}"
-        files = sorted(pg_wal.glob(f"????????{name}"))
-        assert files, f"no segment {name} in {pg_wal}"
-        data = files[-1].read_bytes()
-        if seg == start // SEGMENT:
-            # feed from the start position itself (a streaming source does the same)
-            reader.feed(data[start - seg * SEGMENT :], start)
-        else:
-            reader.feed(data, seg * SEGMENT)
-        for rec in reader.records():
-            out.append(rec)
-            if decoder is None and reader.version is not None:
-                decoder = decoder_for(reader.version)
-            if rec.rmid == 21 and decoder is not None:
-                for ev in decoder.decode(rec):
-                    if isinstance(ev, MessageEvent) and ev.prefix == end_prefix:
-                        return out
-        if reader.end_of_wal:
-            raise AssertionError("end of WAL before the end marker")
-        seg += 1
+    for rec in read_records(pg_wal, start):
+        out.append(rec)
+        if rec.rmid == 21:
+            for ev in decoder.decode(rec):
+                if isinstance(ev, MessageEvent) and ev.prefix == END_PREFIX:
+                    return out
+    raise AssertionError("end of WAL before the end marker")
 
 
 def workload(dsn: str) -> None:
@@ -172,7 +155,7 @@ def captured(pg: dict[str, Any]) -> Iterator[tuple[dict[str, Any], list[XLogReco
     dsn = pg["dsn"].replace("dbname=postgres", f"dbname={dbname}")
     try:
         workload(dsn)
-        records = read_records(Path(pg["pgdata"]) / "pg_wal", start, END_PREFIX)
+        records = records_until_marker(Path(pg["pgdata"]) / "pg_wal", start, pg["version"])
         lines = pg_waldump_lines(pg, start, records[-1].end_lsn)
         yield pg, records, lines
     finally:
