@@ -18,8 +18,10 @@ Contract:
   streamed run). `close()` deletes the run directory.
 - **Format.** A file starts with a 24-byte header: the magic `b"PGCDCSP1"` and the
   16-byte run id. Then records, each `<u32 length><u32 crc32>` (little-endian) followed
-  by `length` bytes of `pickle` (protocol 5) of one change object (the frozen, slotted
-  event dataclasses of `service.events`, or the buffer's `InternalChange`).
+  by `length` bytes of payload. A payload starting with byte 1 is a `HeapChange` in a
+  fixed binary layout (`_HEAP`, then per present tuple `_TUPLE` + its data), the hot
+  case; one starting with byte 0 is a `pickle` (protocol 5) of any other change object
+  (`TruncateEvent`, `MessageEvent`, the buffer's `InternalChange`).
 - **Truncation is detected.** `read(xid, count)` yields exactly `count` records (the
   buffer knows how many it wrote) and raises `SpillFileError` if the header is not this
   run's, a record is short or fails its CRC, or the file ends before `count` records
@@ -41,8 +43,17 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from service.errors import SpillFileError
+from service.events import ChangeKind, HeapChange, RawTuple
+from service.walrecord import RelFileLocator
 
 MAGIC = b"PGCDCSP1"
+_TAG_PICKLE = b"\x00"
+_TAG_HEAP = 1
+# tag, lsn, xid, kind, spc, db, rel, block, offset, flags, origin
+_HEAP = struct.Struct("<BQIBIIIIHBI")
+_TUPLE = struct.Struct("<HHHBI")  # natts, infomask, infomask2, hoff, data length
+_NEW, _OLD, _OLD_IS_KEY, _CLEAR_TOAST, _ON_TOAST, _HAS_ORIGIN = 1, 2, 4, 8, 16, 32
+_KINDS = tuple(ChangeKind)
 _HEADER_LEN = len(MAGIC) + 16
 _RECORD = struct.Struct("<II")  # payload length, crc32 of the payload
 _READ_CHUNK = 1 << 20
@@ -114,7 +125,10 @@ class LocalSpillStore:
         pack = _RECORD.pack
         crc32 = zlib.crc32
         for change in changes:
-            payload = dumps(change, protocol=5)
+            if type(change) is HeapChange:
+                payload = _encode_heap(change)
+            else:
+                payload = _TAG_PICKLE + dumps(change, protocol=5)
             out += pack(len(payload), crc32(payload))
             out += payload
             count += 1
@@ -173,7 +187,7 @@ class LocalSpillStore:
                 pos += length
                 if crc32(payload) != crc:
                     raise SpillFileError(f"spill file {path} record {index} fails its CRC", xid=xid)
-                yield loads(payload)
+                yield _decode_heap(payload) if payload[0] == _TAG_HEAP else loads(payload[1:])
             if fill(1):
                 raise SpillFileError(f"spill file {path} holds more than {count} records", xid=xid)
         finally:
@@ -189,3 +203,52 @@ class LocalSpillStore:
         if not self._closed:
             self._closed = True
             shutil.rmtree(self._run_dir, ignore_errors=True)
+
+
+def _encode_heap(c: HeapChange) -> bytes:
+    flags = (
+        (_NEW if c.new_tuple is not None else 0)
+        | (_OLD if c.old_tuple is not None else 0)
+        | (_OLD_IS_KEY if c.old_is_key else 0)
+        | (_CLEAR_TOAST if c.clear_toast_afterwards else 0)
+        | (_ON_TOAST if c.on_toast_relation else 0)
+        | (_HAS_ORIGIN if c.origin is not None else 0)
+    )
+    loc = c.locator
+    parts = [
+        _HEAP.pack(
+            _TAG_HEAP, c.lsn, c.xid, c.kind, loc.spc_oid, loc.db_oid, loc.rel_number,
+            c.block, c.offset, flags, c.origin or 0,
+        )
+    ]  # fmt: skip
+    for t in (c.new_tuple, c.old_tuple):
+        if t is not None:
+            parts.append(_TUPLE.pack(t.natts, t.infomask, t.infomask2, t.hoff, len(t.data)))
+            parts.append(t.data)
+    return b"".join(parts)
+
+
+_locators: dict[tuple[int, int, int], RelFileLocator] = {}
+
+
+def _decode_heap(payload: bytes) -> HeapChange:
+    _, lsn, xid, kind, spc, db, rel, block, offset, flags, origin = _HEAP.unpack_from(payload)
+    key = (spc, db, rel)
+    locator = _locators.get(key)
+    if locator is None:
+        locator = _locators[key] = RelFileLocator(spc, db, rel)
+    pos = _HEAP.size
+    tuples: list[RawTuple | None] = []
+    for bit in (_NEW, _OLD):
+        if flags & bit:
+            natts, infomask, infomask2, hoff, length = _TUPLE.unpack_from(payload, pos)
+            pos += _TUPLE.size
+            tuples.append(RawTuple(natts, infomask, infomask2, hoff, payload[pos : pos + length]))
+            pos += length
+        else:
+            tuples.append(None)
+    return HeapChange(
+        lsn, xid, _KINDS[kind], locator, block, offset, tuples[0], tuples[1],
+        bool(flags & _OLD_IS_KEY), bool(flags & _CLEAR_TOAST), bool(flags & _ON_TOAST),
+        origin if flags & _HAS_ORIGIN else None,
+    )  # fmt: skip

@@ -356,3 +356,15 @@ def test_close_deletes_spill_files(tmp_path: Path) -> None:
     assert store.files()
     rb.close()
     assert not store.run_dir.exists()
+
+
+def test_unconfirmed_speculative_insert_is_dropped(tmp_path: Path) -> None:
+    """A SPEC_INSERT followed by another change instead of its confirmation is dropped,
+    as ReorderBufferProcessTXN does at change_done; so is one pending at the end."""
+    rb, sink, _ = make_buffer(tmp_path)
+    rb.queue_change(1, 1, heap(1, 1, ChangeKind.SPEC_INSERT, b"a"))
+    rb.queue_change(1, 2, heap(1, 2, ChangeKind.INSERT, b"b"))
+    rb.queue_change(1, 3, heap(1, 3, ChangeKind.SPEC_INSERT, b"c"))
+    rb.commit(1, 10, 11, 0)
+    assert [(e[2].lsn, e[2].kind) for e in sink.log if e[0] == "change"] == [(2, ChangeKind.INSERT)]
+    assert rb.memory_bytes == 0
