@@ -136,7 +136,10 @@ def _shortest(value: float, single: bool) -> tuple[str, int]:
         ctx.prec = 1200  # exact for every double and every midpoint between doubles
         exact = Decimal(value)
         lo = (exact + Decimal(below)) / 2
-        hi = (exact + Decimal(above)) / 2 if above != math.inf else exact * 2
+        if above == math.inf:  # the largest finite value: the gap above mirrors the one below
+            hi = exact + (exact - Decimal(below)) / 2
+        else:
+            hi = (exact + Decimal(above)) / 2
         if not single:
             fast = Decimal(repr(value))  # shortest with bounds accepted: usually the answer
             if lo < fast < hi:
