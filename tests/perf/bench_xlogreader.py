@@ -1,0 +1,171 @@
+"""Benchmark: the XLog reader's header walk and full record decode, beside pg_waldump.
+
+Run: `.venv/bin/python tests/perf/bench_xlogreader.py [--server pg15|pg18] [--rows N]`.
+
+It creates a fresh database and a temporary physical slot (so the WAL cannot be
+recycled under the benchmark), inserts N rows (default 1,000,000) of five columns
+(int, text, int8, float8, timestamptz) in one transaction, loads the WAL range from
+pg_wal into memory, and times in the same run:
+
+- `walk_headers()` with CRC32C (pages, record headers, CRC of every record);
+- `walk_headers()` with `verify_crc=False` (the page and header walk alone);
+- `records()` (everything above plus DecodeXLogRecord into XLogRecord objects);
+- `pg_waldump -s -e > /dev/null` and `pg_waldump --stats` on the same range.
+
+Each figure is records/s (best of `--repeat` runs for ours).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psycopg2
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from connectors.walsource_dir import iter_wal_chunks
+from service.xlogreader import XLogReader
+from tests.fixtures.services import ensure_service
+
+
+def lsn_int(text: str) -> int:
+    """Parse X/X."""
+    hi, lo = text.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+def lsn_str(lsn: int) -> str:
+    """Format X/X."""
+    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
+
+
+def make_wal(info: dict[str, object], rows: int) -> tuple[int, int, object]:
+    """Insert `rows` rows in a fresh database; return (start, end, open admin conn)."""
+    db = f"bench_xlr_{uuid.uuid4().hex[:8]}"
+    admin = psycopg2.connect(str(info["dsn"]))
+    admin.autocommit = True
+    acur = admin.cursor()
+    acur.execute(f"CREATE DATABASE {db}")
+    acur.execute("SELECT pg_create_physical_replication_slot(%s, true, true)", (f"bench_{db}",))
+    conn = psycopg2.connect(str(info["dsn"]).replace("dbname=postgres", f"dbname={db}"))
+    conn.autocommit = True
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t (id int, name text, v int8, f float8, ts timestamptz)")
+    cur.execute("SELECT pg_current_wal_insert_lsn()")
+    start = lsn_int(cur.fetchone()[0])
+    t = time.perf_counter()
+    cur.execute(
+        "INSERT INTO t SELECT g, 'name ' || g, g * 7, g / 3.0, now() FROM generate_series(1, %s) g",
+        (rows,),
+    )
+    took = time.perf_counter() - t
+    cur.execute("SELECT pg_current_wal_flush_lsn()")
+    end = lsn_int(cur.fetchone()[0])
+    conn.close()
+    print(
+        f"PostgreSQL wrote {rows} rows in {took:.2f}s ({rows / took:,.0f} rows/s), "
+        f"{(end - start) / 1e6:.1f} MB of WAL"
+    )
+    return start, end, admin
+
+
+def time_it(fn: object, repeat: int) -> tuple[float, int]:
+    """Best wall time of `repeat` calls of fn() -> count."""
+    best = float("inf")
+    n = 0
+    for _ in range(repeat):
+        t = time.perf_counter()
+        n = fn()  # type: ignore[operator]
+        best = min(best, time.perf_counter() - t)
+    return best, n
+
+
+def main() -> None:
+    """Run the benchmark and print the figures."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", default="pg15")
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=2)
+    a = ap.parse_args()
+    info = ensure_service(a.server)
+    start, end, admin = make_wal(info, a.rows)
+    waldir = str(info["pgdata"]) + "/pg_wal"
+    chunks = []
+    for lsn, data in iter_wal_chunks(waldir, start, chunk_size=16 << 20):
+        chunks.append((lsn, data))
+        if lsn + len(data) >= end:
+            break
+
+    def walk(crc: bool) -> int:
+        r = XLogReader(start, verify_crc=crc)
+        n = 0
+        for lsn, data in chunks:
+            r.feed(data, lsn)
+            for h in r.walk_headers():
+                if h[0] >= end:
+                    return n
+                n += 1
+        return n
+
+    def full() -> int:
+        r = XLogReader(start)
+        n = 0
+        for lsn, data in chunks:
+            r.feed(data, lsn)
+            for rec in r.records():
+                if rec.lsn >= end:
+                    return n
+                n += 1
+        return n
+
+    results = {}
+    for name, fn in (
+        ("header walk + CRC32C", lambda: walk(True)),
+        ("header walk, no CRC", lambda: walk(False)),
+        ("full record decode", full),
+    ):
+        took, n = time_it(fn, a.repeat)
+        results[name] = (n, took)
+    args = [
+        str(info["bin"]) + "/pg_waldump",
+        "-p",
+        waldir,
+        "-s",
+        lsn_str(start),
+        "-e",
+        lsn_str(end),
+    ]
+    first_seg = f"{1:08X}{start >> 32:08X}{(start & 0xFFFFFFFF) >> 24:08X}"
+    t = time.perf_counter()
+    with open("/dev/null", "w") as devnull:
+        subprocess.run([*args, first_seg], stdout=devnull, stderr=subprocess.DEVNULL, check=False)
+    dump_took = time.perf_counter() - t
+    t = time.perf_counter()
+    stats = subprocess.run(
+        [*args, "--stats", first_seg], capture_output=True, text=True, check=False
+    )
+    stats_took = time.perf_counter() - t
+    total = next(
+        (int(line.split()[1]) for line in stats.stdout.splitlines() if line.startswith("Total")),
+        results["full record decode"][0],
+    )
+    print(f"records in range: {results['full record decode'][0]:,} (pg_waldump --stats: {total:,})")
+    for name, (n, took) in results.items():
+        print(f"  {name:24s} {n / took:>12,.0f} records/s  ({took:.2f}s)")
+    print(
+        f"  {'pg_waldump > /dev/null':24s} {total / dump_took:>12,.0f} records/s  "
+        f"({dump_took:.2f}s)"
+    )
+    print(
+        f"  {'pg_waldump --stats':24s} {total / stats_took:>12,.0f} records/s  ({stats_took:.2f}s)"
+    )
+    admin.close()  # drops the temporary slot; the database stays small and unique
+
+
+if __name__ == "__main__":
+    main()
