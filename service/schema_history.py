@@ -377,7 +377,7 @@ class SchemaHistory:
         self._top: dict[int, int] = {}
         # Transactions visible in the initial catalog snapshot are applied already.
         self._initial: CatalogSnapshot | None = None
-        # Commits starting before this LSN are applied already (restored history).
+        # Commits starting at or before this LSN are applied already (restored history).
         self.applied_upto = 0
         # Incremented by every commit that changed a definition; stored with offsets.
         self.version = 0
@@ -717,7 +717,7 @@ class SchemaHistory:
         members = self._members(ev.xid, ev.subxids)
         survivors = frozenset([ev.xid, *ev.subxids])
         already = (self._initial is not None and self._initial.xid_visible(ev.xid)) or (
-            ev.lsn < self.applied_upto
+            ev.lsn <= self.applied_upto
         )
         if already or (ev.db_oid and ev.db_oid != self.db_oid):
             for member in members:
