@@ -110,6 +110,9 @@ class Registrar:
         self.client = SchemaRegistryClient(conf)
         self.retry_budget_s = retry_budget_s
 
+    def close(self) -> None:
+        self.client.close()
+
     def _call(self, what: str, subject: str, fn: Callable[[], Any]) -> Any:
         deadline = time.monotonic() + self.retry_budget_s
         backoff = _BACKOFF_START_S
@@ -209,6 +212,7 @@ class AvroPlugin:
 
     can_stream = False
     two_phase = False
+    registry_retry_budget_s = RETRY_BUDGET_S
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings
@@ -238,10 +242,14 @@ class AvroPlugin:
                                               _patterns(f.exclude_tables))
         self._exc_columns = _patterns(f.exclude_columns)
         self._msg_prefixes = _patterns(s.kafka.message_prefixes)
-        self.registrar = Registrar(s)
+        self.registrar = Registrar(s, self.registry_retry_budget_s)
 
     def shutdown(self, ctx: PluginContext) -> None:
         self._tables.clear()
+        self._statics.clear()
+        if self.registrar is not None:
+            self.registrar.close()
+            self.registrar = None
 
     # --- helpers ---------------------------------------------------------------------
 
@@ -306,7 +314,7 @@ class AvroPlugin:
             "ts_ms": commit_ms,
             "snapshot": snapshot,
             "db": self.settings.source.dbname,
-            "sequence": json.dumps([last, str(lsn)]),
+            "sequence": json.dumps([last, str(lsn)], separators=(",", ":")),
             "schema": schema,
             "table": table,
             "txId": txn.xid if txn else None,

@@ -120,6 +120,7 @@ class KafkaSink:
         self.slot = settings.source.slot
         self.on_committed = on_committed
         self.retry_budget_s = retry_budget_s
+        self._op_timeout = min(_OP_TIMEOUT_S, retry_budget_s)
         k = settings.kafka
         self.max_batch_txns = k.max_batch_txns
         self.max_batch_bytes = int(getattr(k, "max_batch_bytes", MAX_BATCH_BYTES))
@@ -171,7 +172,7 @@ class KafkaSink:
         backoff = _BACKOFF_START_S
         while True:
             try:
-                self._producer.init_transactions(_OP_TIMEOUT_S)
+                self._producer.init_transactions(self._op_timeout)
                 break
             except KafkaException as exc:
                 err = exc.args[0]
@@ -197,7 +198,7 @@ class KafkaSink:
                 self._abort()
             except _Retry as exc:
                 log.warning("kafka_abort_failed", error=str(exc))
-        self._producer.flush(_OP_TIMEOUT_S)
+        self._producer.flush(self._op_timeout)
 
     # --- topics ----------------------------------------------------------------------
 
@@ -207,7 +208,7 @@ class KafkaSink:
         if not missing:
             return
         try:
-            existing = set(self._admin.list_topics(timeout=_OP_TIMEOUT_S).topics)
+            existing = set(self._admin.list_topics(timeout=self._op_timeout).topics)
         except KafkaException as exc:
             raise BrokerUnavailableError(f"cannot list Kafka topics: {exc}") from exc
         create = [t for t in missing if t not in existing]
@@ -216,7 +217,7 @@ class KafkaSink:
             futures = self._admin.create_topics(
                 [NewTopic(t, num_partitions=1 if compact else -1, replication_factor=-1,
                           config=config) for t in create],
-                operation_timeout=_OP_TIMEOUT_S,
+                operation_timeout=self._op_timeout,
             )
             for topic, fut in futures.items():
                 try:
@@ -410,7 +411,7 @@ class KafkaSink:
         if not self._in_txn:
             return
         try:
-            self._producer.abort_transaction(_OP_TIMEOUT_S)
+            self._producer.abort_transaction(self._op_timeout)
         except KafkaException as exc:
             raise self._classify(exc, "abort_transaction") from exc
         self._in_txn = False
@@ -421,7 +422,7 @@ class KafkaSink:
         backoff = _BACKOFF_START_S
         while True:
             try:
-                self._producer.commit_transaction(_OP_TIMEOUT_S)
+                self._producer.commit_transaction(self._op_timeout)
                 self._in_txn = False
                 return
             except KafkaException as exc:
