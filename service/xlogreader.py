@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from typing import cast
 
 import lz4.block
 from google_crc32c import extend as _crc_extend
@@ -199,8 +200,7 @@ class XLogReader:
     def walk_headers(self) -> Iterator[HeaderTuple]:
         """Yield `(lsn, tot_len, rmid, info, xid)` per record: pages, headers and CRCs
         checked exactly as `records()`, without decoding block references."""
-        for raw in self._raw_records():
-            yield raw[0], raw[2], raw[6], raw[5], raw[3]
+        yield from cast("Iterator[HeaderTuple]", self._raw_records(headers_only=True))
         self._trim()
 
     # --- the page/record walk (XLogDecodeNextRecord) ---------------------------------
@@ -214,7 +214,8 @@ class XLogReader:
             self._buf = self._buf[drop:]
             self._buf_lsn += drop
 
-    def _raw_records(self) -> Iterator[RawRecord]:
+    def _raw_records(self, headers_only: bool = False) -> Iterator[RawRecord]:
+        # With headers_only the items are HeaderTuples (walk_headers); typed as RawRecord.
         if self.end_of_wal:
             return
         self._trim()
@@ -227,6 +228,8 @@ class XLogReader:
         crc_value = _crc_value
         crc_extend = _crc_extend
         pos = self._next
+        fmt = self._fmt if self._fmt is not None else DEFAULT_FORMAT
+        rm_max = fmt.rm_max_builtin_id
         while True:
             if pos >= self._valid_upto:
                 # First touch of this page: validate its header.
@@ -275,7 +278,9 @@ class XLogReader:
                 if end > blen:
                     return
                 _, xid, prev, info, rmid, crc = unpack_rec(buf, off)
-                self._check_header(pos, prev, rmid)
+                # ValidXLogRecordHeader, inlined for the common case.
+                if prev != self._prev or rmid > rm_max:
+                    self._check_header(pos, prev, rmid)
                 if (
                     verify
                     and crc_extend(
@@ -312,11 +317,14 @@ class XLogReader:
             self.last_lsn = pos
             self._next = nxt
             self.end_lsn = nxt
-            yield pos, nxt, tot_len, xid, prev, info, rmid, crc, rbuf, roff
+            if headers_only:
+                yield pos, tot_len, rmid, info, xid  # type: ignore[misc]
+            else:
+                yield pos, nxt, tot_len, xid, prev, info, rmid, crc, rbuf, roff
             pos = nxt
 
     def _check_header(self, lsn: int, prev: int, rmid: int) -> None:
-        # ValidXLogRecordHeader
+        # ValidXLogRecordHeader (the full check; the walk inlines the common case)
         fmt = self._fmt if self._fmt is not None else DEFAULT_FORMAT
         if not fmt.rmid_is_valid(rmid):
             raise WalCorruptionError(f"invalid resource manager ID {rmid}", lsn=lsn)
