@@ -247,10 +247,10 @@ def build() -> dict[str, Any]:
         target(f"sum(rate(pgcdc_registry_calls_total{sel}{RATE}))", "calls", "A"),
         target(f"sum(rate(pgcdc_registry_errors_total{sel}{RATE}))", "errors", "B"),
     ], "ops", "Calls to the schema registry and the failed ones."), 8, 8)
-    latency = "sum by (le) (rate(pgcdc_commit_to_kafka_seconds_bucket{" + SLOT + "}" + RATE
+    latency = f"sum by (le) (rate(pgcdc_commit_to_kafka_seconds_bucket{sel}{RATE}))"
     g.add(timeseries("Commit-to-Kafka latency", [
-        target(f"histogram_quantile(0.5, {latency}))", "p50", "A"),
-        target(f"histogram_quantile(0.99, {latency}))", "p99", "B"),
+        target(f"histogram_quantile(0.5, {latency})", "p50", "A"),
+        target(f"histogram_quantile(0.99, {latency})", "p99", "B"),
     ], "s", "Time from the source commit to the Kafka commit of the transaction."), 8, 8)
 
     g.row("Initial snapshot")

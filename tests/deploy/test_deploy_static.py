@@ -176,6 +176,13 @@ def promql_refs(expr: str) -> tuple[dict[str, set[str]], set[str]]:
     `label_values(metric, label)` counts as a selector of `label` on `metric`."""
     metrics: dict[str, set[str]] = {}
     code = _LABEL_VALUES.sub(r'\1{\2=~".+"}', _STRING.sub('""', expr))
+    depth: list[str] = []
+    for char in code:
+        if char in "([{":
+            depth.append(")]}"["([{".index(char)])
+        elif char in ")]}":
+            assert depth and depth.pop() == char, f"unbalanced {char!r} in {expr!r}"
+    assert not depth, f"unclosed {''.join(depth)!r} in {expr!r}"
     for name, matchers in _SELECTOR.findall(code):
         metrics.setdefault(name, set()).update(_MATCHER.findall(_STRING.sub("", matchers)))
     grouping = {label.strip() for _, labels in _GROUPING.findall(code)
@@ -269,6 +276,8 @@ def test_promql_reference_extraction() -> None:
         check_exprs(["sum(rate(pgcdc_nonexistent_total[5m]))"])
     with pytest.raises(AssertionError, match="label"):
         check_exprs(['pgcdc_lag_bytes{table="x"}'])
+    with pytest.raises(AssertionError, match="unclosed"):
+        promql_refs("histogram_quantile(0.5, sum by (le) (rate(a_bucket[5m]))")
     with pytest.raises(AssertionError, match="unknown PromQL function"):
         promql_refs("rates(pgcdc_events_total[5m])")
 
