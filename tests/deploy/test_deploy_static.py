@@ -118,7 +118,7 @@ def key_paths(doc: dict[str, Any]) -> set[str]:
 
 def settings_fields() -> set[str]:
     """Every `section.option` the Settings model defines, by walking its pydantic fields."""
-    fields = set()
+    fields: set[str] = set()
     for section, info in Settings.model_fields.items():
         model = info.annotation
         assert isinstance(model, type) and issubclass(model, BaseModel), section
