@@ -19,7 +19,7 @@ order. Errors: everything raised is a PgcdcError carrying the LSN where it arose
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from service.decode import decoder_for, toplevel_assignment, xid_to_process
@@ -57,36 +57,30 @@ from service.reorderbuffer import ReorderBuffer, ReorderBufferTXN, ReplayChange
 from service.snapbuild import SnapBuilder
 from service.walrecord import XLogRecord
 
-DDL_PREFIX = "pgcdc.ddl"
 XACT_XINFO_HAS_DBINFO = 1 << 0
 
 
 class RowResolver(Protocol):
     """Relation definitions and row decoding, as valid at each change (schema history)."""
 
+    def apply(self, event: object) -> None:
+        """Every decoded event, in WAL order, before the reorder buffer sees it."""
+
+    def assign_child(self, top: int, sub: int) -> None:
+        """A subtransaction's parent became known."""
+
     def relation(self, change: HeapChange, top_xid: int) -> RelationInfo | None:
         """The table a heap change belongs to, or None when it must not be emitted
         (rewrite output, a table excluded by filters, a system catalog)."""
 
     def row(
-        self, relation: RelationInfo, change: HeapChange, new: bool, toast: object
+        self, relation: RelationInfo, change: HeapChange, new: bool, toast: Mapping[int, bytes],
+        top_xid: int,
     ) -> Sequence[ColumnValue] | None:
         """The new (or old) tuple of `change` decoded against `relation`."""
 
-    def relations_by_oid(self, relids: Sequence[int], lsn: int) -> list[RelationInfo]:
+    def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:
         """Definitions of truncated tables (TRUNCATE names relation OIDs)."""
-
-    def ddl(self, top_xid: int, lsn: int, payload: bytes) -> None:
-        """A pgcdc.ddl message replayed inside its transaction: effective from `lsn` on."""
-
-    def smgr_create(self, xid: int, lsn: int, event: SmgrCreateEvent) -> None:
-        """A new relfilenode appeared (rewrite, TRUNCATE, VACUUM FULL...)."""
-
-    def catalog_changed(self, xid: int, lsn: int) -> None:
-        """The transaction touched the catalog (NEW_CID, INPLACE, invalidations)."""
-
-    def end_txn(self, top_xid: int, lsn: int, committed: bool, invalidations: object) -> None:
-        """The transaction is done: publish its DDL (committed) or drop it."""
 
 
 def txn_info(txn: ReorderBufferTXN) -> TxnInfo:
@@ -134,17 +128,18 @@ class PluginSink:
         if op is None:
             raise DecodeError(f"change kind {change.kind.name} reached replay",
                               lsn=change.lsn, xid=change.xid)
-        new = self.rows.row(relation, change, True, rc.toast) if change.new_tuple else None
-        old = self.rows.row(relation, change, False, rc.toast) if change.old_tuple else None
+        top = txn.top.xid
+        new = self.rows.row(relation, change, True, rc.toast, top) if change.new_tuple else None
+        old = self.rows.row(relation, change, False, rc.toast, top) if change.old_tuple else None
         if op is not ChangeOp.DELETE and new is None:
             raise SchemaMismatchError(f"{op.value} without a new tuple", lsn=change.lsn,
                                       relation=f"{relation.schema}.{relation.name}")
         return RowChange(op, change.lsn, relation, new, old, change.old_is_key)
 
-    def _truncate(self, rc: ReplayChange) -> TruncateChange | None:
+    def _truncate(self, txn: ReorderBufferTXN, rc: ReplayChange) -> TruncateChange | None:
         ev = rc.event
         assert isinstance(ev, TruncateEvent)
-        rels = self.rows.relations_by_oid(ev.relids, ev.lsn)
+        rels = self.rows.relations_by_oid(ev.relids, ev.lsn, txn.top.xid)
         if not rels:
             return None
         return TruncateChange(ev.lsn, rels, ev.cascade, ev.restart_seqs)
@@ -167,14 +162,12 @@ class PluginSink:
             self.plugin.call("change", row.lsn, txn.xid, txn_info(txn), row)
 
     def truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
-        trunc = self._truncate(change)
+        trunc = self._truncate(txn, change)
         if trunc is not None:
             self.plugin.call("truncate", trunc.lsn, txn.xid, txn_info(txn), trunc, optional=True)
 
     def message(self, txn: ReorderBufferTXN | None, change: ReplayChange) -> None:
         msg = self._message(change)
-        if msg.transactional and msg.prefix == DDL_PREFIX and txn is not None:
-            self.rows.ddl(txn.top.xid, msg.lsn, msg.payload)
         info = txn_info(txn) if txn is not None else None
         self.plugin.call("message", msg.lsn, txn.xid if txn else 0, info, msg, optional=True)
 
@@ -195,15 +188,13 @@ class PluginSink:
             self.plugin.call("stream_change", row.lsn, txn.xid, txn_info(txn), row)
 
     def stream_truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
-        trunc = self._truncate(change)
+        trunc = self._truncate(txn, change)
         if trunc is not None:
             self.plugin.call("stream_truncate", trunc.lsn, txn.xid, txn_info(txn), trunc,
                              optional=True)
 
     def stream_message(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
         msg = self._message(change)
-        if msg.transactional and msg.prefix == DDL_PREFIX:
-            self.rows.ddl(txn.top.xid, msg.lsn, msg.payload)
         self.plugin.call("stream_message", msg.lsn, txn.xid, txn_info(txn), msg, optional=True)
 
     def stream_stop(self, txn: ReorderBufferTXN, last_lsn: int) -> None:
@@ -266,10 +257,14 @@ class Decoding:
         top = toplevel_assignment(record)
         if top is not None:
             self.rb.assign_child(top[0], top[1], record.lsn)
+            self.rows.assign_child(top[0], top[1])
         xid = xid_to_process(record)
         if xid:
             self.rb.process_xid(xid, record.lsn)
         for event in self.decoder.decode(record):
+            # The history sees every event in WAL order, and a commit before the reorder
+            # buffer replays it (its lookups at replay need the commit's resolution).
+            self.rows.apply(event)
             self._route(event)
         self.last_lsn = record.lsn
         self.last_end_lsn = record.end_lsn
@@ -317,19 +312,13 @@ class Decoding:
                 if snap.decodes_changes:
                     rb.add_invalidations(ev.xid, ev.lsn, ev.invalidations)
                     rb.set_has_catalog_changes(ev.xid, ev.lsn)
-                    self.rows.catalog_changed(ev.xid, ev.lsn)
             case NewCidEvent():
                 if snap.decodes_changes:
                     rb.set_has_catalog_changes(ev.xid, ev.lsn)
-                    self.rows.catalog_changed(ev.xid, ev.lsn)
             case InplaceEvent():
                 if snap.decodes_changes and ev.xid:
                     rb.set_has_catalog_changes(ev.xid, ev.lsn)
-                    self.rows.catalog_changed(ev.xid, ev.lsn)
-            case SmgrCreateEvent():
-                if self._wanted_db(ev.locator.db_oid):
-                    self.rows.smgr_create(ev.xid, ev.lsn, ev)
-            case CheckpointEvent() | SwitchEvent() | ParameterChangeEvent() | SmgrTruncateEvent():
+            case CheckpointEvent() | SmgrCreateEvent() | SwitchEvent() | ParameterChangeEvent() | SmgrTruncateEvent():
                 return
             case _:
                 raise DecodeError(f"the driver cannot route {type(ev).__name__}",
@@ -353,7 +342,6 @@ class Decoding:
             for sub in ev.subxids:
                 rb.forget(sub, ev.lsn)
             rb.forget(ev.xid, ev.lsn)
-            self.rows.end_txn(ev.xid, ev.lsn, False, ev.invalidations)
             return
         txn = rb.get_txn(ev.xid)
         if ev.prepared and txn is not None and txn.prepared:
@@ -362,7 +350,6 @@ class Decoding:
         else:
             rb.commit(ev.xid, ev.lsn, ev.end_lsn, commit_time, origin=ev.origin,
                       subxids=ev.subxids)
-        self.rows.end_txn(ev.xid, ev.lsn, True, ev.invalidations)
 
     def _abort(self, ev: AbortEvent) -> None:
         rb = self.rb
@@ -374,7 +361,6 @@ class Decoding:
             for sub in ev.subxids:
                 rb.abort(sub, ev.lsn)
             rb.abort(ev.xid, ev.lsn)
-        self.rows.end_txn(ev.xid, ev.lsn, False, ())
 
     def _prepare(self, ev: PrepareEvent) -> None:
         if not self.snap.decodes_changes:
