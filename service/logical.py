@@ -318,8 +318,14 @@ class Decoding:
             case InplaceEvent():
                 if snap.decodes_changes and ev.xid:
                     rb.set_has_catalog_changes(ev.xid, ev.lsn)
-            case CheckpointEvent() | SmgrCreateEvent() | SwitchEvent() | ParameterChangeEvent() | SmgrTruncateEvent():
-                return
+            case (
+                CheckpointEvent()
+                | SmgrCreateEvent()
+                | SwitchEvent()
+                | ParameterChangeEvent()
+                | SmgrTruncateEvent()
+            ):
+                return  # the schema history has seen them; nothing to queue
             case _:
                 raise DecodeError(f"the driver cannot route {type(ev).__name__}",
                                   lsn=getattr(ev, "lsn", None))
