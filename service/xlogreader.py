@@ -102,9 +102,7 @@ def _maxalign(n: int) -> int:
 class XLogReader:
     """Incremental WAL page/record reader (XLogReaderState + XLogReadRecord).
 
-    `version` is None until the first page header is seen. `end_lsn` is the EndRecPtr
-    of the last record yielded (where the next record is read). `last_lsn` is its
-    ReadRecPtr.
+    `version` is None until the first page header is seen.
     """
 
     def __init__(
@@ -133,8 +131,6 @@ class XLogReader:
         self._tli = 0
         self._sysid: int | None = None
         self._locators: dict[bytes, RelFileLocator] = {}
-        self.end_lsn = start_lsn
-        self.last_lsn: int | None = prev_lsn
         self.end_of_wal = False
 
     # --- public API ----------------------------------------------------------------
@@ -148,6 +144,16 @@ class XLogReader:
     def wal_format(self) -> WalFormat:
         """The format table in use (the shared default before any page header)."""
         return self._fmt if self._fmt is not None else DEFAULT_FORMAT
+
+    @property
+    def last_lsn(self) -> int | None:
+        """ReadRecPtr of the last record yielded (or the `prev_lsn` given)."""
+        return self._prev
+
+    @property
+    def end_lsn(self) -> int:
+        """EndRecPtr of the last record yielded: where reading continues."""
+        return self._next
 
     @property
     def next_lsn(self) -> int:
@@ -230,10 +236,16 @@ class XLogReader:
         pos = self._next
         fmt = self._fmt if self._fmt is not None else DEFAULT_FORMAT
         rm_max = fmt.rm_max_builtin_id
+        page_mask = _PAGE_MASK
+        blcksz = XLOG_BLCKSZ
+        hdr_size = SIZE_OF_XLOG_RECORD
+        max_size = XLOG_RECORD_MAX_SIZE
+        crc_off = XL_CRC_OFFSET
+        valid_upto = self._valid_upto
         while True:
-            if pos >= self._valid_upto:
+            if pos >= valid_upto:
                 # First touch of this page: validate its header.
-                page = pos & ~_PAGE_MASK
+                page = pos & ~page_mask
                 hoff = page - base
                 if hoff < 0:
                     raise WalError("page header needed but not fed", lsn=page)
@@ -243,7 +255,7 @@ class XLogReader:
                     self.end_of_wal = True
                     return
                 info, rem_len, hsize = self._check_page(buf, hoff, page)
-                self._valid_upto = page + XLOG_BLCKSZ
+                valid_upto = self._valid_upto = page + blcksz
                 if pos == page:
                     pos = page + hsize
                     if info & XLP_FIRST_IS_CONTRECORD:
@@ -254,69 +266,66 @@ class XLogReader:
                                 lsn=page,
                             )
                         # XLogFindNextRecord: skip the tail of a record begun earlier.
-                        if rem_len >= XLOG_BLCKSZ - hsize:
-                            pos = page + XLOG_BLCKSZ
+                        if rem_len >= blcksz - hsize:
+                            pos = page + blcksz
                         else:
                             pos = page + hsize + _maxalign(rem_len)
                         self._next = pos
                         continue
                 self._find_first = False
                 self._next = pos
+                rm_max = self.wal_format.rm_max_builtin_id
             off = pos - base
-            poff = pos & _PAGE_MASK
-            if off + 8 > blen:
-                return
-            tot_len = _U32.unpack_from(buf, off)[0]
-            if tot_len == 0:
-                self.end_of_wal = True
-                return
-            if tot_len < SIZE_OF_XLOG_RECORD or tot_len > XLOG_RECORD_MAX_SIZE:
+            poff = pos & page_mask
+            if poff <= blcksz - hdr_size:
+                # The whole record header is on this page (the common case).
+                if off + hdr_size > blen:
+                    return
+                tot_len, xid, prev, info, rmid, crc = unpack_rec(buf, off)
+            else:
+                if off + 8 > blen:
+                    return
+                tot_len = _U32.unpack_from(buf, off)[0]
+                xid = prev = info = rmid = crc = 0
+            if tot_len < hdr_size or tot_len > max_size:
+                if tot_len == 0:
+                    self.end_of_wal = True
+                    return
                 raise WalCorruptionError(f"invalid record length {tot_len}", lsn=pos)
-            if poff + tot_len <= XLOG_BLCKSZ:
+            if poff + tot_len <= blcksz:
                 # Fast path: the whole record lies on this page.
                 end = off + tot_len
                 if end > blen:
                     return
-                _, xid, prev, info, rmid, crc = unpack_rec(buf, off)
                 # ValidXLogRecordHeader, inlined for the common case.
                 if prev != self._prev or rmid > rm_max:
                     self._check_header(pos, prev, rmid)
                 if (
                     verify
-                    and crc_extend(
-                        crc_value(buf[off + SIZE_OF_XLOG_RECORD : end]),
-                        buf[off : off + XL_CRC_OFFSET],
-                    )
+                    and crc_extend(crc_value(buf[off + hdr_size : end]), buf[off : off + crc_off])
                     != crc
                 ):
                     raise WalCorruptionError("incorrect resource manager data checksum", lsn=pos)
-                rec_end = pos + tot_len
-                nxt = (rec_end + 7) & ~7
+                nxt = (pos + tot_len + 7) & ~7
                 rbuf = buf
                 roff = off
             else:
                 got = self._assemble(pos, tot_len)
                 if got is None:
                     return
+                valid_upto = self._valid_upto
                 rbuf, nxt = got
                 roff = 0
                 _, xid, prev, info, rmid, crc = unpack_rec(rbuf, 0)
                 self._check_header(pos, prev, rmid)
-                if (
-                    verify
-                    and crc_extend(crc_value(rbuf[SIZE_OF_XLOG_RECORD:]), rbuf[:XL_CRC_OFFSET])
-                    != crc
-                ):
+                if verify and crc_extend(crc_value(rbuf[hdr_size:]), rbuf[:crc_off]) != crc:
                     raise WalCorruptionError("incorrect resource manager data checksum", lsn=pos)
             if rmid == RM_XLOG_ID and info & 0xF0 == XLOG_SWITCH:
                 # Pretend the switch record extends to the end of the segment.
                 nxt = (nxt + seg - 1) & ~(seg - 1)
-                self._valid_upto = nxt
-            self._find_first = False
+                valid_upto = self._valid_upto = nxt
             self._prev = pos
-            self.last_lsn = pos
             self._next = nxt
-            self.end_lsn = nxt
             if headers_only:
                 yield pos, tot_len, rmid, info, xid  # type: ignore[misc]
             else:

@@ -28,7 +28,7 @@ import psycopg2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from connectors.walsource_dir import iter_wal_chunks
+from connectors.walsource_dir import iter_wal_chunks, list_segments
 from service.xlogreader import XLogReader
 from tests.fixtures.services import ensure_service
 
@@ -140,14 +140,26 @@ def main() -> None:
         "-e",
         lsn_str(end),
     ]
-    first_seg = f"{1:08X}{start >> 32:08X}{(start & 0xFFFFFFFF) >> 24:08X}"
+    segs = list_segments(waldir)
+    # Name the start and end segments: pg_waldump otherwise takes the segment size from
+    # whichever file readdir() returns first (maybe a fresh, all-zero one).
+    first_seg = segs[start >> 24][1].name
+    last_seg = segs[end >> 24][1].name
     t = time.perf_counter()
     with open("/dev/null", "w") as devnull:
-        subprocess.run([*args, first_seg], stdout=devnull, stderr=subprocess.DEVNULL, check=False)
+        proc = subprocess.run(
+            [*args, first_seg, last_seg],
+            stdout=devnull,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
     dump_took = time.perf_counter() - t
+    if "error" in proc.stderr and "invalid record length" not in proc.stderr:
+        raise SystemExit(f"pg_waldump failed: {proc.stderr}")
     t = time.perf_counter()
     stats = subprocess.run(
-        [*args, "--stats", first_seg], capture_output=True, text=True, check=False
+        [*args, "--stats", first_seg, last_seg], capture_output=True, text=True, check=False
     )
     stats_took = time.perf_counter() - t
     total = next(

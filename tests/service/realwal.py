@@ -40,6 +40,17 @@ def lsn_str(lsn: int) -> str:
     return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
 
 
+def segment_names(info: dict[str, Any], start: int, end: int) -> list[str]:
+    """pg_waldump's STARTSEG and ENDSEG arguments for a range.
+
+    Without them pg_waldump takes the segment size from whichever file readdir() lists
+    first, maybe one just created and still zero; with only STARTSEG it refuses an end
+    LSN outside that segment.
+    """
+    segs = list_segments(info["pgdata"] + "/pg_wal")
+    return [segs[start // (16 << 20)][1].name, segs[end // (16 << 20)][1].name]
+
+
 def waldump(info: dict[str, Any], start: int, end: int, *extra: str) -> list[RecordTuple]:
     """Run the server's own pg_waldump -b over pg_wal and parse every record."""
     proc = subprocess.run(
@@ -53,9 +64,7 @@ def waldump(info: dict[str, Any], start: int, end: int, *extra: str) -> list[Rec
             "-e",
             lsn_str(end),
             *extra,
-            # Name the start segment: without it pg_waldump takes the segment size from
-            # whichever file readdir() lists first, maybe one just created and still zero.
-            list_segments(info["pgdata"] + "/pg_wal")[start // (16 << 20)][1].name,
+            *segment_names(info, start, end),
         ],
         capture_output=True,
         text=True,

@@ -10,9 +10,17 @@ from typing import Any
 
 import pytest
 
-from connectors.walsource_dir import list_segments, read_records
+from connectors.walsource_dir import read_records
 from service.walrecord import XLogRecord
-from tests.service.realwal import Workload, as_tuple, fresh_db, lsn_str, run_workload, waldump
+from tests.service.realwal import (
+    Workload,
+    as_tuple,
+    fresh_db,
+    lsn_str,
+    run_workload,
+    segment_names,
+    waldump,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -86,7 +94,7 @@ def test_images_equal_pg_waldump_save_fullpage(pg18: dict[str, Any], tmp_path: P
             "-e",
             lsn_str(w.end),
             f"--save-fullpage={tmp_path}",
-            list_segments(pg18["pgdata"] + "/pg_wal")[w.start // (16 << 20)][1].name,
+            *segment_names(pg18, w.start, w.end),
         ],
         capture_output=True,
         check=False,
