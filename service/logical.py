@@ -19,7 +19,7 @@ order. Errors: everything raised is a PgcdcError carrying the LSN where it arose
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from service.decode import decoder_for, toplevel_assignment, xid_to_process
@@ -251,6 +251,8 @@ class Decoding:
         self.last_end_lsn = 0
         self.records = 0
         self.rb.consistent = snap.is_consistent
+        # Called after a transaction was handed to the plugin and left the buffer.
+        self.on_committed: Callable[[CommitEvent], None] | None = None
 
     def process(self, record: XLogRecord) -> None:
         self.records += 1
@@ -309,7 +311,9 @@ class Decoding:
                 for sub in ev.subxids:
                     rb.assign_child(ev.xid, sub, ev.lsn)
             case InvalidationsEvent():
-                if snap.decodes_changes:
+                # xid-less invalidations (VACUUM, ANALYZE...) apply at once in PostgreSQL
+                # (ReorderBufferImmediateInvalidation); there is no transaction to mark.
+                if snap.decodes_changes and ev.xid:
                     rb.add_invalidations(ev.xid, ev.lsn, ev.invalidations)
                     rb.set_has_catalog_changes(ev.xid, ev.lsn)
             case NewCidEvent():
@@ -356,6 +360,8 @@ class Decoding:
         else:
             rb.commit(ev.xid, ev.lsn, ev.end_lsn, commit_time, origin=ev.origin,
                       subxids=ev.subxids)
+        if self.on_committed is not None:
+            self.on_committed(ev)
 
     def _abort(self, ev: AbortEvent) -> None:
         rb = self.rb

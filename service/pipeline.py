@@ -109,17 +109,34 @@ class Session:
     """One decoding session over one database; feed it WAL chunks in order."""
 
     def __init__(self, config: SessionConfig, plugin: object, plugin_name: str,
-                 writer: Any, *, version: int, start_lsn: int) -> None:
+                 writer: Any, *, version: int, start_lsn: int,
+                 decode_from: int | None = None,
+                 restore: tuple[int, Mapping[str, Any]] | None = None,
+                 plugin_state: Mapping[str, Any] | None = None) -> None:
+        """`start_lsn`: where WAL reading begins. `decode_from`: commits before it are
+        not emitted (default: the catalog snapshot's LSN, i.e. "from now on").
+        `restore`: (confirmed LSN, schema-history snapshot) from stored offsets; decoding
+        is then consistent at once and emits every commit from the confirmed LSN on."""
         self.config = config
         self.version = version
         self.catalog = Catalog(config.dsn)
-        snapshot = self.catalog.snapshot()
-        self.snapshot_lsn = snapshot.lsn
-        self.history = SchemaHistory.from_catalog_snapshot(snapshot, self.catalog)
+        if restore is None:
+            snapshot = self.catalog.snapshot()
+            self.snapshot_lsn = snapshot.lsn
+            self.history = SchemaHistory.from_catalog_snapshot(snapshot, self.catalog)
+            db_oid = snapshot.db_oid
+            self.snap = SnapBuilder(snapshot.lsn if decode_from is None else decode_from)
+        else:
+            confirmed, doc = restore
+            self.snapshot_lsn = confirmed
+            self.history = SchemaHistory.from_snapshot(doc, self.catalog)
+            db_oid = self.history.db_oid
+            self.snap = SnapBuilder.restored(confirmed)
         self._types = _TypeLoader(config.dsn)
         self.rows = HistoryRows(self.history, self._types.types, self._types.names,
                                 unknown_as_text=config.unknown_types_as_text)
-        ctx = PluginContext(config.slot, plugin_name, dict(config.plugin_options), writer)
+        ctx = PluginContext(config.slot, plugin_name, dict(config.plugin_options), writer,
+                            state=dict(plugin_state or {}))
         self.wrapper = PluginWrapper(plugin, ctx)
         self.wrapper.startup(is_init=True)
         self.sink = PluginSink(self.wrapper, self.rows)
@@ -130,8 +147,7 @@ class Session:
             self.spill,
             lambda loc: self.history.is_toast(loc, END_OF_TIME),
         )
-        self.snap = SnapBuilder(snapshot.lsn)
-        self.decoding = Decoding(version=version, db_oid=snapshot.db_oid, reorder=self.rb,
+        self.decoding = Decoding(version=version, db_oid=db_oid, reorder=self.rb,
                                  snap=self.snap, rows=self.rows, plugin=self.wrapper)
         self.reader = XLogReader(start_lsn & ~(XLOG_BLCKSZ - 1) if start_lsn % XLOG_BLCKSZ
                                  else start_lsn)

@@ -1,0 +1,204 @@
+"""The worker (`pgcdc run`): WAL in, every committed transaction into Kafka, exactly once.
+
+Start-up:
+1. the Kafka sink starts (`init_transactions` fences an older worker with the same
+   transactional.id) and reads the last committed offset of this slot;
+2. with an offset: the schema history is restored from the snapshot committed with it,
+   WAL is read again from its restart LSN, and every commit whose record starts before
+   its confirmed LSN is skipped (`SnapBuilder.restored`); without one: the physical slot
+   is created or reused, the catalog snapshot is taken, and RUNNING_XACTS is forced;
+3. the metrics endpoint serves /metrics, /healthz and /readyz.
+
+Then, per committed source transaction, the Avro plugin writes its records into the
+open Kafka transaction and `end_source_txn(confirmed=commit end, restart=restart LSN,
+schema version)` closes it or lets it batch; a changed schema history is staged into
+the same Kafka transaction. Slot feedback moves only in `on_committed`, after Kafka
+committed. Heartbeats on an idle database write a heartbeat record and an offset, so
+the slot keeps moving.
+
+SIGTERM or SIGINT: stop reading, commit what is complete (or abort the open Kafka
+transaction), send the final slot feedback, exit 0.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from types import FrameType
+
+import structlog
+
+from connectors.avro_plugin import AvroPlugin
+from connectors.kafka_sink import KafkaSink
+from connectors.offsets import KafkaSchemaStore
+from connectors.walsource_stream import PhysicalStream
+from service.config import Settings
+from service.errors import SourceSetupError, format_lsn
+from service.events import CommitEvent
+from service.metrics import Metrics
+from service.pipeline import Session, SessionConfig, force_running_xacts, server_version
+
+log = structlog.get_logger(__name__)
+
+
+class Worker:
+    """One worker for one slot; `run()` until `stop` is set."""
+
+    def __init__(self, settings: Settings, *, metrics: Metrics | None = None) -> None:
+        self.settings = settings
+        self.stop = threading.Event()
+        self.metrics = metrics or Metrics(settings.source.slot)
+        self.stream: PhysicalStream | None = None
+        self.sink = KafkaSink(settings, on_committed=self._on_kafka_commit)
+        self.session: Session | None = None
+        self._schema_saved = -1
+        self._last_heartbeat = time.monotonic()
+        self._last_commit_time = 0
+
+    # --- callbacks ------------------------------------------------------------------
+
+    def _on_kafka_commit(self, confirmed_lsn: int, restart_lsn: int) -> None:
+        """Kafka committed: only now may the slot move (and the metrics say so)."""
+        if self.stream is not None:
+            self.stream.confirm(restart_lsn)
+        m, slot = self.metrics, self.settings.source.slot
+        m.confirmed_lsn.labels(slot).set(confirmed_lsn)
+        m.restart_lsn.labels(slot).set(restart_lsn)
+        m.kafka_commits.labels(slot).inc()
+        if self._last_commit_time:
+            unix = self._last_commit_time / 1e6 + 946684800
+            m.lag_seconds.labels(slot).set(max(0.0, time.time() - unix))
+            m.commit_latency.labels(slot).observe(max(0.0, time.time() - unix))
+
+    def _end_txn(self, ev: CommitEvent) -> None:
+        assert self.session is not None
+        history = self.session.history
+        if history.version != self._schema_saved:
+            KafkaSchemaStore(self.settings, self.sink).save(history.version,
+                                                            history.to_snapshot())
+            self._schema_saved = history.version
+        self._last_commit_time = ev.commit_time
+        self.sink.end_source_txn(ev.end_lsn, self.session.restart_lsn(), history.version)
+
+    # --- life cycle -----------------------------------------------------------------
+
+    def _open(self) -> tuple[Session, int]:
+        s = self.settings
+        dsn = s.source.dsn()
+        version = server_version(dsn)
+        last = self.sink.start()
+        config = SessionConfig(
+            dsn=dsn, slot=s.source.slot, work_mem=int(s.decoding.work_mem),
+            spill_dir=s.decoding.state_dir / "spill",
+            unknown_types_as_text=s.decoding.unknown_types_as_text,
+        )
+        plugin = AvroPlugin(s)
+        stored = KafkaSchemaStore(s, self.sink).load_latest() if last is not None else None
+        self.stream = PhysicalStream(dsn, s.source.slot,
+                                     start_lsn=last.restart_lsn if last else None)
+        if last is not None and stored is not None:
+            start = last.restart_lsn
+            session = Session(config, plugin, "avro", self.sink.write, version=version,
+                              start_lsn=start, restore=(last.confirmed_lsn, stored[1]),
+                              plugin_state={"settings": s})
+            self._schema_saved = stored[0]
+            log.info("worker_resumed", restart_lsn=format_lsn(start),
+                     confirmed_lsn=format_lsn(last.confirmed_lsn))
+        else:
+            start = self._slot_restart_lsn()
+            session = Session(config, plugin, "avro", self.sink.write, version=version,
+                              start_lsn=start, plugin_state={"settings": s})
+            force_running_xacts(dsn, version)
+            log.info("worker_started", restart_lsn=format_lsn(start),
+                     snapshot_lsn=format_lsn(session.snapshot_lsn))
+        session.decoding.on_committed = self._end_txn
+        return session, start
+
+    def _slot_restart_lsn(self) -> int:
+        import psycopg2  # noqa: PLC0415
+
+        conn = psycopg2.connect(self.settings.source.dsn())
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur:
+                slot = self.settings.source.slot
+                cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s",
+                            (slot,))
+                row = cur.fetchone()
+                if row is None or row[0] is None:
+                    cur.execute("SELECT pg_create_physical_replication_slot(%s, true)", (slot,))
+                    cur.execute("SELECT restart_lsn FROM pg_replication_slots "
+                                "WHERE slot_name = %s", (slot,))
+                    row = cur.fetchone()
+                if row is None:
+                    raise SourceSetupError(f"physical slot {slot} could not be created")
+                hi, lo = str(row[0]).split("/")
+                return (int(hi, 16) << 32) | int(lo, 16)
+        finally:
+            conn.close()
+
+    def run(self) -> int:
+        m, slot = self.metrics, self.settings.source.slot
+        self.session, _ = self._open()
+        session, stream = self.session, self.stream
+        assert stream is not None
+        m.health.ready, m.health.reason = True, "streaming"
+        interval = self.settings.kafka.heartbeat_interval_s
+        try:
+            while not self.stop.is_set():
+                for lsn, data in stream.chunks(self.stop, idle_timeout=interval):
+                    session.feed(lsn, data)
+                    m.received_lsn.labels(slot).set(lsn + len(data))
+                    m.decoded_lsn.labels(slot).set(session.decoding.last_end_lsn)
+                    m.rb_memory.labels(slot).set(session.rb.memory_bytes)
+                    m.rb_txns.labels(slot).set(session.rb.txn_count)
+                    m.sync_slot_stats(session.rb.stats)
+                    self.sink.poll()
+                    if time.monotonic() - self._last_heartbeat >= interval:
+                        self._heartbeat()
+                    if self.stop.is_set():
+                        break
+                if not self.stop.is_set():
+                    self._heartbeat()
+        finally:
+            m.health.ready, m.health.reason = False, "stopping"
+            self.sink.close()
+            if self.stream is not None:
+                self.stream.close()
+            session.close()
+        log.info("worker_stopped", decoded_lsn=format_lsn(session.decoding.last_end_lsn))
+        return 0
+
+    def _heartbeat(self) -> None:
+        """An idle database still moves the slot: heartbeat record plus an offset."""
+        assert self.session is not None
+        self._last_heartbeat = time.monotonic()
+        session = self.session
+        lsn = session.decoding.last_end_lsn
+        if not lsn or not session.snap.is_consistent:
+            return
+        session.wrapper.call("heartbeat", lsn, 0, lsn, optional=True)
+        confirmed = self.sink.last_committed.confirmed_lsn if self.sink.last_committed else 0
+        self.sink.end_source_txn(confirmed, session.restart_lsn(), session.history.version)
+        self.sink.flush()
+
+
+def run_worker(settings: Settings) -> int:
+    metrics = Metrics(settings.source.slot)
+    port = metrics.serve(settings.metrics.host, settings.metrics.port)
+    log.info("metrics_serving", port=port)
+    worker = Worker(settings, metrics=metrics)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("worker_signal", signal=signal.Signals(signum).name)
+        worker.stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        return worker.run()
+    finally:
+        metrics.close()
+
+
