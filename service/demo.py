@@ -126,9 +126,11 @@ def _show(events: list[tuple[Any, Any]]) -> None:
         if source["txId"] != txid:
             txid = source["txId"]
             _say(f"-- transaction {txid}")
-        row = value["after"] if value["op"] != "d" else value["before"]
+        if value["op"] == "d":  # REPLICA IDENTITY DEFAULT logs only the key of a deleted row
+            _say(f"   op=d key={key}")
+            continue
         shown = {k: (str(v) if not isinstance(v, (int, str, type(None))) else v)
-                 for k, v in (row or {}).items()}
+                 for k, v in (value["after"] or {}).items()}
         _say(f"   op={value['op']} key={key} {json.dumps(shown)}")
 
 
@@ -155,6 +157,9 @@ def run_demo(*, keep_running: bool = False) -> int:
         metrics={"host": "127.0.0.1", "port": 0},
     )
     from connectors.setup import setup  # noqa: PLC0415
+    from service.logging import configure_logging  # noqa: PLC0415
+
+    configure_logging(settings.log.model_copy(update={"level": "warning"}))
 
     report = setup(settings.source.dsn(), settings.source.slot)
     _say(f"== pgcdc setup: PostgreSQL {report.server_version}, slot {report.slot_name}, "
@@ -192,7 +197,8 @@ def run_demo(*, keep_running: bool = False) -> int:
     if failure:
         raise failure[0]
     _say("== slot statistics (as pg_stat_replication_slots would name them):")
-    for line in _metric_lines(port, lambda s: s.startswith("pgcdc_slot_")):
+    for line in _metric_lines(port, lambda s: s.startswith("pgcdc_slot_")
+                              and "_created{" not in s):
         _say(f"   {line}")
     if keep_running:
         _say("== worker keeps running; Ctrl-C to stop")

@@ -238,6 +238,9 @@ def configure_logging(settings: LogSettings, *, stream: TextIO | None = None) ->
     _remove_our_handlers(root)
     root.addHandler(handler)
     root.setLevel(level)
+    # The registry client logs every HTTP request at INFO; that is noise, not events.
+    for chatty in ("httpx", "httpx2", "httpcore"):
+        logging.getLogger(chatty).setLevel(max(level, logging.WARNING))
 
     structlog.configure(
         processors=[
