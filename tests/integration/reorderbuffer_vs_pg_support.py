@@ -1,0 +1,306 @@
+"""One workload through a real test_decoding slot and through pgcdc, with slot stats.
+
+`run_vs_pg(pg, workload, work_mem_kb=...)`:
+1. creates a fresh database (and a second one, `<db>_other`, for transactions the
+   slot must not decode), installs pgcdc's DDL capture, and creates the tables;
+2. creates a test_decoding slot; its restart LSN is where pgcdc starts reading;
+3. starts a pgcdc `Session` with `work_mem = work_mem_kb * 1024` and forces
+   RUNNING_XACTS;
+4. runs the workload (a list of `Step`s), then takes `end = pg_current_wal_lsn()`;
+5. decodes pg_wal with pgcdc, record by record, stopping after the first record whose
+   end reaches `end` (exactly what `pg_logical_slot_get_changes(slot, upto_lsn => end)`
+   does), so WAL written later by autovacuum or anyone else is decoded by neither;
+6. on its own connection, `SET logical_decoding_work_mem` to the same size (a session
+   setting: the decoding runs in this backend), reads the slot's changes up to `end`,
+   and reads the slot's row of `pg_stat_replication_slots`.
+
+Both sides' outputs are reduced to a line count and a SHA-256 over the lines (or kept
+whole with `keep_lines=True`), so a 1,000,000-row run does not hold two copies of its
+output. The spill directory is a fresh temporary directory, checked empty afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import resource
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+
+from connectors.catalog import parse_lsn
+from connectors.setup import setup, teardown
+from connectors.walsource_dir import detect_segment_size, iter_wal_chunks
+from service.metrics import SLOT_STATS
+from service.pipeline import Session, SessionConfig, force_running_xacts
+from service.reorderbuffer import ReorderBufferStats, change_size
+from service.text_plugin import TestDecodingPlugin
+
+OPTIONS = {"include-xids": "0", "skip-empty-xacts": "1"}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One autocommit statement (possibly a whole BEGIN ... COMMIT block).
+
+    `db` is "main" (the slot's database) or "other" (a database the slot ignores).
+    """
+
+    sql: str
+    db: str = "main"
+
+
+@dataclass
+class Output:
+    """A stream of output lines reduced to their count and a digest (lines optional)."""
+
+    keep_lines: bool = False
+    count: int = 0
+    lines: list[str] = field(default_factory=list)
+    _digest: Any = field(default_factory=hashlib.sha256)
+
+    def add(self, line: str) -> None:
+        self.count += 1
+        self._digest.update(line.encode())
+        self._digest.update(b"\n")
+        if self.keep_lines:
+            self.lines.append(line)
+
+    @property
+    def digest(self) -> str:
+        return str(self._digest.hexdigest())
+
+
+@dataclass
+class Result:
+    server_stats: dict[str, int]  # settled (two equal reads 0.2 s apart)
+    server_stats_at_once: dict[str, int]  # read right after get_changes returned
+    pgcdc_stats: dict[str, int]
+    rb_stats: ReorderBufferStats  # the reorder buffer's own object
+    server_out: Output
+    pgcdc_out: Output
+    work_mem: int
+    peak_memory: int  # pgcdc's peak buffered bytes
+    largest_change: int  # the largest accounted change size pgcdc saw
+    spill_left: list[str]  # files left in the spill directory after close
+    pgcdc_seconds: float
+    server_seconds: float
+    workload_seconds: float
+    rss_after_pgcdc_kb: int  # ru_maxrss of this process right after pgcdc's run
+
+
+def _dsn(pg: dict[str, Any], db: str) -> str:
+    return f"host={pg['host']} port={pg['port']} user={pg['user']} dbname={db}"
+
+
+def _one(cur: Any) -> str:
+    row = cur.fetchone()
+    if row is None:
+        raise AssertionError("query returned no row")
+    return str(row[0])
+
+
+def _pump_until(session: Session, wal: Path, start: int, end: int) -> None:
+    """Session.feed, but stopping at the record that reaches `end` (not per chunk)."""
+    chunks = iter_wal_chunks(wal, start, segment_size=detect_segment_size(wal))
+    for lsn, data in chunks:
+        session.reader.feed(data, lsn)
+        for record in session.reader.records():
+            if record.lsn >= end:
+                return
+            if record.lsn >= session.start_lsn:
+                session.decoding.process(record)
+            if record.end_lsn >= end:
+                return
+    raise AssertionError(f"WAL ended before {end:X}")
+
+
+def _largest_change_tracker(session: Session) -> list[int]:
+    """Wrap queue_change to remember the largest accounted change size (instance-only)."""
+    largest = [0]
+    rb = session.rb
+    queue = rb.queue_change
+
+    def tracking(xid: int, lsn: int, change: Any) -> None:
+        size = change_size(change)
+        largest[0] = max(largest[0], size)
+        queue(xid, lsn, change)
+
+    rb.queue_change = tracking  # type: ignore[method-assign]
+    return largest
+
+
+def read_slot_stats(cur: Any, slot: str) -> dict[str, int]:
+    cur.execute("SELECT pg_stat_clear_snapshot()")
+    cols = ", ".join(SLOT_STATS)
+    cur.execute(f"SELECT {cols} FROM pg_stat_replication_slots WHERE slot_name = %s", (slot,))
+    row = cur.fetchone()
+    if row is None:
+        raise AssertionError(f"no pg_stat_replication_slots row for {slot}")
+    return dict(zip(SLOT_STATS, (int(v) for v in row), strict=True))
+
+
+def settled_slot_stats(cur: Any, slot: str, timeout: float = 5.0) -> dict[str, int]:
+    """The slot's stats once two reads 0.2 s apart agree (they are written at once on
+    PG15+, so the first pair normally agrees; the poll only guards against a lag)."""
+    deadline = time.monotonic() + timeout
+    last = read_slot_stats(cur, slot)
+    while True:
+        time.sleep(0.2)
+        now = read_slot_stats(cur, slot)
+        if now == last or time.monotonic() > deadline:
+            return now
+        last = now
+
+
+def run_vs_pg(
+    pg: dict[str, Any],
+    tables: Sequence[str],
+    workload: Sequence[Step],
+    *,
+    work_mem_kb: int,
+    keep_lines: bool = False,
+) -> Result:
+    db = f"rbpg_{uuid.uuid4().hex[:10]}"
+    other = f"{db}_other"
+    admin = psycopg2.connect(_dsn(pg, "postgres"))
+    admin.autocommit = True
+    admin.cursor().execute(f"CREATE DATABASE {db}")
+    admin.cursor().execute(f"CREATE DATABASE {other}")
+    dsn = _dsn(pg, db)
+    phys = f"{db}_phys"
+    setup(dsn, phys)
+    conns = {"main": psycopg2.connect(dsn), "other": psycopg2.connect(_dsn(pg, other))}
+    decoder_conn = psycopg2.connect(dsn)
+    for c in (*conns.values(), decoder_conn):
+        c.autocommit = True
+    cur = decoder_conn.cursor()
+    session: Session | None = None
+    spill_dir = Path(tempfile.mkdtemp(prefix=f"pgcdc-spill-{db}-"))
+    try:
+        for sql in tables:
+            conns["main"].cursor().execute(sql)
+            conns["other"].cursor().execute(sql)
+        cur.execute("SELECT lsn FROM pg_create_logical_replication_slot(%s, 'test_decoding')",
+                    (db,))
+        cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s", (db,))
+        start = parse_lsn(_one(cur))
+        pgcdc_out = Output(keep_lines)
+        session = Session(
+            SessionConfig(
+                dsn=dsn,
+                slot=db,
+                work_mem=work_mem_kb * 1024,
+                spill_dir=spill_dir,
+                plugin_options={**OPTIONS, "server-version": str(pg["version"])},
+            ),
+            TestDecodingPlugin(),
+            "text",
+            lambda lsn, xid, data: pgcdc_out.add(data),
+            version=int(pg["version"]),
+            start_lsn=start,
+        )
+        largest = _largest_change_tracker(session)
+        force_running_xacts(dsn, int(pg["version"]))
+        t0 = time.monotonic()
+        for step in workload:
+            conns[step.db].cursor().execute(step.sql)
+        workload_seconds = time.monotonic() - t0
+        cur.execute("SELECT pg_current_wal_lsn()")
+        end = parse_lsn(_one(cur))
+
+        t0 = time.monotonic()
+        _pump_until(session, Path(pg["pgdata"]) / "pg_wal", start, end)
+        pgcdc_seconds = time.monotonic() - t0
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        pgcdc_stats = {name: int(getattr(session.rb.stats, name)) for name in SLOT_STATS}
+        peak = session.rb.peak_memory_bytes
+        if session.rb.txn_count:
+            raise AssertionError(f"{session.rb.txn_count} transactions left in the buffer")
+
+        # The decoding runs in this backend, so a session SET is what it uses.
+        cur.execute(f"SET logical_decoding_work_mem = '{work_mem_kb}kB'")
+        args: list[str] = []
+        for key, value in OPTIONS.items():
+            args += [key, value]
+        placeholders = ", ".join(["%s"] * len(args))
+        server_out = Output(keep_lines)
+        t0 = time.monotonic()
+        decoder_conn.autocommit = False  # a named (server-side) cursor needs a transaction
+        with decoder_conn.cursor(name="changes") as changes:  # streamed, not fetched whole
+            changes.itersize = 10_000
+            changes.execute(
+                f"SELECT data FROM pg_logical_slot_get_changes(%s, %s, NULL, {placeholders})",
+                (db, f"{end >> 32:X}/{end & 0xFFFFFFFF:X}", *args),
+            )
+            for (line,) in changes:
+                server_out.add(line)
+        decoder_conn.commit()
+        decoder_conn.autocommit = True
+        server_seconds = time.monotonic() - t0
+        server_stats_at_once = read_slot_stats(cur, db)
+        server_stats = settled_slot_stats(cur, db)
+
+        session_stats = session.rb.stats
+        session.close()
+        spill_left = [str(p) for p in spill_dir.rglob("*") if p.is_file()]
+        session = None
+        return Result(
+            server_stats=server_stats,
+            server_stats_at_once=server_stats_at_once,
+            pgcdc_stats=pgcdc_stats,
+            rb_stats=session_stats,
+            server_out=server_out,
+            pgcdc_out=pgcdc_out,
+            work_mem=work_mem_kb * 1024,
+            peak_memory=peak,
+            largest_change=largest[0],
+            spill_left=spill_left,
+            pgcdc_seconds=pgcdc_seconds,
+            server_seconds=server_seconds,
+            workload_seconds=workload_seconds,
+            rss_after_pgcdc_kb=rss,
+        )
+    finally:
+        if session is not None:
+            session.close()
+        cur.execute("SELECT pg_drop_replication_slot(%s)", (db,))
+        for c in (*conns.values(), decoder_conn):
+            c.close()
+        teardown(dsn, phys)
+        admin.cursor().execute(f"DROP DATABASE {db} WITH (FORCE)")
+        admin.cursor().execute(f"DROP DATABASE {other} WITH (FORCE)")
+        admin.close()
+        for p in sorted(spill_dir.rglob("*"), reverse=True):
+            p.unlink() if p.is_file() else p.rmdir()
+        spill_dir.rmdir()
+
+
+def small_and_large(small: int, large_rows: int, *, savepoint: bool = False) -> Iterator[Step]:
+    """`small` single-row autocommit inserts, then one `large_rows`-row transaction.
+
+    With `savepoint`, the large transaction puts its second half in a released
+    subtransaction and also rolls back a spilled subtransaction.
+    """
+    for i in range(small):
+        yield Step(f"INSERT INTO small VALUES ({i}, 'row {i}')")
+    if not savepoint:
+        yield Step(f"INSERT INTO big SELECT g FROM generate_series(1, {large_rows}) g")
+        return
+    half = large_rows // 2
+    yield Step(
+        "BEGIN;"
+        f" INSERT INTO big SELECT g FROM generate_series(1, {half}) g;"
+        " SAVEPOINT kept;"
+        f" INSERT INTO big SELECT g FROM generate_series({half + 1}, {large_rows}) g;"
+        " RELEASE SAVEPOINT kept;"
+        " SAVEPOINT dropped;"
+        f" INSERT INTO big SELECT -g FROM generate_series(1, {half}) g;"
+        " ROLLBACK TO SAVEPOINT dropped;"
+        " COMMIT"
+    )
