@@ -20,6 +20,8 @@ Errors of the connection surface as `SourceUnavailableError` (retry).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from importlib import resources
 from typing import Any
 
@@ -150,8 +152,15 @@ class Catalog:
         else:
             self._cache.pop(oid, None)
 
-    def snapshot(self) -> CatalogSnapshot:
-        """All user tables under one MVCC snapshot, with that snapshot and the WAL LSN."""
+    def snapshot(
+        self, inside: Callable[[Any, CatalogSnapshot], None] | None = None
+    ) -> CatalogSnapshot:
+        """All user tables under one MVCC snapshot, with that snapshot and the WAL LSN.
+
+        `inside(cursor, snapshot)`, when given, runs in the same REPEATABLE READ
+        transaction after the catalog was read: the initial data snapshot reads its
+        rows there, so rows and definitions come from one and the same snapshot.
+        """
         conn = psycopg2.connect(self._dsn, application_name="pgcdc-catalog-snapshot")
         try:
             conn.set_session(
@@ -167,6 +176,12 @@ class Catalog:
                 cur.execute(_TABLES_SQL, {"oids": oids})
                 tables = sorted((TableDef.from_json(r[0]) for r in cur.fetchall()),
                                 key=lambda t: t.oid)
+                if inside is not None:
+                    xmin, xmax, xip = parse_pg_snapshot(str(snap_text))
+                    inside(cur, CatalogSnapshot(
+                        db_oid=int(db_oid), lsn=parse_lsn(str(lsn_text)), xmin=xmin,
+                        xmax=xmax, xip=xip, tables=tuple(tables),
+                    ))
             conn.rollback()
         except psycopg2.OperationalError as exc:
             raise SourceUnavailableError(f"catalog snapshot failed: {exc}") from exc

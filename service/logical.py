@@ -337,7 +337,7 @@ class Decoding:
     def _skip_commit(self, ev: CommitEvent | AbortEvent) -> bool:
         """DecodeTXNNeedSkip: before the start point, another database, or an origin."""
         other_db = bool(ev.xinfo & XACT_XINFO_HAS_DBINFO) and ev.db_oid != self.db_oid
-        return (self.snap.xact_needs_skip(ev.lsn) or other_db
+        return (self.snap.xact_needs_skip(ev.lsn, ev.xid) or other_db
                 or self.plugin.filter_by_origin(ev.origin))
 
     def _commit(self, ev: CommitEvent) -> None:
@@ -377,7 +377,7 @@ class Decoding:
     def _prepare(self, ev: PrepareEvent) -> None:
         if not self.snap.decodes_changes:
             return
-        if self.snap.xact_needs_skip(ev.lsn) or ev.db_oid != self.db_oid:
+        if self.snap.xact_needs_skip(ev.lsn, ev.xid) or ev.db_oid != self.db_oid:
             self.rb.skip_prepared(ev.xid)
             return
         self.rb.prepare(ev.xid, ev.lsn, ev.end_lsn, ev.prepared_at, gid=ev.gid,

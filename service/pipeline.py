@@ -20,7 +20,7 @@ a transaction still in the reorder buffer, or the decoded position when none is.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,16 +29,18 @@ import psycopg2
 
 from connectors.catalog import Catalog
 from connectors.catalog_types import CatalogTypes
-from service.errors import SourceUnavailableError
+from service.errors import DecodeError, SourceUnavailableError
+from service.events import HeapChange
 from service.logical import Decoding, PluginSink
-from service.plugin_api import PluginContext, PluginWrapper
+from service.plugin_api import ColumnValue, PluginContext, PluginWrapper, RelationInfo
 from service.reorderbuffer import ReorderBuffer, ReorderBufferSettings
 from service.rowdecode import HistoryRows
-from service.schema_history import SchemaHistory
+from service.schema_history import CatalogSnapshot, SchemaHistory
 from service.snapbuild import SnapBuilder
 from service.spill import LocalSpillStore
 from service.types.registry import TypeRegistry
 from service.walformat import XLOG_BLCKSZ
+from service.walrecord import RelFileLocator
 from service.xlogreader import XLogReader
 
 END_OF_TIME = (1 << 64) - 1
@@ -105,6 +107,59 @@ class _TypeLoader:
         self._conn.close()
 
 
+SnapshotReader = Callable[[Any, CatalogSnapshot], None]
+"""Reads rows inside the aligned snapshot's transaction (cursor, snapshot)."""
+
+
+class _DeferredRows:
+    """The RowResolver until the schema history exists (snapshot taken at consistency).
+
+    Events reach it in WAL order before the history can be built; the ones the history
+    cares about are kept and replayed into it, in order, when it is attached. No change
+    is replayed before that, because nothing commits for output before consistency.
+    """
+
+    def __init__(self) -> None:
+        self.target: HistoryRows | None = None
+        self._pending: list[Any] = []
+
+    def attach(self, rows: HistoryRows) -> None:
+        for item in self._pending:
+            if isinstance(item, tuple):
+                rows.assign_child(item[0], item[1])
+            else:
+                rows.apply(item)
+        self._pending.clear()
+        self.target = rows
+
+    def _rows(self) -> HistoryRows:
+        if self.target is None:
+            raise DecodeError("a change reached replay before the snapshot was aligned")
+        return self.target
+
+    def apply(self, event: object) -> None:
+        if self.target is not None:
+            self.target.apply(event)
+        elif not isinstance(event, HeapChange):
+            self._pending.append(event)
+
+    def assign_child(self, top: int, sub: int) -> None:
+        if self.target is not None:
+            self.target.assign_child(top, sub)
+        else:
+            self._pending.append((top, sub))
+
+    def relation(self, change: HeapChange, top_xid: int) -> RelationInfo | None:
+        return self._rows().relation(change, top_xid)
+
+    def row(self, relation: RelationInfo, change: HeapChange, new: bool,
+            toast: Mapping[int, bytes], top_xid: int) -> Sequence[ColumnValue] | None:
+        return self._rows().row(relation, change, new, toast, top_xid)
+
+    def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:
+        return self._rows().relations_by_oid(relids, lsn, xid)
+
+
 class Session:
     """One decoding session over one database; feed it WAL chunks in order."""
 
@@ -112,29 +167,52 @@ class Session:
                  writer: Any, *, version: int, start_lsn: int,
                  decode_from: int | None = None,
                  restore: tuple[int, Mapping[str, Any]] | None = None,
+                 align: bool = False,
+                 snapshot_reader: SnapshotReader | None = None,
                  plugin_state: Mapping[str, Any] | None = None) -> None:
-        """`start_lsn`: where WAL reading begins. `decode_from`: commits before it are
-        not emitted (default: the catalog snapshot's LSN, i.e. "from now on").
-        `restore`: (confirmed LSN, schema-history snapshot) from stored offsets; decoding
-        is then consistent at once and emits every commit from the confirmed LSN on."""
+        """Three ways to start:
+
+        - default: the catalog snapshot is taken now; commits whose record starts
+          before its LSN (or before `decode_from`) are not emitted. Right for decoding
+          WAL written after the session started (peek) or a chosen range (replay).
+        - `align=True`: as PostgreSQL exports a slot's snapshot. WAL is decoded from
+          `start_lsn` until the snapshot builder is consistent; only then is the
+          catalog snapshot taken (and `snapshot_reader` run inside it, for the initial
+          data snapshot), and from then on a transaction is emitted iff it is not
+          visible in that snapshot. Every transaction is thus in the snapshot or in the
+          stream, exactly once.
+        - `restore=(confirmed LSN, schema-history snapshot)` from stored offsets:
+          consistent at once; every commit from the confirmed LSN on is emitted.
+        """
         self.config = config
         self.version = version
         self.catalog = Catalog(config.dsn)
-        if restore is None:
-            snapshot = self.catalog.snapshot()
-            self.snapshot_lsn = snapshot.lsn
-            self.history = SchemaHistory.from_catalog_snapshot(snapshot, self.catalog)
-            db_oid = snapshot.db_oid
-            self.snap = SnapBuilder(snapshot.lsn if decode_from is None else decode_from)
-        else:
+        self.history: SchemaHistory | None = None
+        self.snapshot_lsn: int | None = None
+        self._snapshot_reader = snapshot_reader
+        self._awaiting_alignment = False
+        self.on_aligned: Callable[[CatalogSnapshot], None] | None = None
+        self._types = _TypeLoader(config.dsn)
+        self.rows: HistoryRows | _DeferredRows
+        if restore is not None:
             confirmed, doc = restore
             self.snapshot_lsn = confirmed
             self.history = SchemaHistory.from_snapshot(doc, self.catalog)
             db_oid = self.history.db_oid
             self.snap = SnapBuilder.restored(confirmed)
-        self._types = _TypeLoader(config.dsn)
-        self.rows = HistoryRows(self.history, self._types.types, self._types.names,
-                                unknown_as_text=config.unknown_types_as_text)
+            self.rows = self._history_rows(self.history)
+        elif align:
+            db_oid = self.catalog.database()[0]
+            self.snap = SnapBuilder(start_lsn)
+            self.rows = _DeferredRows()
+            self._awaiting_alignment = True
+        else:
+            snapshot = self.catalog.snapshot()
+            self.snapshot_lsn = snapshot.lsn
+            self.history = SchemaHistory.from_catalog_snapshot(snapshot, self.catalog)
+            db_oid = snapshot.db_oid
+            self.snap = SnapBuilder(snapshot.lsn if decode_from is None else decode_from)
+            self.rows = self._history_rows(self.history)
         ctx = PluginContext(config.slot, plugin_name, dict(config.plugin_options), writer,
                             state=dict(plugin_state or {}))
         self.wrapper = PluginWrapper(plugin, ctx)
@@ -145,13 +223,37 @@ class Session:
             ReorderBufferSettings(work_mem=config.work_mem),
             self.sink,
             self.spill,
-            lambda loc: self.history.is_toast(loc, END_OF_TIME),
+            self._is_toast,
         )
         self.decoding = Decoding(version=version, db_oid=db_oid, reorder=self.rb,
                                  snap=self.snap, rows=self.rows, plugin=self.wrapper)
         self.reader = XLogReader(start_lsn & ~(XLOG_BLCKSZ - 1) if start_lsn % XLOG_BLCKSZ
                                  else start_lsn)
         self.start_lsn = start_lsn
+
+    def _history_rows(self, history: SchemaHistory) -> HistoryRows:
+        return HistoryRows(history, self._types.types, self._types.names,
+                           unknown_as_text=self.config.unknown_types_as_text)
+
+    def _is_toast(self, locator: RelFileLocator) -> bool:
+        return self.history is not None and self.history.is_toast(locator, END_OF_TIME)
+
+    @property
+    def aligned(self) -> bool:
+        """Whether changes can be emitted (the snapshot is in place)."""
+        return self.history is not None and self.snap.is_consistent
+
+    def _align(self) -> None:
+        """The consistent point is reached: take the snapshot the stream continues from."""
+        snapshot = self.catalog.snapshot(inside=self._snapshot_reader)
+        self.snapshot_lsn = snapshot.lsn
+        self.history = SchemaHistory.from_catalog_snapshot(snapshot, self.catalog)
+        assert isinstance(self.rows, _DeferredRows)
+        self.rows.attach(self._history_rows(self.history))
+        self.snap.skip_visible_in(snapshot.xid_visible)
+        self._awaiting_alignment = False
+        if self.on_aligned is not None:
+            self.on_aligned(snapshot)
 
     def feed(self, lsn: int, data: bytes) -> None:
         """Decode every complete record in this chunk of raw WAL."""
@@ -160,6 +262,8 @@ class Session:
             if record.lsn < self.start_lsn:
                 continue
             self.decoding.process(record)
+            if self._awaiting_alignment and self.snap.is_consistent:
+                self._align()
 
     def pump(self, chunks: Iterable[tuple[int, bytes]], *, until_lsn: int | None = None) -> None:
         """Feed chunks until they end, or until a record at or past `until_lsn` is decoded."""

@@ -52,6 +52,8 @@ Pure: no I/O. xids are compared modulo 2**32 as TransactionIdPrecedes does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from enum import IntEnum
 
 from service.errors import DecodeError
@@ -84,7 +86,7 @@ def xid_precedes(a: int, b: int) -> bool:
 class SnapBuilder:
     """The snapshot-builder state machine of one decoding session."""
 
-    __slots__ = ("_consistent_at", "_next_phase_at", "_start_decoding_at", "_state")
+    __slots__ = ("_consistent_at", "_next_phase_at", "_start_decoding_at", "_state", "_visible")
 
     def __init__(self, start_lsn: int = 0) -> None:
         """A builder for a fresh start; commits starting before `start_lsn` are skipped."""
@@ -96,6 +98,9 @@ class SnapBuilder:
         self._start_decoding_at = start_lsn
         # LSN of the record at which CONSISTENT was reached (None before).
         self._consistent_at: int | None = None
+        # With a data snapshot taken at the consistent point: its visibility test. A
+        # transaction visible in it is already in that snapshot and is never emitted.
+        self._visible: Callable[[int], bool] | None = None
 
     @classmethod
     def restored(cls, confirmed_lsn: int) -> SnapBuilder:
@@ -213,9 +218,24 @@ class SnapBuilder:
         if self._state < SnapState.CONSISTENT and self._start_decoding_at <= lsn:
             self._start_decoding_at = lsn + 1
 
-    def xact_needs_skip(self, commit_lsn: int) -> bool:
+    def xact_needs_skip(self, commit_lsn: int, xid: int | None = None) -> bool:
         """Must the transaction whose commit record starts at `commit_lsn` be skipped?
 
-        As SnapBuildXactNeedsSkip: true iff `commit_lsn < start_decoding_at`.
+        As SnapBuildXactNeedsSkip: true iff `commit_lsn < start_decoding_at`; and, once
+        `skip_visible_in` installed a snapshot's visibility test, also when `xid` is
+        visible in that snapshot (its effects were read with it).
         """
-        return commit_lsn < self._start_decoding_at
+        if commit_lsn < self._start_decoding_at:
+            return True
+        return xid is not None and self._visible is not None and self._visible(xid)
+
+    def skip_visible_in(self, visible: Callable[[int], bool]) -> None:
+        """Install the visibility test of a snapshot taken at the consistent point.
+
+        This is how an exported snapshot lines up with the stream in PostgreSQL: every
+        transaction is either visible in the snapshot (and read through it) or decoded
+        from the WAL, never both and never neither. Only valid once CONSISTENT.
+        """
+        if self._state != SnapState.CONSISTENT:
+            raise DecodeError("a data snapshot can only be aligned at the consistent point")
+        self._visible = visible

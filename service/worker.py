@@ -38,6 +38,7 @@ from service.errors import SourceSetupError, format_lsn
 from service.events import CommitEvent
 from service.metrics import Metrics
 from service.pipeline import Session, SessionConfig, force_running_xacts, server_version
+from service.schema_history import CatalogSnapshot
 
 log = structlog.get_logger(__name__)
 
@@ -74,6 +75,7 @@ class Worker:
     def _end_txn(self, ev: CommitEvent) -> None:
         assert self.session is not None
         history = self.session.history
+        assert history is not None  # nothing commits for output before alignment
         if history.version != self._schema_saved:
             KafkaSchemaStore(self.settings, self.sink).save(history.version,
                                                             history.to_snapshot())
@@ -108,12 +110,18 @@ class Worker:
         else:
             start = self._slot_restart_lsn()
             session = Session(config, plugin, "avro", self.sink.write, version=version,
-                              start_lsn=start, plugin_state={"settings": s})
+                              start_lsn=start, align=True, plugin_state={"settings": s})
+            session.on_aligned = self._aligned
             force_running_xacts(dsn, version)
-            log.info("worker_started", restart_lsn=format_lsn(start),
-                     snapshot_lsn=format_lsn(session.snapshot_lsn))
+            log.info("worker_started", restart_lsn=format_lsn(start))
         session.decoding.on_committed = self._end_txn
         return session, start
+
+    def _aligned(self, snapshot: CatalogSnapshot) -> None:
+        """Consistent: from here every transaction not in `snapshot` is published."""
+        self.metrics.health.ready, self.metrics.health.reason = True, "streaming"
+        log.info("worker_consistent", snapshot_lsn=format_lsn(snapshot.lsn),
+                 tables=len(snapshot.tables))
 
     def _slot_restart_lsn(self) -> int:
         import psycopg2  # noqa: PLC0415
@@ -143,7 +151,10 @@ class Worker:
         self.session, _ = self._open()
         session, stream = self.session, self.stream
         assert stream is not None
-        m.health.ready, m.health.reason = True, "streaming"
+        if session.aligned:
+            m.health.ready, m.health.reason = True, "streaming"
+        else:
+            m.health.reason = "waiting for a consistent point"
         interval = self.settings.kafka.heartbeat_interval_s
         try:
             while not self.stop.is_set():
@@ -176,7 +187,7 @@ class Worker:
         self._last_heartbeat = time.monotonic()
         session = self.session
         lsn = session.decoding.last_end_lsn
-        if not lsn or not session.snap.is_consistent:
+        if not lsn or not session.aligned or session.history is None:
             return
         session.wrapper.call("heartbeat", lsn, 0, lsn, optional=True)
         confirmed = self.sink.last_committed.confirmed_lsn if self.sink.last_committed else 0
