@@ -239,12 +239,9 @@ class PluginWrapper:
             )
         self.plugin = plugin
         self.ctx = ctx
-        self.can_stream = bool(getattr(plugin, "can_stream", False)) and all(
-            callable(getattr(plugin, n, None)) for n in STREAMING
-        )
-        self.two_phase = bool(getattr(plugin, "two_phase", False)) and all(
-            callable(getattr(plugin, n, None)) for n in TWO_PHASE
-        )
+        self.can_stream = False
+        self.two_phase = False
+        self._settle_capabilities()
 
     def has(self, callback: str) -> bool:
         return callable(getattr(self.plugin, callback, None))
@@ -274,7 +271,19 @@ class PluginWrapper:
             ctx.accept_writes = False
 
     def startup(self, is_init: bool) -> None:
+        """startup_cb_wrapper; then, as logical.c does after it, settle whether the
+        plugin streams and decodes at PREPARE: its options may have changed either."""
         self.call("startup", 0, 0, self.ctx.options, is_init, optional=True)
+        self._settle_capabilities()
+
+    def _settle_capabilities(self) -> None:
+        plugin = self.plugin
+        self.can_stream = bool(getattr(plugin, "can_stream", False)) and all(
+            callable(getattr(plugin, n, None)) for n in STREAMING
+        )
+        self.two_phase = bool(getattr(plugin, "two_phase", False)) and all(
+            callable(getattr(plugin, n, None)) for n in TWO_PHASE
+        )
 
     def shutdown(self) -> None:
         self.call("shutdown", 0, 0, optional=True)

@@ -8,8 +8,11 @@ read a stream (`pgcdc peek`).
 Options (as test_decoding's, same defaults): include-xids (on), include-timestamp (off),
 skip-empty-xacts (off), only-local (off), include-rewrites (off: pgcdc never emits
 rewrite output anyway), stream-changes (off). An unknown option or a value that is not
-a boolean is a PluginError naming it. `server-version` (15..18; default 18) picks the
-keyword list quote_identifier() uses.
+a boolean is a PluginError naming it. Two options are pgcdc's own: `server-version`
+(15..18; default 18) picks the keyword list quote_identifier() uses, and `two-phase`
+(off) stands for the slot's two_phase flag: off, a prepared transaction is printed at
+COMMIT PREPARED as a plain BEGIN ... COMMIT (a default test_decoding slot); on, it is
+printed at PREPARE with PREPARE TRANSACTION, then COMMIT/ROLLBACK PREPARED.
 
 Values are printed as print_literal does: integers, oid, floats and numeric bare; bit
 and varbit as B'...'; bool as true/false; everything else single-quoted with quotes
@@ -84,8 +87,8 @@ class TestDecodingPlugin:
     """The plugin object; one instance per decoding session."""
 
     __test__ = False  # not a pytest test class, despite its name
-    can_stream = True
-    two_phase = True
+    can_stream = False  # settled by startup() from stream-changes
+    two_phase = False  # settled by startup() from two-phase
 
     def __init__(self) -> None:
         self.opts: dict[str, bool] = dict(_DEFAULTS)
@@ -96,7 +99,14 @@ class TestDecodingPlugin:
     # --- options and lifecycle --------------------------------------------------------
 
     def startup(self, ctx: PluginContext, options: Mapping[str, str], is_init: bool) -> None:
+        two_phase = False
         for name, raw in options.items():
+            if name == "two-phase":
+                if raw.lower() not in _TRUE | _FALSE:
+                    raise PluginError(f'could not parse value "{raw}" for parameter "{name}"',
+                                      field=name)
+                two_phase = raw.lower() in _TRUE
+                continue
             if name == "server-version":
                 if not raw.isdigit() or int(raw) not in QUOTED_KEYWORDS:
                     raise PluginError(f"option server-version = {raw!r} is not supported",
@@ -110,7 +120,7 @@ class TestDecodingPlugin:
                 raise PluginError(f'could not parse value "{raw}" for parameter "{name}"',
                                   field=name)
             self.opts[name] = value in _TRUE
-        self.two_phase = True
+        self.two_phase = two_phase
         self.can_stream = self.opts["stream-changes"]
 
     def filter_by_origin(self, ctx: PluginContext, origin: int) -> bool:
