@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+from service import rmgr_tables as rt
 from service.decode import decoder_for, toplevel_assignment, xid_to_process
 from service.errors import DecodeError, SchemaMismatchError
 from service.events import (
@@ -58,6 +59,19 @@ from service.snapbuild import SnapBuilder
 from service.walrecord import XLogRecord
 
 XACT_XINFO_HAS_DBINFO = 1 << 0
+
+BASE_SNAPSHOT = "base-snapshot"
+"""What a transaction's base snapshot stands for here: pgcdc keeps no historic snapshot
+(the schema history answers instead), only the fact that the transaction has one."""
+
+# Heap records on which heap_decode calls SnapBuildProcessChange *before* the Decode*
+# routine looks at the database or the tuple: a catalog insert (which logs no tuple
+# for decoding) still gives its transaction a base snapshot, so the transaction is
+# replayed (an "empty" BEGIN/COMMIT without skip-empty-xacts). PG15 does it for a
+# catalog INPLACE update with a valid xid too; PG18 no longer does.
+_HEAP_BASE_OPS = frozenset({rt.XLOG_HEAP_INSERT, rt.XLOG_HEAP_UPDATE, rt.XLOG_HEAP_HOT_UPDATE,
+                            rt.XLOG_HEAP_DELETE, rt.XLOG_HEAP_TRUNCATE, rt.XLOG_HEAP_CONFIRM})
+_HEAP_BASE_OPS_15 = _HEAP_BASE_OPS | {rt.XLOG_HEAP_INPLACE}
 
 
 class RowResolver(Protocol):
@@ -242,6 +256,7 @@ class Decoding:
         plugin: PluginWrapper,
     ) -> None:
         self.decoder = decoder_for(version)
+        self._heap_base_ops = _HEAP_BASE_OPS_15 if version < 16 else _HEAP_BASE_OPS
         self.db_oid = db_oid
         self.rb = reorder
         self.snap = snap
@@ -263,6 +278,9 @@ class Decoding:
         xid = xid_to_process(record)
         if xid:
             self.rb.process_xid(xid, record.lsn)
+            rmid = record.rmid
+            if rmid in (rt.RM_HEAP_ID, rt.RM_HEAP2_ID):
+                self._base_snapshot(record, rmid, xid)
         for event in self.decoder.decode(record):
             # The history sees every event in WAL order, and a commit before the reorder
             # buffer replays it (its lookups at replay need the commit's resolution).
@@ -270,6 +288,19 @@ class Decoding:
             self._route(event)
         self.last_lsn = record.lsn
         self.last_end_lsn = record.end_lsn
+
+    def _base_snapshot(self, record: XLogRecord, rmid: int, xid: int) -> None:
+        """heap_decode / heap2_decode: SnapBuildProcessChange before any Decode* routine,
+        whatever the database and whether or not the record carries a tuple."""
+        op = record.info & rt.XLOG_HEAP_OPMASK
+        if rmid == rt.RM_HEAP_ID:
+            if op not in self._heap_base_ops:
+                return
+        elif op != rt.XLOG_HEAP2_MULTI_INSERT:
+            return
+        snap = self.snap
+        if snap.decodes_changes and snap.process_change(xid, record.lsn):
+            self.rb.set_base_snapshot(xid, record.lsn, BASE_SNAPSHOT)
 
     def _wanted_db(self, db_oid: int) -> bool:
         return db_oid == self.db_oid
