@@ -13,18 +13,24 @@ in logs, `status` output and `redacted()`.
 from __future__ import annotations
 
 import os
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import (
     BaseSettings,
+    NestedSecretsSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     YamlConfigSettingsSource,
 )
 
 from service.errors import ConfigError
+
+# The YAML file of the load_settings call in progress (the CLI's --config).
+_yaml_file: ContextVar[str | None] = ContextVar("pgcdc_yaml_file", default=None)
 
 
 class _Section(BaseModel):
@@ -134,10 +140,13 @@ class Settings(BaseSettings):
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
         secrets_dir = os.environ.get("PGCDC_SECRETS_DIR")
         if secrets_dir:
-            from pydantic_settings import SecretsSettingsSource  # noqa: PLC0415
-
-            sources.append(SecretsSettingsSource(settings_cls, secrets_dir=secrets_dir))
-        yaml_path = os.environ.get("PGCDC_CONFIG")
+            # One file per field, named like the env var without its prefix:
+            # `source__password`, `kafka__sasl_password` (Kubernetes secret volumes).
+            sources.append(NestedSecretsSettingsSource(
+                file_secret_settings, secrets_dir=secrets_dir, secrets_nested_delimiter="__",
+                secrets_prefix="",
+            ))
+        yaml_path = _yaml_file.get() or os.environ.get("PGCDC_CONFIG")
         if yaml_path:
             sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=yaml_path))
         return tuple(sources)
@@ -153,10 +162,9 @@ class Settings(BaseSettings):
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
     """Read and validate the configuration, or raise ConfigError naming the field."""
-    if config_file is not None:
-        if not config_file.is_file():
-            raise ConfigError(f"configuration file {config_file} does not exist", field="--config")
-        os.environ["PGCDC_CONFIG"] = str(config_file)
+    if config_file is not None and not config_file.is_file():
+        raise ConfigError(f"configuration file {config_file} does not exist", field="--config")
+    token = _yaml_file.set(str(config_file) if config_file is not None else None)
     try:
         return Settings(**overrides)
     except ValidationError as exc:
@@ -167,5 +175,7 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
             for err in exc.errors()
         )
         raise ConfigError(f"invalid configuration: {problems}", field=field) from exc
-    except (OSError, ValueError) as exc:  # unreadable or unparsable YAML
+    except (OSError, ValueError, yaml.YAMLError) as exc:  # unreadable or unparsable YAML
         raise ConfigError(f"cannot read configuration: {exc}", field="--config") from exc
+    finally:
+        _yaml_file.reset(token)
