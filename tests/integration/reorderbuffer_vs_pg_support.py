@@ -49,10 +49,16 @@ class Step:
     """One autocommit statement (possibly a whole BEGIN ... COMMIT block).
 
     `db` is "main" (the slot's database) or "other" (a database the slot ignores).
+    `watch` marks the WAL the step writes as a window in which a commit with catalog
+    changes (from anyone, in any database) is counted: PostgreSQL then queues a new
+    catalog snapshot into every transaction in progress that has a base snapshot
+    (SnapBuildDistributeNewCatalogSnapshot), which its size counters include and
+    pgcdc, whose schema history is versioned by LSN, has no need to buffer.
     """
 
     sql: str
     db: str = "main"
+    watch: bool = False
 
 
 @dataclass
@@ -82,6 +88,7 @@ class Result:
     server_stats_at_once: dict[str, int]  # read right after get_changes returned
     pgcdc_stats: dict[str, int]
     rb_stats: ReorderBufferStats  # the reorder buffer's own object
+    catalog_commits_in_watch: int  # commits with catalog changes in the watched WAL
     server_out: Output
     pgcdc_out: Output
     work_mem: int
@@ -118,6 +125,44 @@ def _pump_until(session: Session, wal: Path, start: int, end: int) -> None:
             if record.end_lsn >= end:
                 return
     raise AssertionError(f"WAL ended before {end:X}")
+
+
+class _CatalogCommits:
+    """Commit LSNs of transactions that changed the catalog, in any database.
+
+    A transaction (or one of its subtransactions) is marked by the driver's
+    `set_has_catalog_changes` (NEW_CID, inplace and invalidation records) before its
+    commit reaches the reorder buffer as `commit` (this database) or `forget` (another
+    database, or before the start point).
+    """
+
+    def __init__(self, session: Session) -> None:
+        self.lsns: set[int] = set()
+        self._xids: set[int] = set()
+        rb = session.rb
+        mark, commit, forget = rb.set_has_catalog_changes, rb.commit, rb.forget
+
+        def marking(xid: int, lsn: int) -> None:
+            self._xids.add(xid)
+            mark(xid, lsn)
+
+        def committing(xid: int, commit_lsn: int, *args: Any, **kwargs: Any) -> None:
+            subxids = kwargs.get("subxids", ())
+            if xid in self._xids or self._xids.intersection(subxids):
+                self.lsns.add(commit_lsn)
+            commit(xid, commit_lsn, *args, **kwargs)
+
+        def forgetting(xid: int, lsn: int) -> None:
+            if xid in self._xids:
+                self.lsns.add(lsn)
+            forget(xid, lsn)
+
+        rb.set_has_catalog_changes = marking  # type: ignore[method-assign]
+        rb.commit = committing  # type: ignore[method-assign]
+        rb.forget = forgetting  # type: ignore[method-assign]
+
+    def within(self, windows: Sequence[tuple[int, int]]) -> int:
+        return sum(1 for lsn in self.lsns if any(a <= lsn < b for a, b in windows))
 
 
 def _largest_change_tracker(session: Session) -> list[int]:
@@ -206,10 +251,19 @@ def run_vs_pg(
             start_lsn=start,
         )
         largest = _largest_change_tracker(session)
+        catalog_commits = _CatalogCommits(session)
         force_running_xacts(dsn, int(pg["version"]))
         t0 = time.monotonic()
-        for step in workload:
+        windows: list[tuple[int, int]] = []  # one span: from the first watched step's
+        for step in workload:  # start to the last one's end, gaps included
+            if step.watch:
+                cur.execute("SELECT pg_current_wal_insert_lsn()")
+                before = parse_lsn(_one(cur))
             conns[step.db].cursor().execute(step.sql)
+            if step.watch:
+                cur.execute("SELECT pg_current_wal_insert_lsn()")
+                after = parse_lsn(_one(cur))
+                windows[:] = [(windows[0][0] if windows else before, after)]
         workload_seconds = time.monotonic() - t0
         cur.execute("SELECT pg_current_wal_lsn()")
         end = parse_lsn(_one(cur))
@@ -255,6 +309,7 @@ def run_vs_pg(
             server_stats_at_once=server_stats_at_once,
             pgcdc_stats=pgcdc_stats,
             rb_stats=session_stats,
+            catalog_commits_in_watch=catalog_commits.within(windows),
             server_out=server_out,
             pgcdc_out=pgcdc_out,
             work_mem=work_mem_kb * 1024,
@@ -281,26 +336,36 @@ def run_vs_pg(
         spill_dir.rmdir()
 
 
-def small_and_large(small: int, large_rows: int, *, savepoint: bool = False) -> Iterator[Step]:
+def small_and_large(
+    small: int, large_rows: int, *, savepoint: bool = False, interloper: str = ""
+) -> Iterator[Step]:
     """`small` single-row autocommit inserts, then one `large_rows`-row transaction.
 
     With `savepoint`, the large transaction puts its second half in a released
-    subtransaction and also rolls back a spilled subtransaction.
+    subtransaction and also rolls back a spilled subtransaction; `interloper` is SQL
+    run in the other database while the large transaction is open.
     """
     for i in range(small):
         yield Step(f"INSERT INTO small VALUES ({i}, 'row {i}')")
     if not savepoint:
-        yield Step(f"INSERT INTO big SELECT g FROM generate_series(1, {large_rows}) g")
+        yield Step(f"INSERT INTO big SELECT g FROM generate_series(1, {large_rows}) g",
+                   watch=True)
         return
     half = large_rows // 2
     yield Step(
         "BEGIN;"
         f" INSERT INTO big SELECT g FROM generate_series(1, {half}) g;"
         " SAVEPOINT kept;"
-        f" INSERT INTO big SELECT g FROM generate_series({half + 1}, {large_rows}) g;"
-        " RELEASE SAVEPOINT kept;"
+        f" INSERT INTO big SELECT g FROM generate_series({half + 1}, {large_rows}) g;",
+        watch=True,
+    )
+    if interloper:
+        yield Step(interloper, db="other", watch=True)
+    yield Step(
+        "RELEASE SAVEPOINT kept;"
         " SAVEPOINT dropped;"
         f" INSERT INTO big SELECT -g FROM generate_series(1, {half}) g;"
         " ROLLBACK TO SAVEPOINT dropped;"
-        " COMMIT"
+        " COMMIT",
+        watch=True,
     )
