@@ -12,8 +12,11 @@ What PostgreSQL counts, so that the workloads compare like with like:
   database is forgotten at its commit (DecodeTXNNeedSkip), an xid with no decodable
   change has no base snapshot (ReorderBufferReplay returns early), an abort is never
   replayed: none of them counts, and the workload has one of each to prove pgcdc
-  agrees. A transaction with changes but no output line (DDL, filtered changes) does
-  count, and pgcdc counts it too (the DDL case below).
+  agrees. A transaction with a base snapshot but no output line does count: a DDL,
+  an ANALYZE (catalog inserts carry no tuple for decoding, but heap_decode calls
+  SnapBuildProcessChange before looking), a change to a shared catalog only (CREATE
+  and DROP ROLE: database 0, yet the commit is this database's). pgcdc counts them
+  too (the subtransaction test has one of each).
 - `spill_txns` counts a (sub)transaction the first time ReorderBufferSerializeTXN
   writes something for it; `spill_count` each such write, including the final one at
   commit (ReorderBufferIterTXNInit serializes what is still in memory);
@@ -41,6 +44,7 @@ tests/perf/bench_reorderbuffer_vs_pg.py.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -106,18 +110,22 @@ def test_many_small_and_one_large_transaction(pg: dict[str, Any]) -> None:
     _assert_sizes(r, exact_total_bytes=True)
 
 
-def test_subtransactions_and_ddl(pg15: dict[str, Any]) -> None:
+def test_subtransactions_and_transactions_without_output(pg15: dict[str, Any]) -> None:
     """A large transaction with a released and a rolled-back subtransaction (each
-    spilled), and a DDL-only transaction: total_txns and spill_txns equal the server's,
-    with subtransactions counted in spill_txns as PostgreSQL counts them."""
+    spilled), and a DDL, an ANALYZE and a shared-catalog-only transaction: total_txns
+    and spill_txns equal the server's, with subtransactions counted in spill_txns as
+    PostgreSQL counts them and the three output-less transactions counted."""
+    role = f"rbpg_role_{uuid.uuid4().hex[:8]}"
     workload = [
         *small_and_large(20, 60_000, savepoint=True),
         Step("CREATE TABLE ddl_only (a int)"),
+        Step("ANALYZE small"),
+        Step(f"BEGIN; CREATE ROLE {role}; DROP ROLE {role}; COMMIT"),
         *NOT_COUNTED,
     ]
     r = run_vs_pg(pg15, TABLES, workload, work_mem_kb=1024)
     _assert_common(r)
-    assert r.server_stats["total_txns"] == 20 + 1 + 1
+    assert r.server_stats["total_txns"] == 20 + 1 + 3
     assert r.server_stats["spill_txns"] == 3  # top-level, kept and rolled-back subxacts
     for name in ("total_txns", "spill_txns"):
         assert r.pgcdc_stats[name] == r.server_stats[name], name
