@@ -21,7 +21,6 @@ Errors of the connection surface as `SourceUnavailableError` (retry).
 from __future__ import annotations
 
 from collections.abc import Callable
-
 from importlib import resources
 from typing import Any
 
@@ -58,6 +57,12 @@ _SNAPSHOT_SQL = """
 SELECT pg_catalog.pg_current_snapshot()::text, pg_catalog.pg_current_wal_lsn()::text,
        d.oid
 FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()
+"""
+
+# Both event triggers of the DDL capture (connectors/sql/ddl_capture.sql), enabled.
+_CAPTURE_SQL = """
+SELECT count(*) = 2 FROM pg_catalog.pg_event_trigger
+WHERE evtname IN ('pgcdc_ddl_command_end', 'pgcdc_sql_drop') AND evtenabled <> 'D'
 """
 
 _FILENODE_SQL = "SELECT pg_catalog.pg_filenode_relation(%(spc)s, %(rel)s)::oid"
@@ -176,11 +181,14 @@ class Catalog:
                 cur.execute(_TABLES_SQL, {"oids": oids})
                 tables = sorted((TableDef.from_json(r[0]) for r in cur.fetchall()),
                                 key=lambda t: t.oid)
+                cur.execute(_CAPTURE_SQL)
+                row = cur.fetchone()
+                ddl_capture = bool(row and row[0])
                 if inside is not None:
                     xmin, xmax, xip = parse_pg_snapshot(str(snap_text))
                     inside(cur, CatalogSnapshot(
                         db_oid=int(db_oid), lsn=parse_lsn(str(lsn_text)), xmin=xmin,
-                        xmax=xmax, xip=xip, tables=tuple(tables),
+                        xmax=xmax, xip=xip, tables=tuple(tables), ddl_capture=ddl_capture,
                     ))
             conn.rollback()
         except psycopg2.OperationalError as exc:
@@ -195,4 +203,5 @@ class Catalog:
             xmax=xmax,
             xip=xip,
             tables=tuple(tables),
+            ddl_capture=ddl_capture,
         )

@@ -217,7 +217,8 @@ class CatalogSnapshot:
     """The catalog stage's initial read: all user tables, under one MVCC snapshot.
 
     `xmin`/`xmax`/`xip` are `pg_current_snapshot()` reduced to 32-bit xids; `lsn` is
-    `pg_current_wal_lsn()` read in the same transaction.
+    `pg_current_wal_lsn()` read in the same transaction. `ddl_capture` says whether the
+    DDL capture of `pgcdc setup` (both event triggers, enabled) was installed then.
     """
 
     db_oid: int
@@ -226,6 +227,7 @@ class CatalogSnapshot:
     xmax: int
     xip: frozenset[int]
     tables: tuple[TableDef, ...]
+    ddl_capture: bool = False
 
     def xid_visible(self, xid: int) -> bool:
         """Is a transaction's effect visible in this snapshot (XidInMVCCSnapshot, negated)?"""
@@ -311,9 +313,15 @@ class _Mapping(_Owned):
 @dataclass(slots=True, eq=False, kw_only=True)
 class _Create(_Owned):
     """An smgr CREATE of a main fork (`own_lsn` is its LSN): changes of its own
-    transaction into it are rewrite output unless a mapping visible to them names it."""
+    transaction into it are rewrite output unless a mapping visible to them names it.
+
+    `unresolved`: created by a transaction that truncated tables, named by no message,
+    and unknown to `pg_filenode_relation()` by the time its commit was decoded (the
+    table was rewritten again since). Its rows may be a truncated table's real rows, so
+    they are UNKNOWN (an error), never silently dropped as rewrite output."""
 
     key: tuple[int, int]
+    unresolved: bool = False
 
 
 _E = TypeVar("_E", bound=_Owned)
@@ -381,6 +389,12 @@ class SchemaHistory:
         self.applied_upto = 0
         # Incremented by every commit that changed a definition; stored with offsets.
         self.version = 0
+        # The DDL capture is installed: every command that changes a table's columns,
+        # name or key writes a pgcdc.ddl message, so a catalog-changing transaction
+        # without one (VACUUM FULL, CLUSTER, TRUNCATE, ANALYZE, CREATE INDEX ...) changed
+        # no definition, and the live catalog (which shows the present, possibly later
+        # DDL) must not be read for its shape.
+        self.ddl_capture = False
 
     # --- construction and persistence ----------------------------------------------
 
@@ -390,6 +404,7 @@ class SchemaHistory:
     ) -> SchemaHistory:
         history = cls(snap.db_oid, catalog)
         history._initial = snap
+        history.ddl_capture = snap.ddl_capture
         for table in snap.tables:
             history._record(
                 _Version(xid=0, top=0, own_lsn=0, commit_lsn=0, oid=table.oid, table=table)
@@ -492,6 +507,7 @@ class SchemaHistory:
             "db_oid": self.db_oid,
             "version": self.version,
             "applied_upto": self.applied_upto,
+            "ddl_capture": self.ddl_capture,
             "initial": initial,
             "versions": versions,
             "mappings": maps,
@@ -508,6 +524,7 @@ class SchemaHistory:
         history = cls(int(doc["db_oid"]), catalog)
         history.version = int(doc["version"])
         history.applied_upto = int(doc["applied_upto"])
+        history.ddl_capture = bool(doc.get("ddl_capture", False))
         if doc.get("initial"):
             ini = doc["initial"]
             history._initial = CatalogSnapshot(
@@ -753,7 +770,7 @@ class SchemaHistory:
             for oid in merged.relcache:
                 self._catalog.invalidate(oid)
         changed |= self._resolve_creates(ev, merged, survivors)
-        if merged.catalog_changes and merged.ddl_messages == 0:
+        if merged.catalog_changes and merged.ddl_messages == 0 and not self.ddl_capture:
             changed |= self._refresh_from_catalog(ev, merged, survivors)
         self.applied_upto = ev.lsn
         if changed:
@@ -810,6 +827,10 @@ class SchemaHistory:
             spc, rel = create.key
             relid = self._catalog.filenode_relation(spc, rel)
             if relid is None:
+                if st.truncated:
+                    create.unresolved = True
+                    log.warning("relfilenode_unresolved", reason="gone from the catalog",
+                                relfilenode=rel, lsn=format_lsn(ev.lsn), xid=ev.xid)
                 continue
             owner = toast_owner.get(relid, relid)
             toast = owner != relid
@@ -949,7 +970,7 @@ class SchemaHistory:
             top = self._top.get(xid, xid)
             for c in self._creates.get((locator.spc_oid, locator.rel_number), ()):
                 if c.owned_by(xid, top) and c.own_lsn <= lsn:
-                    return REWRITE
+                    return UNKNOWN if c.unresolved else REWRITE
         return UNKNOWN
 
     def tables(self, lsn: int) -> list[TableDef]:
