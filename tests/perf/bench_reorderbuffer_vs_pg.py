@@ -78,6 +78,9 @@ def main() -> int:
           f"limit + largest change = {bound:,} B: {held})")
     print(f"peak RSS of this process after pgcdc's run: {r.rss_after_pgcdc_kb / 1024:.1f} MiB")
     print(f"spill files left: {len(r.spill_left)}")
+    print(f"catalog-changing commits (any database) inside the large transaction: "
+          f"{r.catalog_commits_in_watch} (each makes the server queue a catalog snapshot "
+          f"into it, so its byte counters exceed pgcdc's)")
     ok = same and r.peak_memory <= bound and not r.spill_left and all(
         r.server_stats[n] == r.pgcdc_stats[n] for n in ("total_txns", "spill_txns"))
     return 0 if ok else 1
