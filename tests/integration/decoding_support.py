@@ -5,11 +5,19 @@
 2. runs `setup_sql` (tables, types) — before any slot, so neither side decodes it;
 3. creates a test_decoding logical slot; its restart LSN is where pgcdc starts reading;
 4. starts a pgcdc `Session` (catalog snapshot, text plugin) and forces RUNNING_XACTS;
-5. runs `workload`: a list of steps, each a SQL string (on connection 0) or a tuple
-   (connection index, SQL), so transactions can interleave across sessions;
+5. runs `workload`: a list of steps, each a SQL string (on connection 0), a tuple
+   (connection index, SQL), so transactions can interleave across sessions, or a
+   callable given the connections (for COPY ... FROM STDIN through copy_expert), or
+   DRAIN: read the slot's changes so far (test_decoding then decodes that part while
+   later steps have not run yet; see DRAIN);
 6. reads the slot's changes with the same options and decodes pg_wal with pgcdc up to
    the LSN after the workload;
 and returns both outputs as lists of lines.
+
+`two_phase=True` creates the slot with two_phase enabled (test_decoding then prints
+PREPARE TRANSACTION / COMMIT PREPARED / ROLLBACK PREPARED) and gives pgcdc's text
+plugin the matching `two-phase` option; by default both decode a prepared transaction
+at COMMIT PREPARED, like a plain commit.
 
 The WAL is read straight from the cluster's pg_wal (the logical slot keeps it there).
 """
@@ -17,7 +25,7 @@ The WAL is read straight from the cluster's pg_wal (the logical slot keeps it th
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +38,21 @@ from connectors.walsource_dir import detect_segment_size, iter_wal_chunks
 from service.pipeline import Session, SessionConfig, force_running_xacts
 from service.text_plugin import TestDecodingPlugin
 
-Step = str | tuple[int, str]
+Step = str | tuple[int, str] | Callable[[list[Any]], None]
+
+DRAIN = "-- pgcdc: both decoders catch up here"
+"""A workload step: both decoders catch up with the WAL written so far, as a slot and a
+pgcdc worker that keep up would. The slot's changes are read; the current segment is
+switched (pg_switch_wal) and pgcdc decodes every completed segment.
+
+Why it matters, on both sides:
+- PostgreSQL decodes a prepared transaction at PREPARE with the catalog *of decoding
+  time*: if it was rolled back before the slot reads it, the catalog lookup of its
+  first change detects the "concurrent abort" and drops its changes
+  (ReorderBufferProcessTXN), depending on the relfilenode map cache.
+- pgcdc maps the new relfilenodes of TRUNCATE, VACUUM FULL and CLUSTER (which fire no
+  event trigger) through the live catalog at their commit (`pg_filenode_relation()`):
+  exact while it keeps up, impossible once a later rewrite has replaced them."""
 
 
 @dataclass
@@ -38,6 +60,12 @@ class Outcome:
     expected: list[str]  # test_decoding's lines
     actual: list[str]  # pgcdc's lines
     session: Session
+
+
+def _one(cur: Any) -> Any:
+    row = cur.fetchone()
+    assert row is not None
+    return row[0]
 
 
 def _dsn(pg: dict[str, Any], db: str) -> str:
@@ -53,6 +81,7 @@ def compare(
     work_mem: int = 64 * 1024 * 1024,
     spill_dir: Path | None = None,
     connections: int = 2,
+    two_phase: bool = False,
 ) -> Outcome:
     options = {"include-xids": "0", "skip-empty-xacts": "1", **(options or {})}
     db = f"cmp_{uuid.uuid4().hex[:10]}"
@@ -70,10 +99,10 @@ def compare(
     try:
         for sql in setup_sql:
             cur.execute(sql)
-        cur.execute("SELECT lsn FROM pg_create_logical_replication_slot(%s, 'test_decoding')",
-                    (db,))
+        cur.execute("SELECT lsn FROM pg_create_logical_replication_slot(%s, 'test_decoding', "
+                    "false, %s)", (db, two_phase))
         cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s", (db,))
-        start = parse_lsn(cur.fetchone()[0])
+        start = parse_lsn(_one(cur))
         lines: list[str] = []
         session = Session(
             SessionConfig(
@@ -81,7 +110,8 @@ def compare(
                 slot=db,
                 work_mem=work_mem,
                 spill_dir=spill_dir or Path("/tmp") / f"pgcdc-spill-{db}",
-                plugin_options={**options, "server-version": str(pg["version"])},
+                plugin_options={**options, "server-version": str(pg["version"]),
+                                "two-phase": "1" if two_phase else "0"},
             ),
             TestDecodingPlugin(),
             "text",
@@ -90,23 +120,39 @@ def compare(
             start_lsn=start,
         )
         force_running_xacts(dsn, int(pg["version"]))
-        for step in workload:
-            index, sql = (0, step) if isinstance(step, str) else step
-            conns[index].cursor().execute(sql)
-        cur.execute("SELECT pg_current_wal_lsn()")
-        end = parse_lsn(cur.fetchone()[0])
         args: list[str] = []
         for key, value in options.items():
             args += [key, value]
         placeholders = ", ".join(["%s"] * len(args))
-        cur.execute(
-            f"SELECT data FROM pg_logical_slot_get_changes(%s, NULL, NULL, {placeholders})",
-            (db, *args),
-        )
-        expected = [row[0] for row in cur.fetchall()]
+        get_changes = (f"SELECT data FROM pg_logical_slot_get_changes(%s, NULL, NULL, "
+                       f"{placeholders})")
+        expected: list[str] = []
         wal = Path(pg["pgdata"]) / "pg_wal"
-        session.pump(iter_wal_chunks(wal, start, segment_size=detect_segment_size(wal)),
-                     until_lsn=end)
+        segment_size = detect_segment_size(wal)
+        fed = start
+        for step in workload:
+            if step == DRAIN:
+                cur.execute(get_changes, (db, *args))
+                expected += [row[0] for row in cur.fetchall()]
+                cur.execute("SELECT pg_switch_wal()")
+                switched = parse_lsn(_one(cur))
+                done = -(-switched // segment_size) * segment_size  # whole segments only
+                for lsn, data in iter_wal_chunks(wal, fed, segment_size=segment_size):
+                    if lsn >= done:
+                        break
+                    session.feed(lsn, data)
+                fed = max(fed, done)
+                continue
+            if callable(step):
+                step(conns)
+                continue
+            index, sql = (0, step) if isinstance(step, str) else step
+            conns[index].cursor().execute(sql)
+        cur.execute("SELECT pg_current_wal_lsn()")
+        end = parse_lsn(_one(cur))
+        cur.execute(get_changes, (db, *args))
+        expected += [row[0] for row in cur.fetchall()]
+        session.pump(iter_wal_chunks(wal, fed, segment_size=segment_size), until_lsn=end)
         return Outcome(expected, lines, session)
     finally:
         if session is not None:
