@@ -242,7 +242,51 @@ class XLogReader:
         max_size = XLOG_RECORD_MAX_SIZE
         crc_off = XL_CRC_OFFSET
         valid_upto = self._valid_upto
+        fed_end = base + blen
+        last = self._prev
         while True:
+            if pos < valid_upto and last is not None and not base & 7:
+                # Fast loop over the records that lie wholly in this (validated) page
+                # and in the bytes fed: the common case, with the checks of the general
+                # path below inlined. It works on offsets into buf (small ints, cheap
+                # arithmetic; base is MAXALIGNed so aligning offsets aligns LSNs).
+                # Anything unusual (a record crossing the page end, a header the fast
+                # checks reject, an XLOG record, a bad CRC) breaks out to the general
+                # path, which handles it or raises.
+                lim = (pos | page_mask) + 1
+                lim = min(lim, fed_end)
+                lim -= base
+                lim_hdr = lim - hdr_size
+                off = pos - base
+                while off <= lim_hdr:
+                    tot_len, xid, prev, info, rmid, crc = unpack_rec(buf, off)
+                    end = off + tot_len
+                    if (
+                        end > lim
+                        or tot_len < hdr_size
+                        or prev != last
+                        or not rmid
+                        or rmid > rm_max
+                        or (
+                            verify
+                            and crc_extend(
+                                crc_value(buf[off + hdr_size : end]), buf[off : off + crc_off]
+                            )
+                            != crc
+                        )
+                    ):
+                        break
+                    last = self._prev = base + off
+                    roff = off
+                    off = (end + 7) & ~7
+                    self._next = base + off
+                    if headers_only:
+                        yield last, tot_len, rmid, info, xid  # type: ignore[misc]
+                    else:
+                        yield last, base + off, tot_len, xid, prev, info, rmid, crc, buf, roff
+                pos = base + off
+                if pos >= valid_upto:
+                    continue
             if pos >= valid_upto:
                 # First touch of this page: validate its header.
                 page = pos & ~page_mask
@@ -324,7 +368,7 @@ class XLogReader:
                 # Pretend the switch record extends to the end of the segment.
                 nxt = (nxt + seg - 1) & ~(seg - 1)
                 valid_upto = self._valid_upto = nxt
-            self._prev = pos
+            last = self._prev = pos
             self._next = nxt
             if headers_only:
                 yield pos, tot_len, rmid, info, xid  # type: ignore[misc]
