@@ -39,7 +39,7 @@ Guarantees:
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import cast
 
 import lz4.block
@@ -78,6 +78,7 @@ from service.walformat import (
 from service.walrecord import BlockRef, RelFileLocator, XLogRecord
 
 _REC_HDR = struct.Struct("<IIQBBxxI")  # XLogRecord
+_REC_HDR_NO_CRC = struct.Struct("<IIQBB")  # XLogRecord up to xl_rmid
 _PAGE_HDR = struct.Struct("<HHIQI")  # XLogPageHeaderData
 _LONG_PAGE_EXTRA = struct.Struct("<QII")  # xlp_sysid, xlp_seg_size, xlp_xlog_blcksz
 _BLK_HDR = struct.Struct("<BBH")  # XLogRecordBlockHeader (id, fork_flags, data_length)
@@ -87,12 +88,30 @@ _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 
 _PAGE_MASK = XLOG_BLCKSZ - 1
+_BAD_CRC = "incorrect resource manager data checksum"  # ValidXLogRecord's message
 _ZERO_PAGE = bytes(BLCKSZ)
 
 # (lsn, end_lsn, tot_len, xid, prev, info, rmid, crc, buf, offset of the record in buf)
 RawRecord = tuple[int, int, int, int, int, int, int, int, bytes, int]
 # (lsn, tot_len, rmid, info, xid): what walk_headers() yields
 HeaderTuple = tuple[int, int, int, int, int]
+
+
+# CRC32C of any message followed by its own CRC32C (little-endian): the residue. A
+# record's stored header (xl_crc last) thus checks as crc(body + header) == residue,
+# which holds exactly when xl_crc == crc(body + header[:XL_CRC_OFFSET]) (appending 4
+# fixed bytes is a bijection on CRC states), and lets the header be taken whole.
+CRC32C_RESIDUE = 0x48674BC7
+
+# tot_len -> unpack_from returning (24-byte header, body) of an in-page record: one
+# C call instead of two slices. Keys are bounded by XLOG_BLCKSZ (in-page records only).
+_SPLITTERS: dict[int, Callable[[bytes, int], tuple[bytes, bytes]]] = {}
+
+
+def _splitter(tot_len: int) -> Callable[[bytes, int], tuple[bytes, bytes]]:
+    split = struct.Struct(f"<{SIZE_OF_XLOG_RECORD}s{tot_len - SIZE_OF_XLOG_RECORD}s").unpack_from
+    _SPLITTERS[tot_len] = split
+    return split
 
 
 def _maxalign(n: int) -> int:
@@ -199,15 +218,15 @@ class XLogReader:
 
     def records(self) -> Iterator[XLogRecord]:
         """Yield every complete record available, fully decoded (DecodeXLogRecord)."""
+        decode = self._decode
         for raw in self._raw_records():
-            yield self._decode(raw)
-        self._trim()
+            yield decode(raw)
 
     def walk_headers(self) -> Iterator[HeaderTuple]:
         """Yield `(lsn, tot_len, rmid, info, xid)` per record: pages, headers and CRCs
         checked exactly as `records()`, without decoding block references."""
-        yield from cast("Iterator[HeaderTuple]", self._raw_records(headers_only=True))
-        self._trim()
+        # The walk's own generator, not a delegating one: one frame resume per record.
+        return cast("Iterator[HeaderTuple]", self._raw_records(headers_only=True))
 
     # --- the page/record walk (XLogDecodeNextRecord) ---------------------------------
 
@@ -231,6 +250,8 @@ class XLogReader:
         seg = self._seg
         verify = self._verify_crc
         unpack_rec = _REC_HDR.unpack_from
+        unpack_hdr = _REC_HDR_NO_CRC.unpack_from
+        splitters = _SPLITTERS
         crc_value = _crc_value
         crc_extend = _crc_extend
         pos = self._next
@@ -244,137 +265,166 @@ class XLogReader:
         valid_upto = self._valid_upto
         fed_end = base + blen
         last = self._prev
-        while True:
-            if pos < valid_upto and last is not None and not base & 7:
-                # Fast loop over the records that lie wholly in this (validated) page
-                # and in the bytes fed: the common case, with the checks of the general
-                # path below inlined. It works on offsets into buf (small ints, cheap
-                # arithmetic; base is MAXALIGNed so aligning offsets aligns LSNs).
-                # Anything unusual (a record crossing the page end, a header the fast
-                # checks reject, an XLOG record, a bad CRC) breaks out to the general
-                # path, which handles it or raises.
-                lim = (pos | page_mask) + 1
-                lim = min(lim, fed_end)
-                lim -= base
-                lim_hdr = lim - hdr_size
-                off = pos - base
-                while off <= lim_hdr:
-                    tot_len, xid, prev, info, rmid, crc = unpack_rec(buf, off)
-                    end = off + tot_len
-                    if (
-                        end > lim
-                        or tot_len < hdr_size
-                        or prev != last
-                        or not rmid
-                        or rmid > rm_max
-                        or (
-                            verify
-                            and crc_extend(
-                                crc_value(buf[off + hdr_size : end]), buf[off : off + crc_off]
-                            )
-                            != crc
-                        )
-                    ):
-                        break
-                    last = self._prev = base + off
-                    roff = off
-                    off = (end + 7) & ~7
-                    self._next = base + off
+        try:
+            while True:
+                if pos < valid_upto and last is not None and not base & 7:
+                    # Fast loop over the records that lie wholly in this (validated) page
+                    # and in the bytes fed: the common case, with the checks of the general
+                    # path below inlined. It works on offsets into buf (small ints, cheap
+                    # arithmetic; base is MAXALIGNed so aligning offsets aligns LSNs).
+                    # Anything unusual (a record crossing the page end, a header the fast
+                    # checks reject, an XLOG record, a bad CRC) breaks out to the general
+                    # path, which handles it or raises.
+                    lim = (pos | page_mask) + 1
+                    lim = min(lim, fed_end)
+                    lim -= base
+                    lim_hdr = lim - hdr_size
+                    off = pos - base
                     if headers_only:
-                        yield last, tot_len, rmid, info, xid  # type: ignore[misc]
+                        while off <= lim_hdr:
+                            tot_len, xid, prev, info, rmid = unpack_hdr(buf, off)
+                            end = off + tot_len
+                            if (
+                                end > lim
+                                or tot_len < hdr_size
+                                or prev != last
+                                or not rmid
+                                or rmid > rm_max
+                            ):
+                                break
+                            if verify:
+                                try:
+                                    split = splitters[tot_len]
+                                except KeyError:
+                                    split = _splitter(tot_len)
+                                head, body = split(buf, off)
+                                if crc_extend(crc_value(body), head) != CRC32C_RESIDUE:
+                                    break
+                            last = self._prev = base + off
+                            off = (end + 7) & ~7
+                            self._next = base + off
+                            yield last, tot_len, rmid, info, xid  # type: ignore[misc]
                     else:
-                        yield last, base + off, tot_len, xid, prev, info, rmid, crc, buf, roff
-                pos = base + off
-                if pos >= valid_upto:
-                    continue
-            if pos >= valid_upto:
-                # First touch of this page: validate its header.
-                page = pos & ~page_mask
-                hoff = page - base
-                if hoff < 0:
-                    raise WalError("page header needed but not fed", lsn=page)
-                if hoff + (SIZE_OF_LONG_PHD if page % seg == 0 else SIZE_OF_SHORT_PHD) > blen:
-                    return
-                if buf[hoff : hoff + SIZE_OF_SHORT_PHD] == _ZERO_PAGE[:SIZE_OF_SHORT_PHD]:
-                    self.end_of_wal = True
-                    return
-                info, rem_len, hsize = self._check_page(buf, hoff, page)
-                valid_upto = self._valid_upto = page + blcksz
-                if pos == page:
-                    pos = page + hsize
-                    if info & XLP_FIRST_IS_CONTRECORD:
-                        if not self._find_first:
-                            raise WalCorruptionError(
-                                "page starts with a continuation record where a new "
-                                "record was expected",
-                                lsn=page,
-                            )
-                        # XLogFindNextRecord: skip the tail of a record begun earlier.
-                        if rem_len >= blcksz - hsize:
-                            pos = page + blcksz
-                        else:
-                            pos = page + hsize + _maxalign(rem_len)
-                        self._next = pos
+                        while off <= lim_hdr:
+                            tot_len, xid, prev, info, rmid, crc = unpack_rec(buf, off)
+                            end = off + tot_len
+                            if (
+                                end > lim
+                                or tot_len < hdr_size
+                                or prev != last
+                                or not rmid
+                                or rmid > rm_max
+                            ):
+                                break
+                            if verify:
+                                try:
+                                    split = splitters[tot_len]
+                                except KeyError:
+                                    split = _splitter(tot_len)
+                                head, body = split(buf, off)
+                                if crc_extend(crc_value(body), head) != CRC32C_RESIDUE:
+                                    break
+                            last = self._prev = base + off
+                            roff = off
+                            off = (end + 7) & ~7
+                            nxt = self._next = base + off
+                            yield last, nxt, tot_len, xid, prev, info, rmid, crc, buf, roff
+                    pos = base + off
+                    if pos >= valid_upto:
                         continue
-                self._find_first = False
-                self._next = pos
-                rm_max = self.wal_format.rm_max_builtin_id
-            off = pos - base
-            poff = pos & page_mask
-            if poff <= blcksz - hdr_size:
-                # The whole record header is on this page (the common case).
-                if off + hdr_size > blen:
-                    return
-                tot_len, xid, prev, info, rmid, crc = unpack_rec(buf, off)
-            else:
-                if off + 8 > blen:
-                    return
-                tot_len = _U32.unpack_from(buf, off)[0]
-                xid = prev = info = rmid = crc = 0
-            if tot_len < hdr_size or tot_len > max_size:
-                if tot_len == 0:
-                    self.end_of_wal = True
-                    return
-                raise WalCorruptionError(f"invalid record length {tot_len}", lsn=pos)
-            if poff + tot_len <= blcksz:
-                # Fast path: the whole record lies on this page.
-                end = off + tot_len
-                if end > blen:
-                    return
-                # ValidXLogRecordHeader, inlined for the common case.
-                if prev != self._prev or rmid > rm_max:
+                if pos >= valid_upto:
+                    # First touch of this page: validate its header.
+                    page = pos & ~page_mask
+                    hoff = page - base
+                    if hoff < 0:
+                        raise WalError("page header needed but not fed", lsn=page)
+                    if hoff + (SIZE_OF_LONG_PHD if page % seg == 0 else SIZE_OF_SHORT_PHD) > blen:
+                        return
+                    if buf[hoff : hoff + SIZE_OF_SHORT_PHD] == _ZERO_PAGE[:SIZE_OF_SHORT_PHD]:
+                        self.end_of_wal = True
+                        return
+                    info, rem_len, hsize = self._check_page(buf, hoff, page)
+                    valid_upto = self._valid_upto = page + blcksz
+                    if pos == page:
+                        pos = page + hsize
+                        if info & XLP_FIRST_IS_CONTRECORD:
+                            if not self._find_first:
+                                raise WalCorruptionError(
+                                    "page starts with a continuation record where a new "
+                                    "record was expected",
+                                    lsn=page,
+                                )
+                            # XLogFindNextRecord: skip the tail of a record begun earlier.
+                            if rem_len >= blcksz - hsize:
+                                pos = page + blcksz
+                            else:
+                                pos = page + hsize + _maxalign(rem_len)
+                            self._next = pos
+                            continue
+                    self._find_first = False
+                    self._next = pos
+                    rm_max = self.wal_format.rm_max_builtin_id
+                off = pos - base
+                poff = pos & page_mask
+                if poff <= blcksz - hdr_size:
+                    # The whole record header is on this page (the common case).
+                    if off + hdr_size > blen:
+                        return
+                    tot_len, xid, prev, info, rmid, crc = unpack_rec(buf, off)
+                else:
+                    if off + 8 > blen:
+                        return
+                    tot_len = _U32.unpack_from(buf, off)[0]
+                    xid = prev = info = rmid = crc = 0
+                if tot_len < hdr_size or tot_len > max_size:
+                    if tot_len == 0:
+                        self.end_of_wal = True
+                        return
+                    raise WalCorruptionError(f"invalid record length {tot_len}", lsn=pos)
+                if poff + tot_len <= blcksz:
+                    # Fast path: the whole record lies on this page.
+                    end = off + tot_len
+                    if end > blen:
+                        return
+                    # ValidXLogRecordHeader, inlined for the common case.
+                    if prev != self._prev or rmid > rm_max:
+                        self._check_header(pos, prev, rmid)
+                    if (
+                        verify
+                        and crc_extend(
+                            crc_value(buf[off + hdr_size : end]), buf[off : off + crc_off]
+                        )
+                        != crc
+                    ):
+                        raise WalCorruptionError(_BAD_CRC, lsn=pos)
+                    nxt = (pos + tot_len + 7) & ~7
+                    rbuf = buf
+                    roff = off
+                else:
+                    got = self._assemble(pos, tot_len)
+                    if got is None:
+                        return
+                    valid_upto = self._valid_upto
+                    rbuf, nxt = got
+                    roff = 0
+                    _, xid, prev, info, rmid, crc = unpack_rec(rbuf, 0)
                     self._check_header(pos, prev, rmid)
-                if (
-                    verify
-                    and crc_extend(crc_value(buf[off + hdr_size : end]), buf[off : off + crc_off])
-                    != crc
-                ):
-                    raise WalCorruptionError("incorrect resource manager data checksum", lsn=pos)
-                nxt = (pos + tot_len + 7) & ~7
-                rbuf = buf
-                roff = off
-            else:
-                got = self._assemble(pos, tot_len)
-                if got is None:
-                    return
-                valid_upto = self._valid_upto
-                rbuf, nxt = got
-                roff = 0
-                _, xid, prev, info, rmid, crc = unpack_rec(rbuf, 0)
-                self._check_header(pos, prev, rmid)
-                if verify and crc_extend(crc_value(rbuf[hdr_size:]), rbuf[:crc_off]) != crc:
-                    raise WalCorruptionError("incorrect resource manager data checksum", lsn=pos)
-            if rmid == RM_XLOG_ID and info & 0xF0 == XLOG_SWITCH:
-                # Pretend the switch record extends to the end of the segment.
-                nxt = (nxt + seg - 1) & ~(seg - 1)
-                valid_upto = self._valid_upto = nxt
-            last = self._prev = pos
-            self._next = nxt
-            if headers_only:
-                yield pos, tot_len, rmid, info, xid  # type: ignore[misc]
-            else:
-                yield pos, nxt, tot_len, xid, prev, info, rmid, crc, rbuf, roff
-            pos = nxt
+                    if verify and crc_extend(crc_value(rbuf[hdr_size:]), rbuf[:crc_off]) != crc:
+                        raise WalCorruptionError(_BAD_CRC, lsn=pos)
+                if rmid == RM_XLOG_ID and info & 0xF0 == XLOG_SWITCH:
+                    # Pretend the switch record extends to the end of the segment.
+                    nxt = (nxt + seg - 1) & ~(seg - 1)
+                    valid_upto = self._valid_upto = nxt
+                last = self._prev = pos
+                self._next = nxt
+                if headers_only:
+                    yield pos, tot_len, rmid, info, xid  # type: ignore[misc]
+                else:
+                    yield pos, nxt, tot_len, xid, prev, info, rmid, crc, rbuf, roff
+                pos = nxt
+        finally:
+            # Drop what was read, also when the caller stops early or on an error.
+            self._trim()
 
     def _check_header(self, lsn: int, prev: int, rmid: int) -> None:
         # ValidXLogRecordHeader (the full check; the walk inlines the common case)
