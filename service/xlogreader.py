@@ -224,7 +224,11 @@ class XLogReader:
 
     def walk_headers(self) -> Iterator[HeaderTuple]:
         """Yield `(lsn, tot_len, rmid, info, xid)` per record: pages, headers and CRCs
-        checked exactly as `records()`, without decoding block references."""
+        checked exactly as `records()`, without decoding block references.
+
+        For speed, the position properties (`last_lsn`, `next_lsn`, `end_lsn`) are
+        brought up to date when the walk leaves a page, pauses for bytes, raises, or is
+        closed (a `for` loop that breaks closes it), not after every record."""
         # The walk's own generator, not a delegating one: one frame resume per record.
         return cast("Iterator[HeaderTuple]", self._raw_records(headers_only=True))
 
@@ -265,6 +269,8 @@ class XLogReader:
         valid_upto = self._valid_upto
         fed_end = base + blen
         last = self._prev
+        in_walk = False  # inside the walk_headers fast loop, which defers the position
+        off = 0
         try:
             while True:
                 if pos < valid_upto and last is not None and not base & 7:
@@ -281,6 +287,9 @@ class XLogReader:
                     lim_hdr = lim - hdr_size
                     off = pos - base
                     if headers_only:
+                        # The position is written back when the loop ends, or by the
+                        # finally below if the caller stops while the walk is here.
+                        in_walk = True
                         while off <= lim_hdr:
                             tot_len, xid, prev, info, rmid = unpack_hdr(buf, off)
                             end = off + tot_len
@@ -300,9 +309,8 @@ class XLogReader:
                                 head, body = split(buf, off)
                                 if crc_extend(crc_value(body), head) != CRC32C_RESIDUE:
                                     break
-                            last = self._prev = base + off
+                            last = base + off
                             off = (end + 7) & ~7
-                            self._next = base + off
                             yield last, tot_len, rmid, info, xid  # type: ignore[misc]
                     else:
                         while off <= lim_hdr:
@@ -329,7 +337,9 @@ class XLogReader:
                             off = (end + 7) & ~7
                             nxt = self._next = base + off
                             yield last, nxt, tot_len, xid, prev, info, rmid, crc, buf, roff
-                    pos = base + off
+                    pos = self._next = base + off
+                    self._prev = last
+                    in_walk = False
                     if pos >= valid_upto:
                         continue
                 if pos >= valid_upto:
@@ -423,6 +433,9 @@ class XLogReader:
                     yield pos, nxt, tot_len, xid, prev, info, rmid, crc, rbuf, roff
                 pos = nxt
         finally:
+            if in_walk:
+                self._prev = last
+                self._next = base + off
             # Drop what was read, also when the caller stops early or on an error.
             self._trim()
 
