@@ -158,6 +158,7 @@ class KafkaSink:
         self._since_poll = 0
         self.last_committed: OffsetRecord | None = None
         self.started = False
+        self.dead = False  # the producer hit a fatal error (fenced): it can do nothing more
         # Counters for metrics and benchmarks.
         self.kafka_txns = 0
         self.records_sent = 0
@@ -190,7 +191,13 @@ class KafkaSink:
         return self.last_committed
 
     def close(self) -> None:
-        """Commit what is complete, then let the producer go (SIGTERM path)."""
+        """Commit what is complete, then let the producer go (SIGTERM path).
+
+        A fenced (dead) producer can neither commit nor abort: its open transaction is
+        aborted by the broker for the worker that fenced it.
+        """
+        if self.dead:
+            return
         if self._pending is not None:
             self.flush()
         elif self._in_txn:
@@ -330,6 +337,8 @@ class KafkaSink:
     # --- producer calls and error mapping ----------------------------------------------
 
     def _raise_if_fatal(self, err: KafkaError, op: str) -> None:
+        if err.fatal() or err.code() in _FENCED_CODES:
+            self.dead = True
         if err.code() in _FENCED_CODES or (err.fatal() and "fenced" in err.str().lower()):
             raise FencedError(
                 f"another worker with transactional.id {self.settings.transactional_id} "
