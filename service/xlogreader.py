@@ -103,15 +103,16 @@ HeaderTuple = tuple[int, int, int, int, int]
 # fixed bytes is a bijection on CRC states), and lets the header be taken whole.
 CRC32C_RESIDUE = 0x48674BC7
 
-# tot_len -> unpack_from returning (24-byte header, body) of an in-page record: one
-# C call instead of two slices. Keys are bounded by XLOG_BLCKSZ (in-page records only).
-_SPLITTERS: dict[int, Callable[[bytes, int], tuple[bytes, bytes]]] = {}
+# tot_len -> (unpack_from returning (24-byte header, body) of an in-page record, which
+# is one C call instead of two slices; MAXALIGN(tot_len)). Keys are 24..XLOG_BLCKSZ.
+_Splitter = tuple[Callable[[bytes, int], tuple[bytes, bytes]], int]
+_SPLITTERS: dict[int, _Splitter] = {}
 
 
-def _splitter(tot_len: int) -> Callable[[bytes, int], tuple[bytes, bytes]]:
-    split = struct.Struct(f"<{SIZE_OF_XLOG_RECORD}s{tot_len - SIZE_OF_XLOG_RECORD}s").unpack_from
-    _SPLITTERS[tot_len] = split
-    return split
+def _splitter(tot_len: int) -> _Splitter:
+    fmt = f"<{SIZE_OF_XLOG_RECORD}s{tot_len - SIZE_OF_XLOG_RECORD}s"
+    entry = _SPLITTERS[tot_len] = (struct.Struct(fmt).unpack_from, _maxalign(tot_len))
+    return entry
 
 
 def _maxalign(n: int) -> int:
@@ -292,49 +293,46 @@ class XLogReader:
                         in_walk = True
                         while off <= lim_hdr:
                             tot_len, xid, prev, info, rmid = unpack_hdr(buf, off)
-                            end = off + tot_len
-                            if (
-                                end > lim
-                                or tot_len < hdr_size
-                                or prev != last
-                                or not rmid
-                                or rmid > rm_max
-                            ):
+                            if tot_len < hdr_size or prev != last or not rmid or rmid > rm_max:
+                                break
+                            try:
+                                split, size = splitters[tot_len]
+                            except KeyError:
+                                if tot_len > blcksz:
+                                    break
+                                split, size = _splitter(tot_len)
+                            # MAXALIGNed end; past lim also when only the padding is
+                            # not fed yet (then the general path takes the record).
+                            nxt = off + size
+                            if nxt > lim:
                                 break
                             if verify:
-                                try:
-                                    split = splitters[tot_len]
-                                except KeyError:
-                                    split = _splitter(tot_len)
                                 head, body = split(buf, off)
                                 if crc_extend(crc_value(body), head) != CRC32C_RESIDUE:
                                     break
                             last = base + off
-                            off = (end + 7) & ~7
+                            off = nxt
                             yield last, tot_len, rmid, info, xid  # type: ignore[misc]
                     else:
                         while off <= lim_hdr:
                             tot_len, xid, prev, info, rmid, crc = unpack_rec(buf, off)
-                            end = off + tot_len
-                            if (
-                                end > lim
-                                or tot_len < hdr_size
-                                or prev != last
-                                or not rmid
-                                or rmid > rm_max
-                            ):
+                            if tot_len < hdr_size or prev != last or not rmid or rmid > rm_max:
+                                break
+                            try:
+                                split, size = splitters[tot_len]
+                            except KeyError:
+                                if tot_len > blcksz:
+                                    break
+                                split, size = _splitter(tot_len)
+                            if off + size > lim:
                                 break
                             if verify:
-                                try:
-                                    split = splitters[tot_len]
-                                except KeyError:
-                                    split = _splitter(tot_len)
                                 head, body = split(buf, off)
                                 if crc_extend(crc_value(body), head) != CRC32C_RESIDUE:
                                     break
                             last = self._prev = base + off
                             roff = off
-                            off = (end + 7) & ~7
+                            off += size
                             nxt = self._next = base + off
                             yield last, nxt, tot_len, xid, prev, info, rmid, crc, buf, roff
                     pos = self._next = base + off
