@@ -164,3 +164,36 @@ def test_unreachable_broker_is_reported(kafka: dict[str, Any]) -> None:
     sink = KafkaSink(settings, retry_budget_s=2.0)
     with pytest.raises(BrokerUnavailableError):
         sink.start()
+
+
+def test_schema_history_commits_with_the_offsets(kafka: dict[str, Any],
+                                                 registry: dict[str, Any]) -> None:
+    """KafkaSchemaStore snapshots are committed only with an offset record: a snapshot
+    staged into a Kafka transaction that never commits (the worker is fenced) is lost
+    together with that transaction's events."""
+    from connectors.offsets import KafkaSchemaStore  # noqa: PLC0415
+    from service.schema_store import SchemaStore  # noqa: PLC0415
+
+    prefix, slot = unique("hist"), unique("slot")
+    settings = make_settings(kafka, registry, prefix, slot)
+    rel = RelationInfo(17300, "public", "h", "d", ("id",), (col("id", 23, 1, notnull=True),),
+                       defined_at=1)
+    h = Harness(settings)
+    h.start()
+    store: SchemaStore = KafkaSchemaStore(settings, h.sink)
+    assert store.load_latest() is None
+    store.save(3, {"format": 1, "tables": ["a"]})
+    h.txn(1, 0x1000, [insert(rel, 0x800, id=1)], schema_version=3)
+    h.sink.flush()
+    assert store.load_latest() == (3, {"format": 1, "tables": ["a"]})
+    store.save(4, {"format": 1, "tables": ["a", "b"]})
+    h.txn(2, 0x2000, [insert(rel, 0x1800, id=2)], schema_version=4)  # not yet committed
+    with Harness(settings) as successor:
+        last = successor.start()
+        assert last is not None
+        assert (last.confirmed_lsn, last.schema_version) == (0x1000, 3)
+        again = KafkaSchemaStore(settings, successor.sink)
+        assert again.load_latest() == (3, {"format": 1, "tables": ["a"]})
+    with pytest.raises(FencedError):
+        h.sink.flush()
+    h.close()
