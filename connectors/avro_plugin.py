@@ -447,7 +447,8 @@ class AvroPlugin:
         ctx.write(KafkaRecord(topic, ser_key({"prefix": msg.prefix}), ser_value(value)))
 
     def _schema_change(self, ctx: PluginContext, txn: TxnInfo | None, msg: Message) -> None:
-        """A `pgcdc.ddl` message ({"op": "table", "def": {...}} | {"op": "drop", ...})."""
+        """A `pgcdc.ddl` message (connectors/sql/ddl_capture.sql): {"op": "table", "tag",
+        "def": table_def} or {"op": "drop", "oid", "schema", "name"}."""
         assert self.settings is not None
         try:
             doc = json.loads(bytes(msg.payload).rstrip(b"\0").decode("utf-8"))
@@ -463,7 +464,7 @@ class AvroPlugin:
             live = [c for c in d["columns"] if not c.get("dropped")]
             by_attnum = {int(c["attnum"]): str(c["name"]) for c in live}
             change = {
-                "type": "CREATE" if doc.get("created") else "ALTER",
+                "type": "CREATE" if str(doc.get("tag", "")).startswith("CREATE") else "ALTER",
                 "id": f'"{db}"."{d["schema"]}"."{d["name"]}"',
                 "table": {
                     "defaultCharsetName": None,
@@ -498,7 +499,7 @@ class AvroPlugin:
             "ts_ms": int(time.time() * 1000),
             "databaseName": db,
             "schemaName": schema_name,
-            "ddl": doc.get("ddl") or doc.get("command"),
+            "ddl": doc.get("tag"),  # the command tag: the trigger does not see the statement
             "tableChanges": [change],
         }
         ctx.write(KafkaRecord(topic, ser_key({"databaseName": db}), ser_value(value)))

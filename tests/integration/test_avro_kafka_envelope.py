@@ -87,7 +87,8 @@ def check_envelopes(h: Harness, settings: Any, prefix: str, registry: dict[str, 
         delete(full, 0x4110, False, id=1, name="pear2", price=Decimal("3.10"), secret="s"),
     ])
     h.txn(1005, 0x6000, [TruncateChange(0x5100, [items, full, ignored], False, False)])
-    ddl = {"op": "table", "def": {"schema": "public", "name": "items", "key": [1], "columns": [
+    ddl = {"v": 1, "op": "table", "tag": "ALTER TABLE", "def": {
+        "schema": "public", "name": "items", "key": [1], "columns": [
         {"attnum": 1, "name": "id", "type_oid": 23, "typmod": -1, "notnull": True,
          "dropped": False},
         {"attnum": 2, "name": "gone", "type_oid": 25, "typmod": -1, "notnull": False,
@@ -98,6 +99,8 @@ def check_envelopes(h: Harness, settings: Any, prefix: str, registry: dict[str, 
         Message(0x6100, True, "app.audit", b"hello"),
         Message(0x6110, True, "other", b"filtered out"),
         Message(0x6120, True, "pgcdc.ddl", json.dumps(ddl).encode()),
+        Message(0x6130, True, "pgcdc.ddl", json.dumps(
+            {"v": 1, "op": "drop", "oid": 5, "schema": "public", "name": "old"}).encode()),
     ])
     h.wrapper.call("message", 0x7100, 0, None, Message(0x7100, False, "app.ping", b"\x00\x01"))
     h.wrapper.call("heartbeat", 0x8000, 0, 0x8000)
@@ -177,10 +180,13 @@ def check_envelopes(h: Harness, settings: Any, prefix: str, registry: dict[str, 
     assert msgs[1].value["source"]["txId"] is None
 
     changes = by_topic(reads, f"{prefix}.schema-changes")
-    assert len(changes) == 1
+    assert len(changes) == 2
+    assert changes[1].value["tableChanges"] == [
+        {"type": "DROP", "id": '"shop"."public"."old"', "table": None}]
     sc = changes[0].value
     assert changes[0].key == {"databaseName": "shop"}
     assert sc["databaseName"] == "shop" and sc["schemaName"] == "public"
+    assert sc["ddl"] == "ALTER TABLE"
     (tc,) = sc["tableChanges"]
     assert tc["type"] == "ALTER" and tc["id"] == '"shop"."public"."items"'
     assert tc["table"]["primaryKeyColumnNames"] == ["id"]
