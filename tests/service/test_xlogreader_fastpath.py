@@ -10,6 +10,8 @@ records before it handed over.
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
 import struct
 
 import google_crc32c
@@ -20,6 +22,7 @@ from hypothesis import strategies as st
 from service import xlogreader
 from service.errors import WalCorruptionError
 from service.walformat import XLOG_BLCKSZ
+from service.walrecord import BlockRef, XLogRecord
 from service.xlogreader import CRC32C_RESIDUE, HeaderTuple, XLogReader
 from tests.service.walwriter import Block, WalWriter, record_body
 
@@ -134,3 +137,25 @@ def test_splitter_cache_is_bounded_by_the_page() -> None:
     w.add(1, 0, 3, record_body(main=b"c" * 50))
     list(_reader(w).walk_headers())
     assert all(24 <= n <= XLOG_BLCKSZ for n in xlogreader._SPLITTERS)
+
+
+def test_records_are_real_frozen_dataclasses() -> None:
+    """Records and block refs built through the construction twins are plain
+    XLogRecord / BlockRef instances: same type, frozen, equal and hash-equal to the
+    dataclass-built value, picklable."""
+    w, _ = _stream(3)
+    rec = list(_reader(w).records())[2]
+    assert type(rec) is XLogRecord and type(rec.blocks[0]) is BlockRef
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rec.xid = 1  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rec.blocks[0].block = 1  # type: ignore[misc]
+    fields = {f.name: getattr(rec, f.name) for f in dataclasses.fields(XLogRecord)}
+    fields["blocks"] = tuple(
+        BlockRef(**{f.name: getattr(b, f.name) for f in dataclasses.fields(BlockRef)})
+        for b in rec.blocks
+    )
+    same = XLogRecord(**fields)
+    assert rec == same and hash(rec) == hash(same)
+    assert pickle.loads(pickle.dumps(rec)) == rec
+    assert dataclasses.replace(rec, xid=5).xid == 5
