@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -52,12 +52,17 @@ def col(name: str, oid: int, attnum: int, *, notnull: bool = False, typmod: int 
     return ColumnMeta(name, attnum, oid, str(oid), typmod, notnull, kind)
 
 
+def constant(value: object) -> Callable[[], object]:
+    return lambda: value
+
+
+def text_of(value: object) -> Callable[[], str | None]:
+    return lambda: None if value is None else str(value)
+
+
 def row(**values: object) -> list[ColumnValue]:
-    out = []
-    for name, value in values.items():
-        out.append(ColumnValue(name, 0, "", lambda v=value: v,
-                               lambda v=value: None if v is None else str(v)))
-    return out
+    return [ColumnValue(name, 0, "", constant(value), text_of(value))
+            for name, value in values.items()]
 
 
 @dataclass
@@ -164,18 +169,20 @@ def read_topics(settings: Settings, topics: Sequence[str], *, deserialize: bool 
                 assert err.code() == KafkaError._PARTITION_EOF, err.str()
                 pending.discard((msg.topic(), msg.partition()))
                 continue
-            topic = msg.topic()
-            assert topic is not None
-            key, value = msg.key(), msg.value()
+            mtopic = msg.topic()
+            assert mtopic is not None
+            raw_key, value = msg.key(), msg.value()
+            key: Any = raw_key
+            dvalue: Any = value
             if deserialize:
-                kctx = SerializationContext(topic, MessageField.KEY)
-                vctx = SerializationContext(topic, MessageField.VALUE)
-                key = deser(key, kctx) if key is not None else None
+                kctx = SerializationContext(mtopic, MessageField.KEY)
+                vctx = SerializationContext(mtopic, MessageField.VALUE)
+                key = deser(raw_key, kctx) if raw_key is not None else None
                 dvalue = deser(value, vctx) if value is not None else None
-            else:
-                dvalue = value
-            headers = {k: v for k, v in (msg.headers() or [])}
-            out.append(Read(topic, key, dvalue, headers, value))
+            headers: dict[str, bytes] = {}
+            for name, hval in cast(list[tuple[str, Any]], msg.headers() or []):
+                headers[name] = hval if isinstance(hval, bytes) else str(hval).encode()
+            out.append(Read(mtopic, key, dvalue, headers, value))
         assert not pending, f"did not reach the end of {pending}"
         return out
     finally:

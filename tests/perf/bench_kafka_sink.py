@@ -27,7 +27,14 @@ from service.plugin_api import (
     TxnInfo,
 )
 from tests.fixtures.services import ensure_service
-from tests.integration.avro_kafka_support import Harness, col, make_settings, unique
+from tests.integration.avro_kafka_support import (
+    Harness,
+    col,
+    constant,
+    make_settings,
+    text_of,
+    unique,
+)
 
 REL = RelationInfo(
     18000, "public", "bench", "d", ("id",),
@@ -42,7 +49,7 @@ def make_rows(n: int) -> list[RowChange]:
     out = []
     for i in range(n):
         vals = (i, i % 1000, f"label {i}", Decimal(i) / 100, T0 + dt.timedelta(seconds=i))
-        row = [ColumnValue(c.name, c.type_oid, c.type_name, (lambda v=v: v), (lambda: None))
+        row = [ColumnValue(c.name, c.type_oid, c.type_name, constant(v), text_of(None))
                for c, v in zip(REL.columns, vals, strict=True)]
         out.append(RowChange(ChangeOp.INSERT, 0x1000 + i, REL, row, None, False))
     return out
