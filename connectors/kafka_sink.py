@@ -44,6 +44,12 @@ source transaction into an open Kafka transaction, stream_abort → abort_transa
 not implemented: with one Kafka transaction per slot it would block every other
 transaction behind the streamed one anyway.
 
+Driver protocol: `sink = KafkaSink(settings, on_committed)`; `last = sink.start()`
+(resume at `last.restart_lsn`, skip commits with end LSN <= `last.confirmed_lsn`); the
+plugin context's writer is `sink.write`; after each plugin `commit` callback (or
+heartbeat) `sink.end_source_txn(end_lsn, restart_lsn, schema_version)`; `sink.poll()`
+while idle; `sink.close()` on SIGTERM.
+
 Non-transactional logical messages are written into the current batch and committed
 with it; they carry no commit LSN, so a crash between their decoding and the next
 committed offset can publish them again after restart (at-least-once).
@@ -270,11 +276,11 @@ class KafkaSink:
 
         Returns True when a Kafka transaction was committed.
         """
+        if self._pending is None and not self._in_txn:
+            self._opened_at = time.monotonic()  # a batch of offset-only transactions starts
         self._pending = OffsetRecord(self.slot, confirmed_lsn, restart_lsn, schema_version,
                                      int(time.time() * 1000))
         self._txns += 1
-        if not self._in_txn:
-            self._opened_at = time.monotonic()
         if (self._txns >= self.max_batch_txns or self._bytes >= self.max_batch_bytes
                 or time.monotonic() - self._opened_at >= self.max_batch_age_s):
             self.flush()
