@@ -641,8 +641,58 @@ class XLogReader:
 
     def _decode(self, raw: RawRecord) -> XLogRecord:
         lsn, end_lsn, tot_len, xid, prev, info, rmid, crc, buf, off = raw
-        fmt = self._fmt if self._fmt is not None else DEFAULT_FORMAT
         p = off + SIZE_OF_XLOG_RECORD
+        if tot_len >= _MIN_ONE_BLOCK:
+            # The commonest shape (a heap insert/update/delete without page image):
+            # block 0 with data and its own relation, then short main data, nothing
+            # else. One unpack parses every header; tot_len must then account for
+            # exactly the two payloads, which is the general path's final check.
+            block_id, flags, data_len, key, blk, main_id, main_len = _unpack_one_block(buf, p)
+            if (
+                not block_id
+                and main_id == XLR_BLOCK_ID_DATA_SHORT
+                and flags & _ONE_BLOCK_FLAGS_MASK == BKPBLOCK_HAS_DATA
+                and data_len
+                and tot_len == _MIN_ONE_BLOCK + data_len + main_len
+            ):
+                locators = self._locators
+                loc = locators.get(key)
+                if loc is None:
+                    loc = RelFileLocator(*_LOCATOR.unpack(key))
+                    if len(locators) < 4096:
+                        locators[key] = loc
+                p += _ONE_BLOCK_HEADERS
+                data_end = p + data_len
+                return _new_record(
+                    lsn,
+                    end_lsn,
+                    tot_len,
+                    xid,
+                    prev,
+                    info,
+                    rmid,
+                    crc,
+                    buf[data_end : data_end + main_len] if main_len else b"",
+                    (
+                        _new_blockref(
+                            0,
+                            loc,
+                            flags & BKPBLOCK_FORK_MASK,
+                            blk,
+                            flags,
+                            buf[p:data_end],
+                            None,
+                            False,
+                            0,
+                            0,
+                            0,
+                            0,
+                        ),
+                    ),
+                    None,
+                    None,
+                )
+        fmt = self._fmt if self._fmt is not None else DEFAULT_FORMAT
         remaining = tot_len - SIZE_OF_XLOG_RECORD
         datatotal = 0
         origin: int | None = None
@@ -821,6 +871,15 @@ class XLogReader:
             toplevel,
             origin,
         )
+
+
+# XLogRecordBlockHeader (id, fork_flags, data_length), RelFileLocator (kept as the
+# 12-byte cache key), BlockNumber, then XLR_BLOCK_ID_DATA_SHORT and its length byte.
+_ONE_BLOCK = struct.Struct("<BBH12sIBB")
+_unpack_one_block = _ONE_BLOCK.unpack_from
+_ONE_BLOCK_HEADERS = _ONE_BLOCK.size  # 22
+_MIN_ONE_BLOCK = SIZE_OF_XLOG_RECORD + _ONE_BLOCK_HEADERS
+_ONE_BLOCK_FLAGS_MASK = BKPBLOCK_HAS_IMAGE | BKPBLOCK_HAS_DATA | BKPBLOCK_SAME_REL
 
 
 def _short(lsn: int) -> WalCorruptionError:
