@@ -8,7 +8,8 @@ RUN pip install --no-cache-dir --prefix=/install .
 
 FROM python:3.11-slim-bookworm
 ENV PYTHONUNBUFFERED=1 \
-    PGCDC_DECODING__STATE_DIR=/var/lib/pgcdc/state
+    PGCDC_DECODING__STATE_DIR=/var/lib/pgcdc/state \
+    PGCDC_SCHEMAS_DIR=/opt/pgcdc/schemas
 COPY --from=build /install /usr/local
 COPY schemas /opt/pgcdc/schemas
 RUN useradd --system --uid 10001 --home-dir /var/lib/pgcdc --create-home pgcdc

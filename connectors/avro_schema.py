@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -66,7 +67,9 @@ from typing import Any
 from service.errors import PluginError
 from service.plugin_api import UNCHANGED_TOAST, ColumnMeta, ColumnValue, RelationInfo
 
-SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
+# The repository's schemas/ (a checkout), or where an image put them (PGCDC_SCHEMAS_DIR).
+SCHEMA_DIR = Path(os.environ.get("PGCDC_SCHEMAS_DIR",
+                                 Path(__file__).resolve().parents[1] / "schemas"))
 DEBEZIUM_VERSION = "2.7.0.Final"  # the Debezium release whose formats these mirror
 CONNECTOR = "postgresql"
 UNAVAILABLE = "__debezium_unavailable_value"
