@@ -55,6 +55,11 @@ from service.walrecord import RelFileLocator, XLogRecord
 
 WAL_LEVEL_LOGICAL = 2
 
+# bound once for the per-record hot path in Decoder.decode
+_RM_HEAP_ID = rt.RM_HEAP_ID
+_XLOG_HEAP_OPMASK = rt.XLOG_HEAP_OPMASK
+_decode_insert = heap.decode_insert
+
 # CheckPoint (pg_control.h), x86-64 layout. PG17 put wal_level into what was padding
 # after fullPageWrites, so every later offset is the same in PG15..18:
 # redo, ThisTimeLineID, PrevTimeLineID, fullPageWrites, wal_level, nextXid (64-bit),
@@ -126,9 +131,9 @@ class Decoder:
     def decode(self, record: XLogRecord) -> list[Event]:
         """Events for one record, as LogicalDecodingProcessRecord dispatches it."""
         rmid = record.rmid
-        if rmid == rt.RM_HEAP_ID and not record.info & rt.XLOG_HEAP_OPMASK:
+        if rmid == _RM_HEAP_ID and not record.info & _XLOG_HEAP_OPMASK:
             # hot path: XLOG_HEAP_INSERT (+INIT) is DECODED in every version's table
-            return heap.decode_insert(record)
+            return _decode_insert(record)
         handler = self._dispatch.get(rmid)
         if handler is not None:
             return handler(record)

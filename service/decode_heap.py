@@ -89,6 +89,8 @@ _NEW_CID = struct.Struct("<IIIIIIIHHH")
 
 _unpack_header = _HEAP_HEADER.unpack_from
 _unpack_insert = _INSERT.unpack_from
+_INSERT_KIND = ChangeKind.INSERT
+_SPEC_INSERT = ChangeKind.SPEC_INSERT
 
 
 # Construction twins (as in xlogreader): RawTuple and HeapChange are frozen slotted
@@ -196,8 +198,9 @@ def decode_insert(record: XLogRecord) -> list[Event]:
     # raw_heap_insert (rewrites) and catalogs log no tuple: nothing to queue
     if not flags & XLH_INSERT_CONTAINS_NEW_TUPLE:
         return []
-    ref = _block0(record, "heap insert")
-    kind = ChangeKind.SPEC_INSERT if flags & XLH_INSERT_IS_SPECULATIVE else ChangeKind.INSERT
+    blocks = record.blocks
+    ref = blocks[0] if blocks and not blocks[0].block_id else _block0(record, "heap insert")
+    kind = _SPEC_INSERT if flags & XLH_INSERT_IS_SPECULATIVE else _INSERT_KIND
     data = ref.data
     if len(data) < SIZE_OF_HEAP_HEADER:
         raise DecodeError(
@@ -218,7 +221,7 @@ def decode_insert(record: XLogRecord) -> list[Event]:
             None,
             False,
             True,
-            bool(flags & XLH_INSERT_ON_TOAST_RELATION),
+            flags & XLH_INSERT_ON_TOAST_RELATION != 0,
             record.origin,
         )
     ]
