@@ -41,10 +41,15 @@ Guarantees:
   chunk_id is absent from `toast` is a value the change did not log: unchanged.
 - **Speculative insert.** A SPEC_INSERT is held until SPEC_CONFIRM (then handed on as
   an INSERT) or SPEC_ABORT (dropped), as ReorderBufferProcessTXN does.
-- **Counters** (`stats`) follow pg_stat_replication_slots: `spill_txns` counts a
-  (sub)transaction the first time it is spilled, `spill_count` each spill of a
-  (sub)transaction that wrote something, `spill_bytes` the size of what was spilled;
-  `stream_txns`, `stream_count`, `stream_bytes` likewise for streaming runs (a run also
+- **Counters** (`stats`) follow pg_stat_replication_slots: `spill_count` counts each
+  spill of a (sub)transaction that wrote something, `spill_bytes` the size of what was
+  spilled, and `spill_txns` such a spill of a (sub)transaction not yet flagged
+  `serialized` or `serialized_clear`. As in ReorderBufferSerializeTXN, a spill flags
+  every (sub)transaction it visits (a top-level one visits all its known children),
+  written or empty, and a streamed run turns `serialized` into `serialized_clear`
+  (ReorderBufferTruncateTXN); so a child that was empty when its parent spilled is
+  never counted, and `spill_txns` can be less than the number of xids written;
+  `stream_txns`, `stream_count`, `stream_bytes` count streamed runs alike (a run also
   happens at the commit of a streamed transaction, as in ReorderBufferStreamCommit;
   `stream_bytes` counts the in-memory part, as PostgreSQL does); `total_txns` counts
   top-level transactions handed to the sink (a streamed one once), `total_bytes` the
@@ -534,7 +539,12 @@ class ReorderBuffer:
         return largest
 
     def _serialize_txn(self, txn: ReorderBufferTXN) -> None:
-        """ReorderBufferSerializeTXN: spill its (and its children's) in-memory changes."""
+        """ReorderBufferSerializeTXN: spill its (and its children's) in-memory changes.
+
+        Every (sub)transaction visited is flagged, even with nothing to write, and
+        spill_txns skips a flagged one later, as PostgreSQL does (pg_stat_replication_slots
+        agrees; tests/service/test_reorderbuffer_spill_txns_vs_pg.py shows it).
+        """
         for sub in txn.subtxns:
             self._serialize_txn(sub)
         if txn.changes:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from service.errors import ConfigError, DecodeError
 from service.events import ChangeKind, CheckpointEvent
 from service.reorderbuffer import (
+    Change,
     InternalChange,
     ReorderBuffer,
     ReorderBufferSettings,
@@ -145,7 +147,8 @@ def test_spill_and_restore_in_batches(tmp_path: Path) -> None:
     assert emitted(sink) == list(range(1, 51))
     assert rb.stats.spill_txns == 1
     assert rb.stats.spill_count == len(store.writes)
-    assert rb.stats.spill_bytes == sum(change_size(c) for _, b in store.writes for c in b)  # type: ignore[arg-type]
+    written = [cast(Change, c) for _, batch in store.writes for c in batch]
+    assert rb.stats.spill_bytes == sum(change_size(c) for c in written)
     assert rb.stats.total_bytes == 50 * one
     assert store.files() == []
     assert rb.peak_memory_bytes <= 1000 + one
@@ -165,6 +168,61 @@ def test_spilled_subtransactions_merge_with_memory(tmp_path: Path) -> None:
     assert emitted(sink) == [n for n in range(1, 31) if n % 3 != 0]
     assert store.files() == []
     assert rb.stats.spill_txns >= 2
+
+
+def test_empty_subtransaction_flagged_by_parent_spill_is_not_counted(tmp_path: Path) -> None:
+    """spill_txns follows ReorderBufferSerializeTXN's flags, not the xids written: the
+    parent's spill visits (and flags) an empty known subtransaction, so that one's own
+    later spill is not counted, as on the server (two xids written, one counted)."""
+    rb, _, store = make_buffer(tmp_path, work_mem=1000)
+    # A known child with nothing queued yet (on the server: its first record was a row
+    # lock, which carries the top-level xid, so ReorderBufferAssignChild ran).
+    rb.assign_child(1, 3, 1)
+    lsn = 1
+    while not store.writes:  # the parent grows until it is spilled
+        lsn += 1
+        rb.queue_change(1, lsn, heap(1, lsn))
+    assert [xid for xid, _ in store.writes] == [1]
+    child = rb.get_txn(3)
+    assert child is not None and child.serialized and child.spilled == 0
+    while len(store.writes) == 1:  # now the child alone is the largest
+        lsn += 1
+        rb.queue_change(3, lsn, heap(3, lsn))
+    assert store.writes[-1][0] == 3
+    assert rb.stats.spill_txns == 1
+    rb.commit(1, lsn + 1, lsn + 2, 0, subxids=(3,))
+    assert {xid for xid, _ in store.writes} == {1, 3}
+    assert rb.stats.spill_txns == 1
+    assert rb.stats.spill_count == len(store.writes)
+    assert store.files() == []
+
+
+def test_serialized_clear_after_streaming_is_not_counted_again(tmp_path: Path) -> None:
+    """The property test's counterexample (work_mem 1, streaming): the parent's spill
+    flags the empty child 102, the streamed run turns both flags into
+    RBTXN_IS_SERIALIZED_CLEAR (ReorderBufferTruncateTXN), and 102's first own spill is
+    not counted: spill_txns 1 for two xids written, as PostgreSQL counts it."""
+    rb, sink, store = make_buffer(tmp_path, work_mem=1, restore_batch=1, can_stream=True)
+    rb.process_xid(100, 1008)
+    rb.process_xid(101, 1016)
+    rb.assign_child(100, 102, 1016)
+    rb.queue_change(102, 1024, heap(102, 1024, data=b"m0", clear=False))
+    rb.queue_change(102, 1024, heap(102, 1024, data=b"m1"))
+    assert sink.names().count("stream_start") == 2  # both streamed, 102 now empty
+    rb.queue_change(100, 1032, toast_insert(100, 1032, 1, 0, b"\x01" * 3))
+    assert [xid for xid, _ in store.writes] == [100]  # partial row: spilled, not streamed
+    rb.queue_change(100, 1040, heap(100, 1040, data=b"main"))  # complete: streamed
+    for txn in (rb.get_txn(100), rb.get_txn(102)):
+        assert txn is not None and not txn.serialized and txn.serialized_clear
+    rb.queue_change(102, 1048, toast_insert(102, 1048, 2, 0, b"\x02" * 3))
+    rb.queue_change(102, 1056, heap(102, 1056, data=b"main"))
+    rb.commit(100, 1064, 1072, 0, subxids=(102,))
+    assert [xid for xid, _ in store.writes] == [100, 100, 102, 102]
+    stats = rb.stats
+    assert (stats.spill_txns, stats.spill_count, stats.spill_bytes) == (1, 4, 550)
+    assert (stats.stream_txns, stats.stream_count) == (1, 5)  # 4 runs + the commit run
+    assert sink.names()[-1] == "stream_commit"
+    assert store.files() == []
 
 
 def test_streaming_large_transaction(tmp_path: Path) -> None:
@@ -195,9 +253,9 @@ def test_streamed_subtransaction_abort(tmp_path: Path) -> None:
         rb.queue_change(2, lsn, heap(2, lsn))
     assert "stream_start" in sink.names()
     rb.abort(2, 50)
-    assert sink.log[-1] == ("stream_abort", 1, 50, 2)
+    assert sink.log.pop() == ("stream_abort", 1, 50, 2)
     rb.abort(1, 60)
-    assert sink.log[-1] == ("stream_abort", 1, 60, None)
+    assert sink.log.pop() == ("stream_abort", 1, 60, None)
     assert rb.txn_count == 0
 
 

@@ -9,6 +9,14 @@ internal changes, with memory limits from one change to unlimited and streaming 
 off. A consumer rebuilds committed transactions from the sink's callbacks (applying
 stream_abort of subtransactions) and must get exactly the oracle: committed
 transactions in commit order, each the LSN-sorted changes of its surviving parts.
+
+The slot counters are predicted from the callbacks and spill writes alone. `spill_txns`
+follows PostgreSQL's exact rule, not "distinct xids written": ReorderBufferSerializeTXN
+counts a write unless the (sub)transaction is already flagged RBTXN_IS_SERIALIZED or
+RBTXN_IS_SERIALIZED_CLEAR, and it flags every (sub)transaction it visits (a top-level
+one visits all its known subtransactions), whether it wrote anything for it or not;
+ReorderBufferTruncateTXN (after a streamed run) turns SERIALIZED into SERIALIZED_CLEAR.
+So a subtransaction that was empty when its parent spilled is never counted.
 """
 
 from __future__ import annotations
@@ -184,6 +192,10 @@ def run(data: st.DataObject, tmp: Path, params: tuple[int, bool, bool, int, int]
     max_change = 0
     max_inputs = 1
     seen = 0
+    # The RBTXN_IS_SERIALIZED / RBTXN_IS_SERIALIZED_CLEAR flags, as the log implies them.
+    serialized: set[int] = set()
+    serialized_clear: set[int] = set()
+    spill_txns = 0
 
     def next_xid() -> int:
         xid = state["xid"]
@@ -195,12 +207,37 @@ def run(data: st.DataObject, tmp: Path, params: tuple[int, bool, bool, int, int]
         state["lsn"] += 8
         return state["lsn"]
 
+    def known_subs(xid: int) -> list[int]:
+        """The subtransactions the buffer has linked to xid (none unless top-level)."""
+        tx = txns.get(xid)
+        return [] if tx is None else [s for s in tx.subs if s not in tx.late]
+
+    def spill_flags(entry: tuple[Any, ...]) -> None:
+        """Mirror the flags behind spill_txns (ReorderBufferSerializeTXN,
+        ReorderBufferIterTXNInit, ReorderBufferTruncateTXN)."""
+        nonlocal spill_txns
+        name, xid = entry[0], entry[1]
+        if name == "spill_write":
+            if xid not in serialized and xid not in serialized_clear:
+                spill_txns += 1
+            # The recursion visited (and flagged) every child, spilled or empty.
+            serialized.update([xid, *known_subs(xid)])
+        elif name == "stream_start":
+            family = [xid, *known_subs(xid)]
+            if xid in serialized:  # IterTXNInit serializes the rest, children too
+                serialized.update(family)
+            for part in family:  # the streamed run ends in ReorderBufferTruncateTXN
+                if part in serialized:
+                    serialized.discard(part)
+                    serialized_clear.add(part)
+
     def drain(commit_op: bool = False) -> None:
         """Account what the buffer handed on since the last call."""
         nonlocal seen, processed_bytes, stream_commit_ops, stream_starts_in_commit_ops
         new = log[seen:]
         seen = len(log)
         for entry in new:
+            spill_flags(entry)
             if entry[0] in ("stream_start", "begin", "begin_prepare"):
                 processed_bytes += sum(size for _, size in pending.pop(entry[1], []))
         if commit_op and any(e[0] in ("stream_commit", "stream_prepare") for e in new):
@@ -307,8 +344,8 @@ def run(data: st.DataObject, tmp: Path, params: tuple[int, bool, bool, int, int]
                             chunk = bytes([cid % 256]) * size
                             queue(tx, target, toast_insert(target, next_lsn(), cid, seq, chunk))
                 if op == "toast":
-                    kind = data.draw(st.sampled_from([ChangeKind.INSERT, ChangeKind.UPDATE]))
-                    queue(tx, target, heap(target, next_lsn(), kind, b"main"))
+                    main = data.draw(st.sampled_from([ChangeKind.INSERT, ChangeKind.UPDATE]))
+                    queue(tx, target, heap(target, next_lsn(), main, b"main"))
                 else:
                     queue(tx, target, heap(target, next_lsn(), ChangeKind.SPEC_INSERT, b"s"))
                     end = data.draw(
@@ -332,6 +369,7 @@ def run(data: st.DataObject, tmp: Path, params: tuple[int, bool, bool, int, int]
             tx = data.draw(st.sampled_from(open_txns), label="txn")
             if op == "commit":
                 end_subs(tx)
+                tx.late.clear()  # ReorderBufferCommitChild links them before the replay
                 commit_order(tx)
                 lsn = next_lsn()
                 rb.commit(tx.xid, lsn, lsn + 8, 0, subxids=tuple(tx.subs))
@@ -418,7 +456,8 @@ def run(data: st.DataObject, tmp: Path, params: tuple[int, bool, bool, int, int]
     assert stats.total_txns == len(begins) + len(streamed)
     assert stats.stream_count == len(starts) - stream_starts_in_commit_ops + stream_commit_ops
     assert stats.spill_count == len(writes)
-    assert stats.spill_txns == len({e[1] for e in writes})
+    assert stats.spill_txns == spill_txns <= len({e[1] for e in writes})
+    assert (spill_txns > 0) == bool(writes)
     assert stats.spill_bytes == sum(change_size(c) for e in writes for c in e[2])
     assert stats.total_bytes == processed_bytes
     assert 0 <= stats.stream_bytes <= stats.total_bytes
