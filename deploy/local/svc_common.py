@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import fcntl
 import os
 import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,6 +102,29 @@ def kill_pid_file(pid_file: Path, timeout: float = 30.0) -> None:
             continue
         break
     pid_file.unlink(missing_ok=True)
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock on `path` (created if missing) for the block's duration,
+    so two `up` calls at once start one process."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def pid_running(pid_file: Path, marker: str) -> bool:
+    """True when pid_file names a live process whose command line contains `marker`."""
+    try:
+        pid = int(pid_file.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return False
+    return marker.encode() in cmdline
 
 
 class Service(abc.ABC):

@@ -25,16 +25,13 @@ Standard library only: this runs before the project's venv exists.
 from __future__ import annotations
 
 import base64
-import fcntl
 import os
 import socket
 import struct
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from svc_common import CACHE, Service, java_bin, kill_pid_file, run, spawn
+from svc_common import CACHE, Service, file_lock, java_bin, kill_pid_file, pid_running, run, spawn
 
 VERSION = os.environ.get("PGCDC_KAFKA_VERSION", "4.1.1")
 # Kafka 4.1 depends on slf4j 1.7.x; its own distribution binds it to log4j2 this way.
@@ -96,27 +93,6 @@ _JVM_OPTS = [
     "-Djava.awt.headless=true",
 ]
 
-
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive flock on `path` (created if missing) for the block's duration."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _pid_running(pid_file: Path, marker: str) -> bool:
-    """True when pid_file names a live process whose command line contains `marker`."""
-    try:
-        pid = int(pid_file.read_text().strip())
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, ValueError):
-        return False
-    return marker.encode() in cmdline
 
 
 def _kafka_string(value: str) -> bytes:
@@ -183,7 +159,7 @@ class Kafka(Service):
 
     def install(self) -> None:
         java_bin()
-        with _file_lock(self.runtime_dir() / ".lock"):
+        with file_lock(self.runtime_dir() / ".lock"):
             if self._cached_classpath() is not None:
                 return
             pom = self.runtime_dir() / "pom.xml"
@@ -237,8 +213,8 @@ class Kafka(Service):
         if classpath is None:
             raise RuntimeError("kafka: not installed (no cached classpath); run install() first")
         self.home().mkdir(parents=True, exist_ok=True)
-        with _file_lock(self.home() / ".lock"):
-            if _pid_running(self.pid_file(), MAIN_CLASS):
+        with file_lock(self.home() / ".lock"):
+            if pid_running(self.pid_file(), MAIN_CLASS):
                 return  # another `up` started it; wait_healthy() will wait for it
             config = self._write_config()
             if not (self.home() / "data" / "meta.properties").exists():

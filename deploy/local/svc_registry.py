@@ -22,18 +22,15 @@ Standard library only: this runs before the project's venv exists.
 
 from __future__ import annotations
 
-import fcntl
 import http.client
 import os
 import shutil
 import tarfile
 import tempfile
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from svc_common import CACHE, Service, java_bin, kill_pid_file, run, spawn
+from svc_common import CACHE, Service, file_lock, java_bin, kill_pid_file, pid_running, run, spawn
 
 VERSION = os.environ.get("PGCDC_REGISTRY_VERSION", "3.0.9")
 ARTIFACT = f"io.apicurio:apicurio-registry-app:{VERSION}:tar.gz:all"
@@ -54,27 +51,6 @@ _ENV = {
     "APICURIO_REST_DELETION_ARTIFACT_VERSION_ENABLED": "true",
 }
 
-
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive flock on `path` (created if missing) for the block's duration."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _pid_running(pid_file: Path, marker: str) -> bool:
-    """True when pid_file names a live process whose command line contains `marker`."""
-    try:
-        pid = int(pid_file.read_text().strip())
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, ValueError):
-        return False
-    return marker.encode() in cmdline
 
 
 def _m2_repository() -> Path:
@@ -108,7 +84,7 @@ class Registry(Service):
 
     def install(self) -> None:
         java_bin()
-        with _file_lock(CACHE / f".apicurio-registry-{VERSION}.lock"):
+        with file_lock(CACHE / f".apicurio-registry-{VERSION}.lock"):
             if self.runner() is not None:
                 return
             tarball = (_m2_repository() / "io" / "apicurio" / "apicurio-registry-app" / VERSION
@@ -133,8 +109,8 @@ class Registry(Service):
         if runner is None:
             raise RuntimeError("registry: not installed; run install() first")
         self.home().mkdir(parents=True, exist_ok=True)
-        with _file_lock(self.home() / ".lock"):
-            if _pid_running(self.pid_file(), MARKER):
+        with file_lock(self.home() / ".lock"):
+            if pid_running(self.pid_file(), MARKER):
                 return  # another `up` started it; wait_healthy() will wait for it
             env = dict(os.environ, **_ENV)
             cmd = [java_bin(), "-Xms128m", "-Xmx512m", "-Djava.awt.headless=true",
