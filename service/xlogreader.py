@@ -57,6 +57,7 @@ from service.walformat import (
     BLCKSZ,
     DEFAULT_FORMAT,
     DEFAULT_SEGMENT_SIZE,
+    MAXALIGN,
     RM_XLOG_ID,
     SIZE_OF_LONG_PHD,
     SIZE_OF_SHORT_PHD,
@@ -113,6 +114,22 @@ _SPLITTERS: dict[int, _Splitter] = {}
 def _splitter(tot_len: int) -> _Splitter:
     fmt = f"<{SIZE_OF_XLOG_RECORD}s{tot_len - SIZE_OF_XLOG_RECORD}s"
     entry = _SPLITTERS[tot_len] = (struct.Struct(fmt).unpack_from, _maxalign(tot_len))
+    return entry
+
+
+# tot_len -> (unpack_from returning the 24-byte header and body of an in-page record
+# followed by xl_tot_len, xl_xid, xl_prev, xl_info, xl_rmid of the record after it,
+# MAXALIGN(tot_len)): the walk carries the next header's fields instead of unpacking
+# them again. Reads _NEXT_FIELDS bytes past the aligned end of the record.
+_Chained = tuple[Callable[[bytes, int], tuple[bytes, bytes, int, int, int, int, int]], int]
+_CHAINED: dict[int, _Chained] = {}
+_NEXT_FIELDS = _REC_HDR_NO_CRC.size
+
+
+def _chained_splitter(tot_len: int) -> _Chained:
+    pad = -tot_len & (MAXALIGN - 1)
+    fmt = f"<{SIZE_OF_XLOG_RECORD}s{tot_len - SIZE_OF_XLOG_RECORD}s{pad}xIIQBB"
+    entry = _CHAINED[tot_len] = (struct.Struct(fmt).unpack_from, tot_len + pad)
     return entry
 
 
@@ -345,6 +362,7 @@ class XLogReader:
         unpack_rec = _REC_HDR.unpack_from
         unpack_hdr = _REC_HDR_NO_CRC.unpack_from
         splitters = _SPLITTERS
+        chained = _CHAINED
         crc_value = _crc_value
         crc_extend = _crc_extend
         pos = self._next
@@ -375,7 +393,34 @@ class XLogReader:
                     lim -= base
                     lim_hdr = lim - hdr_size
                     off = pos - base
-                    if headers_only:
+                    if headers_only and verify and lim + _NEXT_FIELDS <= blen:
+                        # As below, but one C call per record takes its header and body
+                        # (for the CRC) and the next record's header fields.
+                        in_walk = True
+                        if off <= lim_hdr:
+                            tot_len, xid, prev, info, rmid = unpack_hdr(buf, off)
+                            while True:
+                                if tot_len < hdr_size or prev != last or not rmid or rmid > rm_max:
+                                    break
+                                try:
+                                    csplit, size = chained[tot_len]
+                                except KeyError:
+                                    if tot_len > blcksz:
+                                        break
+                                    csplit, size = _chained_splitter(tot_len)
+                                nxt = off + size
+                                if nxt > lim:
+                                    break
+                                head, body, ntot, nxid, nprev, ninfo, nrmid = csplit(buf, off)
+                                if crc_extend(crc_value(body), head) != CRC32C_RESIDUE:
+                                    break
+                                last = base + off
+                                off = nxt
+                                yield last, tot_len, rmid, info, xid  # type: ignore[misc]
+                                if off > lim_hdr:
+                                    break
+                                tot_len, xid, prev, info, rmid = ntot, nxid, nprev, ninfo, nrmid
+                    elif headers_only:
                         # The position is written back when the loop ends, or by the
                         # finally below if the caller stops while the walk is here.
                         in_walk = True

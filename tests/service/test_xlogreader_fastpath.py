@@ -132,12 +132,14 @@ def test_walk_headers_any_chunking(cuts: list[int]) -> None:
 
 
 def test_splitter_cache_is_bounded_by_the_page() -> None:
-    """Only in-page record lengths get a cached splitter."""
+    """Only in-page record lengths get a cached splitter, with their MAXALIGNed size."""
     w = WalWriter()
     w.add(1, 0, 2, record_body(main=b"b" * 30000))  # spans pages: general path
     w.add(1, 0, 3, record_body(main=b"c" * 50))
     list(_reader(w).walk_headers())
     assert all(24 <= n <= XLOG_BLCKSZ for n in xlogreader._SPLITTERS)
+    assert all(24 <= n <= XLOG_BLCKSZ for n in xlogreader._CHAINED)
+    assert all(size == (n + 7) & ~7 for n, (_, size) in xlogreader._CHAINED.items())
 
 
 def test_records_are_real_frozen_dataclasses() -> None:
