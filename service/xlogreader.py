@@ -324,9 +324,8 @@ class XLogReader:
 
     def records(self) -> Iterator[XLogRecord]:
         """Yield every complete record available, fully decoded (DecodeXLogRecord)."""
-        decode = self._decode
-        for raw in self._raw_records():
-            yield decode(raw)
+        # The walk decodes and yields itself: one generator resume per record.
+        return cast("Iterator[XLogRecord]", self._walk())
 
     def walk_headers(self) -> Iterator[HeaderTuple]:
         """Yield `(lsn, tot_len, rmid, info, xid)` per record: pages, headers and CRCs
@@ -336,7 +335,7 @@ class XLogReader:
         brought up to date when the walk leaves a page, pauses for bytes, raises, or is
         closed (a `for` loop that breaks closes it), not after every record."""
         # The walk's own generator, not a delegating one: one frame resume per record.
-        return cast("Iterator[HeaderTuple]", self._raw_records(headers_only=True))
+        return cast("Iterator[HeaderTuple]", self._walk(headers_only=True))
 
     # --- the page/record walk (XLogDecodeNextRecord) ---------------------------------
 
@@ -349,8 +348,8 @@ class XLogReader:
             self._buf = self._buf[drop:]
             self._buf_lsn += drop
 
-    def _raw_records(self, headers_only: bool = False) -> Iterator[RawRecord]:
-        # With headers_only the items are HeaderTuples (walk_headers); typed as RawRecord.
+    def _walk(self, headers_only: bool = False) -> Iterator[XLogRecord | HeaderTuple]:
+        # Yields XLogRecords (records()), or HeaderTuples with headers_only (walk_headers).
         if self.end_of_wal:
             return
         self._trim()
@@ -362,6 +361,7 @@ class XLogReader:
         unpack_rec = _REC_HDR.unpack_from
         unpack_hdr = _REC_HDR_NO_CRC.unpack_from
         splitters = _SPLITTERS
+        decode = self._decode
         chained = _CHAINED
         crc_value = _crc_value
         crc_extend = _crc_extend
@@ -416,7 +416,7 @@ class XLogReader:
                                     break
                                 last = base + off
                                 off = nxt
-                                yield last, tot_len, rmid, info, xid  # type: ignore[misc]
+                                yield last, tot_len, rmid, info, xid
                                 if off > lim_hdr:
                                     break
                                 tot_len, xid, prev, info, rmid = ntot, nxid, nprev, ninfo, nrmid
@@ -445,7 +445,7 @@ class XLogReader:
                                     break
                             last = base + off
                             off = nxt
-                            yield last, tot_len, rmid, info, xid  # type: ignore[misc]
+                            yield last, tot_len, rmid, info, xid
                     else:
                         while off <= lim_hdr:
                             tot_len, xid, prev, info, rmid, crc = unpack_rec(buf, off)
@@ -467,7 +467,9 @@ class XLogReader:
                             roff = off
                             off += size
                             nxt = self._next = base + off
-                            yield last, nxt, tot_len, xid, prev, info, rmid, crc, buf, roff
+                            yield decode(
+                                (last, nxt, tot_len, xid, prev, info, rmid, crc, buf, roff)
+                            )
                     pos = self._next = base + off
                     self._prev = last
                     in_walk = False
@@ -559,9 +561,9 @@ class XLogReader:
                 last = self._prev = pos
                 self._next = nxt
                 if headers_only:
-                    yield pos, tot_len, rmid, info, xid  # type: ignore[misc]
+                    yield pos, tot_len, rmid, info, xid
                 else:
-                    yield pos, nxt, tot_len, xid, prev, info, rmid, crc, rbuf, roff
+                    yield decode((pos, nxt, tot_len, xid, prev, info, rmid, crc, rbuf, roff))
                 pos = nxt
         finally:
             if in_walk:
