@@ -1,0 +1,340 @@
+"""Benchmark (a script, not a test): rows/s of the whole decoding pipeline after the WAL.
+
+One 5-column table (int key, int, text, numeric(12,2), timestamptz) in a fresh database
+on a real server, two workloads: one transaction of `--rows` rows, and `--txns`
+transactions of `--txn-rows` rows. For each, over the same WAL:
+
+- pgcdc with the text plugin (`include-xids` off), from the WAL files in pg_wal to
+  output lines: reader, decoder, reorder buffer, schema history, row decoding, type
+  conversion, plugin;
+- pgcdc with the avro plugin, serialization only: every KafkaRecord is built and
+  serialized, then dropped by the writer (the registry is contacted once per schema);
+- reader + decoder only (records decoded into events, nothing queued), for reference:
+  what the stages before the reorder buffer cost on their own;
+- PostgreSQL's test_decoding on a logical slot over the same WAL
+  (`pg_logical_slot_peek_changes(... upto_lsn)`, counted server-side; the backend's CPU
+  time is read from /proc), with the same options.
+
+pgcdc's figures are the process CPU time (the machine is shared; wall time is printed
+too), best of `--repeat`. The text plugin's output is checked line for line (count and
+SHA-256) against test_decoding's.
+
+    .venv/bin/python tests/perf/bench_pipeline.py [--pg pg15|pg18] [--rows 200000]
+        [--txns 20] [--txn-rows 10000] [--repeat 1] [--only text,avro,reader,pg]
+        [--profile text|avro]
+
+The services must be up (`python deploy/local/services.py up pg15 registry`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import hashlib
+import json
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import psycopg2  # noqa: E402 (after the path set-up above)
+
+from connectors.avro_plugin import AvroPlugin  # noqa: E402 (same)
+from connectors.catalog import parse_lsn  # noqa: E402 (same)
+from connectors.setup import setup, teardown  # noqa: E402 (same)
+from connectors.walsource_dir import detect_segment_size, iter_wal_chunks  # noqa: E402 (same)
+from service.config import Settings  # noqa: E402 (same)
+from service.decode import decoder_for  # noqa: E402 (same)
+from service.pipeline import Session, SessionConfig, force_running_xacts  # noqa: E402 (same)
+from service.text_plugin import TestDecodingPlugin  # noqa: E402 (same)
+from service.xlogreader import XLogReader  # noqa: E402 (same)
+
+TABLE = ("CREATE TABLE bench (id int PRIMARY KEY, n int, label text, amount numeric(12,2), "
+         "at timestamptz) WITH (autovacuum_enabled = off)")
+INSERT = ("INSERT INTO bench SELECT g, g % 1000, 'label ' || g, g / 100.0, "
+          "timestamptz '2024-01-01 00:00:00+00' + g * interval '1 second' "
+          "FROM generate_series({lo}, {hi}) g")
+OPTIONS = {"include-xids": "0"}
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Workload:
+    name: str
+    rows: int
+    start: int  # WAL position before the slot's RUNNING_XACTS and the inserts
+    end: int  # pg_current_wal_lsn() after the last commit
+    slot: str
+
+
+@dataclass
+class Timing:
+    cpu: float
+    wall: float
+    lines: int
+    digest: str
+
+
+def _dsn(pg: dict[str, Any], db: str) -> str:
+    return f"host={pg['host']} port={pg['port']} user={pg['user']} dbname={db}"
+
+
+def _lsn(cur: Any, sql: str) -> int:
+    cur.execute(sql)
+    row = cur.fetchone()
+    assert row is not None
+    return parse_lsn(str(row[0]))
+
+
+def make_workload(pg: dict[str, Any], dsn: str, name: str, txns: int, per_txn: int,
+                  first_id: int) -> Workload:
+    """A test_decoding slot, a forced RUNNING_XACTS, then `txns` inserts of `per_txn`."""
+    conn = psycopg2.connect(dsn)
+    conn.autocommit = True
+    slot = f"bench_{uuid.uuid4().hex[:10]}"
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (slot,))
+        start = _lsn(cur, "SELECT pg_current_wal_insert_lsn()")
+        force_running_xacts(dsn, int(pg["version"]))
+        for t in range(txns):
+            lo = first_id + t * per_txn
+            cur.execute(INSERT.format(lo=lo, hi=lo + per_txn - 1))
+        end = _lsn(cur, "SELECT pg_current_wal_lsn()")
+    conn.close()
+    return Workload(name, txns * per_txn, start, end, slot)
+
+
+class Digest:
+    """Output lines reduced to a count and a SHA-256 (the text plugin's writer)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._h = hashlib.sha256()
+
+    def add(self, line: str) -> None:
+        self.count += 1
+        self._h.update(line.encode())
+        self._h.update(b"\n")
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
+def _pump(session: Session, wal: Path, w: Workload) -> None:
+    """Feed WAL record by record, stopping at the record that reaches `w.end`."""
+    chunks = iter_wal_chunks(wal, w.start, segment_size=detect_segment_size(wal))
+    reader, process = session.reader, session.decoding.process
+    for lsn, data in chunks:
+        reader.feed(data, lsn)
+        for record in reader.records():
+            if record.lsn >= w.end:
+                return
+            if record.lsn >= w.start:
+                process(record)
+            if record.end_lsn >= w.end:
+                return
+    raise AssertionError(f"WAL ended before {w.end:X}")
+
+
+def run_pgcdc(pg: dict[str, Any], dsn: str, w: Workload, plugin_name: str,
+              settings: Settings, profile: bool) -> Timing:
+    wal = Path(pg["pgdata"]) / "pg_wal"
+    out = Digest()
+    dropped = [0]
+    plugin: object
+    writer: Callable[[int, int, Any], None]
+    if plugin_name == "text":
+        plugin = TestDecodingPlugin()
+        def writer(lsn: int, xid: int, data: Any) -> None:
+            out.add(data)
+        options = {**OPTIONS, "server-version": str(pg["version"])}
+    else:
+        plugin = AvroPlugin(settings)
+        def writer(lsn: int, xid: int, data: Any) -> None:
+            dropped[0] += 1
+        options = {}
+    with tempfile.TemporaryDirectory(prefix="pgcdc-bench-spill-") as spill:
+        session = Session(SessionConfig(dsn=dsn, slot=w.slot, spill_dir=Path(spill),
+                                        plugin_options=options),
+                          plugin, plugin_name, writer, version=int(pg["version"]),
+                          start_lsn=w.start, decode_from=w.start)
+        try:
+            prof = cProfile.Profile() if profile else None
+            c0, t0 = time.process_time(), time.monotonic()
+            if prof is not None:
+                prof.enable()
+            _pump(session, wal, w)
+            if prof is not None:
+                prof.disable()
+            cpu, wall = time.process_time() - c0, time.monotonic() - t0
+            if prof is not None:
+                pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+        finally:
+            session.close()
+    if plugin_name == "text":
+        return Timing(cpu, wall, out.count, out.hexdigest())
+    return Timing(cpu, wall, dropped[0], "")
+
+
+def run_reader(pg: dict[str, Any], w: Workload) -> Timing:
+    """XLogReader + decoder into events only (the stages other engineers own)."""
+    wal = Path(pg["pgdata"]) / "pg_wal"
+    reader = XLogReader(w.start & ~8191 if w.start % 8192 else w.start)
+    decode = decoder_for(int(pg["version"])).decode
+    events = 0
+    c0, t0 = time.process_time(), time.monotonic()
+    for lsn, data in iter_wal_chunks(wal, w.start, segment_size=detect_segment_size(wal)):
+        reader.feed(data, lsn)
+        for record in reader.records():
+            if record.lsn >= w.start:
+                for _ in decode(record):
+                    events += 1
+            if record.end_lsn >= w.end:
+                return Timing(time.process_time() - c0, time.monotonic() - t0, events, "")
+    raise AssertionError(f"WAL ended before {w.end:X}")
+
+
+def _backend_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+
+
+def run_server(dsn: str, w: Workload, check: bool) -> Timing:
+    """test_decoding through peek_changes (the slot is kept for the next run)."""
+    conn = psycopg2.connect(dsn)
+    conn.autocommit = True
+    args: list[str] = []
+    for k, v in OPTIONS.items():
+        args += [k, v]
+    marks = ", ".join(["%s"] * len(args))
+    upto = f"{w.end >> 32:X}/{w.end & 0xFFFFFFFF:X}"
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        row = cur.fetchone()
+        assert row is not None
+        pid = int(row[0])
+        c0, t0 = _backend_cpu(pid), time.monotonic()
+        cur.execute(f"SELECT count(*) FROM pg_logical_slot_peek_changes(%s, %s, NULL, {marks})",
+                    (w.slot, upto, *args))
+        row = cur.fetchone()
+        assert row is not None
+        lines = int(row[0])
+        cpu, wall = _backend_cpu(pid) - c0, time.monotonic() - t0
+    digest = ""
+    if check:
+        out = Digest()
+        conn.autocommit = False
+        with conn.cursor(name="changes") as changes:
+            changes.itersize = 10_000
+            changes.execute(
+                f"SELECT data FROM pg_logical_slot_peek_changes(%s, %s, NULL, {marks})",
+                (w.slot, upto, *args))
+            for (line,) in changes:
+                out.add(line)
+        conn.commit()
+        digest = out.hexdigest()
+    conn.close()
+    return Timing(cpu, wall, lines, digest)
+
+
+def _best(runs: list[Timing]) -> Timing:
+    return min(runs, key=lambda t: t.cpu)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pg", default="pg15", choices=["pg15", "pg18"])
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--txns", type=int, default=20)
+    parser.add_argument("--txn-rows", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--only", default="text,avro,reader,pg")
+    parser.add_argument("--profile", choices=["text", "avro"], default=None,
+                        help="print a cProfile of one run of this plugin per workload")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+
+    env = json.loads(subprocess.check_output(
+        [sys.executable, str(ROOT / "deploy/local/services.py"), "env"], cwd=ROOT))
+    pg = env[args.pg]
+    settings = Settings(
+        source={"slot": "bench", "dbname": "bench"},
+        kafka={"bootstrap_servers": env["kafka"]["bootstrap"],
+               "topic_prefix": f"bench{uuid.uuid4().hex[:8]}"},
+        registry={"url": env["registry"]["url"]},
+    )
+    db = f"bench_{uuid.uuid4().hex[:10]}"
+    admin = psycopg2.connect(_dsn(pg, "postgres"))
+    admin.autocommit = True
+    admin.cursor().execute(f"CREATE DATABASE {db}")
+    dsn = _dsn(pg, db)
+    phys = f"{db}_phys"
+    workloads: list[Workload] = []
+    ok = True
+    try:
+        setup(dsn, phys)
+        conn = psycopg2.connect(dsn)
+        conn.autocommit = True
+        conn.cursor().execute(TABLE)
+        conn.close()
+        t0 = time.monotonic()
+        workloads.append(make_workload(pg, dsn, f"1 txn x {args.rows:,} rows", 1, args.rows, 1))
+        workloads.append(make_workload(pg, dsn, f"{args.txns} txns x {args.txn_rows:,} rows",
+                                       args.txns, args.txn_rows, args.rows + 1))
+        print(f"PostgreSQL {pg['version']}, table bench(int pk, int, text, numeric(12,2), "
+              f"timestamptz); workloads written in {time.monotonic() - t0:.1f} s; "
+              f"rows/s on CPU time, best of {args.repeat}")
+        for w in workloads:
+            print(f"\n{w.name}  (WAL {w.end - w.start:,} bytes)")
+            server = None
+            if "pg" in only:
+                server = _best([run_server(dsn, w, check=(i == 0 and "text" in only))
+                                for i in range(args.repeat)])
+                print(f"  {'test_decoding (server)':<28}{w.rows / server.cpu:>12,.0f} rows/s"
+                      f"  cpu {server.cpu:6.2f} s  wall {server.wall:6.2f} s  "
+                      f"{server.lines:,} lines")
+            if "reader" in only:
+                r = _best([run_reader(pg, w) for _ in range(args.repeat)])
+                print(f"  {'pgcdc reader+decode only':<28}{w.rows / r.cpu:>12,.0f} rows/s"
+                      f"  cpu {r.cpu:6.2f} s  wall {r.wall:6.2f} s  {r.lines:,} events")
+            for name in ("text", "avro"):
+                if name not in only:
+                    continue
+                runs = [run_pgcdc(pg, dsn, w, name, settings, profile=False)
+                        for _ in range(args.repeat)]
+                t = _best(runs)
+                same = ""
+                if name == "text" and server is not None and server.digest:
+                    equal = t.lines == server.lines and t.digest == server.digest
+                    ok = ok and equal
+                    same = "  output identical to test_decoding" if equal else \
+                        "  OUTPUT DIFFERS from test_decoding"
+                print(f"  {'pgcdc ' + name + ' plugin':<28}{w.rows / t.cpu:>12,.0f} rows/s"
+                      f"  cpu {t.cpu:6.2f} s  wall {t.wall:6.2f} s  {t.lines:,} "
+                      f"{'lines' if name == 'text' else 'records'}{same}")
+                if args.profile == name:
+                    run_pgcdc(pg, dsn, w, name, settings, profile=True)
+    finally:
+        conn = psycopg2.connect(dsn)
+        conn.autocommit = True
+        for w in workloads:
+            conn.cursor().execute("SELECT pg_drop_replication_slot(%s)", (w.slot,))
+        conn.close()
+        teardown(dsn, phys)
+        admin.cursor().execute(f"DROP DATABASE {db} WITH (FORCE)")
+        admin.close()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
