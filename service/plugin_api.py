@@ -62,16 +62,60 @@ class _Unchanged:
 UNCHANGED_TOAST = _Unchanged()
 
 
+_NOT_YET: Any = object()
+
+
+class ColumnCodec:
+    """How one column's stored datums become values and text.
+
+    One codec serves every row of a table definition (`shared`), so plugins may cache
+    per-column work (a printed header, an Avro field plan) keyed by the codec itself.
+    `to_value`/`to_text` take the column's raw datum: the stored bytes for values the
+    row decoder produced (see `service.rowdecode`).
+    """
+
+    __slots__ = ("name", "shared", "to_text", "to_value", "type_name", "type_oid")
+
+    def __init__(
+        self,
+        name: str,
+        type_oid: int,
+        type_name: str,
+        to_value: Callable[[Any], object],
+        to_text: Callable[[Any], str | None],
+        *,
+        shared: bool = True,
+    ) -> None:
+        self.name = name
+        self.type_oid = type_oid
+        self.type_name = type_name  # format_type(oid, NULL), as test_decoding prints it
+        self.to_value = to_value
+        self.to_text = to_text
+        self.shared = shared
+
+
+def _call_value(fns: tuple[Callable[[], object], Callable[[], str | None]]) -> object:
+    return fns[0]()
+
+
+def _call_text(fns: tuple[Callable[[], object], Callable[[], str | None]]) -> str | None:
+    return fns[1]()
+
+
 class ColumnValue:
     """One column of a decoded row.
 
     `value` is the Python value (None for NULL, UNCHANGED_TOAST for an unchanged toasted
     value). `text` is what PostgreSQL's output function prints for it, or None for NULL
     and unchanged values. Both are computed on first use: the Avro plugin never pays
-    for text and the text plugin never pays for Python values.
+    for text and the text plugin never pays for Python values. `is_null` and
+    `unchanged` are known without conversion for rows the row decoder produced.
+
+    `ColumnValue(name, type_oid, type_name, value_fn, text_fn)` builds one from two
+    functions of no arguments; `codec` is then private to it (`shared` False).
     """
 
-    __slots__ = ("_text", "_text_fn", "_value", "_value_fn", "name", "type_name", "type_oid")
+    __slots__ = ("_datum", "_text", "_value", "codec")
 
     def __init__(
         self,
@@ -81,26 +125,48 @@ class ColumnValue:
         value_fn: Callable[[], object],
         text_fn: Callable[[], str | None],
     ) -> None:
-        self.name = name
-        self.type_oid = type_oid
-        self.type_name = type_name  # format_type(oid, NULL), as test_decoding prints it
-        self._value_fn = value_fn
-        self._text_fn = text_fn
+        self.codec = ColumnCodec(name, type_oid, type_name, _call_value, _call_text,
+                                 shared=False)
+        self._datum: Any = (value_fn, text_fn)
         self._value: object = _NOT_YET
         self._text: object = _NOT_YET
 
+    @classmethod
+    def constant(cls, codec: ColumnCodec, value: object, text: str | None) -> ColumnValue:
+        """A value known in advance (NULL, UNCHANGED_TOAST, a column's missing default)."""
+        self = cls.__new__(cls)
+        self.codec = codec
+        self._datum = None
+        self._value = value
+        self._text = text
+        return self
+
+    @property
+    def name(self) -> str:
+        return self.codec.name
+
+    @property
+    def type_oid(self) -> int:
+        return self.codec.type_oid
+
+    @property
+    def type_name(self) -> str:
+        return self.codec.type_name
+
     @property
     def value(self) -> object:
-        if self._value is _NOT_YET:
-            self._value = self._value_fn()
-        return self._value
+        v = self._value
+        if v is _NOT_YET:
+            v = self._value = self.codec.to_value(self._datum)
+        return v
 
     @property
     def text(self) -> str | None:
-        if self._text is _NOT_YET:
-            self._text = self._text_fn()
-        assert self._text is None or isinstance(self._text, str)
-        return self._text
+        t = self._text
+        if t is _NOT_YET:
+            t = self._text = self.codec.to_text(self._datum)
+        assert t is None or isinstance(t, str)
+        return t
 
     @property
     def is_null(self) -> bool:
@@ -111,7 +177,27 @@ class ColumnValue:
         return self.value is UNCHANGED_TOAST
 
 
-_NOT_YET = object()
+class StoredValue(ColumnValue):
+    """A non-NULL stored datum (bytes), converted by its codec on first use.
+
+    Never NULL and never UNCHANGED_TOAST, so `is_null`/`unchanged` cost no conversion.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, codec: ColumnCodec, datum: bytes) -> None:
+        self.codec = codec
+        self._datum = datum
+        self._value = _NOT_YET
+        self._text = _NOT_YET
+
+    @property
+    def is_null(self) -> bool:
+        return False
+
+    @property
+    def unchanged(self) -> bool:
+        return False
 
 
 @dataclass(slots=True, frozen=True)

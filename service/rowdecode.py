@@ -22,13 +22,21 @@ Guarantees:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from service.errors import SchemaMismatchError, UnknownTypeError
 from service.events import HeapChange, RawTuple
-from service.plugin_api import UNCHANGED_TOAST, ColumnMeta, ColumnValue, RelationInfo
+from service.plugin_api import (
+    UNCHANGED_TOAST,
+    ColumnCodec,
+    ColumnMeta,
+    ColumnValue,
+    RelationInfo,
+    StoredValue,
+)
 from service.schema_history import RelClass, SchemaHistory, TableDef
-from service.types.convert import to_python, to_text
+from service.types.convert import simple_functions, to_python, to_text
 from service.types.deform import Column, deform
 from service.types.registry import TypeInfo, TypeRegistry
 from service.types.varlena import ToastPointer, Unchanged, resolve_toast
@@ -50,6 +58,42 @@ def _missing_text(literal: str | None) -> str | None:
     return inner
 
 
+@dataclass(slots=True)
+class _Out:
+    """How one live column of a definition is handed on (dropped columns have none).
+
+    `null`, `unchanged` and `missing` are shared by every row: they are constants.
+    `missing` is set for a column added with a default after some tuples were written
+    (attnum beyond such a tuple's natts). `simple`: the codec's functions never raise
+    UnknownTypeError, so rows need no per-value error context; otherwise each row binds
+    one (`HistoryRows._bound`) with the change's LSN, as the value is converted lazily.
+    """
+
+    attnum: int
+    codec: ColumnCodec
+    info: TypeInfo
+    null: ColumnValue
+    unchanged: ColumnValue
+    missing: ColumnValue | None
+    simple: bool
+
+
+@dataclass(slots=True)
+class _Plan:
+    """A table definition prepared for decoding: resolved once, used for every row.
+
+    `registry` is the type registry the codecs were resolved against; a row decoded
+    with another one (the type cache was invalidated) rebuilds `outs`.
+    """
+
+    rel: RelationInfo
+    table: TableDef  # kept alive: plans are cached by id(table)
+    columns: list[Column]  # for the deformer, dropped included
+    outs: list[_Out | None]  # parallel to `columns`; None for dropped columns
+    registry: TypeRegistry
+    qualified: str
+
+
 class HistoryRows:
     """Schema history + type decoders behind the RowResolver interface."""
 
@@ -66,8 +110,8 @@ class HistoryRows:
         self._type_names = type_names
         self._names: dict[int, str] = {}
         self._unknown_as_text = unknown_as_text
-        # id(TableDef) -> (RelationInfo, columns for the deformer, TableDef kept alive)
-        self._shapes: dict[int, tuple[RelationInfo, list[Column], TableDef]] = {}
+        # id(TableDef) -> its plan (which keeps the TableDef alive)
+        self._plans: dict[int, _Plan] = {}
 
     # --- RowResolver ----------------------------------------------------------------
 
@@ -82,7 +126,7 @@ class HistoryRows:
         match cls.kind:
             case RelClass.TABLE:
                 assert cls.table is not None
-                return self._shape(cls.table, change.lsn)[0]
+                return self._plan(cls.table, change.lsn).rel
             case RelClass.REWRITE:
                 return None
             case RelClass.TOAST:
@@ -108,7 +152,7 @@ class HistoryRows:
         for oid in relids:
             table = self.history.by_oid(oid, lsn, xid)
             if table is not None:
-                out.append(self._shape(table, lsn)[0])
+                out.append(self._plan(table, lsn).rel)
         return out
 
     def row(
@@ -122,15 +166,14 @@ class HistoryRows:
         if table is None:
             raise SchemaMismatchError("table definition vanished between lookups",
                                       lsn=change.lsn, relation=f"{relation.schema}.{relation.name}")
-        info, columns, _ = self._shape(table, change.lsn)
-        return self._decode(info, table, columns, raw, toast, change.lsn)
+        return self._decode(self._plan(table, change.lsn), raw, toast, change.lsn)
 
     # --- internals ------------------------------------------------------------------
 
-    def _shape(self, table: TableDef, lsn: int) -> tuple[RelationInfo, list[Column], TableDef]:
-        cached = self._shapes.get(id(table))
-        if cached is not None and cached[2] is table:
-            return cached
+    def _plan(self, table: TableDef, lsn: int) -> _Plan:
+        plan = self._plans.get(id(table))
+        if plan is not None and plan.table is table:
+            return plan
         live = [c for c in table.columns if not c.dropped]
         oids = sorted({c.type_oid for c in live})
         registry = self._types(oids)
@@ -161,65 +204,99 @@ class HistoryRows:
                    c.not_null, c.dropped, None)
             for c in table.columns
         ]
-        shape = (rel, columns, table)
-        self._shapes[id(table)] = shape
-        return shape
+        plan = _Plan(rel, table, columns, [], registry, f"{table.schema}.{table.name}")
+        self._prepare(plan, registry)
+        self._plans[id(table)] = plan
+        return plan
 
-    def _decode(
-        self, rel: RelationInfo, table: TableDef, columns: list[Column], raw: RawTuple,
-        toast: Mapping[int, bytes], lsn: int,
-    ) -> list[ColumnValue]:
-        qualified = f"{table.schema}.{table.name}"
-        try:
-            datums = deform(raw, columns, relation=qualified)
-        except SchemaMismatchError as exc:
-            raise SchemaMismatchError(exc.message, lsn=lsn, relation=qualified) from exc
-        registry = self._types([])
-        out: list[ColumnValue] = []
-        metas = iter(rel.columns)
-        for col, datum, cdef in zip(columns, datums, table.columns, strict=True):
+    def _prepare(self, plan: _Plan, registry: TypeRegistry) -> None:
+        """Resolve each live column's codec against `registry` (as `_decode` did per row:
+        registry.get, then to_python/to_text through the type's output function)."""
+        outs: list[_Out | None] = []
+        metas = iter(plan.rel.columns)
+        for col, cdef in zip(plan.columns, plan.table.columns, strict=True):
             if col.dropped:
+                outs.append(None)
                 continue
             meta = next(metas)
             info = registry.get(col.typid, column=col.name)
-            if col.attnum > raw.natts and cdef.has_missing:
+            fns = simple_functions(info, registry)
+            if fns is not None:
+                codec = ColumnCodec(col.name, col.typid, meta.type_name, fns[0], fns[1])
+            else:
+                codec = ColumnCodec(col.name, col.typid, meta.type_name, _no_value, _no_text)
+            missing = None
+            if cdef.has_missing:
                 text = _missing_text(cdef.missing_text)
-                out.append(ColumnValue(col.name, col.typid, meta.type_name,
-                                       _const(text), _const(text)))
+                missing = ColumnValue.constant(codec, text, text)
+            outs.append(_Out(
+                col.attnum, codec, info,
+                ColumnValue.constant(codec, None, None),
+                ColumnValue.constant(codec, UNCHANGED_TOAST, None),
+                missing, fns is not None,
+            ))
+        plan.outs = outs
+        plan.registry = registry
+
+    def _decode(
+        self, plan: _Plan, raw: RawTuple, toast: Mapping[int, bytes], lsn: int,
+    ) -> list[ColumnValue]:
+        qualified = plan.qualified
+        try:
+            datums = deform(raw, plan.columns, relation=qualified)
+        except SchemaMismatchError as exc:
+            raise SchemaMismatchError(exc.message, lsn=lsn, relation=qualified) from exc
+        registry = self._types([])
+        if registry is not plan.registry:
+            self._prepare(plan, registry)
+        natts = raw.natts
+        out: list[ColumnValue] = []
+        append = out.append
+        for o, datum in zip(plan.outs, datums, strict=True):
+            if o is None:
                 continue
-            out.append(self._column(col.name, col.typid, meta.type_name, datum, info,
-                                    registry, toast, lsn, qualified))
+            if datum is None:
+                missing = o.missing
+                append(missing if missing is not None and o.attnum > natts else o.null)
+                continue
+            # (attnum > natts always deforms to None: the deformer's `missing` is unset)
+            stored: bytes | Unchanged
+            if isinstance(datum, ToastPointer):
+                stored = resolve_toast(datum, toast)
+                if isinstance(stored, Unchanged):
+                    append(o.unchanged)
+                    continue
+            else:
+                stored = datum
+            append(StoredValue(o.codec if o.simple else self._bound(o, registry, lsn,
+                                                                     qualified), stored))
         return out
 
-    def _column(
-        self, name: str, typid: int, type_name: str, datum: object, info: TypeInfo,
-        registry: TypeRegistry, toast: Mapping[int, bytes], lsn: int, qualified: str,
-    ) -> ColumnValue:
-        if isinstance(datum, ToastPointer):
-            datum = resolve_toast(datum, toast)
-        if datum is None:
-            return ColumnValue(name, typid, type_name, lambda: None, lambda: None)
-        if isinstance(datum, Unchanged):
-            return ColumnValue(name, typid, type_name, lambda: UNCHANGED_TOAST, lambda: None)
-        assert isinstance(datum, bytes)
-        as_text = self._unknown_as_text
+    def _bound(self, o: _Out, registry: TypeRegistry, lsn: int, qualified: str) -> ColumnCodec:
+        """A codec for one value of a type that needs the registry (arrays, composites,
+        ranges, enums, unknown types): UnknownTypeError gets the change's LSN."""
+        name, info, as_text = o.codec.name, o.info, self._unknown_as_text
 
-        def value(d: bytes = datum) -> object:
+        def value(d: bytes) -> object:
             try:
                 return to_python(d, info, registry, column=name, unknown_as_text=as_text)
             except UnknownTypeError as exc:
                 raise UnknownTypeError(exc.message, lsn=lsn, relation=qualified,
                                        field=name) from exc
 
-        def text(d: bytes = datum) -> str | None:
+        def text(d: bytes) -> str | None:
             try:
                 return to_text(d, info, registry, column=name, unknown_as_text=as_text)
             except UnknownTypeError as exc:
                 raise UnknownTypeError(exc.message, lsn=lsn, relation=qualified,
                                        field=name) from exc
 
-        return ColumnValue(name, typid, type_name, value, text)
+        return ColumnCodec(name, o.codec.type_oid, o.codec.type_name, value, text, shared=False)
 
 
-def _const(text: str | None) -> Callable[[], str | None]:
-    return lambda: text
+def _no_value(datum: object) -> object:
+    raise AssertionError("a bound codec converts this column's values")
+
+
+def _no_text(datum: object) -> str | None:
+    raise AssertionError("a bound codec converts this column's values")

@@ -260,11 +260,11 @@ class TestDecodingPlugin:
     def _tuple(self, row: Sequence[ColumnValue], skip_nulls: bool) -> str:
         parts = []
         for col in row:
-            value = col.value
-            if value is None and skip_nulls:
+            null = col.is_null
+            if null and skip_nulls:
                 continue
             head = f" {quote_identifier(col.name, self.version)}[{col.type_name}]:"
-            if value is None:
+            if null:
                 parts.append(head + "null")
             elif col.unchanged:
                 parts.append(head + "unchanged-toast-datum")

@@ -183,6 +183,28 @@ def _python(buf: bytes, info: TypeInfo, registry: TypeRegistry, as_text: bool) -
             return _unknown(buf, info, as_text)
 
 
+def simple_functions(
+    typeinfo: TypeInfo, registry: TypeRegistry
+) -> tuple[Callable[[bytes], Any], Callable[[bytes], str]] | None:
+    """(to_python, to_text) of one datum as plain functions of its bytes, when the type
+    (a domain: its base type) needs nothing else: not an array, composite, range or
+    enum, and an output function pgcdc knows. None otherwise, and when the domain chain
+    cannot be resolved now (then `to_python`/`to_text` raise as they would per value).
+
+    The functions raise `DecodeError` for a malformed datum and never `UnknownTypeError`:
+    they are exactly what `to_python`/`to_text` call for such a type.
+    """
+    try:
+        info = _base(typeinfo, registry)
+    except (DecodeError, UnknownTypeError):
+        return None
+    src = info.output_src
+    value, text_fn = _PYTHON.get(src), _TEXT.get(src)
+    if value is None or text_fn is None:
+        return None
+    return value, text_fn
+
+
 def _checked(datum: object, column: str | None) -> bytes:
     if isinstance(datum, bytes):
         return datum
