@@ -411,15 +411,19 @@ class XLogReader:
                                 nxt = off + size
                                 if nxt > lim:
                                     break
-                                head, body, ntot, nxid, nprev, ninfo, nrmid = csplit(buf, off)
-                                if crc_extend(crc_value(body), head) != CRC32C_RESIDUE:
+                                split_out = csplit(buf, off)
+                                if (
+                                    crc_extend(crc_value(split_out[1]), split_out[0])
+                                    != CRC32C_RESIDUE
+                                ):
                                     break
                                 last = base + off
                                 off = nxt
                                 yield last, tot_len, rmid, info, xid
                                 if off > lim_hdr:
                                     break
-                                tot_len, xid, prev, info, rmid = ntot, nxid, nprev, ninfo, nrmid
+                                # the next record's fields, straight out of the split result
+                                _, _, tot_len, xid, prev, info, rmid = split_out
                     elif headers_only:
                         # The position is written back when the loop ends, or by the
                         # finally below if the caller stops while the walk is here.
