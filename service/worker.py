@@ -6,7 +6,16 @@ Start-up:
 2. with an offset: the schema history is restored from the snapshot committed with it,
    WAL is read again from its restart LSN, and every commit whose record starts before
    its confirmed LSN is skipped (`SnapBuilder.restored`); without one: the physical slot
-   is created or reused, the catalog snapshot is taken, and RUNNING_XACTS is forced;
+   is created or reused, and RUNNING_XACTS is forced; at the consistent point the
+   catalog snapshot is taken and, with `snapshot.mode = initial`, every existing row of
+   the captured tables is read in it (connectors.snapshot_reader) and published as
+   op `r`, in one Kafka transaction that also holds every stream transaction committed
+   before the snapshot's LSN and is committed, with its offset, once decoding has passed
+   that LSN (`_settle_snapshot`). A worker dying before that commit leaves nothing
+   visible to read_committed consumers and no offset, so the next start does it all
+   again. Bounds: the whole snapshot must fit in the sink's transaction.timeout.ms
+   (15 min); beyond 256 MiB its records are not kept for a re-send, so a broker
+   failure during it means a restart (which redoes the snapshot);
 3. the metrics endpoint serves /metrics, /healthz and /readyz.
 
 Then, per committed source transaction, the Avro plugin writes its records into the
@@ -32,6 +41,7 @@ import structlog
 from connectors.avro_plugin import AvroPlugin
 from connectors.kafka_sink import KafkaSink
 from connectors.offsets import KafkaSchemaStore
+from connectors.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
 from connectors.walsource_stream import PhysicalStream
 from service.config import Settings
 from service.errors import SourceSetupError, format_lsn
@@ -39,6 +49,7 @@ from service.events import CommitEvent
 from service.metrics import Metrics
 from service.pipeline import Session, SessionConfig, force_running_xacts, server_version
 from service.schema_history import CatalogSnapshot
+from service.walformat import XLOG_BLCKSZ
 
 log = structlog.get_logger(__name__)
 
@@ -56,6 +67,9 @@ class Worker:
         self._schema_saved = -1
         self._last_heartbeat = time.monotonic()
         self._last_commit_time = 0
+        # While set: the initial snapshot's Kafka transaction stays open until decoding
+        # has passed this LSN (see `snapshot_horizon`); no offset is written before.
+        self._snapshot_until: int | None = None
 
     # --- callbacks ------------------------------------------------------------------
 
@@ -81,6 +95,9 @@ class Worker:
                                                             history.to_snapshot())
             self._schema_saved = history.version
         self._last_commit_time = ev.commit_time
+        if self._snapshot_until is not None and ev.end_lsn < self._snapshot_until:
+            return  # committed before the snapshot's LSN: stays in the snapshot's batch
+        self._snapshot_until = None
         self.sink.end_source_txn(ev.end_lsn, self.session.restart_lsn(), history.version)
 
     # --- life cycle -----------------------------------------------------------------
@@ -109,8 +126,16 @@ class Worker:
                      confirmed_lsn=format_lsn(last.confirmed_lsn))
         else:
             start = self._slot_restart_lsn()
+            reader = None
+            if s.snapshot.mode == "initial":
+                reader = SnapshotReader(
+                    s.filters, unknown_as_text=s.decoding.unknown_types_as_text,
+                    progress=SnapshotProgress.auto(self.metrics, s.source.slot))
             session = Session(config, plugin, "avro", self.sink.write, version=version,
-                              start_lsn=start, align=True, plugin_state={"settings": s})
+                              start_lsn=start, align=True, snapshot_reader=reader,
+                              plugin_state={"settings": s})
+            if reader is not None:
+                reader.sink = PluginEmitter(session.wrapper)
             session.on_aligned = self._aligned
             force_running_xacts(dsn, version)
             log.info("worker_started", restart_lsn=format_lsn(start))
@@ -122,6 +147,36 @@ class Worker:
         self.metrics.health.ready, self.metrics.health.reason = True, "streaming"
         log.info("worker_consistent", snapshot_lsn=format_lsn(snapshot.lsn),
                  tables=len(snapshot.tables))
+        self._snapshot_until = snapshot_horizon(snapshot.lsn)
+        self._settle_snapshot()
+
+    def _settle_snapshot(self) -> None:
+        """Commit the initial snapshot once decoding has passed its LSN.
+
+        Why not at once: a transaction whose commit record lies before the snapshot's
+        `pg_current_wal_lsn()` may still have been running when the snapshot was taken
+        (its commit record is written before it leaves the proc array), so it is not
+        in the snapshot and is published from the stream. Until the stream has passed
+        that LSN no `confirmed` LSN is right for a restart: a lower one republishes
+        transactions the snapshot already holds, a higher one loses that one. So the
+        snapshot's rows, and every transaction published before that point, share one
+        Kafka transaction whose offset is the first position past the snapshot's LSN.
+        """
+        session, until = self.session, self._snapshot_until
+        if until is None or session is None or session.history is None:
+            return
+        lsn = session.decoding.last_end_lsn
+        if lsn < until:
+            return
+        self._snapshot_until = None
+        history = session.history
+        if history.version != self._schema_saved:
+            KafkaSchemaStore(self.settings, self.sink).save(history.version,
+                                                            history.to_snapshot())
+            self._schema_saved = history.version
+        self.sink.end_source_txn(lsn, session.restart_lsn(), history.version)
+        self.sink.flush()
+        log.info("snapshot_committed", confirmed_lsn=format_lsn(lsn))
 
     def _slot_restart_lsn(self) -> int:
         import psycopg2  # noqa: PLC0415
@@ -160,6 +215,7 @@ class Worker:
             while not self.stop.is_set():
                 for lsn, data in stream.chunks(self.stop, idle_timeout=interval):
                     session.feed(lsn, data)
+                    self._settle_snapshot()
                     m.received_lsn.labels(slot).set(lsn + len(data))
                     m.decoded_lsn.labels(slot).set(session.decoding.last_end_lsn)
                     m.rb_memory.labels(slot).set(session.rb.memory_bytes)
@@ -189,10 +245,24 @@ class Worker:
         lsn = session.decoding.last_end_lsn
         if not lsn or not session.aligned or session.history is None:
             return
+        if self._snapshot_until is not None:
+            self._settle_snapshot()  # no offset may be written before the snapshot's
+            return
         session.wrapper.call("heartbeat", lsn, 0, lsn, optional=True)
         confirmed = self.sink.last_committed.confirmed_lsn if self.sink.last_committed else 0
         self.sink.end_source_txn(confirmed, session.restart_lsn(), session.history.version)
         self.sink.flush()
+
+
+def snapshot_horizon(snapshot_lsn: int) -> int:
+    """The decoded position from which the snapshot's offset may be committed.
+
+    `pg_current_wal_lsn()` is the insert position; at the start of a page it points
+    past the page header, where no record can end. Decoding then reaches the page start
+    (the end of the page's last record), which is as good: nothing lies in between.
+    """
+    in_page = snapshot_lsn % XLOG_BLCKSZ
+    return snapshot_lsn - in_page if in_page <= 40 else snapshot_lsn  # SizeOfXLogLongPHD
 
 
 def run_worker(settings: Settings) -> int:
