@@ -93,8 +93,6 @@ _PAGE_MASK = XLOG_BLCKSZ - 1
 _BAD_CRC = "incorrect resource manager data checksum"  # ValidXLogRecord's message
 _ZERO_PAGE = bytes(BLCKSZ)
 
-# (lsn, end_lsn, tot_len, xid, prev, info, rmid, crc, buf, offset of the record in buf)
-RawRecord = tuple[int, int, int, int, int, int, int, int, bytes, int]
 # (lsn, tot_len, rmid, info, xid): what walk_headers() yields
 HeaderTuple = tuple[int, int, int, int, int]
 
@@ -471,9 +469,7 @@ class XLogReader:
                             roff = off
                             off += size
                             nxt = self._next = base + off
-                            yield decode(
-                                (last, nxt, tot_len, xid, prev, info, rmid, crc, buf, roff)
-                            )
+                            yield decode(last, nxt, tot_len, xid, prev, info, rmid, crc, buf, roff)
                     pos = self._next = base + off
                     self._prev = last
                     in_walk = False
@@ -567,7 +563,7 @@ class XLogReader:
                 if headers_only:
                     yield pos, tot_len, rmid, info, xid
                 else:
-                    yield decode((pos, nxt, tot_len, xid, prev, info, rmid, crc, rbuf, roff))
+                    yield decode(pos, nxt, tot_len, xid, prev, info, rmid, crc, rbuf, roff)
                 pos = nxt
         finally:
             if in_walk:
@@ -690,8 +686,20 @@ class XLogReader:
 
     # --- record body (DecodeXLogRecord) ----------------------------------------------
 
-    def _decode(self, raw: RawRecord) -> XLogRecord:
-        lsn, end_lsn, tot_len, xid, prev, info, rmid, crc, buf, off = raw
+    def _decode(
+        self,
+        lsn: int,
+        end_lsn: int,
+        tot_len: int,
+        xid: int,
+        prev: int,
+        info: int,
+        rmid: int,
+        crc: int,
+        buf: bytes,
+        off: int,
+    ) -> XLogRecord:
+        # The verified record at buf[off:off + tot_len] (header included).
         p = off + SIZE_OF_XLOG_RECORD
         if tot_len >= _MIN_ONE_BLOCK:
             # The commonest shape (a heap insert/update/delete without page image):
