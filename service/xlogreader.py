@@ -34,6 +34,14 @@ Guarantees:
 - Memory: bytes before the current record are dropped at each `records()` /
   `walk_headers()` call; the reader holds at most the unconsumed tail plus one record.
 - Pure: no I/O. Not thread-safe. Do not call `feed` while iterating.
+
+Speed (the walk is the hot loop of the service): records that lie wholly inside an
+already validated page go through an inlined fast loop on buffer offsets; anything
+else (page headers, records crossing pages, XLOG records, any failed check) goes
+through the general path, which performs every check itself. The fast loop checks
+the CRC as crc32c(body + whole header) == CRC32C_RESIDUE, which is equivalent to the
+ValidXLogRecord comparison, with header and body taken by one cached Struct per length.
+XLogRecord / BlockRef are built through construction twins (see `_XLogRecordInit`).
 """
 
 from __future__ import annotations
