@@ -11,6 +11,7 @@ pg_wal into memory, and times in the same run:
 - `walk_headers()` with CRC32C (pages, record headers, CRC of every record);
 - `walk_headers()` with `verify_crc=False` (the page and header walk alone);
 - `records()` (everything above plus DecodeXLogRecord into XLogRecord objects);
+- `records()` plus `Decoder.decode` of every record into events (decode.c);
 - `pg_waldump -s -e > /dev/null` and `pg_waldump --stats` on the same range.
 
 Each figure is records/s (best of `--repeat` runs for ours and for pg_waldump).
@@ -38,6 +39,7 @@ import psycopg2
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from connectors.walsource_dir import iter_wal_chunks, list_segments
+from service.decode import decoder_for
 from service.xlogreader import XLogReader
 from tests.fixtures.services import ensure_service
 
@@ -155,11 +157,25 @@ def main() -> None:
                 n += 1
         return n
 
+    def events() -> int:
+        r = XLogReader(start)
+        decode = decoder_for(int(info["version"])).decode
+        n = 0
+        for lsn, data in chunks:
+            r.feed(data, lsn)
+            for rec in r.records():
+                if rec.lsn >= end:
+                    return n
+                n += 1
+                decode(rec)
+        return n
+
     results = {}
     for name, fn in (
         ("header walk + CRC32C", lambda: walk(True)),
         ("header walk, no CRC", lambda: walk(False)),
         ("full record decode", full),
+        ("decode into events", events),
     ):
         took, n = time_it(fn, a.repeat)
         results[name] = (n, took)
