@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -30,9 +31,11 @@ from service.errors import PluginError
 from service.pg_keywords import QUOTED_KEYWORDS
 from service.plugin_api import (
     ChangeOp,
+    ColumnCodec,
     ColumnValue,
     Message,
     PluginContext,
+    RelationInfo,
     RowChange,
     TruncateChange,
     TxnInfo,
@@ -54,6 +57,21 @@ _DEFAULTS = {
     "include-rewrites": False,
     "stream-changes": False,
 }
+
+
+_QUOTED, _BARE, _BIT, _BOOL = 0, 1, 2, 3  # print_literal's cases
+
+
+@dataclass(slots=True, frozen=True)
+class _ColumnFormat:
+    """One column's printed pieces: ` name[type]:` alone, with `null`, with
+    `unchanged-toast-datum`, and with the literal's opening (`'` or `B'`)."""
+
+    head: str
+    null: str
+    unchanged: str
+    quoted: str
+    kind: int
 
 
 def quote_identifier(ident: str, version: int) -> str:
@@ -95,6 +113,10 @@ class TestDecodingPlugin:
         self.version = 18
         self.wrote: dict[int, bool] = {}  # xid -> xact_wrote_changes
         self.stream_wrote: dict[int, bool] = {}
+        # Printed pieces per shared codec / per (schema, table); both depend on
+        # `version`, so startup() clears them.
+        self._formats: dict[ColumnCodec, _ColumnFormat] = {}
+        self._prefixes: dict[tuple[str, str], str] = {}
 
     # --- options and lifecycle --------------------------------------------------------
 
@@ -122,6 +144,8 @@ class TestDecodingPlugin:
             self.opts[name] = value in _TRUE
         self.two_phase = two_phase
         self.can_stream = self.opts["stream-changes"]
+        self._formats.clear()
+        self._prefixes.clear()
 
     def filter_by_origin(self, ctx: PluginContext, origin: int) -> bool:
         return self.opts["only-local"] and origin != 0
@@ -257,29 +281,58 @@ class TestDecodingPlugin:
 
     # --- formatting -------------------------------------------------------------------
 
+    def _column_format(self, codec: ColumnCodec) -> _ColumnFormat:
+        """The printed pieces of one column (` name[type]:` and its literal kind), kept
+        per shared codec: every row of a definition prints the same header."""
+        fmt = self._formats.get(codec)
+        if fmt is not None:
+            return fmt
+        head = f" {quote_identifier(codec.name, self.version)}[{codec.type_name}]:"
+        oid = codec.type_oid
+        kind = (_BARE if oid in BARE_TYPES else _BIT if oid in BIT_TYPES
+                else _BOOL if oid == BOOL_TYPE else _QUOTED)
+        fmt = _ColumnFormat(head, head + "null", head + "unchanged-toast-datum",
+                            head + ("B'" if kind == _BIT else "'"), kind)
+        if codec.shared:
+            self._formats[codec] = fmt
+        return fmt
+
     def _tuple(self, row: Sequence[ColumnValue], skip_nulls: bool) -> str:
-        parts = []
+        parts: list[str] = []
+        append = parts.append
         for col in row:
-            null = col.is_null
-            if null and skip_nulls:
-                continue
-            head = f" {quote_identifier(col.name, self.version)}[{col.type_name}]:"
-            if null:
-                parts.append(head + "null")
+            fmt = self._column_format(col.codec)
+            if col.is_null:
+                if not skip_nulls:
+                    append(fmt.null)
             elif col.unchanged:
-                parts.append(head + "unchanged-toast-datum")
+                append(fmt.unchanged)
             else:
+                # print_literal(), with the header and the opening quote joined once
                 text = col.text
                 assert text is not None
-                parts.append(head + print_literal(col.type_oid, text))
+                kind = fmt.kind
+                if kind == _QUOTED:
+                    append(fmt.quoted + text.replace("'", "''") + "'")
+                elif kind == _BARE:
+                    append(fmt.head + text)
+                elif kind == _BIT:
+                    append(fmt.quoted + text + "'")
+                else:
+                    append(fmt.head + ("true" if text == "t" else "false"))
         return "".join(parts)
 
+    def _table_prefix(self, rel: RelationInfo) -> str:
+        key = (rel.schema, rel.name)
+        prefix = self._prefixes.get(key)
+        if prefix is None:
+            prefix = (f"table {quote_identifier(rel.schema, self.version)}."
+                      f"{quote_identifier(rel.name, self.version)}:")
+            self._prefixes[key] = prefix
+        return prefix
+
     def format_change(self, change: RowChange) -> str:
-        rel = change.relation
-        line = (
-            f"table {quote_identifier(rel.schema, self.version)}."
-            f"{quote_identifier(rel.name, self.version)}:"
-        )
+        line = self._table_prefix(change.relation)
         match change.op:
             case ChangeOp.INSERT:
                 line += " INSERT:"
