@@ -67,6 +67,9 @@ class Worker:
         self._schema_saved = -1
         self._last_heartbeat = time.monotonic()
         self._last_commit_time = 0
+        # The end LSN of the last source transaction handed to the sink (committed to
+        # Kafka or still in its open batch): a heartbeat's offset must not go below it.
+        self._ended_lsn = 0
         # While set: the initial snapshot's Kafka transaction stays open until decoding
         # has passed this LSN (see `snapshot_horizon`); no offset is written before.
         self._snapshot_until: int | None = None
@@ -98,6 +101,7 @@ class Worker:
         if self._snapshot_until is not None and ev.end_lsn < self._snapshot_until:
             return  # committed before the snapshot's LSN: stays in the snapshot's batch
         self._snapshot_until = None
+        self._ended_lsn = ev.end_lsn
         self.sink.end_source_txn(ev.end_lsn, self.session.restart_lsn(), history.version)
 
     # --- life cycle -----------------------------------------------------------------
@@ -249,7 +253,10 @@ class Worker:
             self._settle_snapshot()  # no offset may be written before the snapshot's
             return
         session.wrapper.call("heartbeat", lsn, 0, lsn, optional=True)
-        confirmed = self.sink.last_committed.confirmed_lsn if self.sink.last_committed else 0
+        # Not just the last *committed* offset: a source transaction that ended since is
+        # in the open batch, and the heartbeat's offset replaces its offset there.
+        committed = self.sink.last_committed.confirmed_lsn if self.sink.last_committed else 0
+        confirmed = max(committed, self._ended_lsn)
         self.sink.end_source_txn(confirmed, session.restart_lsn(), session.history.version)
         self.sink.flush()
 
