@@ -1,0 +1,308 @@
+"""Helpers for the end-to-end tests: real PostgreSQL -> `pgcdc run` -> real Kafka + Apicurio.
+
+`Pipeline` owns one test's resources: a fresh database (with the DDL capture installed
+by `connectors.setup.setup`), a physical slot, a topic prefix and a state directory. It
+starts workers as subprocesses (`python -m service.cli run`, configured only through
+`PGCDC_*` environment variables, JSON logs on stderr into a file), and drops the slot and
+the database at the end, so the shared servers keep no WAL for it.
+
+Reading back is what a downstream consumer does: a plain `confluent_kafka.Consumer`
+with `isolation.level=read_committed` and confluent's `AvroDeserializer` against the
+registry (`tests.integration.avro_kafka_support.read_topics`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+from confluent_kafka import Consumer, TopicPartition
+
+from connectors.offsets import OffsetRecord, read_last_offset
+from connectors.setup import setup
+from service.config import Settings, load_settings
+
+REPO = Path(__file__).resolve().parents[2]
+READY_EVENTS = ("worker_consistent", "worker_resumed")
+
+
+def unique(name: str) -> str:
+    return f"{name}{uuid.uuid4().hex[:10]}"
+
+
+def parse_lsn(text: str) -> int:
+    hi, lo = str(text).split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+def with_db(dsn: str, dbname: str) -> str:
+    parts = [p for p in dsn.split() if not p.startswith("dbname=")]
+    return " ".join([*parts, f"dbname={dbname}"])
+
+
+@dataclass
+class WorkerProcess:
+    """One `pgcdc run` subprocess; its stderr (JSON log lines) goes to `log_path`."""
+
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def tail(self, chars: int = 4000) -> str:
+        return self.log_text()[-chars:]
+
+    def events(self) -> list[dict[str, Any]]:
+        """The structured log lines written so far (non-JSON lines are skipped)."""
+        out = []
+        for raw in self.log_text().splitlines():
+            line = raw.strip()
+            if line.startswith("{"):
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    continue  # a line cut by SIGKILL
+        return out
+
+    def has_event(self, name: str) -> bool:
+        return any(e.get("event") == name for e in self.events())
+
+    def wait_event(self, names: Sequence[str], timeout: float) -> dict[str, Any]:
+        """Wait until one of the log events `names` appears; fail if the worker exits."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for e in self.events():
+                if e.get("event") in names:
+                    return e
+            if self.proc.poll() is not None:
+                raise AssertionError(f"worker exited with {self.proc.returncode} before "
+                                     f"{names}:\n{self.tail()}")
+            time.sleep(0.1)
+        raise AssertionError(f"no {names} within {timeout}s:\n{self.tail()}")
+
+    def wait_ready(self, timeout: float = 60.0) -> dict[str, Any]:
+        return self.wait_event(READY_EVENTS, timeout)
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup of any kind runs in the worker."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(30)
+
+    def terminate(self, timeout: float = 60.0) -> int:
+        """SIGTERM and wait; returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def wait(self, timeout: float) -> int:
+        return self.proc.wait(timeout)
+
+
+@dataclass
+class Pipeline:
+    """One test's database, slot, topic prefix and workers (see the module docstring)."""
+
+    pg: dict[str, Any]
+    kafka: dict[str, Any]
+    registry: dict[str, Any]
+    name: str
+    work_mem: str = "64MB"
+    heartbeat_s: float = 1.0
+    extra_env: dict[str, str] = field(default_factory=dict)
+    workers: list[WorkerProcess] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.db = self.name
+        self.slot = self.name
+        self.prefix = self.name
+        self.dsn = with_db(self.pg["dsn"], self.db)
+        self.state_dir = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
+        self.spill_dir = self.state_dir / "worker" / "spill"
+
+    # --- life cycle ----------------------------------------------------------------
+
+    def create(self, ddl: Sequence[str]) -> None:
+        """Create the database and tables, then `pgcdc setup` (slot + DDL capture)."""
+        admin = psycopg2.connect(self.pg["dsn"])
+        admin.autocommit = True
+        with admin.cursor() as cur:
+            cur.execute(f"CREATE DATABASE {self.db}")
+        admin.close()
+        self.execute(*ddl)
+        setup(self.dsn, self.slot)
+
+    def drop(self) -> None:
+        for w in self.workers:
+            w.kill()
+        admin = psycopg2.connect(self.pg["dsn"])
+        admin.autocommit = True
+        with admin.cursor() as cur:
+            for _ in range(50):  # a killed worker's walsender may take a moment to go
+                cur.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s",
+                            (self.slot,))
+                row = cur.fetchone()
+                if row is None:
+                    break
+                if not row[0]:
+                    cur.execute("SELECT pg_drop_replication_slot(%s)", (self.slot,))
+                    break
+                time.sleep(0.2)
+            cur.execute(f"DROP DATABASE IF EXISTS {self.db} WITH (FORCE)")
+        admin.close()
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    # --- SQL -----------------------------------------------------------------------
+
+    def connect(self) -> Any:
+        conn = psycopg2.connect(self.dsn)
+        conn.autocommit = True
+        return conn
+
+    def execute(self, *statements: str) -> None:
+        conn = self.connect()
+        with conn.cursor() as cur:
+            for sql in statements:
+                cur.execute(sql)
+        conn.close()
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        conn = self.connect()
+        with conn.cursor() as cur:
+            cur.execute(sql, params)
+            rows = list(cur.fetchall())
+        conn.close()
+        return rows
+
+    # --- the worker ----------------------------------------------------------------
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PGCDC_")}
+        env.update({
+            "PGCDC_SOURCE__HOST": str(self.pg["host"]),
+            "PGCDC_SOURCE__PORT": str(self.pg["port"]),
+            "PGCDC_SOURCE__USER": str(self.pg["user"]),
+            "PGCDC_SOURCE__DBNAME": self.db,
+            "PGCDC_SOURCE__SLOT": self.slot,
+            "PGCDC_KAFKA__BOOTSTRAP_SERVERS": str(self.kafka["bootstrap"]),
+            "PGCDC_KAFKA__TOPIC_PREFIX": self.prefix,
+            "PGCDC_KAFKA__HEARTBEAT_INTERVAL_S": str(self.heartbeat_s),
+            "PGCDC_REGISTRY__URL": str(self.registry["url"]),
+            "PGCDC_DECODING__WORK_MEM": self.work_mem,
+            "PGCDC_DECODING__STATE_DIR": str(self.state_dir / "worker"),
+            "PGCDC_METRICS__HOST": "127.0.0.1",
+            "PGCDC_METRICS__PORT": "0",
+            "PGCDC_LOG__FORMAT": "json",
+            "PGCDC_LOG__LEVEL": "info",
+            "PYTHONWARNINGS": "ignore",
+        })
+        env.update(self.extra_env)
+        return env
+
+    def start_worker(self) -> WorkerProcess:
+        """`python -m service.cli run` with this pipeline's settings in the environment."""
+        log_path = self.state_dir / f"worker-{len(self.workers)}.log"
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "service.cli", "run"], cwd=REPO, env=self.env(),
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            )
+        worker = WorkerProcess(proc, log_path)
+        self.workers.append(worker)
+        return worker
+
+    def settings(self) -> Settings:
+        return load_settings(
+            source={"host": self.pg["host"], "port": self.pg["port"], "user": self.pg["user"],
+                    "dbname": self.db, "slot": self.slot},
+            kafka={"bootstrap_servers": self.kafka["bootstrap"], "topic_prefix": self.prefix},
+            registry={"url": self.registry["url"]},
+        )
+
+    def last_offset(self) -> OffsetRecord | None:
+        return read_last_offset(self.settings())
+
+    def wait_confirmed(self, after_lsn: int, timeout: float,
+                       worker: WorkerProcess | None = None) -> OffsetRecord:
+        """Wait until the committed offset's confirmed LSN passes `after_lsn`."""
+        deadline = time.monotonic() + timeout
+        last: OffsetRecord | None = None
+        while time.monotonic() < deadline:
+            last = self.last_offset()
+            if last is not None and last.confirmed_lsn > after_lsn:
+                return last
+            if worker is not None and worker.proc.poll() is not None:
+                raise AssertionError(f"the worker exited with {worker.proc.returncode} "
+                                     f"while waiting for its offset:\n{worker.tail()}")
+            time.sleep(0.5)
+        raise AssertionError(f"offset {last} did not pass {after_lsn:X} within {timeout}s"
+                             + (f":\n{worker.tail()}" if worker is not None else ""))
+
+    def spill_files(self, pid: int) -> list[Path]:
+        """The spill files the worker with `pid` has now (LocalSpillStore's run dir)."""
+        if not self.spill_dir.exists():
+            return []
+        return [f for d in self.spill_dir.glob(f"run-{pid}-*") for f in d.glob("xid-*.spill")]
+
+    def topic(self, table: str, schema: str = "public") -> str:
+        return f"{self.prefix}.{schema}.{table}"
+
+
+def insert_lsn(cur: Any) -> int:
+    cur.execute("SELECT pg_current_wal_insert_lsn()")
+    return parse_lsn(cur.fetchone()[0])
+
+
+def current_xid(cur: Any) -> int:
+    """The transaction's (32-bit) xid, assigning one if needed."""
+    cur.execute("SELECT pg_current_xact_id()::text::bigint")
+    return int(cur.fetchone()[0]) & 0xFFFFFFFF
+
+
+def uncommitted_count(bootstrap: str, topic: str) -> int:
+    """Records in `topic` including those of open or aborted Kafka transactions."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("hw"),
+                  "isolation.level": "read_uncommitted"})
+    try:
+        meta = c.list_topics(topic, timeout=10).topics.get(topic)
+        if meta is None or meta.error is not None:
+            return 0
+        total = 0
+        for p in meta.partitions:
+            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10,
+                                                cached=False)
+            total += high - low
+        return total
+    finally:
+        c.close()
+
+
+@contextmanager
+def pipeline(pg: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any], name: str,
+             ddl: Sequence[str], **options: Any) -> Iterator[Pipeline]:
+    """A created `Pipeline`, dropped (workers killed, slot and database gone) at exit."""
+    p = Pipeline(pg, kafka, registry, unique(name), **options)
+    try:
+        p.create(ddl)
+        yield p
+    finally:
+        p.drop()

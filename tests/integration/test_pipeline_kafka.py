@@ -1,0 +1,238 @@
+"""End to end: real PostgreSQL -> `pgcdc run` (a subprocess) -> real Kafka + Apicurio.
+
+Every test drives the worker only as an operator would: `python -m service.cli run`
+configured by `PGCDC_*` environment variables, stopped by SIGTERM or killed by SIGKILL.
+What reaches Kafka is read back by a plain `confluent_kafka.Consumer`
+(`isolation.level=read_committed`) with confluent's `AvroDeserializer`, and checked
+against what the SQL did: xids from `pg_current_xact_id()`, LSN ranges from
+`pg_current_wal_insert_lsn()` around each statement, commit times bounded by `now()`
+and the wall clock, and finally the source tables themselves (`SELECT *`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tests.integration.avro_kafka_support import Read, read_topics
+from tests.integration.pipeline_kafka_support import (
+    Pipeline,
+    current_xid,
+    insert_lsn,
+    parse_lsn,
+    pipeline,
+)
+
+pytestmark = pytest.mark.integration
+
+TABLES = [
+    "CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL, qty int)",
+    "CREATE TABLE items_full (id int PRIMARY KEY, name text, qty int)",
+    "ALTER TABLE items_full REPLICA IDENTITY FULL",
+]
+
+
+@dataclass
+class SourceTxn:
+    """What one source transaction did, as seen from inside it."""
+
+    xid: int
+    now_ms: int  # now() at its start: its commit time is not earlier
+    stmts: list[tuple[str, int, int]] = field(default_factory=list)  # (label, lsn from, to)
+    commit_from: int = 0  # the commit record starts at or after this LSN
+    commit_to: int = 0  # ... and before this one
+    wall_after_ms: int = 0
+
+    def range(self, label: str) -> tuple[int, int]:
+        return next((a, b) for name, a, b in self.stmts if name == label)
+
+
+def run_txn(p: Pipeline, steps: list[tuple[str, str]], *, commit: bool = True) -> SourceTxn:
+    """Run `steps` (label, SQL) in one transaction, recording xid and LSN ranges."""
+    conn = p.connect()
+    cur = conn.cursor()
+    cur.execute("BEGIN")
+    xid = current_xid(cur)
+    cur.execute("SELECT (extract(epoch FROM now()) * 1000)::bigint")
+    txn = SourceTxn(xid, int(cur.fetchone()[0]))
+    for label, sql in steps:
+        start = insert_lsn(cur)
+        cur.execute(sql)
+        txn.stmts.append((label, start, insert_lsn(cur)))
+    txn.commit_from = insert_lsn(cur)
+    cur.execute("COMMIT" if commit else "ROLLBACK")
+    txn.commit_to = insert_lsn(cur)
+    txn.wall_after_ms = int(time.time() * 1000) + 1
+    conn.close()
+    return txn
+
+
+def check_source(p: Pipeline, value: dict[str, Any], txn: SourceTxn, label: str,
+                 table: str) -> None:
+    """Every `source` field against what the SQL did."""
+    src = value["source"]
+    lo, hi = txn.range(label)
+    assert (src["version"], src["connector"], src["name"]) == ("2.7.0.Final", "postgresql",
+                                                               p.prefix)
+    assert (src["db"], src["schema"], src["table"]) == (p.db, "public" if table else "", table)
+    assert src["snapshot"] == "false"
+    assert src["txId"] == txn.xid
+    assert lo <= src["lsn"] < hi, (label, hex(src["lsn"]), hex(lo), hex(hi))
+    assert txn.now_ms <= src["ts_ms"] <= txn.wall_after_ms, (src["ts_ms"], txn.now_ms)
+    assert src["xmin"] is None
+    last_commit, this = (None if s == "null" else int(s) for s in
+                         src["sequence"].strip("[]").replace('"', "").split(","))
+    assert this == src["lsn"]
+    assert last_commit is None or last_commit < txn.commit_from
+    assert src["ts_ms"] <= value["ts_ms"] <= int(time.time() * 1000)
+
+
+def commit_lsn_of(txn: SourceTxn, txn_id: str) -> int:
+    """The commit LSN in a Debezium transaction id "<xid>:<commit lsn>", checked."""
+    xid, lsn = txn_id.split(":")
+    assert int(xid) == txn.xid
+    assert txn.commit_from <= int(lsn) < txn.commit_to
+    return int(lsn)
+
+
+def test_envelopes_through_pgcdc_run(pg: dict[str, Any], kafka: dict[str, Any],
+                                     registry: dict[str, Any]) -> None:
+    """Insert, update (REPLICA IDENTITY DEFAULT: no `before`; FULL: the whole old row; a
+    key change: delete + tombstone + create), delete + tombstone, truncate and logical
+    messages, published by `pgcdc run` and read back with AvroDeserializer: every
+    envelope field (source.lsn/txId/db/schema/table/snapshot/ts_ms/sequence, op, ts_ms,
+    transaction block, BEGIN/END metadata) matches what the SQL did, and a rolled-back
+    transaction publishes nothing."""
+    with pipeline(pg, kafka, registry, f"env{pg['version']}", TABLES) as p:
+        worker = p.start_worker()
+        worker.wait_ready(90)
+        t_ins = run_txn(p, [
+            ("ins", "INSERT INTO items VALUES (1, 'a', 10), (2, 'b', 20)"),
+            ("insf", "INSERT INTO items_full VALUES (1, 'x', 1)"),
+        ])
+        t_upd = run_txn(p, [("upd", "UPDATE items SET qty = 11 WHERE id = 1")])
+        t_updf = run_txn(p, [("updf", "UPDATE items_full SET qty = 2 WHERE id = 1")])
+        t_key = run_txn(p, [("key", "UPDATE items SET id = 3 WHERE id = 2")])
+        run_txn(p, [("gone", "INSERT INTO items VALUES (99, 'never', 0)")], commit=False)
+        t_del = run_txn(p, [("del", "DELETE FROM items WHERE id = 1")])
+        t_delf = run_txn(p, [("delf", "DELETE FROM items_full WHERE id = 1")])
+        t_msg = run_txn(p, [
+            ("msg", "SELECT pg_logical_emit_message(true, 'app', 'hello')"),
+            ("ins4", "INSERT INTO items VALUES (4, 'd', NULL)"),
+        ])
+        nt_from = parse_lsn(p.query("SELECT pg_current_wal_insert_lsn()")[0][0])
+        p.execute("SELECT pg_logical_emit_message(false, 'nt', 'world')")
+        t_trunc = run_txn(p, [("trunc", "TRUNCATE items, items_full")])
+        t_last = run_txn(p, [("last", "INSERT INTO items VALUES (5, 'e', 5)")])
+        p.wait_confirmed(t_last.commit_from, 90, worker)
+        assert worker.terminate() == 0
+
+        reads = read_topics(p.settings(), [p.topic("items"), p.topic("items_full"),
+                                           f"{p.prefix}.transaction", f"{p.prefix}.message"])
+    by_topic: dict[str, list[Read]] = defaultdict(list)
+    for r in reads:
+        by_topic[r.topic.removeprefix(p.prefix + ".")].append(r)
+    items, full = by_topic["public.items"], by_topic["public.items_full"]
+    assert [(r.value["op"] if r.value else None) for r in items] == \
+        ["c", "c", "u", "d", None, "c", "d", None, "c", "t", "c"]
+    assert [(r.value["op"] if r.value else None) for r in full] == ["c", "u", "d", None, "t"]
+    assert all(r.value is None or r.value["source"]["txId"] != 0 for r in items)
+
+    # Inserts: two tables in one transaction, one transaction block.
+    c1, c2, cf = items[0], items[1], full[0]
+    assert (c1.key, c1.value["before"], c1.value["after"]) == \
+        ({"id": 1}, None, {"id": 1, "name": "a", "qty": 10})
+    assert (c2.key, c2.value["after"]) == ({"id": 2}, {"id": 2, "name": "b", "qty": 20})
+    assert (cf.key, cf.value["after"]) == ({"id": 1}, {"id": 1, "name": "x", "qty": 1})
+    for r, label, table in ((c1, "ins", "items"), (c2, "ins", "items"),
+                            (cf, "insf", "items_full")):
+        check_source(p, r.value, t_ins, label, table)
+    assert c1.value["source"]["lsn"] < c2.value["source"]["lsn"] < cf.value["source"]["lsn"]
+    ins_id = c1.value["transaction"]["id"]
+    commit_lsn_of(t_ins, ins_id)
+    assert [(r.value["transaction"]["id"], r.value["transaction"]["total_order"],
+             r.value["transaction"]["data_collection_order"]) for r in (c1, c2, cf)] == \
+        [(ins_id, 1, 1), (ins_id, 2, 2), (ins_id, 3, 1)]
+    assert len({r.value["source"]["ts_ms"] for r in (c1, c2, cf)}) == 1
+
+    # Update, REPLICA IDENTITY DEFAULT: no before; FULL: the old row.
+    u = items[2]
+    assert (u.key, u.value["before"], u.value["after"]) == \
+        ({"id": 1}, None, {"id": 1, "name": "a", "qty": 11})
+    check_source(p, u.value, t_upd, "upd", "items")
+    uf = full[1]
+    assert (uf.key, uf.value["before"], uf.value["after"]) == \
+        ({"id": 1}, {"id": 1, "name": "x", "qty": 1}, {"id": 1, "name": "x", "qty": 2})
+    check_source(p, uf.value, t_updf, "updf", "items_full")
+
+    # A key change: delete of the old key (+ tombstone), create of the new one, headers
+    # naming the other key; DEFAULT identity logs only the key of the old row.
+    kd, kt, kc = items[3], items[4], items[5]
+    assert (kd.key, kd.value["after"]) == ({"id": 2}, None)
+    assert kd.value["before"] == {"id": 2, "name": "", "qty": None}  # Debezium: zero/null
+    assert (kt.key, kt.value, kt.raw_value) == ({"id": 2}, None, None)
+    assert (kc.key, kc.value["before"], kc.value["after"]) == \
+        ({"id": 3}, None, {"id": 3, "name": "b", "qty": 20})
+    assert set(kd.headers) == {"__debezium.newkey"} and set(kc.headers) == {"__debezium.oldkey"}
+    for r in (kd, kc):
+        check_source(p, r.value, t_key, "key", "items")
+    assert [r.value["transaction"]["total_order"] for r in (kd, kc)] == [1, 2]
+
+    # Deletes with tombstones: DEFAULT gives the key only, FULL the whole old row.
+    d, dt = items[6], items[7]
+    assert (d.key, d.value["before"], d.value["after"]) == \
+        ({"id": 1}, {"id": 1, "name": "", "qty": None}, None)
+    assert (dt.key, dt.value) == ({"id": 1}, None)
+    check_source(p, d.value, t_del, "del", "items")
+    df, dft = full[2], full[3]
+    assert (df.key, df.value["before"], df.value["after"]) == \
+        ({"id": 1}, {"id": 1, "name": "x", "qty": 2}, None)
+    assert (dft.key, dft.value) == ({"id": 1}, None)
+    check_source(p, df.value, t_delf, "delf", "items_full")
+
+    # A transactional message and a row in one transaction; a non-transactional one.
+    c4 = items[8]
+    assert c4.value["after"] == {"id": 4, "name": "d", "qty": None}
+    check_source(p, c4.value, t_msg, "ins4", "items")
+    messages = by_topic["message"]
+    assert [(m.key, m.value["op"], m.value["message"]) for m in messages] == [
+        ({"prefix": "app"}, "m", {"prefix": "app", "content": b"hello"}),
+        ({"prefix": "nt"}, "m", {"prefix": "nt", "content": b"world"}),
+    ]
+    check_source(p, messages[0].value, t_msg, "msg", "")
+    nt = messages[1].value["source"]
+    assert nt["txId"] is None and nt_from <= nt["lsn"] < t_trunc.commit_from
+
+    # Truncate: one op t per table, no key, no rows.
+    tr, trf = items[9], full[4]
+    for r, table in ((tr, "items"), (trf, "items_full")):
+        assert (r.key, r.value["before"], r.value["after"]) == (None, None, None)
+        check_source(p, r.value, t_trunc, "trunc", table)
+    assert tr.value["transaction"]["id"] == trf.value["transaction"]["id"]
+    check_source(p, items[10].value, t_last, "last", "items")
+
+    # Transaction metadata: BEGIN/END per transaction with events, in commit order, with
+    # event counts per table; the rolled-back transaction is nowhere.
+    meta = [r.value for r in by_topic["transaction"]]
+    expected = [(t_ins, 3, {"public.items": 2, "public.items_full": 1}),
+                (t_upd, 1, {"public.items": 1}), (t_updf, 1, {"public.items_full": 1}),
+                (t_key, 2, {"public.items": 2}), (t_del, 1, {"public.items": 1}),
+                (t_delf, 1, {"public.items_full": 1}), (t_msg, 1, {"public.items": 1}),
+                (t_trunc, 2, {"public.items": 1, "public.items_full": 1}),
+                (t_last, 1, {"public.items": 1})]
+    assert len(meta) == 2 * len(expected)
+    for (begin, end), (txn, count, per_table) in zip(zip(meta[::2], meta[1::2], strict=True),
+                                                     expected, strict=True):
+        assert (begin["status"], end["status"]) == ("BEGIN", "END")
+        assert begin["id"] == end["id"]
+        commit_lsn_of(txn, end["id"])
+        assert end["event_count"] == count
+        assert {c["data_collection"]: c["event_count"] for c in end["data_collections"]} == \
+            per_table
+        assert txn.now_ms <= begin["ts_ms"] == end["ts_ms"] <= txn.wall_after_ms
+    seen = {r.value["source"]["txId"] for r in reads if r.value and "source" in r.value}
+    assert seen == {t.xid for t, _, _ in expected} | {None}
