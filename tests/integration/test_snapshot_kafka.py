@@ -1,0 +1,194 @@
+"""The initial snapshot end to end: PostgreSQL -> `pgcdc run` -> Kafka, exactly once.
+
+Two tables hold rows before the worker starts; a writer thread inserts, updates and
+deletes in small transactions from before the worker starts until after the snapshot
+was committed (so before, during and after it). The topics are read back read_committed
+and replayed per key: every key's events must form a valid life cycle (at most one `r`,
+first; `c` only while absent; `u`/`d` only while present), which fails on any row seen
+twice (as `r` and as the `c` of the same insert) or lost; the replayed state must equal
+the final `SELECT`. Variant: the first worker is SIGKILLed in the middle of the
+snapshot; nothing of it is visible, and the next worker does it again.
+`snapshot.mode = never` publishes no `r` at all.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from tests.integration.avro_kafka_support import Read, read_topics
+from tests.integration.pipeline_kafka_support import Pipeline, insert_lsn, pipeline
+
+pytestmark = pytest.mark.integration
+
+TABLES = [
+    "CREATE TABLE a (id int PRIMARY KEY, v int NOT NULL, note text)",
+    "CREATE TABLE b (id bigint PRIMARY KEY, v text)",
+    "INSERT INTO a SELECT i, i, 'pre ' || i FROM generate_series(1, 6000) i",
+    "INSERT INTO b SELECT i, 'pre ' || i FROM generate_series(1, 4000) i",
+]
+
+
+class Writer(threading.Thread):
+    """Small random transactions on both tables until `stop` is set."""
+
+    def __init__(self, p: Pipeline) -> None:
+        super().__init__(daemon=True)
+        self.p = p
+        self.stop = threading.Event()
+        self.commits: list[float] = []  # wall-clock time of each commit
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        rnd = random.Random(7)
+        conn = self.p.connect()
+        conn.autocommit = False
+        cur = conn.cursor()
+        next_id = 100_000
+        try:
+            while not self.stop.is_set():
+                for _ in range(rnd.randint(1, 4)):
+                    table = rnd.choice("ab")
+                    op = rnd.random()
+                    if op < 0.4:
+                        next_id += 1
+                        if table == "a":
+                            cur.execute("INSERT INTO a VALUES (%s, %s, 'new')", (next_id, next_id))
+                        else:
+                            cur.execute("INSERT INTO b VALUES (%s, 'new')", (next_id,))
+                    elif op < 0.8:
+                        key = rnd.randint(1, next_id)
+                        if table == "a":
+                            cur.execute("UPDATE a SET v = v + 1, note = 'upd' WHERE id = %s",
+                                        (key,))
+                        else:
+                            cur.execute("UPDATE b SET v = 'upd ' || id WHERE id = %s", (key,))
+                    else:
+                        cur.execute(f"DELETE FROM {table} WHERE id = %s",
+                                    (rnd.randint(1, next_id),))
+                conn.commit()
+                self.commits.append(time.time())
+                time.sleep(0.002)
+        except BaseException as exc:  # reported by the test
+            self.error = exc
+        finally:
+            conn.close()
+
+
+def _replay(reads: list[Read], table: str) -> tuple[dict[Any, dict[str, Any]], list[str]]:
+    """Apply r/c/u/d per key in topic order; return the state and life-cycle violations."""
+    state: dict[Any, dict[str, Any]] = {}
+    seen: set[Any] = set()
+    bad: list[str] = []
+    for rec in reads:
+        if rec.value is None:
+            continue  # tombstone after a delete
+        op = rec.value["op"]
+        row = rec.value["after"] if op != "d" else rec.value["before"]
+        key = row["id"]
+        present = key in state
+        if op == "r":
+            if key in seen:
+                bad.append(f"{table} {key}: r after other events")
+            state[key] = row
+        elif op == "c":
+            if present:
+                bad.append(f"{table} {key}: c while present (seen twice)")
+            state[key] = row
+        elif op == "u":
+            if not present:
+                bad.append(f"{table} {key}: u while absent (insert lost)")
+            state[key] = row
+        elif op == "d":
+            if not present:
+                bad.append(f"{table} {key}: d while absent")
+            state.pop(key, None)
+        else:
+            bad.append(f"{table} {key}: unexpected op {op}")
+        seen.add(key)
+    return state, bad
+
+
+def _ts(event: dict[str, Any]) -> float:
+    return datetime.fromisoformat(str(event["timestamp"]).replace("Z", "+00:00")).timestamp()
+
+
+def _finish(p: Pipeline, worker: Any) -> dict[str, list[Read]]:
+    conn = p.connect()
+    end = insert_lsn(conn.cursor())
+    conn.close()
+    p.wait_confirmed(end - 1, 120)
+    assert worker.terminate() == 0
+    reads = read_topics(p.settings(), [p.topic("a"), p.topic("b")])
+    return {t: [r for r in reads if r.topic == p.topic(t)] for t in ("a", "b")}
+
+
+@pytest.mark.parametrize("kill_during_snapshot", [False, True])
+def test_snapshot_and_stream_exactly_once(pg: dict[str, Any], kafka: dict[str, Any],
+                                          registry: dict[str, Any],
+                                          kill_during_snapshot: bool) -> None:
+    """Rows read by the snapshot plus the stream give every row exactly once, with
+    concurrent writes before, during and after the snapshot (and across a SIGKILL in
+    the middle of it): the replayed topics equal the final tables."""
+    with pipeline(pg, kafka, registry, "snapk", TABLES) as p:
+        writer = Writer(p)
+        writer.start()
+        time.sleep(0.5)  # writes before the worker starts
+        worker = p.start_worker()
+        if kill_during_snapshot:
+            worker.wait_event(["snapshot_table_done"], 120)
+            worker.kill()
+            assert p.last_offset() is None  # nothing of the snapshot was committed
+            worker = p.start_worker()
+        started = worker.wait_event(["snapshot_started"], 120)
+        done = worker.wait_event(["snapshot_done"], 300)
+        worker.wait_event(["snapshot_committed"], 120)
+        time.sleep(2.0)  # writes after the snapshot
+        writer.stop.set()
+        writer.join(30)
+        assert writer.error is None, writer.error
+        during = [t for t in writer.commits if _ts(started) <= t <= _ts(done)]
+        assert during, "no transaction committed while the snapshot was read"
+        assert [t for t in writer.commits if t > _ts(done)]
+        topics = _finish(p, worker)
+
+        events = worker.events()
+        table_done = {e["table"]: e["rows"] for e in events
+                      if e.get("event") == "snapshot_table_done"}
+        for table, key_cols in (("a", ("id", "v", "note")), ("b", ("id", "v"))):
+            reads = topics[table]
+            ops = [r.value["op"] for r in reads if r.value is not None]
+            assert ops.count("r") == table_done[f"public.{table}"] > 0
+            assert {"c", "u", "d"} <= set(ops)
+            state, bad = _replay(reads, table)
+            assert not bad, bad[:20]
+            rows = p.query(f"SELECT {', '.join(key_cols)} FROM {table}")
+            expected = {r[0]: dict(zip(key_cols, r, strict=True)) for r in rows}
+            assert {k: {c: v[c] for c in key_cols} for k, v in state.items()} == expected
+            snap = [r.value for r in reads if r.value is not None and r.value["op"] == "r"]
+            assert {s["source"]["snapshot"] for s in snap} <= {"true", "last"}
+        last = [r.value for t in ("a", "b") for r in topics[t]
+                if r.value is not None and r.value["source"]["snapshot"] == "last"]
+        assert len(last) == 1 and last[0]["op"] == "r"
+
+
+def test_snapshot_never_publishes_no_reads(pg: dict[str, Any], kafka: dict[str, Any],
+                                           registry: dict[str, Any]) -> None:
+    """`snapshot.mode = never`: existing rows are not published; only later changes."""
+    with pipeline(pg, kafka, registry, "snapn", TABLES[:2] + [
+            "INSERT INTO a VALUES (1, 1, 'old'), (2, 2, 'old')"],
+            extra_env={"PGCDC_SNAPSHOT__MODE": "never"}) as p:
+        worker = p.start_worker()
+        worker.wait_ready()
+        p.execute("INSERT INTO a VALUES (3, 3, 'new')", "UPDATE a SET v = 20 WHERE id = 2",
+                  "INSERT INTO b VALUES (9, 'new')")
+        topics = _finish(p, worker)
+        ops = [(t, r.value["op"], (r.value["after"] or r.value["before"])["id"])
+               for t in ("a", "b") for r in topics[t] if r.value is not None]
+        assert ops == [("a", "c", 3), ("a", "u", 2), ("b", "c", 9)]
+        assert not worker.has_event("snapshot_started")
