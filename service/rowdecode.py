@@ -35,11 +35,13 @@ from service.plugin_api import (
     RelationInfo,
     StoredValue,
 )
-from service.schema_history import RelClass, SchemaHistory, TableDef
+from service.schema_history import Classification, RelClass, SchemaHistory, TableDef
 from service.types.convert import simple_functions, to_python, to_text
 from service.types.deform import Column, deform
 from service.types.registry import TypeInfo, TypeRegistry
 from service.types.varlena import ToastPointer, Unchanged, resolve_toast
+
+_CLASS_CACHE_MAX = 4096
 
 TypeSource = Callable[[Sequence[int]], TypeRegistry]
 """Loads type facts for these OIDs (and their dependencies) and returns the registry."""
@@ -112,21 +114,48 @@ class HistoryRows:
         self._unknown_as_text = unknown_as_text
         # id(TableDef) -> its plan (which keeps the TableDef alive)
         self._plans: dict[int, _Plan] = {}
+        # Classifications per (relfilenode, top xid): (lo, hi, answer), valid for change
+        # LSNs in [lo, hi) while the history is unchanged. Every change to the history
+        # comes through apply()/assign_child(), which empty the cache (a HeapChange
+        # changes nothing in the history, so a transaction's replay keeps it).
+        self._classes: dict[tuple[int, int, int, int], tuple[int, int, Classification]] = {}
+        # The last change relation() answered for, so row() needs no second lookup:
+        # (change, top xid, plan).
+        self._last: tuple[HeapChange, int, _Plan] | None = None
 
     # --- RowResolver ----------------------------------------------------------------
 
     def apply(self, event: Any) -> None:
         self.history.apply(event)
+        if type(event) is not HeapChange:
+            self._classes.clear()
+            self._last = None
 
     def assign_child(self, top: int, sub: int) -> None:
         self.history.assign_child(top, sub)
+        self._classes.clear()
+        self._last = None
+
+    def _classify(self, change: HeapChange, top_xid: int) -> Classification:
+        loc, lsn = change.locator, change.lsn
+        key = (loc.spc_oid, loc.db_oid, loc.rel_number, top_xid)
+        hit = self._classes.get(key)
+        if hit is not None and hit[0] <= lsn < hit[1]:
+            return hit[2]
+        cls, lo, hi = self.history.classify_span(loc, top_xid, lsn)
+        if len(self._classes) > _CLASS_CACHE_MAX:
+            self._classes.clear()
+        self._classes[key] = (lo, hi, cls)
+        return cls
 
     def relation(self, change: HeapChange, top_xid: int) -> RelationInfo | None:
-        cls = self.history.classify(change.locator, top_xid, change.lsn)
+        cls = self._classify(change, top_xid)
         match cls.kind:
             case RelClass.TABLE:
                 assert cls.table is not None
-                return self._plan(cls.table, change.lsn).rel
+                plan = self._plan(cls.table, change.lsn)
+                self._last = (change, top_xid, plan)
+                return plan.rel
             case RelClass.REWRITE:
                 return None
             case RelClass.TOAST:
@@ -162,6 +191,11 @@ class HistoryRows:
         raw = change.new_tuple if new else change.old_tuple
         if raw is None:
             return None
+        last = self._last
+        if last is not None and last[0] is change and last[1] == top_xid \
+                and last[2].rel is relation:
+            # by_oid(relation.oid, lsn, top_xid) is the very _pick classify made for it
+            return self._decode(last[2], raw, toast, change.lsn)
         table = self.history.by_oid(relation.oid, change.lsn, top_xid)
         if table is None:
             raise SchemaMismatchError("table definition vanished between lookups",

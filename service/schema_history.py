@@ -252,6 +252,10 @@ class LiveCatalog(Protocol):
 # --- classification ------------------------------------------------------------------
 
 
+_END_OF_TIME = (1 << 64) - 1
+_TOAST_CACHE_MAX = 4096
+
+
 class RelClass(Enum):
     TABLE = "table"
     TOAST = "toast"
@@ -395,6 +399,9 @@ class SchemaHistory:
         # no definition, and the live catalog (which shows the present, possibly later
         # DDL) must not be read for its shape.
         self.ddl_capture = False
+        # is_toast's answers for everyone, valid while the stamp holds (see is_toast).
+        self._toast_cache: dict[tuple[int, int, int, int], bool] = {}
+        self._toast_stamp: tuple[int, int, int] | None = None
 
     # --- construction and persistence ----------------------------------------------
 
@@ -943,6 +950,23 @@ class SchemaHistory:
         return hit.table if hit is not None else None
 
     def is_toast(self, locator: RelFileLocator, lsn: int, xid: int | None = None) -> bool:
+        if xid is None:
+            # Asked for every heap insert (the reorder buffer's toast check), so answers
+            # for everyone (xid None) are cached. They depend on committed entries only,
+            # which change only at a commit of this database (_commit, which then moves
+            # `applied_upto`) or at construction; prune keeps every answer still
+            # askable but replaces the maps, so the cache is stamped with both.
+            stamp = (self.applied_upto, self.version, id(self._maps))
+            cache = self._toast_cache
+            if self._toast_stamp != stamp or len(cache) > _TOAST_CACHE_MAX:
+                cache.clear()
+                self._toast_stamp = stamp
+            key = (locator.spc_oid, locator.db_oid, locator.rel_number, lsn)
+            found = cache.get(key)
+            if found is None:
+                hit = self._lookup(locator, lsn, None)
+                found = cache[key] = hit is not None and hit.kind is RelClass.TOAST
+            return found
         hit = self._lookup(locator, lsn, xid)
         return hit is not None and hit.kind is RelClass.TOAST
 
@@ -972,6 +996,41 @@ class SchemaHistory:
                 if c.owned_by(xid, top) and c.own_lsn <= lsn:
                     return UNKNOWN if c.unresolved else REWRITE
         return UNKNOWN
+
+    def classify_span(
+        self, locator: RelFileLocator, xid: int, lsn: int
+    ) -> tuple[Classification, int, int]:
+        """`classify`, with the LSN range [lo, hi) around `lsn` over which the answer for
+        this xid stays the same as long as the history is not changed.
+
+        `_pick` answers from the entries whose threshold is at or below the LSN (own_lsn
+        for the xid's own entries, commit_lsn for others'), so the answer can only change
+        where the LSN crosses a threshold of an entry it may consult: the mappings of the
+        relfilenode, the versions of the tables they name, and its smgr creates.
+        """
+        found = self.classify(locator, xid, lsn)
+        lo, hi = 0, _END_OF_TIME
+        if locator.db_oid != self.db_oid:
+            return found, lo, hi
+        key = (locator.spc_oid, locator.rel_number)
+        top = self._top.get(xid, xid)
+        lists: list[Iterable[_Owned]] = [self._creates.get(key, ())]
+        for mk in self._by_filenode.get(key, ()):
+            lists.append(self._maps.get(mk, ()))
+            lists.append(self._versions.get(mk[0], ()))
+        for entries in lists:
+            for e in entries:
+                if e.owned_by(xid, top):
+                    at = e.own_lsn
+                elif e.commit_lsn is not None:
+                    at = e.commit_lsn
+                else:
+                    continue
+                if at <= lsn:
+                    lo = max(lo, at)
+                else:
+                    hi = min(hi, at)
+        return found, lo, hi
 
     def tables(self, lsn: int) -> list[TableDef]:
         """Every table defined for everyone at `lsn`."""
