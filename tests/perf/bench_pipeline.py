@@ -72,7 +72,8 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 class Workload:
     name: str
     rows: int
-    start: int  # WAL position before the slot's RUNNING_XACTS and the inserts
+    start: int  # the slot's restart LSN: where both decoders start reading
+    consistent: int  # the slot's confirmed_flush LSN: commits from here on are emitted
     end: int  # pg_current_wal_lsn() after the last commit
     slot: str
 
@@ -104,14 +105,21 @@ def make_workload(pg: dict[str, Any], dsn: str, name: str, txns: int, per_txn: i
     slot = f"bench_{uuid.uuid4().hex[:10]}"
     with conn.cursor() as cur:
         cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (slot,))
-        start = _lsn(cur, "SELECT pg_current_wal_insert_lsn()")
+        # pgcdc reads from the slot's restart LSN and emits from its consistent point, so
+        # it meets the same RUNNING_XACTS records the server built its snapshot from
+        # (others' transactions on the shared server cannot delay its consistency).
+        cur.execute("SELECT restart_lsn::text, confirmed_flush_lsn::text "
+                    "FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+        row = cur.fetchone()
+        assert row is not None
+        start, consistent = parse_lsn(row[0]), parse_lsn(row[1])
         force_running_xacts(dsn, int(pg["version"]))
         for t in range(txns):
             lo = first_id + t * per_txn
             cur.execute(INSERT.format(lo=lo, hi=lo + per_txn - 1))
         end = _lsn(cur, "SELECT pg_current_wal_lsn()")
     conn.close()
-    return Workload(name, txns * per_txn, start, end, slot)
+    return Workload(name, txns * per_txn, start, consistent, end, slot)
 
 
 class Digest:
@@ -167,7 +175,7 @@ def run_pgcdc(pg: dict[str, Any], dsn: str, w: Workload, plugin_name: str,
         session = Session(SessionConfig(dsn=dsn, slot=w.slot, spill_dir=Path(spill),
                                         plugin_options=options),
                           plugin, plugin_name, writer, version=int(pg["version"]),
-                          start_lsn=w.start, decode_from=w.start)
+                          start_lsn=w.start, decode_from=w.consistent)
         try:
             prof = cProfile.Profile() if profile else None
             c0, t0 = time.process_time(), time.monotonic()
@@ -300,12 +308,12 @@ def main() -> int:
             if "pg" in only:
                 server = _best([run_server(dsn, w, check=(i == 0 and "text" in only))
                                 for i in range(args.repeat)])
-                print(f"  {'test_decoding (server)':<28}{w.rows / server.cpu:>12,.0f} rows/s"
+                print(f"  {'test_decoding (server)':<28}{w.rows / max(server.cpu, 0.01):>12,.0f} rows/s"
                       f"  cpu {server.cpu:6.2f} s  wall {server.wall:6.2f} s  "
                       f"{server.lines:,} lines")
             if "reader" in only:
                 r = _best([run_reader(pg, w) for _ in range(args.repeat)])
-                print(f"  {'pgcdc reader+decode only':<28}{w.rows / r.cpu:>12,.0f} rows/s"
+                print(f"  {'pgcdc reader+decode only':<28}{w.rows / max(r.cpu, 0.01):>12,.0f} rows/s"
                       f"  cpu {r.cpu:6.2f} s  wall {r.wall:6.2f} s  {r.lines:,} events")
             for name in ("text", "avro"):
                 if name not in only:
@@ -319,7 +327,7 @@ def main() -> int:
                     ok = ok and equal
                     same = "  output identical to test_decoding" if equal else \
                         "  OUTPUT DIFFERS from test_decoding"
-                print(f"  {'pgcdc ' + name + ' plugin':<28}{w.rows / t.cpu:>12,.0f} rows/s"
+                print(f"  {'pgcdc ' + name + ' plugin':<28}{w.rows / max(t.cpu, 0.01):>12,.0f} rows/s"
                       f"  cpu {t.cpu:6.2f} s  wall {t.wall:6.2f} s  {t.lines:,} "
                       f"{'lines' if name == 'text' else 'records'}{same}")
                 if args.profile == name:
