@@ -37,7 +37,7 @@ from service.plugin_api import (
 )
 from service.schema_history import Classification, RelClass, SchemaHistory, TableDef
 from service.types.convert import simple_functions, to_python, to_text
-from service.types.deform import Column, deform
+from service.types.deform import Column, Layout, compile_layout, deform, deform_heap
 from service.types.registry import TypeInfo, TypeRegistry
 from service.types.varlena import ToastPointer, Unchanged, resolve_toast
 
@@ -91,6 +91,7 @@ class _Plan:
     rel: RelationInfo
     table: TableDef  # kept alive: plans are cached by id(table)
     columns: list[Column]  # for the deformer, dropped included
+    layout: Layout | None  # compile_layout(columns): None leaves the tuple to deform()
     outs: list[_Out | None]  # parallel to `columns`; None for dropped columns
     registry: TypeRegistry
     qualified: str
@@ -238,7 +239,8 @@ class HistoryRows:
                    c.not_null, c.dropped, None)
             for c in table.columns
         ]
-        plan = _Plan(rel, table, columns, [], registry, f"{table.schema}.{table.name}")
+        plan = _Plan(rel, table, columns, compile_layout(columns), [], registry,
+                     f"{table.schema}.{table.name}")
         self._prepare(plan, registry)
         self._plans[id(table)] = plan
         return plan
@@ -277,7 +279,9 @@ class HistoryRows:
     ) -> list[ColumnValue]:
         qualified = plan.qualified
         try:
-            datums = deform(raw, plan.columns, relation=qualified)
+            layout = plan.layout
+            datums = deform_heap(raw, plan.columns, layout, relation=qualified) \
+                if layout is not None else deform(raw, plan.columns, relation=qualified)
         except SchemaMismatchError as exc:
             raise SchemaMismatchError(exc.message, lsn=lsn, relation=qualified) from exc
         registry = self._types([])

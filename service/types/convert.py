@@ -41,12 +41,12 @@ _Simple = Callable[[bytes], Any]
 
 _TEXT: dict[str, Callable[[bytes], str]] = {
     "boolout": text.bool_text,
-    "int2out": lambda b: str(text.int2_value(b)),
-    "int4out": lambda b: str(text.int4_value(b)),
-    "int8out": lambda b: str(text.int8_value(b)),
-    "oidout": lambda b: str(text.uint4_value(b)),
-    "xidout": lambda b: str(text.uint4_value(b)),
-    "cidout": lambda b: str(text.uint4_value(b)),
+    "int2out": text.int2_text,
+    "int4out": text.int4_text,
+    "int8out": text.int8_text,
+    "oidout": text.uint4_text,
+    "xidout": text.uint4_text,
+    "cidout": text.uint4_text,
     "xid8out": lambda b: str(text.uint8_value(b)),
     "charout": text.char_text,
     "nameout": text.name_text,

@@ -103,10 +103,22 @@ def ymd(days: int) -> tuple[int, int, int]:
     return d.year + 400 * cycles, d.month, d.day
 
 
+_DATE_PARTS: dict[int, tuple[str, bool]] = {}
+_DATE_PARTS_MAX = 8192
+
+
 def _date_part(days: int) -> tuple[str, bool]:
+    # Rows of a table tend to share dates: the printed date is kept per day number.
+    found = _DATE_PARTS.get(days)
+    if found is not None:
+        return found
     year, month, day = ymd(days)
     bc = year <= 0
-    return f"{(1 - year) if bc else year:04d}-{month:02d}-{day:02d}", bc
+    found = f"{(1 - year) if bc else year:04d}-{month:02d}-{day:02d}", bc
+    if len(_DATE_PARTS) >= _DATE_PARTS_MAX:
+        _DATE_PARTS.clear()
+    _DATE_PARTS[days] = found
+    return found
 
 
 def _fraction(us: int) -> str:

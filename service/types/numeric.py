@@ -81,8 +81,33 @@ def _parse(buf: bytes) -> tuple[str, bool, int, int, list[int]]:
         start = 4
     if (len(buf) - start) % 2:
         raise DecodeError("numeric digits have an odd byte count")
-    digits = [_I16.unpack_from(buf, i)[0] for i in range(start, len(buf), 2)]
+    digits = list(_digits_struct((len(buf) - start) >> 1).unpack_from(buf, start))
     return "", negative, weight, dscale, digits
+
+
+_CACHED_UP_TO = 64  # digit counts beyond this are rare: not kept
+_DIGITS: dict[int, struct.Struct] = {}
+_GROUPS: dict[int, str] = {}
+
+
+def _digits_struct(n: int) -> struct.Struct:
+    """`n` int16 base-10000 digits in one unpack (cached per count)."""
+    found = _DIGITS.get(n)
+    if found is None:
+        found = struct.Struct(f"<{n}h")
+        if n <= _CACHED_UP_TO:
+            _DIGITS[n] = found
+    return found
+
+
+def _groups_format(n: int) -> str:
+    """`%d` then `%04d` for each further group: digit groups printed in one format."""
+    found = _GROUPS.get(n)
+    if found is None:
+        found = "%d" + "%04d" * (n - 1)
+        if n <= _CACHED_UP_TO:
+            _GROUPS[n] = found
+    return found
 
 
 def numeric_text(buf: bytes) -> str:
@@ -90,23 +115,23 @@ def numeric_text(buf: bytes) -> str:
     special, negative, weight, dscale, digits = _parse(buf)
     if special:
         return special
-    for d in digits:
-        if not 0 <= d < 10000:
-            raise DecodeError(f"numeric digit {d} out of range")
+    if digits and (min(digits) < 0 or max(digits) >= 10000):
+        bad = next(d for d in digits if not 0 <= d < 10000)
+        raise DecodeError(f"numeric digit {bad} out of range")
     # Group i has weight `weight - i`; groups outside `digits` are zero.
     n = len(digits)
     if weight < 0:
         text = "0"
     else:
-        groups = [digits[i] if i < n else 0 for i in range(weight + 1)]
-        text = str(groups[0]) + "".join(f"{g:04d}" for g in groups[1:])
+        groups = digits[: weight + 1]
+        if n < weight + 1:
+            groups += [0] * (weight + 1 - n)
+        text = _groups_format(weight + 1) % tuple(groups)
     if dscale:
         first = weight + 1
-        frac = "".join(
-            f"{digits[i]:04d}" if 0 <= i < n else "0000"
-            for i in range(first, first + (dscale + 3) // 4)
-        )
-        text = f"{text}.{frac[:dscale]}"
+        count = (dscale + 3) // 4
+        frac = [digits[i] if 0 <= i < n else 0 for i in range(first, first + count)]
+        text = f"{text}.{(('%04d' * count) % tuple(frac))[:dscale]}"
     return f"-{text}" if negative and any(digits) else text
 
 

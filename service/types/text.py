@@ -58,6 +58,38 @@ def int8_value(buf: bytes) -> int:
     return int(_I64.unpack(buf)[0])
 
 
+_I16_UNPACK, _I32_UNPACK, _I64_UNPACK, _U32_UNPACK = _I16.unpack, _I32.unpack, _I64.unpack, \
+    _U32.unpack
+
+
+def int2_text(buf: bytes) -> str:
+    """int2out; as str(int2_value(buf)), without the intermediate calls."""
+    if len(buf) != 2:
+        _fixed(buf, 2, "int2")
+    return str(_I16_UNPACK(buf)[0])
+
+
+def int4_text(buf: bytes) -> str:
+    """int4out."""
+    if len(buf) != 4:
+        _fixed(buf, 4, "int4")
+    return str(_I32_UNPACK(buf)[0])
+
+
+def int8_text(buf: bytes) -> str:
+    """int8out."""
+    if len(buf) != 8:
+        _fixed(buf, 8, "int8")
+    return str(_I64_UNPACK(buf)[0])
+
+
+def uint4_text(buf: bytes) -> str:
+    """oidout, xidout, cidout."""
+    if len(buf) != 4:
+        _fixed(buf, 4, "oid")
+    return str(_U32_UNPACK(buf)[0])
+
+
 def uint4_value(buf: bytes) -> int:
     """oid, xid, cid, regproc...: unsigned 32-bit."""
     _fixed(buf, 4, "oid")
