@@ -22,11 +22,11 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psycopg2
 from confluent_kafka import Consumer, TopicPartition
@@ -306,3 +306,243 @@ def pipeline(pg: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
         yield p
     finally:
         p.drop()
+
+
+# --- a mixed workload with known outcome ------------------------------------------------
+
+EO_TABLES = [
+    "CREATE TABLE acct (id int PRIMARY KEY, grp int NOT NULL, val bigint NOT NULL, note text)",
+    "CREATE TABLE ledger (id bigint PRIMARY KEY, acct int NOT NULL, amount int, memo text)",
+    "CREATE TABLE kv (k text PRIMARY KEY, v text)",
+    "ALTER TABLE kv REPLICA IDENTITY FULL",
+]
+
+
+@dataclass
+class TxnOutcome:
+    """One source transaction of the workload: its xid, fate and expected events."""
+
+    xid: int
+    committed: bool
+    events: dict[str, int] = field(default_factory=dict)  # table -> change events
+    commit_from: int = 0  # its commit record starts at or after this LSN
+    statements: list[str] = field(default_factory=list)  # for failure messages
+
+    @property
+    def total(self) -> int:
+        return sum(self.events.values())
+
+
+class Workload:
+    """Random transactions (seeded) over acct/ledger/kv; every outcome is recorded.
+
+    Statements are inserts, updates and deletes of random size, ON CONFLICT upserts, and
+    statements inside savepoints that are rolled back (ROLLBACK TO) or released; some
+    transactions end in ROLLBACK. `outcomes` lists every transaction in commit (or
+    abort) order; events are counted from each kept statement's rowcount.
+    """
+
+    def __init__(self, p: Pipeline, seed: int) -> None:
+        import random  # noqa: PLC0415
+
+        self.p = p
+        self.rng = random.Random(seed)
+        self.conn = p.connect()
+        self.outcomes: list[TxnOutcome] = []
+        self.next_acct = 1
+        self.next_ledger = 10_000_000
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _statement(self) -> tuple[str, str]:
+        rng = self.rng
+        kind = rng.choice(["ins", "ins", "upd", "del", "kv", "ledger"])
+        if kind == "ins" or self.next_acct < 50:
+            n = rng.choice([1, 2, 5, 20, 100, 400])
+            a = self.next_acct
+            self.next_acct += n
+            return "acct", (f"INSERT INTO acct SELECT g, g % 7, g * 10, 'n' || g "
+                            f"FROM generate_series({a}, {a + n - 1}) g")
+        if kind == "upd":
+            ids = [rng.randrange(1, self.next_acct) for _ in range(rng.choice([1, 3, 30]))]
+            return "acct", (f"UPDATE acct SET val = val + {rng.randint(1, 9)}, "
+                            f"note = 'u{rng.randint(0, 999)}' WHERE id = ANY(ARRAY{ids})")
+        if kind == "del":
+            ids = [rng.randrange(1, self.next_acct) for _ in range(rng.choice([1, 4]))]
+            return "acct", f"DELETE FROM acct WHERE id = ANY(ARRAY{ids})"
+        if kind == "kv":
+            k = rng.randrange(40)
+            return "kv", (f"INSERT INTO kv VALUES ('k{k}', 'v{rng.randint(0, 99999)}') "
+                          "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v")
+        n = rng.choice([1, 10, 50])
+        a = self.next_ledger
+        self.next_ledger += n
+        return "ledger", (f"INSERT INTO ledger SELECT g, g % 100, g % 1000, 'm' || g "
+                          f"FROM generate_series({a}, {a + n - 1}) g")
+
+    def transaction(self) -> TxnOutcome:
+        """One random transaction on the workload's connection."""
+        rng, cur = self.rng, self.conn.cursor()
+        cur.execute("BEGIN")
+        out = TxnOutcome(current_xid(cur), committed=True)
+        for i in range(rng.randint(1, 6)):
+            table, sql = self._statement()
+            mode = rng.random()
+            if mode < 0.15:
+                cur.execute(f"SAVEPOINT s{i}")
+                cur.execute(sql)
+                cur.execute(f"ROLLBACK TO SAVEPOINT s{i}")
+                out.statements.append(f"rolled back: {sql} ({cur.rowcount})")
+                continue
+            if mode < 0.25:
+                cur.execute(f"SAVEPOINT s{i}")
+                cur.execute(sql)
+                rows = cur.rowcount
+                out.statements.append(f"released: {sql} ({rows})")
+                cur.execute(f"RELEASE SAVEPOINT s{i}")
+            else:
+                cur.execute(sql)
+                rows = cur.rowcount
+                out.statements.append(f"{sql} ({rows})")
+            out.events[table] = out.events.get(table, 0) + rows
+        if not out.total:  # every committed transaction publishes something
+            cur.execute("INSERT INTO kv VALUES ('k0', 'touch') "
+                        "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v")
+            out.events["kv"] = 1
+        out.commit_from = insert_lsn(cur)
+        out.committed = rng.random() >= 0.12
+        cur.execute("COMMIT" if out.committed else "ROLLBACK")
+        cur.close()
+        self.outcomes.append(out)
+        return out
+
+    def run(self, n: int, pause_s: float = 0.0) -> None:
+        for _ in range(n):
+            self.transaction()
+            if pause_s:
+                time.sleep(self.rng.uniform(0, pause_s))
+
+    def big_interleaved(self, rows: int, small_between: int) -> TxnOutcome:
+        """One `rows`-row ledger transaction in two halves, with small transactions
+        committing on the other connection in between (so it commits after them)."""
+        conn = self.p.connect()
+        cur = conn.cursor()
+        cur.execute("BEGIN")
+        out = TxnOutcome(current_xid(cur), committed=True, events={"ledger": rows})
+        half = rows // 2
+        for a, b in ((1, half), (half + 1, rows)):
+            cur.execute("INSERT INTO ledger SELECT g, g % 977, g % 10000, 'big ' || g "
+                        f"FROM generate_series({a}, {b}) g")
+            assert cur.rowcount == b - a + 1
+            if a == 1:
+                self.run(small_between)
+        out.commit_from = insert_lsn(cur)
+        cur.execute("COMMIT")
+        conn.close()
+        self.outcomes.append(out)
+        return out
+
+    def committed(self) -> list[TxnOutcome]:
+        return [o for o in self.outcomes if o.committed]
+
+
+def materialize(reads: Sequence[Any], key_of: Callable[[Any], Any]) -> dict[Any, Any]:
+    """Apply c/u/r (upsert), d (remove) and t (clear) events by key, in topic order."""
+    rows: dict[Any, Any] = {}
+    for r in reads:
+        if r.value is None:
+            continue  # a tombstone
+        op = r.value["op"]
+        if op in ("c", "u", "r"):
+            rows[key_of(r.key)] = r.value["after"]
+        elif op == "d":
+            rows.pop(key_of(r.key), None)
+        elif op == "t":
+            rows.clear()
+        else:
+            raise AssertionError(f"unexpected op {op!r}")
+    return rows
+
+
+# --- reading back ---------------------------------------------------------------------
+
+
+@dataclass
+class Rec:
+    """One committed Kafka record, deserialized (None for a tombstone's value)."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: Any
+    value: Any
+    headers: dict[str, bytes]
+    raw_value: bytes | None
+    timestamp_ms: int
+    received: float  # time.time() when the consumer got it
+
+
+def read_all(settings: Settings, topics: Sequence[str], *, timeout_s: float = 60.0,
+             deserialize: bool = True) -> list[Rec]:
+    """Every committed record of `topics`, from the start to the end, as a downstream
+    consumer sees them: `isolation.level=read_committed`, AvroDeserializer."""
+    from confluent_kafka import KafkaError  # noqa: PLC0415
+    from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: PLC0415
+    from confluent_kafka.schema_registry.avro import AvroDeserializer  # noqa: PLC0415
+    from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: PLC0415
+
+    consumer = Consumer({
+        "bootstrap.servers": settings.kafka.bootstrap_servers,
+        "group.id": unique("reader"),
+        "isolation.level": "read_committed",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+    })
+    registry = SchemaRegistryClient({"url": settings.registry.url})
+    deser = AvroDeserializer(registry)
+    try:
+        parts = []
+        for topic in topics:
+            meta = consumer.list_topics(topic, timeout=10).topics[topic]
+            assert meta.error is None, f"{topic}: {meta.error}"
+            for part in meta.partitions:
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, part),
+                                                           timeout=10, cached=False)
+                if high > low:
+                    parts.append(TopicPartition(topic, part, 0))
+        consumer.assign(parts)
+        pending = {(tp.topic, tp.partition) for tp in parts}
+        out: list[Rec] = []
+        ctx: dict[tuple[str, bool], SerializationContext] = {}
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            assert time.monotonic() < deadline, f"did not reach the end of {pending}"
+            for msg in consumer.consume(1000, 0.5):
+                err = msg.error()
+                if err is not None:
+                    assert err.code() == KafkaError._PARTITION_EOF, err.str()
+                    pending.discard((msg.topic(), msg.partition()))
+                    continue
+                topic = str(msg.topic())
+                raw_key, raw_value = msg.key(), msg.value()
+                key: Any = raw_key
+                value: Any = raw_value
+                if deserialize:
+                    for is_key in (True, False):
+                        if (topic, is_key) not in ctx:
+                            ctx[(topic, is_key)] = SerializationContext(
+                                topic, MessageField.KEY if is_key else MessageField.VALUE)
+                    key = deser(raw_key, ctx[(topic, True)]) if raw_key is not None else None
+                    value = deser(raw_value, ctx[(topic, False)]) \
+                        if raw_value is not None else None
+                pairs = cast(list[tuple[str, Any]], msg.headers() or [])
+                headers = {name: (h if isinstance(h, bytes) else str(h).encode())
+                           for name, h in pairs}
+                out.append(Rec(topic, int(msg.partition() or 0), int(msg.offset() or 0), key,
+                               value, headers, raw_value, int(msg.timestamp()[1]), time.time()))
+        return out
+    finally:
+        consumer.close()
+        registry.close()
