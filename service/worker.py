@@ -100,9 +100,12 @@ class Worker:
         self._last_commit_time = ev.commit_time
         if self._snapshot_until is not None and ev.end_lsn < self._snapshot_until:
             return  # committed before the snapshot's LSN: stays in the snapshot's batch
-        self._snapshot_until = None
         self._ended_lsn = ev.end_lsn
         self.sink.end_source_txn(ev.end_lsn, self.session.restart_lsn(), history.version)
+        if self._snapshot_until is not None:  # the snapshot's batch ends here
+            self._snapshot_until = None
+            self.sink.flush()
+            log.info("snapshot_committed", confirmed_lsn=format_lsn(ev.end_lsn))
 
     # --- life cycle -----------------------------------------------------------------
 

@@ -180,8 +180,8 @@ def test_snapshot_and_stream_exactly_once(pg: dict[str, Any], kafka: dict[str, A
 def test_snapshot_never_publishes_no_reads(pg: dict[str, Any], kafka: dict[str, Any],
                                            registry: dict[str, Any]) -> None:
     """`snapshot.mode = never`: existing rows are not published; only later changes."""
-    with pipeline(pg, kafka, registry, "snapn", TABLES[:2] + [
-            "INSERT INTO a VALUES (1, 1, 'old'), (2, 2, 'old')"],
+    with pipeline(pg, kafka, registry, "snapn",
+                  [*TABLES[:2], "INSERT INTO a VALUES (1, 1, 'old'), (2, 2, 'old')"],
             extra_env={"PGCDC_SNAPSHOT__MODE": "never"}) as p:
         worker = p.start_worker()
         worker.wait_ready()
