@@ -418,3 +418,82 @@ def test_exactly_once_under_sigkill(pg15: dict[str, Any], kafka: dict[str, Any],
     print(f"exactly-once e2e: {len(wl.outcomes)} source transactions "
           f"({len(wl.committed())} committed), {len(kills)} SIGKILLs, published in "
           f"{published:.1f}s, verified in {time.monotonic() - started:.1f}s")
+
+
+def test_second_worker_is_fenced_or_fences(pg18: dict[str, Any], kafka: dict[str, Any],
+                                           registry: dict[str, Any]) -> None:
+    """A second `pgcdc run` with the same configuration, started while the first is
+    publishing: one of them stops with exit code 1 and a FencedError saying another
+    worker took over; the other keeps publishing, and a read_committed reader sees every
+    committed transaction exactly once."""
+    with pipeline(pg18, kafka, registry, "fence", EO_TABLES) as p:
+        first = p.start_worker()
+        first.wait_ready(90)
+        until(lambda: p.last_offset() is not None, 60, "the first offset")
+        wl = Workload(p, seed=7)
+        try:
+            bg = Background(lambda: wl.run(80, pause_s=0.05))
+            time.sleep(1.0)
+            second = p.start_worker()
+            until(lambda: first.proc.poll() is not None or second.proc.poll() is not None,
+                  120, "one worker to stop", step=0.2)
+            loser, survivor = (first, second) if first.proc.poll() is not None \
+                else (second, first)
+            assert loser.proc.returncode == 1, loser.tail()
+            assert "FencedError" in loser.log_text() and "took over slot" in loser.log_text()
+            bg.join()
+        finally:
+            wl.close()
+        p.wait_confirmed(wl.committed()[-1].commit_from, 180, survivor)
+        assert survivor.proc.poll() is None
+        assert survivor.terminate() == 0
+        reads = read_all(p.settings(), [p.topic("acct"), p.topic("ledger"), p.topic("kv"),
+                                        f"{p.prefix}.transaction"])
+        check_exactly_once(p, wl, reads)
+    assert loser is first  # the newcomer fences the running worker
+
+
+def test_sigterm_stops_cleanly_and_resumes(pg15: dict[str, Any], kafka: dict[str, Any],
+                                           registry: dict[str, Any]) -> None:
+    """SIGTERM mid workload: the worker exits 0 having committed what was complete; its
+    offset covers exactly a prefix of the committed transactions (all of them published,
+    none after it), the slot was not moved past the offset's restart LSN, and a restarted
+    worker publishes the rest with nothing lost or repeated."""
+    with pipeline(pg15, kafka, registry, "term", EO_TABLES) as p:
+        worker = p.start_worker()
+        worker.wait_ready(90)
+        until(lambda: p.last_offset() is not None, 60, "the first offset")
+        wl = Workload(p, seed=99)
+        try:
+            bg = Background(lambda: wl.run(80, pause_s=0.05))
+            time.sleep(1.5)
+            assert worker.terminate(60) == 0, worker.tail()
+            assert worker.has_event("worker_stopped")
+            offset = p.last_offset()
+            assert offset is not None
+            slot_restart = parse_lsn(p.query(
+                "SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s",
+                (p.slot,))[0][0])
+            assert slot_restart <= offset.restart_lsn
+            reads = read_all(p.settings(), [p.topic("acct"), p.topic("ledger"), p.topic("kv"),
+                                            f"{p.prefix}.transaction"])
+            published = {r.value["source"]["txId"] for r in reads
+                         if r.value is not None and "source" in r.value}
+            done = [o for o in wl.committed() if o.xid in published]
+            assert done, "nothing was published before SIGTERM"
+            assert done == wl.committed()[:len(done)]  # a prefix, in commit order
+            rest = wl.committed()[len(done):]
+            assert not rest or rest[0].commit_from >= offset.confirmed_lsn
+            bg.join()
+        finally:
+            wl.close()
+        worker = p.start_worker()
+        assert worker.wait_ready(90)["event"] == "worker_resumed"
+        p.wait_confirmed(wl.committed()[-1].commit_from, 180, worker)
+        assert worker.terminate() == 0
+        reads = read_all(p.settings(), [p.topic("acct"), p.topic("ledger"), p.topic("kv"),
+                                        f"{p.prefix}.transaction"])
+        check_exactly_once(p, wl, reads)
+    print(f"SIGTERM: slot restart_lsn {slot_restart:X}, offset restart_lsn "
+          f"{offset.restart_lsn:X}, confirmed {offset.confirmed_lsn:X}; "
+          f"{len(done)} of {len(wl.committed())} committed transactions published before it")
