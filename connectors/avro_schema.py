@@ -599,15 +599,29 @@ def _datum(plan: FieldPlan, col: ColumnValue, warn: Warn) -> Any:
     return mapping.convert(str(value))
 
 
+_COLUMNS: dict[int, tuple[Sequence[FieldPlan], list[str]]] = {}
+
+
+def _columns_of(plans: Sequence[FieldPlan]) -> list[str]:
+    """The column names of a plan, in order (kept per plan object: rows are checked
+    against them once per row)."""
+    found = _COLUMNS.get(id(plans))
+    if found is not None and found[0] is plans:
+        return found[1]
+    names = [p.column for p in plans]
+    if len(_COLUMNS) >= 1024:
+        _COLUMNS.clear()
+    _COLUMNS[id(plans)] = (plans, names)
+    return names
+
+
 def row_datum(plans: Sequence[FieldPlan], row: Sequence[ColumnValue], warn: Warn,
               ) -> dict[str, Any]:
     """The Value (or Key) record of a row; columns the row lacks are null (or zero)."""
+    if len(row) == len(plans) and [c.name for c in row] == _columns_of(plans):
+        return {plan.field: _datum(plan, col, warn) for plan, col in zip(plans, row,
+                                                                        strict=True)}
     out: dict[str, Any] = {}
-    if len(row) == len(plans) and all(p.column == c.name for p, c in zip(plans, row,
-                                                                         strict=True)):
-        for plan, col in zip(plans, row, strict=True):
-            out[plan.field] = _datum(plan, col, warn)
-        return out
     by_name = {c.name: c for c in row}
     for plan in plans:
         found = by_name.get(plan.column)

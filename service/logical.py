@@ -127,6 +127,25 @@ class PluginSink:
         self.decode_at_prepare = plugin.two_phase
         self.emitted_txns = 0
         self.emitted_changes = 0
+        self._info: TxnInfo | None = None  # the last txn_info() built (see _txn_info)
+
+    def _txn_info(self, txn: ReorderBufferTXN) -> TxnInfo:
+        """txn_info(txn), reused while the transaction's public fields are unchanged: a
+        transaction's changes are replayed one after another (a TxnInfo is a value)."""
+        info = self._info
+        if (
+            info is not None
+            and info.xid == txn.xid
+            and info.first_lsn == txn.first_lsn
+            and info.final_lsn == txn.final_lsn
+            and info.end_lsn == txn.end_lsn
+            and info.commit_time == txn.commit_time
+            and info.origin == txn.origin
+            and info.gid == txn.gid
+        ):
+            return info
+        info = self._info = txn_info(txn)
+        return info
 
     # --- conversions --------------------------------------------------------------
 
@@ -173,7 +192,7 @@ class PluginSink:
         row = self._row_change(txn, change)
         if row is not None:
             self.emitted_changes += 1
-            self.plugin.call("change", row.lsn, txn.xid, txn_info(txn), row)
+            self.plugin.call("change", row.lsn, txn.xid, self._txn_info(txn), row)
 
     def truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
         trunc = self._truncate(txn, change)
@@ -199,7 +218,7 @@ class PluginSink:
     def stream_change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
         row = self._row_change(txn, change)
         if row is not None:
-            self.plugin.call("stream_change", row.lsn, txn.xid, txn_info(txn), row)
+            self.plugin.call("stream_change", row.lsn, txn.xid, self._txn_info(txn), row)
 
     def stream_truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
         trunc = self._truncate(txn, change)
@@ -311,7 +330,7 @@ class Decoding:
             case HeapChange():
                 if not snap.decodes_changes or not self._wanted_db(ev.locator.db_oid):
                     return
-                if self.plugin.filter_by_origin(ev.origin):
+                if ev.origin is not None and self.plugin.filter_by_origin(ev.origin):
                     return
                 if snap.process_change(ev.xid, ev.lsn):
                     rb.queue_change(ev.xid, ev.lsn, ev)

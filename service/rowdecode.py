@@ -127,10 +127,11 @@ class HistoryRows:
     # --- RowResolver ----------------------------------------------------------------
 
     def apply(self, event: Any) -> None:
+        if type(event) is HeapChange:
+            return  # SchemaHistory.apply: a heap change has no schema effect
         self.history.apply(event)
-        if type(event) is not HeapChange:
-            self._classes.clear()
-            self._last = None
+        self._classes.clear()
+        self._last = None
 
     def assign_child(self, top: int, sub: int) -> None:
         self.history.assign_child(top, sub)
