@@ -294,6 +294,9 @@ class HistoryRows:
         for o, datum in zip(plan.outs, datums, strict=True):
             if o is None:
                 continue
+            if type(datum) is bytes and o.simple:
+                append(StoredValue(o.codec, datum))
+                continue
             if datum is None:
                 missing = o.missing
                 append(missing if missing is not None and o.attnum > natts else o.null)

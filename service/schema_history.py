@@ -401,7 +401,8 @@ class SchemaHistory:
         self.ddl_capture = False
         # is_toast's answers for everyone, valid while the stamp holds (see is_toast).
         self._toast_cache: dict[tuple[int, int, int, int], bool] = {}
-        self._toast_stamp: tuple[int, int, int] | None = None
+        self._toast_upto, self._toast_version = -1, -1
+        self._toast_maps: dict[MapKey, list[_Mapping]] | None = None
 
     # --- construction and persistence ----------------------------------------------
 
@@ -956,11 +957,16 @@ class SchemaHistory:
             # which change only at a commit of this database (_commit, which then moves
             # `applied_upto`) or at construction; prune keeps every answer still
             # askable but replaces the maps, so the cache is stamped with both.
-            stamp = (self.applied_upto, self.version, id(self._maps))
             cache = self._toast_cache
-            if self._toast_stamp != stamp or len(cache) > _TOAST_CACHE_MAX:
+            if (
+                self._toast_upto != self.applied_upto
+                or self._toast_version != self.version
+                or self._toast_maps is not self._maps
+                or len(cache) > _TOAST_CACHE_MAX
+            ):
                 cache.clear()
-                self._toast_stamp = stamp
+                self._toast_upto, self._toast_version = self.applied_upto, self.version
+                self._toast_maps = self._maps
             key = (locator.spc_oid, locator.db_oid, locator.rel_number, lsn)
             found = cache.get(key)
             if found is None:

@@ -37,6 +37,7 @@ from service.plugin_api import (
     PluginContext,
     RelationInfo,
     RowChange,
+    StoredValue,
     TruncateChange,
     TxnInfo,
 )
@@ -300,26 +301,32 @@ class TestDecodingPlugin:
     def _tuple(self, row: Sequence[ColumnValue], skip_nulls: bool) -> str:
         parts: list[str] = []
         append = parts.append
+        formats = self._formats
         for col in row:
-            fmt = self._column_format(col.codec)
-            if col.is_null:
-                if not skip_nulls:
-                    append(fmt.null)
-            elif col.unchanged:
-                append(fmt.unchanged)
+            codec = col.codec
+            fmt = formats.get(codec)
+            if fmt is None:
+                fmt = self._column_format(codec)
+            if type(col) is not StoredValue:  # a stored datum is never NULL or unchanged
+                if col.is_null:
+                    if not skip_nulls:
+                        append(fmt.null)
+                    continue
+                if col.unchanged:
+                    append(fmt.unchanged)
+                    continue
+            # print_literal(), with the header and the opening quote joined once
+            text = col.text
+            assert text is not None
+            kind = fmt.kind
+            if kind == _QUOTED:
+                append(fmt.quoted + text.replace("'", "''") + "'")
+            elif kind == _BARE:
+                append(fmt.head + text)
+            elif kind == _BIT:
+                append(fmt.quoted + text + "'")
             else:
-                # print_literal(), with the header and the opening quote joined once
-                text = col.text
-                assert text is not None
-                kind = fmt.kind
-                if kind == _QUOTED:
-                    append(fmt.quoted + text.replace("'", "''") + "'")
-                elif kind == _BARE:
-                    append(fmt.head + text)
-                elif kind == _BIT:
-                    append(fmt.quoted + text + "'")
-                else:
-                    append(fmt.head + ("true" if text == "t" else "false"))
+                append(fmt.head + ("true" if text == "t" else "false"))
         return "".join(parts)
 
     def _table_prefix(self, rel: RelationInfo) -> str:
