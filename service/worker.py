@@ -44,7 +44,7 @@ from connectors.offsets import KafkaSchemaStore
 from connectors.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
 from connectors.walsource_stream import PhysicalStream
 from service.config import Settings
-from service.errors import SourceSetupError, format_lsn
+from service.errors import RestartableError, SourceSetupError, format_lsn
 from service.events import CommitEvent
 from service.metrics import Metrics
 from service.pipeline import Session, SessionConfig, force_running_xacts, server_version
@@ -121,6 +121,14 @@ class Worker:
         )
         plugin = AvroPlugin(s)
         stored = KafkaSchemaStore(s, self.sink).load_latest() if last is not None else None
+        if last is not None and stored is None:
+            # Offsets without the history they were committed with: starting fresh would
+            # publish everything again, guessing a history would decode wrongly.
+            raise RestartableError(
+                f"offsets of slot {s.source.slot} exist but its schema history is missing "
+                "from Kafka; restore the history topic or reset the offsets topic",
+                lsn=last.confirmed_lsn,
+            )
         self.stream = PhysicalStream(dsn, s.source.slot,
                                      start_lsn=last.restart_lsn if last else None)
         if last is not None and stored is not None:
@@ -241,8 +249,54 @@ class Worker:
             if self.stream is not None:
                 self.stream.close()
             session.close()
+        self._final_feedback()
         log.info("worker_stopped", decoded_lsn=format_lsn(session.decoding.last_end_lsn))
         return 0
+
+    def _final_feedback(self) -> None:
+        """After a clean stop, move the slot to the last committed restart LSN.
+
+        The stream reports the restart LSN only on its status interval, so the slot would
+        otherwise keep WAL back to an older point until the next start. The replication
+        connection is closed by now; once its walsender has released the slot, the same
+        move is made with pg_replication_slot_advance (forward only, as the walsender's
+        PhysicalConfirmReceivedLocation). Failing here loses nothing (the slot only
+        retains more WAL than needed), so it is logged, not raised.
+        """
+        import psycopg2  # noqa: PLC0415
+
+        last = self.sink.last_committed
+        if last is None or self.sink.dead:
+            return
+        slot, target = self.settings.source.slot, format_lsn(last.restart_lsn)
+        try:
+            conn = psycopg2.connect(self.settings.source.dsn(), application_name="pgcdc")
+        except psycopg2.OperationalError as exc:
+            log.warning("slot_final_feedback_failed", error=str(exc).strip())
+            return
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur:
+                deadline = time.monotonic() + 5.0
+                while True:
+                    cur.execute("SELECT active, restart_lsn < %s::pg_lsn FROM "
+                                "pg_replication_slots WHERE slot_name = %s", (target, slot))
+                    row = cur.fetchone()
+                    if row is None or not row[1]:
+                        return  # gone, or already there
+                    if not row[0]:
+                        cur.execute("SELECT pg_replication_slot_advance(%s, %s::pg_lsn)",
+                                    (slot, target))
+                        log.info("slot_final_feedback", restart_lsn=target)
+                        return
+                    if time.monotonic() > deadline:
+                        log.warning("slot_final_feedback_failed", error="slot still active")
+                        return
+                    time.sleep(0.05)
+        except psycopg2.Error as exc:
+            log.warning("slot_final_feedback_failed", error=str(exc).strip())
+        finally:
+            conn.close()
 
     def _heartbeat(self) -> None:
         """An idle database still moves the slot: heartbeat record plus an offset."""
