@@ -255,6 +255,10 @@ def run_server(dsn: str, w: Workload, check: bool) -> Timing:
     return Timing(cpu, wall, lines, digest)
 
 
+def _rate(rows: int, cpu: float) -> float:
+    return rows / max(cpu, 0.01)  # /proc and process_time tick at 10 ms at worst
+
+
 def _best(runs: list[Timing]) -> Timing:
     return min(runs, key=lambda t: t.cpu)
 
@@ -308,12 +312,12 @@ def main() -> int:
             if "pg" in only:
                 server = _best([run_server(dsn, w, check=(i == 0 and "text" in only))
                                 for i in range(args.repeat)])
-                print(f"  {'test_decoding (server)':<28}{w.rows / max(server.cpu, 0.01):>12,.0f} rows/s"
+                print(f"  {'test_decoding (server)':<28}{_rate(w.rows, server.cpu):>12,.0f} rows/s"
                       f"  cpu {server.cpu:6.2f} s  wall {server.wall:6.2f} s  "
                       f"{server.lines:,} lines")
             if "reader" in only:
                 r = _best([run_reader(pg, w) for _ in range(args.repeat)])
-                print(f"  {'pgcdc reader+decode only':<28}{w.rows / max(r.cpu, 0.01):>12,.0f} rows/s"
+                print(f"  {'pgcdc reader+decode only':<28}{_rate(w.rows, r.cpu):>12,.0f} rows/s"
                       f"  cpu {r.cpu:6.2f} s  wall {r.wall:6.2f} s  {r.lines:,} events")
             for name in ("text", "avro"):
                 if name not in only:
@@ -327,7 +331,7 @@ def main() -> int:
                     ok = ok and equal
                     same = "  output identical to test_decoding" if equal else \
                         "  OUTPUT DIFFERS from test_decoding"
-                print(f"  {'pgcdc ' + name + ' plugin':<28}{w.rows / max(t.cpu, 0.01):>12,.0f} rows/s"
+                print(f"  {'pgcdc ' + name + ' plugin':<28}{_rate(w.rows, t.cpu):>12,.0f} rows/s"
                       f"  cpu {t.cpu:6.2f} s  wall {t.wall:6.2f} s  {t.lines:,} "
                       f"{'lines' if name == 'text' else 'records'}{same}")
                 if args.profile == name:
