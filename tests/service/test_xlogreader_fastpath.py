@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service import xlogreader
+from service import xlogdecode, xlogreader
 from service.errors import WalCorruptionError
 from service.walformat import XLOG_BLCKSZ
 from service.walrecord import BlockRef, XLogRecord
@@ -183,7 +183,7 @@ def test_one_block_shortcut_equals_general_decode(monkeypatch: pytest.MonkeyPatc
         return list(r.records())
 
     fast = [read(lsn, data) for lsn, data in windows]
-    monkeypatch.setattr(xlogreader, "_MIN_ONE_BLOCK", 1 << 40)  # never take the shortcut
+    monkeypatch.setattr(xlogdecode, "_MIN_ONE_BLOCK", 1 << 40)  # never take the shortcut
     general = [read(lsn, data) for lsn, data in windows]
     assert fast == general
     shapes = [
