@@ -266,10 +266,19 @@ class Session:
                 self._align()
 
     def pump(self, chunks: Iterable[tuple[int, bytes]], *, until_lsn: int | None = None) -> None:
-        """Feed chunks until they end, or until a record at or past `until_lsn` is decoded."""
+        """Feed chunks until they end, or up to `until_lsn`.
+
+        Bytes at or past `until_lsn` are never fed: in a live pg_wal they may not be
+        written yet (zeros, or a recycled segment's old pages), which the reader would
+        rightly call damage. `until_lsn` should be a position the server has written,
+        e.g. `pg_current_wal_lsn()` or a record's end.
+        """
         for lsn, data in chunks:
-            self.feed(lsn, data)
-            if until_lsn is not None and self.decoding.last_end_lsn >= until_lsn:
+            if until_lsn is not None and lsn + len(data) > until_lsn:
+                data = data[: max(0, until_lsn - lsn)]
+            if data:
+                self.feed(lsn, data)
+            if until_lsn is not None and lsn + len(data) >= until_lsn:
                 return
             if self.reader.end_of_wal:
                 return

@@ -38,7 +38,8 @@ from connectors.setup import setup, teardown
 from connectors.walsource_dir import detect_segment_size, iter_wal_chunks
 from service.metrics import SLOT_STATS
 from service.pipeline import Session, SessionConfig, force_running_xacts
-from service.reorderbuffer import ReorderBufferStats, change_size
+from service.rb_changes import change_size
+from service.reorderbuffer import ReorderBufferStats
 from service.text_plugin import TestDecodingPlugin
 
 OPTIONS = {"include-xids": "0", "skip-empty-xacts": "1"}
@@ -116,7 +117,10 @@ def _pump_until(session: Session, wal: Path, start: int, end: int) -> None:
     """Session.feed, but stopping at the record that reaches `end` (not per chunk)."""
     chunks = iter_wal_chunks(wal, start, segment_size=detect_segment_size(wal))
     for lsn, data in chunks:
-        session.reader.feed(data, lsn)
+        if lsn >= end:
+            return
+        # Bytes past `end` may not be written yet in a live pg_wal: never feed them.
+        session.reader.feed(data[: end - lsn], lsn)
         for record in session.reader.records():
             if record.lsn >= end:
                 return
