@@ -72,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("replay", "decode WAL segment files from a directory (an archive or pg_wal)")
     p.add_argument("--dir", type=Path, required=True, help="directory of WAL segment files")
     p.add_argument("--start", type=_lsn, required=True, help="LSN to start reading at")
-    p.add_argument("--end", type=_lsn, help="stop at this LSN (default: end of the WAL)")
+    p.add_argument("--end", type=_lsn,
+                   help="stop at this LSN (default: end of the WAL; for a live pg_wal pass "
+                        "the server's pg_current_wal_lsn(), since later pages may be unwritten)")
     p.add_argument("-o", "--option", type=_option, action="append", default=[],
                    help="plugin option NAME=VALUE")
 
