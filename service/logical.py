@@ -54,7 +54,8 @@ from service.plugin_api import (
     TruncateChange,
     TxnInfo,
 )
-from service.reorderbuffer import ReorderBuffer, ReorderBufferTXN, ReplayChange
+from service.rb_changes import ReplayChange
+from service.reorderbuffer import ReorderBuffer, ReorderBufferTXN
 from service.snapbuild import SnapBuilder
 from service.walrecord import XLogRecord
 

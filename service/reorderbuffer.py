@@ -57,17 +57,18 @@ Guarantees:
 - **Errors.** An unknown change type, a SPEC_CONFIRM without a SPEC_INSERT or a
   malformed toast chunk raises `DecodeError` with the LSN. Spill I/O errors come from
   the store as `SpillFileError`.
+
+Layout: this module holds the transactions and their state, queueing, the memory limit
+(spill) and the transaction ends; the change types, `change_size` and `toast_chunk` live
+in `service.rb_changes`; replay, the k-way merge, TOAST reassembly and streaming live in
+`service.rb_replay` (`ReplayMixin`, a base class of `ReorderBuffer`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import heapq
-import struct
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Protocol
 
 from service.errors import ConfigError, DecodeError
@@ -78,82 +79,10 @@ from service.events import (
     MessageEvent,
     TruncateEvent,
 )
+from service.rb_changes import EMPTY_TOAST, Change, InternalChange, ReplayChange, change_size
+from service.rb_replay import ReplayMixin
 from service.spill import SpillStore
 from service.walrecord import RelFileLocator
-
-# --- changes and their size ---------------------------------------------------------
-
-
-@dataclass(slots=True, frozen=True)
-class InternalChange:
-    """An opaque change queued by the snapshot/schema stage (e.g. "DDL applied here").
-
-    `payload` must be picklable (it may be spilled). `size` is what it costs in memory
-    accounting, on top of the per-change overhead.
-    """
-
-    lsn: int
-    xid: int
-    payload: object
-    size: int
-
-
-Change = HeapChange | TruncateEvent | MessageEvent | InternalChange
-
-# sizeof(ReorderBufferChange) on a 64-bit build, PG15 to PG18: lsn 8, action 4 + pad,
-# txn 8, origin_id 2 + pad, a 32-byte union, a 16-byte dlist_node. Measured, not just
-# counted: a test_decoding slot spills 132 bytes per 28-byte-tuple insert (80 + 24 + 28),
-# and tests/integration/test_reorderbuffer_vs_pg.py compares spill_bytes exactly.
-CHANGE_OVERHEAD = 80
-TUPLE_OVERHEAD = 24 + 23  # sizeof(HeapTupleData) + the header bytes before RawTuple.data
-MESSAGE_OVERHEAD = 16  # the two Size fields a spilled message carries
-
-
-def change_size(change: Change) -> int:
-    """The accounted size of one change, as ReorderBufferChangeSize."""
-    kind = type(change)
-    if kind is HeapChange:
-        assert isinstance(change, HeapChange)
-        size = CHANGE_OVERHEAD
-        if change.new_tuple is not None:
-            size += TUPLE_OVERHEAD + len(change.new_tuple.data)
-        if change.old_tuple is not None:
-            size += TUPLE_OVERHEAD + len(change.old_tuple.data)
-        return size
-    if kind is MessageEvent:
-        assert isinstance(change, MessageEvent)
-        return (
-            CHANGE_OVERHEAD
-            + len(change.prefix.encode())
-            + 1
-            + len(change.payload)
-            + MESSAGE_OVERHEAD
-        )
-    if kind is TruncateEvent:
-        assert isinstance(change, TruncateEvent)
-        return CHANGE_OVERHEAD + 4 * len(change.relids)
-    if kind is InternalChange:
-        assert isinstance(change, InternalChange)
-        return CHANGE_OVERHEAD + change.size
-    raise DecodeError(
-        f"reorder buffer cannot hold a {kind.__name__}", lsn=getattr(change, "lsn", None)
-    )
-
-
-EMPTY_TOAST: Mapping[int, bytes] = MappingProxyType({})
-
-
-@dataclass(slots=True, frozen=True)
-class ReplayChange:
-    """A change as handed to the sink: the event plus the TOAST data it may point to.
-
-    `toast` maps chunk_id (va_valueid) to the concatenated chunk_data of that value, as
-    logged (possibly compressed). Empty for anything but a main-table heap change.
-    """
-
-    event: Change
-    toast: Mapping[int, bytes]
-
 
 # --- transactions -------------------------------------------------------------------
 
@@ -269,42 +198,6 @@ def xid_precedes(a: int, b: int) -> bool:
     return diff >= 0x80000000
 
 
-_TOAST_HEAD = struct.Struct("<Ii")  # chunk_id oid, chunk_seq int4
-_HEAP_TUPLE_BITS_OFFSET = 23  # offsetof(HeapTupleHeaderData, t_bits)
-
-
-def toast_chunk(change: HeapChange) -> tuple[int, int, bytes]:
-    """Deform a toast-table tuple into (chunk_id, chunk_seq, chunk_data payload).
-
-    The layout is fixed (oid, int4, bytea, no nulls). chunk_data is a plain varlena
-    with a 4-byte or, when it fits, a 1-byte header; never compressed or external.
-    Little-endian headers (x86, arm64) are assumed, as the WAL itself is.
-    """
-    tup = change.new_tuple
-    if tup is None or tup.natts != 3 or tup.has_nulls:
-        raise DecodeError("malformed toast chunk tuple", lsn=change.lsn, xid=change.xid)
-    data = tup.data
-    off = tup.hoff - _HEAP_TUPLE_BITS_OFFSET
-    if off < 0 or len(data) < off + 9:
-        raise DecodeError("toast chunk tuple too short", lsn=change.lsn, xid=change.xid)
-    chunk_id, chunk_seq = _TOAST_HEAD.unpack_from(data, off)
-    pos = off + 8
-    first = data[pos]
-    if first & 0x01:
-        if first == 0x01:
-            raise DecodeError("external toast chunk", lsn=change.lsn, xid=change.xid)
-        end = pos + (first >> 1)
-        start = pos + 1
-    elif first & 0x03 == 0:
-        end = pos + ((int.from_bytes(data[pos : pos + 4], "little") >> 2) & 0x3FFFFFFF)
-        start = pos + 4
-    else:
-        raise DecodeError("compressed toast chunk", lsn=change.lsn, xid=change.xid)
-    if end > len(data) or end < start:
-        raise DecodeError("toast chunk length out of range", lsn=change.lsn, xid=change.xid)
-    return chunk_id, chunk_seq, bytes(data[start:end])
-
-
 # --- the buffer ---------------------------------------------------------------------
 
 _INSERT = ChangeKind.INSERT
@@ -314,7 +207,7 @@ _SPEC_CONFIRM = ChangeKind.SPEC_CONFIRM
 _SPEC_ABORT = ChangeKind.SPEC_ABORT
 
 
-class ReorderBuffer:
+class ReorderBuffer(ReplayMixin):
     """Transactions by xid, with memory accounting, spill, streaming and replay."""
 
     def __init__(
@@ -564,191 +457,6 @@ class ReorderBuffer:
         txn.top.total_size -= size
         self._size -= size
 
-    def _stream_txn(self, txn: ReorderBufferTXN) -> None:
-        """ReorderBufferStreamTXN: send what the transaction has so far."""
-        if not txn.streamed and not txn.has_base:
-            return
-        was_streamed = txn.streamed
-        stream_bytes = txn.total_size
-        self._process_txn(txn, streaming=True, commit_lsn=0)
-        self._truncate_txn(txn)
-        txn.streamed = True
-        self.stats.stream_count += 1
-        self.stats.stream_bytes += stream_bytes
-        if not was_streamed:
-            self.stats.stream_txns += 1
-
-    def _truncate_txn(self, txn: ReorderBufferTXN) -> None:
-        """ReorderBufferTruncateTXN: drop the changes already handed on, keep the txn."""
-        for sub in txn.subtxns:
-            self._truncate_txn(sub)
-        if txn.changes:
-            size = sum(change_size(c) for c in txn.changes)
-            txn.changes.clear()
-            self._release(txn, size)
-        if txn.serialized:
-            self._spill.remove(txn.xid)
-            txn.serialized = False
-            txn.serialized_clear = True
-        txn.spilled = 0
-        txn.nentries = 0
-
-    # --- replay ---------------------------------------------------------------------
-
-    def _iter_txn(self, txn: ReorderBufferTXN) -> Iterator[tuple[ReorderBufferTXN, Change, int]]:
-        """ReorderBufferIterTXNInit/Next: LSN-ordered k-way merge over txn and children.
-
-        Yields (owner, change, size); the change is still accounted to its owner, and
-        the consumer releases it. Restoring the next batch waits until the consumer
-        resumes the iterator, so a released change never overlaps the next batch.
-        """
-        if txn.serialized:
-            self._serialize_txn(txn)  # serialize remaining changes (all children too)
-        inputs = [t for t in (txn, *txn.subtxns) if t.nentries > 0]
-        readers: dict[int, Iterator[object]] = {}
-        for t in inputs:
-            if t.serialized:
-                self._serialize_txn(t)
-                readers[t.xid] = self._spill.read(t.xid, t.spilled)
-        if len(inputs) == 1:
-            t = inputs[0]
-            changes = t.changes
-            while True:
-                if not changes and not (t.xid in readers and self._restore(t, readers)):
-                    return
-                change = changes.popleft()
-                yield t, change, change_size(change)
-        heap: list[tuple[int, int]] = []
-        for index, t in enumerate(inputs):
-            if t.changes or (t.xid in readers and self._restore(t, readers)):
-                heap.append((t.changes[0].lsn, index))
-        heapq.heapify(heap)
-        while heap:
-            index = heap[0][1]
-            t = inputs[index]
-            change = t.changes.popleft()
-            yield t, change, change_size(change)
-            if t.changes or (t.xid in readers and self._restore(t, readers)):
-                heapq.heapreplace(heap, (t.changes[0].lsn, index))
-            else:
-                heapq.heappop(heap)
-
-    def _restore(self, txn: ReorderBufferTXN, readers: dict[int, Iterator[object]]) -> bool:
-        """ReorderBufferRestoreChanges: load the next batch of txn's spilled changes."""
-        reader = readers[txn.xid]
-        limit = self.settings.restore_batch
-        work_mem = self._work_mem
-        top = txn.top
-        loaded = 0
-        for obj in reader:
-            change: Change = obj  # type: ignore[assignment]
-            size = change_size(change)
-            txn.changes.append(change)
-            txn.size += size
-            top.total_size += size
-            self._size += size
-            self._peak = max(self._peak, self._size)
-            loaded += 1
-            if loaded >= limit or self._size >= work_mem:
-                break
-        if loaded == 0:
-            del readers[txn.xid]
-        return loaded > 0
-
-    def _process_txn(self, txn: ReorderBufferTXN, streaming: bool, commit_lsn: int) -> None:
-        """ReorderBufferProcessTXN: hand the transaction's changes to the sink."""
-        sink = self._sink
-        was_streamed = txn.streamed
-        if not streaming:
-            if txn.prepared:
-                sink.begin_prepare(txn)
-            else:
-                sink.begin(txn)
-        spec: tuple[ReorderBufferTXN, HeapChange, int] | None = None
-        toast = _ToastState()
-        started = False
-        last_lsn = 0
-        stats = self.stats
-        for owner, change, size in self._iter_txn(txn):
-            stats.total_bytes += size
-            if streaming:
-                if not started:
-                    sink.stream_start(txn, change.lsn)
-                    started = True
-                owner.streamed = True
-            last_lsn = change.lsn
-            if isinstance(change, HeapChange):
-                kind = change.kind
-                if kind is _SPEC_CONFIRM:
-                    if spec is None:
-                        raise DecodeError(
-                            "invalid ordering of speculative insertion changes",
-                            lsn=change.lsn,
-                            xid=change.xid,
-                        )
-                    self._release(owner, size)
-                    emit = dataclasses.replace(spec[1], kind=_INSERT)
-                    self._release(spec[0], spec[2])
-                    spec = None
-                    self._apply(txn, emit, toast, streaming)
-                    if emit.clear_toast_afterwards:
-                        toast.reset(self)
-                elif kind is _SPEC_ABORT:
-                    self._release(owner, size)
-                    if spec is not None:
-                        toast.reset(self)
-                        self._release(spec[0], spec[2])
-                        spec = None
-                elif kind is _SPEC_INSERT:
-                    if spec is not None:
-                        self._release(spec[0], spec[2])
-                    spec = (owner, change, size)
-                else:
-                    if change.on_toast_relation or self._toast_of(change.locator):
-                        if kind is _INSERT:
-                            toast.append(owner, change, size)  # held until reset
-                        else:
-                            self._release(owner, size)  # toast deletions are not decoded
-                    else:
-                        self._release(owner, size)
-                        self._apply(txn, change, toast, streaming)
-                        if change.clear_toast_afterwards:
-                            toast.reset(self)
-                    if spec is not None:  # the speculative insertion was not confirmed
-                        self._release(spec[0], spec[2])
-                        spec = None
-            else:
-                self._release(owner, size)
-                wrapped = ReplayChange(change, EMPTY_TOAST)
-                if isinstance(change, TruncateEvent):
-                    (sink.stream_truncate if streaming else sink.truncate)(txn, wrapped)
-                elif isinstance(change, MessageEvent):
-                    (sink.stream_message if streaming else sink.message)(txn, wrapped)
-                else:
-                    sink.internal(txn, wrapped)
-        if spec is not None:  # a pending speculative insertion never confirmed
-            self._release(spec[0], spec[2])
-        toast.reset(self)
-        if not was_streamed:
-            stats.total_txns += 1
-        if streaming:
-            if started:
-                sink.stream_stop(txn, last_lsn)
-        elif txn.prepared:
-            sink.prepare(txn, commit_lsn)
-            txn.prepare_sent = True
-        else:
-            sink.commit(txn, commit_lsn)
-
-    def _apply(
-        self, txn: ReorderBufferTXN, change: HeapChange, toast: _ToastState, streaming: bool
-    ) -> None:
-        wrapped = ReplayChange(change, toast.mapping())
-        if streaming:
-            self._sink.stream_change(txn, wrapped)
-        else:
-            self._sink.change(txn, wrapped)
-
     # --- transaction ends ---------------------------------------------------------
 
     def commit(
@@ -768,39 +476,6 @@ class ReorderBuffer:
         if txn is None:
             return
         self._replay(txn, commit_lsn, end_lsn, commit_time, origin)
-
-    def _replay(
-        self,
-        txn: ReorderBufferTXN,
-        commit_lsn: int,
-        end_lsn: int,
-        commit_time: int,
-        origin: int | None,
-    ) -> None:
-        """ReorderBufferReplay: stream the rest, or replay it whole."""
-        txn.final_lsn = commit_lsn
-        txn.end_lsn = end_lsn
-        txn.commit_time = commit_time
-        txn.origin = origin
-        if txn.streamed:
-            self._stream_txn(txn)  # ReorderBufferStreamCommit
-            if txn.prepared:
-                self._sink.stream_prepare(txn, commit_lsn)
-                txn.prepare_sent = True
-                self._truncate_txn(txn)
-            else:
-                self._sink.stream_commit(txn, commit_lsn)
-                self._cleanup_txn(txn)
-            return
-        if not txn.has_base:
-            if not txn.prepared:
-                self._cleanup_txn(txn)
-            return
-        self._process_txn(txn, streaming=False, commit_lsn=commit_lsn)
-        if txn.prepared:
-            self._truncate_txn(txn)
-        else:
-            self._cleanup_txn(txn)
 
     def prepare(
         self,
@@ -953,51 +628,3 @@ class ReorderBuffer:
 
 def _txn_size(txn: ReorderBufferTXN) -> int:
     return txn.size
-
-
-class _ToastState:
-    """Per-replay TOAST chunks (the ReorderBufferToastEnt hash), held until reset."""
-
-    __slots__ = ("_cached", "_chunks", "_held", "_last_seq")
-
-    def __init__(self) -> None:
-        self._chunks: dict[int, bytearray] = {}
-        self._last_seq: dict[int, int] = {}
-        self._held: list[tuple[ReorderBufferTXN, int]] = []
-        self._cached: Mapping[int, bytes] | None = None
-
-    def append(self, owner: ReorderBufferTXN, change: HeapChange, size: int) -> None:
-        """ReorderBufferToastAppendChunk: chunks of one value arrive in seq order."""
-        chunk_id, seq, data = toast_chunk(change)
-        last = self._last_seq.get(chunk_id)
-        expected = 0 if last is None else last + 1
-        if seq != expected:
-            raise DecodeError(
-                f"got sequence entry {seq} for toast chunk {chunk_id} instead of seq {expected}",
-                lsn=change.lsn,
-                xid=change.xid,
-            )
-        if last is None:
-            self._chunks[chunk_id] = bytearray(data)
-        else:
-            self._chunks[chunk_id] += data
-        self._last_seq[chunk_id] = seq
-        self._held.append((owner, size))
-        self._cached = None
-
-    def mapping(self) -> Mapping[int, bytes]:
-        if not self._chunks:
-            return EMPTY_TOAST
-        if self._cached is None:
-            self._cached = MappingProxyType({k: bytes(v) for k, v in self._chunks.items()})
-        return self._cached
-
-    def reset(self, rb: ReorderBuffer) -> None:
-        """ReorderBufferToastReset: free the chunks (and their accounted memory)."""
-        if self._held:
-            for owner, size in self._held:
-                rb._release(owner, size)
-            self._held.clear()
-        self._chunks.clear()
-        self._last_seq.clear()
-        self._cached = None

@@ -18,12 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from service.events import ChangeKind, HeapChange, RawTuple
-from service.reorderbuffer import (
-    ReorderBuffer,
-    ReorderBufferSettings,
-    ReorderBufferTXN,
-    ReplayChange,
-)
+from service.rb_changes import ReplayChange
+from service.reorderbuffer import ReorderBuffer, ReorderBufferSettings, ReorderBufferTXN
 from service.spill import LocalSpillStore
 from service.walrecord import RelFileLocator
 

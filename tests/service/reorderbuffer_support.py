@@ -9,12 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from service.events import ChangeKind, HeapChange, MessageEvent, RawTuple, TruncateEvent
-from service.reorderbuffer import (
-    ReorderBuffer,
-    ReorderBufferSettings,
-    ReorderBufferTXN,
-    ReplayChange,
-)
+from service.rb_changes import ReplayChange
+from service.reorderbuffer import ReorderBuffer, ReorderBufferSettings, ReorderBufferTXN
 from service.spill import LocalSpillStore
 from service.walrecord import RelFileLocator
 

@@ -9,14 +9,8 @@ import pytest
 
 from service.errors import ConfigError, DecodeError
 from service.events import ChangeKind, CheckpointEvent
-from service.reorderbuffer import (
-    Change,
-    InternalChange,
-    ReorderBuffer,
-    ReorderBufferSettings,
-    change_size,
-    xid_precedes,
-)
+from service.rb_changes import Change, InternalChange, change_size
+from service.reorderbuffer import ReorderBuffer, ReorderBufferSettings, xid_precedes
 from tests.service.reorderbuffer_support import (
     MAIN,
     TOAST,

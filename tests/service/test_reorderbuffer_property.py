@@ -31,7 +31,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from service.events import ChangeKind, HeapChange, MessageEvent, TruncateEvent
-from service.reorderbuffer import Change, InternalChange, change_size, toast_chunk
+from service.rb_changes import Change, InternalChange, change_size, toast_chunk
 from tests.service.reorderbuffer_support import (
     TOAST,
     heap,
