@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -240,21 +241,27 @@ def main() -> int:
                             str(pg["port"]), "-U", str(pg["user"]), "-i", "-q", p.db],
                            capture_output=True, check=True)
         p.extra_env["PGCDC_LOG__LEVEL"] = "info"
-        worker = start(p)
-        print(f"PostgreSQL {pg['version']}, work_mem {args.work_mem}, worker pid {worker.pid}",
-              flush=True)
-        if "bulk" in only:
-            bench_inserts(p, worker, args.rows, args.txn_rows,
-                          f"{args.rows:,} rows, {args.txn_rows:,}/txn")
-        if "single" in only:
-            bench_inserts(p, worker, args.rows, args.rows, f"{args.rows:,} rows, one txn")
-        if "pgbench" in only:
-            bench_pgbench(p, worker, args.pgbench_s)
-        if "latency" in only:
-            bench_latency(p, worker, args.rate, args.latency_s)
-        code = worker.terminate()
-        if code != 0:
-            raise RuntimeError(f"worker exited {code}:\n{worker.tail()}")
+        print(f"PostgreSQL {pg['version']}, work_mem {args.work_mem}", flush=True)
+        scenarios: list[tuple[str, Callable[[WorkerProcess], None]]] = [
+            ("bulk", lambda w: bench_inserts(p, w, args.rows, args.txn_rows,
+                                             f"{args.rows:,} rows, {args.txn_rows:,}/txn")),
+            ("single", lambda w: bench_inserts(p, w, args.rows, args.rows,
+                                               f"{args.rows:,} rows, one txn")),
+            ("pgbench", lambda w: bench_pgbench(p, w, args.pgbench_s)),
+            ("latency", lambda w: bench_latency(p, w, args.rate, args.latency_s)),
+        ]
+        for name, run in scenarios:
+            if name not in only:
+                continue
+            # A worker per scenario (resuming from the offsets), so one scenario's
+            # aftermath does not weigh on the next; a worker that did not stop cleanly
+            # is reported.
+            worker = start(p)
+            run(worker)
+            code = worker.terminate()
+            if code != 0:
+                print(f"  the worker exited {code} after {name}: "
+                      f"{worker.tail(600).strip().splitlines()[-1]}", flush=True)
     finally:
         p.drop()
     return 0
