@@ -35,9 +35,10 @@ from service.logical import Decoding, PluginSink
 from service.plugin_api import ColumnValue, PluginContext, PluginWrapper, RelationInfo
 from service.reorderbuffer import ReorderBuffer, ReorderBufferSettings
 from service.rowdecode import HistoryRows
-from service.schema_history import CatalogSnapshot, SchemaHistory
+from service.schema_history import SchemaHistory
 from service.snapbuild import SnapBuilder
 from service.spill import LocalSpillStore
+from service.tabledef import CatalogSnapshot
 from service.types.registry import TypeRegistry
 from service.walformat import XLOG_BLCKSZ
 from service.walrecord import RelFileLocator
@@ -273,9 +274,10 @@ class Session:
         rightly call damage. `until_lsn` should be a position the server has written,
         e.g. `pg_current_wal_lsn()` or a record's end.
         """
-        for lsn, data in chunks:
+        for lsn, chunk in chunks:
+            data = chunk
             if until_lsn is not None and lsn + len(data) > until_lsn:
-                data = data[: max(0, until_lsn - lsn)]
+                data = chunk[: max(0, until_lsn - lsn)]
             if data:
                 self.feed(lsn, data)
             if until_lsn is not None and lsn + len(data) >= until_lsn:

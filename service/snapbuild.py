@@ -53,7 +53,6 @@ Pure: no I/O. xids are compared modulo 2**32 as TransactionIdPrecedes does.
 from __future__ import annotations
 
 from collections.abc import Callable
-
 from enum import IntEnum
 
 from service.errors import DecodeError

@@ -18,8 +18,9 @@ What PostgreSQL counts, so that the workloads compare like with like:
   and DROP ROLE: database 0, yet the commit is this database's). pgcdc counts them
   too (the subtransaction test has one of each).
 - `spill_txns` counts a (sub)transaction when ReorderBufferSerializeTXN writes for it
-  and it is not flagged serialized yet (a parent's spill flags its subtransactions even
-  when empty, see test_reorderbuffer_spill_txns_vs_pg.py); `spill_count` each write, including the final one at
+  and it is not flagged serialized yet (a parent's spill flags its subtransactions
+  even when empty, see test_reorderbuffer_spill_txns_vs_pg.py); `spill_count` counts
+  each write, including the final one at
   commit (ReorderBufferIterTXNInit serializes what is still in memory);
   `spill_bytes` the accounted size written. With 1 MB and narrow rows only the big
   transaction exceeds the limit, and both sides make the same number of spills of the
