@@ -28,7 +28,7 @@ import psycopg2
 import psycopg2.extensions
 
 from service.errors import SourceUnavailableError
-from service.schema_history import CatalogSnapshot, TableDef
+from service.tabledef import CatalogSnapshot, TableDef
 
 _XID_MASK = 0xFFFFFFFF
 

@@ -64,7 +64,8 @@ from service.plugin_api import (
     TxnInfo,
 )
 from service.rowdecode import HistoryRows
-from service.schema_history import CatalogSnapshot, SchemaHistory, TableDef
+from service.schema_history import SchemaHistory
+from service.tabledef import CatalogSnapshot, TableDef
 from service.types.convert import to_python, to_text
 from service.types.registry import TypeInfo, TypeRegistry
 from service.types.sendform import (

@@ -35,7 +35,8 @@ from service.plugin_api import (
     RelationInfo,
     StoredValue,
 )
-from service.schema_history import Classification, RelClass, SchemaHistory, TableDef
+from service.schema_history import Classification, RelClass, SchemaHistory
+from service.tabledef import TableDef
 from service.types.convert import simple_functions, to_python, to_text
 from service.types.deform import Column, Layout, compile_layout, deform, deform_heap
 from service.types.registry import TypeInfo, TypeRegistry
@@ -196,7 +197,7 @@ class HistoryRows:
         last = self._last
         if last is not None and last[0] is change and last[1] == top_xid \
                 and last[2].rel is relation:
-            # by_oid(relation.oid, lsn, top_xid) is the very _pick classify made for it
+            # by_oid(relation.oid, lsn, top_xid) is the very pick classify made for it
             return self._decode(last[2], raw, toast, change.lsn)
         table = self.history.by_oid(relation.oid, change.lsn, top_xid)
         if table is None:

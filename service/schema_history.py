@@ -43,19 +43,24 @@ Ordering contract: `apply(commit_event)` must run before the reorder buffer repl
 that transaction (replay lookups need the commit's resolution), and events must be
 applied in WAL order. Only one database is tracked (`db_oid`); events of others are
 ignored. The pure logic does no I/O itself; catalog reads go through `LiveCatalog`.
+
+Layout: the definition types (`TableDef`, `ColumnDef`, `CatalogSnapshot`,
+`LiveCatalog`) live in `service.tabledef`; the history's entries and their visibility
+rule (`pick`) in `service.schema_entries`; the live-catalog fallback at commit (source
+3) in `service.schema_refresh` (`CatalogFallbackMixin`, a base class of
+`SchemaHistory`). This module keeps event intake, commit/abort, lookups, persistence
+(`to_snapshot` / `from_snapshot`) and pruning.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
-import structlog
-
-from service.errors import DecodeError, format_lsn
+from service.errors import DecodeError
 from service.events import (
     AbortEvent,
     AssignmentEvent,
@@ -76,10 +81,23 @@ from service.events import (
     SwitchEvent,
     TruncateEvent,
 )
+from service.schema_entries import (
+    Create,
+    Key,
+    MapKey,
+    Owned,
+    RelMapping,
+    Version,
+    XactState,
+    drop_entry,
+    only_tombstone,
+    pick,
+    prune_superseded,
+)
+from service.schema_refresh import CatalogFallbackMixin
 from service.snapbuild import xid_precedes
+from service.tabledef import CatalogSnapshot, LiveCatalog, TableDef
 from service.walrecord import RelFileLocator
-
-log = structlog.get_logger(__name__)
 
 DDL_PREFIX = "pgcdc.ddl"
 """The logical-message prefix of the DDL capture installed by `pgcdc setup`."""
@@ -87,167 +105,6 @@ DDL_PREFIX = "pgcdc.ddl"
 RELCACHE_INVAL = -2  # SHAREDINVALRELCACHE_ID in sinval.h
 MAIN_FORKNUM = 0
 HISTORY_FORMAT = 1
-
-# --- table definitions ---------------------------------------------------------------
-
-
-@dataclass(slots=True, frozen=True)
-class ColumnDef:
-    """One `pg_attribute` row of a table (attnum > 0), dropped columns included.
-
-    Dropped columns keep `attlen`/`attbyval`/`attalign` (their type is 0): old tuples
-    still hold their bytes, so the deformer needs the layout.
-    """
-
-    attnum: int
-    name: str
-    type_oid: int
-    typmod: int
-    not_null: bool
-    dropped: bool
-    generated: str  # attgenerated: "" or "s" (stored); PG18 adds "v" (virtual)
-    attlen: int
-    attbyval: bool
-    attalign: str
-    attstorage: str
-    # atthasmissing: rows older than ADD COLUMN ... DEFAULT lack the attribute and take
-    # `missing_text` (attmissingval's text form, a one-element array literal) instead.
-    has_missing: bool = False
-    missing_text: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "attnum": self.attnum,
-            "name": self.name,
-            "type_oid": self.type_oid,
-            "typmod": self.typmod,
-            "notnull": self.not_null,
-            "dropped": self.dropped,
-            "generated": self.generated,
-            "attlen": self.attlen,
-            "attbyval": self.attbyval,
-            "attalign": self.attalign,
-            "attstorage": self.attstorage,
-            "has_missing": self.has_missing,
-            "missing_text": self.missing_text,
-        }
-
-    @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> ColumnDef:
-        return cls(
-            attnum=int(doc["attnum"]),
-            name=str(doc["name"]),
-            type_oid=int(doc["type_oid"]),
-            typmod=int(doc["typmod"]),
-            not_null=bool(doc["notnull"]),
-            dropped=bool(doc["dropped"]),
-            generated=str(doc["generated"] or ""),
-            attlen=int(doc["attlen"]),
-            attbyval=bool(doc["attbyval"]),
-            attalign=str(doc["attalign"]),
-            attstorage=str(doc["attstorage"]),
-            has_missing=bool(doc.get("has_missing", False)),
-            missing_text=doc.get("missing_text"),
-        )
-
-
-@dataclass(slots=True, frozen=True)
-class TableDef:
-    """A user table as the catalog describes it at some LSN.
-
-    `tablespace` is resolved (never 0: the database default is substituted), so that
-    (`tablespace`, `relfilenode`) matches the WAL's RelFileLocator. The toast table
-    lives in the same tablespace. `relfilenode` is 0 for a partitioned table (no
-    storage); `toast_relid`/`toast_relfilenode` are 0 without a toast table.
-    `key_attnums` are the replica-identity index columns when REPLICA IDENTITY USING
-    INDEX, else the primary key's, in index order (empty if neither).
-    """
-
-    oid: int
-    relfilenode: int
-    tablespace: int
-    toast_relid: int
-    toast_relfilenode: int
-    schema: str
-    name: str
-    relkind: str
-    replica_identity: str
-    columns: tuple[ColumnDef, ...]
-    key_attnums: tuple[int, ...]
-
-    @property
-    def qualified_name(self) -> str:
-        return f"{self.schema}.{self.name}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "oid": self.oid,
-            "relfilenode": self.relfilenode,
-            "spcnode": self.tablespace,
-            "toast_relid": self.toast_relid,
-            "toast_relfilenode": self.toast_relfilenode,
-            "schema": self.schema,
-            "name": self.name,
-            "relkind": self.relkind,
-            "replica_identity": self.replica_identity,
-            "columns": [c.to_json() for c in self.columns],
-            "key": list(self.key_attnums),
-        }
-
-    @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> TableDef:
-        """Parse the JSON of a DDL message or of the catalog stage (same shape)."""
-        return cls(
-            oid=int(doc["oid"]),
-            relfilenode=int(doc["relfilenode"] or 0),
-            tablespace=int(doc["spcnode"]),
-            toast_relid=int(doc["toast_relid"] or 0),
-            toast_relfilenode=int(doc["toast_relfilenode"] or 0),
-            schema=str(doc["schema"]),
-            name=str(doc["name"]),
-            relkind=str(doc["relkind"]),
-            replica_identity=str(doc["replica_identity"]),
-            columns=tuple(ColumnDef.from_json(c) for c in doc["columns"]),
-            key_attnums=tuple(int(a) for a in doc["key"] or ()),
-        )
-
-
-@dataclass(slots=True, frozen=True)
-class CatalogSnapshot:
-    """The catalog stage's initial read: all user tables, under one MVCC snapshot.
-
-    `xmin`/`xmax`/`xip` are `pg_current_snapshot()` reduced to 32-bit xids; `lsn` is
-    `pg_current_wal_lsn()` read in the same transaction. `ddl_capture` says whether the
-    DDL capture of `pgcdc setup` (both event triggers, enabled) was installed then.
-    """
-
-    db_oid: int
-    lsn: int
-    xmin: int
-    xmax: int
-    xip: frozenset[int]
-    tables: tuple[TableDef, ...]
-    ddl_capture: bool = False
-
-    def xid_visible(self, xid: int) -> bool:
-        """Is a transaction's effect visible in this snapshot (XidInMVCCSnapshot, negated)?"""
-        if xid_precedes(xid, self.xmin):
-            return True
-        return xid_precedes(xid, self.xmax) and xid not in self.xip
-
-
-class LiveCatalog(Protocol):
-    """What the history asks the live catalog (implemented in `connectors.catalog`)."""
-
-    def table(self, oid: int) -> TableDef | None:
-        """The current definition of user table `oid`, or None if it is not one."""
-
-    def filenode_relation(self, tablespace: int, relfilenode: int) -> int | None:
-        """`pg_filenode_relation()`: the pg_class oid owning a relfilenode now."""
-
-    def invalidate(self, oid: int | None = None) -> None:
-        """Forget cached facts about `oid` (all when None)."""
-
 
 # --- classification ------------------------------------------------------------------
 
@@ -275,116 +132,21 @@ REWRITE = Classification(RelClass.REWRITE)
 UNKNOWN = Classification(RelClass.UNKNOWN)
 
 
-# --- internal state ------------------------------------------------------------------
-
-
-@dataclass(slots=True, eq=False, kw_only=True)
-class _Owned:
-    """Something a transaction recorded, and who sees it from when.
-
-    Pending (`commit_lsn` None): visible only to the writer's top-level transaction
-    (`top`), from `own_lsn`. Committed: to the transaction's surviving xids (`xids`)
-    from `own_lsn`, and to everyone from `commit_lsn`.
-    """
-
-    xid: int
-    top: int
-    own_lsn: int
-    commit_lsn: int | None = None
-    xids: frozenset[int] = frozenset()
-
-    def owned_by(self, xid: int, top: int) -> bool:
-        return (self.commit_lsn is None and self.top == top) or xid in self.xids
-
-
-@dataclass(slots=True, eq=False, kw_only=True)
-class _Version(_Owned):
-    """A shape of table `oid`: its definition, or None once dropped."""
-
-    oid: int
-    table: TableDef | None
-
-
-@dataclass(slots=True, eq=False, kw_only=True)
-class _Mapping(_Owned):
-    """Relfilenode `key` holds table `oid`'s heap (or its toast, `toast`)."""
-
-    key: tuple[int, int]
-    oid: int
-    toast: bool
-
-
-@dataclass(slots=True, eq=False, kw_only=True)
-class _Create(_Owned):
-    """An smgr CREATE of a main fork (`own_lsn` is its LSN): changes of its own
-    transaction into it are rewrite output unless a mapping visible to them names it.
-
-    `unresolved`: created by a transaction that truncated tables, named by no message,
-    and unknown to `pg_filenode_relation()` by the time its commit was decoded (the
-    table was rewritten again since). Its rows may be a truncated table's real rows, so
-    they are UNKNOWN (an error), never silently dropped as rewrite output."""
-
-    key: tuple[int, int]
-    unresolved: bool = False
-
-
-_E = TypeVar("_E", bound=_Owned)
-
-
-def _pick(entries: Iterable[_E], lsn: int, xid: int | None, top: int | None) -> _E | None:
-    """The entry a change of `xid` (top-level `top`) at `lsn` sees, if any.
-
-    A transaction's own entry (the newest by `own_lsn`) beats every committed one: its
-    DDL holds the table's lock until commit, so nothing else changes the table between.
-    Otherwise the newest entry committed at or before `lsn`.
-    """
-    own: _E | None = None
-    other: _E | None = None
-    for e in entries:
-        if xid is not None and top is not None and e.owned_by(xid, top):
-            if e.own_lsn <= lsn and (own is None or e.own_lsn >= own.own_lsn):
-                own = e
-        elif (
-            e.commit_lsn is not None
-            and e.commit_lsn <= lsn
-            and (other is None or e.commit_lsn >= (other.commit_lsn or 0))
-        ):
-            other = e
-    return own if own is not None else other
-
-
-@dataclass(slots=True)
-class _XactState:
-    """What one xid (top-level or sub) did that matters to the history."""
-
-    entries: list[_Owned] = field(default_factory=list)
-    named: set[tuple[int, int]] = field(default_factory=set)
-    truncated: set[int] = field(default_factory=set)
-    relcache: set[int] = field(default_factory=set)
-    relcache_all: bool = False
-    catalog_changes: bool = False
-    ddl_messages: int = 0
-
-
-Key = tuple[int, int]
-MapKey = tuple[int, bool]  # (oid, toast)
-
-
-class SchemaHistory:
+class SchemaHistory(CatalogFallbackMixin):
     """Table definitions versioned by LSN for one database; see the module docstring."""
 
     def __init__(self, db_oid: int, catalog: LiveCatalog | None = None) -> None:
         self.db_oid = db_oid
         self._catalog = catalog
         # oid -> shapes, in the order they were recorded.
-        self._versions: dict[int, list[_Version]] = {}
+        self._versions: dict[int, list[Version]] = {}
         # (oid, toast) -> relfilenode mappings, in the order they were recorded.
-        self._maps: dict[MapKey, list[_Mapping]] = {}
+        self._maps: dict[MapKey, list[RelMapping]] = {}
         # (tablespace, relfilenode) -> (oid, toast) pairs that ever mapped it.
         self._by_filenode: dict[Key, list[MapKey]] = {}
         # (tablespace, relfilenode) -> smgr creates of it (pending and committed).
-        self._creates: dict[Key, list[_Create]] = {}
-        self._xacts: dict[int, _XactState] = {}
+        self._creates: dict[Key, list[Create]] = {}
+        self._xacts: dict[int, XactState] = {}
         # subxid -> top-level xid, while the top-level transaction is in progress.
         self._top: dict[int, int] = {}
         # Transactions visible in the initial catalog snapshot are applied already.
@@ -402,7 +164,7 @@ class SchemaHistory:
         # is_toast's answers for everyone, valid while the stamp holds (see is_toast).
         self._toast_cache: dict[tuple[int, int, int, int], bool] = {}
         self._toast_upto, self._toast_version = -1, -1
-        self._toast_maps: dict[MapKey, list[_Mapping]] | None = None
+        self._toast_maps: dict[MapKey, list[RelMapping]] | None = None
 
     # --- construction and persistence ----------------------------------------------
 
@@ -415,34 +177,34 @@ class SchemaHistory:
         history.ddl_capture = snap.ddl_capture
         for table in snap.tables:
             history._record(
-                _Version(xid=0, top=0, own_lsn=0, commit_lsn=0, oid=table.oid, table=table)
+                Version(xid=0, top=0, own_lsn=0, commit_lsn=0, oid=table.oid, table=table)
             )
             history._record_mappings(table, xid=0, top=0, own_lsn=0, commit_lsn=0)
         return history
 
-    def _record(self, entry: _Owned) -> None:
+    def _record(self, entry: Owned) -> None:
         match entry:
-            case _Version():
+            case Version():
                 self._versions.setdefault(entry.oid, []).append(entry)
-            case _Mapping():
+            case RelMapping():
                 mk = (entry.oid, entry.toast)
                 self._maps.setdefault(mk, []).append(entry)
                 index = self._by_filenode.setdefault(entry.key, [])
                 if mk not in index:
                     index.append(mk)
-            case _Create():
+            case Create():
                 self._creates.setdefault(entry.key, []).append(entry)
             case _:
                 raise DecodeError(f"unknown schema history entry {type(entry).__name__}")
 
-    def _unrecord(self, entry: _Owned) -> None:
+    def _unrecord(self, entry: Owned) -> None:
         match entry:
-            case _Version():
-                _drop(self._versions.get(entry.oid), entry)
-            case _Mapping():
-                _drop(self._maps.get((entry.oid, entry.toast)), entry)
-            case _Create():
-                _drop(self._creates.get(entry.key), entry)
+            case Version():
+                drop_entry(self._versions.get(entry.oid), entry)
+            case RelMapping():
+                drop_entry(self._maps.get((entry.oid, entry.toast)), entry)
+            case Create():
+                drop_entry(self._creates.get(entry.key), entry)
             case _:
                 raise DecodeError(f"unknown schema history entry {type(entry).__name__}")
 
@@ -456,7 +218,7 @@ class SchemaHistory:
         commit_lsn: int | None = None,
         xids: frozenset[int] = frozenset(),
         only_changed_at: int | None = None,
-    ) -> list[_Mapping]:
+    ) -> list[RelMapping]:
         """Mappings for `table`'s heap and toast relfilenodes; with `only_changed_at`,
         only those that differ from what `xid` sees at that LSN."""
         out = []
@@ -465,10 +227,10 @@ class SchemaHistory:
                 continue
             key = (table.tablespace, rel)
             if only_changed_at is not None:
-                seen = _pick(self._maps.get((table.oid, toast), ()), only_changed_at, xid, top)
+                seen = pick(self._maps.get((table.oid, toast), ()), only_changed_at, xid, top)
                 if seen is not None and seen.key == key:
                     continue
-            m = _Mapping(
+            m = RelMapping(
                 xid=xid,
                 top=top,
                 own_lsn=own_lsn,
@@ -485,7 +247,7 @@ class SchemaHistory:
     def to_snapshot(self) -> dict[str, Any]:
         """The committed history as JSON-able data (pending transactions are re-read)."""
 
-        def owned(e: _Owned) -> list[Any]:
+        def owned(e: Owned) -> list[Any]:
             return [e.own_lsn, e.commit_lsn, sorted(e.xids)]
 
         versions = [
@@ -541,7 +303,7 @@ class SchemaHistory:
         for oid, tdoc, own_lsn, commit_lsn, xids in doc["versions"]:
             table = TableDef.from_json(tdoc) if tdoc is not None else None
             history._record(
-                _Version(
+                Version(
                     xid=0,
                     top=0,
                     own_lsn=own_lsn,
@@ -553,7 +315,7 @@ class SchemaHistory:
             )
         for spc, rel, oid, toast, own_lsn, commit_lsn, xids in doc["mappings"]:
             history._record(
-                _Mapping(
+                RelMapping(
                     xid=0,
                     top=0,
                     own_lsn=own_lsn,
@@ -566,7 +328,7 @@ class SchemaHistory:
             )
         for spc, rel, own_lsn, commit_lsn, xids in doc["creates"]:
             history._record(
-                _Create(
+                Create(
                     xid=0,
                     top=0,
                     own_lsn=own_lsn,
@@ -592,7 +354,7 @@ class SchemaHistory:
             case SmgrCreateEvent():
                 loc = ev.locator
                 if ev.fork == MAIN_FORKNUM and loc.db_oid == self.db_oid and ev.xid:
-                    create = _Create(
+                    create = Create(
                         xid=ev.xid,
                         top=self._top.get(ev.xid, ev.xid),
                         own_lsn=ev.lsn,
@@ -646,13 +408,13 @@ class SchemaHistory:
             for e in st.entries:
                 e.top = top
 
-    def _state(self, xid: int) -> _XactState:
+    def _state(self, xid: int) -> XactState:
         st = self._xacts.get(xid)
         if st is None:
-            st = self._xacts[xid] = _XactState()
+            st = self._xacts[xid] = XactState()
         return st
 
-    def _collect_relcache(self, st: _XactState, invals: Iterable[Invalidation]) -> None:
+    def _collect_relcache(self, st: XactState, invals: Iterable[Invalidation]) -> None:
         for inv in invals:
             if inv.kind != RELCACHE_INVAL or inv.db_oid not in (self.db_oid, 0):
                 continue
@@ -684,7 +446,7 @@ class SchemaHistory:
         top = self._top.get(ev.xid, ev.xid)
         shape_lsn = ev.lsn
         if table is not None:
-            seen = _pick(self._versions.get(oid, ()), ev.lsn, ev.xid, top)
+            seen = pick(self._versions.get(oid, ()), ev.lsn, ev.xid, top)
             new_table = seen is None or seen.table is None
             truncated = any(
                 oid in self._xacts[m].truncated for m in self._members(top) if m in self._xacts
@@ -704,11 +466,11 @@ class SchemaHistory:
                     m.own_lsn = create.own_lsn
                     if new_table:
                         shape_lsn = min(shape_lsn, create.own_lsn)
-        version = _Version(xid=ev.xid, top=top, own_lsn=shape_lsn, oid=oid, table=table)
+        version = Version(xid=ev.xid, top=top, own_lsn=shape_lsn, oid=oid, table=table)
         st.entries.append(version)
         self._record(version)
 
-    def _own_create(self, key: Key, top: int) -> _Create | None:
+    def _own_create(self, key: Key, top: int) -> Create | None:
         for c in reversed(self._creates.get(key, ())):
             if c.commit_lsn is None and c.top == top:
                 return c
@@ -748,7 +510,7 @@ class SchemaHistory:
             for member in members:
                 self._discard(member)
             return
-        merged = _XactState()
+        merged = XactState()
         for member in members:
             if member not in survivors:
                 # A subtransaction the commit does not list was rolled back.
@@ -768,7 +530,7 @@ class SchemaHistory:
         self._collect_relcache(merged, ev.invalidations)
         if ev.invalidations:
             merged.catalog_changes = True
-        changed = any(not isinstance(e, _Create) for e in merged.entries)
+        changed = any(not isinstance(e, Create) for e in merged.entries)
         for e in merged.entries:
             e.commit_lsn = ev.lsn
             e.xids = survivors
@@ -784,155 +546,6 @@ class SchemaHistory:
         if changed:
             self.version += 1
 
-    def _latest(self, oid: int) -> TableDef | None:
-        """The newest committed shape of `oid`."""
-        return self._committed_shape(oid, None)
-
-    def _committed_shape(self, oid: int, lsn: int | None) -> TableDef | None:
-        best: _Version | None = None
-        for v in self._versions.get(oid, ()):
-            if v.commit_lsn is None or (lsn is not None and v.commit_lsn > lsn):
-                continue
-            if best is None or v.commit_lsn >= (best.commit_lsn or 0):
-                best = v
-        return best.table if best is not None else None
-
-    def _add_committed(
-        self, table: TableDef | None, oid: int, ev: CommitEvent, xids: frozenset[int]
-    ) -> None:
-        """A shape (and its mappings) learnt from the live catalog at commit: visible to
-        later transactions only."""
-        owner = {"xid": ev.xid, "top": ev.xid, "own_lsn": ev.lsn, "commit_lsn": ev.lsn}
-        self._record(_Version(**owner, xids=xids, oid=oid, table=table))
-        if table is not None:
-            self._record_mappings(table, **owner, xids=xids, only_changed_at=ev.lsn)
-
-    def _resolve_creates(self, ev: CommitEvent, st: _XactState, xids: frozenset[int]) -> bool:
-        """Map new relfilenodes no message named, via `pg_filenode_relation()` (at commit)."""
-        unnamed = [e for e in st.entries if isinstance(e, _Create) and e.key not in st.named]
-        if not unnamed:
-            return False
-        covered = {e.oid for e in st.entries if isinstance(e, _Version)}
-        uncovered = {oid for oid in st.relcache if oid in self._versions} - covered
-        if not (st.truncated or st.ddl_messages == 0 or uncovered or st.relcache_all):
-            return False
-        if self._catalog is None:
-            log.warning(
-                "relfilenode_unresolved",
-                reason="no live catalog",
-                lsn=format_lsn(ev.lsn),
-                xid=ev.xid,
-                count=len(unnamed),
-            )
-            return False
-        toast_owner: dict[int, int] = {}
-        for oid in self._versions:
-            t = self._latest(oid)
-            if t is not None and t.toast_relid:
-                toast_owner[t.toast_relid] = oid
-        changed = False
-        for create in unnamed:
-            spc, rel = create.key
-            relid = self._catalog.filenode_relation(spc, rel)
-            if relid is None:
-                if st.truncated:
-                    create.unresolved = True
-                    log.warning("relfilenode_unresolved", reason="gone from the catalog",
-                                relfilenode=rel, lsn=format_lsn(ev.lsn), xid=ev.xid)
-                continue
-            owner = toast_owner.get(relid, relid)
-            toast = owner != relid
-            known = self._latest(owner)
-            if known is None:
-                fresh = self._catalog.table(owner)
-                if fresh is None:
-                    continue  # an index, sequence or other non-table relation
-                log.warning(
-                    "schema_refreshed_from_catalog",
-                    table=fresh.qualified_name,
-                    oid=owner,
-                    lsn=format_lsn(ev.lsn),
-                    xid=ev.xid,
-                    reason="new relation without a DDL message",
-                )
-                self._add_committed(fresh, owner, ev, xids)
-                changed = True
-                continue
-            # After TRUNCATE the transaction's own inserts go to the new relfilenode and
-            # are real; otherwise (VACUUM FULL, CLUSTER) only later transactions use it.
-            own_lsn = create.own_lsn if owner in st.truncated else ev.lsn
-            self._record(
-                _Mapping(
-                    xid=ev.xid,
-                    top=ev.xid,
-                    own_lsn=own_lsn,
-                    commit_lsn=ev.lsn,
-                    xids=xids,
-                    key=create.key,
-                    oid=owner,
-                    toast=toast,
-                )
-            )
-            moved = (
-                replace(known, toast_relfilenode=rel)
-                if toast
-                else replace(known, relfilenode=rel, tablespace=spc)
-            )
-            self._record(
-                _Version(
-                    xid=ev.xid,
-                    top=ev.xid,
-                    own_lsn=ev.lsn,
-                    commit_lsn=ev.lsn,
-                    xids=xids,
-                    oid=owner,
-                    table=moved,
-                )
-            )
-            log.info(
-                "relfilenode_remapped",
-                table=known.qualified_name,
-                oid=owner,
-                toast=toast,
-                relfilenode=rel,
-                lsn=format_lsn(ev.lsn),
-                xid=ev.xid,
-            )
-            changed = True
-        return changed
-
-    def _refresh_from_catalog(self, ev: CommitEvent, st: _XactState, xids: frozenset[int]) -> bool:
-        """Fallback without the trigger: re-read relcache-invalidated tables."""
-        oids = set(self._versions) if st.relcache_all else set(st.relcache)
-        if not oids:
-            return False
-        if self._catalog is None:
-            log.warning(
-                "schema_refresh_unavailable",
-                lsn=format_lsn(ev.lsn),
-                xid=ev.xid,
-                oids=sorted(oids),
-            )
-            return False
-        changed = False
-        for oid in sorted(oids):
-            known = self._latest(oid)
-            fresh = self._catalog.table(oid)
-            if fresh == known:
-                continue
-            self._add_committed(fresh, oid, ev, xids)
-            named = fresh if fresh is not None else known
-            log.warning(
-                "schema_refreshed_from_catalog",
-                table=named.qualified_name if named is not None else str(oid),
-                oid=oid,
-                lsn=format_lsn(ev.lsn),
-                xid=ev.xid,
-                dropped=fresh is None,
-            )
-            changed = True
-        return changed
-
     # --- lookups -------------------------------------------------------------------
 
     def _tx(self, xid: int | None) -> int | None:
@@ -940,7 +553,7 @@ class SchemaHistory:
 
     def by_oid(self, oid: int, lsn: int, xid: int | None = None) -> TableDef | None:
         """The definition of table `oid` seen by `xid` (or by everyone) at `lsn`."""
-        v = _pick(self._versions.get(oid, ()), lsn, xid, self._tx(xid))
+        v = pick(self._versions.get(oid, ()), lsn, xid, self._tx(xid))
         return v.table if v is not None else None
 
     def by_relfilenode(
@@ -982,10 +595,10 @@ class SchemaHistory:
         key = (locator.spc_oid, locator.rel_number)
         top = self._tx(xid)
         for mk in reversed(self._by_filenode.get(key, ())):
-            m = _pick(self._maps[mk], lsn, xid, top)
+            m = pick(self._maps[mk], lsn, xid, top)
             if m is None or m.key != key:
                 continue  # never mapped at this LSN, or the table moved on since
-            v = _pick(self._versions.get(m.oid, ()), lsn, xid, top)
+            v = pick(self._versions.get(m.oid, ()), lsn, xid, top)
             if v is None or v.table is None:
                 continue
             return Classification(RelClass.TOAST if m.toast else RelClass.TABLE, v.table)
@@ -1009,7 +622,7 @@ class SchemaHistory:
         """`classify`, with the LSN range [lo, hi) around `lsn` over which the answer for
         this xid stays the same as long as the history is not changed.
 
-        `_pick` answers from the entries whose threshold is at or below the LSN (own_lsn
+        `pick` answers from the entries whose threshold is at or below the LSN (own_lsn
         for the xid's own entries, commit_lsn for others'), so the answer can only change
         where the LSN crosses a threshold of an entry it may consult: the mappings of the
         relfilenode, the versions of the tables they name, and its smgr creates.
@@ -1020,7 +633,7 @@ class SchemaHistory:
             return found, lo, hi
         key = (locator.spc_oid, locator.rel_number)
         top = self._top.get(xid, xid)
-        lists: list[Iterable[_Owned]] = [self._creates.get(key, ())]
+        lists: list[Iterable[Owned]] = [self._creates.get(key, ())]
         for mk in self._by_filenode.get(key, ()):
             lists.append(self._maps.get(mk, ()))
             lists.append(self._versions.get(mk[0], ()))
@@ -1057,13 +670,13 @@ class SchemaHistory:
         """Drop history nobody can ask for any more: entries superseded, and creates
         committed, before `before_lsn` (the restart LSN: no older change is replayed)."""
         for versions in self._versions.values():
-            _prune_superseded(versions, before_lsn)
+            prune_superseded(versions, before_lsn)
         for maps in self._maps.values():
-            _prune_superseded(maps, before_lsn)
+            prune_superseded(maps, before_lsn)
         for key, creates in self._creates.items():
             creates[:] = [c for c in creates if c.commit_lsn is None or c.commit_lsn >= before_lsn]
             del key
-        for oid in [oid for oid, lst in self._versions.items() if _only_tombstone(lst, before_lsn)]:
+        for oid in [oid for oid, lst in self._versions.items() if only_tombstone(lst, before_lsn)]:
             del self._versions[oid]
             self._maps.pop((oid, False), None)
             self._maps.pop((oid, True), None)
@@ -1077,29 +690,3 @@ class SchemaHistory:
                 if mk not in lst:
                     lst.append(mk)
         self._by_filenode = index
-
-
-def _drop(entries: list[_E] | None, entry: _Owned) -> None:
-    """Remove `entry` by identity (entries are distinct records even when equal)."""
-    if entries is not None:
-        entries[:] = [e for e in entries if e is not entry]
-
-
-def _prune_superseded(entries: list[_E], before_lsn: int) -> None:
-    """Keep pending entries, those committed at or after `before_lsn`, and the newest one
-    committed before it (still in force at `before_lsn`)."""
-    old = [e for e in entries if e.commit_lsn is not None and e.commit_lsn < before_lsn]
-    if len(old) <= 1:
-        return
-    newest = max(old, key=lambda e: e.commit_lsn or 0)
-    entries[:] = [e for e in entries if e is newest or e not in old]
-
-
-def _only_tombstone(versions: list[_Version], before_lsn: int) -> bool:
-    """A table dropped before `before_lsn`, with nothing pending or later."""
-    return (
-        len(versions) == 1
-        and versions[0].table is None
-        and versions[0].commit_lsn is not None
-        and versions[0].commit_lsn < before_lsn
-    )

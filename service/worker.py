@@ -48,7 +48,7 @@ from service.errors import RestartableError, SourceSetupError, format_lsn
 from service.events import CommitEvent
 from service.metrics import Metrics
 from service.pipeline import Session, SessionConfig, force_running_xacts, server_version
-from service.schema_history import CatalogSnapshot
+from service.tabledef import CatalogSnapshot
 from service.walformat import XLOG_BLCKSZ
 
 log = structlog.get_logger(__name__)

@@ -1,4 +1,4 @@
--- One user table's definition as JSON, the shape `service.schema_history.TableDef`
+-- One user table's definition as JSON, the shape `service.tabledef.TableDef`
 -- parses. Used verbatim by the catalog stage (with $1 bound to the table oid) and as
 -- the body of pgcdc.table_def(oid), which the DDL event trigger calls, so the live
 -- catalog and the DDL messages can never disagree on the format.

@@ -31,7 +31,7 @@ from service.plugin_api import (
     RowChange,
     TxnInfo,
 )
-from service.schema_history import CatalogSnapshot
+from service.tabledef import CatalogSnapshot
 from service.types.convert import to_python, to_text
 from service.types.registry import TypeRegistry
 from service.types.sendform import snapshot_registry, to_stored

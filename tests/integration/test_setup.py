@@ -18,7 +18,7 @@ import pytest
 from connectors.catalog import Catalog
 from connectors.setup import EVENT_TRIGGERS, setup, teardown
 from service.errors import SourceSetupError
-from service.schema_history import TableDef
+from service.tabledef import TableDef
 
 pytestmark = pytest.mark.integration
 

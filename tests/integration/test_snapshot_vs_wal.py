@@ -29,7 +29,7 @@ from connectors.walsource_dir import detect_segment_size, iter_wal_chunks
 from service.config import FilterSettings
 from service.pipeline import Session, SessionConfig, force_running_xacts
 from service.plugin_api import ColumnValue, PluginContext, RelationInfo, RowChange, TxnInfo
-from service.schema_history import CatalogSnapshot
+from service.tabledef import CatalogSnapshot
 from service.types.array import PgArray
 from service.types.range import Range
 from tests.integration.test_types_vs_server import CASES, SESSION, TYPES_DDL

@@ -17,7 +17,7 @@ from service.events import (
     SmgrCreateEvent,
     TruncateEvent,
 )
-from service.schema_history import ColumnDef, TableDef
+from service.tabledef import ColumnDef, TableDef
 from service.walrecord import RelFileLocator
 
 DB = 16384

@@ -13,14 +13,9 @@ from structlog.testing import capture_logs
 
 from service.errors import DecodeError
 from service.events import AssignmentEvent, MessageEvent
-from service.schema_history import (
-    REWRITE,
-    UNKNOWN,
-    CatalogSnapshot,
-    RelClass,
-    SchemaHistory,
-)
+from service.schema_history import REWRITE, UNKNOWN, RelClass, SchemaHistory
 from service.schema_store import LocalFileSchemaStore
+from service.tabledef import CatalogSnapshot
 from tests.service.schema_history_support import (
     DB,
     FakeCatalog,

@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.events import AssignmentEvent
-from service.schema_history import CatalogSnapshot, SchemaHistory
+from service.schema_history import SchemaHistory
+from service.tabledef import CatalogSnapshot
 from tests.service.schema_history_support import (
     DB,
     abort,
