@@ -35,9 +35,15 @@ from typing import Any
 import psycopg2
 import psycopg2.errors
 import psycopg2.extras
+import structlog
 
 from service.errors import SourceSetupError, SourceUnavailableError, format_lsn
 from service.walformat import XLOG_BLCKSZ
+
+log = structlog.get_logger(__name__)
+
+
+KEEPALIVE_INTERVAL_S = 10.0  # well inside the default wal_sender_timeout of 60 s
 
 
 def _parse_lsn(text: str) -> int:
@@ -72,6 +78,9 @@ class PhysicalStream:
         self.received_lsn: int | None = None  # end of the bytes delivered so far
         self.server_version: int | None = None
         self._conn: Any = None
+        self._cur: Any = None  # the replication cursor while streaming
+        self.reconnects = 0  # connections lost and re-established (metrics, tests)
+        self._last_keepalive = 0.0
 
     def confirm(self, restart_lsn: int) -> None:
         """The pipeline no longer needs WAL before `restart_lsn` (never moves back)."""
@@ -79,6 +88,7 @@ class PhysicalStream:
 
     def close(self) -> None:
         """Close the replication connection, if open."""
+        self._cur = None
         if self._conn is not None:
             try:
                 self._conn.close()
@@ -152,8 +162,13 @@ class PhysicalStream:
                 delay = self._backoff_initial
                 yield from self._pump(cur, stop, idle_timeout)
                 return
-            except (psycopg2.OperationalError, psycopg2.InterfaceError) as exc:
+            except (psycopg2.DatabaseError, psycopg2.InterfaceError) as exc:
+                # A walsender that timed out or was terminated surfaces as a plain
+                # DatabaseError on the replication cursor: reconnect as for any loss.
+                log.warning("replication_reconnect", error=str(exc).strip(),
+                            received_lsn=format_lsn(self.received_lsn or 0))
                 self.close()
+                self.reconnects += 1
                 failures += 1
                 if failures > self._max_retries:
                     raise SourceUnavailableError(
@@ -172,6 +187,7 @@ class PhysicalStream:
     ) -> Iterator[tuple[int, bytes]]:
         last_data = time.monotonic()
         last_feedback = 0.0
+        self._cur = cur
         while stop is None or not stop.is_set():
             msg = cur.read_message()  # answers keepalives that request a reply
             now = time.monotonic()
@@ -200,6 +216,27 @@ class PhysicalStream:
                     return
                 select.select([cur], [], [], 0.2)
 
-    def _feedback(self, cur: Any) -> None:
+    def keepalive(self) -> None:
+        """Send a status update if none went out lately, from inside a long replay.
+
+        The walsender drops a client it has not heard from for wal_sender_timeout
+        (60 s by default); replaying one large transaction can take longer than that
+        between two reads. PostgreSQL's own decoding answers the same way from inside
+        its output plugins (OutputPluginUpdateProgress → WalSndKeepaliveIfNecessary).
+        """
+        cur = self._cur
+        now = time.monotonic()
+        if cur is None or now - self._last_keepalive < KEEPALIVE_INTERVAL_S:
+            return
+        self._last_keepalive = now
+        try:
+            # force: psycopg2 skips a status update whose positions did not move.
+            self._feedback(cur, force=True)
+        except (psycopg2.DatabaseError, psycopg2.InterfaceError) as exc:
+            # The next read raises the same and reconnects; nothing is lost here.
+            log.warning("replication_keepalive_failed", error=str(exc).strip())
+
+    def _feedback(self, cur: Any, *, force: bool = False) -> None:
+        self._last_keepalive = time.monotonic()
         flush = self.restart_lsn
-        cur.send_feedback(write_lsn=self.received_lsn or flush, flush_lsn=flush, apply_lsn=flush)
+        cur.send_feedback(write_lsn=self.received_lsn or flush, flush_lsn=flush, apply_lsn=flush, force=force)

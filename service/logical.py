@@ -118,6 +118,9 @@ _OPS = {
 }
 
 
+PROGRESS_EVERY = 1024
+
+
 class PluginSink:
     """The reorder buffer's ReplaySink: decodes rows, then calls the plugin wrapper."""
 
@@ -129,6 +132,10 @@ class PluginSink:
         self.emitted_txns = 0
         self.emitted_changes = 0
         self._info: TxnInfo | None = None  # the last txn_info() built (see _txn_info)
+        # Called every PROGRESS_EVERY replayed changes, so a long replay can keep its
+        # WAL source alive (OutputPluginUpdateProgress's job in PostgreSQL).
+        self.progress: Callable[[], None] | None = None
+        self._until_progress = PROGRESS_EVERY
 
     def _txn_info(self, txn: ReorderBufferTXN) -> TxnInfo:
         """txn_info(txn), reused while the transaction's public fields are unchanged: a
@@ -190,6 +197,11 @@ class PluginSink:
         self.plugin.call("begin", txn.first_lsn, txn.xid, txn_info(txn))
 
     def change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        self._until_progress -= 1
+        if not self._until_progress:
+            self._until_progress = PROGRESS_EVERY
+            if self.progress is not None:
+                self.progress()
         row = self._row_change(txn, change)
         if row is not None:
             self.emitted_changes += 1

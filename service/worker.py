@@ -155,6 +155,7 @@ class Worker:
             force_running_xacts(dsn, version)
             log.info("worker_started", restart_lsn=format_lsn(start))
         session.decoding.on_committed = self._end_txn
+        session.sink.progress = self.stream.keepalive
         return session, start
 
     def _aligned(self, snapshot: CatalogSnapshot) -> None:
