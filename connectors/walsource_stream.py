@@ -239,4 +239,5 @@ class PhysicalStream:
     def _feedback(self, cur: Any, *, force: bool = False) -> None:
         self._last_keepalive = time.monotonic()
         flush = self.restart_lsn
-        cur.send_feedback(write_lsn=self.received_lsn or flush, flush_lsn=flush, apply_lsn=flush, force=force)
+        cur.send_feedback(write_lsn=self.received_lsn or flush, flush_lsn=flush,
+                          apply_lsn=flush, force=force)
