@@ -25,9 +25,10 @@ begin → (change | truncate | message)* → commit; non-transactional messages 
 - `<prefix>.heartbeat`: {ts_ms, lsn}, keyed by {serverName: prefix}.
 
 Schemas (connectors.avro_schema) are registered under TopicNameStrategy subjects
-(`<topic>-key`, `<topic>-value`) and written in the Confluent wire format by
-confluent_kafka's AvroSerializer. They are built once per table definition, cached by
-(relation oid, `defined_at`); a new definition registers a new version. A subject's
+(`<topic>-key`, `<topic>-value`) and written in the Confluent wire format with fastavro
+(connectors.avro_codec: the bytes confluent_kafka's AvroSerializer would write). They
+are built once per table definition, cached by (relation oid, `defined_at`); a new
+definition registers a new version. A subject's
 compatibility is set to BACKWARD when it is first registered. A rejected schema raises
 `RegistryRejectedError`, before anything of the change is written (the sink commits
 nothing of that source transaction, so no position is lost). An unreachable registry is
@@ -53,10 +54,9 @@ from typing import Any
 
 import structlog
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
-from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
-from confluent_kafka.serialization import MessageField, SerializationContext
 
+from connectors.avro_codec import AvroEncoder, parse_writer_schema
 from connectors.avro_schema import (
     CONNECTOR,
     DEBEZIUM_VERSION,
@@ -109,6 +109,8 @@ class Registrar:
         self.url = settings.registry.url
         self.client = SchemaRegistryClient(conf)
         self.retry_budget_s = retry_budget_s
+        # Parsed writer schemas by (subject, schema id): one parse per registered version.
+        self._parsed: dict[tuple[str, int], Any] = {}
 
     def close(self) -> None:
         self.client.close()
@@ -154,23 +156,23 @@ class Registrar:
         return bool(self._call("version lookup", subject, versions))
 
     def serializer(self, topic: str, is_key: bool, schema: Mapping[str, Any]) -> Serialize:
-        """Register `schema` for `topic`'s key or value and return its serializer."""
+        """Register `schema` for `topic`'s key or value and return its serializer.
+
+        The serializer writes what confluent_kafka's AvroSerializer would
+        (connectors.avro_codec); the schema is parsed once per (subject, schema id).
+        """
         subject = f"{topic}-{'key' if is_key else 'value'}"
         text = json.dumps(schema, separators=(",", ":"))
         if self._is_new(subject):
             self._call("compatibility setting", subject,
                        lambda: self.client.set_compatibility(subject, "BACKWARD"))
-        self._call("registration", subject,
-                   lambda: self.client.register_schema(subject, Schema(text, "AVRO")))
-        ser = AvroSerializer(self.client, text, conf={"auto.register.schemas": True})
-        ctx = SerializationContext(topic, MessageField.KEY if is_key else MessageField.VALUE)
-
-        def serialize(obj: Any) -> bytes:
-            out = ser(obj, ctx)
-            assert isinstance(out, bytes)
-            return out
-
-        return serialize
+        schema_id = int(self._call("registration", subject,
+                                   lambda: self.client.register_schema(subject,
+                                                                       Schema(text, "AVRO"))))
+        parsed = self._parsed.get((subject, schema_id))
+        if parsed is None:
+            parsed = self._parsed[(subject, schema_id)] = parse_writer_schema(text)
+        return AvroEncoder(parsed, schema_id).encode
 
 
 @dataclass(slots=True)
