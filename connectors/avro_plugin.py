@@ -56,7 +56,7 @@ import structlog
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from connectors.avro_codec import AvroEncoder, parse_writer_schema
+from connectors.avro_codec import AvroEncoder, KeyFromValue, RowEncoder, parse_writer_schema
 from connectors.avro_schema import (
     CONNECTOR,
     DEBEZIUM_VERSION,
@@ -64,7 +64,6 @@ from connectors.avro_schema import (
     TablePlan,
     build_table_plan,
     key_values,
-    row_datum,
     static_with_refs,
 )
 from connectors.kafka_sink import KafkaRecord
@@ -177,11 +176,17 @@ class Registrar:
 
 @dataclass(slots=True)
 class _Table:
-    """A table plan with its registered serializers."""
+    """A table plan with its registered serializers and row encoders.
+
+    `rows` builds the Value record of a row; `key_of` takes the Key record from a Value
+    record of the same row (set iff `key` is).
+    """
 
     plan: TablePlan
     key: Serialize | None
     value: Serialize
+    rows: RowEncoder
+    key_of: KeyFromValue | None
     schema: str
     table: str
     collection: str  # "schema.table", as Debezium names a data collection
@@ -299,8 +304,9 @@ class AvroPlugin:
             reg = self._registrar()
             key = reg.serializer(plan.topic, True, plan.key_schema) if plan.key_schema else None
             value = reg.serializer(plan.topic, False, plan.envelope_schema)
-            table = _Table(plan, key, value, rel.schema, rel.name, qualified,
-                           f"{plan.namespace}.Value")
+            key_of = KeyFromValue(plan.key_fields, plan.fields) if key is not None else None
+            table = _Table(plan, key, value, RowEncoder(plan.fields, self._warn), key_of,
+                           rel.schema, rel.name, qualified, f"{plan.namespace}.Value")
             log.info("avro_schema_registered", topic=plan.topic, defined_at=rel.defined_at)
         self._tables[cache_key] = table
         return table
@@ -376,33 +382,34 @@ class AvroPlugin:
         t = self._table(change.relation)
         if t is None:
             return
-        plans, key_plans, warn = t.plan.fields, t.plan.key_fields, self._warn
+        rows, key, key_of = t.rows, t.key, t.key_of
         match change.op:
             case ChangeOp.INSERT:
                 assert change.new is not None
-                after = row_datum(plans, change.new, warn)
-                key = t.key(row_datum(key_plans, change.new, warn)) if t.key else None
+                after = rows.datum(change.new)
+                new_key = key(key_of.datum(after)) if key is not None and key_of else None
                 op = "r" if isinstance(ctx.state.get("snapshot"), str) else "c"
-                self._event(ctx, txn, t, op, before=None, after=after, key=key, lsn=change.lsn)
+                self._event(ctx, txn, t, op, before=None, after=after, key=new_key,
+                            lsn=change.lsn)
             case ChangeOp.UPDATE:
                 assert change.new is not None
-                after = row_datum(plans, change.new, warn)
-                new_key = t.key(row_datum(key_plans, change.new, warn)) if t.key else None
+                after = rows.datum(change.new)
+                new_key = key(key_of.datum(after)) if key is not None and key_of else None
                 old = change.old
-                if old is not None and t.key is not None and key_plans and \
-                        key_values(key_plans, old) != key_values(key_plans, change.new):
-                    old_key = t.key(row_datum(key_plans, old, warn))
+                key_plans = t.plan.key_fields
+                if old is not None and key is not None and key_of is not None and key_plans \
+                        and key_values(key_plans, old) != key_values(key_plans, change.new):
+                    old_row = rows.datum(old)
+                    old_key = key(key_of.datum(old_row))
                     assert new_key is not None
-                    self._event(ctx, txn, t, "d", before=row_datum(plans, old, warn), after=None,
-                                key=old_key, lsn=change.lsn,
-                                headers=(("__debezium.newkey", new_key),))
+                    self._event(ctx, txn, t, "d", before=old_row, after=None, key=old_key,
+                                lsn=change.lsn, headers=(("__debezium.newkey", new_key),))
                     if self._tombstones():
                         ctx.write(KafkaRecord(t.plan.topic, old_key, None))
                     self._event(ctx, txn, t, "c", before=None, after=after, key=new_key,
                                 lsn=change.lsn, headers=(("__debezium.oldkey", old_key),))
                     return
-                before = row_datum(plans, old, warn) if old is not None and \
-                    not change.old_is_key else None
+                before = rows.datum(old) if old is not None and not change.old_is_key else None
                 self._event(ctx, txn, t, "u", before=before, after=after, key=new_key,
                             lsn=change.lsn)
             case ChangeOp.DELETE:
@@ -411,11 +418,12 @@ class AvroPlugin:
                     # REPLICA IDENTITY NOTHING: PostgreSQL logs no old row at all.
                     self._event(ctx, txn, t, "d", before=None, after=None, key=None, lsn=change.lsn)
                     return
-                before = row_datum(plans, old, warn)
-                key = t.key(row_datum(key_plans, old, warn)) if t.key else None
-                self._event(ctx, txn, t, "d", before=before, after=None, key=key, lsn=change.lsn)
-                if key is not None and self._tombstones():
-                    ctx.write(KafkaRecord(t.plan.topic, key, None))
+                gone = rows.datum(old)
+                gone_key = key(key_of.datum(gone)) if key is not None and key_of else None
+                self._event(ctx, txn, t, "d", before=gone, after=None, key=gone_key,
+                            lsn=change.lsn)
+                if gone_key is not None and self._tombstones():
+                    ctx.write(KafkaRecord(t.plan.topic, gone_key, None))
             case _:
                 raise PluginError(f"avro plugin got unknown change op {change.op!r}",
                                   lsn=change.lsn, xid=txn.xid)

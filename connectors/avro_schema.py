@@ -222,7 +222,7 @@ def variable_scale_decimal(d: Decimal) -> dict[str, Any]:
     return {"scale": -exp, "value": unscaled_bytes(unscaled)}
 
 
-def _days(value: Any) -> int:
+def days_of(value: Any) -> int:
     if isinstance(value, dt.date):
         return value.toordinal() - _UNIX_ORDINAL
     infinite = getattr(value, "infinite", 0)
@@ -241,7 +241,7 @@ def _time_micros(value: Any) -> int:
     return int(value.micros)
 
 
-def _timestamp_micros(value: Any) -> int:
+def timestamp_micros(value: Any) -> int:
     if isinstance(value, dt.datetime):
         d: dt.datetime = value
         if d.tzinfo is not None:
@@ -266,7 +266,7 @@ def _iso_year(year: int) -> str:
     return f"{year:04d}"
 
 
-def _zoned_timestamp(value: Any) -> str:
+def zoned_timestamp(value: Any) -> str:
     """ZonedTimestamp text: ISO-8601 in UTC with `Z`, as ISO_OFFSET_DATE_TIME prints it."""
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
@@ -372,12 +372,12 @@ _BY_OID: dict[int, TypeMapping] = {
     701: TypeMapping("double", float, False, "double"),
     1042: _STRING,  # bpchar
     1043: _STRING,  # varchar
-    1082: TypeMapping(_semantic("int", "io.debezium.time.Date"), _days, False, "int"),
+    1082: TypeMapping(_semantic("int", "io.debezium.time.Date"), days_of, False, "int"),
     1083: TypeMapping(_semantic("long", "io.debezium.time.MicroTime"), _time_micros, False,
                       "long"),
-    1114: TypeMapping(_semantic("long", "io.debezium.time.MicroTimestamp"), _timestamp_micros,
+    1114: TypeMapping(_semantic("long", "io.debezium.time.MicroTimestamp"), timestamp_micros,
                       False, "long"),
-    1184: TypeMapping(_semantic("string", "io.debezium.time.ZonedTimestamp"), _zoned_timestamp,
+    1184: TypeMapping(_semantic("string", "io.debezium.time.ZonedTimestamp"), zoned_timestamp,
                       False, "string"),
     1186: TypeMapping(_semantic("long", "io.debezium.time.MicroDuration"), _duration_micros,
                       False, "long"),
@@ -568,7 +568,8 @@ def build_table_plan(prefix: str, rel: RelationInfo, excluded: frozenset[str],
                      key_schema, envelope)
 
 
-def _datum(plan: FieldPlan, col: ColumnValue, warn: Warn) -> Any:
+def column_datum(plan: FieldPlan, col: ColumnValue, warn: Warn) -> Any:
+    """The datum of one column for its field (the generic path: any ColumnValue)."""
     mapping = plan.mapping
     if mapping.use_text:
         text = col.text
@@ -619,7 +620,7 @@ def row_datum(plans: Sequence[FieldPlan], row: Sequence[ColumnValue], warn: Warn
               ) -> dict[str, Any]:
     """The Value (or Key) record of a row; columns the row lacks are null (or zero)."""
     if len(row) == len(plans) and [c.name for c in row] == _columns_of(plans):
-        return {plan.field: _datum(plan, col, warn) for plan, col in zip(plans, row,
+        return {plan.field: column_datum(plan, col, warn) for plan, col in zip(plans, row,
                                                                         strict=True)}
     out: dict[str, Any] = {}
     by_name = {c.name: c for c in row}
@@ -628,7 +629,7 @@ def row_datum(plans: Sequence[FieldPlan], row: Sequence[ColumnValue], warn: Warn
         if found is None:
             out[plan.field] = None if plan.optional else plan.zero
         else:
-            out[plan.field] = _datum(plan, found, warn)
+            out[plan.field] = column_datum(plan, found, warn)
     return out
 
 
