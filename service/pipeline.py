@@ -29,6 +29,7 @@ import psycopg2
 
 from connectors.catalog import Catalog
 from connectors.catalog_types import CatalogTypes
+from connectors.snapshot_reader import CopyRows
 from service.errors import DecodeError, SourceUnavailableError
 from service.events import HeapChange
 from service.logical import Decoding, PluginSink
@@ -103,6 +104,31 @@ class _TypeLoader:
                 (list(oids),),
             )
             return {int(oid): str(name) for oid, name in cur.fetchall()}
+
+    def missing_send(self, type_oid: int, typmod: int, literal: str) -> bytes | None:
+        """`rowdecode.MissingSend`: attmissingval's element as the type, in send format
+        (COPY BINARY, as the snapshot reads values; UTF-8 like the stored text)."""
+        fields: list[bytes | None] = []
+        try:
+            with self._conn.cursor() as cur:
+                if self._conn.encoding != "UTF8":
+                    self._conn.set_client_encoding("UTF8")
+                cur.execute("SELECT pg_catalog.format_type(%s, %s)",
+                            (type_oid, typmod if typmod >= 0 else None))
+                row = cur.fetchone()
+                assert row is not None
+                sql = cur.mogrify(
+                    f"COPY (SELECT ((%s::pg_catalog.text[])[1])::{row[0]}) "
+                    "TO STDOUT (FORMAT binary)", (literal,)).decode()
+                target = CopyRows(1, fields.extend)
+                cur.copy_expert(sql, target)
+                target.close()
+        except (psycopg2.DataError, psycopg2.ProgrammingError) as exc:
+            raise DecodeError(f"the server cannot read {literal!r} as type {type_oid}: "
+                              f"{exc}".strip()) from exc
+        if len(fields) != 1:
+            raise DecodeError(f"attmissingval {literal!r} read as {len(fields)} values")
+        return fields[0]
 
     def close(self) -> None:
         self._conn.close()
@@ -234,7 +260,8 @@ class Session:
 
     def _history_rows(self, history: SchemaHistory) -> HistoryRows:
         return HistoryRows(history, self._types.types, self._types.names,
-                           unknown_as_text=self.config.unknown_types_as_text)
+                           unknown_as_text=self.config.unknown_types_as_text,
+                           missing_send=self._types.missing_send)
 
     def _is_toast(self, locator: RelFileLocator) -> bool:
         return self.history is not None and self.history.is_toast(locator, END_OF_TIME)
