@@ -195,13 +195,20 @@ class _Table:
 
 @dataclass(slots=True)
 class _TxnState:
-    """Per-transaction counters; `began` says whether BEGIN was written."""
+    """Per-transaction counters; `began` says whether BEGIN was written.
+
+    `sources` holds, per (data collection, snapshot marker), the parts of a change's
+    `source` record that are the same for every change of the transaction (all but
+    lsn and sequence), and the sequence text up to this change's LSN. Only filled when
+    the commit time is known: otherwise ts_ms is the clock at each change.
+    """
 
     id: str
     ts_ms: int
     began: bool = False
     total: int = 0
     per_table: dict[str, int] = field(default_factory=dict)
+    sources: dict[tuple[str, str], tuple[dict[str, Any], str]] = field(default_factory=dict)
 
 
 def _patterns(items: Sequence[str]) -> list[re.Pattern[str]]:
@@ -333,6 +340,26 @@ class AvroPlugin:
             "xmin": None,
         }
 
+    def _row_source(self, st: _TxnState, txn: TxnInfo, t: _Table, lsn: int, snapshot: str,
+                    ) -> dict[str, Any]:
+        """`_source(txn, t.schema, t.table, lsn, snapshot)`, from the transaction's
+        constant part. Union branches are named (fastavro's tuple notation), which
+        writes the same bytes without trying each branch."""
+        if not txn.commit_time:
+            return self._source(txn, t.schema, t.table, lsn, snapshot)
+        found = st.sources.get((t.collection, snapshot))
+        if found is None:
+            const = self._source(txn, t.schema, t.table, lsn, snapshot)
+            const["snapshot"] = ("string", snapshot)
+            const["txId"] = ("long", txn.xid)
+            prefix = const["sequence"][:-len(f'{lsn}"]')]
+            found = st.sources[(t.collection, snapshot)] = (const, prefix)
+        const, prefix = found
+        src = const.copy()
+        src["sequence"] = ("string", f'{prefix}{lsn}"]')
+        src["lsn"] = ("long", lsn)
+        return src
+
     def _txn_id(self, txn: TxnInfo) -> str:
         return f"{txn.xid}:{txn.final_lsn}"
 
@@ -362,8 +389,8 @@ class AvroPlugin:
         value = {
             "before": None if before is None else (t.value_name, before),
             "after": None if after is None else (t.value_name, after),
-            "source": self._source(txn, t.schema, t.table, lsn,
-                                   snapshot if isinstance(snapshot, str) else "false"),
+            "source": self._row_source(st, txn, t, lsn,
+                                       snapshot if isinstance(snapshot, str) else "false"),
             "op": op,
             "ts_ms": int(time.time() * 1000),
             "transaction": ("event.block", {"id": st.id, "total_order": st.total,
