@@ -31,9 +31,19 @@ import pytest
 
 from connectors.catalog import parse_lsn
 from connectors.setup import setup, teardown
+from connectors.snapshot_reader import SnapshotReader
 from connectors.walsource_dir import detect_segment_size, iter_wal_chunks
+from service.config import FilterSettings
 from service.pipeline import Session, SessionConfig, force_running_xacts
-from service.plugin_api import ChangeOp, ColumnValue, PluginContext, RowChange, TxnInfo
+from service.plugin_api import (
+    ChangeOp,
+    ColumnValue,
+    PluginContext,
+    RelationInfo,
+    RowChange,
+    TxnInfo,
+)
+from service.tabledef import CatalogSnapshot
 from tests.integration.test_snapshot_vs_wal import _same
 from tests.integration.test_types_vs_server import CASES, SESSION, TYPES_DDL
 
@@ -134,34 +144,64 @@ def _cases(cur: Any) -> list[tuple[str, str]]:
 
 
 class _Run:
-    """A session decoding one database's pg_wal from a physical slot's restart LSN."""
+    """A session decoding one database's pg_wal from a physical slot's restart LSN;
+    with `snapshot_reader`, aligned (the initial snapshot is read at consistency)."""
 
-    def __init__(self, pg: dict[str, Any], dsn: str, cur: Any, tmp_path: Path) -> None:
+    def __init__(self, pg: dict[str, Any], dsn: str, cur: Any, tmp_path: Path,
+                 snapshot_reader: SnapshotReader | None = None) -> None:
         self.cur = cur
         self.slot = f"missing_{uuid.uuid4().hex[:8]}"
         cur.execute("SELECT pg_create_physical_replication_slot(%s, true)", (self.slot,))
         cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s",
                     (self.slot,))
-        self.start = parse_lsn(_one(cur))
+        self.fed = parse_lsn(_one(cur))
         self.out = _Collect()
         self.session = Session(
             SessionConfig(dsn=dsn, slot=self.slot, spill_dir=tmp_path / "spill"), self.out,
             "collect", lambda lsn, xid, data: None, version=int(pg["version"]),
-            start_lsn=self.start)
+            start_lsn=self.fed, align=snapshot_reader is not None,
+            snapshot_reader=snapshot_reader)
         force_running_xacts(dsn, int(pg["version"]))
         self.wal = Path(pg["pgdata"]) / "pg_wal"
+        self.segment_size = detect_segment_size(self.wal)
+
+    def catch_up(self) -> None:
+        """Decode every WAL segment completed so far (after switching the current one)."""
+        self.cur.execute("SELECT pg_switch_wal()")
+        size = self.segment_size
+        done = -(-parse_lsn(_one(self.cur)) // size) * size
+        for lsn, data in iter_wal_chunks(self.wal, self.fed, segment_size=size):
+            if lsn >= done:
+                break
+            self.session.feed(lsn, data)
+        self.fed = max(self.fed, done)
 
     def finish(self) -> list[tuple[ChangeOp, Values | None, Values | None]]:
         try:
-            self.cur.execute("SELECT pg_current_wal_lsn()")
-            end = parse_lsn(_one(self.cur))
-            chunks = iter_wal_chunks(self.wal, self.start,
-                                     segment_size=detect_segment_size(self.wal))
-            self.session.pump(chunks, until_lsn=end)
+            self.catch_up()
         finally:
             self.session.close()
             self.cur.execute("SELECT pg_drop_replication_slot(%s)", (self.slot,))
         return self.out.changes
+
+
+class _Sink:
+    """The initial snapshot's rows, by id, read eagerly."""
+
+    def __init__(self) -> None:
+        self.rows: dict[int, Values] = {}
+
+    def begin(self, snapshot: CatalogSnapshot) -> None:
+        pass
+
+    def row(self, relation: RelationInfo, values: Sequence[ColumnValue]) -> None:
+        read = _read(values)
+        key = read["id"]
+        assert not isinstance(key, str)
+        self.rows[int(str(key[0]))] = read
+
+    def end(self) -> None:
+        pass
 
 
 def _server_text(cur: Any, table: str, cols: list[str], row_id: int) -> tuple[Any, ...]:
@@ -197,13 +237,9 @@ def _compare(label: str, short: Values, stored: Values, server: tuple[Any, ...],
     return bad
 
 
-def test_old_tuples_read_defaults_as_stored_values(
-        pg: dict[str, Any], db: tuple[str, Any], tmp_path: Path) -> None:
-    """An UPDATE and a DELETE of rows older than ADD COLUMN ... DEFAULT (every type and
-    edge value): the old tuples' values and texts equal a stored copy's and the server's
-    output."""
-    dsn, conn = db
-    cur = conn.cursor()
+def _old_rows_then_defaults(cur: Any) -> tuple[list[str], list[str]]:
+    """Table `m` (REPLICA IDENTITY FULL) with rows 0 and 1, then one column per case
+    added with the case's value as default: (column names, their types)."""
     cases = _cases(cur)
     cols = [f"c{i}" for i in range(len(cases))]
     types = [t for t, _ in cases]
@@ -221,7 +257,17 @@ def test_old_tuples_read_defaults_as_stored_values(
     not_missing = {r[0] for r in cur.fetchall()}
     assert not_missing <= {cols[i] for i in checked}
     assert len(cases) - len(not_missing) > 280
+    return cols, types
 
+
+def test_old_tuples_read_defaults_as_stored_values(
+        pg: dict[str, Any], db: tuple[str, Any], tmp_path: Path) -> None:
+    """An UPDATE and a DELETE of rows older than ADD COLUMN ... DEFAULT (every type and
+    edge value): the old tuples' values and texts equal a stored copy's and the server's
+    output."""
+    dsn, conn = db
+    cur = conn.cursor()
+    cols, types = _old_rows_then_defaults(cur)
     run = _Run(pg, dsn, cur, tmp_path)
     cur.execute("UPDATE m SET id = 2 WHERE id = 0")
     cur.execute("DELETE FROM m WHERE id = 1")
@@ -298,3 +344,33 @@ def test_defaults_added_while_decoding_through_ddl_capture(
     assert not _compare("DELETE old", del_old, expect, server2, cols, types)
     assert del_old["b"] == (Decimal("3.25"), "3.25")
     assert ins_new["a"] == (8, "8")
+
+
+def test_snapshot_of_old_rows_equals_their_wal_old_tuples(
+        pg: dict[str, Any], db: tuple[str, Any], tmp_path: Path) -> None:
+    """The initial snapshot reads a row older than the ADD COLUMNs (COPY: the server
+    fills the defaults); the WAL path then reads the same row's old tuple when it is
+    updated: same values, texts and errors, column for column."""
+    dsn, conn = db
+    cur = conn.cursor()
+    cols, types = _old_rows_then_defaults(cur)
+    sink = _Sink()
+    run = _Run(pg, dsn, cur, tmp_path, SnapshotReader(FilterSettings(), sink=sink))
+    run.catch_up()
+    assert run.session.aligned
+    assert sorted(sink.rows) == [0, 1]
+    cur.execute("UPDATE m SET id = 2 WHERE id = 0")
+    changes = run.finish()
+    assert [c[0] for c in changes] == [ChangeOp.UPDATE]
+    old = changes[0][1]
+    assert old is not None
+    bad = []
+    for col, typ in zip(cols, types, strict=True):
+        a, b = old[col], sink.rows[0][col]
+        if isinstance(a, str) or isinstance(b, str):
+            if a != b:
+                bad.append(f"{col} ({typ}): WAL {a!r} != snapshot {b!r}")
+        elif not _same(a[0], b[0]) or a[1] != b[1]:
+            bad.append(f"{col} ({typ}): WAL {a!r} != snapshot {b!r}")
+    assert not bad, "\n".join(bad[:40])
+    assert {c for c in cols if isinstance(old[c], str)} == {cols[types.index("point")]}

@@ -409,10 +409,13 @@ def test_exactly_once_under_sigkill(pg15: dict[str, Any], kafka: dict[str, Any],
                                            f"{p.prefix}.transaction"], timeout_s=240)
         assert kills == ["random", "between", "mid spill", "mid kafka txn", "random"]
         assert all(w.has_event("worker_resumed") for w in p.workers[1:])
-        # The killed attempts really reached the log: counting aborted records too,
-        # the big table's topic holds more than was committed.
-        ledger = sum(1 for r in reads if r.topic == p.topic("ledger") and r.value is not None)
-        assert uncommitted_count(p.kafka["bootstrap"], p.topic("ledger")) > ledger + big_rows // 4
+        # The killed attempts really reached the log: besides every committed record
+        # (tombstones included), the big table's topic holds a large aborted remainder
+        # (the mid-Kafka-transaction kill left over a quarter of the big transaction,
+        # less the few small transactions that committed meanwhile).
+        ledger = sum(1 for r in reads if r.topic == p.topic("ledger"))
+        aborted = uncommitted_count(p.kafka["bootstrap"], p.topic("ledger")) - ledger
+        assert aborted > big_rows // 8
         assert len(wl.committed()) < len(wl.outcomes)  # some really were rolled back
         check_exactly_once(p, wl, reads)
     print(f"exactly-once e2e: {len(wl.outcomes)} source transactions "
