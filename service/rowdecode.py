@@ -422,7 +422,7 @@ class _MissingPlanner:
         name, oid, literal = col.name, col.type_oid, col.missing_text
         assert literal is not None
         if self._send is None:
-            return None, _failing(name, oid, type_name, DecodeError(
+            return None, _failing(name, oid, type_name, lambda: DecodeError(
                 f"column {name} was added with a default after this tuple was written, "
                 "and this row decoder cannot read attmissingval", lsn=lsn,
                 relation=qualified, field=name))
@@ -464,7 +464,7 @@ class _MissingPlanner:
             return ColumnValue.constant(
                 ColumnCodec(name, info.oid, type_name, _no_value, _no_text, shared=False),
                 value, value)
-        return _failing(name, info.oid, type_name, UnknownTypeError(
+        return _failing(name, info.oid, type_name, lambda: UnknownTypeError(
             f"type {info.name} (OID {info.oid}, output function {info.output_src}) "
             "cannot be decoded", lsn=lsn, relation=qualified, field=name))
 
@@ -493,13 +493,15 @@ def _snapshot_value(send: bytes, info: TypeInfo, registry: TypeRegistry, name: s
     return StoredValue(codec, stored)
 
 
-def _failing(name: str, type_oid: int, type_name: str, error: Exception) -> ColumnValue:
-    """A value whose reading raises `error` (lazily, as a stored value's decoding would)."""
+def _failing(name: str, type_oid: int, type_name: str,
+             error: Callable[[], Exception]) -> ColumnValue:
+    """A value whose reading raises `error()` (lazily, as a stored value's decoding
+    would)."""
 
     def fail() -> object:
-        raise error
+        raise error()
 
     def fail_text() -> str | None:
-        raise error
+        raise error()
 
     return ColumnValue(name, type_oid, type_name, fail, fail_text)
