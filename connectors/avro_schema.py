@@ -49,6 +49,8 @@ Special values:
 Names: record names and field names are made Avro-safe the way Debezium's
 SchemaNameAdjuster does (every character outside [A-Za-z0-9_] becomes `_`, and a leading
 digit gets a `_` prefix); topics keep [A-Za-z0-9._-] and replace everything else by `_`.
+A named type used by several columns (VariableScaleDecimal) is defined at its first use
+in a record and referenced by full name after it, as Kafka Connect's AvroData does.
 """
 
 from __future__ import annotations
@@ -496,6 +498,45 @@ class FieldPlan:
         return _ZERO[self.mapping.kind]
 
 
+def define_named_once(fields: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
+    """Record fields in which each named type is defined at its first use only.
+
+    Avro forbids a second definition of a name; a table with two unconstrained numeric
+    columns (or one and a numeric[]) names VariableScaleDecimal twice. Later uses become
+    references by full name, as Kafka Connect's AvroData writes them. Fields without a
+    repeated name come back equal, key order included (the schema text is unchanged).
+    """
+    seen: set[str] = set()
+
+    def walk(node: Any, namespace: str) -> Any:
+        if isinstance(node, list):
+            return [walk(n, namespace) for n in node]
+        if not isinstance(node, dict):
+            return node
+        kind = node.get("type")
+        if kind in ("record", "enum", "fixed", "error"):
+            name = str(node["name"])
+            space = str(node.get("namespace", namespace))
+            full = name if "." in name or not space else f"{space}.{name}"
+            if full in seen:
+                return full
+            seen.add(full)
+            if kind in ("record", "error"):
+                inner = full.rsplit(".", 1)[0] if "." in full else ""
+                return {**node, "fields": [{**f, "type": walk(f["type"], inner)}
+                                           for f in node["fields"]]}
+            return node
+        if kind == "array":
+            return {**node, "items": walk(node["items"], namespace)}
+        if kind == "map":
+            return {**node, "values": walk(node["values"], namespace)}
+        if isinstance(kind, dict | list):
+            return {**node, "type": walk(kind, namespace)}
+        return node
+
+    return [{**f, "type": walk(f["type"], namespace)} for f in fields]
+
+
 def field_schema(plan: FieldPlan) -> dict[str, Any]:
     if plan.optional:
         return {"name": plan.field, "type": ["null", plan.mapping.schema], "default": None}
@@ -537,7 +578,7 @@ def build_table_plan(prefix: str, rel: RelationInfo, excluded: frozenset[str],
         "type": "record",
         "name": "Value",
         "namespace": ns,
-        "fields": [field_schema(p) for p in plans],
+        "fields": define_named_once([field_schema(p) for p in plans], ns),
         "connect.name": f"{ns}.Value",
     }
     key_schema = None
@@ -546,7 +587,7 @@ def build_table_plan(prefix: str, rel: RelationInfo, excluded: frozenset[str],
             "type": "record",
             "name": "Key",
             "namespace": ns,
-            "fields": [field_schema(p) for p in key_plans],
+            "fields": define_named_once([field_schema(p) for p in key_plans], ns),
             "connect.name": f"{ns}.Key",
         }
     envelope = {

@@ -102,6 +102,7 @@ COLUMNS: list[tuple[str, int, int, bool, str, int, tuple[str, ...]]] = [
     ("mood", 40000, -1, False, "e", 0, ("sad", "ok", "happy")),
     ("ints", 1007, -1, False, "a", 23, ()),
     ("texts", 1009, -1, False, "a", 25, ()),
+    ("nums", 1231, -1, False, "a", 1700, ()),
     ("dom", 40001, numeric_typmod(8, 2), False, "d", 1700, ()),
     ("pair", 40002, -1, False, "c", 0, ()),
     ("Weird Name!", 25, -1, False, "b", 0, ()),
@@ -283,6 +284,8 @@ def column_value(name: str, oid: int, notnull: bool, rng: random.Random) -> Colu
             value = [[1, None], [3, rng.randrange(9)]]
         case "texts":
             value = ["a", None, "c"]
+        case "nums":
+            value = [Decimal("1.5"), None, Decimal("-2E+3")]
         case "dom":
             value = random_decimal(rng, 8, 2)
         case "pair":

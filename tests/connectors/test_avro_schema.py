@@ -16,6 +16,8 @@ from connectors.avro_schema import (
     UNAVAILABLE,
     avro_name,
     build_table_plan,
+    define_named_once,
+    field_schema,
     row_datum,
     static_with_refs,
     topic_name,
@@ -233,3 +235,42 @@ def test_static_schemas_are_self_contained() -> None:
         schema = static_with_refs(name)
         fastavro.parse_schema(json.loads(json.dumps(schema)))
     assert "Source" in json.dumps(static_with_refs("message_value"))
+
+
+def test_named_types_are_defined_once() -> None:
+    """Two unconstrained numerics and a numeric[] share one VariableScaleDecimal
+    definition (later uses refer to it by name); the schema parses and carries values."""
+    rel = RelationInfo(
+        16390, "public", "measures", "d", ("a",),
+        (meta("a", 1700, notnull=True), meta("b", 1700), meta("c", 1231, kind="a", elem=1700)),
+        defined_at=1,
+    )
+    plan = build_table_plan("shop", rel, frozenset(), "precise", warn)
+    value = plan.envelope_schema["fields"][0]["type"][1]
+    types = [f["type"] for f in value["fields"]]
+    assert types[0]["name"] == "VariableScaleDecimal"
+    assert types[1] == ["null", "io.debezium.data.VariableScaleDecimal"]
+    assert types[2] == ["null", {"type": "array",
+                                 "items": ["null", "io.debezium.data.VariableScaleDecimal"]}]
+    assert plan.key_schema is not None
+    assert plan.key_schema["fields"][0]["type"]["name"] == "VariableScaleDecimal"
+    row = [cv("a", Decimal("1.5")), cv("b", Decimal("-20")), cv("c", [Decimal("3"), None])]
+    after = row_datum(plan.fields, row, warn)
+    assert roundtrip(value, after) == after
+    assert roundtrip(plan.key_schema, row_datum(plan.key_fields, row, warn)) == \
+        {"a": {"scale": 1, "value": b"\x0f"}}
+
+
+def test_schemas_without_repeated_names_are_unchanged() -> None:
+    """define_named_once leaves other fields as they were, down to the JSON text (so
+    the registered schemas of existing tables keep their ids)."""
+    cols = [meta(f"c{oid}", oid) for oid in (16, 17, 20, 21, 23, 25, 114, 700, 701, 1082,
+                                             1083, 1114, 1184, 1186, 1266, 2950, 3802)]
+    cols += [meta("n", 1700), meta("nn", 1700, typmod=numeric_typmod(9, 3), notnull=True),
+             meta("arr", 1007, kind="a", elem=23),
+             meta("e", 4000, kind="e", labels=("x", "y"))]
+    plans = build_table_plan("p", RelationInfo(1, "s", "t", "d", (), tuple(cols)), frozenset(),
+                             "precise", warn).fields
+    fields = [field_schema(p) for p in plans]
+    again = define_named_once(fields, "p.s.t")
+    assert json.dumps(again) == json.dumps(fields)
