@@ -396,7 +396,7 @@ class AvroPlugin:
             "transaction": ("event.block", {"id": st.id, "total_order": st.total,
                                             "data_collection_order": order}),
         }
-        ctx.write(KafkaRecord(t.plan.topic, key, t.value(value), headers))
+        ctx.write(KafkaRecord(t.plan.topic, key, t.value(value), headers, op=op))
 
     # --- callbacks -------------------------------------------------------------------
 
@@ -481,7 +481,8 @@ class AvroPlugin:
             "message": {"prefix": msg.prefix, "content": bytes(msg.payload)},
             "transaction": None,
         }
-        ctx.write(KafkaRecord(topic, ser_key({"prefix": msg.prefix}), ser_value(value)))
+        ctx.write(KafkaRecord(topic, ser_key({"prefix": msg.prefix}), ser_value(value),
+                              op="m"))
 
     def _schema_change(self, ctx: PluginContext, txn: TxnInfo | None, msg: Message) -> None:
         """A `pgcdc.ddl` message (connectors/sql/ddl_capture.sql): {"op": "table", "tag",

@@ -101,12 +101,17 @@ OnCommitted = Callable[[int, int], None]
 
 @dataclass(slots=True, frozen=True)
 class KafkaRecord:
-    """One Kafka record as an output plugin hands it on: already serialized."""
+    """One Kafka record as an output plugin hands it on: already serialized.
+
+    `op` is the envelope's op (c, u, d, r, t, m), or "" for tombstones and records of
+    the other topics; it only labels metrics and is not sent.
+    """
 
     topic: str
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...] | None = None
+    op: str = ""
 
     @property
     def size(self) -> int:
@@ -169,6 +174,7 @@ class KafkaSink:
         self.kafka_txns = 0
         self.records_sent = 0
         self.retries = 0
+        self.aborts = 0
 
     # --- life cycle ------------------------------------------------------------------
 
@@ -429,6 +435,7 @@ class KafkaSink:
             self._producer.abort_transaction(self._op_timeout)
         except KafkaException as exc:
             raise self._classify(exc, "abort_transaction") from exc
+        self.aborts += 1
         self._in_txn = False
         self._doomed = False
 

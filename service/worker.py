@@ -35,11 +35,13 @@ import signal
 import threading
 import time
 from types import FrameType
+from typing import Any
 
+import psycopg2
 import structlog
 
 from connectors.avro_plugin import AvroPlugin
-from connectors.kafka_sink import KafkaSink
+from connectors.kafka_sink import KafkaRecord, KafkaSink
 from connectors.offsets import KafkaSchemaStore
 from connectors.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
 from connectors.walsource_stream import PhysicalStream
@@ -67,6 +69,8 @@ class Worker:
         self._schema_saved = -1
         self._last_heartbeat = time.monotonic()
         self._last_commit_time = 0
+        self._seen = {"records": 0, "aborts": 0, "retries": 0}
+        self._sql: Any = None  # a plain connection for the server's WAL position
         # The end LSN of the last source transaction handed to the sink (committed to
         # Kafka or still in its open batch): a heartbeat's offset must not go below it.
         self._ended_lsn = 0
@@ -120,6 +124,14 @@ class Worker:
             unknown_types_as_text=s.decoding.unknown_types_as_text,
         )
         plugin = AvroPlugin(s)
+        events, slot_name = self.metrics.events, s.source.slot
+        sink_write = self.sink.write
+
+        def write(lsn: int, xid: int, record: object) -> None:
+            sink_write(lsn, xid, record)
+            if isinstance(record, KafkaRecord):
+                events.labels(slot_name, record.topic, record.op or "-").inc()
+
         stored = KafkaSchemaStore(s, self.sink).load_latest() if last is not None else None
         if last is not None and stored is None:
             # Offsets without the history they were committed with: starting fresh would
@@ -133,7 +145,7 @@ class Worker:
                                      start_lsn=last.restart_lsn if last else None)
         if last is not None and stored is not None:
             start = last.restart_lsn
-            session = Session(config, plugin, "avro", self.sink.write, version=version,
+            session = Session(config, plugin, "avro", write, version=version,
                               start_lsn=start, restore=(last.confirmed_lsn, stored[1]),
                               plugin_state={"settings": s})
             self._schema_saved = stored[0]
@@ -146,7 +158,7 @@ class Worker:
                 reader = SnapshotReader(
                     s.filters, unknown_as_text=s.decoding.unknown_types_as_text,
                     progress=SnapshotProgress.auto(self.metrics, s.source.slot))
-            session = Session(config, plugin, "avro", self.sink.write, version=version,
+            session = Session(config, plugin, "avro", write, version=version,
                               start_lsn=start, align=True, snapshot_reader=reader,
                               plugin_state={"settings": s})
             if reader is not None:
@@ -237,6 +249,7 @@ class Worker:
                     m.rb_memory.labels(slot).set(session.rb.memory_bytes)
                     m.rb_txns.labels(slot).set(session.rb.txn_count)
                     m.sync_slot_stats(session.rb.stats)
+                    self._sync_counters()
                     self.sink.poll()
                     if time.monotonic() - self._last_heartbeat >= interval:
                         self._heartbeat()
@@ -249,6 +262,8 @@ class Worker:
             self.sink.close()
             if self.stream is not None:
                 self.stream.close()
+            if self._sql is not None:
+                self._sql.close()
             session.close()
         self._final_feedback()
         log.info("worker_stopped", decoded_lsn=format_lsn(session.decoding.last_end_lsn))
@@ -299,10 +314,48 @@ class Worker:
         finally:
             conn.close()
 
+    def _sync_counters(self) -> None:
+        """Move the counters kept by the pipeline's parts up to their current values."""
+        assert self.session is not None
+        m, slot = self.metrics, self.settings.source.slot
+        for counter, now, key in (
+            (m.records.labels(slot), self.session.decoding.records, "records"),
+            (m.kafka_aborts.labels(slot), self.sink.aborts, "aborts"),
+            (m.kafka_errors.labels(slot, "retry"), self.sink.retries, "retries"),
+        ):
+            if now > self._seen[key]:
+                counter.inc(now - self._seen[key])
+                self._seen[key] = now
+
+    def _server_position(self) -> None:
+        """The server's current WAL LSN, for lag in bytes (one cheap query a heartbeat)."""
+        m, slot = self.metrics, self.settings.source.slot
+        try:
+            if self._sql is None or self._sql.closed:
+                self._sql = psycopg2.connect(self.settings.source.dsn(),
+                                             application_name="pgcdc-lag")
+                self._sql.autocommit = True
+            with self._sql.cursor() as cur:
+                cur.execute("SELECT pg_current_wal_lsn()::text")
+                row = cur.fetchone()
+        except psycopg2.Error as exc:  # lag is a metric: report it stale, keep decoding
+            log.warning("server_position_unavailable", error=str(exc).strip())
+            self._sql = None
+            return
+        if row is None:
+            return
+        hi, lo = str(row[0]).split("/")
+        server = (int(hi, 16) << 32) | int(lo, 16)
+        m.server_lsn.labels(slot).set(server)
+        confirmed = self.sink.last_committed.confirmed_lsn if self.sink.last_committed else 0
+        m.lag_bytes.labels(slot).set(max(0, server - confirmed) if confirmed else 0)
+
     def _heartbeat(self) -> None:
         """An idle database still moves the slot: heartbeat record plus an offset."""
         assert self.session is not None
         self._last_heartbeat = time.monotonic()
+        self._sync_counters()
+        self._server_position()
         session = self.session
         lsn = session.decoding.last_end_lsn
         if not lsn or not session.aligned or session.history is None:
