@@ -110,6 +110,8 @@ class Registrar:
         self.retry_budget_s = retry_budget_s
         # Parsed writer schemas by (subject, schema id): one parse per registered version.
         self._parsed: dict[tuple[str, int], Any] = {}
+        self.calls = 0  # registry requests made (for metrics)
+        self.errors = 0  # of which failed
 
     def close(self) -> None:
         self.client.close()
@@ -118,9 +120,11 @@ class Registrar:
         deadline = time.monotonic() + self.retry_budget_s
         backoff = _BACKOFF_START_S
         while True:
+            self.calls += 1
             try:
                 return fn()
             except SchemaRegistryError as exc:
+                self.errors += 1
                 if exc.http_status_code in (409, 422):
                     raise RegistryRejectedError(
                         f"schema registry at {self.url} rejected the {what} of subject "
@@ -132,6 +136,7 @@ class Registrar:
                     raise
                 failure: Exception = exc
             except Exception as exc:  # httpx/socket errors: the registry is down
+                self.errors += 1
                 failure = exc
             if time.monotonic() + backoff > deadline:
                 raise RegistryUnavailableError(

@@ -69,7 +69,8 @@ class Worker:
         self._schema_saved = -1
         self._last_heartbeat = time.monotonic()
         self._last_commit_time = 0
-        self._seen = {"records": 0, "aborts": 0, "retries": 0}
+        self._seen = {"records": 0, "aborts": 0, "retries": 0, "registry_calls": 0,
+                      "registry_errors": 0}
         self._sql: Any = None  # a plain connection for the server's WAL position
         # The end LSN of the last source transaction handed to the sink (committed to
         # Kafka or still in its open batch): a heartbeat's offset must not go below it.
@@ -322,10 +323,18 @@ class Worker:
             (m.records.labels(slot), self.session.decoding.records, "records"),
             (m.kafka_aborts.labels(slot), self.sink.aborts, "aborts"),
             (m.kafka_errors.labels(slot, "retry"), self.sink.retries, "retries"),
+            (m.registry_calls.labels(slot), self._registrar_count("calls"), "registry_calls"),
+            (m.registry_errors.labels(slot), self._registrar_count("errors"),
+             "registry_errors"),
         ):
             if now > self._seen[key]:
                 counter.inc(now - self._seen[key])
                 self._seen[key] = now
+
+    def _registrar_count(self, which: str) -> int:
+        plugin = self.session.wrapper.plugin if self.session is not None else None
+        registrar = getattr(plugin, "registrar", None)
+        return int(getattr(registrar, which, 0)) if registrar is not None else 0
 
     def _server_position(self) -> None:
         """The server's current WAL LSN, for lag in bytes (one cheap query a heartbeat)."""

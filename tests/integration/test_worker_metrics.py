@@ -65,6 +65,8 @@ def test_metrics_move_during_a_run(pg15: dict[str, Any], kafka: dict[str, Any],
             max(0.0, server - confirmed), abs=1 << 24)
         assert _one(s, rf'pgcdc_lag_seconds\{{slot="{slot}"\}}') >= 0
         assert _one(s, rf'pgcdc_slot_total_txns_total\{{slot="{slot}"\}}') >= 3
+        assert _one(s, rf'pgcdc_registry_calls_total\{{slot="{slot}"\}}') >= 4
+        assert _one(s, rf'pgcdc_registry_errors_total\{{slot="{slot}"\}}') >= 0
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as resp:
             assert resp.status == 200
         assert worker.terminate() == 0
