@@ -12,6 +12,7 @@ import dataclasses
 import json
 import struct
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -201,8 +202,37 @@ def cmd_status(args: argparse.Namespace) -> int:
         "restart_lsn": row[2], "wal_status": row[3], "retained_bytes": int(row[4] or 0),
     }
     out["offsets"] = _last_offset(settings)
+    if isinstance(out["offsets"], dict):
+        hi, lo = str(current).split("/")
+        server = (int(hi, 16) << 32) | int(lo, 16)
+        confirmed = _parse(out["offsets"]["confirmed_lsn"])
+        out["offsets"]["lag_bytes"] = max(0, server - confirmed)
+    out["counters"] = _worker_counters(settings)
     print(json.dumps(out, indent=2, default=str))
     return 0
+
+
+def _parse(lsn: str) -> int:
+    hi, lo = lsn.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+def _worker_counters(settings: Settings) -> dict[str, float] | str:
+    """The slot-stats counters of a running worker, from its /metrics endpoint."""
+    host = "127.0.0.1" if settings.metrics.host in ("0.0.0.0", "::") else settings.metrics.host
+    url = f"http://{host}:{settings.metrics.port}/metrics"
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            body = resp.read().decode()
+    except OSError as exc:
+        return f"no worker answering at {url}: {exc}"
+    counters: dict[str, float] = {}
+    prefix = "pgcdc_slot_"
+    for line in body.splitlines():
+        if line.startswith(prefix) and "_total{" in line:
+            name = line[len(prefix):line.index("_total{")]
+            counters[name] = float(line.rsplit(" ", 1)[1])
+    return counters
 
 
 def _last_offset(settings: Settings) -> dict[str, Any] | str:

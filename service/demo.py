@@ -210,6 +210,11 @@ def run_demo(*, keep_running: bool = False) -> int:
     worker.stop.set()
     thread.join(60)
     metrics.close()
+    from connectors.setup import teardown  # noqa: PLC0415
+
+    # The physical slot would keep WAL on the demo server forever; the next demo
+    # recreates everything anyway.
+    teardown(settings.source.dsn(), settings.source.slot)
     if len(events) != EXPECTED_EVENTS:
         raise PgcdcError(f"expected {EXPECTED_EVENTS} change events in {topic}, "
                          f"read {len(events)}")

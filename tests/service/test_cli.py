@@ -114,5 +114,8 @@ def test_setup_waldump_replay_teardown(pg15: dict[str, Any]) -> None:
         proc = run_cli("teardown", env=env)
         assert proc.returncode == 0, proc.stderr
     finally:
+        admin.cursor().execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+            "WHERE slot_name = %s AND NOT active", (db,))
         admin.cursor().execute(f"DROP DATABASE {db} WITH (FORCE)")
         admin.close()
