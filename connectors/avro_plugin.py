@@ -27,9 +27,11 @@ begin → (change | truncate | message)* → commit; non-transactional messages 
 Schemas (connectors.avro_schema) are registered under TopicNameStrategy subjects
 (`<topic>-key`, `<topic>-value`) and written in the Confluent wire format with fastavro
 (connectors.avro_codec: the bytes confluent_kafka's AvroSerializer would write). They
-are built once per table definition, cached by (relation oid, `defined_at`); a new
-definition registers a new version. A subject's
-compatibility is set to BACKWARD when it is first registered. A rejected schema raises
+are built once per table definition, cached by (relation oid, `defined_at`), with that
+definition's row encoders (avro_codec.RowEncoder); a new definition registers a new
+version. A subject's compatibility is set to BACKWARD when it is first registered. The
+`source` record's per-transaction part is built once per table and transaction; only
+lsn and sequence change per event. A rejected schema raises
 `RegistryRejectedError`, before anything of the change is written (the sink commits
 nothing of that source transaction, so no position is lost). An unreachable registry is
 retried with exponential backoff, then raises `RegistryUnavailableError`.
