@@ -50,8 +50,8 @@ from connectors.avro_schema import (
 from service.errors import DecodeError
 from service.plugin_api import UNCHANGED_TOAST, ColumnValue, StoredValue
 from service.types.datetime import date_value, timestamp_value, timestamptz_value
-from service.types.numeric import _parse as parse_numeric
 from service.types.numeric import numeric_value
+from service.types.numeric import parse as parse_numeric
 
 _WIRE_HEADER = struct.Struct(">bI")  # magic byte 0, schema id (prefix_schema_id_serializer)
 _MAGIC_BYTE = 0
@@ -224,7 +224,7 @@ def field_converter(plan: FieldPlan, warn: Warn) -> FieldFn:
 
         def from_stored(col: ColumnValue) -> Any:
             if type(col) is StoredValue and col.codec.to_value is to_value:
-                out = fast(col._datum)
+                out = fast(col.datum)
                 if out is not None:
                     return out
             return column_datum(plan, col, warn)

@@ -199,6 +199,13 @@ class StoredValue(ColumnValue):
     def unchanged(self) -> bool:
         return False
 
+    @property
+    def datum(self) -> bytes:
+        """The stored bytes, for plugins that convert them straight to their own form."""
+        datum = self._datum
+        assert isinstance(datum, bytes)
+        return datum
+
 
 @dataclass(slots=True, frozen=True)
 class ColumnMeta:

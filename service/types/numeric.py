@@ -48,7 +48,7 @@ NUMERIC_PINF = 0xD000
 NUMERIC_NINF = 0xF000
 
 
-def _parse(buf: bytes) -> tuple[str, bool, int, int, list[int]]:
+def parse(buf: bytes) -> tuple[str, bool, int, int, list[int]]:
     """(special, negative, weight, dscale, digits); special is '' for a finite value."""
     if len(buf) < 2:
         raise DecodeError(f"numeric of {len(buf)} bytes is too short")
@@ -112,7 +112,7 @@ def _groups_format(n: int) -> str:
 
 def numeric_text(buf: bytes) -> str:
     """The text numeric_out prints."""
-    special, negative, weight, dscale, digits = _parse(buf)
+    special, negative, weight, dscale, digits = parse(buf)
     if special:
         return special
     if digits and (min(digits) < 0 or max(digits) >= 10000):
