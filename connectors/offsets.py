@@ -125,6 +125,33 @@ def security_conf(settings: Settings) -> dict[str, Any]:
     }
 
 
+_TRANSIENT = frozenset({
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+})
+
+
+def _watermarks(consumer: Consumer, tp: TopicPartition, timeout_s: float) -> tuple[int, int]:
+    """get_watermark_offsets, retried while a fresh topic's leader is being elected."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.1
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(tp, timeout=timeout_s, cached=False)
+            return int(low), int(high)
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.code() not in _TRANSIENT or time.monotonic() + delay > deadline:
+                raise BrokerUnavailableError(
+                    f"cannot read the end of {tp.topic}[{tp.partition}]: {err.str()}"
+                ) from exc
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
 def read_topic_to_end(settings: Settings, topic: str, key: bytes,
                       timeout_s: float = READ_TIMEOUT_S) -> bytes | None:
     """The value of the last committed record with `key` in `topic`, or None.
@@ -143,7 +170,7 @@ def read_topic_to_end(settings: Settings, topic: str, key: bytes,
         parts = [TopicPartition(topic, p, 0) for p in sorted(tmeta.partitions)]
         ends: dict[int, int] = {}
         for tp in parts:
-            low, high = consumer.get_watermark_offsets(tp, timeout=timeout_s, cached=False)
+            low, high = _watermarks(consumer, tp, timeout_s)
             if high > low:
                 ends[tp.partition] = high
         if not ends:

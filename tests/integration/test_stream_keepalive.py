@@ -24,13 +24,15 @@ TIMEOUT_S = 2
 
 
 def _activity(pg: dict[str, Any]) -> int:
-    """Enough new WAL for several walsender messages; returns the LSN after it."""
+    """Enough new WAL for several walsender messages; returns the flushed LSN after it."""
     conn = psycopg2.connect(pg["dsn"])
     conn.autocommit = True
     cur = conn.cursor()
-    cur.execute("CREATE TEMP TABLE filler AS SELECT g, repeat('x', 200) AS pad "
+    table = f"filler_{uuid.uuid4().hex[:8]}"
+    cur.execute(f"CREATE TABLE {table} AS SELECT g, repeat('x', 200) AS pad "
                 "FROM generate_series(1, 20000) g")
-    cur.execute("SELECT pg_current_wal_lsn()")
+    cur.execute(f"DROP TABLE {table}")
+    cur.execute("SELECT pg_current_wal_flush_lsn()")
     hi, lo = cur.fetchone()[0].split("/")
     conn.close()
     return (int(hi, 16) << 32) | int(lo, 16)
@@ -40,7 +42,7 @@ def _pause_and_read(stream: PhysicalStream, pg: dict[str, Any], *, keepalive: bo
     """Read one chunk, pause three timeouts (keeping alive or not), then read on up to
     the end of WAL written after the pause."""
     starts: list[int] = []
-    chunks = stream.chunks(idle_timeout=5)
+    chunks = stream.chunks(idle_timeout=30)
     first_lsn, first = next(chunks)
     starts.append(first_lsn)
     expected_next = first_lsn + len(first)
@@ -68,6 +70,11 @@ def test_long_pause_between_reads(pg15: dict[str, Any], keepalive: bool,
     pg = pg15
     monkeypatch.setattr(ws, "KEEPALIVE_INTERVAL_S", 0.5)
     slot = f"keepalive_{uuid.uuid4().hex[:8]}"
+    # A fresh redo pointer first, so the new slot's stream starts near the present.
+    admin = psycopg2.connect(pg["dsn"])
+    admin.autocommit = True
+    admin.cursor().execute("CHECKPOINT")
+    admin.close()
     # This connection's walsender drops a silent client after TIMEOUT_S seconds.
     dsn = f"{pg['dsn']} options='-c wal_sender_timeout={TIMEOUT_S * 1000}'"
     stream = PhysicalStream(dsn, slot, status_interval=30, backoff_initial=0.1)
