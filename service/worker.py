@@ -373,10 +373,12 @@ class Worker:
             self._settle_snapshot()  # no offset may be written before the snapshot's
             return
         session.wrapper.call("heartbeat", lsn, 0, lsn, optional=True)
-        # Not just the last *committed* offset: a source transaction that ended since is
-        # in the open batch, and the heartbeat's offset replaces its offset there.
+        # Everything decoded so far has been published or deliberately skipped, so the
+        # decoded position may be confirmed (as an idle logical slot's confirmed_flush
+        # moves with keepalives); never less than a transaction that ended since and
+        # sits in the open batch, whose offset this one replaces there.
         committed = self.sink.last_committed.confirmed_lsn if self.sink.last_committed else 0
-        confirmed = max(committed, self._ended_lsn)
+        confirmed = max(committed, self._ended_lsn, lsn)
         self.sink.end_source_txn(confirmed, session.restart_lsn(), session.history.version)
         self.sink.flush()
 

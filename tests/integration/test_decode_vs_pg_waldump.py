@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import re
 import subprocess
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -122,22 +123,23 @@ def workload(dsn: str) -> None:
 
 
 def pg_waldump_lines(info: dict[str, Any], start: int, end: int) -> list[str]:
-    """pg_waldump's record lines for [start, end)."""
-    proc = subprocess.run(
-        [
-            info["bin"] + "/pg_waldump",
-            "-p",
-            info["pgdata"] + "/pg_wal",
-            "-s",
-            lsn_text(start),
-            "-e",
-            lsn_text(end),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return [line for line in proc.stdout.splitlines() if line.startswith("rmgr: ")]
+    """pg_waldump's record lines for [start, end).
+
+    pg_waldump reads the live pg_wal, where the server may be renaming or recycling a
+    segment at that moment; a run that fails or prints nothing is repeated, and the
+    last one's stderr is kept in the assertion if all fail.
+    """
+    cmd = [info["bin"] + "/pg_waldump", "-p", info["pgdata"] + "/pg_wal",
+           "-s", lsn_text(start), "-e", lsn_text(end)]
+    stderr = ""
+    for _ in range(3):
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("rmgr: ")]
+        if lines:  # an error after the last wanted record is pg_waldump reaching -e
+            return lines
+        stderr = f"exit {proc.returncode}: {proc.stderr.strip()[-1000:]}"
+        time.sleep(1)
+    raise AssertionError(f"pg_waldump {' '.join(cmd[1:])} failed: {stderr}")
 
 
 @pytest.fixture(scope="module")
