@@ -80,6 +80,7 @@ class PhysicalStream:
         self._conn: Any = None
         self._cur: Any = None  # the replication cursor while streaming
         self.reconnects = 0  # connections lost and re-established (metrics, tests)
+        self._last_data_start = 0  # data_start of the last WAL message received
         self._last_keepalive = 0.0
 
     def confirm(self, restart_lsn: int) -> None:
@@ -201,6 +202,7 @@ class PhysicalStream:
                         lsn=start,
                     )
                 self.received_lsn = start + len(payload)
+                self._last_data_start = start
                 last_data = now
                 yield start, payload
             # Regular feedback; when idle, at most once a second so the slot follows.
@@ -239,5 +241,12 @@ class PhysicalStream:
     def _feedback(self, cur: Any, *, force: bool = False) -> None:
         self._last_keepalive = time.monotonic()
         flush = self.restart_lsn
+        # psycopg2 moves the reported flush position on to a keepalive's wal_end once
+        # the last data message counts as confirmed (flush >= its start). For a
+        # physical slot that would free WAL an unfinished transaction may still need,
+        # so the position reported stays below the last message's start (the slot then
+        # keeps at most one message, <= 128 kB, more than strictly needed).
+        if self._last_data_start:
+            flush = min(flush, self._last_data_start - 1)
         cur.send_feedback(write_lsn=self.received_lsn or flush, flush_lsn=flush,
                           apply_lsn=flush, force=force)

@@ -25,7 +25,7 @@ from typing import Any
 import psycopg2
 import pytest
 
-from connectors.walsource_dir import read_records
+from connectors.walsource_dir import read_records, segment_name
 from service.decode import decoder_for
 from service.events import (
     CheckpointEvent,
@@ -129,8 +129,12 @@ def pg_waldump_lines(info: dict[str, Any], start: int, end: int) -> list[str]:
     segment at that moment; a run that fails or prints nothing is repeated, and the
     last one's stderr is kept in the assertion if all fail.
     """
+    # Naming the segments spares pg_waldump its directory scan for the segment size,
+    # which trips over a segment file the server is just creating.
+    seg = 16 * 1024 * 1024
     cmd = [info["bin"] + "/pg_waldump", "-p", info["pgdata"] + "/pg_wal",
-           "-s", lsn_text(start), "-e", lsn_text(end)]
+           "-s", lsn_text(start), "-e", lsn_text(end),
+           segment_name(1, start // seg, seg), segment_name(1, (end - 1) // seg, seg)]
     stderr = ""
     for _ in range(3):
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
