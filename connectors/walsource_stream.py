@@ -88,7 +88,12 @@ class PhysicalStream:
         self.restart_lsn = max(self.restart_lsn, restart_lsn)
 
     def close(self) -> None:
-        """Close the replication connection, if open."""
+        """Report the confirmed position one last time, then close the connection."""
+        if self._cur is not None:
+            try:
+                self._feedback(self._cur)
+            except (psycopg2.DatabaseError, psycopg2.InterfaceError) as exc:
+                log.warning("replication_final_feedback_failed", error=str(exc).strip())
         self._cur = None
         if self._conn is not None:
             try:
@@ -248,5 +253,9 @@ class PhysicalStream:
         # keeps at most one message, <= 128 kB, more than strictly needed).
         if self._last_data_start:
             flush = min(flush, self._last_data_start - 1)
+        # Always forced: without it psycopg2 only records the values and sends them on
+        # its own status interval, so a confirm could miss a stream that stops soon
+        # after. The callers throttle (status_interval, KEEPALIVE_INTERVAL_S).
+        del force
         cur.send_feedback(write_lsn=self.received_lsn or flush, flush_lsn=flush,
-                          apply_lsn=flush, force=force)
+                          apply_lsn=flush, force=True)
