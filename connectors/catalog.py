@@ -27,7 +27,7 @@ from typing import Any
 import psycopg2
 import psycopg2.extensions
 
-from service.errors import SourceUnavailableError
+from service.errors import SourceUnavailableError, parse_lsn
 from service.tabledef import CatalogSnapshot, TableDef
 
 _XID_MASK = 0xFFFFFFFF
@@ -71,12 +71,6 @@ _DB_SQL = """
 SELECT d.oid, d.dattablespace FROM pg_catalog.pg_database d
 WHERE d.datname = pg_catalog.current_database()
 """
-
-
-def parse_lsn(text: str) -> int:
-    """`X/Y` as PostgreSQL prints an LSN, to an integer."""
-    hi, lo = text.split("/")
-    return (int(hi, 16) << 32) | int(lo, 16)
 
 
 def parse_pg_snapshot(text: str) -> tuple[int, int, frozenset[int]]:

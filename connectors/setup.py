@@ -28,8 +28,8 @@ from importlib import resources
 import psycopg2
 import psycopg2.extensions
 
-from connectors.catalog import parse_lsn, table_def_sql
-from service.errors import SourceSetupError, SourceUnavailableError
+from connectors.catalog import table_def_sql
+from service.errors import SourceSetupError, SourceUnavailableError, parse_lsn
 
 SUPPORTED_MAJOR_VERSIONS = range(15, 19)
 EVENT_TRIGGERS = ("pgcdc_ddl_command_end", "pgcdc_sql_drop")

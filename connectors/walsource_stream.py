@@ -37,18 +37,13 @@ import psycopg2.errors
 import psycopg2.extras
 import structlog
 
-from service.errors import SourceSetupError, SourceUnavailableError, format_lsn
+from service.errors import SourceSetupError, SourceUnavailableError, format_lsn, parse_lsn
 from service.walformat import XLOG_BLCKSZ
 
 log = structlog.get_logger(__name__)
 
 
 KEEPALIVE_INTERVAL_S = 10.0  # well inside the default wal_sender_timeout of 60 s
-
-
-def _parse_lsn(text: str) -> int:
-    hi, lo = text.split("/")
-    return (int(hi, 16) << 32) | int(lo, 16)
 
 
 class PhysicalStream:
@@ -118,7 +113,7 @@ class PhysicalStream:
             return None
         if row[0] != "physical":
             raise SourceSetupError(f"replication slot {self.slot_name} is not physical")
-        return _parse_lsn(row[1]) if row[1] is not None else None
+        return parse_lsn(row[1]) if row[1] is not None else None
 
     def _ensure_slot(self, cur: Any) -> int:
         restart = self._slot_restart_lsn(cur)

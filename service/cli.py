@@ -14,7 +14,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from service.errors import ConfigError, PgcdcError, RetryableError
+from service.errors import ConfigError, PgcdcError, RetryableError, parse_lsn
 
 EPILOG = textwrap.dedent("""\
     first steps:
@@ -33,8 +33,7 @@ EPILOG = textwrap.dedent("""\
 
 def _lsn(text: str) -> int:
     try:
-        hi, lo = text.split("/")
-        return (int(hi, 16) << 32) | int(lo, 16)
+        return parse_lsn(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an LSN like 0/16B3748") from None
 

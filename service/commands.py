@@ -19,7 +19,13 @@ from typing import Any
 import psycopg2
 
 from service.config import Settings, load_settings
-from service.errors import ConfigError, SourceUnavailableError, WalError, format_lsn
+from service.errors import (
+    ConfigError,
+    SourceUnavailableError,
+    WalError,
+    format_lsn,
+    parse_lsn,
+)
 from service.logging import configure_logging
 from service.walformat import XLOG_BLCKSZ, format_for_magic
 
@@ -134,8 +140,7 @@ def cmd_peek(args: argparse.Namespace) -> int:
         # peeking never moves the worker's slot; dropped again on the way out.
         cur.execute("SELECT pg_create_physical_replication_slot(%s, true)", (slot,))
         cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s", (slot,))
-        hi, lo = str(cur.fetchone()[0]).split("/")
-    start = (int(hi, 16) << 32) | int(lo, 16)
+        start = parse_lsn(str(cur.fetchone()[0]))
     lines = 0
 
     def write(lsn: int, xid: int, data: object) -> None:
@@ -203,18 +208,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     }
     out["offsets"] = _last_offset(settings)
     if isinstance(out["offsets"], dict):
-        hi, lo = str(current).split("/")
-        server = (int(hi, 16) << 32) | int(lo, 16)
-        confirmed = _parse(out["offsets"]["confirmed_lsn"])
+        server = parse_lsn(str(current))
+        confirmed = parse_lsn(out["offsets"]["confirmed_lsn"])
         out["offsets"]["lag_bytes"] = max(0, server - confirmed)
     out["counters"] = _worker_counters(settings)
     print(json.dumps(out, indent=2, default=str))
     return 0
-
-
-def _parse(lsn: str) -> int:
-    hi, lo = lsn.split("/")
-    return (int(hi, 16) << 32) | int(lo, 16)
 
 
 def _worker_counters(settings: Settings) -> dict[str, float] | str:

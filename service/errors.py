@@ -25,6 +25,12 @@ def format_lsn(lsn: int) -> str:
     return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
 
 
+def parse_lsn(text: str) -> int:
+    """`X/Y` as PostgreSQL prints an LSN, to an integer (format_lsn's inverse)."""
+    hi, lo = text.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
 class PgcdcError(Exception):
     """Base of every error pgcdc raises deliberately."""
 

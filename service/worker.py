@@ -46,7 +46,7 @@ from connectors.offsets import KafkaSchemaStore
 from connectors.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
 from connectors.walsource_stream import PhysicalStream
 from service.config import Settings
-from service.errors import RestartableError, SourceSetupError, format_lsn
+from service.errors import RestartableError, SourceSetupError, format_lsn, parse_lsn
 from service.events import CommitEvent
 from service.metrics import Metrics
 from service.pipeline import Session, SessionConfig, force_running_xacts, server_version
@@ -225,8 +225,7 @@ class Worker:
                     row = cur.fetchone()
                 if row is None:
                     raise SourceSetupError(f"physical slot {slot} could not be created")
-                hi, lo = str(row[0]).split("/")
-                return (int(hi, 16) << 32) | int(lo, 16)
+                return parse_lsn(str(row[0]))
         finally:
             conn.close()
 
@@ -353,8 +352,7 @@ class Worker:
             return
         if row is None:
             return
-        hi, lo = str(row[0]).split("/")
-        server = (int(hi, 16) << 32) | int(lo, 16)
+        server = parse_lsn(str(row[0]))
         m.server_lsn.labels(slot).set(server)
         confirmed = self.sink.last_committed.confirmed_lsn if self.sink.last_committed else 0
         m.lag_bytes.labels(slot).set(max(0, server - confirmed) if confirmed else 0)

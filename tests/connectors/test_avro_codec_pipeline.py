@@ -23,11 +23,11 @@ import pytest
 
 from connectors import avro_plugin
 from connectors.avro_plugin import AvroPlugin
-from connectors.catalog import parse_lsn
 from connectors.kafka_sink import KafkaRecord
 from connectors.setup import setup, teardown
 from connectors.walsource_dir import detect_segment_size, iter_wal_chunks
 from service.config import Settings
+from service.errors import parse_lsn
 from service.pipeline import Session, SessionConfig, force_running_xacts
 from tests.connectors import avro_reference
 from tests.connectors.avro_reference import ReferencePlugin

@@ -8,7 +8,8 @@ from typing import Any
 import psycopg2
 import pytest
 
-from connectors.catalog import Catalog, parse_lsn, parse_pg_snapshot
+from connectors.catalog import Catalog, parse_pg_snapshot
+from service.errors import parse_lsn
 
 
 def test_parse_lsn() -> None:

@@ -32,9 +32,9 @@ from typing import Any
 
 import psycopg2
 
-from connectors.catalog import parse_lsn
 from connectors.setup import setup, teardown
 from connectors.walsource_dir import detect_segment_size, iter_wal_chunks
+from service.errors import parse_lsn
 from service.pipeline import Session, SessionConfig, force_running_xacts
 from service.text_plugin import TestDecodingPlugin
 

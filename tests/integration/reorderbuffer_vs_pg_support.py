@@ -33,9 +33,9 @@ from typing import Any
 
 import psycopg2
 
-from connectors.catalog import parse_lsn
 from connectors.setup import setup, teardown
 from connectors.walsource_dir import detect_segment_size, iter_wal_chunks
+from service.errors import parse_lsn
 from service.metrics import SLOT_STATS
 from service.pipeline import Session, SessionConfig, force_running_xacts
 from service.rb_changes import change_size

@@ -23,10 +23,10 @@ import psycopg2
 import psycopg2.extensions
 import pytest
 
-from connectors.catalog import parse_lsn
 from connectors.snapshot_reader import SnapshotReader
 from connectors.walsource_dir import detect_segment_size, iter_wal_chunks
 from service.config import FilterSettings
+from service.errors import parse_lsn
 from service.pipeline import Session, SessionConfig, force_running_xacts
 from service.plugin_api import ColumnValue, PluginContext, RelationInfo, RowChange, TxnInfo
 from service.tabledef import CatalogSnapshot
