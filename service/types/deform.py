@@ -32,8 +32,8 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from service.decode.events import RawTuple
 from service.errors import DecodeError, SchemaMismatchError
-from service.events import RawTuple
 from service.types.varlena import ToastPointer, read_varlena
 
 Datum = bytes | ToastPointer | None

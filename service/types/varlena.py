@@ -34,7 +34,7 @@ from typing import Final
 import lz4.block
 
 from service.errors import DecodeError
-from service.pglz import decompress as pglz_decompress
+from service.wal.pglz import decompress as pglz_decompress
 
 _U32 = struct.Struct("<I")
 _EXTERNAL = struct.Struct("<iIII")

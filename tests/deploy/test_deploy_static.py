@@ -1,7 +1,7 @@
 """Static checks of deploy/: files parse, metrics exist, compose/k8s/Dockerfile agree.
 
 Nothing here starts a container: the checks read the files and compare them with the
-code they configure (service.config.Settings, service.metrics.Metrics, pyproject.toml).
+code they configure (service.config.Settings, service.app.metrics.Metrics, pyproject.toml).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.metrics import MetricWrapperBase
 from pydantic import BaseModel
 
+from service.app.metrics import SLOT_STATS, Metrics
 from service.config import Settings, load_settings
-from service.metrics import SLOT_STATS, Metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

@@ -17,10 +17,10 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from connectors.avro_plugin import AvroPlugin
-from connectors.kafka_sink import KafkaSink
+from connectors.avro.plugin import AvroPlugin
+from connectors.kafka.sink import KafkaSink
 from service.config import Settings
-from service.plugin_api import (
+from service.output.api import (
     ChangeOp,
     ColumnMeta,
     ColumnValue,

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from service.plugin_api import RelationInfo
+from service.output.api import RelationInfo
 from tests.integration.avro_kafka_support import Harness, col, insert, make_settings
 
 N_TXNS = 30
@@ -71,7 +71,7 @@ def main(argv: list[str]) -> int:
         events = [insert(REL, end - 0x80000 + k, id=rid, txn=i, payload=f"row {rid}")
                   for k, rid in enumerate(ids)]
         if mode == "mid_txn" and i == at:
-            from service.plugin_api import TxnInfo  # noqa: PLC0415
+            from service.output.api import TxnInfo  # noqa: PLC0415
 
             info = TxnInfo(xid, events[0].lsn, end - 16, end, 0, None)
             h.wrapper.call("begin", info.first_lsn, xid, info)

@@ -1,7 +1,7 @@
 """Run one workload through a real test_decoding slot and through pgcdc, same server.
 
 `compare(pg, setup_sql, workload, options)`:
-1. creates a fresh database and installs pgcdc's DDL capture (`connectors.setup`);
+1. creates a fresh database and installs pgcdc's DDL capture (`connectors.postgres.setup`);
 2. runs `setup_sql` (tables, types) — before any slot, so neither side decodes it;
 3. creates a test_decoding logical slot; its restart LSN is where pgcdc starts reading;
 4. starts a pgcdc `Session` (catalog snapshot, text plugin) and forces RUNNING_XACTS;
@@ -32,11 +32,11 @@ from typing import Any
 
 import psycopg2
 
-from connectors.setup import setup, teardown
-from connectors.walsource_dir import detect_segment_size, iter_wal_chunks
+from connectors.postgres.archive import detect_segment_size, iter_wal_chunks
+from connectors.postgres.setup import setup, teardown
+from service.app.session import Session, SessionConfig, force_running_xacts
 from service.errors import parse_lsn
-from service.pipeline import Session, SessionConfig, force_running_xacts
-from service.text_plugin import TestDecodingPlugin
+from service.output.text import TestDecodingPlugin
 
 Step = str | tuple[int, str] | Callable[[list[Any]], None]
 

@@ -1,8 +1,8 @@
 """Helpers for the end-to-end tests: real PostgreSQL -> `pgcdc run` -> real Kafka + Apicurio.
 
 `Pipeline` owns one test's resources: a fresh database (with the DDL capture installed
-by `connectors.setup.setup`), a physical slot, a topic prefix and a state directory. It
-starts workers as subprocesses (`python -m service.cli run`, configured only through
+by `connectors.postgres.setup.setup`), a physical slot, a topic prefix and a state directory. It
+starts workers as subprocesses (`python -m service.app.cli run`, configured only through
 `PGCDC_*` environment variables, JSON logs on stderr into a file), and drops the slot and
 the database at the end, so the shared servers keep no WAL for it.
 
@@ -31,8 +31,8 @@ from typing import Any, cast
 import psycopg2
 from confluent_kafka import Consumer, TopicPartition
 
-from connectors.offsets import OffsetRecord, read_last_offset
-from connectors.setup import setup
+from connectors.kafka.offsets import OffsetRecord, read_last_offset
+from connectors.postgres.setup import setup
 from service.config import Settings, load_settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -219,11 +219,11 @@ class Pipeline:
         return env
 
     def start_worker(self) -> WorkerProcess:
-        """`python -m service.cli run` with this pipeline's settings in the environment."""
+        """`python -m service.app.cli run` with this pipeline's settings in the environment."""
         log_path = self.state_dir / f"worker-{len(self.workers)}.log"
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "service.cli", "run"], cwd=REPO, env=self.env(),
+                [sys.executable, "-m", "service.app.cli", "run"], cwd=REPO, env=self.env(),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             )
         worker = WorkerProcess(proc, log_path)

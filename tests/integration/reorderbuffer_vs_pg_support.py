@@ -33,14 +33,14 @@ from typing import Any
 
 import psycopg2
 
-from connectors.setup import setup, teardown
-from connectors.walsource_dir import detect_segment_size, iter_wal_chunks
+from connectors.postgres.archive import detect_segment_size, iter_wal_chunks
+from connectors.postgres.setup import setup, teardown
+from service.app.metrics import SLOT_STATS
+from service.app.session import Session, SessionConfig, force_running_xacts
 from service.errors import parse_lsn
-from service.metrics import SLOT_STATS
-from service.pipeline import Session, SessionConfig, force_running_xacts
-from service.rb_changes import change_size
-from service.reorderbuffer import ReorderBufferStats
-from service.text_plugin import TestDecodingPlugin
+from service.output.text import TestDecodingPlugin
+from service.reorder.buffer import ReorderBufferStats
+from service.reorder.changes import change_size
 
 OPTIONS = {"include-xids": "0", "skip-empty-xacts": "1"}
 

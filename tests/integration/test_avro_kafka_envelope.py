@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from connectors.avro_plugin import Registrar
-from connectors.avro_schema import UNAVAILABLE
+from connectors.avro.plugin import Registrar
+from connectors.avro.schema import UNAVAILABLE
 from service.errors import RegistryUnavailableError
-from service.plugin_api import UNCHANGED_TOAST, Message, RelationInfo, TruncateChange
+from service.output.api import UNCHANGED_TOAST, Message, RelationInfo, TruncateChange
 from tests.integration.avro_kafka_support import (
     Harness,
     Read,

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from connectors.kafka_sink import KafkaSink
-from connectors.offsets import read_last_offset
+from connectors.kafka.offsets import read_last_offset
+from connectors.kafka.sink import KafkaSink
 from service.errors import BrokerUnavailableError, FencedError, RegistryRejectedError
-from service.plugin_api import RelationInfo
+from service.output.api import RelationInfo
 from tests.integration import avro_sink_worker as worker
 from tests.integration.avro_kafka_support import (
     Harness,
@@ -171,8 +171,8 @@ def test_schema_history_commits_with_the_offsets(kafka: dict[str, Any],
     """KafkaSchemaStore snapshots are committed only with an offset record: a snapshot
     staged into a Kafka transaction that never commits (the worker is fenced) is lost
     together with that transaction's events."""
-    from connectors.offsets import KafkaSchemaStore  # noqa: PLC0415
-    from service.schema_store import SchemaStore  # noqa: PLC0415
+    from connectors.kafka.offsets import KafkaSchemaStore  # noqa: PLC0415
+    from service.schema.store import SchemaStore  # noqa: PLC0415
 
     prefix, slot = unique("hist"), unique("slot")
     settings = make_settings(kafka, registry, prefix, slot)

@@ -25,9 +25,10 @@ from typing import Any
 import psycopg2
 import pytest
 
-from connectors.walsource_dir import read_records, segment_name
-from service.decode import decoder_for
-from service.events import (
+from connectors.postgres.archive import read_records, segment_name
+from service.app.waldump import blkref_text, format_record, lsn_text, record_prefix
+from service.decode.dispatch import decoder_for
+from service.decode.events import (
     CheckpointEvent,
     CommitEvent,
     HeapChange,
@@ -38,8 +39,7 @@ from service.events import (
     SmgrCreateEvent,
     TruncateEvent,
 )
-from service.waldump import blkref_text, format_record, lsn_text, record_prefix
-from service.walrecord import XLogRecord
+from service.wal.record import XLogRecord
 
 pytestmark = pytest.mark.integration
 

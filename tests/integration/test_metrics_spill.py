@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from service.metrics import SLOT_STATS, Metrics
+from service.app.metrics import SLOT_STATS, Metrics
 from tests.integration.reorderbuffer_vs_pg_support import run_vs_pg, small_and_large
 
 pytestmark = pytest.mark.integration

@@ -29,13 +29,13 @@ import psycopg2
 import psycopg2.extensions
 import pytest
 
-from connectors.setup import setup, teardown
-from connectors.snapshot_reader import SnapshotReader
-from connectors.walsource_dir import detect_segment_size, iter_wal_chunks
+from connectors.postgres.archive import detect_segment_size, iter_wal_chunks
+from connectors.postgres.setup import setup, teardown
+from connectors.postgres.snapshot_reader import SnapshotReader
+from service.app.session import Session, SessionConfig, force_running_xacts
 from service.config import FilterSettings
 from service.errors import parse_lsn
-from service.pipeline import Session, SessionConfig, force_running_xacts
-from service.plugin_api import (
+from service.output.api import (
     ChangeOp,
     ColumnValue,
     PluginContext,
@@ -43,7 +43,7 @@ from service.plugin_api import (
     RowChange,
     TxnInfo,
 )
-from service.tabledef import CatalogSnapshot
+from service.schema.tabledef import CatalogSnapshot
 from tests.integration.test_snapshot_vs_wal import _same
 from tests.integration.test_types_vs_server import CASES, SESSION, TYPES_DDL
 

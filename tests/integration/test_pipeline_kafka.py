@@ -1,6 +1,6 @@
 """End to end: real PostgreSQL -> `pgcdc run` (a subprocess) -> real Kafka + Apicurio.
 
-Every test drives the worker only as an operator would: `python -m service.cli run`
+Every test drives the worker only as an operator would: `python -m service.app.cli run`
 configured by `PGCDC_*` environment variables, stopped by SIGTERM or killed by SIGKILL.
 What reaches Kafka is read back by a plain `confluent_kafka.Consumer`
 (`isolation.level=read_committed`) with confluent's `AvroDeserializer`, and checked

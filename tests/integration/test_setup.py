@@ -15,10 +15,10 @@ from typing import Any
 import psycopg2
 import pytest
 
-from connectors.catalog import Catalog
-from connectors.setup import EVENT_TRIGGERS, setup, teardown
+from connectors.postgres.catalog import Catalog
+from connectors.postgres.setup import EVENT_TRIGGERS, setup, teardown
 from service.errors import SourceSetupError
-from service.tabledef import TableDef
+from service.schema.tabledef import TableDef
 
 pytestmark = pytest.mark.integration
 

@@ -23,13 +23,13 @@ import psycopg2
 import psycopg2.extensions
 import pytest
 
-from connectors.snapshot_reader import SnapshotReader
-from connectors.walsource_dir import detect_segment_size, iter_wal_chunks
+from connectors.postgres.archive import detect_segment_size, iter_wal_chunks
+from connectors.postgres.snapshot_reader import SnapshotReader
+from service.app.session import Session, SessionConfig, force_running_xacts
 from service.config import FilterSettings
 from service.errors import parse_lsn
-from service.pipeline import Session, SessionConfig, force_running_xacts
-from service.plugin_api import ColumnValue, PluginContext, RelationInfo, RowChange, TxnInfo
-from service.tabledef import CatalogSnapshot
+from service.output.api import ColumnValue, PluginContext, RelationInfo, RowChange, TxnInfo
+from service.schema.tabledef import CatalogSnapshot
 from service.types.array import PgArray
 from service.types.range import Range
 from tests.integration.test_types_vs_server import CASES, SESSION, TYPES_DDL

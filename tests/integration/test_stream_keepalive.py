@@ -15,8 +15,8 @@ from typing import Any
 import psycopg2
 import pytest
 
-import connectors.walsource_stream as ws
-from connectors.walsource_stream import PhysicalStream
+import connectors.postgres.stream as ws
+from connectors.postgres.stream import PhysicalStream
 
 pytestmark = pytest.mark.integration
 

@@ -21,9 +21,9 @@ import psycopg2
 import psycopg2.extensions
 import pytest
 
-from connectors.catalog_types import CatalogTypes
+from connectors.postgres.catalog_types import CatalogTypes
+from service.decode.events import RawTuple
 from service.errors import UnknownTypeError
-from service.events import RawTuple
 from service.types.convert import to_python, to_text
 from service.types.deform import Column, deform
 from service.types.varlena import UNCHANGED_TOAST, ToastPointer, resolve_toast

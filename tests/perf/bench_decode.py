@@ -27,10 +27,10 @@ import psycopg2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from service.decode import decoder_for
-from service.events import HeapChange
-from service.waldump import lsn_text
-from service.xlogreader import XLogReader
+from service.app.waldump import lsn_text
+from service.decode.dispatch import decoder_for
+from service.decode.events import HeapChange
+from service.wal.reader import XLogReader
 
 SEGMENT = 16 * 1024 * 1024
 SERVICES = Path(__file__).resolve().parents[2] / "deploy" / "local" / "services.py"

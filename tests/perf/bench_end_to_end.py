@@ -4,7 +4,7 @@
         [--txn-rows 10000] [--pgbench-s 30] [--rate 200] [--latency-s 30]
         [--only bulk,single,pgbench,latency]
 
-The worker is a subprocess (`python -m service.cli run`, settings from `PGCDC_*`
+The worker is a subprocess (`python -m service.app.cli run`, settings from `PGCDC_*`
 variables, `snapshot.mode=never`, default `work_mem` 64MB), already streaming when a
 workload starts. Figures:
 

@@ -16,8 +16,8 @@ import sys
 import time
 from decimal import Decimal
 
-from connectors.kafka_sink import KafkaRecord
-from service.plugin_api import (
+from connectors.kafka.sink import KafkaRecord
+from service.output.api import (
     ChangeOp,
     ColumnValue,
     PluginContext,

@@ -49,15 +49,15 @@ sys.path.insert(0, str(ROOT))
 
 import psycopg2  # noqa: E402 (after the path set-up above)
 
-from connectors.avro_plugin import AvroPlugin  # noqa: E402 (same)
-from connectors.setup import setup, teardown  # noqa: E402 (same)
-from connectors.walsource_dir import detect_segment_size, iter_wal_chunks  # noqa: E402 (same)
+from connectors.avro.plugin import AvroPlugin  # noqa: E402 (same)
+from connectors.postgres.archive import detect_segment_size, iter_wal_chunks  # noqa: E402 (same)
+from connectors.postgres.setup import setup, teardown  # noqa: E402 (same)
+from service.app.session import Session, SessionConfig, force_running_xacts  # noqa: E402 (same)
 from service.config import Settings  # noqa: E402 (same)
-from service.decode import decoder_for  # noqa: E402 (same)
+from service.decode.dispatch import decoder_for  # noqa: E402 (same)
 from service.errors import parse_lsn  # noqa: E402 (same)
-from service.pipeline import Session, SessionConfig, force_running_xacts  # noqa: E402 (same)
-from service.text_plugin import TestDecodingPlugin  # noqa: E402 (same)
-from service.xlogreader import XLogReader  # noqa: E402 (same)
+from service.output.text import TestDecodingPlugin  # noqa: E402 (same)
+from service.wal.reader import XLogReader  # noqa: E402 (same)
 
 TABLE = ("CREATE TABLE bench (id int PRIMARY KEY, n int, label text, amount numeric(12,2), "
          "at timestamptz) WITH (autovacuum_enabled = off)")

@@ -17,11 +17,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from service.events import ChangeKind, HeapChange, RawTuple
-from service.rb_changes import ReplayChange
-from service.reorderbuffer import ReorderBuffer, ReorderBufferSettings, ReorderBufferTXN
-from service.spill import LocalSpillStore
-from service.walrecord import RelFileLocator
+from service.decode.events import ChangeKind, HeapChange, RawTuple
+from service.reorder.buffer import ReorderBuffer, ReorderBufferSettings, ReorderBufferTXN
+from service.reorder.changes import ReplayChange
+from service.reorder.spill import LocalSpillStore
+from service.wal.record import RelFileLocator
 
 REL = RelFileLocator(1663, 5, 16384)
 ROW = b"\x00" + bytes(range(60))

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from service.metrics import SLOT_STATS  # noqa: E402 (after the path set-up above)
+from service.app.metrics import SLOT_STATS  # noqa: E402 (after the path set-up above)
 from tests.integration.reorderbuffer_vs_pg_support import (  # noqa: E402 (same)
     Step,
     run_vs_pg,

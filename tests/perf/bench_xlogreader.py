@@ -38,9 +38,9 @@ import psycopg2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from connectors.walsource_dir import iter_wal_chunks, list_segments
-from service.decode import decoder_for
-from service.xlogreader import XLogReader
+from connectors.postgres.archive import iter_wal_chunks, list_segments
+from service.decode.dispatch import decoder_for
+from service.wal.reader import XLogReader
 from tests.fixtures.services import ensure_service
 
 

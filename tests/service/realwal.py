@@ -14,9 +14,9 @@ from typing import Any
 
 import psycopg2
 
-from connectors.walsource_dir import list_segments
-from service.walformat import FORMATS
-from service.walrecord import XLogRecord
+from connectors.postgres.archive import list_segments
+from service.wal.format import FORMATS
+from service.wal.record import XLogRecord
 
 _LINE = re.compile(
     r"^rmgr: (\S+)\s+len \(rec/tot\):\s*(\d+)/\s*(\d+), tx:\s*(\d+), "

@@ -7,8 +7,8 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from service.decode.events import RawTuple
 from service.errors import PgcdcError
-from service.events import RawTuple
 from service.types.deform import Column, compile_layout, deform, deform_heap
 
 # (typlen, typalign) shapes a column can have, one of them with a bad typalign

@@ -7,9 +7,8 @@ import struct
 import lz4.block
 import pytest
 
+from service.decode.events import RawTuple
 from service.errors import DecodeError, SchemaMismatchError
-from service.events import RawTuple
-from service.pglz import compress_literal
 from service.types.deform import Column, deform
 from service.types.varlena import (
     UNCHANGED_TOAST,
@@ -18,6 +17,7 @@ from service.types.varlena import (
     resolve_toast,
     varsize_any,
 )
+from service.wal.pglz import compress_literal
 
 
 def short(data: bytes) -> bytes:

@@ -1,0 +1,464 @@
+"""The Kafka sink: exactly-once publishing of committed source transactions.
+
+Receives, in commit order, the records an output plugin writes (`write`, which is the
+plugin context's writer), and after each source transaction the driver's
+`end_source_txn(confirmed_lsn, restart_lsn, schema_version)`. Hands on: Kafka
+transactions, each holding one source transaction or a bounded batch of consecutive
+ones, followed by one `OffsetRecord` (connectors.kafka.offsets) on the compacted topic
+`<prefix>.offsets`, keyed by the slot, written last before `commit_transaction`.
+Schema-history snapshots staged with `stage` go into the same transaction, just before
+the offset record.
+
+Guarantees:
+- One transactional producer (`transactional.id` = settings.transactional_id,
+  idempotent, acks=all). `start` calls `init_transactions`, which fences any older
+  producer with the same id and aborts its open transaction; the older one then gets
+  a fatal "fenced" error on its next call, raised here as `FencedError`.
+- A Kafka transaction begins at the first record after a commit, so records stream to
+  the broker while the source transaction is still being replayed. It commits when
+  `settings.kafka.max_batch_txns` source transactions are in it, or its records exceed
+  `max_batch_bytes` (16 MiB; `settings.kafka.max_batch_bytes` when present), or it is
+  older than `max_batch_age_s` (0.5 s; `settings.kafka.max_batch_age_s`), checked at
+  every `end_source_txn` and `poll`; `flush` commits unconditionally. A batch never
+  ends in the middle of a source transaction.
+- Slot feedback: `on_committed(confirmed_lsn, restart_lsn)` is called only after
+  `commit_transaction` returned; the driver moves the slot only then.
+- Errors: a broker outage or a transaction the broker aborted is retried with
+  exponential backoff: the open Kafka transaction is aborted and every record of the
+  batch (kept in memory until committed) is produced again in a new one. A retriable
+  failure of `commit_transaction` itself retries the commit, never the records, because
+  the commit may already have happened; so a read_committed reader never sees a record
+  twice. When `retry_budget_s` is spent: `BrokerUnavailableError`, batch kept, so the
+  caller may retry or restart from the stored offsets. Fencing and other fatal producer
+  errors: `FencedError` / `RestartableError`.
+
+Large transactions. A source transaction is never split: however large, it is one
+Kafka transaction (Kafka transactions have no size limit, only `transaction.timeout.ms`,
+set here to 15 minutes, the broker's default `transaction.max.timeout.ms`). The records
+of the open batch are kept in memory for replay up to `max_replay_bytes` (256 MiB);
+beyond that the sink stops keeping them, and a failure of that Kafka transaction raises
+`RestartableError`: the transaction is aborted and the worker restarts from the stored
+offsets, re-decoding the transaction from the WAL (or its spill files). Memory stays
+bounded and nothing is published twice. Streaming mode (publishing an in-progress
+source transaction into an open Kafka transaction, stream_abort → abort_transaction) is
+not implemented: with one Kafka transaction per slot it would block every other
+transaction behind the streamed one anyway.
+
+Driver protocol: `sink = KafkaSink(settings, on_committed)`; `last = sink.start()`
+(resume at `last.restart_lsn`, skip commits with end LSN <= `last.confirmed_lsn`); the
+plugin context's writer is `sink.write`; after each plugin `commit` callback (or
+heartbeat) `sink.end_source_txn(end_lsn, restart_lsn, schema_version)`; `sink.poll()`
+while idle; `sink.close()` on SIGTERM.
+
+Non-transactional logical messages are written into the current batch and committed
+with it; they carry no commit LSN, so a crash between their decoding and the next
+committed offset can publish them again after restart (at-least-once).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from connectors.kafka.offsets import (
+    OffsetRecord,
+    history_topic,
+    offsets_topic,
+    read_last_offset,
+    security_conf,
+)
+from service.config import Settings
+from service.errors import (
+    BrokerUnavailableError,
+    FencedError,
+    PgcdcError,
+    RestartableError,
+    format_lsn,
+)
+
+log = structlog.get_logger(__name__)
+
+MAX_BATCH_BYTES = 16 * 1024 * 1024
+MAX_BATCH_AGE_S = 0.5
+MAX_REPLAY_BYTES = 256 * 1024 * 1024
+RETRY_BUDGET_S = 60.0
+TRANSACTION_TIMEOUT_MS = 900_000
+_OP_TIMEOUT_S = 30.0
+_BACKOFF_START_S, _BACKOFF_MAX_S = 0.2, 5.0
+_POLL_EVERY = 1000
+
+_FENCED_CODES = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
+                           KafkaError.INVALID_PRODUCER_EPOCH})
+
+OnCommitted = Callable[[int, int], None]
+
+
+@dataclass(slots=True, frozen=True)
+class KafkaRecord:
+    """One Kafka record as an output plugin hands it on: already serialized.
+
+    `op` is the envelope's op (c, u, d, r, t, m), or "" for tombstones and records of
+    the other topics; it only labels metrics and is not sent.
+    """
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...] | None = None
+    op: str = ""
+
+    @property
+    def size(self) -> int:
+        return len(self.topic) + len(self.key or b"") + len(self.value or b"")
+
+
+class _Retry(Exception):
+    """Internal: the Kafka transaction must be aborted and the batch re-sent."""
+
+
+class KafkaSink:
+    """A transactional producer batching source transactions (see the module docstring)."""
+
+    def __init__(self, settings: Settings, on_committed: OnCommitted | None = None,
+                 *, retry_budget_s: float = RETRY_BUDGET_S) -> None:
+        self.settings = settings
+        self.slot = settings.source.slot
+        self.on_committed = on_committed
+        self.retry_budget_s = retry_budget_s
+        self._op_timeout = min(_OP_TIMEOUT_S, retry_budget_s)
+        k = settings.kafka
+        self.max_batch_txns = k.max_batch_txns
+        self.max_batch_bytes = int(getattr(k, "max_batch_bytes", MAX_BATCH_BYTES))
+        self.max_batch_age_s = float(getattr(k, "max_batch_age_s", MAX_BATCH_AGE_S))
+        self.offsets_topic = offsets_topic(settings)
+        conf: dict[str, Any] = {
+            "bootstrap.servers": k.bootstrap_servers,
+            "transactional.id": settings.transactional_id,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "compression.type": "lz4",
+            "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
+            "queue.buffering.max.messages": 500_000,
+            "queue.buffering.max.kbytes": 512 * 1024,
+            "message.timeout.ms": 300_000,
+        }
+        conf.update(security_conf(settings))
+        self._producer = Producer(conf)
+        admin_conf = {"bootstrap.servers": k.bootstrap_servers, **security_conf(settings)}
+        self._admin = AdminClient(admin_conf)
+        self._known_topics: set[str] = set()
+        # The open batch. Invariant: `_records` holds, in produce order, every record of
+        # the Kafka transaction in progress (unless `_replayable` is False), and
+        # `_pending` the offset it will commit, set only at a source-transaction end.
+        self._records: list[KafkaRecord] = []
+        self._staged: list[KafkaRecord] = []
+        self._bytes = 0
+        self._txns = 0
+        self._replayable = True
+        self._in_txn = False
+        self._doomed = False  # the open Kafka transaction failed and must be aborted
+        self._opened_at = 0.0
+        self._pending: OffsetRecord | None = None
+        self._since_poll = 0
+        self.last_committed: OffsetRecord | None = None
+        self.started = False
+        self.dead = False  # the producer hit a fatal error (fenced): it can do nothing more
+        # Counters for metrics and benchmarks.
+        self.kafka_txns = 0
+        self.records_sent = 0
+        self.retries = 0
+        self.aborts = 0
+
+    # --- life cycle ------------------------------------------------------------------
+
+    def start(self) -> OffsetRecord | None:
+        """Fence older producers of this id, then return the last committed offset."""
+        self.ensure_topics([self.offsets_topic, history_topic(self.settings)], compact=True)
+        deadline = time.monotonic() + self.retry_budget_s
+        backoff = _BACKOFF_START_S
+        while True:
+            try:
+                self._producer.init_transactions(self._op_timeout)
+                break
+            except KafkaException as exc:
+                err = exc.args[0]
+                self._raise_if_fatal(err, "init_transactions")
+                if time.monotonic() + backoff > deadline:
+                    raise BrokerUnavailableError(
+                        f"Kafka at {self.settings.kafka.bootstrap_servers} did not accept "
+                        f"init_transactions for {self.settings.transactional_id}: {err.str()}"
+                    ) from exc
+                log.warning("kafka_retry", op="init_transactions", error=err.str())
+                time.sleep(backoff)
+                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+        self.started = True
+        self.last_committed = read_last_offset(self.settings, self.slot)
+        return self.last_committed
+
+    def close(self) -> None:
+        """Commit what is complete, then let the producer go (SIGTERM path).
+
+        A fenced (dead) producer can neither commit nor abort: its open transaction is
+        aborted by the broker for the worker that fenced it.
+        """
+        if self.dead:
+            return
+        if self._pending is not None:
+            self.flush()
+        elif self._in_txn:
+            try:
+                self._abort()
+            except _Retry as exc:
+                log.warning("kafka_abort_failed", error=str(exc))
+        self._producer.flush(self._op_timeout)
+
+    # --- topics ----------------------------------------------------------------------
+
+    def ensure_topics(self, topics: list[str], *, compact: bool = False) -> None:
+        """Create the topics that do not exist yet (compacted ones for offsets/history)."""
+        missing = [t for t in topics if t not in self._known_topics]
+        if not missing:
+            return
+        try:
+            existing = set(self._admin.list_topics(timeout=self._op_timeout).topics)
+        except KafkaException as exc:
+            raise BrokerUnavailableError(f"cannot list Kafka topics: {exc}") from exc
+        create = [t for t in missing if t not in existing]
+        if create:
+            config = {"cleanup.policy": "compact"} if compact else {}
+            futures = self._admin.create_topics(
+                [NewTopic(t, num_partitions=1 if compact else -1, replication_factor=-1,
+                          config=config) for t in create],
+                operation_timeout=self._op_timeout,
+            )
+            for topic, fut in futures.items():
+                try:
+                    fut.result()
+                except KafkaException as exc:
+                    if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                        raise BrokerUnavailableError(
+                            f"cannot create topic {topic}: {exc.args[0].str()}"
+                        ) from exc
+        self._known_topics.update(missing)
+
+    # --- the data path ---------------------------------------------------------------
+
+    def write(self, lsn: int, xid: int, record: object) -> None:
+        """The PluginContext writer: one serialized record of the current batch."""
+        if not isinstance(record, KafkaRecord):
+            raise PgcdcError(f"Kafka sink got {type(record).__name__}, not a KafkaRecord",
+                             lsn=lsn, xid=xid)
+        if record.topic not in self._known_topics:
+            self.ensure_topics([record.topic])
+        if not self._in_txn:
+            self._begin_or_retry()
+        if self._replayable:
+            self._records.append(record)
+        self._bytes += record.size
+        if self._replayable and self._bytes > MAX_REPLAY_BYTES:
+            log.warning("kafka_batch_not_replayable", bytes=self._bytes, lsn=format_lsn(lsn))
+            self._replayable = False
+            self._records.clear()
+        try:
+            self._produce(record)
+        except _Retry:
+            self._recover()
+
+    def stage(self, topic: str, key: bytes, value: bytes) -> None:
+        """Add a record to the next commit, just before its offset record."""
+        self.ensure_topics([topic], compact=True)
+        self._staged.append(KafkaRecord(topic, key, value))
+
+    def end_source_txn(self, confirmed_lsn: int, restart_lsn: int, schema_version: int,
+                       ) -> bool:
+        """A source transaction (or heartbeat) is complete; commit if the batch is full.
+
+        Returns True when a Kafka transaction was committed.
+        """
+        if self._pending is None and not self._in_txn:
+            self._opened_at = time.monotonic()  # a batch of offset-only transactions starts
+        self._pending = OffsetRecord(self.slot, confirmed_lsn, restart_lsn, schema_version,
+                                     int(time.time() * 1000))
+        self._txns += 1
+        if (self._txns >= self.max_batch_txns or self._bytes >= self.max_batch_bytes
+                or time.monotonic() - self._opened_at >= self.max_batch_age_s):
+            self.flush()
+            return True
+        return False
+
+    def poll(self) -> bool:
+        """Serve producer events; commit a complete batch that is too old. True if committed."""
+        self._producer.poll(0)
+        if self._pending is not None and \
+                time.monotonic() - self._opened_at >= self.max_batch_age_s:
+            self.flush()
+            return True
+        return False
+
+    def flush(self) -> None:
+        """Commit the batch up to the last completed source transaction."""
+        if self._pending is None and not self._staged:
+            return
+        offset = self._pending or self.last_committed
+        if offset is None:
+            raise PgcdcError("Kafka sink asked to commit before any source transaction ended")
+        deadline = time.monotonic() + self.retry_budget_s
+        backoff = _BACKOFF_START_S
+        while True:
+            try:
+                if self._in_txn and self._doomed:
+                    self._abort()
+                if not self._in_txn:
+                    self._begin_and_replay()
+                for rec in self._staged:
+                    self._produce(rec)
+                self._produce(KafkaRecord(self.offsets_topic, self.slot.encode(),
+                                          offset.encode()))
+                self._commit(deadline)
+                break
+            except _Retry as exc:
+                self._doomed = self._in_txn
+                self.retries += 1
+                if time.monotonic() + backoff > deadline:
+                    raise BrokerUnavailableError(
+                        f"Kafka transaction up to {format_lsn(offset.confirmed_lsn)} could not "
+                        f"be committed within {self.retry_budget_s:.0f}s: {exc}",
+                        lsn=offset.confirmed_lsn,
+                    ) from exc
+                log.warning("kafka_retry", op="commit", error=str(exc))
+                time.sleep(backoff)
+                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+        self.kafka_txns += 1
+        self._records.clear()
+        self._staged.clear()
+        self._bytes = 0
+        self._txns = 0
+        self._replayable = True
+        self._pending = None
+        self.last_committed = offset
+        if self.on_committed is not None:
+            self.on_committed(offset.confirmed_lsn, offset.restart_lsn)
+
+    # --- producer calls and error mapping ----------------------------------------------
+
+    def _raise_if_fatal(self, err: KafkaError, op: str) -> None:
+        if err.fatal() or err.code() in _FENCED_CODES:
+            self.dead = True
+        if err.code() in _FENCED_CODES or (err.fatal() and "fenced" in err.str().lower()):
+            raise FencedError(
+                f"another worker with transactional.id {self.settings.transactional_id} "
+                f"took over slot {self.slot}; this worker must stop ({op}: {err.str()})"
+            )
+        if err.fatal():
+            raise RestartableError(f"Kafka producer failed fatally in {op}: {err.str()}")
+
+    def _classify(self, exc: KafkaException, op: str) -> _Retry:
+        err = exc.args[0]
+        if not isinstance(err, KafkaError):
+            return _Retry(f"{op}: {exc}")
+        self._raise_if_fatal(err, op)
+        return _Retry(f"{op}: {err.str()}")
+
+    def _produce(self, record: KafkaRecord) -> None:
+        while True:
+            try:
+                self._producer.produce(record.topic, record.value, record.key,
+                                       headers=list(record.headers) if record.headers else None)
+                break
+            except BufferError:
+                self._producer.poll(0.1)
+            except KafkaException as exc:
+                raise self._classify(exc, "produce") from exc
+        self.records_sent += 1
+        self._since_poll += 1
+        if self._since_poll >= _POLL_EVERY:
+            self._since_poll = 0
+            self._producer.poll(0)
+
+    def _begin(self) -> None:
+        try:
+            self._producer.begin_transaction()
+        except KafkaException as exc:
+            raise self._classify(exc, "begin_transaction") from exc
+        self._in_txn = True
+        self._opened_at = time.monotonic()
+
+    def _begin_or_retry(self) -> None:
+        try:
+            self._begin()
+        except _Retry:
+            self._recover()
+
+    def _begin_and_replay(self) -> None:
+        """Open a new Kafka transaction and produce the batch kept so far again."""
+        if not self._replayable:
+            raise RestartableError(
+                "a Kafka transaction too large to keep in memory failed; restart from the "
+                "stored offsets"
+            )
+        self._begin()
+        for rec in self._records:
+            self._produce(rec)
+
+    def _recover(self) -> None:
+        """Abort and re-send the batch until it is accepted or the budget is spent."""
+        deadline = time.monotonic() + self.retry_budget_s
+        backoff = _BACKOFF_START_S
+        while True:
+            self.retries += 1
+            if time.monotonic() + backoff > deadline:
+                raise BrokerUnavailableError(
+                    f"Kafka did not accept the batch within {self.retry_budget_s:.0f}s"
+                )
+            time.sleep(backoff)
+            backoff = min(backoff * 2, _BACKOFF_MAX_S)
+            try:
+                self._abort()
+                self._begin_and_replay()
+                return
+            except _Retry as exc:
+                self._doomed = self._in_txn
+                log.warning("kafka_retry", op="replay", error=str(exc))
+
+    def _abort(self) -> None:
+        """abort_transaction; a failure that may be retried raises _Retry."""
+        if not self._in_txn:
+            return
+        try:
+            self._producer.abort_transaction(self._op_timeout)
+        except KafkaException as exc:
+            raise self._classify(exc, "abort_transaction") from exc
+        self.aborts += 1
+        self._in_txn = False
+        self._doomed = False
+
+    def _commit(self, deadline: float) -> None:
+        """commit_transaction, retried in place while the error says a retry is safe."""
+        backoff = _BACKOFF_START_S
+        while True:
+            try:
+                self._producer.commit_transaction(self._op_timeout)
+                self._in_txn = False
+                return
+            except KafkaException as exc:
+                err = exc.args[0]
+                self._raise_if_fatal(err, "commit_transaction")
+                if err.txn_requires_abort():
+                    self._doomed = True
+                    raise _Retry(f"commit_transaction: {err.str()}") from exc
+                if not err.retriable() or time.monotonic() + backoff > deadline:
+                    # Unknown outcome: only a fresh producer (init_transactions) can tell,
+                    # so the worker restarts from the stored offsets.
+                    raise RestartableError(
+                        f"commit_transaction failed with an unknown outcome: {err.str()}"
+                    ) from exc
+                log.warning("kafka_retry", op="commit_transaction", error=err.str())
+                time.sleep(backoff)
+                backoff = min(backoff * 2, _BACKOFF_MAX_S)

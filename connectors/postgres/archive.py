@@ -1,0 +1,160 @@
+"""WAL source: a directory of WAL segment files (pg_wal, or an archive directory).
+
+Receives: a directory path and a start LSN.
+Hands on: `(start_lsn, bytes)` chunks of raw WAL in LSN order, contiguous, ready for
+`XLogReader.feed`; the first chunk starts at the page holding the start LSN, so that
+page's header is validated too. `read_records` wraps this with an `XLogReader`.
+
+Segment files are named `TTTTTTTTXXXXXXXXYYYYYYYY` (timeline, log id, segment);
+`.partial`, `.history`, `.backup` files and `archive_status/` are ignored. When one
+segment exists on several timelines the highest timeline wins, which is right for a
+linear history (timeline history files are not interpreted). A missing segment in the
+middle of the range is a `WalError`; running out of segments ends the iteration, or in
+tail mode waits for the next segment file to appear complete (archive directories,
+where segments arrive whole; for a live server use streaming instead).
+
+Memory: at most one chunk (`chunk_size`, default 1 MiB) is held at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from service.errors import WalError
+from service.wal.format import DEFAULT_SEGMENT_SIZE, XLOG_BLCKSZ
+from service.wal.reader import XLogReader
+from service.wal.record import XLogRecord
+
+_NAME = re.compile(r"^([0-9A-F]{8})([0-9A-F]{8})([0-9A-F]{8})$")
+
+
+def segment_name(tli: int, segno: int, segment_size: int = DEFAULT_SEGMENT_SIZE) -> str:
+    """The file name of segment `segno` on timeline `tli` (XLogFileName)."""
+    per_id = 0x1_0000_0000 // segment_size
+    return f"{tli:08X}{segno // per_id:08X}{segno % per_id:08X}"
+
+
+def list_segments(
+    directory: str | os.PathLike[str], segment_size: int = DEFAULT_SEGMENT_SIZE
+) -> dict[int, tuple[int, Path]]:
+    """Map segno -> (timeline, path), the highest timeline per segment."""
+    per_id = 0x1_0000_0000 // segment_size
+    found: dict[int, tuple[int, Path]] = {}
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            m = _NAME.match(entry.name)
+            if m is None or not entry.is_file():
+                continue
+            tli, log, seg = (int(g, 16) for g in m.groups())
+            segno = log * per_id + seg
+            if segno not in found or found[segno][0] < tli:
+                found[segno] = (tli, Path(entry.path))
+    return found
+
+
+def detect_segment_size(directory: str | os.PathLike[str]) -> int:
+    """The segment size, from the size of the segment files (default if none)."""
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if _NAME.match(entry.name) and entry.is_file():
+                size = entry.stat().st_size
+                if size >= XLOG_BLCKSZ and not size & (size - 1):
+                    return size
+    return DEFAULT_SEGMENT_SIZE
+
+
+def iter_wal_chunks(
+    directory: str | os.PathLike[str],
+    start_lsn: int,
+    *,
+    segment_size: int = DEFAULT_SEGMENT_SIZE,
+    chunk_size: int = 1 << 20,
+    tail: bool = False,
+    stop: threading.Event | None = None,
+    poll_interval: float = 1.0,
+    timeout: float | None = None,
+) -> Iterator[tuple[int, bytes]]:
+    """Yield raw WAL `(lsn, bytes)` from `start_lsn`'s page onward, segment by segment.
+
+    In tail mode, after the last segment it polls every `poll_interval` seconds for the
+    next one, until `stop` is set or `timeout` seconds pass without a new segment.
+    """
+    segno = start_lsn // segment_size
+    offset = (start_lsn % segment_size) & ~(XLOG_BLCKSZ - 1)
+    segments = list_segments(directory, segment_size)
+    if segno not in segments:
+        raise WalError(
+            f"WAL segment {segment_name(1, segno, segment_size)[8:]} holding the start "
+            f"position is not in {directory}",
+            lsn=start_lsn,
+        )
+    waited_since: float | None = None
+    while True:
+        entry = segments.get(segno)
+        if entry is None or entry[1].stat().st_size < segment_size:
+            if any(s > segno for s in segments):
+                raise WalError(
+                    f"WAL segment {segment_name(1, segno, segment_size)[8:]} is missing "
+                    f"from {directory} while later ones exist",
+                    lsn=segno * segment_size,
+                )
+            # Outside tail mode a short final file (being written) is read as it is.
+            if entry is None or tail:
+                if not tail:
+                    return
+                now = time.monotonic()
+                waited_since = now if waited_since is None else waited_since
+                if (stop is not None and stop.is_set()) or (
+                    timeout is not None and now - waited_since >= timeout
+                ):
+                    return
+                if stop is not None:
+                    stop.wait(poll_interval)
+                else:
+                    time.sleep(poll_interval)
+                segments = list_segments(directory, segment_size)
+                continue
+        waited_since = None
+        path = entry[1]
+        with path.open("rb") as f:
+            f.seek(offset)
+            pos = offset
+            while pos < segment_size:
+                data = f.read(min(chunk_size, segment_size - pos))
+                if not data:
+                    break
+                yield segno * segment_size + pos, data
+                pos += len(data)
+        if pos < segment_size:
+            return
+        segno += 1
+        offset = 0
+        if segno not in segments:
+            segments = list_segments(directory, segment_size)
+
+
+def read_records(
+    directory: str | os.PathLike[str],
+    start_lsn: int,
+    end_lsn: int | None = None,
+    *,
+    segment_size: int | None = None,
+    prev_lsn: int | None = None,
+) -> Iterator[XLogRecord]:
+    """Every record from `start_lsn` (a record start, or a page start) up to, not
+    including, the first record at or after `end_lsn`, or to the end of valid WAL."""
+    size = detect_segment_size(directory) if segment_size is None else segment_size
+    reader = XLogReader(start_lsn, segment_size=size, prev_lsn=prev_lsn)
+    for lsn, data in iter_wal_chunks(directory, start_lsn, segment_size=size):
+        reader.feed(data, lsn)
+        for rec in reader.records():
+            if end_lsn is not None and rec.lsn >= end_lsn:
+                return
+            yield rec
+        if reader.end_of_wal:
+            return

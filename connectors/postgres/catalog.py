@@ -1,0 +1,201 @@
+"""Catalog stage, table part: pg_class, pg_attribute, pg_namespace and pg_index by SQL.
+
+Receives: a DSN of the source database. Hands on: `TableDef`s (service.schema.history)
+and the initial `CatalogSnapshot`; implements the history's `LiveCatalog` protocol
+(`table`, `filenode_relation`, `invalidate`).
+
+- `snapshot()` reads every user table inside one REPEATABLE READ, read-only
+  transaction, together with `pg_current_snapshot()` and `pg_current_wal_lsn()`, so the
+  history knows exactly which transactions the definitions already reflect.
+- `table(oid)` is cached by OID until `invalidate(oid)` (or `invalidate()`); the schema
+  history calls it for the relcache invalidations of each committed transaction.
+- `filenode_relation(tablespace, relfilenode)` is `pg_filenode_relation()`, uncached:
+  the answer changes with every TRUNCATE, VACUUM FULL and rewrite.
+
+The definition query is `sql/table_def.sql`, the same text `pgcdc setup` installs as
+the body of `pgcdc.table_def(oid)` for the DDL trigger, so both sources agree by
+construction. The pure decoder never calls this module; the pipeline injects it.
+Errors of the connection surface as `SourceUnavailableError` (retry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+import psycopg2
+import psycopg2.extensions
+
+from service.errors import SourceUnavailableError, parse_lsn
+from service.schema.tabledef import CatalogSnapshot, TableDef
+
+_XID_MASK = 0xFFFFFFFF
+
+EXCLUDED_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast", "pgcdc")
+
+
+def table_def_sql() -> str:
+    """The definition query, with `$1` standing for the table oid."""
+    return resources.files("connectors.postgres").joinpath("sql/table_def.sql").read_text("utf-8")
+
+
+_TABLE_SQL = table_def_sql().replace("$1", "%(oid)s")
+_TABLES_SQL = table_def_sql().replace("c.oid = $1", "c.oid = ANY(%(oids)s)")
+
+_USER_TABLES_SQL = """
+SELECT c.oid
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p') AND c.relpersistence <> 't'
+  AND n.nspname <> ALL(%(excluded)s) AND n.nspname NOT LIKE 'pg_temp%%'
+  AND n.nspname NOT LIKE 'pg_toast_temp%%'
+ORDER BY c.oid
+"""
+
+_SNAPSHOT_SQL = """
+SELECT pg_catalog.pg_current_snapshot()::text, pg_catalog.pg_current_wal_lsn()::text,
+       d.oid
+FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()
+"""
+
+# Both event triggers of the DDL capture (connectors/postgres/sql/ddl_capture.sql), enabled.
+_CAPTURE_SQL = """
+SELECT count(*) = 2 FROM pg_catalog.pg_event_trigger
+WHERE evtname IN ('pgcdc_ddl_command_end', 'pgcdc_sql_drop') AND evtenabled <> 'D'
+"""
+
+_FILENODE_SQL = "SELECT pg_catalog.pg_filenode_relation(%(spc)s, %(rel)s)::oid"
+
+_DB_SQL = """
+SELECT d.oid, d.dattablespace FROM pg_catalog.pg_database d
+WHERE d.datname = pg_catalog.current_database()
+"""
+
+
+def parse_pg_snapshot(text: str) -> tuple[int, int, frozenset[int]]:
+    """`xmin:xmax:xip,...` of pg_current_snapshot(), reduced to 32-bit xids."""
+    xmin, xmax, xip = text.split(":")
+    xids = frozenset(int(x) & _XID_MASK for x in xip.split(",") if x)
+    return int(xmin) & _XID_MASK, int(xmax) & _XID_MASK, xids
+
+
+class Catalog:
+    """SQL access to table definitions, cached by OID (the history's `LiveCatalog`)."""
+
+    def __init__(self, dsn: str) -> None:
+        self._dsn = dsn
+        self._conn: psycopg2.extensions.connection | None = None
+        self._cache: dict[int, TableDef | None] = {}
+        self._db: tuple[int, int] | None = None
+        self.queries = 0  # SQL round trips, for tests and metrics
+
+    # --- connection -----------------------------------------------------------------
+
+    def _connection(self) -> psycopg2.extensions.connection:
+        if self._conn is None or self._conn.closed:
+            try:
+                self._conn = psycopg2.connect(self._dsn, application_name="pgcdc-catalog")
+            except psycopg2.OperationalError as exc:
+                raise SourceUnavailableError(f"cannot connect to the source: {exc}") from exc
+            self._conn.autocommit = True
+        return self._conn
+
+    def _query(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        self.queries += 1
+        try:
+            with self._connection().cursor() as cur:
+                cur.execute(sql, params)
+                return list(cur.fetchall())
+        except (psycopg2.OperationalError, psycopg2.InterfaceError) as exc:
+            self.close()
+            raise SourceUnavailableError(f"catalog query failed: {exc}") from exc
+
+    def close(self) -> None:
+        if self._conn is not None and not self._conn.closed:
+            self._conn.close()
+        self._conn = None
+
+    # --- reads ----------------------------------------------------------------------
+
+    def database(self) -> tuple[int, int]:
+        """(oid, default tablespace oid) of the connected database."""
+        if self._db is None:
+            ((oid, spc),) = self._query(_DB_SQL, {})
+            self._db = (int(oid), int(spc))
+        return self._db
+
+    def table(self, oid: int) -> TableDef | None:
+        """The current definition of user table `oid` (cached), None if it is not one."""
+        if oid in self._cache:
+            return self._cache[oid]
+        rows = self._query(_TABLE_SQL, {"oid": oid})
+        table = TableDef.from_json(rows[0][0]) if rows else None
+        if table is not None and (
+            table.relkind not in ("r", "p") or table.schema in EXCLUDED_SCHEMAS
+        ):
+            table = None
+        self._cache[oid] = table
+        return table
+
+    def filenode_relation(self, tablespace: int, relfilenode: int) -> int | None:
+        """`pg_filenode_relation()`: which relation owns this relfilenode now."""
+        # pg_class records the database's default tablespace as 0.
+        spc = 0 if tablespace == self.database()[1] else tablespace
+        rows = self._query(_FILENODE_SQL, {"spc": spc, "rel": relfilenode})
+        return int(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    def invalidate(self, oid: int | None = None) -> None:
+        if oid is None:
+            self._cache.clear()
+        else:
+            self._cache.pop(oid, None)
+
+    def snapshot(
+        self, inside: Callable[[Any, CatalogSnapshot], None] | None = None
+    ) -> CatalogSnapshot:
+        """All user tables under one MVCC snapshot, with that snapshot and the WAL LSN.
+
+        `inside(cursor, snapshot)`, when given, runs in the same REPEATABLE READ
+        transaction after the catalog was read: the initial data snapshot reads its
+        rows there, so rows and definitions come from one and the same snapshot.
+        """
+        conn = psycopg2.connect(self._dsn, application_name="pgcdc-catalog-snapshot")
+        try:
+            conn.set_session(
+                isolation_level=psycopg2.extensions.ISOLATION_LEVEL_REPEATABLE_READ,
+                readonly=True,
+            )
+            with conn.cursor() as cur:
+                # The first query fixes the transaction snapshot: everything below sees it.
+                cur.execute(_SNAPSHOT_SQL)
+                snap_text, lsn_text, db_oid = cur.fetchone() or (None, None, None)
+                cur.execute(_USER_TABLES_SQL, {"excluded": list(EXCLUDED_SCHEMAS)})
+                oids = [int(r[0]) for r in cur.fetchall()]
+                cur.execute(_TABLES_SQL, {"oids": oids})
+                tables = sorted((TableDef.from_json(r[0]) for r in cur.fetchall()),
+                                key=lambda t: t.oid)
+                cur.execute(_CAPTURE_SQL)
+                row = cur.fetchone()
+                ddl_capture = bool(row and row[0])
+                if inside is not None:
+                    xmin, xmax, xip = parse_pg_snapshot(str(snap_text))
+                    inside(cur, CatalogSnapshot(
+                        db_oid=int(db_oid), lsn=parse_lsn(str(lsn_text)), xmin=xmin,
+                        xmax=xmax, xip=xip, tables=tuple(tables), ddl_capture=ddl_capture,
+                    ))
+            conn.rollback()
+        except psycopg2.OperationalError as exc:
+            raise SourceUnavailableError(f"catalog snapshot failed: {exc}") from exc
+        finally:
+            conn.close()
+        xmin, xmax, xip = parse_pg_snapshot(str(snap_text))
+        return CatalogSnapshot(
+            db_oid=int(db_oid),
+            lsn=parse_lsn(str(lsn_text)),
+            xmin=xmin,
+            xmax=xmax,
+            xip=xip,
+            tables=tuple(tables),
+            ddl_capture=ddl_capture,
+        )

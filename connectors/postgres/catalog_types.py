@@ -1,0 +1,198 @@
+"""Catalog stage, type part: pg_type, pg_enum, pg_range and pg_attribute into TypeInfo.
+
+Receives: a psycopg2 connection to the source database and type OIDs to describe.
+Hands on: `TypeInfo` records (service.types.registry), cached by OID, including
+everything the type decoders need transitively: a domain's base type, an array's
+element type, a range's subtype, a composite's field types. The cache is explicit:
+`invalidate(oid)` or `invalidate_all()` after a catalog change (the schema history
+calls these); nothing expires by itself.
+
+This module does I/O (SQL) and is kept out of the pure decoders on purpose. Run as
+`python -m connectors.postgres.catalog_types [DSN...]` it regenerates the built-in type table in
+`service/types/registry.py` from a live server.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import psycopg2
+import psycopg2.extensions
+
+from service.types.deform import Column
+from service.types.registry import TypeInfo, TypeRegistry
+
+_TYPE_SQL = """
+SELECT t.oid, t.typname, t.typlen, t.typbyval, t.typalign, t.typtype, p.prosrc,
+       t.typelem, t.typdelim, t.typbasetype, t.typtypmod, t.typrelid,
+       COALESCE(r.rngsubtype, 0)
+FROM pg_catalog.pg_type t
+JOIN pg_catalog.pg_proc p ON p.oid = t.typoutput
+LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid
+WHERE t.oid = ANY(%s)
+"""
+
+_ENUM_SQL = """
+SELECT enumtypid, oid, enumlabel FROM pg_catalog.pg_enum WHERE enumtypid = ANY(%s)
+"""
+
+_FIELDS_SQL = """
+SELECT a.attrelid, a.attnum, a.attname, a.atttypid, a.atttypmod, a.attlen, a.attbyval,
+       a.attalign, a.attnotnull, a.attisdropped
+FROM pg_catalog.pg_attribute a
+WHERE a.attrelid = ANY(%s) AND a.attnum > 0
+ORDER BY a.attrelid, a.attnum
+"""
+
+_BUILTIN_SQL = """
+SELECT t.oid, t.typname, t.typlen, t.typbyval, t.typalign, t.typtype, p.prosrc,
+       t.typelem, t.typdelim, COALESCE(r.rngsubtype, 0)
+FROM pg_catalog.pg_type t
+JOIN pg_catalog.pg_proc p ON p.oid = t.typoutput
+LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid
+WHERE t.oid < 16384 AND t.typtype IN ('b', 'r', 'm')
+  AND t.typnamespace = 'pg_catalog'::regnamespace
+  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_type e
+                  WHERE e.oid = t.typelem AND e.typtype NOT IN ('b', 'r', 'm'))
+ORDER BY t.oid
+"""
+
+
+class CatalogTypes:
+    """Reads type facts on demand and keeps them in a `TypeRegistry` (the cache)."""
+
+    __slots__ = ("_conn", "registry")
+
+    def __init__(self, conn: psycopg2.extensions.connection, registry: TypeRegistry | None = None):
+        self._conn = conn
+        self.registry = registry if registry is not None else TypeRegistry()
+
+    def ensure(self, oids: Iterable[int]) -> TypeRegistry:
+        """Load every OID in `oids`, and the types they depend on, if not cached."""
+        pending = {o for o in oids if o and o not in self.registry}
+        while pending:
+            loaded = self._load(sorted(pending))
+            pending = set()
+            for info in loaded:
+                deps = [info.typelem, info.typbasetype, info.range_subtype]
+                deps += [f.typid for f in info.fields if not f.dropped]
+                pending.update(d for d in deps if d and d not in self.registry)
+        return self.registry
+
+    def get(self, oid: int) -> TypeInfo:
+        self.ensure([oid])
+        return self.registry.get(oid)
+
+    def invalidate(self, oid: int) -> None:
+        """Forget one type (after ALTER TYPE ... ADD VALUE, ALTER TYPE ... ADD ATTRIBUTE)."""
+        fresh = TypeRegistry()
+        if oid in fresh:
+            return  # built-in types never change
+        self.registry = _without(self.registry, oid)
+
+    def invalidate_all(self) -> None:
+        self.registry = TypeRegistry()
+
+    def _load(self, oids: list[int]) -> list[TypeInfo]:
+        with self._conn.cursor() as cur:
+            cur.execute(_TYPE_SQL, (oids,))
+            rows = cur.fetchall()
+            enum_oids = [r[0] for r in rows if r[5] == "e"]
+            labels: dict[int, dict[int, str]] = {o: {} for o in enum_oids}
+            if enum_oids:
+                cur.execute(_ENUM_SQL, (enum_oids,))
+                for typid, label_oid, label in cur.fetchall():
+                    labels[typid][label_oid] = label
+            relids = [r[11] for r in rows if r[5] == "c" and r[11]]
+            fields: dict[int, list[Column]] = {r: [] for r in relids}
+            if relids:
+                cur.execute(_FIELDS_SQL, (relids,))
+                for relid, attnum, name, typid, typmod, ln, byval, al, nn, dropped in cur:
+                    fields[relid].append(
+                        Column(attnum, name, typid, typmod, ln, byval, al, nn, dropped)
+                    )
+        out: list[TypeInfo] = []
+        for row in rows:
+            oid, name, typlen, byval, al, typtype, src, elem, delim, base, typmod, relid, sub = row
+            info = TypeInfo(
+                oid=oid,
+                name=name,
+                typlen=typlen,
+                typbyval=byval,
+                typalign=al,
+                typtype=typtype,
+                output_src=src,
+                typelem=elem,
+                typdelim=delim,
+                typbasetype=base,
+                typtypmod=typmod,
+                enum_labels=MappingProxyType(labels.get(oid, {})),
+                fields=tuple(fields.get(relid, ())),
+                range_subtype=sub,
+            )
+            self.registry.add(info)
+            out.append(info)
+        return out
+
+
+def _without(registry: TypeRegistry, oid: int) -> TypeRegistry:
+    fresh = TypeRegistry()
+    for info in registry.user_types():
+        if info.oid != oid:
+            fresh.add(info)
+    return fresh
+
+
+def render_builtin_table(dsns: list[str]) -> str:
+    """The generated region of registry.py: one TypeInfo per built-in type of any server."""
+    by_oid: dict[int, Any] = {}
+    for dsn in dsns:
+        with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+            cur.execute(_BUILTIN_SQL)
+            for row in cur.fetchall():
+                by_oid.setdefault(row[0], row)
+        conn.close()
+    rows = [by_oid[o] for o in sorted(by_oid)]
+    lines = ["BUILTIN_TYPES: tuple[TypeInfo, ...] = ("]
+    for oid, name, typlen, byval, al, typtype, src, elem, delim, sub in rows:
+        extra = ""
+        if elem:
+            extra += f", typelem={elem}"
+        if delim != ",":
+            extra += f', typdelim="{delim}"'
+        if sub:
+            extra += f", range_subtype={sub}"
+        args = f'{oid}, "{name}", {typlen}, {byval}, "{al}", "{typtype}", "{src}"{extra}'
+        if len(args) > 84:
+            lines.append(f"    TypeInfo(\n        {args}\n    ),")
+        else:
+            lines.append(f"    TypeInfo({args}),")
+    lines.append(")")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    dsns = argv[1:] or [
+        "host=127.0.0.1 port=55415 user=postgres",
+        "host=127.0.0.1 port=55418 user=postgres",
+    ]
+    target = Path(__file__).resolve().parents[2] / "service" / "types" / "registry.py"
+    text = target.read_text()
+    table = render_builtin_table(dsns)
+    new = re.sub(
+        r"(# BEGIN GENERATED[^\n]*\n).*?(\n# END GENERATED)",
+        lambda m: m.group(1) + table + m.group(2),
+        text,
+        flags=re.S,
+    )
+    target.write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

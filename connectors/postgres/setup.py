@@ -1,0 +1,198 @@
+"""`pgcdc setup` and `pgcdc teardown`: prepare (or clean) the source database.
+
+`setup(dsn, slot_name)` checks, in this order, and stops at the first failure with a
+`SourceSetupError` that names the problem and its fix:
+
+1. the server's major version is supported (15..18);
+2. `wal_level` is `logical`;
+3. the connecting role has REPLICATION (or is superuser), needed to stream WAL;
+4. the role is superuser, needed to create event triggers.
+
+Then, idempotently: creates the physical replication slot if absent
+(`pg_create_physical_replication_slot(name, true)`, reserving WAL at once), and installs
+the DDL capture of `sql/ddl_capture.sql` in the connected database (schema `pgcdc`, the
+SECURITY DEFINER trigger functions with a fixed search_path, and the event triggers on
+`ddl_command_end` and `sql_drop`). Running it twice changes nothing.
+
+`teardown(dsn, slot_name, drop_slot=True)` removes the event triggers, the functions,
+the schema and (optionally) the slot. It is idempotent too.
+
+This module does I/O (psycopg2); the CLI wires it in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+import psycopg2
+import psycopg2.extensions
+
+from connectors.postgres.catalog import table_def_sql
+from service.errors import SourceSetupError, SourceUnavailableError, parse_lsn
+
+SUPPORTED_MAJOR_VERSIONS = range(15, 19)
+EVENT_TRIGGERS = ("pgcdc_ddl_command_end", "pgcdc_sql_drop")
+DDL_SCHEMA = "pgcdc"
+
+
+@dataclass(slots=True, frozen=True)
+class SetupReport:
+    """What `setup` found and did."""
+
+    server_version: int  # major version
+    database: str
+    slot_name: str
+    slot_created: bool  # False: it existed already
+    restart_lsn: int | None
+    ddl_capture_installed: bool
+
+
+def check_version(server_version_num: int) -> int:
+    """The major version of `server_version_num` (e.g. 150004), if pgcdc supports it."""
+    major = server_version_num // 10000
+    if major not in SUPPORTED_MAJOR_VERSIONS:
+        raise SourceSetupError(
+            f"PostgreSQL {major} is not supported: pgcdc decodes the WAL of versions "
+            f"{SUPPORTED_MAJOR_VERSIONS.start}..{SUPPORTED_MAJOR_VERSIONS.stop - 1} only"
+        )
+    return major
+
+
+def ddl_capture_sql() -> str:
+    """The installation script, with the shared table-definition query inlined."""
+    sql = resources.files("connectors.postgres").joinpath("sql")
+    script = sql.joinpath("ddl_capture.sql").read_text("utf-8")
+    return script.replace("{table_def}", table_def_sql())
+
+
+def _connect(dsn: str) -> psycopg2.extensions.connection:
+    try:
+        conn = psycopg2.connect(dsn, application_name="pgcdc-setup")
+    except psycopg2.OperationalError as exc:
+        raise SourceUnavailableError(f"cannot connect to the source database: {exc}") from exc
+    conn.autocommit = True
+    return conn
+
+
+def _check(cur: psycopg2.extensions.cursor) -> tuple[int, str, bool]:
+    """The checks 1-3; returns (major version, database, superuser)."""
+    cur.execute(
+        "SELECT current_setting('server_version_num')::int, current_setting('wal_level'),"
+        " current_database(), r.rolname, r.rolreplication, r.rolsuper"
+        " FROM pg_catalog.pg_roles r WHERE r.rolname = current_user"
+    )
+    row = cur.fetchone()
+    if row is None:
+        raise SourceSetupError("cannot read the connecting role from pg_roles")
+    version_num, wal_level, database, role, replication, superuser = row
+    major = check_version(int(version_num))
+    if wal_level != "logical":
+        raise SourceSetupError(
+            f"wal_level is {wal_level!r}, but pgcdc needs 'logical': set wal_level = logical "
+            "in postgresql.conf and restart the server",
+            field="wal_level",
+        )
+    if not (replication or superuser):
+        raise SourceSetupError(
+            f"role {role!r} lacks the REPLICATION privilege needed to stream WAL: "
+            f"ALTER ROLE {role} REPLICATION",
+            field="REPLICATION",
+        )
+    return major, str(database), bool(superuser)
+
+
+def setup(dsn: str, slot_name: str) -> SetupReport:
+    """Check the source, create the physical slot, install the DDL capture."""
+    conn = _connect(dsn)
+    try:
+        with conn.cursor() as cur:
+            major, database, superuser = _check(cur)
+            if not superuser:
+                raise SourceSetupError(
+                    "installing the DDL capture creates event triggers, which needs a "
+                    "superuser: run `pgcdc setup` as one",
+                    field="superuser",
+                )
+            slot_created, restart_lsn = _ensure_slot(cur, slot_name)
+            try:
+                conn.autocommit = False
+                cur.execute(ddl_capture_sql())
+                conn.commit()
+            except psycopg2.Error as exc:
+                conn.rollback()
+                raise SourceSetupError(f"installing the DDL capture failed: {exc}") from exc
+            finally:
+                conn.autocommit = True
+    finally:
+        conn.close()
+    return SetupReport(
+        server_version=major,
+        database=database,
+        slot_name=slot_name,
+        slot_created=slot_created,
+        restart_lsn=restart_lsn,
+        ddl_capture_installed=True,
+    )
+
+
+def _ensure_slot(cur: psycopg2.extensions.cursor, slot_name: str) -> tuple[bool, int | None]:
+    cur.execute(
+        "SELECT slot_type, restart_lsn::text FROM pg_catalog.pg_replication_slots"
+        " WHERE slot_name = %s",
+        (slot_name,),
+    )
+    row = cur.fetchone()
+    if row is not None:
+        slot_type, restart = row
+        if slot_type != "physical":
+            raise SourceSetupError(
+                f"replication slot {slot_name!r} exists but is {slot_type}, not physical: "
+                "choose another slot name or drop it",
+                field="slot_name",
+            )
+        return False, parse_lsn(restart) if restart else None
+    try:
+        cur.execute(
+            "SELECT (pg_catalog.pg_create_physical_replication_slot(%s, true)).lsn::text",
+            (slot_name,),
+        )
+    except psycopg2.Error as exc:
+        raise SourceSetupError(
+            f"cannot create physical replication slot {slot_name!r}: {exc}"
+        ) from exc
+    (lsn,) = cur.fetchone() or (None,)
+    return True, parse_lsn(lsn) if lsn else None
+
+
+def teardown(dsn: str, slot_name: str, *, drop_slot: bool = True) -> None:
+    """Remove the DDL capture and (unless `drop_slot` is False) the physical slot."""
+    conn = _connect(dsn)
+    try:
+        with conn.cursor() as cur:
+            try:
+                conn.autocommit = False
+                for trigger in EVENT_TRIGGERS:
+                    cur.execute(f"DROP EVENT TRIGGER IF EXISTS {trigger}")
+                cur.execute(f"DROP SCHEMA IF EXISTS {DDL_SCHEMA} CASCADE")
+                conn.commit()
+            except psycopg2.Error as exc:
+                conn.rollback()
+                raise SourceSetupError(f"removing the DDL capture failed: {exc}") from exc
+            finally:
+                conn.autocommit = True
+            if drop_slot:
+                cur.execute(
+                    "SELECT active FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
+                    (slot_name,),
+                )
+                row = cur.fetchone()
+                if row is not None:
+                    if row[0]:
+                        raise SourceSetupError(
+                            f"replication slot {slot_name!r} is in use: stop pgcdc first",
+                            field="slot_name",
+                        )
+                    cur.execute("SELECT pg_catalog.pg_drop_replication_slot(%s)", (slot_name,))
+    finally:
+        conn.close()

@@ -1,0 +1,508 @@
+"""The initial data snapshot: every existing row of the captured tables, read once.
+
+Receives (as `Session(snapshot_reader=...)` calls it at the consistent point): a cursor
+inside the one REPEATABLE READ transaction that also read the catalog, and that
+transaction's `CatalogSnapshot`. From then on the stream publishes exactly the
+transactions *not* visible in that snapshot (`SnapBuilder.skip_visible_in`), so the rows
+read here plus the stream give every row exactly once.
+
+Hands on, through a `RowSink` (normally `PluginEmitter`, the output plugin via its
+wrapper): `begin(snapshot)`, then `row(relation, values)` per row, table after table in
+OID order, then `end()`. `PluginEmitter` makes that one pseudo-transaction
+begin → change(INSERT)* → commit with `ctx.state["snapshot"]` = "true", and "last" for
+the very last row, as Debezium marks snapshot reads (the Avro plugin then writes op `r`).
+
+Tables: the catalog snapshot's user tables (pgcdc's own schema, temp and system schemas
+are never in it), minus those `settings.filters` exclude (anchored regular expressions,
+the Avro plugin's rules); partitioned parents are skipped (their rows live, and are
+read, in their partitions, as the WAL reports them).
+
+Values, exactly as the WAL path gives them. Each table is read with
+`COPY (SELECT ... FROM ONLY t) TO STDOUT (FORMAT binary)` on the snapshot's connection
+(same transaction, same snapshot), parsed incrementally as the server streams it: memory
+is bounded by one row, whatever the table size (a server-side cursor would give text,
+which would need a parser per type). Every value arrives in its type's send format and
+is rewritten into its stored form (`service.types.sendform`), then decoded by the same
+`to_python`/`to_text` the WAL path uses, lazily, like `HistoryRows`. `RelationInfo` is
+built by `HistoryRows` itself over a history made from the same catalog snapshot.
+Special columns: xml is selected as `::text` (its stored text); a type the decoders do
+not know is selected as its output text and raises `UnknownTypeError` on use, or is
+that text with `unknown_types_as_text` (the WAL path's behaviour); a virtual generated
+column (PG18) is NULL, as it is in the heap and so in the WAL.
+
+Progress: `SnapshotProgress` counts rows and tables into the Prometheus metrics
+(`pgcdc_snapshot_rows_total{slot,table}`, `pgcdc_snapshot_tables_done`,
+`pgcdc_snapshot_tables_total`), logs `snapshot_table_done` per table, and on an
+interactive terminal draws a bar per table (rows read / pg_class.reltuples estimate).
+
+Errors: SQL failures surface as psycopg2 errors to `Catalog.snapshot`, which maps the
+connection ones to `SourceUnavailableError`; malformed COPY data is a `DecodeError`.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TextIO
+
+import psycopg2.extensions
+import structlog
+
+from connectors.postgres.catalog_types import CatalogTypes
+from service.app.metrics import Metrics
+from service.config import FilterSettings
+from service.errors import DecodeError, UnknownTypeError
+from service.output.api import (
+    ChangeOp,
+    ColumnValue,
+    PluginWrapper,
+    RelationInfo,
+    RowChange,
+    TxnInfo,
+)
+from service.schema.history import SchemaHistory
+from service.schema.tabledef import CatalogSnapshot, TableDef
+from service.types.convert import to_python, to_text
+from service.types.registry import TypeInfo, TypeRegistry
+from service.types.rowdecode import HistoryRows
+from service.types.sendform import (
+    TEXTUAL,
+    base_type,
+    convertible,
+    snapshot_registry,
+    to_stored,
+)
+
+log = structlog.get_logger(__name__)
+
+TEXT_OID, TEXT_ARRAY_OID = 25, 1009
+COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_HEADER = struct.Struct(">ii")  # flags, header extension length
+
+
+# --- where rows go -----------------------------------------------------------------------
+
+
+class RowSink(Protocol):
+    """Receiver of the snapshot: begin, row per row, end."""
+
+    def begin(self, snapshot: CatalogSnapshot) -> None: ...
+
+    def row(self, relation: RelationInfo, values: Sequence[ColumnValue]) -> None: ...
+
+    def end(self) -> None: ...
+
+
+class PluginEmitter:
+    """The snapshot as one pseudo-transaction through the output plugin's wrapper.
+
+    Holds one row back so the last one can carry Debezium's "last" marker. `txn.xid` is
+    0 (a read-only snapshot has no xid); every LSN is the snapshot's LSN.
+    """
+
+    def __init__(self, wrapper: PluginWrapper) -> None:
+        self.wrapper = wrapper
+        self.rows = 0
+        self._txn: TxnInfo | None = None
+        self._held: tuple[RelationInfo, Sequence[ColumnValue]] | None = None
+
+    def begin(self, snapshot: CatalogSnapshot) -> None:
+        self._txn = TxnInfo(xid=0, first_lsn=snapshot.lsn, final_lsn=snapshot.lsn,
+                            end_lsn=snapshot.lsn, commit_time=0, origin=None)
+        self.wrapper.ctx.state["snapshot"] = "true"
+        self.wrapper.call("begin", snapshot.lsn, 0, self._txn)
+
+    def _emit(self, marker: str) -> None:
+        assert self._txn is not None and self._held is not None
+        relation, values = self._held
+        self._held = None
+        self.wrapper.ctx.state["snapshot"] = marker
+        change = RowChange(ChangeOp.INSERT, self._txn.final_lsn, relation, values, None, False)
+        self.wrapper.call("change", change.lsn, 0, self._txn, change)
+        self.rows += 1
+
+    def row(self, relation: RelationInfo, values: Sequence[ColumnValue]) -> None:
+        if self._held is not None:
+            self._emit("true")
+        self._held = (relation, values)
+
+    def end(self) -> None:
+        txn = self._txn
+        assert txn is not None
+        try:
+            if self._held is not None:
+                self._emit("last")
+            self.wrapper.call("commit", txn.final_lsn, 0, txn, txn.end_lsn)
+        finally:
+            # Every change after this one is a stream change again (op c, not r).
+            self.wrapper.ctx.state.pop("snapshot", None)
+            self._txn = None
+
+
+# --- progress ----------------------------------------------------------------------------
+
+
+class SnapshotProgress:
+    """Metrics and logs always; a bar per table on an interactive terminal."""
+
+    def __init__(self, metrics: Metrics | None, slot: str, *,
+                 terminal: TextIO | None = None) -> None:
+        self.metrics = metrics
+        self.slot = slot
+        self.terminal = terminal
+        self._table = ""
+        self._estimate = 0
+        self._rows = 0
+        self._done = 0
+        self._started = 0.0
+        self._drawn = 0.0
+
+    @classmethod
+    def auto(cls, metrics: Metrics | None, slot: str) -> SnapshotProgress:
+        """A bar only when stderr is an interactive terminal."""
+        return cls(metrics, slot, terminal=sys.stderr if sys.stderr.isatty() else None)
+
+    def start(self, tables: int) -> None:
+        if self.metrics is not None:
+            self.metrics.snapshot_tables_total.labels(self.slot).set(tables)
+            self.metrics.snapshot_tables_done.labels(self.slot).set(0)
+        log.info("snapshot_started", tables=tables)
+
+    def table(self, name: str, estimate: int) -> None:
+        self._table, self._estimate, self._rows = name, max(estimate, 0), 0
+        self._started = time.monotonic()
+        self._draw(force=True)
+
+    def advance(self, rows: int) -> None:
+        self._rows += rows
+        if self.metrics is not None:
+            self.metrics.snapshot_rows.labels(self.slot, self._table).inc(rows)
+        self._draw()
+
+    def table_done(self) -> None:
+        self._done += 1
+        if self.metrics is not None:
+            self.metrics.snapshot_tables_done.labels(self.slot).set(self._done)
+        self._draw(force=True)
+        if self.terminal is not None:
+            self.terminal.write("\n")
+            self.terminal.flush()
+        log.info("snapshot_table_done", table=self._table, rows=self._rows,
+                 seconds=round(time.monotonic() - self._started, 3))
+
+    def finish(self, rows: int) -> None:
+        log.info("snapshot_done", tables=self._done, rows=rows)
+
+    def _draw(self, *, force: bool = False) -> None:
+        if self.terminal is None:
+            return
+        now = time.monotonic()
+        if not force and now - self._drawn < 0.1:
+            return
+        self._drawn = now
+        width = 30
+        total = max(self._estimate, self._rows)
+        filled = width if not total else min(width, width * self._rows // total)
+        estimate = f"~{self._estimate}" if self._estimate else "?"
+        self.terminal.write(f"\rsnapshot {self._table} [{'#' * filled}{'.' * (width - filled)}]"
+                            f" {self._rows}/{estimate} rows")
+        self.terminal.flush()
+
+
+# --- COPY BINARY --------------------------------------------------------------------------
+
+
+class CopyRows:
+    """A file-like target for `copy_expert`: parses COPY BINARY as it arrives.
+
+    Calls `on_row(fields)` per tuple (`None` for NULL, else the send-format bytes).
+    Memory: the unparsed tail only (at most one row plus one network chunk).
+    """
+
+    def __init__(self, ncols: int, on_row: Callable[[list[bytes | None]], None]) -> None:
+        self.ncols = ncols
+        self.on_row = on_row
+        self.rows = 0
+        self.finished = False
+        self._buf = bytearray()
+        self._header = False
+
+    def write(self, data: bytes | memoryview) -> int:
+        if self.finished:
+            raise DecodeError("COPY data after its trailer")
+        self._buf += data
+        self._parse()
+        return len(data)
+
+    def _parse(self) -> None:
+        buf = self._buf
+        pos = 0
+        if not self._header:
+            if len(buf) < len(COPY_SIGNATURE) + _HEADER.size:
+                return
+            if bytes(buf[:len(COPY_SIGNATURE)]) != COPY_SIGNATURE:
+                raise DecodeError("COPY BINARY output does not start with its signature")
+            _flags, ext = _HEADER.unpack_from(buf, len(COPY_SIGNATURE))
+            start = len(COPY_SIGNATURE) + _HEADER.size + ext
+            if len(buf) < start:
+                return
+            pos, self._header = start, True
+        n = len(buf)
+        while pos + 2 <= n:
+            count = _I16.unpack_from(buf, pos)[0]
+            if count == -1:
+                self.finished = True
+                pos += 2
+                break
+            if count != self.ncols:
+                raise DecodeError(f"COPY row has {count} fields, expected {self.ncols}")
+            at = pos + 2
+            fields: list[bytes | None] = []
+            for _ in range(count):
+                if at + 4 > n:
+                    break
+                size = _I32.unpack_from(buf, at)[0]
+                at += 4
+                if size < 0:
+                    fields.append(None)
+                    continue
+                if at + size > n:
+                    break
+                fields.append(bytes(buf[at:at + size]))
+                at += size
+            if len(fields) < count:
+                break  # the rest of this row is in a later chunk
+            pos = at
+            self.rows += 1
+            self.on_row(fields)
+        del buf[:pos]
+
+    def close(self) -> None:
+        if not self.finished or self._buf:
+            raise DecodeError("COPY BINARY output ended without its trailer")
+
+
+# --- columns -------------------------------------------------------------------------------
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+class _ColumnPlan:
+    """How one live column is selected and turned into a ColumnValue."""
+
+    __slots__ = ("expr", "info", "mode", "name", "registry", "type_name", "type_oid",
+                 "unknown_as_text")
+
+    def __init__(self, name: str, type_oid: int, type_name: str, expr: str | None,
+                 mode: str, info: TypeInfo, registry: TypeRegistry,
+                 unknown_as_text: bool) -> None:
+        self.name = name
+        self.type_oid = type_oid
+        self.type_name = type_name
+        self.expr = expr  # None: not selected (always NULL)
+        self.mode = mode  # "stored": rewrite + decode; "text": output text; "null"
+        self.info = info
+        self.registry = registry
+        self.unknown_as_text = unknown_as_text
+
+    def value(self, data: bytes | None, where: str) -> ColumnValue:
+        name, oid, tname = self.name, self.type_oid, self.type_name
+        if data is None or self.mode == "null":
+            return ColumnValue(name, oid, tname, _none, _none)
+        if self.mode == "text":
+            return self._text_value(data, where)
+        info, registry = self.info, self.registry
+        stored: list[bytes] = []
+
+        def datum() -> bytes:
+            if not stored:
+                try:
+                    stored.append(to_stored(data, info, registry))
+                except DecodeError as exc:
+                    raise DecodeError(exc.message, relation=where, field=name) from exc
+            return stored[0]
+
+        def value() -> object:
+            return to_python(datum(), info, registry, column=name)
+
+        def text() -> str | None:
+            return to_text(datum(), info, registry, column=name)
+
+        return ColumnValue(name, oid, tname, value, text)
+
+    def _text_value(self, data: bytes, where: str) -> ColumnValue:
+        info, name = self.info, self.name
+        as_text = self.unknown_as_text and info.typlen == -1
+
+        def text() -> str:
+            if not as_text:
+                raise UnknownTypeError(
+                    f"type {info.name} (OID {info.oid}, output function {info.output_src}) "
+                    "cannot be decoded", relation=where, field=name)
+            return data.decode("utf-8")
+
+        return ColumnValue(name, self.type_oid, self.type_name, text, text)
+
+
+def _none() -> None:
+    return None
+
+
+# --- the reader ----------------------------------------------------------------------------
+
+
+def _patterns(items: Sequence[str]) -> list[re.Pattern[str]]:
+    return [re.compile(p) for p in items]
+
+
+class TableFilter:
+    """settings.filters for whole tables, with the Avro plugin's rules (fullmatch)."""
+
+    def __init__(self, filters: FilterSettings) -> None:
+        self.inc_schemas = _patterns(filters.include_schemas)
+        self.exc_schemas = _patterns(filters.exclude_schemas)
+        self.inc_tables = _patterns(filters.include_tables)
+        self.exc_tables = _patterns(filters.exclude_tables)
+
+    def __call__(self, schema: str, name: str) -> bool:
+        def hit(pats: list[re.Pattern[str]], text: str) -> bool:
+            return any(p.fullmatch(text) for p in pats)
+
+        if self.inc_schemas and not hit(self.inc_schemas, schema):
+            return False
+        if hit(self.exc_schemas, schema):
+            return False
+        qualified = f"{schema}.{name}"
+        if self.inc_tables and not hit(self.inc_tables, qualified):
+            return False
+        return not hit(self.exc_tables, qualified)
+
+
+_NAMES_SQL = ("SELECT oid, pg_catalog.format_type(oid, NULL) FROM pg_catalog.pg_type "
+              "WHERE oid = ANY(%s)")
+_NO_SEND_SQL = "SELECT oid FROM pg_catalog.pg_type WHERE oid = ANY(%s) AND typsend = 0"
+_RELTUPLES_SQL = "SELECT oid, reltuples::bigint FROM pg_catalog.pg_class WHERE oid = ANY(%s)"
+
+
+class SnapshotReader:
+    """`Session(snapshot_reader=...)`: reads every captured table into `sink`.
+
+    `sink` may be set after construction (the emitter needs the session's wrapper);
+    it must be set before the session reaches its consistent point.
+    """
+
+    def __init__(self, filters: FilterSettings, *, sink: RowSink | None = None,
+                 progress: SnapshotProgress | None = None,
+                 unknown_as_text: bool = False) -> None:
+        self.included = TableFilter(filters)
+        self.sink = sink
+        self.progress = progress
+        self.unknown_as_text = unknown_as_text
+        self.rows = 0
+        self.tables: list[str] = []
+
+    def __call__(self, cursor: Any, snapshot: CatalogSnapshot) -> None:
+        if self.sink is None:
+            raise DecodeError("the snapshot reader has no sink", lsn=snapshot.lsn)
+        conn: psycopg2.extensions.connection = cursor.connection
+        tables = [t for t in snapshot.tables
+                  if t.relkind == "r" and self.included(t.schema, t.name)]
+        types = CatalogTypes(conn)
+        names: dict[int, str] = {}
+
+        def load_names(oids: Sequence[int]) -> Mapping[int, str]:
+            cursor.execute(_NAMES_SQL, (list(oids),))
+            got = {int(o): str(n) for o, n in cursor.fetchall()}
+            names.update(got)
+            return got
+
+        rows = HistoryRows(SchemaHistory.from_catalog_snapshot(snapshot), types.ensure,
+                           load_names, unknown_as_text=self.unknown_as_text)
+        relations = {r.oid: r for r in
+                     rows.relations_by_oid([t.oid for t in tables], snapshot.lsn, 0)}
+        cursor.execute(_RELTUPLES_SQL, ([t.oid for t in tables],))
+        estimates = {int(o): int(n) for o, n in cursor.fetchall()}
+        registry = snapshot_registry(types.registry)
+        cursor.execute(_NO_SEND_SQL, ([t.oid for t in types.registry.user_types()],))
+        no_send = frozenset(int(r[0]) for r in cursor.fetchall())
+        plans = {t.oid: self._plans(t, relations[t.oid], types.registry, registry, no_send)
+                 for t in tables}
+        if conn.encoding != "UTF8":
+            cursor.execute("SET LOCAL client_encoding = 'UTF8'")
+        progress = self.progress
+        if progress is not None:
+            progress.start(len(tables))
+        self.sink.begin(snapshot)
+        for table in tables:
+            self._read(cursor, table, relations[table.oid], plans[table.oid],
+                       estimates.get(table.oid, 0))
+        self.sink.end()
+        if progress is not None:
+            progress.finish(self.rows)
+
+    def _plans(self, table: TableDef, rel: RelationInfo, types: TypeRegistry,
+               registry: TypeRegistry, no_send: frozenset[int]) -> list[_ColumnPlan]:
+        out = []
+        live = [c for c in table.columns if not c.dropped]
+        for col, meta in zip(live, rel.columns, strict=True):
+            info = types.get(col.type_oid, column=col.name)
+            base = base_type(info, types)
+            ident = quote_ident(col.name)
+            elem = base_type(types.get(base.typelem), types) \
+                if base.output_src == "array_out" else None
+            if col.generated == "v":
+                expr, mode = None, "null"
+            elif base.output_src in TEXTUAL and (
+                    base.output_src == "xml_out" or not convertible(info, types, no_send)):
+                expr, mode, info = f"{ident}::text", "stored", types.get(TEXT_OID)
+            elif elem is not None and elem.output_src in TEXTUAL and (
+                    elem.output_src == "xml_out" or not convertible(info, types, no_send)):
+                expr, mode, info = f"{ident}::text[]", "stored", types.get(TEXT_ARRAY_OID)
+            elif not convertible(info, types, no_send):
+                expr, mode = f"{ident}::text", "text"
+            else:
+                expr, mode = ident, "stored"
+            # Decoded with the snapshot registry's TypeInfo (jsonb as its text).
+            out.append(_ColumnPlan(col.name, col.type_oid, meta.type_name, expr, mode,
+                                   registry.get(info.oid), registry, self.unknown_as_text))
+        return out
+
+    def _read(self, cursor: Any, table: TableDef, rel: RelationInfo,
+              plans: list[_ColumnPlan], estimate: int) -> None:
+        where = table.qualified_name
+        selected = [p for p in plans if p.expr is not None]
+        sink, progress = self.sink, self.progress
+        assert sink is not None
+        if progress is not None:
+            progress.table(where, estimate)
+        batch = [0]
+
+        def on_row(fields: list[bytes | None]) -> None:
+            it = iter(fields)
+            values = [p.value(next(it) if p.expr is not None else None, where) for p in plans]
+            sink.row(rel, values)
+            batch[0] += 1
+            if batch[0] >= 1000 and progress is not None:
+                progress.advance(batch[0])
+                batch[0] = 0
+
+        select = ", ".join(p.expr for p in selected if p.expr is not None) or "NULL"
+        ncols = len(selected) if selected else 1
+        target = CopyRows(ncols, on_row if selected else lambda _f: on_row([]))
+        sql = (f"COPY (SELECT {select} FROM ONLY {quote_ident(table.schema)}."
+               f"{quote_ident(table.name)}) TO STDOUT (FORMAT binary)")
+        cursor.copy_expert(sql, target)
+        target.close()
+        self.rows += target.rows
+        self.tables.append(where)
+        if progress is not None:
+            if batch[0]:
+                progress.advance(batch[0])
+            progress.table_done()

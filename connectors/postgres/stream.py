@@ -1,0 +1,256 @@
+"""WAL source: PostgreSQL's physical replication protocol over a physical slot.
+
+Receives: a DSN, a slot name, optionally a start LSN; and, while running, the
+pipeline's restart LSN through `confirm(lsn)` (or the `restart_lsn` attribute).
+Hands on: `(start_lsn, bytes)` chunks of raw WAL exactly as the walsender sends them
+(`msg.data_start`, payload up to 128 KB, page headers included, possibly ending
+mid-record), contiguous, ready for `XLogReader.feed`.
+
+Behaviour:
+- The slot is created with `CREATE_REPLICATION_SLOT name PHYSICAL RESERVE_WAL` if it
+  does not exist. A new physical slot's restart_lsn is the last checkpoint's redo
+  pointer, so WAL from there on is retained. Without an explicit start LSN streaming
+  begins at the slot's restart_lsn (`READ_REPLICATION_SLOT`, PG15+).
+- `START_REPLICATION SLOT name PHYSICAL lsn` is sent with the start LSN rounded down to
+  its WAL page, so the first chunk carries that page's header and the reader can
+  validate it; the reader skips to the record start itself.
+- Standby status feedback reports write = bytes received and flush = apply = the
+  restart LSN handed back by the pipeline, never more: the walsender moves the
+  slot's restart_lsn to the flush position. Feedback is sent every
+  `status_interval` seconds and whenever a keepalive asks for a reply.
+- A lost connection is re-established with exponential backoff and streaming resumes
+  at the end of the bytes already delivered (the slot retains everything from the
+  restart LSN, which is never past that point), so the chunks stay contiguous. After
+  `max_retries` failed attempts in a row, `SourceUnavailableError` is raised.
+"""
+
+from __future__ import annotations
+
+import select
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg2
+import psycopg2.errors
+import psycopg2.extras
+import structlog
+
+from service.errors import SourceSetupError, SourceUnavailableError, format_lsn, parse_lsn
+from service.wal.format import XLOG_BLCKSZ
+
+log = structlog.get_logger(__name__)
+
+
+KEEPALIVE_INTERVAL_S = 10.0  # well inside the default wal_sender_timeout of 60 s
+
+
+class PhysicalStream:
+    """Streams raw WAL from a physical replication slot (see the module docstring)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        slot_name: str,
+        *,
+        start_lsn: int | None = None,
+        create_slot: bool = True,
+        status_interval: float = 10.0,
+        max_retries: int = 8,
+        backoff_initial: float = 0.5,
+        backoff_max: float = 30.0,
+    ) -> None:
+        self._dsn = dsn
+        self.slot_name = slot_name
+        self._start_lsn = start_lsn
+        self._create_slot = create_slot
+        self._status_interval = status_interval
+        self._max_retries = max_retries
+        self._backoff_initial = backoff_initial
+        self._backoff_max = backoff_max
+        self.restart_lsn: int = 0  # flush position reported to the server
+        self.received_lsn: int | None = None  # end of the bytes delivered so far
+        self.server_version: int | None = None
+        self._conn: Any = None
+        self._cur: Any = None  # the replication cursor while streaming
+        self.reconnects = 0  # connections lost and re-established (metrics, tests)
+        self._last_data_start = 0  # data_start of the last WAL message received
+        self._last_keepalive = 0.0
+
+    def confirm(self, restart_lsn: int) -> None:
+        """The pipeline no longer needs WAL before `restart_lsn` (never moves back)."""
+        self.restart_lsn = max(self.restart_lsn, restart_lsn)
+
+    def close(self) -> None:
+        """Report the confirmed position one last time, then close the connection."""
+        if self._cur is not None:
+            try:
+                self._feedback(self._cur)
+            except (psycopg2.DatabaseError, psycopg2.InterfaceError) as exc:
+                log.warning("replication_final_feedback_failed", error=str(exc).strip())
+        self._cur = None
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None
+
+    # --- connection ----------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        conn = psycopg2.connect(
+            self._dsn, connection_factory=psycopg2.extras.PhysicalReplicationConnection
+        )
+        self._conn = conn
+        self.server_version = conn.server_version // 10000
+        return conn
+
+    def _slot_restart_lsn(self, cur: Any) -> int | None:
+        cur.execute(f"READ_REPLICATION_SLOT {self.slot_name}")
+        row = cur.fetchone()
+        if row is None or row[0] is None:
+            return None
+        if row[0] != "physical":
+            raise SourceSetupError(f"replication slot {self.slot_name} is not physical")
+        return parse_lsn(row[1]) if row[1] is not None else None
+
+    def _ensure_slot(self, cur: Any) -> int:
+        restart = self._slot_restart_lsn(cur)
+        if restart is None:
+            if not self._create_slot:
+                raise SourceSetupError(f"physical replication slot {self.slot_name} is missing")
+            try:
+                cur.execute(f"CREATE_REPLICATION_SLOT {self.slot_name} PHYSICAL RESERVE_WAL")
+                cur.fetchall()
+            except psycopg2.errors.DuplicateObject:
+                pass  # created concurrently by another worker: fine, reuse it
+            restart = self._slot_restart_lsn(cur)
+            if restart is None:
+                raise SourceSetupError(f"slot {self.slot_name} has no restart_lsn")
+        return restart
+
+    def _start(self) -> tuple[Any, int]:
+        conn = self._connect()
+        cur = conn.cursor()
+        slot_restart = self._ensure_slot(cur)
+        if self.received_lsn is not None:
+            start = self.received_lsn
+        else:
+            start = self._start_lsn if self._start_lsn is not None else slot_restart
+            start &= ~(XLOG_BLCKSZ - 1)
+            self.restart_lsn = max(self.restart_lsn, min(slot_restart, start))
+        cur.start_replication(
+            slot_name=self.slot_name,
+            slot_type=psycopg2.extras.REPLICATION_PHYSICAL,
+            start_lsn=format_lsn(start),
+        )
+        return cur, start
+
+    # --- streaming -----------------------------------------------------------------
+
+    def chunks(
+        self, stop: threading.Event | None = None, *, idle_timeout: float | None = None
+    ) -> Iterator[tuple[int, bytes]]:
+        """Yield raw WAL chunks until `stop` is set or nothing arrives for
+        `idle_timeout` seconds (None: forever)."""
+        failures = 0
+        delay = self._backoff_initial
+        while stop is None or not stop.is_set():
+            try:
+                cur, _ = self._start()
+                failures = 0
+                delay = self._backoff_initial
+                yield from self._pump(cur, stop, idle_timeout)
+                return
+            except (psycopg2.DatabaseError, psycopg2.InterfaceError) as exc:
+                # A walsender that timed out or was terminated surfaces as a plain
+                # DatabaseError on the replication cursor: reconnect as for any loss.
+                log.warning("replication_reconnect", error=str(exc).strip(),
+                            received_lsn=format_lsn(self.received_lsn or 0))
+                self.close()
+                self.reconnects += 1
+                failures += 1
+                if failures > self._max_retries:
+                    raise SourceUnavailableError(
+                        f"replication connection lost {failures} times in a row: {exc}",
+                        lsn=self.received_lsn,
+                    ) from exc
+                if stop is not None:
+                    stop.wait(delay)
+                else:
+                    time.sleep(delay)
+                delay = min(delay * 2, self._backoff_max)
+        self.close()
+
+    def _pump(
+        self, cur: Any, stop: threading.Event | None, idle_timeout: float | None
+    ) -> Iterator[tuple[int, bytes]]:
+        last_data = time.monotonic()
+        last_feedback = 0.0
+        self._cur = cur
+        while stop is None or not stop.is_set():
+            msg = cur.read_message()  # answers keepalives that request a reply
+            now = time.monotonic()
+            if msg is not None:
+                start = msg.data_start
+                payload: bytes = msg.payload
+                if self.received_lsn is not None and start != self.received_lsn:
+                    raise SourceUnavailableError(
+                        f"walsender sent {format_lsn(start)}, expected "
+                        f"{format_lsn(self.received_lsn)}",
+                        lsn=start,
+                    )
+                self.received_lsn = start + len(payload)
+                self._last_data_start = start
+                last_data = now
+                yield start, payload
+            # Regular feedback; when idle, at most once a second so the slot follows.
+            since = now - last_feedback
+            if since >= self._status_interval or (
+                msg is None and since >= min(self._status_interval, 1.0)
+            ):
+                self._feedback(cur)
+                last_feedback = now
+            if msg is None:
+                if idle_timeout is not None and now - last_data >= idle_timeout:
+                    self.close()
+                    return
+                select.select([cur], [], [], 0.2)
+
+    def keepalive(self) -> None:
+        """Send a status update if none went out lately, from inside a long replay.
+
+        The walsender drops a client it has not heard from for wal_sender_timeout
+        (60 s by default); replaying one large transaction can take longer than that
+        between two reads. PostgreSQL's own decoding answers the same way from inside
+        its output plugins (OutputPluginUpdateProgress → WalSndKeepaliveIfNecessary).
+        """
+        cur = self._cur
+        now = time.monotonic()
+        if cur is None or now - self._last_keepalive < KEEPALIVE_INTERVAL_S:
+            return
+        self._last_keepalive = now
+        try:
+            # force: psycopg2 skips a status update whose positions did not move.
+            self._feedback(cur, force=True)
+        except (psycopg2.DatabaseError, psycopg2.InterfaceError) as exc:
+            # The next read raises the same and reconnects; nothing is lost here.
+            log.warning("replication_keepalive_failed", error=str(exc).strip())
+
+    def _feedback(self, cur: Any, *, force: bool = False) -> None:
+        self._last_keepalive = time.monotonic()
+        flush = self.restart_lsn
+        # psycopg2 moves the reported flush position on to a keepalive's wal_end once
+        # the last data message counts as confirmed (flush >= its start). For a
+        # physical slot that would free WAL an unfinished transaction may still need,
+        # so the position reported stays below the last message's start (the slot then
+        # keeps at most one message, <= 128 kB, more than strictly needed).
+        if self._last_data_start:
+            flush = min(flush, self._last_data_start - 1)
+        # Always forced: without it psycopg2 only records the values and sends them on
+        # its own status interval, so a confirm could miss a stream that stops soon
+        # after. The callers throttle (status_interval, KEEPALIVE_INTERVAL_S).
+        del force
+        cur.send_feedback(write_lsn=self.received_lsn or flush, flush_lsn=flush,
+                          apply_lsn=flush, force=True)

@@ -1,0 +1,119 @@
+"""`pgcdc`: change-data capture from PostgreSQL's WAL, decoded outside the server.
+
+Every command reads its settings from `--config FILE` (YAML) and `PGCDC_*` environment
+variables (see deploy/config.example.yaml); a bad setting stops the command with a
+message naming the field. Errors pgcdc raises on purpose print as one line naming the
+LSN, table or setting, and exit 2 (configuration), 3 (unreachable service) or 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+from service.errors import ConfigError, PgcdcError, RetryableError, parse_lsn
+
+EPILOG = textwrap.dedent("""\
+    first steps:
+      pgcdc demo                       start local PostgreSQL, Kafka and a registry; show
+                                       decoded transactions arriving in Kafka
+      pgcdc setup --config c.yaml      check the source and install the physical slot and
+                                       the DDL capture (event trigger)
+      pgcdc peek --config c.yaml       print new transactions as test_decoding would
+      pgcdc run --config c.yaml        the worker: publish every committed transaction
+                                       to Kafka, exactly once
+
+    settings: --config FILE (YAML) plus PGCDC_<SECTION>__<FIELD> environment variables,
+    e.g. PGCDC_SOURCE__HOST=db PGCDC_SOURCE__PASSWORD=... (see deploy/config.example.yaml)
+""")
+
+
+def _lsn(text: str) -> int:
+    try:
+        return parse_lsn(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an LSN like 0/16B3748") from None
+
+
+def _option(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    name, value = text.split("=", 1)
+    return name, value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pgcdc", description=__doc__.splitlines()[0].split(": ", 1)[1],
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--config", type=Path, help="YAML settings file")
+        return p
+
+    command("setup", "check the source database and install the slot and DDL capture")
+    p = command("teardown", "remove the DDL capture (and the slot unless --keep-slot)")
+    p.add_argument("--keep-slot", action="store_true")
+
+    p = command("peek", "decode new transactions to stdout with the test_decoding text plugin")
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="stop after this many idle seconds (default 10)")
+    p.add_argument("--max-lines", type=int, default=0, help="stop after N lines (0: no limit)")
+    p.add_argument("-o", "--option", type=_option, action="append", default=[],
+                   help="plugin option NAME=VALUE (include-xids, skip-empty-xacts, ...)")
+
+    p = command("replay", "decode WAL segment files from a directory (an archive or pg_wal)")
+    p.add_argument("--dir", type=Path, required=True, help="directory of WAL segment files")
+    p.add_argument("--start", type=_lsn, required=True, help="LSN to start reading at")
+    p.add_argument("--end", type=_lsn,
+                   help="stop at this LSN (default: end of the WAL; for a live pg_wal pass "
+                        "the server's pg_current_wal_lsn(), since later pages may be unwritten)")
+    p.add_argument("-o", "--option", type=_option, action="append", default=[],
+                   help="plugin option NAME=VALUE")
+
+    p = command("waldump", "print WAL records pg_waldump-style (no database needed)")
+    p.add_argument("--dir", type=Path, required=True, help="directory of WAL segment files")
+    p.add_argument("--start", type=_lsn, required=True)
+    p.add_argument("--end", type=_lsn)
+    p.add_argument("--events", action="store_true", help="also print the decoded events")
+    p.add_argument("--limit", type=int, default=0, help="stop after N records")
+
+    command("status", "show the slot, positions, lag and the last committed offset")
+    command("run", "run the worker: decode and publish to Kafka until SIGTERM")
+    p = command("demo", "start local services, run a small workload, show it in Kafka")
+    p.add_argument("--keep-running", action="store_true",
+                   help="keep the worker and metrics endpoint up until Ctrl-C")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    from service.app import commands  # noqa: PLC0415  (keeps `pgcdc --help` instant)
+
+    try:
+        return int(getattr(commands, f"cmd_{args.command}")(args))
+    except ConfigError as exc:
+        print(f"pgcdc: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except RetryableError as exc:
+        print(f"pgcdc: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 3
+    except PgcdcError as exc:
+        print(f"pgcdc: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+"""The CLI's commands: each `cmd_<name>(args) -> exit code`, argument parsing in cli.py.
+
+These are the service's outermost layer: they read settings, open the edges
+(`connectors`), build a decoding `Session` and run it. Output meant for people goes to
+stdout; logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import struct
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+
+from service.app.logging import configure_logging
+from service.config import Settings, load_settings
+from service.errors import (
+    ConfigError,
+    SourceUnavailableError,
+    WalError,
+    format_lsn,
+    parse_lsn,
+)
+from service.wal.format import XLOG_BLCKSZ, format_for_magic
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    settings = load_settings(args.config)
+    configure_logging(settings.log)
+    return settings
+
+
+def _connect(settings: Settings) -> Any:
+    try:
+        conn = psycopg2.connect(settings.source.dsn(), application_name="pgcdc")
+    except psycopg2.OperationalError as exc:
+        raise SourceUnavailableError(
+            f"cannot connect to {settings.source.host}:{settings.source.port}"
+            f"/{settings.source.dbname}: {str(exc).strip()}"
+        ) from exc
+    conn.autocommit = True
+    return conn
+
+
+def _print_line(lsn: int, xid: int, data: object) -> None:
+    print(data, flush=True)
+
+
+# --- setup / teardown ------------------------------------------------------------------
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from connectors.postgres.setup import setup  # noqa: PLC0415
+
+    settings = _settings(args)
+    report = dataclasses.asdict(setup(settings.source.dsn(), settings.source.slot))
+    if report.get("restart_lsn") is not None:
+        report["restart_lsn"] = format_lsn(report["restart_lsn"])
+    print(json.dumps(report, default=str, indent=2))
+    return 0
+
+
+def cmd_teardown(args: argparse.Namespace) -> int:
+    from connectors.postgres.setup import teardown  # noqa: PLC0415
+
+    settings = _settings(args)
+    teardown(settings.source.dsn(), settings.source.slot, drop_slot=not args.keep_slot)
+    print(f"removed the DDL capture{'' if args.keep_slot else ' and slot ' + settings.source.slot}")
+    return 0
+
+
+# --- waldump -------------------------------------------------------------------------
+
+
+def _wal_version(directory: Path, start: int) -> int:
+    """The major version, from the page magic of the segment holding `start`."""
+    if not directory.is_dir():
+        raise ConfigError(f"{directory} is not a directory of WAL segment files", field="--dir")
+    from connectors.postgres.archive import detect_segment_size, iter_wal_chunks  # noqa: PLC0415
+
+    size = detect_segment_size(directory)
+    for lsn, data in iter_wal_chunks(directory, start, segment_size=size):
+        (magic,) = struct.unpack_from("<H", data, 0)
+        return format_for_magic(magic, lsn=lsn).version
+    raise WalError(f"no WAL at the start position in {directory}", lsn=start)
+
+
+def cmd_waldump(args: argparse.Namespace) -> int:
+    from connectors.postgres.archive import read_records  # noqa: PLC0415
+    from service.app.waldump import dump  # noqa: PLC0415
+
+    version = _wal_version(args.dir, args.start)
+    records = read_records(args.dir, args.start, args.end)
+    shown = 0
+    for line in dump(records, version, events=args.events):
+        if not line.startswith("    "):
+            if args.limit and shown >= args.limit:
+                break
+            shown += 1
+        print(line)
+    return 0
+
+
+# --- peek / replay ---------------------------------------------------------------------
+
+
+def _session(settings: Settings, start_lsn: int, version: int, options: dict[str, str],
+             writer: Any, *, decode_from: int | None = None) -> Any:
+    from service.app.session import Session, SessionConfig  # noqa: PLC0415
+    from service.output.text import TestDecodingPlugin  # noqa: PLC0415
+
+    config = SessionConfig(
+        dsn=settings.source.dsn(),
+        slot=settings.source.slot,
+        work_mem=int(settings.decoding.work_mem),
+        spill_dir=settings.decoding.state_dir / "spill",
+        unknown_types_as_text=settings.decoding.unknown_types_as_text,
+        plugin_options={"server-version": str(version), **options},
+    )
+    return Session(config, TestDecodingPlugin(), "text", writer, version=version,
+                   start_lsn=start_lsn, decode_from=decode_from)
+
+
+def cmd_peek(args: argparse.Namespace) -> int:
+    from connectors.postgres.stream import PhysicalStream  # noqa: PLC0415
+    from service.app.session import force_running_xacts  # noqa: PLC0415
+
+    settings = _settings(args)
+    conn = _connect(settings)
+    version = int(conn.server_version) // 10000
+    slot = f"{settings.source.slot}_peek"
+    with conn.cursor() as cur:
+        # A slot of its own (not temporary: the walsender's session must own it), so
+        # peeking never moves the worker's slot; dropped again on the way out.
+        cur.execute("SELECT pg_create_physical_replication_slot(%s, true)", (slot,))
+        cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+        start = parse_lsn(str(cur.fetchone()[0]))
+    lines = 0
+
+    def write(lsn: int, xid: int, data: object) -> None:
+        nonlocal lines
+        lines += 1
+        _print_line(lsn, xid, data)
+
+    session = _session(settings, start, version, dict(args.option), write)
+    stream = PhysicalStream(settings.source.dsn(), slot, start_lsn=start, create_slot=False)
+    try:
+        force_running_xacts(settings.source.dsn(), version)
+        for lsn, data in stream.chunks(idle_timeout=args.timeout):
+            session.feed(lsn, data)
+            stream.confirm(session.restart_lsn())
+            if args.max_lines and lines >= args.max_lines:
+                break
+    finally:
+        stream.close()
+        session.close()
+        with conn.cursor() as cur:
+            cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+        conn.close()
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from connectors.postgres.archive import detect_segment_size, iter_wal_chunks  # noqa: PLC0415
+
+    settings = _settings(args)
+    version = _wal_version(args.dir, args.start)
+    # Replaying an archive decodes what commits after --start, not only after "now".
+    session = _session(settings, args.start, version, dict(args.option), _print_line,
+                       decode_from=args.start)
+    try:
+        size = detect_segment_size(args.dir)
+        session.pump(iter_wal_chunks(args.dir, args.start & ~(XLOG_BLCKSZ - 1),
+                                     segment_size=size), until_lsn=args.end)
+    finally:
+        session.close()
+    return 0
+
+
+# --- status --------------------------------------------------------------------------
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    conn = _connect(settings)
+    out: dict[str, Any] = {"config": settings.redacted()}
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_current_wal_lsn(), current_setting('server_version')")
+        current, server = cur.fetchone()
+        cur.execute(
+            "SELECT slot_type, active, restart_lsn, wal_status, "
+            "pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) "
+            "FROM pg_replication_slots WHERE slot_name = %s",
+            (settings.source.slot,),
+        )
+        row = cur.fetchone()
+    conn.close()
+    out["server"] = {"version": server, "current_wal_lsn": current}
+    out["slot"] = None if row is None else {
+        "name": settings.source.slot, "type": row[0], "active": row[1],
+        "restart_lsn": row[2], "wal_status": row[3], "retained_bytes": int(row[4] or 0),
+    }
+    out["offsets"] = _last_offset(settings)
+    if isinstance(out["offsets"], dict):
+        server = parse_lsn(str(current))
+        confirmed = parse_lsn(out["offsets"]["confirmed_lsn"])
+        out["offsets"]["lag_bytes"] = max(0, server - confirmed)
+    out["counters"] = _worker_counters(settings)
+    print(json.dumps(out, indent=2, default=str))
+    return 0
+
+
+def _worker_counters(settings: Settings) -> dict[str, float] | str:
+    """The slot-stats counters of a running worker, from its /metrics endpoint."""
+    host = "127.0.0.1" if settings.metrics.host in ("0.0.0.0", "::") else settings.metrics.host
+    url = f"http://{host}:{settings.metrics.port}/metrics"
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            body = resp.read().decode()
+    except OSError as exc:
+        return f"no worker answering at {url}: {exc}"
+    counters: dict[str, float] = {}
+    prefix = "pgcdc_slot_"
+    for line in body.splitlines():
+        if line.startswith(prefix) and "_total{" in line:
+            name = line[len(prefix):line.index("_total{")]
+            counters[name] = float(line.rsplit(" ", 1)[1])
+    return counters
+
+
+def _last_offset(settings: Settings) -> dict[str, Any] | str:
+    try:
+        from connectors.kafka.offsets import read_last_offset  # noqa: PLC0415
+
+        began = time.monotonic()
+        record = read_last_offset(settings)
+    except Exception as exc:  # status reports what it cannot reach instead of failing
+        return f"unavailable: {type(exc).__name__}: {exc}"
+    if record is None:
+        return "none committed yet"
+    return {
+        "confirmed_lsn": format_lsn(record.confirmed_lsn),
+        "restart_lsn": format_lsn(record.restart_lsn),
+        "schema_version": record.schema_version,
+        "read_in_s": round(time.monotonic() - began, 3),
+    }
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from service.app.worker import run_worker  # noqa: PLC0415
+
+    return run_worker(_settings(args))
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from service.app.demo import run_demo  # noqa: PLC0415
+
+    return run_demo(keep_running=args.keep_running)

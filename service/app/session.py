@@ -1,0 +1,323 @@
+"""Assembling a decoding session: source → reader → decoder → reorder buffer → plugin.
+
+`Session` wires the pure stages (XLogReader, Decoding, SnapBuilder, ReorderBuffer,
+SchemaHistory, HistoryRows) to the edges (a WAL source from `connectors`, the catalog
+stage) for one database, and pumps WAL through them. It is what `pgcdc peek`,
+`pgcdc replay` and the worker run.
+
+Start-up order matters, and is the same as PostgreSQL's for a new logical slot:
+1. WAL is read from a point at or before the catalog snapshot (a physical slot's
+   restart LSN, or the start of an archive);
+2. the catalog snapshot is read (REPEATABLE READ, with `pg_current_wal_lsn()`); only
+   transactions that commit after its LSN are emitted (`SnapBuilder(start_lsn)`);
+3. a RUNNING_XACTS record is forced (CHECKPOINT on PG15, `pg_log_standby_snapshot()`
+   from PG16) so the snapshot builder becomes consistent without waiting for the
+   bgwriter's next one.
+
+`restart_lsn()` is what may be confirmed to the physical slot: the oldest first LSN of
+a transaction still in the reorder buffer, or the decoded position when none is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+
+from connectors.postgres.catalog import Catalog
+from connectors.postgres.catalog_types import CatalogTypes
+from connectors.postgres.snapshot_reader import CopyRows
+from service.decode.events import HeapChange
+from service.errors import DecodeError, SourceUnavailableError
+from service.output.api import ColumnValue, PluginContext, PluginWrapper, RelationInfo
+from service.output.logical import Decoding, PluginSink
+from service.reorder.buffer import ReorderBuffer, ReorderBufferSettings
+from service.reorder.spill import LocalSpillStore
+from service.schema.history import SchemaHistory
+from service.schema.tabledef import CatalogSnapshot
+from service.snapshot.snapbuild import SnapBuilder
+from service.types.registry import TypeRegistry
+from service.types.rowdecode import HistoryRows
+from service.wal.format import XLOG_BLCKSZ
+from service.wal.reader import XLogReader
+from service.wal.record import RelFileLocator
+
+END_OF_TIME = (1 << 64) - 1
+
+
+@dataclass(slots=True)
+class SessionConfig:
+    """What a decoding session needs besides its plugin."""
+
+    dsn: str
+    slot: str = "pgcdc"
+    work_mem: int = 64 * 1024 * 1024
+    spill_dir: Path = Path(".state/spill")
+    unknown_types_as_text: bool = False
+    plugin_options: Mapping[str, str] = field(default_factory=dict)
+
+
+def server_version(dsn: str) -> int:
+    try:
+        conn = psycopg2.connect(dsn)
+    except psycopg2.OperationalError as exc:
+        raise SourceUnavailableError(f"cannot connect to the source: {exc}") from exc
+    try:
+        return int(conn.server_version) // 10000
+    finally:
+        conn.close()
+
+
+def force_running_xacts(dsn: str, version: int) -> None:
+    """Have the server log RUNNING_XACTS now, so decoding becomes consistent at once."""
+    conn = psycopg2.connect(dsn)
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            if version >= 16:
+                cur.execute("SELECT pg_log_standby_snapshot()")
+            else:
+                cur.execute("CHECKPOINT")
+    finally:
+        conn.close()
+
+
+class _TypeLoader:
+    """The catalog's type facts and format_type() names, loaded on demand and cached."""
+
+    def __init__(self, dsn: str) -> None:
+        self._conn = psycopg2.connect(dsn, application_name="pgcdc-types")
+        self._conn.autocommit = True
+        self._types = CatalogTypes(self._conn)
+
+    def types(self, oids: Sequence[int]) -> TypeRegistry:
+        return self._types.ensure(oids)
+
+    def names(self, oids: Sequence[int]) -> Mapping[int, str]:
+        with self._conn.cursor() as cur:
+            cur.execute(
+                "SELECT oid, pg_catalog.format_type(oid, NULL) FROM pg_catalog.pg_type "
+                "WHERE oid = ANY(%s)",
+                (list(oids),),
+            )
+            return {int(oid): str(name) for oid, name in cur.fetchall()}
+
+    def missing_send(self, type_oid: int, typmod: int, literal: str) -> bytes | None:
+        """`rowdecode.MissingSend`: attmissingval's element as the type, in send format
+        (COPY BINARY, as the snapshot reads values; UTF-8 like the stored text)."""
+        fields: list[bytes | None] = []
+        try:
+            with self._conn.cursor() as cur:
+                if self._conn.encoding != "UTF8":
+                    self._conn.set_client_encoding("UTF8")
+                cur.execute("SELECT pg_catalog.format_type(%s, %s)",
+                            (type_oid, typmod if typmod >= 0 else None))
+                row = cur.fetchone()
+                assert row is not None
+                sql = cur.mogrify(
+                    f"COPY (SELECT ((%s::pg_catalog.text[])[1])::{row[0]}) "
+                    "TO STDOUT (FORMAT binary)", (literal,)).decode()
+                target = CopyRows(1, fields.extend)
+                cur.copy_expert(sql, target)
+                target.close()
+        except (psycopg2.DataError, psycopg2.ProgrammingError) as exc:
+            raise DecodeError(f"the server cannot read {literal!r} as type {type_oid}: "
+                              f"{exc}".strip()) from exc
+        if len(fields) != 1:
+            raise DecodeError(f"attmissingval {literal!r} read as {len(fields)} values")
+        return fields[0]
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+SnapshotReader = Callable[[Any, CatalogSnapshot], None]
+"""Reads rows inside the aligned snapshot's transaction (cursor, snapshot)."""
+
+
+class _DeferredRows:
+    """The RowResolver until the schema history exists (snapshot taken at consistency).
+
+    Events reach it in WAL order before the history can be built; the ones the history
+    cares about are kept and replayed into it, in order, when it is attached. No change
+    is replayed before that, because nothing commits for output before consistency.
+    """
+
+    def __init__(self) -> None:
+        self.target: HistoryRows | None = None
+        self._pending: list[Any] = []
+
+    def attach(self, rows: HistoryRows) -> None:
+        for item in self._pending:
+            if isinstance(item, tuple):
+                rows.assign_child(item[0], item[1])
+            else:
+                rows.apply(item)
+        self._pending.clear()
+        self.target = rows
+
+    def _rows(self) -> HistoryRows:
+        if self.target is None:
+            raise DecodeError("a change reached replay before the snapshot was aligned")
+        return self.target
+
+    def apply(self, event: object) -> None:
+        if self.target is not None:
+            self.target.apply(event)
+        elif not isinstance(event, HeapChange):
+            self._pending.append(event)
+
+    def assign_child(self, top: int, sub: int) -> None:
+        if self.target is not None:
+            self.target.assign_child(top, sub)
+        else:
+            self._pending.append((top, sub))
+
+    def relation(self, change: HeapChange, top_xid: int) -> RelationInfo | None:
+        return self._rows().relation(change, top_xid)
+
+    def row(self, relation: RelationInfo, change: HeapChange, new: bool,
+            toast: Mapping[int, bytes], top_xid: int) -> Sequence[ColumnValue] | None:
+        return self._rows().row(relation, change, new, toast, top_xid)
+
+    def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:
+        return self._rows().relations_by_oid(relids, lsn, xid)
+
+
+class Session:
+    """One decoding session over one database; feed it WAL chunks in order."""
+
+    def __init__(self, config: SessionConfig, plugin: object, plugin_name: str,
+                 writer: Any, *, version: int, start_lsn: int,
+                 decode_from: int | None = None,
+                 restore: tuple[int, Mapping[str, Any]] | None = None,
+                 align: bool = False,
+                 snapshot_reader: SnapshotReader | None = None,
+                 plugin_state: Mapping[str, Any] | None = None) -> None:
+        """Three ways to start:
+
+        - default: the catalog snapshot is taken now; commits whose record starts
+          before its LSN (or before `decode_from`) are not emitted. Right for decoding
+          WAL written after the session started (peek) or a chosen range (replay).
+        - `align=True`: as PostgreSQL exports a slot's snapshot. WAL is decoded from
+          `start_lsn` until the snapshot builder is consistent; only then is the
+          catalog snapshot taken (and `snapshot_reader` run inside it, for the initial
+          data snapshot), and from then on a transaction is emitted iff it is not
+          visible in that snapshot. Every transaction is thus in the snapshot or in the
+          stream, exactly once.
+        - `restore=(confirmed LSN, schema-history snapshot)` from stored offsets:
+          consistent at once; every commit from the confirmed LSN on is emitted.
+        """
+        self.config = config
+        self.version = version
+        self.catalog = Catalog(config.dsn)
+        self.history: SchemaHistory | None = None
+        self.snapshot_lsn: int | None = None
+        self._snapshot_reader = snapshot_reader
+        self._awaiting_alignment = False
+        self.on_aligned: Callable[[CatalogSnapshot], None] | None = None
+        self._types = _TypeLoader(config.dsn)
+        self.rows: HistoryRows | _DeferredRows
+        if restore is not None:
+            confirmed, doc = restore
+            self.snapshot_lsn = confirmed
+            self.history = SchemaHistory.from_snapshot(doc, self.catalog)
+            db_oid = self.history.db_oid
+            self.snap = SnapBuilder.restored(confirmed)
+            self.rows = self._history_rows(self.history)
+        elif align:
+            db_oid = self.catalog.database()[0]
+            self.snap = SnapBuilder(start_lsn)
+            self.rows = _DeferredRows()
+            self._awaiting_alignment = True
+        else:
+            snapshot = self.catalog.snapshot()
+            self.snapshot_lsn = snapshot.lsn
+            self.history = SchemaHistory.from_catalog_snapshot(snapshot, self.catalog)
+            db_oid = snapshot.db_oid
+            self.snap = SnapBuilder(snapshot.lsn if decode_from is None else decode_from)
+            self.rows = self._history_rows(self.history)
+        ctx = PluginContext(config.slot, plugin_name, dict(config.plugin_options), writer,
+                            state=dict(plugin_state or {}))
+        self.wrapper = PluginWrapper(plugin, ctx)
+        self.wrapper.startup(is_init=True)
+        self.sink = PluginSink(self.wrapper, self.rows)
+        self.spill = LocalSpillStore(config.spill_dir)
+        self.rb = ReorderBuffer(
+            ReorderBufferSettings(work_mem=config.work_mem),
+            self.sink,
+            self.spill,
+            self._is_toast,
+        )
+        self.decoding = Decoding(version=version, db_oid=db_oid, reorder=self.rb,
+                                 snap=self.snap, rows=self.rows, plugin=self.wrapper)
+        self.reader = XLogReader(start_lsn & ~(XLOG_BLCKSZ - 1) if start_lsn % XLOG_BLCKSZ
+                                 else start_lsn)
+        self.start_lsn = start_lsn
+
+    def _history_rows(self, history: SchemaHistory) -> HistoryRows:
+        return HistoryRows(history, self._types.types, self._types.names,
+                           unknown_as_text=self.config.unknown_types_as_text,
+                           missing_send=self._types.missing_send)
+
+    def _is_toast(self, locator: RelFileLocator) -> bool:
+        return self.history is not None and self.history.is_toast(locator, END_OF_TIME)
+
+    @property
+    def aligned(self) -> bool:
+        """Whether changes can be emitted (the snapshot is in place)."""
+        return self.history is not None and self.snap.is_consistent
+
+    def _align(self) -> None:
+        """The consistent point is reached: take the snapshot the stream continues from."""
+        snapshot = self.catalog.snapshot(inside=self._snapshot_reader)
+        self.snapshot_lsn = snapshot.lsn
+        self.history = SchemaHistory.from_catalog_snapshot(snapshot, self.catalog)
+        assert isinstance(self.rows, _DeferredRows)
+        self.rows.attach(self._history_rows(self.history))
+        self.snap.skip_visible_in(snapshot.xid_visible)
+        self._awaiting_alignment = False
+        if self.on_aligned is not None:
+            self.on_aligned(snapshot)
+
+    def feed(self, lsn: int, data: bytes) -> None:
+        """Decode every complete record in this chunk of raw WAL."""
+        self.reader.feed(data, lsn)
+        for record in self.reader.records():
+            if record.lsn < self.start_lsn:
+                continue
+            self.decoding.process(record)
+            if self._awaiting_alignment and self.snap.is_consistent:
+                self._align()
+
+    def pump(self, chunks: Iterable[tuple[int, bytes]], *, until_lsn: int | None = None) -> None:
+        """Feed chunks until they end, or up to `until_lsn`.
+
+        Bytes at or past `until_lsn` are never fed: in a live pg_wal they may not be
+        written yet (zeros, or a recycled segment's old pages), which the reader would
+        rightly call damage. `until_lsn` should be a position the server has written,
+        e.g. `pg_current_wal_lsn()` or a record's end.
+        """
+        for lsn, chunk in chunks:
+            data = chunk
+            if until_lsn is not None and lsn + len(data) > until_lsn:
+                data = chunk[: max(0, until_lsn - lsn)]
+            if data:
+                self.feed(lsn, data)
+            if until_lsn is not None and lsn + len(data) >= until_lsn:
+                return
+            if self.reader.end_of_wal:
+                return
+
+    def restart_lsn(self) -> int:
+        pending = self.rb.restart_lsn()
+        return pending if pending is not None else self.decoding.last_end_lsn
+
+    def close(self) -> None:
+        self.wrapper.shutdown()
+        self.rb.close()
+        self.catalog.close()
+        self._types.close()

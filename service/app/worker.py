@@ -1,0 +1,412 @@
+"""The worker (`pgcdc run`): WAL in, every committed transaction into Kafka, exactly once.
+
+Start-up:
+1. the Kafka sink starts (`init_transactions` fences an older worker with the same
+   transactional.id) and reads the last committed offset of this slot;
+2. with an offset: the schema history is restored from the snapshot committed with it,
+   WAL is read again from its restart LSN, and every commit whose record starts before
+   its confirmed LSN is skipped (`SnapBuilder.restored`); without one: the physical slot
+   is created or reused, and RUNNING_XACTS is forced; at the consistent point the
+   catalog snapshot is taken and, with `snapshot.mode = initial`, every existing row of
+   the captured tables is read in it (connectors.postgres.snapshot_reader) and published as
+   op `r`, in one Kafka transaction that also holds every stream transaction committed
+   before the snapshot's LSN and is committed, with its offset, once decoding has passed
+   that LSN (`_settle_snapshot`). A worker dying before that commit leaves nothing
+   visible to read_committed consumers and no offset, so the next start does it all
+   again. Bounds: the whole snapshot must fit in the sink's transaction.timeout.ms
+   (15 min); beyond 256 MiB its records are not kept for a re-send, so a broker
+   failure during it means a restart (which redoes the snapshot);
+3. the metrics endpoint serves /metrics, /healthz and /readyz.
+
+Then, per committed source transaction, the Avro plugin writes its records into the
+open Kafka transaction and `end_source_txn(confirmed=commit end, restart=restart LSN,
+schema version)` closes it or lets it batch; a changed schema history is staged into
+the same Kafka transaction. Slot feedback moves only in `on_committed`, after Kafka
+committed. Heartbeats on an idle database write a heartbeat record and an offset, so
+the slot keeps moving.
+
+SIGTERM or SIGINT: stop reading, commit what is complete (or abort the open Kafka
+transaction), send the final slot feedback, exit 0.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from types import FrameType
+from typing import Any
+
+import psycopg2
+import structlog
+
+from connectors.avro.plugin import AvroPlugin
+from connectors.kafka.offsets import KafkaSchemaStore
+from connectors.kafka.sink import KafkaRecord, KafkaSink
+from connectors.postgres.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
+from connectors.postgres.stream import PhysicalStream
+from service.app.metrics import Metrics
+from service.app.session import Session, SessionConfig, force_running_xacts, server_version
+from service.config import Settings
+from service.decode.events import CommitEvent
+from service.errors import RestartableError, SourceSetupError, format_lsn, parse_lsn
+from service.schema.tabledef import CatalogSnapshot
+from service.wal.format import XLOG_BLCKSZ
+
+log = structlog.get_logger(__name__)
+
+
+class Worker:
+    """One worker for one slot; `run()` until `stop` is set."""
+
+    def __init__(self, settings: Settings, *, metrics: Metrics | None = None) -> None:
+        self.settings = settings
+        self.stop = threading.Event()
+        self.metrics = metrics or Metrics(settings.source.slot)
+        self.stream: PhysicalStream | None = None
+        self.sink = KafkaSink(settings, on_committed=self._on_kafka_commit)
+        self.session: Session | None = None
+        self._schema_saved = -1
+        self._last_heartbeat = time.monotonic()
+        self._last_commit_time = 0
+        self._seen = {"records": 0, "aborts": 0, "retries": 0, "registry_calls": 0,
+                      "registry_errors": 0}
+        self._sql: Any = None  # a plain connection for the server's WAL position
+        # The end LSN of the last source transaction handed to the sink (committed to
+        # Kafka or still in its open batch): a heartbeat's offset must not go below it.
+        self._ended_lsn = 0
+        # While set: the initial snapshot's Kafka transaction stays open until decoding
+        # has passed this LSN (see `snapshot_horizon`); no offset is written before.
+        self._snapshot_until: int | None = None
+
+    # --- callbacks ------------------------------------------------------------------
+
+    def _on_kafka_commit(self, confirmed_lsn: int, restart_lsn: int) -> None:
+        """Kafka committed: only now may the slot move (and the metrics say so)."""
+        if self.stream is not None:
+            self.stream.confirm(restart_lsn)
+        m, slot = self.metrics, self.settings.source.slot
+        m.confirmed_lsn.labels(slot).set(confirmed_lsn)
+        m.restart_lsn.labels(slot).set(restart_lsn)
+        m.kafka_commits.labels(slot).inc()
+        if self._last_commit_time:
+            unix = self._last_commit_time / 1e6 + 946684800
+            m.lag_seconds.labels(slot).set(max(0.0, time.time() - unix))
+            m.commit_latency.labels(slot).observe(max(0.0, time.time() - unix))
+
+    def _end_txn(self, ev: CommitEvent) -> None:
+        assert self.session is not None
+        history = self.session.history
+        assert history is not None  # nothing commits for output before alignment
+        if history.version != self._schema_saved:
+            KafkaSchemaStore(self.settings, self.sink).save(history.version,
+                                                            history.to_snapshot())
+            self._schema_saved = history.version
+        self._last_commit_time = ev.commit_time
+        if self._snapshot_until is not None and ev.end_lsn < self._snapshot_until:
+            return  # committed before the snapshot's LSN: stays in the snapshot's batch
+        self._ended_lsn = ev.end_lsn
+        self.sink.end_source_txn(ev.end_lsn, self.session.restart_lsn(), history.version)
+        if self._snapshot_until is not None:  # the snapshot's batch ends here
+            self._snapshot_until = None
+            self.sink.flush()
+            log.info("snapshot_committed", confirmed_lsn=format_lsn(ev.end_lsn))
+
+    # --- life cycle -----------------------------------------------------------------
+
+    def _open(self) -> tuple[Session, int]:
+        s = self.settings
+        dsn = s.source.dsn()
+        version = server_version(dsn)
+        last = self.sink.start()
+        config = SessionConfig(
+            dsn=dsn, slot=s.source.slot, work_mem=int(s.decoding.work_mem),
+            spill_dir=s.decoding.state_dir / "spill",
+            unknown_types_as_text=s.decoding.unknown_types_as_text,
+        )
+        plugin = AvroPlugin(s)
+        events, slot_name = self.metrics.events, s.source.slot
+        sink_write = self.sink.write
+
+        def write(lsn: int, xid: int, record: object) -> None:
+            sink_write(lsn, xid, record)
+            if isinstance(record, KafkaRecord):
+                events.labels(slot_name, record.topic, record.op or "-").inc()
+
+        stored = KafkaSchemaStore(s, self.sink).load_latest() if last is not None else None
+        if last is not None and stored is None:
+            # Offsets without the history they were committed with: starting fresh would
+            # publish everything again, guessing a history would decode wrongly.
+            raise RestartableError(
+                f"offsets of slot {s.source.slot} exist but its schema history is missing "
+                "from Kafka; restore the history topic or reset the offsets topic",
+                lsn=last.confirmed_lsn,
+            )
+        self.stream = PhysicalStream(dsn, s.source.slot,
+                                     start_lsn=last.restart_lsn if last else None)
+        if last is not None and stored is not None:
+            start = last.restart_lsn
+            session = Session(config, plugin, "avro", write, version=version,
+                              start_lsn=start, restore=(last.confirmed_lsn, stored[1]),
+                              plugin_state={"settings": s})
+            self._schema_saved = stored[0]
+            log.info("worker_resumed", restart_lsn=format_lsn(start),
+                     confirmed_lsn=format_lsn(last.confirmed_lsn))
+        else:
+            start = self._slot_restart_lsn()
+            reader = None
+            if s.snapshot.mode == "initial":
+                reader = SnapshotReader(
+                    s.filters, unknown_as_text=s.decoding.unknown_types_as_text,
+                    progress=SnapshotProgress.auto(self.metrics, s.source.slot))
+            session = Session(config, plugin, "avro", write, version=version,
+                              start_lsn=start, align=True, snapshot_reader=reader,
+                              plugin_state={"settings": s})
+            if reader is not None:
+                reader.sink = PluginEmitter(session.wrapper)
+            session.on_aligned = self._aligned
+            force_running_xacts(dsn, version)
+            log.info("worker_started", restart_lsn=format_lsn(start))
+        session.decoding.on_committed = self._end_txn
+        session.sink.progress = self.stream.keepalive
+        return session, start
+
+    def _aligned(self, snapshot: CatalogSnapshot) -> None:
+        """Consistent: from here every transaction not in `snapshot` is published."""
+        self.metrics.health.ready, self.metrics.health.reason = True, "streaming"
+        log.info("worker_consistent", snapshot_lsn=format_lsn(snapshot.lsn),
+                 tables=len(snapshot.tables))
+        self._snapshot_until = snapshot_horizon(snapshot.lsn)
+        self._settle_snapshot()
+
+    def _settle_snapshot(self) -> None:
+        """Commit the initial snapshot once decoding has passed its LSN.
+
+        Why not at once: a transaction whose commit record lies before the snapshot's
+        `pg_current_wal_lsn()` may still have been running when the snapshot was taken
+        (its commit record is written before it leaves the proc array), so it is not
+        in the snapshot and is published from the stream. Until the stream has passed
+        that LSN no `confirmed` LSN is right for a restart: a lower one republishes
+        transactions the snapshot already holds, a higher one loses that one. So the
+        snapshot's rows, and every transaction published before that point, share one
+        Kafka transaction whose offset is the first position past the snapshot's LSN.
+        """
+        session, until = self.session, self._snapshot_until
+        if until is None or session is None or session.history is None:
+            return
+        lsn = session.decoding.last_end_lsn
+        if lsn < until:
+            return
+        self._snapshot_until = None
+        history = session.history
+        if history.version != self._schema_saved:
+            KafkaSchemaStore(self.settings, self.sink).save(history.version,
+                                                            history.to_snapshot())
+            self._schema_saved = history.version
+        self.sink.end_source_txn(lsn, session.restart_lsn(), history.version)
+        self.sink.flush()
+        log.info("snapshot_committed", confirmed_lsn=format_lsn(lsn))
+
+    def _slot_restart_lsn(self) -> int:
+        import psycopg2  # noqa: PLC0415
+
+        conn = psycopg2.connect(self.settings.source.dsn())
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur:
+                slot = self.settings.source.slot
+                cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s",
+                            (slot,))
+                row = cur.fetchone()
+                if row is None or row[0] is None:
+                    cur.execute("SELECT pg_create_physical_replication_slot(%s, true)", (slot,))
+                    cur.execute("SELECT restart_lsn FROM pg_replication_slots "
+                                "WHERE slot_name = %s", (slot,))
+                    row = cur.fetchone()
+                if row is None:
+                    raise SourceSetupError(f"physical slot {slot} could not be created")
+                return parse_lsn(str(row[0]))
+        finally:
+            conn.close()
+
+    def run(self) -> int:
+        m, slot = self.metrics, self.settings.source.slot
+        self.session, _ = self._open()
+        session, stream = self.session, self.stream
+        assert stream is not None
+        if session.aligned:
+            m.health.ready, m.health.reason = True, "streaming"
+        else:
+            m.health.reason = "waiting for a consistent point"
+        interval = self.settings.kafka.heartbeat_interval_s
+        try:
+            while not self.stop.is_set():
+                for lsn, data in stream.chunks(self.stop, idle_timeout=interval):
+                    session.feed(lsn, data)
+                    self._settle_snapshot()
+                    m.received_lsn.labels(slot).set(lsn + len(data))
+                    m.decoded_lsn.labels(slot).set(session.decoding.last_end_lsn)
+                    m.rb_memory.labels(slot).set(session.rb.memory_bytes)
+                    m.rb_txns.labels(slot).set(session.rb.txn_count)
+                    m.sync_slot_stats(session.rb.stats)
+                    self._sync_counters()
+                    self.sink.poll()
+                    if time.monotonic() - self._last_heartbeat >= interval:
+                        self._heartbeat()
+                    if self.stop.is_set():
+                        break
+                if not self.stop.is_set():
+                    self._heartbeat()
+        finally:
+            m.health.ready, m.health.reason = False, "stopping"
+            self.sink.close()
+            if self.stream is not None:
+                self.stream.close()
+            if self._sql is not None:
+                self._sql.close()
+            session.close()
+        self._final_feedback()
+        log.info("worker_stopped", decoded_lsn=format_lsn(session.decoding.last_end_lsn))
+        return 0
+
+    def _final_feedback(self) -> None:
+        """After a clean stop, move the slot to the last committed restart LSN.
+
+        The stream reports the restart LSN only on its status interval, so the slot would
+        otherwise keep WAL back to an older point until the next start. The replication
+        connection is closed by now; once its walsender has released the slot, the same
+        move is made with pg_replication_slot_advance (forward only, as the walsender's
+        PhysicalConfirmReceivedLocation). Failing here loses nothing (the slot only
+        retains more WAL than needed), so it is logged, not raised.
+        """
+        import psycopg2  # noqa: PLC0415
+
+        last = self.sink.last_committed
+        if last is None or self.sink.dead:
+            return
+        slot, target = self.settings.source.slot, format_lsn(last.restart_lsn)
+        try:
+            conn = psycopg2.connect(self.settings.source.dsn(), application_name="pgcdc")
+        except psycopg2.OperationalError as exc:
+            log.warning("slot_final_feedback_failed", error=str(exc).strip())
+            return
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur:
+                deadline = time.monotonic() + 5.0
+                while True:
+                    cur.execute("SELECT active, restart_lsn < %s::pg_lsn FROM "
+                                "pg_replication_slots WHERE slot_name = %s", (target, slot))
+                    row = cur.fetchone()
+                    if row is None or not row[1]:
+                        return  # gone, or already there
+                    if not row[0]:
+                        cur.execute("SELECT pg_replication_slot_advance(%s, %s::pg_lsn)",
+                                    (slot, target))
+                        log.info("slot_final_feedback", restart_lsn=target)
+                        return
+                    if time.monotonic() > deadline:
+                        log.warning("slot_final_feedback_failed", error="slot still active")
+                        return
+                    time.sleep(0.05)
+        except psycopg2.Error as exc:
+            log.warning("slot_final_feedback_failed", error=str(exc).strip())
+        finally:
+            conn.close()
+
+    def _sync_counters(self) -> None:
+        """Move the counters kept by the pipeline's parts up to their current values."""
+        assert self.session is not None
+        m, slot = self.metrics, self.settings.source.slot
+        for counter, now, key in (
+            (m.records.labels(slot), self.session.decoding.records, "records"),
+            (m.kafka_aborts.labels(slot), self.sink.aborts, "aborts"),
+            (m.kafka_errors.labels(slot, "retry"), self.sink.retries, "retries"),
+            (m.registry_calls.labels(slot), self._registrar_count("calls"), "registry_calls"),
+            (m.registry_errors.labels(slot), self._registrar_count("errors"),
+             "registry_errors"),
+        ):
+            if now > self._seen[key]:
+                counter.inc(now - self._seen[key])
+                self._seen[key] = now
+
+    def _registrar_count(self, which: str) -> int:
+        plugin = self.session.wrapper.plugin if self.session is not None else None
+        registrar = getattr(plugin, "registrar", None)
+        return int(getattr(registrar, which, 0)) if registrar is not None else 0
+
+    def _server_position(self) -> None:
+        """The server's current WAL LSN, for lag in bytes (one cheap query a heartbeat)."""
+        m, slot = self.metrics, self.settings.source.slot
+        try:
+            if self._sql is None or self._sql.closed:
+                self._sql = psycopg2.connect(self.settings.source.dsn(),
+                                             application_name="pgcdc-lag")
+                self._sql.autocommit = True
+            with self._sql.cursor() as cur:
+                cur.execute("SELECT pg_current_wal_lsn()::text")
+                row = cur.fetchone()
+        except psycopg2.Error as exc:  # lag is a metric: report it stale, keep decoding
+            log.warning("server_position_unavailable", error=str(exc).strip())
+            self._sql = None
+            return
+        if row is None:
+            return
+        server = parse_lsn(str(row[0]))
+        m.server_lsn.labels(slot).set(server)
+        confirmed = self.sink.last_committed.confirmed_lsn if self.sink.last_committed else 0
+        m.lag_bytes.labels(slot).set(max(0, server - confirmed) if confirmed else 0)
+
+    def _heartbeat(self) -> None:
+        """An idle database still moves the slot: heartbeat record plus an offset."""
+        assert self.session is not None
+        self._last_heartbeat = time.monotonic()
+        self._sync_counters()
+        self._server_position()
+        session = self.session
+        lsn = session.decoding.last_end_lsn
+        if not lsn or not session.aligned or session.history is None:
+            return
+        if self._snapshot_until is not None:
+            self._settle_snapshot()  # no offset may be written before the snapshot's
+            return
+        session.wrapper.call("heartbeat", lsn, 0, lsn, optional=True)
+        # Everything decoded so far has been published or deliberately skipped, so the
+        # decoded position may be confirmed (as an idle logical slot's confirmed_flush
+        # moves with keepalives); never less than a transaction that ended since and
+        # sits in the open batch, whose offset this one replaces there.
+        committed = self.sink.last_committed.confirmed_lsn if self.sink.last_committed else 0
+        confirmed = max(committed, self._ended_lsn, lsn)
+        self.sink.end_source_txn(confirmed, session.restart_lsn(), session.history.version)
+        self.sink.flush()
+
+
+def snapshot_horizon(snapshot_lsn: int) -> int:
+    """The decoded position from which the snapshot's offset may be committed.
+
+    `pg_current_wal_lsn()` is the insert position; at the start of a page it points
+    past the page header, where no record can end. Decoding then reaches the page start
+    (the end of the page's last record), which is as good: nothing lies in between.
+    """
+    in_page = snapshot_lsn % XLOG_BLCKSZ
+    return snapshot_lsn - in_page if in_page <= 40 else snapshot_lsn  # SizeOfXLogLongPHD
+
+
+def run_worker(settings: Settings) -> int:
+    metrics = Metrics(settings.source.slot)
+    port = metrics.serve(settings.metrics.host, settings.metrics.port)
+    log.info("metrics_serving", port=port)
+    worker = Worker(settings, metrics=metrics)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("worker_signal", signal=signal.Signals(signum).name)
+        worker.stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        return worker.run()
+    finally:
+        metrics.close()
+
+

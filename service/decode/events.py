@@ -1,0 +1,324 @@
+"""Typed events: the contract between the decoder and the stages after it.
+
+`service.decode` turns each `XLogRecord` into zero or more of these events, in record
+order (`LogicalDecodingProcessRecord` and the `Decode*` functions of decode.c). The
+snapshot builder and the reorder buffer consume them; so does `pgcdc waldump`.
+
+Every event carries `lsn`, the start LSN of the record it came from. Events that belong
+to a transaction carry `xid`, the xid written in the record (a subtransaction's own
+xid, not its parent's). Tuples stay raw here: turning them into column values needs the
+table definition valid at that LSN, which is the schema history's job.
+
+All classes are slotted and frozen: events are shared between stages and spilled to
+disk, and must not be mutated after the decoder emits them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from service.wal.record import RelFileLocator
+
+
+class ChangeKind(IntEnum):
+    """What a heap change does (the data-carrying `ReorderBufferChangeType` values)."""
+
+    INSERT = 0
+    UPDATE = 1
+    DELETE = 2
+    SPEC_INSERT = 3  # INSERT ... ON CONFLICT, before it is confirmed or super-deleted
+    SPEC_CONFIRM = 4  # XLOG_HEAP_CONFIRM: the preceding SPEC_INSERT stands
+    SPEC_ABORT = 5  # DELETE with XLH_DELETE_IS_SUPER: the SPEC_INSERT is withdrawn
+
+
+@dataclass(slots=True, frozen=True)
+class RawTuple:
+    """A heap tuple as logged: `xl_heap_header` plus the bytes after it.
+
+    `data` starts where `HeapTupleHeaderData.t_bits` would start (offset 23 in a heap
+    tuple): the null bitmap if HEAP_HASNULL is set, padding up to `hoff`, then the
+    attribute values. So attribute data begins at `data[hoff - 23:]`.
+    """
+
+    natts: int  # infomask2 & HEAP_NATTS_MASK
+    infomask: int
+    infomask2: int
+    hoff: int
+    data: bytes
+
+    @property
+    def has_nulls(self) -> bool:
+        return bool(self.infomask & 0x0001)  # HEAP_HASNULL
+
+
+@dataclass(slots=True, frozen=True)
+class HeapChange:
+    """An INSERT, UPDATE, DELETE or speculative-insert step on one heap tuple.
+
+    `old_tuple` is the replica-identity key (DELETE, or UPDATE that changed the key) or
+    the whole old row (REPLICA IDENTITY FULL); `old_is_key` says which. `new_tuple` is
+    None for DELETE, SPEC_CONFIRM and SPEC_ABORT. For a multi-insert, the decoder emits
+    one HeapChange per tuple, all with the record's LSN, in the record's order.
+    `clear_toast_afterwards` mirrors ReorderBufferChange's flag: False only for all but
+    the last tuple of a multi-insert, whose toast chunks belong to the whole batch.
+    """
+
+    lsn: int
+    xid: int
+    kind: ChangeKind
+    locator: RelFileLocator
+    block: int
+    offset: int
+    new_tuple: RawTuple | None
+    old_tuple: RawTuple | None
+    old_is_key: bool
+    clear_toast_afterwards: bool = True
+    # XLH_INSERT_ON_TOAST_RELATION: ReorderBufferQueueChange's toast_insert argument
+    on_toast_relation: bool = False
+    origin: int | None = None  # the record's replication origin (block 253), if any
+
+
+@dataclass(slots=True, frozen=True)
+class TruncateEvent:
+    """XLOG_HEAP_TRUNCATE: relation OIDs (not relfilenodes) truncated together."""
+
+    lsn: int
+    xid: int
+    db_oid: int
+    relids: tuple[int, ...]
+    cascade: bool
+    restart_seqs: bool
+    origin: int | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class MessageEvent:
+    """XLOG_LOGICAL_MESSAGE from `pg_logical_emit_message`."""
+
+    lsn: int
+    xid: int
+    db_oid: int
+    transactional: bool
+    prefix: str
+    payload: bytes
+    # ReorderBufferQueueMessage is handed the record's end, not its start
+    end_lsn: int = 0
+    origin: int | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class NewCidEvent:
+    """XLOG_HEAP2_NEW_CID: the transaction touched a catalog tuple (so changed the catalog)."""
+
+    lsn: int
+    xid: int
+    locator: RelFileLocator
+    block: int
+    offset: int
+    cmin: int
+    cmax: int
+    combocid: int
+    top_xid: int = 0  # xl_heap_new_cid.top_xid: whose tuple-cid map gets the entry
+
+
+@dataclass(slots=True, frozen=True)
+class InplaceEvent:
+    """XLOG_HEAP_INPLACE: an in-place catalog update (pg_class stats, relfrozenxid...).
+
+    From PG18 the record also carries the invalidations of the update
+    (`xl_heap_inplace.msgs`); on PG15..17 `invalidations` is empty.
+    """
+
+    lsn: int
+    xid: int
+    locator: RelFileLocator
+    block: int
+    offset: int
+    invalidations: tuple[Invalidation, ...] = ()
+
+
+@dataclass(slots=True, frozen=True)
+class Invalidation:
+    """One `SharedInvalidationMessage`. `kind` is its id byte, as in sinval.h.
+
+    Ids >= 0 are catcache messages (the id is the cache id); -1 catalog, -2 relcache,
+    -3 smgr, -4 relmap, -5 snapshot (-6 relsync on PG18). `rel_oid` is set for relcache
+    messages (0 means "all relations"), `db_oid` where the message carries one.
+    """
+
+    kind: int
+    db_oid: int
+    rel_oid: int
+    raw: bytes
+
+
+@dataclass(slots=True, frozen=True)
+class InvalidationsEvent:
+    """XLOG_XACT_INVALIDATIONS: invalidations logged mid-transaction (PG14+)."""
+
+    lsn: int
+    xid: int
+    invalidations: tuple[Invalidation, ...]
+
+
+@dataclass(slots=True, frozen=True)
+class AssignmentEvent:
+    """XLOG_XACT_ASSIGNMENT: subtransactions assigned to a top-level xid."""
+
+    lsn: int
+    xid: int  # the top-level xid
+    subxids: tuple[int, ...]
+
+
+@dataclass(slots=True, frozen=True)
+class CommitEvent:
+    """XLOG_XACT_COMMIT or XLOG_XACT_COMMIT_PREPARED, parsed as `ParseCommitRecord`.
+
+    `xid` is the committing top-level xid (for a prepared transaction, `twophase_xid`).
+    `subxids` lists only the subtransactions that survived. `end_lsn` is the commit
+    record's end, which is what a consumer confirms. `commit_time` is the record's own
+    `xact_time`; when XACT_XINFO_HAS_ORIGIN is set, DecodeCommit reports `origin_time`
+    as the commit time instead, and a consumer should do the same.
+    """
+
+    lsn: int
+    end_lsn: int
+    xid: int
+    commit_time: int  # microseconds since 2000-01-01 (TimestampTz)
+    xinfo: int
+    db_oid: int
+    ts_oid: int
+    subxids: tuple[int, ...]
+    dropped_rels: tuple[RelFileLocator, ...]
+    invalidations: tuple[Invalidation, ...]
+    twophase_xid: int | None
+    gid: str | None
+    origin_lsn: int | None
+    origin_time: int | None
+    origin: int | None  # the record's replication origin id (block 253), if any
+    prepared: bool  # COMMIT PREPARED rather than a plain commit
+
+
+@dataclass(slots=True, frozen=True)
+class AbortEvent:
+    """XLOG_XACT_ABORT or XLOG_XACT_ABORT_PREPARED, parsed as `ParseAbortRecord`."""
+
+    lsn: int
+    end_lsn: int
+    xid: int
+    abort_time: int
+    xinfo: int
+    db_oid: int
+    subxids: tuple[int, ...]
+    dropped_rels: tuple[RelFileLocator, ...]
+    twophase_xid: int | None
+    gid: str | None
+    origin: int | None
+    prepared: bool
+    origin_lsn: int | None = None
+    origin_time: int | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class PrepareEvent:
+    """XLOG_XACT_PREPARE, parsed as `ParsePrepareRecord`."""
+
+    lsn: int
+    end_lsn: int
+    xid: int
+    prepared_at: int
+    db_oid: int
+    gid: str
+    subxids: tuple[int, ...]
+    invalidations: tuple[Invalidation, ...]
+    origin_lsn: int
+    origin_time: int
+    origin: int | None
+
+
+@dataclass(slots=True, frozen=True)
+class RunningXactsEvent:
+    """XLOG_RUNNING_XACTS (`xl_running_xacts`): drives the snapshot builder."""
+
+    lsn: int
+    next_xid: int
+    oldest_running_xid: int
+    latest_completed_xid: int
+    xids: tuple[int, ...]  # top-level xids running
+    subxids: tuple[int, ...]
+    subxid_overflow: bool
+
+
+@dataclass(slots=True, frozen=True)
+class CheckpointEvent:
+    """XLOG_CHECKPOINT_SHUTDOWN or XLOG_CHECKPOINT_ONLINE."""
+
+    lsn: int
+    redo: int
+    timeline: int
+    next_xid: int  # 32-bit part of the FullTransactionId
+    oldest_xid: int
+    oldest_active_xid: int
+    online: bool
+
+
+@dataclass(slots=True, frozen=True)
+class ParameterChangeEvent:
+    """XLOG_PARAMETER_CHANGE. `wal_level`: 0 minimal, 1 replica, 2 logical."""
+
+    lsn: int
+    wal_level: int
+    max_connections: int
+    max_wal_senders: int
+    max_prepared_xacts: int
+    wal_log_hints: bool
+
+
+@dataclass(slots=True, frozen=True)
+class SwitchEvent:
+    """XLOG_SWITCH: the rest of the segment is unused; the reader skips to the next."""
+
+    lsn: int
+
+
+@dataclass(slots=True, frozen=True)
+class SmgrCreateEvent:
+    """XLOG_SMGR_CREATE: a new relfilenode (a rewrite, TRUNCATE, VACUUM FULL, CREATE)."""
+
+    lsn: int
+    xid: int
+    locator: RelFileLocator
+    fork: int
+
+
+@dataclass(slots=True, frozen=True)
+class SmgrTruncateEvent:
+    """XLOG_SMGR_TRUNCATE: physical truncation (VACUUM), not SQL TRUNCATE."""
+
+    lsn: int
+    xid: int
+    locator: RelFileLocator
+    block: int
+    flags: int
+
+
+Event = (
+    HeapChange
+    | TruncateEvent
+    | MessageEvent
+    | NewCidEvent
+    | InplaceEvent
+    | InvalidationsEvent
+    | AssignmentEvent
+    | CommitEvent
+    | AbortEvent
+    | PrepareEvent
+    | RunningXactsEvent
+    | CheckpointEvent
+    | ParameterChangeEvent
+    | SwitchEvent
+    | SmgrCreateEvent
+    | SmgrTruncateEvent
+)
+"""Everything the decoder can emit."""

@@ -1,0 +1,413 @@
+"""The output plugin API, as PostgreSQL's logical.c defines it for output plugins.
+
+The reorder buffer hands committed (or streamed, or prepared) transactions to the
+replay adapter in `service.output.logical`, which turns raw tuples into `DecodedRow`s against
+the table definition valid at each change's LSN and then calls the plugin here, only
+through `PluginWrapper`. A plugin receives, per transaction and in commit order:
+
+    begin → (change | truncate | message)* → commit
+
+or the streaming family (stream_start → stream_change* → stream_stop, repeated, then
+stream_commit or stream_abort), or the two-phase family (begin_prepare → ... → prepare,
+later commit_prepared or rollback_prepared). Non-transactional messages arrive through
+`message` with `txn=None` as soon as they are decoded.
+
+Guarantees of the wrapper (as the *_cb_wrapper functions of logical.c):
+- `begin`, `change` and `commit` are required; a plugin without them is refused at load.
+- Optional callbacks a plugin lacks are skipped, except the streaming and two-phase
+  ones, which are only used when the plugin declares `can_stream` / `two_phase`.
+- Writes (`ctx.write`) are accepted only while a callback runs (`accept_writes`);
+  a write at any other time is a PluginError.
+- An exception from a plugin callback becomes a PluginError naming the slot, the
+  plugin, the callback and the LSN, chained to the original.
+
+Plugins are found by name through the `pgcdc.output_plugins` entry-point group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from importlib.metadata import entry_points
+from typing import Any, Protocol, runtime_checkable
+
+from service.errors import PgcdcError, PluginError, format_lsn
+
+ENTRY_POINT_GROUP = "pgcdc.output_plugins"
+
+
+class ChangeOp(Enum):
+    """What a change callback reports (ReorderBufferChangeType, as plugins see it)."""
+
+    INSERT = "INSERT"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+
+
+class _Unchanged:
+    """The marker for a TOASTed value an UPDATE left unchanged and did not log."""
+
+    _instance: _Unchanged | None = None
+
+    def __new__(cls) -> _Unchanged:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNCHANGED_TOAST"
+
+
+UNCHANGED_TOAST = _Unchanged()
+
+
+_NOT_YET: Any = object()
+
+
+class ColumnCodec:
+    """How one column's stored datums become values and text.
+
+    One codec serves every row of a table definition (`shared`), so plugins may cache
+    per-column work (a printed header, an Avro field plan) keyed by the codec itself.
+    `to_value`/`to_text` take the column's raw datum: the stored bytes for values the
+    row decoder produced (see `service.types.rowdecode`).
+    """
+
+    __slots__ = ("name", "shared", "to_text", "to_value", "type_name", "type_oid")
+
+    def __init__(
+        self,
+        name: str,
+        type_oid: int,
+        type_name: str,
+        to_value: Callable[[Any], object],
+        to_text: Callable[[Any], str | None],
+        *,
+        shared: bool = True,
+    ) -> None:
+        self.name = name
+        self.type_oid = type_oid
+        self.type_name = type_name  # format_type(oid, NULL), as test_decoding prints it
+        self.to_value = to_value
+        self.to_text = to_text
+        self.shared = shared
+
+
+def _call_value(fns: tuple[Callable[[], object], Callable[[], str | None]]) -> object:
+    return fns[0]()
+
+
+def _call_text(fns: tuple[Callable[[], object], Callable[[], str | None]]) -> str | None:
+    return fns[1]()
+
+
+class ColumnValue:
+    """One column of a decoded row.
+
+    `value` is the Python value (None for NULL, UNCHANGED_TOAST for an unchanged toasted
+    value). `text` is what PostgreSQL's output function prints for it, or None for NULL
+    and unchanged values. Both are computed on first use: the Avro plugin never pays
+    for text and the text plugin never pays for Python values. `is_null` and
+    `unchanged` are known without conversion for rows the row decoder produced.
+
+    `ColumnValue(name, type_oid, type_name, value_fn, text_fn)` builds one from two
+    functions of no arguments; `codec` is then private to it (`shared` False).
+    """
+
+    __slots__ = ("_datum", "_text", "_value", "codec")
+
+    def __init__(
+        self,
+        name: str,
+        type_oid: int,
+        type_name: str,
+        value_fn: Callable[[], object],
+        text_fn: Callable[[], str | None],
+    ) -> None:
+        self.codec = ColumnCodec(name, type_oid, type_name, _call_value, _call_text,
+                                 shared=False)
+        self._datum: Any = (value_fn, text_fn)
+        self._value: object = _NOT_YET
+        self._text: object = _NOT_YET
+
+    @classmethod
+    def constant(cls, codec: ColumnCodec, value: object, text: str | None) -> ColumnValue:
+        """A value known in advance (NULL, UNCHANGED_TOAST, a column's missing default)."""
+        self = cls.__new__(cls)
+        self.codec = codec
+        self._datum = None
+        self._value = value
+        self._text = text
+        return self
+
+    @property
+    def name(self) -> str:
+        return self.codec.name
+
+    @property
+    def type_oid(self) -> int:
+        return self.codec.type_oid
+
+    @property
+    def type_name(self) -> str:
+        return self.codec.type_name
+
+    @property
+    def value(self) -> object:
+        v = self._value
+        if v is _NOT_YET:
+            v = self._value = self.codec.to_value(self._datum)
+        return v
+
+    @property
+    def text(self) -> str | None:
+        t = self._text
+        if t is _NOT_YET:
+            t = self._text = self.codec.to_text(self._datum)
+        assert t is None or isinstance(t, str)
+        return t
+
+    @property
+    def is_null(self) -> bool:
+        return self.value is None
+
+    @property
+    def unchanged(self) -> bool:
+        return self.value is UNCHANGED_TOAST
+
+
+class StoredValue(ColumnValue):
+    """A non-NULL stored datum (bytes), converted by its codec on first use.
+
+    Never NULL and never UNCHANGED_TOAST, so `is_null`/`unchanged` cost no conversion.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, codec: ColumnCodec, datum: bytes) -> None:
+        self.codec = codec
+        self._datum = datum
+        self._value = _NOT_YET
+        self._text = _NOT_YET
+
+    @property
+    def is_null(self) -> bool:
+        return False
+
+    @property
+    def unchanged(self) -> bool:
+        return False
+
+    @property
+    def datum(self) -> bytes:
+        """The stored bytes, for plugins that convert them straight to their own form."""
+        datum = self._datum
+        assert isinstance(datum, bytes)
+        return datum
+
+
+@dataclass(slots=True, frozen=True)
+class ColumnMeta:
+    """A live (not dropped) column of a relation, in attnum order."""
+
+    name: str
+    attnum: int
+    type_oid: int
+    type_name: str  # format_type(oid, NULL)
+    typmod: int  # -1 when none; numeric: ((precision << 16) | scale) + 4
+    notnull: bool
+    # The type's kind for Avro mapping: 'b' base, 'e' enum, 'd' domain, 'c' composite,
+    # 'r' range, 'a' array (an array of `elem_type_oid`).
+    kind: str = "b"
+    elem_type_oid: int = 0
+    enum_labels: tuple[str, ...] = ()
+
+
+@dataclass(slots=True, frozen=True)
+class RelationInfo:
+    """The table a change belongs to, as defined at the change's LSN.
+
+    `defined_at` is the LSN from which this definition is valid; two RelationInfo with
+    the same oid and `defined_at` describe the same definition (plugins cache schemas
+    by it).
+    """
+
+    oid: int
+    schema: str
+    name: str
+    replica_identity: str  # 'd' default, 'n' nothing, 'f' full, 'i' index
+    key_columns: tuple[str, ...]
+    columns: tuple[ColumnMeta, ...] = ()
+    defined_at: int = 0
+
+
+@dataclass(slots=True, frozen=True)
+class TxnInfo:
+    """What a plugin may know of a transaction (ReorderBufferTXN's public part)."""
+
+    xid: int
+    first_lsn: int
+    final_lsn: int  # the commit (or prepare / abort) record's LSN; 0 while streaming
+    end_lsn: int  # just past that record; what a consumer confirms
+    commit_time: int  # microseconds since 2000-01-01 UTC (0 while unknown)
+    origin: int | None
+    gid: str | None = None
+
+
+@dataclass(slots=True)
+class RowChange:
+    """An INSERT, UPDATE or DELETE with its rows decoded."""
+
+    op: ChangeOp
+    lsn: int
+    relation: RelationInfo
+    new: Sequence[ColumnValue] | None
+    old: Sequence[ColumnValue] | None  # replica-identity key, or the full old row
+    old_is_key: bool
+
+
+@dataclass(slots=True)
+class TruncateChange:
+    lsn: int
+    relations: Sequence[RelationInfo]
+    cascade: bool
+    restart_seqs: bool
+
+
+@dataclass(slots=True)
+class Message:
+    lsn: int
+    transactional: bool
+    prefix: str
+    payload: bytes
+
+
+@runtime_checkable
+class OutputPlugin(Protocol):
+    """The required part of a plugin (begin, change, commit), as OutputPluginCallbacks."""
+
+    def begin(self, ctx: PluginContext, txn: TxnInfo) -> None: ...
+
+    def change(self, ctx: PluginContext, txn: TxnInfo, change: RowChange) -> None: ...
+
+    def commit(self, ctx: PluginContext, txn: TxnInfo, commit_lsn: int) -> None: ...
+
+
+@dataclass(slots=True)
+class PluginContext:
+    """What a callback may use: its options and `write` (OutputPluginWrite)."""
+
+    slot: str
+    plugin_name: str
+    options: Mapping[str, str]
+    writer: Callable[[int, int, Any], None]  # (lsn, xid, data) -> None
+    accept_writes: bool = False
+    write_lsn: int = 0
+    write_xid: int = 0
+    state: dict[str, Any] = field(default_factory=dict)  # the plugin's private state
+
+    def write(self, data: Any) -> None:
+        """Hand one unit of output to the consumer (a line, a Kafka record...)."""
+        if not self.accept_writes:
+            raise PluginError(
+                f"plugin {self.plugin_name} wrote outside a callback", lsn=self.write_lsn
+            )
+        self.writer(self.write_lsn, self.write_xid, data)
+
+
+REQUIRED = ("begin", "change", "commit")
+STREAMING = ("stream_start", "stream_stop", "stream_change", "stream_commit", "stream_abort")
+TWO_PHASE = ("begin_prepare", "prepare", "commit_prepared", "rollback_prepared")
+
+
+class PluginWrapper:
+    """Calls a plugin's callbacks the way logical.c's *_cb_wrapper functions do."""
+
+    def __init__(self, plugin: object, ctx: PluginContext) -> None:
+        missing = [name for name in REQUIRED if not callable(getattr(plugin, name, None))]
+        if missing:
+            raise PluginError(
+                f"output plugin {ctx.plugin_name} lacks required callbacks: {', '.join(missing)}"
+            )
+        self.plugin = plugin
+        self.ctx = ctx
+        self.can_stream = False
+        self.two_phase = False
+        self._settle_capabilities()
+
+    def has(self, callback: str) -> bool:
+        return callable(getattr(self.plugin, callback, None))
+
+    def call(self, callback: str, lsn: int, xid: int, *args: Any, optional: bool = False) -> Any:
+        """Run one callback with writes allowed and error context attached."""
+        fn = getattr(self.plugin, callback, None)
+        if fn is None:
+            if optional:
+                return None
+            raise PluginError(f"output plugin {self.ctx.plugin_name} has no {callback} callback",
+                              lsn=lsn)
+        ctx = self.ctx
+        ctx.accept_writes, ctx.write_lsn, ctx.write_xid = True, lsn, xid
+        try:
+            return fn(ctx, *args)
+        except PgcdcError:
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"slot {ctx.slot}, output plugin {ctx.plugin_name}, callback {callback} "
+                f"at {format_lsn(lsn)} failed: {exc!r}",
+                lsn=lsn,
+                xid=xid,
+            ) from exc
+        finally:
+            ctx.accept_writes = False
+
+    def startup(self, is_init: bool) -> None:
+        """startup_cb_wrapper; then, as logical.c does after it, settle whether the
+        plugin streams and decodes at PREPARE: its options may have changed either."""
+        self.call("startup", 0, 0, self.ctx.options, is_init, optional=True)
+        self._settle_capabilities()
+
+    def _settle_capabilities(self) -> None:
+        plugin = self.plugin
+        self.can_stream = bool(getattr(plugin, "can_stream", False)) and all(
+            callable(getattr(plugin, n, None)) for n in STREAMING
+        )
+        self.two_phase = bool(getattr(plugin, "two_phase", False)) and all(
+            callable(getattr(plugin, n, None)) for n in TWO_PHASE
+        )
+
+    def shutdown(self) -> None:
+        self.call("shutdown", 0, 0, optional=True)
+
+    def filter_by_origin(self, origin: int | None) -> bool:
+        """True when the plugin wants changes of this origin dropped."""
+        if origin is None or not self.has("filter_by_origin"):
+            return False
+        return bool(self.call("filter_by_origin", 0, 0, origin))
+
+
+def available_plugins() -> dict[str, Any]:
+    """Every installed output plugin by name (entry-point group pgcdc.output_plugins)."""
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def load_plugin(name: str) -> object:
+    """Instantiate the plugin registered under `name`, or fail naming what exists."""
+    found = available_plugins()
+    if name not in found:
+        raise PluginError(
+            f"no output plugin named {name!r}; installed: {', '.join(sorted(found)) or 'none'}",
+            field="plugin",
+        )
+    factory = found[name].load()
+    return factory()
+
+
+def iter_values(row: Sequence[ColumnValue] | None) -> Iterator[tuple[str, object]]:
+    """(name, value) pairs of a row; nothing for None."""
+    if row is None:
+        return
+    for col in row:
+        yield col.name, col.value

@@ -1,0 +1,447 @@
+"""The decoding driver: records in, plugin callbacks out (logical.c + decode.c's glue).
+
+Receives `XLogRecord`s in LSN order from a WAL source through the XLog reader.
+For each record it does what LogicalDecodingProcessRecord does: assigns a
+subtransaction to its parent when the record carries a top-level xid, registers the
+record's xid with the reorder buffer, decodes the record into events
+(`service.decode`), and routes each event to the snapshot builder and the reorder
+buffer under the gating rules of decode.c (nothing is queued before the snapshot
+builder reaches FULL_SNAPSHOT; changes of other databases are not queued; commits that
+need skipping are forgotten, DecodeTXNNeedSkip).
+
+The reorder buffer hands transactions back to `PluginSink`, which turns raw tuples
+into decoded rows through a `RowResolver` (schema history + type decoders) and calls the
+output plugin only through its `PluginWrapper`.
+
+Ordering: plugin callbacks come in commit order, each transaction's changes in LSN
+order. Errors: everything raised is a PgcdcError carrying the LSN where it arose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+from service.decode.dispatch import decoder_for, toplevel_assignment, xid_to_process
+from service.decode.events import (
+    AbortEvent,
+    AssignmentEvent,
+    ChangeKind,
+    CheckpointEvent,
+    CommitEvent,
+    HeapChange,
+    InplaceEvent,
+    InvalidationsEvent,
+    MessageEvent,
+    NewCidEvent,
+    ParameterChangeEvent,
+    PrepareEvent,
+    RunningXactsEvent,
+    SmgrCreateEvent,
+    SmgrTruncateEvent,
+    SwitchEvent,
+    TruncateEvent,
+)
+from service.errors import DecodeError, SchemaMismatchError
+from service.output.api import (
+    ChangeOp,
+    ColumnValue,
+    Message,
+    PluginWrapper,
+    RelationInfo,
+    RowChange,
+    TruncateChange,
+    TxnInfo,
+)
+from service.reorder.buffer import ReorderBuffer, ReorderBufferTXN
+from service.reorder.changes import ReplayChange
+from service.snapshot.snapbuild import SnapBuilder
+from service.wal import rmgr as rt
+from service.wal.record import XLogRecord
+
+XACT_XINFO_HAS_DBINFO = 1 << 0
+
+BASE_SNAPSHOT = "base-snapshot"
+"""What a transaction's base snapshot stands for here: pgcdc keeps no historic snapshot
+(the schema history answers instead), only the fact that the transaction has one."""
+
+# Heap records on which heap_decode calls SnapBuildProcessChange *before* the Decode*
+# routine looks at the database or the tuple: a catalog insert (which logs no tuple
+# for decoding) still gives its transaction a base snapshot, so the transaction is
+# replayed (an "empty" BEGIN/COMMIT without skip-empty-xacts). PG15 does it for a
+# catalog INPLACE update with a valid xid too; PG18 no longer does.
+_HEAP_BASE_OPS = frozenset({rt.XLOG_HEAP_INSERT, rt.XLOG_HEAP_UPDATE, rt.XLOG_HEAP_HOT_UPDATE,
+                            rt.XLOG_HEAP_DELETE, rt.XLOG_HEAP_TRUNCATE, rt.XLOG_HEAP_CONFIRM})
+_HEAP_BASE_OPS_15 = _HEAP_BASE_OPS | {rt.XLOG_HEAP_INPLACE}
+
+
+class RowResolver(Protocol):
+    """Relation definitions and row decoding, as valid at each change (schema history)."""
+
+    def apply(self, event: object) -> None:
+        """Every decoded event, in WAL order, before the reorder buffer sees it."""
+
+    def assign_child(self, top: int, sub: int) -> None:
+        """A subtransaction's parent became known."""
+
+    def relation(self, change: HeapChange, top_xid: int) -> RelationInfo | None:
+        """The table a heap change belongs to, or None when it must not be emitted
+        (rewrite output, a table excluded by filters, a system catalog)."""
+
+    def row(
+        self, relation: RelationInfo, change: HeapChange, new: bool, toast: Mapping[int, bytes],
+        top_xid: int,
+    ) -> Sequence[ColumnValue] | None:
+        """The new (or old) tuple of `change` decoded against `relation`."""
+
+    def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:
+        """Definitions of truncated tables (TRUNCATE names relation OIDs)."""
+
+
+def txn_info(txn: ReorderBufferTXN) -> TxnInfo:
+    return TxnInfo(
+        xid=txn.xid,
+        first_lsn=txn.first_lsn,
+        final_lsn=txn.final_lsn,
+        end_lsn=txn.end_lsn,
+        commit_time=txn.commit_time,
+        origin=txn.origin,
+        gid=txn.gid,
+    )
+
+
+_OPS = {
+    ChangeKind.INSERT: ChangeOp.INSERT,
+    ChangeKind.SPEC_INSERT: ChangeOp.INSERT,  # the buffer hands one on only once confirmed
+    ChangeKind.UPDATE: ChangeOp.UPDATE,
+    ChangeKind.DELETE: ChangeOp.DELETE,
+}
+
+
+PROGRESS_EVERY = 1024
+
+
+class PluginSink:
+    """The reorder buffer's ReplaySink: decodes rows, then calls the plugin wrapper."""
+
+    def __init__(self, plugin: PluginWrapper, rows: RowResolver) -> None:
+        self.plugin = plugin
+        self.rows = rows
+        self.can_stream = plugin.can_stream
+        self.decode_at_prepare = plugin.two_phase
+        self.emitted_txns = 0
+        self.emitted_changes = 0
+        self._info: TxnInfo | None = None  # the last txn_info() built (see _txn_info)
+        # Called every PROGRESS_EVERY replayed changes, so a long replay can keep its
+        # WAL source alive (OutputPluginUpdateProgress's job in PostgreSQL).
+        self.progress: Callable[[], None] | None = None
+        self._until_progress = PROGRESS_EVERY
+
+    def _txn_info(self, txn: ReorderBufferTXN) -> TxnInfo:
+        """txn_info(txn), reused while the transaction's public fields are unchanged: a
+        transaction's changes are replayed one after another (a TxnInfo is a value)."""
+        info = self._info
+        if (
+            info is not None
+            and info.xid == txn.xid
+            and info.first_lsn == txn.first_lsn
+            and info.final_lsn == txn.final_lsn
+            and info.end_lsn == txn.end_lsn
+            and info.commit_time == txn.commit_time
+            and info.origin == txn.origin
+            and info.gid == txn.gid
+        ):
+            return info
+        info = self._info = txn_info(txn)
+        return info
+
+    # --- conversions --------------------------------------------------------------
+
+    def _row_change(self, txn: ReorderBufferTXN, rc: ReplayChange) -> RowChange | None:
+        change = rc.event
+        if not isinstance(change, HeapChange):
+            raise DecodeError(f"{type(change).__name__} where a heap change was expected",
+                              lsn=getattr(change, "lsn", None), xid=txn.xid)
+        relation = self.rows.relation(change, txn.top.xid)
+        if relation is None:
+            return None
+        op = _OPS.get(change.kind)
+        if op is None:
+            raise DecodeError(f"change kind {change.kind.name} reached replay",
+                              lsn=change.lsn, xid=change.xid)
+        top = txn.top.xid
+        new = self.rows.row(relation, change, True, rc.toast, top) if change.new_tuple else None
+        old = self.rows.row(relation, change, False, rc.toast, top) if change.old_tuple else None
+        if op is not ChangeOp.DELETE and new is None:
+            raise SchemaMismatchError(f"{op.value} without a new tuple", lsn=change.lsn,
+                                      relation=f"{relation.schema}.{relation.name}")
+        return RowChange(op, change.lsn, relation, new, old, change.old_is_key)
+
+    def _truncate(self, txn: ReorderBufferTXN, rc: ReplayChange) -> TruncateChange | None:
+        ev = rc.event
+        assert isinstance(ev, TruncateEvent)
+        rels = self.rows.relations_by_oid(ev.relids, ev.lsn, txn.top.xid)
+        if not rels:
+            return None
+        return TruncateChange(ev.lsn, rels, ev.cascade, ev.restart_seqs)
+
+    @staticmethod
+    def _message(rc: ReplayChange) -> Message:
+        ev = rc.event
+        assert isinstance(ev, MessageEvent)
+        return Message(ev.lsn, ev.transactional, ev.prefix, ev.payload)
+
+    # --- ReplaySink -----------------------------------------------------------------
+
+    def begin(self, txn: ReorderBufferTXN) -> None:
+        self.plugin.call("begin", txn.first_lsn, txn.xid, txn_info(txn))
+
+    def change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        self._until_progress -= 1
+        if not self._until_progress:
+            self._until_progress = PROGRESS_EVERY
+            if self.progress is not None:
+                self.progress()
+        row = self._row_change(txn, change)
+        if row is not None:
+            self.emitted_changes += 1
+            self.plugin.call("change", row.lsn, txn.xid, self._txn_info(txn), row)
+
+    def truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        trunc = self._truncate(txn, change)
+        if trunc is not None:
+            self.plugin.call("truncate", trunc.lsn, txn.xid, txn_info(txn), trunc, optional=True)
+
+    def message(self, txn: ReorderBufferTXN | None, change: ReplayChange) -> None:
+        msg = self._message(change)
+        info = txn_info(txn) if txn is not None else None
+        self.plugin.call("message", msg.lsn, txn.xid if txn else 0, info, msg, optional=True)
+
+    def internal(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        raise DecodeError("no internal changes are queued by this driver",
+                          lsn=getattr(change.event, "lsn", None), xid=txn.xid)
+
+    def commit(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        self.emitted_txns += 1
+        self.plugin.call("commit", commit_lsn, txn.xid, txn_info(txn), commit_lsn)
+
+    def stream_start(self, txn: ReorderBufferTXN, first_lsn: int) -> None:
+        self.plugin.call("stream_start", first_lsn, txn.xid, txn_info(txn))
+
+    def stream_change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        row = self._row_change(txn, change)
+        if row is not None:
+            self.plugin.call("stream_change", row.lsn, txn.xid, self._txn_info(txn), row)
+
+    def stream_truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        trunc = self._truncate(txn, change)
+        if trunc is not None:
+            self.plugin.call("stream_truncate", trunc.lsn, txn.xid, txn_info(txn), trunc,
+                             optional=True)
+
+    def stream_message(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        msg = self._message(change)
+        self.plugin.call("stream_message", msg.lsn, txn.xid, txn_info(txn), msg, optional=True)
+
+    def stream_stop(self, txn: ReorderBufferTXN, last_lsn: int) -> None:
+        self.plugin.call("stream_stop", last_lsn, txn.xid, txn_info(txn))
+
+    def stream_abort(self, txn: ReorderBufferTXN, abort_lsn: int, subxid: int | None) -> None:
+        self.plugin.call("stream_abort", abort_lsn, txn.xid, txn_info(txn), abort_lsn)
+
+    def stream_commit(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        self.emitted_txns += 1
+        self.plugin.call("stream_commit", commit_lsn, txn.xid, txn_info(txn), commit_lsn)
+
+    def stream_prepare(self, txn: ReorderBufferTXN, prepare_lsn: int) -> None:
+        self.plugin.call("stream_prepare", prepare_lsn, txn.xid, txn_info(txn), prepare_lsn)
+
+    def begin_prepare(self, txn: ReorderBufferTXN) -> None:
+        self.plugin.call("begin_prepare", txn.first_lsn, txn.xid, txn_info(txn))
+
+    def prepare(self, txn: ReorderBufferTXN, prepare_lsn: int) -> None:
+        self.plugin.call("prepare", prepare_lsn, txn.xid, txn_info(txn), prepare_lsn)
+
+    def commit_prepared(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        self.emitted_txns += 1
+        self.plugin.call("commit_prepared", commit_lsn, txn.xid, txn_info(txn), commit_lsn)
+
+    def rollback_prepared(self, txn: ReorderBufferTXN, end_lsn: int, prepare_time: int) -> None:
+        self.plugin.call("rollback_prepared", end_lsn, txn.xid, txn_info(txn), end_lsn,
+                         prepare_time)
+
+
+class Decoding:
+    """LogicalDecodingProcessRecord: one record at a time into the pure pipeline.
+
+    `db_oid` is the database whose changes are decoded (a logical slot's database).
+    """
+
+    def __init__(
+        self,
+        *,
+        version: int,
+        db_oid: int,
+        reorder: ReorderBuffer,
+        snap: SnapBuilder,
+        rows: RowResolver,
+        plugin: PluginWrapper,
+    ) -> None:
+        self.decoder = decoder_for(version)
+        self._heap_base_ops = _HEAP_BASE_OPS_15 if version < 16 else _HEAP_BASE_OPS
+        self.db_oid = db_oid
+        self.rb = reorder
+        self.snap = snap
+        self.rows = rows
+        self.plugin = plugin
+        self.last_lsn = 0
+        self.last_end_lsn = 0
+        self.records = 0
+        self.rb.consistent = snap.is_consistent
+        # Called after a transaction was handed to the plugin and left the buffer.
+        self.on_committed: Callable[[CommitEvent], None] | None = None
+
+    def process(self, record: XLogRecord) -> None:
+        self.records += 1
+        top = toplevel_assignment(record)
+        if top is not None:
+            self.rb.assign_child(top[0], top[1], record.lsn)
+            self.rows.assign_child(top[0], top[1])
+        xid = xid_to_process(record)
+        if xid:
+            self.rb.process_xid(xid, record.lsn)
+            rmid = record.rmid
+            if rmid in (rt.RM_HEAP_ID, rt.RM_HEAP2_ID):
+                self._base_snapshot(record, rmid, xid)
+        for event in self.decoder.decode(record):
+            # The history sees every event in WAL order, and a commit before the reorder
+            # buffer replays it (its lookups at replay need the commit's resolution).
+            self.rows.apply(event)
+            self._route(event)
+        self.last_lsn = record.lsn
+        self.last_end_lsn = record.end_lsn
+
+    def _base_snapshot(self, record: XLogRecord, rmid: int, xid: int) -> None:
+        """heap_decode / heap2_decode: SnapBuildProcessChange before any Decode* routine,
+        whatever the database and whether or not the record carries a tuple."""
+        op = record.info & rt.XLOG_HEAP_OPMASK
+        if rmid == rt.RM_HEAP_ID:
+            if op not in self._heap_base_ops:
+                return
+        elif op != rt.XLOG_HEAP2_MULTI_INSERT:
+            return
+        snap = self.snap
+        if snap.decodes_changes and snap.process_change(xid, record.lsn):
+            self.rb.set_base_snapshot(xid, record.lsn, BASE_SNAPSHOT)
+
+    def _wanted_db(self, db_oid: int) -> bool:
+        return db_oid == self.db_oid
+
+    def _route(self, ev: object) -> None:
+        rb, snap = self.rb, self.snap
+        match ev:
+            case HeapChange():
+                if not snap.decodes_changes or not self._wanted_db(ev.locator.db_oid):
+                    return
+                if ev.origin is not None and self.plugin.filter_by_origin(ev.origin):
+                    return
+                if snap.process_change(ev.xid, ev.lsn):
+                    rb.queue_change(ev.xid, ev.lsn, ev)
+            case TruncateEvent():
+                if not snap.decodes_changes or not self._wanted_db(ev.db_oid):
+                    return
+                if snap.process_change(ev.xid, ev.lsn):
+                    rb.queue_change(ev.xid, ev.lsn, ev)
+            case MessageEvent():
+                if not snap.decodes_changes or not self._wanted_db(ev.db_oid):
+                    return
+                if ev.transactional:
+                    if snap.process_change(ev.xid, ev.lsn):
+                        rb.queue_change(ev.xid, ev.lsn, ev)
+                elif snap.message_allowed(ev.lsn):
+                    rb.queue_message_nontransactional(ev.xid, ev.lsn, ev)
+            case RunningXactsEvent():
+                snap.process_running_xacts(ev)
+                rb.consistent = snap.is_consistent
+                rb.abort_old(ev.oldest_running_xid)
+            case CommitEvent():
+                self._commit(ev)
+            case AbortEvent():
+                self._abort(ev)
+            case PrepareEvent():
+                self._prepare(ev)
+            case AssignmentEvent():
+                for sub in ev.subxids:
+                    rb.assign_child(ev.xid, sub, ev.lsn)
+            case InvalidationsEvent():
+                # xid-less invalidations (VACUUM, ANALYZE...) apply at once in PostgreSQL
+                # (ReorderBufferImmediateInvalidation); there is no transaction to mark.
+                if snap.decodes_changes and ev.xid:
+                    rb.add_invalidations(ev.xid, ev.lsn, ev.invalidations)
+                    rb.set_has_catalog_changes(ev.xid, ev.lsn)
+            case NewCidEvent():
+                if snap.decodes_changes:
+                    rb.set_has_catalog_changes(ev.xid, ev.lsn)
+            case InplaceEvent():
+                if snap.decodes_changes and ev.xid:
+                    rb.set_has_catalog_changes(ev.xid, ev.lsn)
+            case (
+                CheckpointEvent()
+                | SmgrCreateEvent()
+                | SwitchEvent()
+                | ParameterChangeEvent()
+                | SmgrTruncateEvent()
+            ):
+                return  # the schema history has seen them; nothing to queue
+            case _:
+                raise DecodeError(f"the driver cannot route {type(ev).__name__}",
+                                  lsn=getattr(ev, "lsn", None))
+
+    def _skip_commit(self, ev: CommitEvent | AbortEvent) -> bool:
+        """DecodeTXNNeedSkip: before the start point, another database, or an origin."""
+        other_db = bool(ev.xinfo & XACT_XINFO_HAS_DBINFO) and ev.db_oid != self.db_oid
+        return (self.snap.xact_needs_skip(ev.lsn, ev.xid) or other_db
+                or self.plugin.filter_by_origin(ev.origin))
+
+    def _commit(self, ev: CommitEvent) -> None:
+        rb = self.rb
+        self.snap.commit(ev.xid, ev.lsn)
+        if not self.snap.decodes_changes:
+            return
+        if ev.invalidations:
+            rb.add_invalidations(ev.xid, ev.lsn, ev.invalidations)
+        commit_time = ev.origin_time if ev.origin_time is not None else ev.commit_time
+        if self._skip_commit(ev):
+            for sub in ev.subxids:
+                rb.forget(sub, ev.lsn)
+            rb.forget(ev.xid, ev.lsn)
+            return
+        txn = rb.get_txn(ev.xid)
+        if ev.prepared and txn is not None and txn.prepared:
+            rb.finish_prepared(ev.xid, ev.lsn, ev.end_lsn, commit_time, is_commit=True,
+                               origin=ev.origin, subxids=ev.subxids)
+        else:
+            rb.commit(ev.xid, ev.lsn, ev.end_lsn, commit_time, origin=ev.origin,
+                      subxids=ev.subxids)
+        if self.on_committed is not None:
+            self.on_committed(ev)
+
+    def _abort(self, ev: AbortEvent) -> None:
+        rb = self.rb
+        txn = rb.get_txn(ev.xid)
+        if ev.prepared and txn is not None and txn.prepared and self.snap.decodes_changes:
+            rb.finish_prepared(ev.xid, ev.lsn, ev.end_lsn, ev.abort_time,
+                               is_commit=False, subxids=ev.subxids)
+        else:
+            for sub in ev.subxids:
+                rb.abort(sub, ev.lsn)
+            rb.abort(ev.xid, ev.lsn)
+
+    def _prepare(self, ev: PrepareEvent) -> None:
+        if not self.snap.decodes_changes:
+            return
+        if self.snap.xact_needs_skip(ev.lsn, ev.xid) or ev.db_oid != self.db_oid:
+            self.rb.skip_prepared(ev.xid)
+            return
+        self.rb.prepare(ev.xid, ev.lsn, ev.end_lsn, ev.prepared_at, gid=ev.gid,
+                        origin=ev.origin, subxids=ev.subxids)

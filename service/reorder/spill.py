@@ -1,0 +1,254 @@
+"""Spill-file store behind the reorder buffer (the on-disk side of ReorderBufferSerializeTXN).
+
+The reorder buffer (`service.reorder.buffer`) hands this store the in-memory changes of
+one (sub)transaction when it evicts it, and reads them back in LSN order, lazily, when
+the transaction is replayed (`ReorderBufferRestoreChanges`). The buffer itself does no
+I/O; everything that touches files is here, behind the `SpillStore` protocol, so a test
+can wrap or replace it.
+
+Contract:
+
+- **One directory, one buffer.** `LocalSpillStore(directory)` owns `directory` the way a
+  replication slot owns `pg_replslot/<slot>/`. On construction it deletes every
+  `run-*` subdirectory left by an earlier run (a crash, a kill, a missing `close()`),
+  as `ReorderBufferCleanupSerializedTXNs` does, and then writes only into a fresh
+  `run-<pid>-<random>` subdirectory. Files of an earlier run are therefore never read.
+- **One file per xid**, `xid-<xid>.spill`, appended to by each serialization of that
+  (sub)transaction and deleted by `remove(xid)` (abort, forget, after replay, after a
+  streamed run). `close()` deletes the run directory.
+- **Format.** A file starts with a 24-byte header: the magic `b"PGCDCSP1"` and the
+  16-byte run id. Then records, each `<u32 length><u32 crc32>` (little-endian) followed
+  by `length` bytes of payload. A payload starting with byte 1 is a `HeapChange` in a
+  fixed binary layout (`_HEAP`, then per present tuple `_TUPLE` + its data), the hot
+  case; one starting with byte 0 is a `pickle` (protocol 5) of any other change object
+  (`TruncateEvent`, `MessageEvent`, the buffer's `InternalChange`).
+- **Truncation is detected.** `read(xid, count)` yields exactly `count` records (the
+  buffer knows how many it wrote) and raises `SpillFileError` if the header is not this
+  run's, a record is short or fails its CRC, or the file ends before `count` records
+  or holds more than that. A half-written file is never taken as valid.
+- No fsync: a spill file is worthless after a crash (it is deleted at the next start),
+  so durability would only cost time.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import struct
+import uuid
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+from service.decode.events import ChangeKind, HeapChange, RawTuple
+from service.errors import SpillFileError
+from service.wal.record import RelFileLocator
+
+MAGIC = b"PGCDCSP1"
+_TAG_PICKLE = b"\x00"
+_TAG_HEAP = 1
+# tag, lsn, xid, kind, spc, db, rel, block, offset, flags, origin
+_HEAP = struct.Struct("<BQIBIIIIHBI")
+_TUPLE = struct.Struct("<HHHBI")  # natts, infomask, infomask2, hoff, data length
+_NEW, _OLD, _OLD_IS_KEY, _CLEAR_TOAST, _ON_TOAST, _HAS_ORIGIN = 1, 2, 4, 8, 16, 32
+_KINDS = tuple(ChangeKind)
+_HEADER_LEN = len(MAGIC) + 16
+_RECORD = struct.Struct("<II")  # payload length, crc32 of the payload
+_READ_CHUNK = 1 << 20
+
+
+class SpillStore(Protocol):
+    """What the reorder buffer needs from a spill-file store."""
+
+    def write(self, xid: int, changes: Iterable[object]) -> int:
+        """Append `changes` (in LSN order) to xid's file; return how many were written."""
+        ...
+
+    def read(self, xid: int, count: int) -> Iterator[object]:
+        """Yield the `count` changes spilled for xid, in the order they were written."""
+        ...
+
+    def remove(self, xid: int) -> None:
+        """Delete xid's spilled changes, if any."""
+        ...
+
+    def close(self) -> None:
+        """Delete everything this store wrote."""
+        ...
+
+
+class LocalSpillStore:
+    """`SpillStore` on a local directory (one run subdirectory, one file per xid)."""
+
+    __slots__ = ("_closed", "_run_dir", "_run_id", "directory")
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        # As ReorderBufferCleanupSerializedTXNs: whatever an earlier run left is garbage.
+        for entry in self.directory.iterdir():
+            if entry.name.startswith("run-"):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+        self._run_id = uuid.uuid4().bytes
+        self._run_dir = self.directory / f"run-{os.getpid()}-{self._run_id.hex()[:12]}"
+        self._run_dir.mkdir()
+        self._closed = False
+
+    @property
+    def run_dir(self) -> Path:
+        """The subdirectory this run writes into."""
+        return self._run_dir
+
+    def path(self, xid: int) -> Path:
+        """Where xid's changes are spilled (ReorderBufferSerializedPath)."""
+        return self._run_dir / f"xid-{xid}.spill"
+
+    def files(self) -> list[Path]:
+        """Every spill file currently present (for tests and diagnostics)."""
+        if not self._run_dir.exists():
+            return []
+        return sorted(self._run_dir.iterdir())
+
+    def write(self, xid: int, changes: Iterable[object]) -> int:
+        path = self.path(xid)
+        out = bytearray()
+        if not path.exists():
+            out += MAGIC
+            out += self._run_id
+        count = 0
+        dumps = pickle.dumps
+        pack = _RECORD.pack
+        crc32 = zlib.crc32
+        for change in changes:
+            if type(change) is HeapChange:
+                payload = _encode_heap(change)
+            else:
+                payload = _TAG_PICKLE + dumps(change, protocol=5)
+            out += pack(len(payload), crc32(payload))
+            out += payload
+            count += 1
+        try:
+            with open(path, "ab") as fh:
+                fh.write(out)
+        except OSError as exc:
+            raise SpillFileError(f"could not write spill file {path}: {exc}", xid=xid) from exc
+        return count
+
+    def read(self, xid: int, count: int) -> Iterator[object]:
+        path = self.path(xid)
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 - closed in the generator's finally
+        except OSError as exc:
+            raise SpillFileError(f"could not open spill file {path}: {exc}", xid=xid) from exc
+        return self._records(fh, path, xid, count)
+
+    def _records(self, fh: BinaryIO, path: Path, xid: int, count: int) -> Iterator[object]:
+        loads = pickle.loads
+        crc32 = zlib.crc32
+        unpack_from = _RECORD.unpack_from
+        buf = b""
+        pos = 0
+        eof = False
+
+        def fill(need: int) -> bool:
+            nonlocal buf, pos, eof
+            while len(buf) - pos < need and not eof:
+                chunk = fh.read(max(_READ_CHUNK, need))
+                if not chunk:
+                    eof = True
+                    break
+                buf = buf[pos:] + chunk
+                pos = 0
+            return len(buf) - pos >= need
+
+        try:
+            if not fill(_HEADER_LEN) or buf[pos : pos + len(MAGIC)] != MAGIC:
+                raise SpillFileError(f"spill file {path} has no valid header", xid=xid)
+            if buf[pos + len(MAGIC) : pos + _HEADER_LEN] != self._run_id:
+                raise SpillFileError(f"spill file {path} belongs to another run", xid=xid)
+            pos += _HEADER_LEN
+            for index in range(count):
+                if not fill(_RECORD.size):
+                    raise SpillFileError(
+                        f"spill file {path} ends after {index} of {count} records", xid=xid
+                    )
+                length, crc = unpack_from(buf, pos)
+                pos += _RECORD.size
+                if not fill(length):
+                    raise SpillFileError(
+                        f"spill file {path} is truncated in record {index}", xid=xid
+                    )
+                payload = buf[pos : pos + length]
+                pos += length
+                if crc32(payload) != crc:
+                    raise SpillFileError(f"spill file {path} record {index} fails its CRC", xid=xid)
+                yield _decode_heap(payload) if payload[0] == _TAG_HEAP else loads(payload[1:])
+            if fill(1):
+                raise SpillFileError(f"spill file {path} holds more than {count} records", xid=xid)
+        finally:
+            fh.close()
+
+    def remove(self, xid: int) -> None:
+        try:
+            self.path(xid).unlink(missing_ok=True)
+        except OSError as exc:
+            raise SpillFileError(f"could not remove spill file: {exc}", xid=xid) from exc
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            shutil.rmtree(self._run_dir, ignore_errors=True)
+
+
+def _encode_heap(c: HeapChange) -> bytes:
+    flags = (
+        (_NEW if c.new_tuple is not None else 0)
+        | (_OLD if c.old_tuple is not None else 0)
+        | (_OLD_IS_KEY if c.old_is_key else 0)
+        | (_CLEAR_TOAST if c.clear_toast_afterwards else 0)
+        | (_ON_TOAST if c.on_toast_relation else 0)
+        | (_HAS_ORIGIN if c.origin is not None else 0)
+    )
+    loc = c.locator
+    parts = [
+        _HEAP.pack(
+            _TAG_HEAP, c.lsn, c.xid, c.kind, loc.spc_oid, loc.db_oid, loc.rel_number,
+            c.block, c.offset, flags, c.origin or 0,
+        )
+    ]  # fmt: skip
+    for t in (c.new_tuple, c.old_tuple):
+        if t is not None:
+            parts.append(_TUPLE.pack(t.natts, t.infomask, t.infomask2, t.hoff, len(t.data)))
+            parts.append(t.data)
+    return b"".join(parts)
+
+
+_locators: dict[tuple[int, int, int], RelFileLocator] = {}
+
+
+def _decode_heap(payload: bytes) -> HeapChange:
+    _, lsn, xid, kind, spc, db, rel, block, offset, flags, origin = _HEAP.unpack_from(payload)
+    key = (spc, db, rel)
+    locator = _locators.get(key)
+    if locator is None:
+        locator = _locators[key] = RelFileLocator(spc, db, rel)
+    pos = _HEAP.size
+    tuples: list[RawTuple | None] = []
+    for bit in (_NEW, _OLD):
+        if flags & bit:
+            natts, infomask, infomask2, hoff, length = _TUPLE.unpack_from(payload, pos)
+            pos += _TUPLE.size
+            tuples.append(RawTuple(natts, infomask, infomask2, hoff, payload[pos : pos + length]))
+            pos += length
+        else:
+            tuples.append(None)
+    return HeapChange(
+        lsn, xid, _KINDS[kind], locator, block, offset, tuples[0], tuples[1],
+        bool(flags & _OLD_IS_KEY), bool(flags & _CLEAR_TOAST), bool(flags & _ON_TOAST),
+        origin if flags & _HAS_ORIGIN else None,
+    )  # fmt: skip

@@ -1,0 +1,507 @@
+"""Rows as the plugins see them: raw tuples decoded against the schema history.
+
+Implements `service.output.logical.RowResolver`. Receives every decoder event in WAL order
+(forwarded to the `SchemaHistory`), and at replay time turns a `HeapChange` into a
+`RelationInfo` plus `ColumnValue`s, using the table definition the history says was
+valid for that change's transaction at that LSN, and the type decoders of
+`service.types`.
+
+Guarantees:
+- Rewrite output (heap inserts into a relfilenode its own transaction created before
+  any definition named it) is never emitted: `relation` returns None for it.
+- A change of an unknown relfilenode that carries no tuple data (catalog updates and
+  deletes, which wal_level=logical logs without tuples) is dropped, as PostgreSQL drops
+  changes of relations that are not logically logged. One that carries data is a
+  SchemaMismatchError naming the relfilenode and LSN: pgcdc never guesses a table.
+- A tuple with more attributes than the definition is a SchemaMismatchError naming the
+  table and LSN (raised by the deformer). Values are decoded lazily, per column.
+- A TOAST pointer whose chunks were not logged (an UPDATE that left the value alone)
+  becomes UNCHANGED_TOAST, never a wrong or empty value.
+- A column added with ADD COLUMN ... DEFAULT after a tuple was written (atthasmissing)
+  reads, in that tuple, exactly what a stored copy of the default would: its
+  attmissingval is turned once per (table definition, column) into the stored datum
+  the deformer hands on (getmissingattr), so `.value` and `.text` come from the same
+  type decoders as any stored value. See `_MissingPlanner` for how, and for the two
+  kinds of type whose stored form cannot be rebuilt (jsonb inside the type; types the
+  decoders do not know), which are read as the initial snapshot reads them.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from service.decode.events import HeapChange, RawTuple
+from service.errors import DecodeError, SchemaMismatchError, UnknownTypeError
+from service.output.api import (
+    UNCHANGED_TOAST,
+    ColumnCodec,
+    ColumnMeta,
+    ColumnValue,
+    RelationInfo,
+    StoredValue,
+)
+from service.schema.history import Classification, RelClass, SchemaHistory
+from service.schema.tabledef import ColumnDef, TableDef
+from service.types.convert import simple_functions, to_python, to_text
+from service.types.deform import Column, Layout, compile_layout, deform, deform_heap
+from service.types.registry import TypeInfo, TypeRegistry
+from service.types.sendform import (
+    JSONB_OID,
+    TEXTUAL,
+    base_type,
+    convertible,
+    snapshot_registry,
+    to_stored,
+)
+from service.types.varlena import ToastPointer, Unchanged, resolve_toast
+
+_CLASS_CACHE_MAX = 4096
+
+TypeSource = Callable[[Sequence[int]], TypeRegistry]
+"""Loads type facts for these OIDs (and their dependencies) and returns the registry."""
+
+TypeNames = Callable[[Sequence[int]], Mapping[int, str]]
+"""format_type(oid, NULL) for these OIDs."""
+
+
+MissingSend = Callable[[int, int, str], bytes | None]
+"""`(type_oid, typmod, literal)` → attmissingval's one element as that type, in its
+binary send format: what the server sends for `((literal::text[])[1])::T`, T being
+`format_type(type_oid, typmod)` (typmod < 0: none); None if the element is NULL.
+`literal` is `ColumnDef.missing_text` (attmissingval's text, a one-element array)."""
+
+TEXT_OID, TEXT_ARRAY_OID = 25, 1009
+_LE_U32 = struct.Struct("<I")
+_ARRAY_ELEMTYPE_AT = 8  # stored ArrayType payload: ndim, dataoffset, elemtype, ...
+
+
+@dataclass(slots=True)
+class _Out:
+    """How one live column of a definition is handed on (dropped columns have none).
+
+    `null`, `unchanged` and `missing` are shared by every row. `missing` is set only
+    for a column added with a default whose attmissingval has no stored form the
+    deformer could hand on (see `_MissingPlanner`); it is used for tuples written
+    before the column (attnum beyond their natts). `simple`: the codec's functions never raise
+    UnknownTypeError, so rows need no per-value error context; otherwise each row binds
+    one (`HistoryRows._bound`) with the change's LSN, as the value is converted lazily.
+    """
+
+    attnum: int
+    codec: ColumnCodec
+    info: TypeInfo
+    null: ColumnValue
+    unchanged: ColumnValue
+    missing: ColumnValue | None
+    simple: bool
+
+
+@dataclass(slots=True)
+class _Plan:
+    """A table definition prepared for decoding: resolved once, used for every row.
+
+    `registry` is the type registry the codecs were resolved against; a row decoded
+    with another one (the type cache was invalidated) rebuilds `outs`.
+    """
+
+    rel: RelationInfo
+    table: TableDef  # kept alive: plans are cached by id(table)
+    columns: list[Column]  # for the deformer, dropped included
+    layout: Layout | None  # compile_layout(columns): None leaves the tuple to deform()
+    outs: list[_Out | None]  # parallel to `columns`; None for dropped columns
+    registry: TypeRegistry
+    qualified: str
+    # attnum -> the value tuples older than the column read, for the columns whose
+    # attmissingval is not handed to the deformer as a stored datum (`_Out.missing`)
+    missing_values: dict[int, ColumnValue]
+
+
+class HistoryRows:
+    """Schema history + type decoders behind the RowResolver interface."""
+
+    def __init__(
+        self,
+        history: SchemaHistory,
+        types: TypeSource,
+        type_names: TypeNames,
+        *,
+        unknown_as_text: bool = False,
+        missing_send: MissingSend | None = None,
+    ) -> None:
+        """`missing_send` reads attmissingval (the catalog stage's I/O, injected); without
+        it, a tuple that lacks a column added with a default raises DecodeError when
+        that column is read (for users that only need `relations_by_oid`)."""
+        self.history = history
+        self._types = types
+        self._type_names = type_names
+        self._names: dict[int, str] = {}
+        self._unknown_as_text = unknown_as_text
+        self._missing = _MissingPlanner(missing_send, unknown_as_text)
+        # id(TableDef) -> its plan (which keeps the TableDef alive)
+        self._plans: dict[int, _Plan] = {}
+        # Classifications per (relfilenode, top xid): (lo, hi, answer), valid for change
+        # LSNs in [lo, hi) while the history is unchanged. Every change to the history
+        # comes through apply()/assign_child(), which empty the cache (a HeapChange
+        # changes nothing in the history, so a transaction's replay keeps it).
+        self._classes: dict[tuple[int, int, int, int], tuple[int, int, Classification]] = {}
+        # The last change relation() answered for, so row() needs no second lookup:
+        # (change, top xid, plan).
+        self._last: tuple[HeapChange, int, _Plan] | None = None
+
+    # --- RowResolver ----------------------------------------------------------------
+
+    def apply(self, event: Any) -> None:
+        if type(event) is HeapChange:
+            return  # SchemaHistory.apply: a heap change has no schema effect
+        self.history.apply(event)
+        self._classes.clear()
+        self._last = None
+
+    def assign_child(self, top: int, sub: int) -> None:
+        self.history.assign_child(top, sub)
+        self._classes.clear()
+        self._last = None
+
+    def _classify(self, change: HeapChange, top_xid: int) -> Classification:
+        loc, lsn = change.locator, change.lsn
+        key = (loc.spc_oid, loc.db_oid, loc.rel_number, top_xid)
+        hit = self._classes.get(key)
+        if hit is not None and hit[0] <= lsn < hit[1]:
+            return hit[2]
+        cls, lo, hi = self.history.classify_span(loc, top_xid, lsn)
+        if len(self._classes) > _CLASS_CACHE_MAX:
+            self._classes.clear()
+        self._classes[key] = (lo, hi, cls)
+        return cls
+
+    def relation(self, change: HeapChange, top_xid: int) -> RelationInfo | None:
+        cls = self._classify(change, top_xid)
+        match cls.kind:
+            case RelClass.TABLE:
+                assert cls.table is not None
+                plan = self._plan(cls.table, change.lsn)
+                self._last = (change, top_xid, plan)
+                return plan.rel
+            case RelClass.REWRITE:
+                return None
+            case RelClass.TOAST:
+                # Toast chunks never reach replay as changes; a delete of chunks does
+                # (DELETE of a toasted row), and is not a change of the table.
+                return None
+            case RelClass.UNKNOWN:
+                if change.new_tuple is None and change.old_tuple is None:
+                    return None
+                loc = change.locator
+                raise SchemaMismatchError(
+                    f"change to relfilenode {loc.spc_oid}/{loc.db_oid}/{loc.rel_number} "
+                    "that no known table owns",
+                    lsn=change.lsn, xid=change.xid,
+                    relation=f"relfilenode {loc.rel_number}",
+                )
+            case _:
+                raise SchemaMismatchError(f"unexpected classification {cls.kind}",
+                                          lsn=change.lsn)
+
+    def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:
+        out = []
+        for oid in relids:
+            table = self.history.by_oid(oid, lsn, xid)
+            if table is not None:
+                out.append(self._plan(table, lsn).rel)
+        return out
+
+    def row(
+        self, relation: RelationInfo, change: HeapChange, new: bool, toast: Mapping[int, bytes],
+        top_xid: int,
+    ) -> Sequence[ColumnValue] | None:
+        raw = change.new_tuple if new else change.old_tuple
+        if raw is None:
+            return None
+        last = self._last
+        if last is not None and last[0] is change and last[1] == top_xid \
+                and last[2].rel is relation:
+            # by_oid(relation.oid, lsn, top_xid) is the very pick classify made for it
+            return self._decode(last[2], raw, toast, change.lsn)
+        table = self.history.by_oid(relation.oid, change.lsn, top_xid)
+        if table is None:
+            raise SchemaMismatchError("table definition vanished between lookups",
+                                      lsn=change.lsn, relation=f"{relation.schema}.{relation.name}")
+        return self._decode(self._plan(table, change.lsn), raw, toast, change.lsn)
+
+    # --- internals ------------------------------------------------------------------
+
+    def _plan(self, table: TableDef, lsn: int) -> _Plan:
+        plan = self._plans.get(id(table))
+        if plan is not None and plan.table is table:
+            return plan
+        live = [c for c in table.columns if not c.dropped]
+        oids = sorted({c.type_oid for c in live})
+        registry = self._types(oids)
+        missing = [o for o in oids if o not in self._names]
+        if missing:
+            self._names.update(self._type_names(missing))
+        key_names = {c.attnum: c.name for c in live}
+        metas = []
+        for c in live:
+            info = registry.get(c.type_oid, column=c.name)
+            kind = {"e": "e", "d": "d", "c": "c", "r": "r"}.get(info.typtype, "b")
+            if info.typelem and info.typlen == -1 and info.output_src == "array_out":
+                kind = "a"
+            metas.append(ColumnMeta(
+                name=c.name, attnum=c.attnum, type_oid=c.type_oid,
+                type_name=self._names.get(c.type_oid, info.name), typmod=c.typmod,
+                notnull=c.not_null, kind=kind, elem_type_oid=info.typelem,
+                enum_labels=tuple(info.enum_labels.values()),
+            ))
+        rel = RelationInfo(
+            oid=table.oid, schema=table.schema, name=table.name,
+            replica_identity=table.replica_identity,
+            key_columns=tuple(key_names[a] for a in table.key_attnums if a in key_names),
+            columns=tuple(metas), defined_at=lsn,
+        )
+        qualified = f"{table.schema}.{table.name}"
+        columns = []
+        missing_values: dict[int, ColumnValue] = {}
+        for c in table.columns:
+            datum = None
+            if c.has_missing and not c.dropped and c.missing_text is not None:
+                type_name = next(m.type_name for m in metas if m.attnum == c.attnum)
+                datum, value = self._missing.resolve(c, registry, type_name, lsn, qualified)
+                if value is not None:
+                    missing_values[c.attnum] = value
+            columns.append(Column(c.attnum, c.name, c.type_oid, c.typmod, c.attlen,
+                                  c.attbyval, c.attalign, c.not_null, c.dropped, datum))
+        plan = _Plan(rel, table, columns, compile_layout(columns), [], registry, qualified,
+                     missing_values)
+        self._prepare(plan, registry)
+        self._plans[id(table)] = plan
+        return plan
+
+    def _prepare(self, plan: _Plan, registry: TypeRegistry) -> None:
+        """Resolve each live column's codec against `registry` (as `_decode` did per row:
+        registry.get, then to_python/to_text through the type's output function)."""
+        outs: list[_Out | None] = []
+        metas = iter(plan.rel.columns)
+        for col in plan.columns:
+            if col.dropped:
+                outs.append(None)
+                continue
+            meta = next(metas)
+            info = registry.get(col.typid, column=col.name)
+            fns = simple_functions(info, registry)
+            if fns is not None:
+                codec = ColumnCodec(col.name, col.typid, meta.type_name, fns[0], fns[1])
+            else:
+                codec = ColumnCodec(col.name, col.typid, meta.type_name, _no_value, _no_text)
+            outs.append(_Out(
+                col.attnum, codec, info,
+                ColumnValue.constant(codec, None, None),
+                ColumnValue.constant(codec, UNCHANGED_TOAST, None),
+                plan.missing_values.get(col.attnum), fns is not None,
+            ))
+        plan.outs = outs
+        plan.registry = registry
+
+    def _decode(
+        self, plan: _Plan, raw: RawTuple, toast: Mapping[int, bytes], lsn: int,
+    ) -> list[ColumnValue]:
+        qualified = plan.qualified
+        try:
+            layout = plan.layout
+            datums = deform_heap(raw, plan.columns, layout, relation=qualified) \
+                if layout is not None else deform(raw, plan.columns, relation=qualified)
+        except SchemaMismatchError as exc:
+            raise SchemaMismatchError(exc.message, lsn=lsn, relation=qualified) from exc
+        registry = self._types([])
+        if registry is not plan.registry:
+            self._prepare(plan, registry)
+        natts = raw.natts
+        out: list[ColumnValue] = []
+        append = out.append
+        for o, datum in zip(plan.outs, datums, strict=True):
+            if o is None:
+                continue
+            if type(datum) is bytes and o.simple:
+                append(StoredValue(o.codec, datum))
+                continue
+            if datum is None:
+                missing = o.missing
+                append(missing if missing is not None and o.attnum > natts else o.null)
+                continue
+            # (attnum > natts deforms to None only when the column has no stored missing
+            # datum: then `o.missing`, if set, is its value)
+            stored: bytes | Unchanged
+            if isinstance(datum, ToastPointer):
+                stored = resolve_toast(datum, toast)
+                if isinstance(stored, Unchanged):
+                    append(o.unchanged)
+                    continue
+            else:
+                stored = datum
+            append(StoredValue(o.codec if o.simple else self._bound(o, registry, lsn,
+                                                                     qualified), stored))
+        return out
+
+    def _bound(self, o: _Out, registry: TypeRegistry, lsn: int, qualified: str) -> ColumnCodec:
+        """A codec for one value of a type that needs the registry (arrays, composites,
+        ranges, enums, unknown types): UnknownTypeError gets the change's LSN."""
+        name, info, as_text = o.codec.name, o.info, self._unknown_as_text
+
+        def value(d: bytes) -> object:
+            try:
+                return to_python(d, info, registry, column=name, unknown_as_text=as_text)
+            except UnknownTypeError as exc:
+                raise UnknownTypeError(exc.message, lsn=lsn, relation=qualified,
+                                       field=name) from exc
+
+        def text(d: bytes) -> str | None:
+            try:
+                return to_text(d, info, registry, column=name, unknown_as_text=as_text)
+            except UnknownTypeError as exc:
+                raise UnknownTypeError(exc.message, lsn=lsn, relation=qualified,
+                                       field=name) from exc
+
+        return ColumnCodec(name, o.codec.type_oid, o.codec.type_name, value, text, shared=False)
+
+
+def _no_value(datum: object) -> object:
+    raise AssertionError("a bound codec converts this column's values")
+
+
+def _no_text(datum: object) -> str | None:
+    raise AssertionError("a bound codec converts this column's values")
+
+
+class _MissingPlanner:
+    """attmissingval → what a tuple written before ADD COLUMN ... DEFAULT reads.
+
+    The schema history keeps attmissingval as text (`ColumnDef.missing_text`, a
+    one-element array literal); the decoders need the stored datum. The server parses
+    the element as the column's type and sends it in binary send format
+    (`MissingSend`), which `sendform.to_stored` rewrites into the stored form, exactly
+    as the initial snapshot does for every value. Each (type, typmod, literal) is
+    asked once per session. By the column's type (a domain: its base type):
+
+    - textual output (text, varchar, json, xml, text-like user types): the element's
+      text *is* the stored form; it is asked as `text` (xml_send would re-print the
+      XML declaration; a text-like user type may have no send function);
+    - an array of such: asked as `text[]`, with the element type written back into the
+      array header (their stored elements are laid out alike);
+    - jsonb anywhere in the type: jsonb's send form is its printed text, not the
+      stored binary tree, so the value is decoded lazily with
+      `sendform.snapshot_registry` (jsonb read as its text), as the snapshot does; the
+      result equals the WAL decoders' (test_snapshot_vs_wal);
+    - a type the decoders do not know: its element text, under the WAL path's rule
+      (UnknownTypeError on use, or that text with `unknown_as_text` for a varlena), as
+      the snapshot does;
+    - anything else: the stored datum, handed to the deformer as `Column.missing`.
+    """
+
+    __slots__ = ("_cache", "_send", "_unknown_as_text")
+
+    def __init__(self, send: MissingSend | None, unknown_as_text: bool) -> None:
+        self._send = send
+        self._unknown_as_text = unknown_as_text
+        self._cache: dict[tuple[int, int, str], bytes | None] = {}
+
+    def _ask(self, type_oid: int, typmod: int, literal: str) -> bytes | None:
+        key = (type_oid, typmod, literal)
+        if key not in self._cache:
+            assert self._send is not None
+            self._cache[key] = self._send(type_oid, typmod, literal)
+        return self._cache[key]
+
+    def resolve(
+        self, col: ColumnDef, registry: TypeRegistry, type_name: str, lsn: int, qualified: str,
+    ) -> tuple[bytes | None, ColumnValue | None]:
+        """(stored datum for the deformer, or None; else the value to read, or None for
+        NULL) for a column with atthasmissing and a non-NULL attmissingval."""
+        name, oid, literal = col.name, col.type_oid, col.missing_text
+        assert literal is not None
+        if self._send is None:
+            return None, _failing(name, oid, type_name, lambda: DecodeError(
+                f"column {name} was added with a default after this tuple was written, "
+                "and this row decoder cannot read attmissingval", lsn=lsn,
+                relation=qualified, field=name))
+        try:
+            info = registry.get(oid, column=name)
+            base = base_type(info, registry)
+            if base.output_src in TEXTUAL:
+                return self._ask(TEXT_OID, -1, literal), None
+            if base.output_src == "array_out":
+                elem = base_type(registry.get(base.typelem), registry)
+                text = registry.get(TEXT_OID)
+                if elem.output_src in TEXTUAL and (elem.typlen, elem.typalign) == \
+                        (text.typlen, text.typalign):
+                    send = self._ask(TEXT_ARRAY_OID, -1, literal)
+                    if send is None:
+                        return None, None
+                    stored = to_stored(send, registry.get(TEXT_ARRAY_OID), registry)
+                    at = _ARRAY_ELEMTYPE_AT
+                    return stored[:at] + _LE_U32.pack(base.typelem) + stored[at + 4:], None
+            if not convertible(info, registry):
+                send = self._ask(TEXT_OID, -1, literal)
+                return None, None if send is None else self._as_text(
+                    info, send, name, type_name, lsn, qualified)
+            send = self._ask(oid, col.typmod, literal)
+            if send is None:
+                return None, None
+            if _has_jsonb(info, registry):
+                return None, _snapshot_value(send, info, registry, name, type_name)
+            return to_stored(send, info, registry), None
+        except (DecodeError, UnknownTypeError) as exc:
+            raise type(exc)(f"attmissingval {literal!r} of column {name}: {exc.message}",
+                            lsn=lsn, relation=qualified, field=name) from exc
+
+    def _as_text(self, info: TypeInfo, text: bytes, name: str, type_name: str, lsn: int,
+                 qualified: str) -> ColumnValue:
+        """An unknown type's default, as the snapshot reads such a column (its text)."""
+        if self._unknown_as_text and info.typlen == -1:
+            value = text.decode("utf-8")
+            return ColumnValue.constant(
+                ColumnCodec(name, info.oid, type_name, _no_value, _no_text, shared=False),
+                value, value)
+        return _failing(name, info.oid, type_name, lambda: UnknownTypeError(
+            f"type {info.name} (OID {info.oid}, output function {info.output_src}) "
+            "cannot be decoded", lsn=lsn, relation=qualified, field=name))
+
+
+def _has_jsonb(info: TypeInfo, registry: TypeRegistry, depth: int = 0) -> bool:
+    """Is jsonb the type, its base, or inside it (elements, fields, range subtype)?"""
+    if depth > 32:
+        raise DecodeError(f"type {info.name} nests too deep")
+    info = base_type(info, registry)
+    if info.oid == JSONB_OID:
+        return True
+    inner = [info.typelem if info.output_src == "array_out" else 0, info.range_subtype]
+    inner += [f.typid for f in info.fields if not f.dropped]
+    return any(_has_jsonb(registry.get(t), registry, depth + 1) for t in inner if t)
+
+
+def _snapshot_value(send: bytes, info: TypeInfo, registry: TypeRegistry, name: str,
+                    type_name: str) -> ColumnValue:
+    """A send-format value of a type with jsonb inside, decoded as the snapshot does."""
+    snap = snapshot_registry(registry)
+    sinfo = snap.get(info.oid)
+    stored = to_stored(send, sinfo, snap)
+    codec = ColumnCodec(name, info.oid, type_name,
+                        lambda d: to_python(d, sinfo, snap, column=name),
+                        lambda d: to_text(d, sinfo, snap, column=name), shared=False)
+    return StoredValue(codec, stored)
+
+
+def _failing(name: str, type_oid: int, type_name: str,
+             error: Callable[[], Exception]) -> ColumnValue:
+    """A value whose reading raises `error()` (lazily, as a stored value's decoding
+    would)."""
+
+    def fail() -> object:
+        raise error()
+
+    def fail_text() -> str | None:
+        raise error()
+
+    return ColumnValue(name, type_oid, type_name, fail, fail_text)

@@ -1,0 +1,121 @@
+"""The `pgcdc` command line: help, configuration errors, and the commands that need no Kafka."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+import pytest
+
+from service.app.cli import build_parser, main
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os  # noqa: PLC0415
+
+    full = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "service.app.cli", *args], capture_output=True,
+                          text=True, env=full, timeout=120, check=False)
+
+
+def test_help_lists_every_command() -> None:
+    """`pgcdc --help` names each command and shows the first steps."""
+    text = build_parser().format_help()
+    for name in ("setup", "teardown", "run", "demo", "peek", "status", "replay", "waldump"):
+        assert name in text
+    assert "first steps" in text
+
+
+def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a command pgcdc prints its help and succeeds."""
+    assert main([]) == 0
+    assert "COMMAND" in capsys.readouterr().out
+
+
+def test_bad_setting_names_the_field() -> None:
+    """A malformed environment setting exits 2 with the dotted field name."""
+    proc = run_cli("status", env={"PGCDC_SOURCE__PORT": "70000"})
+    assert proc.returncode == 2
+    assert "source.port" in proc.stderr
+
+
+def test_bad_yaml_value_names_the_field(tmp_path: Path) -> None:
+    """A malformed YAML value exits 2 naming the field; a missing file names --config."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("decoding:\n  work_mem: lots\n")
+    proc = run_cli("status", "--config", str(cfg))
+    assert proc.returncode == 2
+    assert "decoding.work_mem" in proc.stderr
+    proc = run_cli("status", "--config", str(tmp_path / "missing.yaml"))
+    assert proc.returncode == 2
+    assert "--config" in proc.stderr
+
+
+def test_unreachable_source_is_a_clear_error() -> None:
+    """A source nobody listens on exits 3 (retryable) naming host and port."""
+    proc = run_cli("status", env={"PGCDC_SOURCE__PORT": "1", "PGCDC_KAFKA__BOOTSTRAP_SERVERS":
+                                  "127.0.0.1:1"})
+    assert proc.returncode == 3
+    assert "127.0.0.1:1" in proc.stderr
+
+
+def test_bad_lsn_argument_is_refused() -> None:
+    """An LSN argument that is not X/Y is refused by the parser."""
+    proc = run_cli("waldump", "--dir", "/tmp", "--start", "nonsense")
+    assert proc.returncode == 2
+    assert "is not an LSN" in proc.stderr
+
+
+def test_replay_of_missing_directory_names_it() -> None:
+    """replay on a directory that does not exist is a configuration error naming --dir."""
+    proc = run_cli("replay", "--dir", "/nonexistent/wal", "--start", "0/0")
+    assert proc.returncode == 2
+    assert "--dir" in proc.stderr
+
+
+@pytest.mark.integration
+def test_setup_waldump_replay_teardown(pg15: dict[str, Any]) -> None:
+    """setup installs the slot, waldump prints the records, replay decodes a commit."""
+    db = f"cli_{uuid.uuid4().hex[:8]}"
+    admin = psycopg2.connect(pg15["dsn"])
+    admin.autocommit = True
+    admin.cursor().execute(f"CREATE DATABASE {db}")
+    env = {"PGCDC_SOURCE__PORT": str(pg15["port"]), "PGCDC_SOURCE__DBNAME": db,
+           "PGCDC_SOURCE__SLOT": db, "PGCDC_DECODING__STATE_DIR": f"/tmp/{db}"}
+    try:
+        proc = run_cli("setup", env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert '"slot_created": true' in proc.stdout
+        conn = psycopg2.connect(pg15["dsn"].replace("dbname=postgres", f"dbname={db}"))
+        conn.autocommit = True
+        cur = conn.cursor()
+        cur.execute("CREATE TABLE cli_t (id int PRIMARY KEY, v text)")
+        cur.execute("SELECT pg_current_wal_lsn()")
+        (start,) = cur.fetchone()
+        cur.execute("CHECKPOINT")  # a RUNNING_XACTS after start: replay becomes consistent
+        cur.execute("INSERT INTO cli_t VALUES (1, 'via replay')")
+        cur.execute("SELECT pg_current_wal_lsn()")
+        (end,) = cur.fetchone()
+        conn.close()
+        wal = str(Path(pg15["pgdata"]) / "pg_wal")
+        proc = run_cli("waldump", "--dir", wal, "--start", start, "--limit", "50", env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert "rmgr: Heap" in proc.stdout and "desc: INSERT" in proc.stdout
+        proc = run_cli("replay", "--dir", wal, "--start", start, "--end", end,
+                       "-o", "include-xids=0", env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.splitlines() == [
+            "BEGIN", "table public.cli_t: INSERT: id[integer]:1 v[text]:'via replay'", "COMMIT",
+        ]
+        proc = run_cli("teardown", env=env)
+        assert proc.returncode == 0, proc.stderr
+    finally:
+        admin.cursor().execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+            "WHERE slot_name = %s AND NOT active", (db,))
+        admin.cursor().execute(f"DROP DATABASE {db} WITH (FORCE)")
+        admin.close()

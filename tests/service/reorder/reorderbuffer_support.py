@@ -1,0 +1,203 @@
+"""Test doubles and builders for the reorder-buffer tests (pure logic, no services)."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from service.decode.events import ChangeKind, HeapChange, MessageEvent, RawTuple, TruncateEvent
+from service.reorder.buffer import ReorderBuffer, ReorderBufferSettings, ReorderBufferTXN
+from service.reorder.changes import ReplayChange
+from service.reorder.spill import LocalSpillStore
+from service.wal.record import RelFileLocator
+
+MAIN = RelFileLocator(1663, 5, 16384)
+TOAST = RelFileLocator(1663, 5, 16390)
+
+
+def toast_of(locator: RelFileLocator) -> bool:
+    """The toast relations of the test schema."""
+    return locator == TOAST
+
+
+def tup(data: bytes) -> RawTuple:
+    """A one-column tuple with no nulls (hoff 24: one pad byte after t_bits' offset)."""
+    return RawTuple(natts=1, infomask=0, infomask2=1, hoff=24, data=b"\x00" + data)
+
+
+def heap(
+    xid: int,
+    lsn: int,
+    kind: ChangeKind = ChangeKind.INSERT,
+    data: bytes = b"row",
+    *,
+    locator: RelFileLocator = MAIN,
+    clear: bool = True,
+) -> HeapChange:
+    """A heap change on the main table (or `locator`)."""
+    new = (
+        tup(data)
+        if kind in (ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.SPEC_INSERT)
+        else None
+    )
+    old = tup(data) if kind is ChangeKind.DELETE else None
+    return HeapChange(
+        lsn=lsn,
+        xid=xid,
+        kind=kind,
+        locator=locator,
+        block=0,
+        offset=1,
+        new_tuple=new,
+        old_tuple=old,
+        old_is_key=kind is ChangeKind.DELETE,
+        clear_toast_afterwards=clear,
+    )
+
+
+def toast_tuple(chunk_id: int, seq: int, payload: bytes, short: bool = False) -> RawTuple:
+    """A toast-table tuple (chunk_id, chunk_seq, chunk_data) with a 1- or 4-byte varlena."""
+    if short:
+        assert len(payload) + 1 < 128
+        varlena = bytes([((len(payload) + 1) << 1) | 1]) + payload
+    else:
+        varlena = struct.pack("<I", (len(payload) + 4) << 2) + payload
+    return RawTuple(
+        natts=3,
+        infomask=0,
+        infomask2=3,
+        hoff=24,
+        data=b"\x00" + struct.pack("<Ii", chunk_id, seq) + varlena,
+    )
+
+
+def toast_insert(xid: int, lsn: int, chunk_id: int, seq: int, payload: bytes) -> HeapChange:
+    """An INSERT of one toast chunk, flagged as the decoder flags it."""
+    return HeapChange(
+        lsn=lsn,
+        xid=xid,
+        kind=ChangeKind.INSERT,
+        locator=TOAST,
+        block=0,
+        offset=1,
+        new_tuple=toast_tuple(chunk_id, seq, payload, short=seq % 2 == 1 and len(payload) < 100),
+        old_tuple=None,
+        old_is_key=False,
+        on_toast_relation=True,
+    )
+
+
+def message(xid: int, lsn: int, payload: bytes = b"m", transactional: bool = True) -> MessageEvent:
+    return MessageEvent(
+        lsn=lsn, xid=xid, db_oid=5, transactional=transactional, prefix="p", payload=payload
+    )
+
+
+def truncate(xid: int, lsn: int) -> TruncateEvent:
+    return TruncateEvent(
+        lsn=lsn, xid=xid, db_oid=5, relids=(16384,), cascade=False, restart_seqs=False
+    )
+
+
+@dataclass
+class RecordingSink:
+    """A ReplaySink that records every callback as a tuple."""
+
+    can_stream: bool = False
+    decode_at_prepare: bool = False
+    log: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def begin(self, txn: ReorderBufferTXN) -> None:
+        self.log.append(("begin", txn.xid))
+
+    def change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        self.log.append(("change", txn.xid, change.event, dict(change.toast)))
+
+    def truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        self.log.append(("truncate", txn.xid, change.event))
+
+    def message(self, txn: ReorderBufferTXN | None, change: ReplayChange) -> None:
+        self.log.append(("message", txn.xid if txn else None, change.event))
+
+    def internal(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        self.log.append(("internal", txn.xid, change.event))
+
+    def commit(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        self.log.append(("commit", txn.xid, commit_lsn))
+
+    def stream_start(self, txn: ReorderBufferTXN, first_lsn: int) -> None:
+        self.log.append(("stream_start", txn.xid, first_lsn))
+
+    def stream_change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        self.log.append(("stream_change", txn.xid, change.event, dict(change.toast)))
+
+    def stream_truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        self.log.append(("stream_truncate", txn.xid, change.event))
+
+    def stream_message(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        self.log.append(("stream_message", txn.xid, change.event))
+
+    def stream_stop(self, txn: ReorderBufferTXN, last_lsn: int) -> None:
+        self.log.append(("stream_stop", txn.xid, last_lsn))
+
+    def stream_abort(self, txn: ReorderBufferTXN, abort_lsn: int, subxid: int | None) -> None:
+        self.log.append(("stream_abort", txn.xid, abort_lsn, subxid))
+
+    def stream_commit(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        self.log.append(("stream_commit", txn.xid, commit_lsn))
+
+    def stream_prepare(self, txn: ReorderBufferTXN, prepare_lsn: int) -> None:
+        self.log.append(("stream_prepare", txn.xid, prepare_lsn))
+
+    def begin_prepare(self, txn: ReorderBufferTXN) -> None:
+        self.log.append(("begin_prepare", txn.xid))
+
+    def prepare(self, txn: ReorderBufferTXN, prepare_lsn: int) -> None:
+        self.log.append(("prepare", txn.xid, prepare_lsn))
+
+    def commit_prepared(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        self.log.append(("commit_prepared", txn.xid, commit_lsn))
+
+    def rollback_prepared(self, txn: ReorderBufferTXN, end_lsn: int, prepare_time: int) -> None:
+        self.log.append(("rollback_prepared", txn.xid, end_lsn, prepare_time))
+
+    def names(self) -> list[str]:
+        return [entry[0] for entry in self.log]
+
+
+class CountingStore(LocalSpillStore):
+    """A LocalSpillStore that records each write (xid, changes) for the oracle."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        self.writes: list[tuple[int, list[object]]] = []
+
+    def write(self, xid: int, changes: Iterable[object]) -> int:
+        batch = list(changes)
+        self.writes.append((xid, batch))
+        return super().write(xid, batch)
+
+    def read(self, xid: int, count: int) -> Iterator[object]:
+        return super().read(xid, count)
+
+
+def make_buffer(
+    tmp_path: Path,
+    *,
+    work_mem: int = 1 << 30,
+    restore_batch: int = 4096,
+    can_stream: bool = False,
+    decode_at_prepare: bool = False,
+    consistent: bool = True,
+) -> tuple[ReorderBuffer, RecordingSink, CountingStore]:
+    """A buffer over a recording sink and a counting store in tmp_path/spill."""
+    sink = RecordingSink(can_stream=can_stream, decode_at_prepare=decode_at_prepare)
+    store = CountingStore(tmp_path / "spill")
+    rb = ReorderBuffer(
+        ReorderBufferSettings(work_mem=work_mem, restore_batch=restore_batch), sink, store, toast_of
+    )
+    rb.consistent = consistent
+    return rb, sink, store
