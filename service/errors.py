@@ -19,16 +19,7 @@ chained with `raise ... from exc`.
 
 from __future__ import annotations
 
-
-def format_lsn(lsn: int) -> str:
-    """Render an LSN the way PostgreSQL prints it: `XXX/XXXXXXXX` in hex."""
-    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
-
-
-def parse_lsn(text: str) -> int:
-    """`X/Y` as PostgreSQL prints an LSN, to an integer (format_lsn's inverse)."""
-    hi, lo = text.split("/")
-    return (int(hi, 16) << 32) | int(lo, 16)
+from service.lsn import format_lsn
 
 
 class PgcdcError(Exception):

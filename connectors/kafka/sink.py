@@ -74,13 +74,8 @@ from connectors.kafka.offsets import (
     security_conf,
 )
 from service.config import Settings
-from service.errors import (
-    BrokerUnavailableError,
-    FencedError,
-    PgcdcError,
-    RestartableError,
-    format_lsn,
-)
+from service.errors import BrokerUnavailableError, FencedError, PgcdcError, RestartableError
+from service.lsn import format_lsn
 
 log = structlog.get_logger(__name__)
 

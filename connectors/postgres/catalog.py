@@ -27,7 +27,8 @@ from typing import Any
 import psycopg2
 import psycopg2.extensions
 
-from service.errors import SourceUnavailableError, parse_lsn
+from service.errors import SourceUnavailableError
+from service.lsn import parse_lsn
 from service.schema.tabledef import CatalogSnapshot, TableDef
 
 _XID_MASK = 0xFFFFFFFF

@@ -29,7 +29,8 @@ import psycopg2
 import psycopg2.extensions
 
 from connectors.postgres.catalog import table_def_sql
-from service.errors import SourceSetupError, SourceUnavailableError, parse_lsn
+from service.errors import SourceSetupError, SourceUnavailableError
+from service.lsn import parse_lsn
 
 SUPPORTED_MAJOR_VERSIONS = range(15, 19)
 EVENT_TRIGGERS = ("pgcdc_ddl_command_end", "pgcdc_sql_drop")

@@ -37,7 +37,8 @@ import psycopg2.errors
 import psycopg2.extras
 import structlog
 
-from service.errors import SourceSetupError, SourceUnavailableError, format_lsn, parse_lsn
+from service.errors import SourceSetupError, SourceUnavailableError
+from service.lsn import format_lsn, parse_lsn
 from service.wal.format import XLOG_BLCKSZ
 
 log = structlog.get_logger(__name__)

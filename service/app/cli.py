@@ -14,7 +14,8 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from service.errors import ConfigError, PgcdcError, RetryableError, parse_lsn
+from service.errors import ConfigError, PgcdcError, RetryableError
+from service.lsn import parse_lsn
 
 EPILOG = textwrap.dedent("""\
     first steps:

@@ -20,13 +20,8 @@ import psycopg2
 
 from service.app.logging import configure_logging
 from service.config import Settings, load_settings
-from service.errors import (
-    ConfigError,
-    SourceUnavailableError,
-    WalError,
-    format_lsn,
-    parse_lsn,
-)
+from service.errors import ConfigError, SourceUnavailableError, WalError
+from service.lsn import format_lsn, parse_lsn
 from service.wal.format import XLOG_BLCKSZ, format_for_magic
 
 

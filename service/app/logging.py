@@ -43,7 +43,8 @@ from pydantic import SecretStr
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 from service.config import LogSettings
-from service.errors import PgcdcError, format_lsn
+from service.errors import PgcdcError
+from service.lsn import format_lsn
 
 __all__ = [
     "EVENT_NAME_RE",

@@ -49,7 +49,8 @@ from service.app.metrics import Metrics
 from service.app.session import Session, SessionConfig, force_running_xacts, server_version
 from service.config import Settings
 from service.decode.events import CommitEvent
-from service.errors import RestartableError, SourceSetupError, format_lsn, parse_lsn
+from service.errors import RestartableError, SourceSetupError
+from service.lsn import format_lsn, parse_lsn
 from service.schema.tabledef import CatalogSnapshot
 from service.wal.format import XLOG_BLCKSZ
 

@@ -32,7 +32,8 @@ from enum import Enum
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
-from service.errors import PgcdcError, PluginError, format_lsn
+from service.errors import PgcdcError, PluginError
+from service.lsn import format_lsn
 
 ENTRY_POINT_GROUP = "pgcdc.output_plugins"
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from service.decode.events import CommitEvent
-from service.errors import format_lsn
+from service.lsn import format_lsn
 from service.schema.entries import Create, Owned, RelMapping, Version, XactState
 from service.schema.tabledef import LiveCatalog, TableDef
 

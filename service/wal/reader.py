@@ -53,7 +53,8 @@ from typing import cast
 from google_crc32c import extend as _crc_extend
 from google_crc32c import value as _crc_value
 
-from service.errors import WalCorruptionError, WalError, format_lsn
+from service.errors import WalCorruptionError, WalError
+from service.lsn import format_lsn
 from service.wal.format import (
     BLCKSZ,
     DEFAULT_FORMAT,

@@ -35,7 +35,7 @@ import psycopg2
 from connectors.postgres.archive import detect_segment_size, iter_wal_chunks
 from connectors.postgres.setup import setup, teardown
 from service.app.session import Session, SessionConfig, force_running_xacts
-from service.errors import parse_lsn
+from service.lsn import parse_lsn
 from service.output.text import TestDecodingPlugin
 
 Step = str | tuple[int, str] | Callable[[list[Any]], None]

@@ -34,7 +34,7 @@ from connectors.postgres.setup import setup, teardown
 from connectors.postgres.snapshot_reader import SnapshotReader
 from service.app.session import Session, SessionConfig, force_running_xacts
 from service.config import FilterSettings
-from service.errors import parse_lsn
+from service.lsn import parse_lsn
 from service.output.api import (
     ChangeOp,
     ColumnValue,

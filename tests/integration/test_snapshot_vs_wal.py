@@ -27,7 +27,7 @@ from connectors.postgres.archive import detect_segment_size, iter_wal_chunks
 from connectors.postgres.snapshot_reader import SnapshotReader
 from service.app.session import Session, SessionConfig, force_running_xacts
 from service.config import FilterSettings
-from service.errors import parse_lsn
+from service.lsn import parse_lsn
 from service.output.api import ColumnValue, PluginContext, RelationInfo, RowChange, TxnInfo
 from service.schema.tabledef import CatalogSnapshot
 from service.types.array import PgArray

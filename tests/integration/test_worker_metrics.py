@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from service.errors import parse_lsn
+from service.lsn import parse_lsn
 from tests.integration.pipeline_kafka_support import pipeline
 
 pytestmark = pytest.mark.integration

@@ -55,7 +55,7 @@ from connectors.postgres.setup import setup, teardown  # noqa: E402 (same)
 from service.app.session import Session, SessionConfig, force_running_xacts  # noqa: E402 (same)
 from service.config import Settings  # noqa: E402 (same)
 from service.decode.dispatch import decoder_for  # noqa: E402 (same)
-from service.errors import parse_lsn  # noqa: E402 (same)
+from service.lsn import parse_lsn  # noqa: E402 (same)
 from service.output.text import TestDecodingPlugin  # noqa: E402 (same)
 from service.wal.reader import XLogReader  # noqa: E402 (same)
 

@@ -28,7 +28,7 @@ from connectors.postgres.archive import detect_segment_size, iter_wal_chunks
 from connectors.postgres.setup import setup, teardown
 from service.app.session import Session, SessionConfig, force_running_xacts
 from service.config import Settings
-from service.errors import parse_lsn
+from service.lsn import parse_lsn
 from tests.connectors.avro import avro_reference
 from tests.connectors.avro.avro_reference import ReferencePlugin
 from tests.connectors.avro.test_codec import drop_subjects

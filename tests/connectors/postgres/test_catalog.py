@@ -9,7 +9,7 @@ import psycopg2
 import pytest
 
 from connectors.postgres.catalog import Catalog, parse_pg_snapshot
-from service.errors import parse_lsn
+from service.lsn import parse_lsn
 
 
 def test_parse_lsn() -> None:
