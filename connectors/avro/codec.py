@@ -33,8 +33,6 @@ from typing import Any
 import fastavro
 
 from connectors.avro.schema import (
-    _PG_EPOCH_DAYS,
-    _PG_EPOCH_MICROS,
     INT32_MAX,
     INT32_MIN,
     INT64_MAX,
@@ -47,11 +45,16 @@ from connectors.avro.schema import (
     timestamp_micros,
     zoned_timestamp,
 )
-from service.errors import DecodeError
 from service.output.api import UNCHANGED_TOAST, ColumnValue, StoredValue
-from service.types.datetime import date_value, timestamp_value, timestamptz_value
-from service.types.numeric import numeric_value
-from service.types.numeric import parse as parse_numeric
+from service.pgconst import PG_EPOCH_DATE, UNIX_EPOCH_DAYS, UNIX_EPOCH_USECS, USECS_PER_DAY
+from service.types.datetime import (
+    date_days,
+    date_value,
+    timestamp_usecs,
+    timestamp_value,
+    timestamptz_value,
+)
+from service.types.numeric import numeric_value, scaled_integer
 
 _WIRE_HEADER = struct.Struct(">bI")  # magic byte 0, schema id (prefix_schema_id_serializer)
 _MAGIC_BYTE = 0
@@ -96,14 +99,9 @@ class AvroEncoder:
 FieldFn = Callable[[ColumnValue], Any]
 """One column of a row → its Avro datum (what `avro_schema.column_datum` gives)."""
 
-_DAY_MICROS = 86_400_000_000
-_PG_EPOCH = dt.date(2000, 1, 1)
 # Days since 2000-01-01 whose year lies in 1..9999: timestamptz_value gives a datetime.
-_FIRST_DAY = dt.date.min.toordinal() - _PG_EPOCH.toordinal()
-_LAST_DAY = dt.date.max.toordinal() - _PG_EPOCH.toordinal()
-_I32 = struct.Struct("<i")  # stored date: int32 days since 2000-01-01 (date_value)
-_I64 = struct.Struct("<q")  # stored timestamp[tz]: int64 µs since 2000-01-01
-_POW10: tuple[int, ...] = tuple(10**i for i in range(64))
+_FIRST_DAY = dt.date.min.toordinal() - PG_EPOCH_DATE.toordinal()
+_LAST_DAY = dt.date.max.toordinal() - PG_EPOCH_DATE.toordinal()
 _DAY_PREFIX_MAX = 4096
 _day_prefix: dict[int, str] = {}
 
@@ -114,7 +112,7 @@ def _date_prefix(days: int) -> str:
     if found is None:
         if len(_day_prefix) >= _DAY_PREFIX_MAX:
             _day_prefix.clear()
-        found = _day_prefix[days] = f"{_PG_EPOCH + dt.timedelta(days=days):%Y-%m-%d}T"
+        found = _day_prefix[days] = f"{PG_EPOCH_DATE + dt.timedelta(days=days):%Y-%m-%d}T"
     return found
 
 
@@ -127,8 +125,7 @@ def zoned_timestamp_of_stored(buf: bytes) -> str | None:
     """
     if len(buf) != 8:
         return None
-    micros = _I64.unpack(buf)[0]
-    days, rest = divmod(micros, _DAY_MICROS)
+    days, rest = divmod(timestamp_usecs(buf), USECS_PER_DAY)
     if not _FIRST_DAY <= days <= _LAST_DAY:
         return None
     secs, us = divmod(rest, 1_000_000)
@@ -143,20 +140,20 @@ def micro_timestamp_of_stored(buf: bytes) -> int | None:
     µs since 1970, ±infinity as INT64_MAX/INT64_MIN."""
     if len(buf) != 8:
         return None
-    micros: int = _I64.unpack(buf)[0]
+    micros = timestamp_usecs(buf)
     if micros in (INT64_MIN, INT64_MAX):
         return micros
-    return micros + _PG_EPOCH_MICROS
+    return micros + UNIX_EPOCH_USECS
 
 
 def date_of_stored(buf: bytes) -> int | None:
     """io.debezium.time.Date of a stored date (avro_schema._days of its value)."""
     if len(buf) != 4:
         return None
-    days: int = _I32.unpack(buf)[0]
+    days = date_days(buf)
     if days in (INT32_MIN, INT32_MAX):
         return days
-    return days + _PG_EPOCH_DAYS
+    return days + UNIX_EPOCH_DAYS
 
 
 def decimal_of_stored(buf: bytes, scale: int, precision: int) -> bytes | None:
@@ -165,31 +162,14 @@ def decimal_of_stored(buf: bytes, scale: int, precision: int) -> bytes | None:
     (NaN/±Infinity, more places than `scale`, more digits than `precision`, a malformed
     datum: the generic path warns, or raises as fastavro or numeric_out would).
 
-    The generic value is Decimal(numeric_out text): the base-10000 digits truncated to
-    `dscale` places. fastavro's prepare_bytes_decimal then scales its digits by
-    10^(scale - dscale) and writes big-endian two's complement sized by the magnitude
-    ((|n|.bit_length() + 8) // 8 bytes), which this reproduces.
+    The generic value is Decimal(numeric_out text); fastavro's prepare_bytes_decimal
+    writes its digits scaled to `scale` as big-endian two's complement sized by the
+    magnitude ((|n|.bit_length() + 8) // 8 bytes), which this reproduces.
     """
-    try:
-        special, negative, weight, dscale, digits = parse_numeric(buf)
-    except DecodeError:
+    found = scaled_integer(buf, scale, precision)
+    if found is None:
         return None
-    if special or dscale > scale:
-        return None
-    unscaled: int = 0
-    for d in digits:
-        if not 0 <= d < 10_000:
-            return None
-        unscaled = unscaled * 10_000 + d
-    shift = 4 * (weight + 1 - len(digits)) + dscale
-    if shift >= 0:
-        unscaled *= _POW10[shift] if shift < 64 else 10**shift
-    else:
-        unscaled //= _POW10[-shift] if -shift < 64 else 10**-shift
-    if unscaled >= (_POW10[precision] if precision < 64 else 10**precision):
-        return None
-    if scale != dscale:
-        unscaled *= _POW10[scale - dscale]
+    unscaled, negative = found
     size = (unscaled.bit_length() + 8) // 8
     if negative:
         unscaled = -unscaled

@@ -85,13 +85,13 @@ from service.output.api import (
     TruncateChange,
     TxnInfo,
 )
+from service.pgconst import UNIX_EPOCH_MSECS
 
 log = structlog.get_logger(__name__)
 
 DDL_PREFIX = "pgcdc.ddl"
 RETRY_BUDGET_S = 30.0
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.2, 5.0
-_PG_EPOCH_MS = 946_684_800_000
 
 Serialize = Callable[[Any], bytes]
 
@@ -328,7 +328,7 @@ class AvroPlugin:
     def _source(self, txn: TxnInfo | None, schema: str, table: str, lsn: int,
                 snapshot: str = "false") -> dict[str, Any]:
         assert self.settings is not None
-        commit_ms = (txn.commit_time // 1000 + _PG_EPOCH_MS) if txn and txn.commit_time else \
+        commit_ms = (txn.commit_time // 1000 + UNIX_EPOCH_MSECS) if txn and txn.commit_time else \
             int(time.time() * 1000)
         # Debezium's sequence: the JSON array ["<last commit lsn>","<this lsn>"].
         last = "null" if self._last_commit_lsn is None else f'"{self._last_commit_lsn}"'
@@ -408,7 +408,7 @@ class AvroPlugin:
     # --- callbacks -------------------------------------------------------------------
 
     def begin(self, ctx: PluginContext, txn: TxnInfo) -> None:
-        ts_ms = txn.commit_time // 1000 + _PG_EPOCH_MS if txn.commit_time else \
+        ts_ms = txn.commit_time // 1000 + UNIX_EPOCH_MSECS if txn.commit_time else \
             int(time.time() * 1000)
         self._txn = _TxnState(self._txn_id(txn), ts_ms)
 

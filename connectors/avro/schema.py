@@ -68,6 +68,7 @@ from typing import Any
 
 from service.errors import PluginError
 from service.output.api import UNCHANGED_TOAST, ColumnMeta, ColumnValue, RelationInfo
+from service.pgconst import UNIX_EPOCH_DAYS, UNIX_EPOCH_USECS
 
 # The repository's schemas/ (a checkout), or where an image put them (PGCDC_SCHEMAS_DIR).
 SCHEMA_DIR = Path(os.environ.get("PGCDC_SCHEMAS_DIR",
@@ -77,9 +78,6 @@ CONNECTOR = "postgresql"
 UNAVAILABLE = "__debezium_unavailable_value"
 UNAVAILABLE_BYTES = UNAVAILABLE.encode()
 
-# PostgreSQL 2000-01-01 epoch vs Unix epoch.
-_PG_EPOCH_DAYS = 10_957
-_PG_EPOCH_MICROS = _PG_EPOCH_DAYS * 86_400_000_000
 _UNIX_ORDINAL = dt.date(1970, 1, 1).toordinal()
 _MICROS_PER_MONTH = 2_629_800_000_000  # 30.4375 days, Debezium's DAYS_PER_MONTH_AVG
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -230,7 +228,7 @@ def days_of(value: Any) -> int:
     infinite = getattr(value, "infinite", 0)
     if infinite:
         return INT32_MAX if infinite > 0 else INT32_MIN
-    return int(value.days) + _PG_EPOCH_DAYS
+    return int(value.days) + UNIX_EPOCH_DAYS
 
 
 def _clock_micros(t: dt.time) -> int:
@@ -252,7 +250,7 @@ def timestamp_micros(value: Any) -> int:
     infinite = getattr(value, "infinite", 0)
     if infinite:
         return INT64_MAX if infinite > 0 else INT64_MIN
-    return int(value.micros) + _PG_EPOCH_MICROS
+    return int(value.micros) + UNIX_EPOCH_USECS
 
 
 def _fraction(us: int) -> str:

@@ -63,6 +63,7 @@ from service.output.api import (
     RowChange,
     TxnInfo,
 )
+from service.pgconst import TEXT_ARRAY_OID, TEXT_OID
 from service.schema.history import SchemaHistory
 from service.schema.tabledef import CatalogSnapshot, TableDef
 from service.types.convert import to_python, to_text
@@ -78,7 +79,6 @@ from service.types.sendform import (
 
 log = structlog.get_logger(__name__)
 
-TEXT_OID, TEXT_ARRAY_OID = 25, 1009
 COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

@@ -51,6 +51,7 @@ from service.config import Settings
 from service.decode.events import CommitEvent
 from service.errors import RestartableError, SourceSetupError
 from service.lsn import format_lsn, parse_lsn
+from service.pgconst import UNIX_EPOCH_SECS
 from service.schema.tabledef import CatalogSnapshot
 from service.wal.format import XLOG_BLCKSZ
 
@@ -91,7 +92,7 @@ class Worker:
         m.restart_lsn.labels(slot).set(restart_lsn)
         m.kafka_commits.labels(slot).inc()
         if self._last_commit_time:
-            unix = self._last_commit_time / 1e6 + 946684800
+            unix = self._last_commit_time / 1e6 + UNIX_EPOCH_SECS
             m.lag_seconds.labels(slot).set(max(0.0, time.time() - unix))
             m.commit_latency.labels(slot).observe(max(0.0, time.time() - unix))
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from service.errors import PluginError
@@ -41,11 +41,10 @@ from service.output.api import (
     TxnInfo,
 )
 from service.output.pg_keywords import QUOTED_KEYWORDS
+from service.pgconst import BOOL_OID, PG_EPOCH_UTC
 
 BARE_TYPES = frozenset({21, 23, 20, 26, 700, 701, 1700})  # int2 int4 int8 oid float4 float8 numeric
 BIT_TYPES = frozenset({1560, 1562})  # bit, varbit
-BOOL_TYPE = 16
-PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 _SIMPLE_IDENT = re.compile(r"^[a-z_][a-z0-9_$]*$")
 _TRUE = {"on", "true", "yes", "1", "t", "y"}
@@ -88,14 +87,14 @@ def print_literal(type_oid: int, text: str) -> str:
         return text
     if type_oid in BIT_TYPES:
         return f"B'{text}'"
-    if type_oid == BOOL_TYPE:
+    if type_oid == BOOL_OID:
         return "true" if text == "t" else "false"
     return "'" + text.replace("'", "''") + "'"
 
 
 def timestamptz_to_str(micros: int) -> str:
     """timestamptz_to_str() in UTC, as the server prints it with TimeZone=UTC."""
-    moment = PG_EPOCH + timedelta(microseconds=micros)
+    moment = PG_EPOCH_UTC + timedelta(microseconds=micros)
     text = moment.strftime("%Y-%m-%d %H:%M:%S")
     if moment.microsecond:
         text += f".{moment.microsecond:06d}".rstrip("0")
@@ -291,7 +290,7 @@ class TestDecodingPlugin:
         head = f" {quote_identifier(codec.name, self.version)}[{codec.type_name}]:"
         oid = codec.type_oid
         kind = (_BARE if oid in BARE_TYPES else _BIT if oid in BIT_TYPES
-                else _BOOL if oid == BOOL_TYPE else _QUOTED)
+                else _BOOL if oid == BOOL_OID else _QUOTED)
         fmt = _ColumnFormat(head, head + "null", head + "unchanged-toast-datum",
                             head + ("B'" if kind == _BIT else "'"), kind)
         if codec.shared:

@@ -30,6 +30,7 @@ import struct
 from dataclasses import dataclass
 
 from service.errors import DecodeError
+from service.pgconst import PG_EPOCH, PG_EPOCH_DATE, PG_EPOCH_UTC, USECS_PER_DAY
 
 _I32 = struct.Struct("<i")
 _I64 = struct.Struct("<q")
@@ -38,11 +39,8 @@ _INTERVAL = struct.Struct("<qii")
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-USECS_PER_DAY = 86_400_000_000
-_PG_EPOCH_ORDINAL = dt.date(2000, 1, 1).toordinal()
+_PG_EPOCH_ORDINAL = PG_EPOCH_DATE.toordinal()
 _DAYS_PER_400Y = 146_097
-_EPOCH = dt.datetime(2000, 1, 1)
-_EPOCH_TZ = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
 
 
 @dataclass(slots=True, frozen=True)
@@ -150,6 +148,21 @@ def _check(buf: bytes, size: int, name: str) -> None:
         raise DecodeError(f"{name} datum has {len(buf)} bytes, expected {size}")
 
 
+def date_days(buf: bytes) -> int:
+    """A stored date as it is: int32 days since 2000-01-01 (INT32_MIN/MAX are ∓infinity)."""
+    _check(buf, 4, "date")
+    days: int = _I32.unpack(buf)[0]
+    return days
+
+
+def timestamp_usecs(buf: bytes) -> int:
+    """A stored timestamp or timestamptz as it is: int64 µs since 2000-01-01 (UTC for
+    timestamptz; INT64_MIN/MAX are ∓infinity)."""
+    _check(buf, 8, "timestamp")
+    usecs: int = _I64.unpack(buf)[0]
+    return usecs
+
+
 # --- date ------------------------------------------------------------------------
 
 
@@ -247,7 +260,7 @@ def _timestamp_value(buf: bytes, with_tz: bool) -> dt.datetime | PgTimestamp:
     year = ymd(micros // USECS_PER_DAY)[0]
     if not 1 <= year <= 9999:
         return PgTimestamp(micros, with_tz)
-    return (_EPOCH_TZ if with_tz else _EPOCH) + dt.timedelta(microseconds=micros)
+    return (PG_EPOCH_UTC if with_tz else PG_EPOCH) + dt.timedelta(microseconds=micros)
 
 
 def timestamp_value(buf: bytes) -> dt.datetime | PgTimestamp:

@@ -85,6 +85,44 @@ def parse(buf: bytes) -> tuple[str, bool, int, int, list[int]]:
     return "", negative, weight, dscale, digits
 
 
+def scaled_integer(buf: bytes, scale: int, precision: int) -> tuple[int, bool] | None:
+    """A stored finite numeric as (|unscaled integer| at `scale` places, negative), or None
+    where it is not exactly that: NaN/±Infinity, more places than `scale` (dscale), more
+    than `precision` digits, a digit out of base-10000 range, a malformed datum.
+
+    The value numeric_out prints is the base-10000 digits truncated to dscale places; the
+    integer is those decimal digits times 10^(scale - dscale), as numeric(p, s) holds it.
+    """
+    try:
+        special, negative, weight, dscale, digits = parse(buf)
+    except DecodeError:
+        return None
+    if special or dscale > scale:
+        return None
+    unscaled = 0
+    for d in digits:
+        if not 0 <= d < 10_000:
+            return None
+        unscaled = unscaled * 10_000 + d
+    shift = 4 * (weight + 1 - len(digits)) + dscale
+    if shift >= 0:
+        unscaled *= _pow10(shift)
+    else:
+        unscaled //= _pow10(-shift)
+    if unscaled >= _pow10(precision):
+        return None
+    if scale != dscale:
+        unscaled *= _pow10(scale - dscale)
+    return unscaled, negative
+
+
+_POW10: tuple[int, ...] = tuple(10**i for i in range(64))
+
+
+def _pow10(n: int) -> int:
+    return _POW10[n] if n < 64 else 10**n
+
+
 _CACHED_UP_TO = 64  # digit counts beyond this are rare: not kept
 _DIGITS: dict[int, struct.Struct] = {}
 _GROUPS: dict[int, str] = {}

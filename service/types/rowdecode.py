@@ -43,13 +43,13 @@ from service.output.api import (
     RelationInfo,
     StoredValue,
 )
+from service.pgconst import JSONB_OID, TEXT_ARRAY_OID, TEXT_OID
 from service.schema.history import Classification, RelClass, SchemaHistory
 from service.schema.tabledef import ColumnDef, TableDef
 from service.types.convert import simple_functions, to_python, to_text
 from service.types.deform import Column, Layout, compile_layout, deform, deform_heap
 from service.types.registry import TypeInfo, TypeRegistry
 from service.types.sendform import (
-    JSONB_OID,
     TEXTUAL,
     base_type,
     convertible,
@@ -73,7 +73,6 @@ binary send format: what the server sends for `((literal::text[])[1])::T`, T bei
 `format_type(type_oid, typmod)` (typmod < 0: none); None if the element is NULL.
 `literal` is `ColumnDef.missing_text` (attmissingval's text, a one-element array)."""
 
-TEXT_OID, TEXT_ARRAY_OID = 25, 1009
 _LE_U32 = struct.Struct("<I")
 _ARRAY_ELEMTYPE_AT = 8  # stored ArrayType payload: ndim, dataoffset, elemtype, ...
 

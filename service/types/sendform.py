@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from service.errors import DecodeError
+from service.pgconst import JSONB_OID
 from service.types.registry import TypeInfo, TypeRegistry
 
 _ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
@@ -57,7 +58,6 @@ _LE_I16 = struct.Struct("<h")
 _ARRAY_HEAD = struct.Struct("<iiI")
 _TUPLE_HEAD = struct.Struct("<iI6xHHB")  # typmod, typeid, ctid, infomask2, infomask, hoff
 
-JSONB_OID = 3802
 NAMEDATALEN = 64
 HEAP_HASNULL = 0x0001
 RANGE_EMPTY, RANGE_LB_INF, RANGE_UB_INF = 0x01, 0x08, 0x10
