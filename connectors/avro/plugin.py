@@ -4,7 +4,7 @@ Receives, through `PluginWrapper`, per source transaction in commit order:
 begin → (change | truncate | message)* → commit; non-transactional messages with
 `txn=None`; and `heartbeat(lsn)` from the driver on its interval (call it as
 `wrapper.call("heartbeat", lsn, 0, lsn)`). Hands on, through `ctx.write`, serialized
-`KafkaRecord`s (connectors.kafka.sink) in this order per transaction:
+`OutputRecord`s (connectors.kafka.sink) in this order per transaction:
 
 - `<prefix>.transaction`: BEGIN (before the transaction's first event) and END (at
   commit, with `event_count` and per-table `data_collections`), keyed by the transaction
@@ -68,7 +68,6 @@ from connectors.avro.schema import (
     key_values,
     static_with_refs,
 )
-from connectors.kafka.sink import KafkaRecord
 from service.config import Settings, load_settings
 from service.errors import (
     ConfigError,
@@ -79,6 +78,7 @@ from service.errors import (
 from service.output.api import (
     ChangeOp,
     Message,
+    OutputRecord,
     PluginContext,
     RelationInfo,
     RowChange,
@@ -383,7 +383,7 @@ class AvroPlugin:
             raise PluginError("avro plugin got a change outside a transaction", lsn=lsn)
         if not st.began:
             ser_key, ser_value = self._static(self._meta_topic(), "transaction")
-            ctx.write(KafkaRecord(self._meta_topic(), ser_key({"id": st.id}), ser_value(
+            ctx.write(OutputRecord(self._meta_topic(), ser_key({"id": st.id}), ser_value(
                 {"status": "BEGIN", "id": st.id, "event_count": None,
                  "data_collections": None, "ts_ms": st.ts_ms})))
             st.began = True
@@ -403,7 +403,7 @@ class AvroPlugin:
             "transaction": ("event.block", {"id": st.id, "total_order": st.total,
                                             "data_collection_order": order}),
         }
-        ctx.write(KafkaRecord(t.plan.topic, key, t.value(value), headers, op=op))
+        ctx.write(OutputRecord(t.plan.topic, key, t.value(value), headers, op=op))
 
     # --- callbacks -------------------------------------------------------------------
 
@@ -439,7 +439,7 @@ class AvroPlugin:
                     self._event(ctx, txn, t, "d", before=old_row, after=None, key=old_key,
                                 lsn=change.lsn, headers=(("__debezium.newkey", new_key),))
                     if self._tombstones():
-                        ctx.write(KafkaRecord(t.plan.topic, old_key, None))
+                        ctx.write(OutputRecord(t.plan.topic, old_key, None))
                     self._event(ctx, txn, t, "c", before=None, after=after, key=new_key,
                                 lsn=change.lsn, headers=(("__debezium.oldkey", old_key),))
                     return
@@ -457,7 +457,7 @@ class AvroPlugin:
                 self._event(ctx, txn, t, "d", before=gone, after=None, key=gone_key,
                             lsn=change.lsn)
                 if gone_key is not None and self._tombstones():
-                    ctx.write(KafkaRecord(t.plan.topic, gone_key, None))
+                    ctx.write(OutputRecord(t.plan.topic, gone_key, None))
             case _:
                 raise PluginError(f"avro plugin got unknown change op {change.op!r}",
                                   lsn=change.lsn, xid=txn.xid)
@@ -488,7 +488,7 @@ class AvroPlugin:
             "message": {"prefix": msg.prefix, "content": bytes(msg.payload)},
             "transaction": None,
         }
-        ctx.write(KafkaRecord(topic, ser_key({"prefix": msg.prefix}), ser_value(value),
+        ctx.write(OutputRecord(topic, ser_key({"prefix": msg.prefix}), ser_value(value),
                               op="m"))
 
     def _schema_change(self, ctx: PluginContext, txn: TxnInfo | None, msg: Message) -> None:
@@ -547,13 +547,13 @@ class AvroPlugin:
             "ddl": doc.get("tag"),  # the command tag: the trigger does not see the statement
             "tableChanges": [change],
         }
-        ctx.write(KafkaRecord(topic, ser_key({"databaseName": db}), ser_value(value)))
+        ctx.write(OutputRecord(topic, ser_key({"databaseName": db}), ser_value(value)))
 
     def commit(self, ctx: PluginContext, txn: TxnInfo, commit_lsn: int) -> None:
         st = self._txn
         if st is not None and st.began:
             ser_key, ser_value = self._static(self._meta_topic(), "transaction")
-            ctx.write(KafkaRecord(self._meta_topic(), ser_key({"id": st.id}), ser_value({
+            ctx.write(OutputRecord(self._meta_topic(), ser_key({"id": st.id}), ser_value({
                 "status": "END",
                 "id": st.id,
                 "event_count": st.total,
@@ -568,7 +568,7 @@ class AvroPlugin:
         """One heartbeat record; the driver then ends a (source-less) batch at `lsn`."""
         topic = f"{self.prefix}.heartbeat"
         ser_key, ser_value = self._static(topic, "heartbeat")
-        ctx.write(KafkaRecord(topic, ser_key({"serverName": self.prefix}),
+        ctx.write(OutputRecord(topic, ser_key({"serverName": self.prefix}),
                               ser_value({"ts_ms": int(time.time() * 1000), "lsn": lsn})))
 
 

@@ -56,23 +56,17 @@ in a record and referenced by full name after it, as Kafka Connect's AvroData do
 from __future__ import annotations
 
 import datetime as dt
-import json
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import cache
-from pathlib import Path
 from typing import Any
 
+from connectors.schemas import load_static
 from service.errors import PluginError
 from service.output.api import UNCHANGED_TOAST, ColumnMeta, ColumnValue, RelationInfo
 from service.pgconst import UNIX_EPOCH_DAYS, UNIX_EPOCH_USECS
 
-# The repository's schemas/ (a checkout), or where an image put them (PGCDC_SCHEMAS_DIR).
-SCHEMA_DIR = Path(os.environ.get("PGCDC_SCHEMAS_DIR",
-                                 Path(__file__).resolve().parents[2] / "schemas"))
 DEBEZIUM_VERSION = "2.7.0.Final"  # the Debezium release whose formats these mirror
 CONNECTOR = "postgresql"
 UNAVAILABLE = "__debezium_unavailable_value"
@@ -93,18 +87,6 @@ Warn = Callable[[str, str], None]
 
 
 # --- static schemas ------------------------------------------------------------------
-
-
-@cache
-def static_schema(name: str) -> str:
-    """The text of `schemas/<name>.avsc`."""
-    return (SCHEMA_DIR / f"{name}.avsc").read_text(encoding="utf-8")
-
-
-def load_static(name: str) -> dict[str, Any]:
-    """A fresh dict of `schemas/<name>.avsc` (callers may embed and mutate it)."""
-    loaded: dict[str, Any] = json.loads(static_schema(name))
-    return loaded
 
 
 def inline_references(schema: Any, named: dict[str, dict[str, Any]]) -> Any:

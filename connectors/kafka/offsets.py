@@ -17,12 +17,10 @@ Encoding: one format byte (1), then the record in Avro binary (schemaless, with
 `schemas/offsets.avsc`). It does not go through the schema registry, so recovery works
 even when the registry is down.
 
-`KafkaSchemaStore` persists schema-history snapshots the same way, to the compacted
-topic `<prefix>.schema-history` keyed by the slot: `save` stages a snapshot into the
-sink's next Kafka transaction (so it is committed atomically with the offsets),
-`load_latest` reads the last committed one back. A snapshot is JSON, zlib-compressed,
-behind a format byte (1) and its version (8 bytes, big-endian); it must stay under the
-broker's message.max.bytes (1 MB by default) after compression.
+Schema-history snapshots (`encode_snapshot` / `decode_snapshot`) are encoded here too:
+JSON, zlib-compressed, behind a format byte (1) and its version (8 bytes, big-endian);
+one must stay under the broker's message.max.bytes (1 MB by default) after compression.
+`connectors.kafka.schema_store` keeps them in Kafka.
 
 Reads use a throwaway consumer (no group offsets committed) with
 `isolation.level=read_committed`, assigned every partition from the beginning, and
@@ -38,17 +36,14 @@ import uuid
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import fastavro
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from connectors.avro.schema import load_static
+from connectors.schemas import load_static
 from service.config import Settings
 from service.errors import BrokerUnavailableError, DecodeError
-
-if TYPE_CHECKING:
-    from connectors.kafka.sink import KafkaSink
 
 OFFSET_FORMAT = 1
 SNAPSHOT_FORMAT = 1
@@ -229,22 +224,3 @@ def decode_snapshot(data: bytes) -> tuple[int, dict[str, Any]]:
     if not isinstance(doc, dict):
         raise DecodeError("schema-history snapshot is not a JSON object")
     return int.from_bytes(data[1:9], "big"), doc
-
-
-class KafkaSchemaStore:
-    """Schema-history snapshots kept in Kafka, committed atomically with the offsets."""
-
-    def __init__(self, settings: Settings, sink: KafkaSink) -> None:
-        self.settings = settings
-        self.sink = sink
-        self.topic = history_topic(settings)
-        self.key = settings.source.slot.encode()
-
-    def save(self, version: int, snapshot: Mapping[str, Any]) -> None:
-        """Stage `snapshot` (schema-history `version`) into the sink's next transaction."""
-        self.sink.stage(self.topic, self.key, encode_snapshot(version, snapshot))
-
-    def load_latest(self) -> tuple[int, dict[str, Any]] | None:
-        """(version, snapshot) last committed for this slot, or None."""
-        raw = read_topic_to_end(self.settings, self.topic, self.key)
-        return None if raw is None else decode_snapshot(raw)

@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -76,6 +75,7 @@ from connectors.kafka.offsets import (
 from service.config import Settings
 from service.errors import BrokerUnavailableError, FencedError, PgcdcError, RestartableError
 from service.lsn import format_lsn
+from service.output.api import OutputRecord
 
 log = structlog.get_logger(__name__)
 
@@ -92,25 +92,6 @@ _FENCED_CODES = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
                            KafkaError.INVALID_PRODUCER_EPOCH})
 
 OnCommitted = Callable[[int, int], None]
-
-
-@dataclass(slots=True, frozen=True)
-class KafkaRecord:
-    """One Kafka record as an output plugin hands it on: already serialized.
-
-    `op` is the envelope's op (c, u, d, r, t, m), or "" for tombstones and records of
-    the other topics; it only labels metrics and is not sent.
-    """
-
-    topic: str
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes], ...] | None = None
-    op: str = ""
-
-    @property
-    def size(self) -> int:
-        return len(self.topic) + len(self.key or b"") + len(self.value or b"")
 
 
 class _Retry(Exception):
@@ -152,8 +133,8 @@ class KafkaSink:
         # The open batch. Invariant: `_records` holds, in produce order, every record of
         # the Kafka transaction in progress (unless `_replayable` is False), and
         # `_pending` the offset it will commit, set only at a source-transaction end.
-        self._records: list[KafkaRecord] = []
-        self._staged: list[KafkaRecord] = []
+        self._records: list[OutputRecord] = []
+        self._staged: list[OutputRecord] = []
         self._bytes = 0
         self._txns = 0
         self._replayable = True
@@ -247,8 +228,8 @@ class KafkaSink:
 
     def write(self, lsn: int, xid: int, record: object) -> None:
         """The PluginContext writer: one serialized record of the current batch."""
-        if not isinstance(record, KafkaRecord):
-            raise PgcdcError(f"Kafka sink got {type(record).__name__}, not a KafkaRecord",
+        if not isinstance(record, OutputRecord):
+            raise PgcdcError(f"Kafka sink got {type(record).__name__}, not an OutputRecord",
                              lsn=lsn, xid=xid)
         if record.topic not in self._known_topics:
             self.ensure_topics([record.topic])
@@ -269,7 +250,7 @@ class KafkaSink:
     def stage(self, topic: str, key: bytes, value: bytes) -> None:
         """Add a record to the next commit, just before its offset record."""
         self.ensure_topics([topic], compact=True)
-        self._staged.append(KafkaRecord(topic, key, value))
+        self._staged.append(OutputRecord(topic, key, value))
 
     def end_source_txn(self, confirmed_lsn: int, restart_lsn: int, schema_version: int,
                        ) -> bool:
@@ -314,7 +295,7 @@ class KafkaSink:
                     self._begin_and_replay()
                 for rec in self._staged:
                     self._produce(rec)
-                self._produce(KafkaRecord(self.offsets_topic, self.slot.encode(),
+                self._produce(OutputRecord(self.offsets_topic, self.slot.encode(),
                                           offset.encode()))
                 self._commit(deadline)
                 break
@@ -361,7 +342,7 @@ class KafkaSink:
         self._raise_if_fatal(err, op)
         return _Retry(f"{op}: {err.str()}")
 
-    def _produce(self, record: KafkaRecord) -> None:
+    def _produce(self, record: OutputRecord) -> None:
         while True:
             try:
                 self._producer.produce(record.topic, record.value, record.key,

@@ -52,7 +52,6 @@ import psycopg2.extensions
 import structlog
 
 from connectors.postgres.catalog_types import CatalogTypes
-from service.app.metrics import Metrics
 from service.config import FilterSettings
 from service.errors import DecodeError, UnknownTypeError
 from service.output.api import (
@@ -147,10 +146,25 @@ class PluginEmitter:
 # --- progress ----------------------------------------------------------------------------
 
 
+class _Labelled(Protocol):
+    def labels(self, *values: str) -> Any: ...
+
+
+class SnapshotMetrics(Protocol):
+    """The snapshot's three metrics (the worker's `service.app.metrics.Metrics` has them)."""
+
+    @property
+    def snapshot_rows(self) -> _Labelled: ...
+    @property
+    def snapshot_tables_done(self) -> _Labelled: ...
+    @property
+    def snapshot_tables_total(self) -> _Labelled: ...
+
+
 class SnapshotProgress:
     """Metrics and logs always; a bar per table on an interactive terminal."""
 
-    def __init__(self, metrics: Metrics | None, slot: str, *,
+    def __init__(self, metrics: SnapshotMetrics | None, slot: str, *,
                  terminal: TextIO | None = None) -> None:
         self.metrics = metrics
         self.slot = slot
@@ -163,7 +177,7 @@ class SnapshotProgress:
         self._drawn = 0.0
 
     @classmethod
-    def auto(cls, metrics: Metrics | None, slot: str) -> SnapshotProgress:
+    def auto(cls, metrics: SnapshotMetrics | None, slot: str) -> SnapshotProgress:
         """A bar only when stderr is an interactive terminal."""
         return cls(metrics, slot, terminal=sys.stderr if sys.stderr.isatty() else None)
 

@@ -41,8 +41,8 @@ import psycopg2
 import structlog
 
 from connectors.avro.plugin import AvroPlugin
-from connectors.kafka.offsets import KafkaSchemaStore
-from connectors.kafka.sink import KafkaRecord, KafkaSink
+from connectors.kafka.schema_store import KafkaSchemaStore
+from connectors.kafka.sink import KafkaSink
 from connectors.postgres.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
 from connectors.postgres.stream import PhysicalStream
 from service.app.metrics import Metrics
@@ -51,6 +51,7 @@ from service.config import Settings
 from service.decode.events import CommitEvent
 from service.errors import RestartableError, SourceSetupError
 from service.lsn import format_lsn, parse_lsn
+from service.output.api import OutputRecord
 from service.pgconst import UNIX_EPOCH_SECS
 from service.schema.tabledef import CatalogSnapshot
 from service.wal.format import XLOG_BLCKSZ
@@ -132,7 +133,7 @@ class Worker:
 
         def write(lsn: int, xid: int, record: object) -> None:
             sink_write(lsn, xid, record)
-            if isinstance(record, KafkaRecord):
+            if isinstance(record, OutputRecord):
                 events.labels(slot_name, record.topic, record.op or "-").inc()
 
         stored = KafkaSchemaStore(s, self.sink).load_latest() if last is not None else None

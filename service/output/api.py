@@ -412,3 +412,23 @@ def iter_values(row: Sequence[ColumnValue] | None) -> Iterator[tuple[str, object
         return
     for col in row:
         yield col.name, col.value
+
+
+@dataclass(slots=True, frozen=True)
+class OutputRecord:
+    """One record as a publishing output plugin hands it on: already serialized.
+
+    The avro plugin emits these and the Kafka sink consumes them, so neither knows the
+    other. `op` is the envelope's op (c, u, d, r, t, m), or "" for tombstones and records
+    of the other topics; it only labels metrics and is not sent.
+    """
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...] | None = None
+    op: str = ""
+
+    @property
+    def size(self) -> int:
+        return len(self.topic) + len(self.key or b"") + len(self.value or b"")

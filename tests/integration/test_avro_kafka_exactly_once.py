@@ -171,7 +171,7 @@ def test_schema_history_commits_with_the_offsets(kafka: dict[str, Any],
     """KafkaSchemaStore snapshots are committed only with an offset record: a snapshot
     staged into a Kafka transaction that never commits (the worker is fenced) is lost
     together with that transaction's events."""
-    from connectors.kafka.offsets import KafkaSchemaStore  # noqa: PLC0415
+    from connectors.kafka.schema_store import KafkaSchemaStore  # noqa: PLC0415
     from service.schema.store import SchemaStore  # noqa: PLC0415
 
     prefix, slot = unique("hist"), unique("slot")

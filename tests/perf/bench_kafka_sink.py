@@ -16,10 +16,10 @@ import sys
 import time
 from decimal import Decimal
 
-from connectors.kafka.sink import KafkaRecord
 from service.output.api import (
     ChangeOp,
     ColumnValue,
+    OutputRecord,
     PluginContext,
     PluginWrapper,
     RelationInfo,
@@ -75,7 +75,7 @@ def main(argv: list[str]) -> int:
     settings = make_settings(kafka, registry, unique("bench"), unique("slot"))
 
     # 1. Plugin only: Avro serialization into a list (registry contacted once).
-    sink_list: list[KafkaRecord] = []
+    sink_list: list[OutputRecord] = []
     h0 = Harness(settings)
     h0.wrapper = PluginWrapper(h0.plugin, PluginContext("s", "avro", {},
                                                         lambda _l, _x, d: sink_list.append(d)))

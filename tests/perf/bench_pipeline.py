@@ -7,7 +7,7 @@ transactions of `--txn-rows` rows. For each, over the same WAL:
 - pgcdc with the text plugin (`include-xids` off), from the WAL files in pg_wal to
   output lines: reader, decoder, reorder buffer, schema history, row decoding, type
   conversion, plugin;
-- pgcdc with the avro plugin, serialization only: every KafkaRecord is built and
+- pgcdc with the avro plugin, serialization only: every OutputRecord is built and
   serialized, then dropped by the writer (the registry is contacted once per schema);
 - reader + decoder only (records decoded into events, nothing queued), for reference:
   what the stages before the reorder buffer cost on their own;

@@ -33,7 +33,6 @@ from connectors.avro.schema import (
     row_datum,
     static_with_refs,
 )
-from connectors.kafka.sink import KafkaRecord
 from service.config import Settings, load_settings
 from service.errors import (
     ConfigError,
@@ -44,6 +43,7 @@ from service.errors import (
 from service.output.api import (
     ChangeOp,
     Message,
+    OutputRecord,
     PluginContext,
     RelationInfo,
     RowChange,
@@ -307,7 +307,7 @@ class ReferencePlugin:
             raise PluginError("avro plugin got a change outside a transaction", lsn=lsn)
         if not st.began:
             ser_key, ser_value = self._static(self._meta_topic(), "transaction")
-            ctx.write(KafkaRecord(self._meta_topic(), ser_key({"id": st.id}), ser_value(
+            ctx.write(OutputRecord(self._meta_topic(), ser_key({"id": st.id}), ser_value(
                 {"status": "BEGIN", "id": st.id, "event_count": None,
                  "data_collections": None, "ts_ms": st.ts_ms})))
             st.began = True
@@ -327,7 +327,7 @@ class ReferencePlugin:
             "transaction": ("event.block", {"id": st.id, "total_order": st.total,
                                             "data_collection_order": order}),
         }
-        ctx.write(KafkaRecord(t.plan.topic, key, t.value(value), headers))
+        ctx.write(OutputRecord(t.plan.topic, key, t.value(value), headers))
 
     # --- callbacks -------------------------------------------------------------------
 
@@ -361,7 +361,7 @@ class ReferencePlugin:
                                 key=old_key, lsn=change.lsn,
                                 headers=(("__debezium.newkey", new_key),))
                     if self._tombstones():
-                        ctx.write(KafkaRecord(t.plan.topic, old_key, None))
+                        ctx.write(OutputRecord(t.plan.topic, old_key, None))
                     self._event(ctx, txn, t, "c", before=None, after=after, key=new_key,
                                 lsn=change.lsn, headers=(("__debezium.oldkey", old_key),))
                     return
@@ -379,7 +379,7 @@ class ReferencePlugin:
                 key = t.key(row_datum(key_plans, old, warn)) if t.key else None
                 self._event(ctx, txn, t, "d", before=before, after=None, key=key, lsn=change.lsn)
                 if key is not None and self._tombstones():
-                    ctx.write(KafkaRecord(t.plan.topic, key, None))
+                    ctx.write(OutputRecord(t.plan.topic, key, None))
             case _:
                 raise PluginError(f"avro plugin got unknown change op {change.op!r}",
                                   lsn=change.lsn, xid=txn.xid)
@@ -410,7 +410,7 @@ class ReferencePlugin:
             "message": {"prefix": msg.prefix, "content": bytes(msg.payload)},
             "transaction": None,
         }
-        ctx.write(KafkaRecord(topic, ser_key({"prefix": msg.prefix}), ser_value(value)))
+        ctx.write(OutputRecord(topic, ser_key({"prefix": msg.prefix}), ser_value(value)))
 
     def _schema_change(self, ctx: PluginContext, txn: TxnInfo | None, msg: Message) -> None:
         """A `pgcdc.ddl` message (connectors/postgres/sql/ddl_capture.sql): {"op": "table", "tag",
@@ -468,13 +468,13 @@ class ReferencePlugin:
             "ddl": doc.get("tag"),  # the command tag: the trigger does not see the statement
             "tableChanges": [change],
         }
-        ctx.write(KafkaRecord(topic, ser_key({"databaseName": db}), ser_value(value)))
+        ctx.write(OutputRecord(topic, ser_key({"databaseName": db}), ser_value(value)))
 
     def commit(self, ctx: PluginContext, txn: TxnInfo, commit_lsn: int) -> None:
         st = self._txn
         if st is not None and st.began:
             ser_key, ser_value = self._static(self._meta_topic(), "transaction")
-            ctx.write(KafkaRecord(self._meta_topic(), ser_key({"id": st.id}), ser_value({
+            ctx.write(OutputRecord(self._meta_topic(), ser_key({"id": st.id}), ser_value({
                 "status": "END",
                 "id": st.id,
                 "event_count": st.total,
@@ -489,5 +489,5 @@ class ReferencePlugin:
         """One heartbeat record; the driver then ends a (source-less) batch at `lsn`."""
         topic = f"{self.prefix}.heartbeat"
         ser_key, ser_value = self._static(topic, "heartbeat")
-        ctx.write(KafkaRecord(topic, ser_key({"serverName": self.prefix}),
+        ctx.write(OutputRecord(topic, ser_key({"serverName": self.prefix}),
                               ser_value({"ts_ms": int(time.time() * 1000), "lsn": lsn})))

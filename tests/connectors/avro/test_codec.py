@@ -3,7 +3,7 @@
 `tests.connectors.avro.avro_reference.ReferencePlugin` is the plugin as it was before
 connectors.avro.codec (confluent_kafka's AvroSerializer, generic datums). Both plugins
 are driven over the same changes, against the real registry, with the clock frozen, and
-must hand on identical KafkaRecords: topic, key bytes, value bytes and headers.
+must hand on identical OutputRecords: topic, key bytes, value bytes and headers.
 
 Rows carry every column type the mapping knows, as the row decoder hands them on
 (`StoredValue`s of stored datums with the real type codecs, for the types that have
@@ -31,7 +31,6 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from connectors.avro.codec import decimal_of_stored
 from connectors.avro.plugin import AvroPlugin
-from connectors.kafka.sink import KafkaRecord
 from service.config import Settings
 from service.output.api import (
     UNCHANGED_TOAST,
@@ -40,6 +39,7 @@ from service.output.api import (
     ColumnMeta,
     ColumnValue,
     Message,
+    OutputRecord,
     PluginContext,
     PluginWrapper,
     RelationInfo,
@@ -404,8 +404,8 @@ def scenario(seed: int) -> Iterator[Event]:
 
 
 def drive(plugin: object, settings: Settings, seed: int, options: dict[str, str],
-          ) -> list[KafkaRecord]:
-    out: list[KafkaRecord] = []
+          ) -> list[OutputRecord]:
+    out: list[OutputRecord] = []
     ctx = PluginContext("s", "avro", options, lambda _l, _x, data: out.append(data))
     wrapper = PluginWrapper(plugin, ctx)
     wrapper.startup(True)
@@ -426,7 +426,7 @@ def drive(plugin: object, settings: Settings, seed: int, options: dict[str, str]
     return out
 
 
-def drop_subjects(registry: dict[str, Any], records: list[KafkaRecord]) -> None:
+def drop_subjects(registry: dict[str, Any], records: list[OutputRecord]) -> None:
     """Delete the subjects a test registered (the shared registry lists only 1000)."""
     with SchemaRegistryClient({"url": registry["url"]}) as client:
         for topic in sorted({r.topic for r in records}):
@@ -458,7 +458,7 @@ def test_records_equal_the_reference_plugins(registry: dict[str, Any], mode: str
     prefix = f"codec{uuid.uuid4().hex[:10]}"
     settings = settings_for(registry, prefix)
     options = {"decimal.handling.mode": mode}
-    seen: list[KafkaRecord] = []
+    seen: list[OutputRecord] = []
     try:
         for seed in (1, 2, 3):
             expected = drive(ReferencePlugin(settings), settings, seed, options)

@@ -23,12 +23,12 @@ import pytest
 
 from connectors.avro import plugin as avro_plugin
 from connectors.avro.plugin import AvroPlugin
-from connectors.kafka.sink import KafkaRecord
 from connectors.postgres.archive import detect_segment_size, iter_wal_chunks
 from connectors.postgres.setup import setup, teardown
 from service.app.session import Session, SessionConfig, force_running_xacts
 from service.config import Settings
 from service.lsn import parse_lsn
+from service.output.api import OutputRecord
 from tests.connectors.avro import avro_reference
 from tests.connectors.avro.avro_reference import ReferencePlugin
 from tests.connectors.avro.test_codec import drop_subjects
@@ -105,7 +105,7 @@ def _dsn(pg: dict[str, Any], db: str) -> str:
 
 
 def _session(pg: dict[str, Any], dsn: str, slot: str, start: int, consistent: int,
-             spill: str, plugin: object, out: list[KafkaRecord]) -> Session:
+             spill: str, plugin: object, out: list[OutputRecord]) -> Session:
     """A session whose catalog snapshot is taken now, before the workload (as a live
     worker's), writing `plugin`'s records into `out`."""
     return Session(SessionConfig(dsn=dsn, slot=slot, spill_dir=Path(spill)), plugin, "avro",
@@ -139,7 +139,7 @@ def test_records_from_wal_equal_the_reference_plugins(
     admin.autocommit = True
     admin.cursor().execute(f"CREATE DATABASE {db}")
     dsn, phys, slot = _dsn(pg, db), f"{db}_phys", f"{db}_slot"
-    seen: list[KafkaRecord] = []
+    seen: list[OutputRecord] = []
     try:
         setup(dsn, phys)
         conn = psycopg2.connect(dsn)
@@ -158,8 +158,8 @@ def test_records_from_wal_equal_the_reference_plugins(
                                 kafka={"bootstrap_servers": "127.0.0.1:1",
                                        "topic_prefix": f"codecwal{uuid.uuid4().hex[:8]}"},
                                 registry={"url": registry["url"]})
-            expected: list[KafkaRecord] = []
-            got: list[KafkaRecord] = []
+            expected: list[OutputRecord] = []
+            got: list[OutputRecord] = []
             seen = expected
             with tempfile.TemporaryDirectory(prefix="pgcdc-avro-codec-") as spill:
                 sessions = [
