@@ -29,8 +29,10 @@ import psycopg2
 import psycopg2.extensions
 
 from connectors.postgres.catalog import table_def_sql
-from service.errors import SourceSetupError, SourceUnavailableError
-from service.lsn import parse_lsn
+from connectors.postgres.server import connect
+from connectors.postgres.slots import drop_slot as drop_slot_named
+from connectors.postgres.slots import ensure_physical_slot
+from service.errors import SourceSetupError
 
 SUPPORTED_MAJOR_VERSIONS = range(15, 19)
 EVENT_TRIGGERS = ("pgcdc_ddl_command_end", "pgcdc_sql_drop")
@@ -67,15 +69,6 @@ def ddl_capture_sql() -> str:
     return script.replace("{table_def}", table_def_sql())
 
 
-def _connect(dsn: str) -> psycopg2.extensions.connection:
-    try:
-        conn = psycopg2.connect(dsn, application_name="pgcdc-setup")
-    except psycopg2.OperationalError as exc:
-        raise SourceUnavailableError(f"cannot connect to the source database: {exc}") from exc
-    conn.autocommit = True
-    return conn
-
-
 def _check(cur: psycopg2.extensions.cursor) -> tuple[int, str, bool]:
     """The checks 1-3; returns (major version, database, superuser)."""
     cur.execute(
@@ -105,7 +98,7 @@ def _check(cur: psycopg2.extensions.cursor) -> tuple[int, str, bool]:
 
 def setup(dsn: str, slot_name: str) -> SetupReport:
     """Check the source, create the physical slot, install the DDL capture."""
-    conn = _connect(dsn)
+    conn = connect(dsn, "pgcdc-setup")
     try:
         with conn.cursor() as cur:
             major, database, superuser = _check(cur)
@@ -115,7 +108,7 @@ def setup(dsn: str, slot_name: str) -> SetupReport:
                     "superuser: run `pgcdc setup` as one",
                     field="superuser",
                 )
-            slot_created, restart_lsn = _ensure_slot(cur, slot_name)
+            slot_created, restart_lsn = ensure_physical_slot(cur, slot_name)
             try:
                 conn.autocommit = False
                 cur.execute(ddl_capture_sql())
@@ -137,38 +130,9 @@ def setup(dsn: str, slot_name: str) -> SetupReport:
     )
 
 
-def _ensure_slot(cur: psycopg2.extensions.cursor, slot_name: str) -> tuple[bool, int | None]:
-    cur.execute(
-        "SELECT slot_type, restart_lsn::text FROM pg_catalog.pg_replication_slots"
-        " WHERE slot_name = %s",
-        (slot_name,),
-    )
-    row = cur.fetchone()
-    if row is not None:
-        slot_type, restart = row
-        if slot_type != "physical":
-            raise SourceSetupError(
-                f"replication slot {slot_name!r} exists but is {slot_type}, not physical: "
-                "choose another slot name or drop it",
-                field="slot_name",
-            )
-        return False, parse_lsn(restart) if restart else None
-    try:
-        cur.execute(
-            "SELECT (pg_catalog.pg_create_physical_replication_slot(%s, true)).lsn::text",
-            (slot_name,),
-        )
-    except psycopg2.Error as exc:
-        raise SourceSetupError(
-            f"cannot create physical replication slot {slot_name!r}: {exc}"
-        ) from exc
-    (lsn,) = cur.fetchone() or (None,)
-    return True, parse_lsn(lsn) if lsn else None
-
-
 def teardown(dsn: str, slot_name: str, *, drop_slot: bool = True) -> None:
     """Remove the DDL capture and (unless `drop_slot` is False) the physical slot."""
-    conn = _connect(dsn)
+    conn = connect(dsn, "pgcdc-setup")
     try:
         with conn.cursor() as cur:
             try:
@@ -183,17 +147,6 @@ def teardown(dsn: str, slot_name: str, *, drop_slot: bool = True) -> None:
             finally:
                 conn.autocommit = True
             if drop_slot:
-                cur.execute(
-                    "SELECT active FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
-                    (slot_name,),
-                )
-                row = cur.fetchone()
-                if row is not None:
-                    if row[0]:
-                        raise SourceSetupError(
-                            f"replication slot {slot_name!r} is in use: stop pgcdc first",
-                            field="slot_name",
-                        )
-                    cur.execute("SELECT pg_catalog.pg_drop_replication_slot(%s)", (slot_name,))
+                drop_slot_named(cur, slot_name)
     finally:
         conn.close()

@@ -37,8 +37,9 @@ import psycopg2.errors
 import psycopg2.extras
 import structlog
 
+from connectors.postgres.slots import create_replication_slot, read_replication_slot
 from service.errors import SourceSetupError, SourceUnavailableError
-from service.lsn import format_lsn, parse_lsn
+from service.lsn import format_lsn
 from service.wal.format import XLOG_BLCKSZ
 
 log = structlog.get_logger(__name__)
@@ -107,26 +108,13 @@ class PhysicalStream:
         self.server_version = conn.server_version // 10000
         return conn
 
-    def _slot_restart_lsn(self, cur: Any) -> int | None:
-        cur.execute(f"READ_REPLICATION_SLOT {self.slot_name}")
-        row = cur.fetchone()
-        if row is None or row[0] is None:
-            return None
-        if row[0] != "physical":
-            raise SourceSetupError(f"replication slot {self.slot_name} is not physical")
-        return parse_lsn(row[1]) if row[1] is not None else None
-
     def _ensure_slot(self, cur: Any) -> int:
-        restart = self._slot_restart_lsn(cur)
+        restart = read_replication_slot(cur, self.slot_name)
         if restart is None:
             if not self._create_slot:
                 raise SourceSetupError(f"physical replication slot {self.slot_name} is missing")
-            try:
-                cur.execute(f"CREATE_REPLICATION_SLOT {self.slot_name} PHYSICAL RESERVE_WAL")
-                cur.fetchall()
-            except psycopg2.errors.DuplicateObject:
-                pass  # created concurrently by another worker: fine, reuse it
-            restart = self._slot_restart_lsn(cur)
+            create_replication_slot(cur, self.slot_name)
+            restart = read_replication_slot(cur, self.slot_name)
             if restart is None:
                 raise SourceSetupError(f"slot {self.slot_name} has no restart_lsn")
         return restart

@@ -16,11 +16,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import psycopg2
-
+from connectors.postgres.server import connect, current_wal_lsn
+from connectors.postgres.slots import drop_slot, ensure_physical_slot, slot_state
 from service.app.logging import configure_logging
 from service.config import Settings, load_settings
-from service.errors import ConfigError, SourceUnavailableError, WalError
+from service.errors import ConfigError, SourceSetupError, SourceUnavailableError, WalError
 from service.lsn import format_lsn, parse_lsn
 from service.wal.format import XLOG_BLCKSZ, format_for_magic
 
@@ -33,14 +33,12 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def _connect(settings: Settings) -> Any:
     try:
-        conn = psycopg2.connect(settings.source.dsn(), application_name="pgcdc")
-    except psycopg2.OperationalError as exc:
+        return connect(settings.source.dsn())
+    except SourceUnavailableError as exc:
         raise SourceUnavailableError(
             f"cannot connect to {settings.source.host}:{settings.source.port}"
-            f"/{settings.source.dbname}: {str(exc).strip()}"
+            f"/{settings.source.dbname}: {exc.__cause__ or exc}".strip()
         ) from exc
-    conn.autocommit = True
-    return conn
 
 
 def _print_line(lsn: int, xid: int, data: object) -> None:
@@ -123,8 +121,8 @@ def _session(settings: Settings, start_lsn: int, version: int, options: dict[str
 
 
 def cmd_peek(args: argparse.Namespace) -> int:
+    from connectors.postgres.server import force_running_xacts  # noqa: PLC0415
     from connectors.postgres.stream import PhysicalStream  # noqa: PLC0415
-    from service.app.session import force_running_xacts  # noqa: PLC0415
 
     settings = _settings(args)
     conn = _connect(settings)
@@ -133,9 +131,10 @@ def cmd_peek(args: argparse.Namespace) -> int:
     with conn.cursor() as cur:
         # A slot of its own (not temporary: the walsender's session must own it), so
         # peeking never moves the worker's slot; dropped again on the way out.
-        cur.execute("SELECT pg_create_physical_replication_slot(%s, true)", (slot,))
-        cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s", (slot,))
-        start = parse_lsn(str(cur.fetchone()[0]))
+        _, reserved = ensure_physical_slot(cur, slot)
+    if reserved is None:
+        raise SourceSetupError(f"peek slot {slot} reserves no WAL", field="slot_name")
+    start = reserved
     lines = 0
 
     def write(lsn: int, xid: int, data: object) -> None:
@@ -156,7 +155,7 @@ def cmd_peek(args: argparse.Namespace) -> int:
         stream.close()
         session.close()
         with conn.cursor() as cur:
-            cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+            drop_slot(cur, slot)
         conn.close()
     return 0
 
@@ -185,25 +184,20 @@ def cmd_status(args: argparse.Namespace) -> int:
     settings = _settings(args)
     conn = _connect(settings)
     out: dict[str, Any] = {"config": settings.redacted()}
+    current = current_wal_lsn(conn)
     with conn.cursor() as cur:
-        cur.execute("SELECT pg_current_wal_lsn(), current_setting('server_version')")
-        current, server = cur.fetchone()
-        cur.execute(
-            "SELECT slot_type, active, restart_lsn, wal_status, "
-            "pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) "
-            "FROM pg_replication_slots WHERE slot_name = %s",
-            (settings.source.slot,),
-        )
-        row = cur.fetchone()
+        state = slot_state(cur, settings.source.slot)
+    server = conn.parameter_status("server_version")
     conn.close()
-    out["server"] = {"version": server, "current_wal_lsn": current}
-    out["slot"] = None if row is None else {
-        "name": settings.source.slot, "type": row[0], "active": row[1],
-        "restart_lsn": row[2], "wal_status": row[3], "retained_bytes": int(row[4] or 0),
+    out["server"] = {"version": server, "current_wal_lsn": format_lsn(current)}
+    out["slot"] = None if state is None else {
+        "name": settings.source.slot, "type": state.slot_type, "active": state.active,
+        "restart_lsn": None if state.restart_lsn is None else format_lsn(state.restart_lsn),
+        "wal_status": state.wal_status, "retained_bytes": state.retained_bytes,
     }
     out["offsets"] = _last_offset(settings)
     if isinstance(out["offsets"], dict):
-        server = parse_lsn(str(current))
+        server = current
         confirmed = parse_lsn(out["offsets"]["confirmed_lsn"])
         out["offsets"]["lag_bytes"] = max(0, server - confirmed)
     out["counters"] = _worker_counters(settings)

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psycopg2
-
+from connectors.postgres.server import connect
+from connectors.postgres.slots import drop_slot
 from service.app.metrics import Metrics
 from service.config import load_settings
 from service.errors import ConfigError, PgcdcError, SourceUnavailableError
@@ -70,16 +70,13 @@ def _services(*names: str) -> dict[str, Any]:
 
 
 def _prepare_database(pg: dict[str, Any]) -> None:
-    admin = psycopg2.connect(pg["dsn"])
-    admin.autocommit = True
+    admin = connect(pg["dsn"], "pgcdc-demo")
     with admin.cursor() as cur:
-        cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                    "WHERE slot_name = %s AND NOT active", (DEMO_DB,))
+        drop_slot(cur, DEMO_DB)
         cur.execute(f"DROP DATABASE IF EXISTS {DEMO_DB} WITH (FORCE)")
         cur.execute(f"CREATE DATABASE {DEMO_DB}")
     admin.close()
-    conn = psycopg2.connect(pg["dsn"].replace("dbname=postgres", f"dbname={DEMO_DB}"))
-    conn.autocommit = True
+    conn = connect(pg["dsn"].replace("dbname=postgres", f"dbname={DEMO_DB}"), "pgcdc-demo")
     with conn.cursor() as cur:
         cur.execute("CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL, "
                     "email text, balance numeric(12,2), created timestamptz DEFAULT now())")
@@ -183,8 +180,7 @@ def run_demo(*, keep_running: bool = False) -> int:
     if failure:
         raise failure[0]
     _say(f"== worker streaming; metrics at http://127.0.0.1:{port}/metrics")
-    conn = psycopg2.connect(settings.source.dsn())
-    conn.autocommit = True
+    conn = connect(settings.source.dsn(), "pgcdc-demo")
     with conn.cursor() as cur:
         for sql in WORKLOAD:
             _say(f"   SQL> {sql}")

@@ -25,13 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psycopg2
-
 from connectors.postgres.catalog import Catalog
-from connectors.postgres.catalog_types import CatalogTypes
-from connectors.postgres.snapshot_reader import CopyRows
+from connectors.postgres.type_loader import TypeLoader
 from service.decode.events import HeapChange
-from service.errors import DecodeError, SourceUnavailableError
+from service.errors import DecodeError
 from service.output.api import ColumnValue, PluginContext, PluginWrapper, RelationInfo
 from service.output.logical import Decoding, PluginSink
 from service.reorder.buffer import ReorderBuffer, ReorderBufferSettings
@@ -39,7 +36,6 @@ from service.reorder.spill import LocalSpillStore
 from service.schema.history import SchemaHistory
 from service.schema.tabledef import CatalogSnapshot
 from service.snapshot.snapbuild import SnapBuilder
-from service.types.registry import TypeRegistry
 from service.types.rowdecode import HistoryRows
 from service.wal.format import XLOG_BLCKSZ
 from service.wal.reader import XLogReader
@@ -58,80 +54,6 @@ class SessionConfig:
     spill_dir: Path = Path(".state/spill")
     unknown_types_as_text: bool = False
     plugin_options: Mapping[str, str] = field(default_factory=dict)
-
-
-def server_version(dsn: str) -> int:
-    try:
-        conn = psycopg2.connect(dsn)
-    except psycopg2.OperationalError as exc:
-        raise SourceUnavailableError(f"cannot connect to the source: {exc}") from exc
-    try:
-        return int(conn.server_version) // 10000
-    finally:
-        conn.close()
-
-
-def force_running_xacts(dsn: str, version: int) -> None:
-    """Have the server log RUNNING_XACTS now, so decoding becomes consistent at once."""
-    conn = psycopg2.connect(dsn)
-    conn.autocommit = True
-    try:
-        with conn.cursor() as cur:
-            if version >= 16:
-                cur.execute("SELECT pg_log_standby_snapshot()")
-            else:
-                cur.execute("CHECKPOINT")
-    finally:
-        conn.close()
-
-
-class _TypeLoader:
-    """The catalog's type facts and format_type() names, loaded on demand and cached."""
-
-    def __init__(self, dsn: str) -> None:
-        self._conn = psycopg2.connect(dsn, application_name="pgcdc-types")
-        self._conn.autocommit = True
-        self._types = CatalogTypes(self._conn)
-
-    def types(self, oids: Sequence[int]) -> TypeRegistry:
-        return self._types.ensure(oids)
-
-    def names(self, oids: Sequence[int]) -> Mapping[int, str]:
-        with self._conn.cursor() as cur:
-            cur.execute(
-                "SELECT oid, pg_catalog.format_type(oid, NULL) FROM pg_catalog.pg_type "
-                "WHERE oid = ANY(%s)",
-                (list(oids),),
-            )
-            return {int(oid): str(name) for oid, name in cur.fetchall()}
-
-    def missing_send(self, type_oid: int, typmod: int, literal: str) -> bytes | None:
-        """`rowdecode.MissingSend`: attmissingval's element as the type, in send format
-        (COPY BINARY, as the snapshot reads values; UTF-8 like the stored text)."""
-        fields: list[bytes | None] = []
-        try:
-            with self._conn.cursor() as cur:
-                if self._conn.encoding != "UTF8":
-                    self._conn.set_client_encoding("UTF8")
-                cur.execute("SELECT pg_catalog.format_type(%s, %s)",
-                            (type_oid, typmod if typmod >= 0 else None))
-                row = cur.fetchone()
-                assert row is not None
-                sql = cur.mogrify(
-                    f"COPY (SELECT ((%s::pg_catalog.text[])[1])::{row[0]}) "
-                    "TO STDOUT (FORMAT binary)", (literal,)).decode()
-                target = CopyRows(1, fields.extend)
-                cur.copy_expert(sql, target)
-                target.close()
-        except (psycopg2.DataError, psycopg2.ProgrammingError) as exc:
-            raise DecodeError(f"the server cannot read {literal!r} as type {type_oid}: "
-                              f"{exc}".strip()) from exc
-        if len(fields) != 1:
-            raise DecodeError(f"attmissingval {literal!r} read as {len(fields)} values")
-        return fields[0]
-
-    def close(self) -> None:
-        self._conn.close()
 
 
 SnapshotReader = Callable[[Any, CatalogSnapshot], None]
@@ -219,7 +141,7 @@ class Session:
         self._snapshot_reader = snapshot_reader
         self._awaiting_alignment = False
         self.on_aligned: Callable[[CatalogSnapshot], None] | None = None
-        self._types = _TypeLoader(config.dsn)
+        self._types = TypeLoader(config.dsn)
         self.rows: HistoryRows | _DeferredRows
         if restore is not None:
             confirmed, doc = restore

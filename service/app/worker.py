@@ -43,14 +43,16 @@ import structlog
 from connectors.avro.plugin import AvroPlugin
 from connectors.kafka.schema_store import KafkaSchemaStore
 from connectors.kafka.sink import KafkaSink
+from connectors.postgres.server import connect, current_wal_lsn, force_running_xacts, server_version
+from connectors.postgres.slots import advance_when_released, ensure_physical_slot
 from connectors.postgres.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
 from connectors.postgres.stream import PhysicalStream
 from service.app.metrics import Metrics
-from service.app.session import Session, SessionConfig, force_running_xacts, server_version
+from service.app.session import Session, SessionConfig
 from service.config import Settings
 from service.decode.events import CommitEvent
-from service.errors import RestartableError, SourceSetupError
-from service.lsn import format_lsn, parse_lsn
+from service.errors import PgcdcError, RestartableError, SourceSetupError, SourceUnavailableError
+from service.lsn import format_lsn
 from service.output.api import OutputRecord
 from service.pgconst import UNIX_EPOCH_SECS
 from service.schema.tabledef import CatalogSnapshot
@@ -211,26 +213,17 @@ class Worker:
         log.info("snapshot_committed", confirmed_lsn=format_lsn(lsn))
 
     def _slot_restart_lsn(self) -> int:
-        import psycopg2  # noqa: PLC0415
-
-        conn = psycopg2.connect(self.settings.source.dsn())
-        conn.autocommit = True
+        """The slot's restart LSN, creating the slot (reserving WAL) if it is missing."""
+        slot = self.settings.source.slot
+        conn = connect(self.settings.source.dsn())
         try:
             with conn.cursor() as cur:
-                slot = self.settings.source.slot
-                cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s",
-                            (slot,))
-                row = cur.fetchone()
-                if row is None or row[0] is None:
-                    cur.execute("SELECT pg_create_physical_replication_slot(%s, true)", (slot,))
-                    cur.execute("SELECT restart_lsn FROM pg_replication_slots "
-                                "WHERE slot_name = %s", (slot,))
-                    row = cur.fetchone()
-                if row is None:
-                    raise SourceSetupError(f"physical slot {slot} could not be created")
-                return parse_lsn(str(row[0]))
+                _, restart = ensure_physical_slot(cur, slot)
         finally:
             conn.close()
+        if restart is None:
+            raise SourceSetupError(f"physical slot {slot} reserves no WAL", field="slot_name")
+        return restart
 
     def run(self) -> int:
         m, slot = self.metrics, self.settings.source.slot
@@ -282,40 +275,19 @@ class Worker:
         PhysicalConfirmReceivedLocation). Failing here loses nothing (the slot only
         retains more WAL than needed), so it is logged, not raised.
         """
-        import psycopg2  # noqa: PLC0415
-
         last = self.sink.last_committed
         if last is None or self.sink.dead:
             return
-        slot, target = self.settings.source.slot, format_lsn(last.restart_lsn)
+        slot, target = self.settings.source.slot, last.restart_lsn
         try:
-            conn = psycopg2.connect(self.settings.source.dsn(), application_name="pgcdc")
-        except psycopg2.OperationalError as exc:
+            outcome = advance_when_released(self.settings.source.dsn(), slot, target)
+        except (PgcdcError, psycopg2.Error) as exc:
             log.warning("slot_final_feedback_failed", error=str(exc).strip())
             return
-        conn.autocommit = True
-        try:
-            with conn.cursor() as cur:
-                deadline = time.monotonic() + 5.0
-                while True:
-                    cur.execute("SELECT active, restart_lsn < %s::pg_lsn FROM "
-                                "pg_replication_slots WHERE slot_name = %s", (target, slot))
-                    row = cur.fetchone()
-                    if row is None or not row[1]:
-                        return  # gone, or already there
-                    if not row[0]:
-                        cur.execute("SELECT pg_replication_slot_advance(%s, %s::pg_lsn)",
-                                    (slot, target))
-                        log.info("slot_final_feedback", restart_lsn=target)
-                        return
-                    if time.monotonic() > deadline:
-                        log.warning("slot_final_feedback_failed", error="slot still active")
-                        return
-                    time.sleep(0.05)
-        except psycopg2.Error as exc:
-            log.warning("slot_final_feedback_failed", error=str(exc).strip())
-        finally:
-            conn.close()
+        if outcome == "advanced":
+            log.info("slot_final_feedback", restart_lsn=format_lsn(target))
+        elif outcome == "active":
+            log.warning("slot_final_feedback_failed", error="slot still active")
 
     def _sync_counters(self) -> None:
         """Move the counters kept by the pipeline's parts up to their current values."""
@@ -343,19 +315,12 @@ class Worker:
         m, slot = self.metrics, self.settings.source.slot
         try:
             if self._sql is None or self._sql.closed:
-                self._sql = psycopg2.connect(self.settings.source.dsn(),
-                                             application_name="pgcdc-lag")
-                self._sql.autocommit = True
-            with self._sql.cursor() as cur:
-                cur.execute("SELECT pg_current_wal_lsn()::text")
-                row = cur.fetchone()
-        except psycopg2.Error as exc:  # lag is a metric: report it stale, keep decoding
+                self._sql = connect(self.settings.source.dsn(), "pgcdc-lag")
+            server = current_wal_lsn(self._sql)
+        except (SourceUnavailableError, psycopg2.Error) as exc:  # a metric: report it stale
             log.warning("server_position_unavailable", error=str(exc).strip())
             self._sql = None
             return
-        if row is None:
-            return
-        server = parse_lsn(str(row[0]))
         m.server_lsn.labels(slot).set(server)
         confirmed = self.sink.last_committed.confirmed_lsn if self.sink.last_committed else 0
         m.lag_bytes.labels(slot).set(max(0, server - confirmed) if confirmed else 0)

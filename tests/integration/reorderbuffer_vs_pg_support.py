@@ -34,9 +34,10 @@ from typing import Any
 import psycopg2
 
 from connectors.postgres.archive import detect_segment_size, iter_wal_chunks
+from connectors.postgres.server import force_running_xacts
 from connectors.postgres.setup import setup, teardown
 from service.app.metrics import SLOT_STATS
-from service.app.session import Session, SessionConfig, force_running_xacts
+from service.app.session import Session, SessionConfig
 from service.lsn import parse_lsn
 from service.output.text import TestDecodingPlugin
 from service.reorder.buffer import ReorderBufferStats

@@ -30,9 +30,10 @@ import psycopg2.extensions
 import pytest
 
 from connectors.postgres.archive import detect_segment_size, iter_wal_chunks
+from connectors.postgres.server import force_running_xacts
 from connectors.postgres.setup import setup, teardown
 from connectors.postgres.snapshot_reader import SnapshotReader
-from service.app.session import Session, SessionConfig, force_running_xacts
+from service.app.session import Session, SessionConfig
 from service.config import FilterSettings
 from service.lsn import parse_lsn
 from service.output.api import (

@@ -24,8 +24,9 @@ import pytest
 from connectors.avro import plugin as avro_plugin
 from connectors.avro.plugin import AvroPlugin
 from connectors.postgres.archive import detect_segment_size, iter_wal_chunks
+from connectors.postgres.server import force_running_xacts
 from connectors.postgres.setup import setup, teardown
-from service.app.session import Session, SessionConfig, force_running_xacts
+from service.app.session import Session, SessionConfig
 from service.config import Settings
 from service.lsn import parse_lsn
 from service.output.api import OutputRecord

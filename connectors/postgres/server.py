@@ -1,0 +1,62 @@
+"""SQL connections to the source server, and the few server-wide questions pgcdc asks.
+
+Every plain (non-replication) connection pgcdc opens goes through `connect`, so how
+pgcdc connects is decided in one place: autocommit, an application name that says
+which part of pgcdc it is, and an unreachable server turned into
+`SourceUnavailableError` (retryable) naming the DSN's host. Replication connections are
+`connectors.postgres.stream`'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg2
+import psycopg2.extensions
+
+from service.errors import SourceUnavailableError
+from service.lsn import parse_lsn
+
+
+def connect(dsn: str, application_name: str = "pgcdc") -> psycopg2.extensions.connection:
+    """An autocommit connection to the source (`SourceUnavailableError` if unreachable)."""
+    try:
+        conn = psycopg2.connect(dsn, application_name=application_name)
+    except psycopg2.OperationalError as exc:
+        raise SourceUnavailableError(f"cannot connect to the source: {str(exc).strip()}") from exc
+    conn.autocommit = True
+    return conn
+
+
+def server_version(dsn: str) -> int:
+    """The source's major version (15, 16, ...)."""
+    conn = connect(dsn)
+    try:
+        return int(conn.server_version) // 10000
+    finally:
+        conn.close()
+
+
+def current_wal_lsn(conn: Any) -> int:
+    """`pg_current_wal_lsn()`: where the server is writing WAL now."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_catalog.pg_current_wal_lsn()::text")
+        row = cur.fetchone()
+    return parse_lsn(str(row[0]))
+
+
+def force_running_xacts(dsn: str, version: int) -> None:
+    """Have the server log RUNNING_XACTS now, so decoding becomes consistent at once.
+
+    PG16+ has `pg_log_standby_snapshot()`; on 15 a CHECKPOINT writes one (as the
+    bgwriter otherwise does only every 15 s, LOG_SNAPSHOT_INTERVAL_MS).
+    """
+    conn = connect(dsn)
+    try:
+        with conn.cursor() as cur:
+            if version >= 16:
+                cur.execute("SELECT pg_catalog.pg_log_standby_snapshot()")
+            else:
+                cur.execute("CHECKPOINT")
+    finally:
+        conn.close()

@@ -1,0 +1,144 @@
+"""The physical replication slot: every statement pgcdc runs about it, in one place.
+
+pgcdc uses one physical slot per pipeline (`source.slot`): it pins the WAL the worker
+still needs, and the walsender moves its `restart_lsn` up to the flush position the
+stream reports. Slots are looked at and changed two ways:
+
+- by SQL on a plain connection (`pg_replication_slots`, `pg_create_physical_replication_slot`,
+  `pg_replication_slot_advance`, `pg_drop_replication_slot`): setup, teardown, status,
+  peek's private slot, the worker's start position and its final feedback;
+- by replication commands on the replication connection (`READ_REPLICATION_SLOT`,
+  `CREATE_REPLICATION_SLOT … PHYSICAL RESERVE_WAL`): the stream.
+
+A slot that exists with another type is a `SourceSetupError` naming `slot_name`.
+Functions take an open cursor (or a DSN where they must wait for the walsender) and
+return plain values; they never retry.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg2
+import psycopg2.errors
+
+from connectors.postgres.server import connect
+from service.errors import SourceSetupError
+from service.lsn import format_lsn, parse_lsn
+
+
+@dataclass(slots=True, frozen=True)
+class SlotState:
+    """One row of `pg_replication_slots`, with the WAL it retains behind the server."""
+
+    slot_type: str
+    active: bool
+    restart_lsn: int | None  # None: the slot reserves no WAL yet
+    wal_status: str | None
+    retained_bytes: int
+
+
+def slot_state(cur: Any, name: str) -> SlotState | None:
+    """The slot's row, or None when there is no such slot."""
+    cur.execute(
+        "SELECT slot_type, active, restart_lsn::text, wal_status,"
+        " pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), restart_lsn)"
+        " FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
+        (name,),
+    )
+    row = cur.fetchone()
+    if row is None:
+        return None
+    slot_type, active, restart, wal_status, retained = row
+    return SlotState(
+        str(slot_type), bool(active), parse_lsn(restart) if restart else None,
+        wal_status, int(retained or 0),
+    )
+
+
+def ensure_physical_slot(cur: Any, name: str) -> tuple[bool, int | None]:
+    """(created, restart_lsn): the physical slot `name`, created reserving WAL if absent."""
+    state = slot_state(cur, name)
+    if state is not None:
+        if state.slot_type != "physical":
+            raise SourceSetupError(
+                f"replication slot {name!r} exists but is {state.slot_type}, not physical: "
+                "choose another slot name or drop it",
+                field="slot_name",
+            )
+        return False, state.restart_lsn
+    try:
+        cur.execute(
+            "SELECT (pg_catalog.pg_create_physical_replication_slot(%s, true)).lsn::text",
+            (name,),
+        )
+    except psycopg2.Error as exc:
+        raise SourceSetupError(f"cannot create physical replication slot {name!r}: {exc}") from exc
+    (lsn,) = cur.fetchone() or (None,)
+    return True, parse_lsn(lsn) if lsn else None
+
+
+def drop_slot(cur: Any, name: str) -> None:
+    """Drop the slot if it exists; one that a walsender holds is a `SourceSetupError`."""
+    state = slot_state(cur, name)
+    if state is None:
+        return
+    if state.active:
+        raise SourceSetupError(
+            f"replication slot {name!r} is in use: stop pgcdc first", field="slot_name"
+        )
+    cur.execute("SELECT pg_catalog.pg_drop_replication_slot(%s)", (name,))
+
+
+def advance_when_released(dsn: str, name: str, target: int, timeout_s: float = 5.0) -> str:
+    """Move the slot's restart_lsn forward to `target` once no walsender holds it.
+
+    As the walsender's PhysicalConfirmReceivedLocation, it only moves forward
+    (`pg_replication_slot_advance`). Returns what happened: "advanced", "already" (the
+    slot is gone or at/after `target`) or "active" (still held after `timeout_s`).
+    """
+    conn = connect(dsn)
+    try:
+        with conn.cursor() as cur:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                state = slot_state(cur, name)
+                if state is None or state.restart_lsn is None or state.restart_lsn >= target:
+                    return "already"
+                if not state.active:
+                    cur.execute(
+                        "SELECT pg_catalog.pg_replication_slot_advance(%s, %s::pg_lsn)",
+                        (name, format_lsn(target)),
+                    )
+                    return "advanced"
+                if time.monotonic() > deadline:
+                    return "active"
+                time.sleep(0.05)
+    finally:
+        conn.close()
+
+
+# --- on the replication connection ------------------------------------------------------
+
+
+def read_replication_slot(cur: Any, name: str) -> int | None:
+    """`READ_REPLICATION_SLOT` (PG15+): the physical slot's restart_lsn, None if absent."""
+    cur.execute(f"READ_REPLICATION_SLOT {name}")
+    row = cur.fetchone()
+    if row is None or row[0] is None:
+        return None
+    if row[0] != "physical":
+        raise SourceSetupError(f"replication slot {name} is not physical", field="slot_name")
+    return parse_lsn(row[1]) if row[1] is not None else None
+
+
+def create_replication_slot(cur: Any, name: str) -> None:
+    """`CREATE_REPLICATION_SLOT name PHYSICAL RESERVE_WAL`; one created concurrently by
+    another worker is reused."""
+    try:
+        cur.execute(f"CREATE_REPLICATION_SLOT {name} PHYSICAL RESERVE_WAL")
+        cur.fetchall()
+    except psycopg2.errors.DuplicateObject:
+        return
