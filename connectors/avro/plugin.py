@@ -48,9 +48,8 @@ double. Settings: `AvroPlugin(settings)`, else `ctx.state["settings"]`, else
 from __future__ import annotations
 
 import json
-import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +84,7 @@ from service.output.api import (
     TruncateChange,
     TxnInfo,
 )
+from service.output.filters import TableFilter, matches, patterns
 from service.pgconst import UNIX_EPOCH_MSECS
 
 log = structlog.get_logger(__name__)
@@ -218,17 +218,6 @@ class _TxnState:
     sources: dict[tuple[str, str], tuple[dict[str, Any], str]] = field(default_factory=dict)
 
 
-def _patterns(items: Sequence[str]) -> list[re.Pattern[str]]:
-    try:
-        return [re.compile(p) for p in items]
-    except re.error as exc:
-        raise ConfigError(f"bad filter pattern: {exc}", field="filters") from exc
-
-
-def _matches(pats: Sequence[re.Pattern[str]], name: str) -> bool:
-    return any(p.fullmatch(name) for p in pats)
-
-
 class AvroPlugin:
     """The `avro` output plugin (see the module docstring)."""
 
@@ -257,13 +246,8 @@ class AvroPlugin:
         if self.decimal_mode not in DECIMAL_MODES:
             raise ConfigError(f"decimal.handling.mode must be one of {DECIMAL_MODES}",
                               field="decimal.handling.mode")
-        f = s.filters
-        self._inc_schemas, self._exc_schemas = (_patterns(f.include_schemas),
-                                                _patterns(f.exclude_schemas))
-        self._inc_tables, self._exc_tables = (_patterns(f.include_tables),
-                                              _patterns(f.exclude_tables))
-        self._exc_columns = _patterns(f.exclude_columns)
-        self._msg_prefixes = _patterns(s.kafka.message_prefixes)
+        self._filter = TableFilter(s.filters)
+        self._msg_prefixes = patterns(s.kafka.message_prefixes, "kafka.message_prefixes")
         self.registrar = Registrar(s, self.registry_retry_budget_s)
 
     def shutdown(self, ctx: PluginContext) -> None:
@@ -295,14 +279,7 @@ class AvroPlugin:
         return found
 
     def included(self, rel: RelationInfo) -> bool:
-        if self._inc_schemas and not _matches(self._inc_schemas, rel.schema):
-            return False
-        if _matches(self._exc_schemas, rel.schema):
-            return False
-        qualified = f"{rel.schema}.{rel.name}"
-        if self._inc_tables and not _matches(self._inc_tables, qualified):
-            return False
-        return not _matches(self._exc_tables, qualified)
+        return self._filter(rel.schema, rel.name)
 
     def _table(self, rel: RelationInfo) -> _Table | None:
         """The registered plan of this definition, or None when the table is filtered."""
@@ -311,16 +288,15 @@ class AvroPlugin:
             return self._tables[cache_key]
         table: _Table | None = None
         if self.included(rel):
-            qualified = f"{rel.schema}.{rel.name}"
-            excluded = frozenset(c.name for c in rel.columns
-                                 if _matches(self._exc_columns, f"{qualified}.{c.name}"))
+            excluded = self._filter.excluded_columns(rel.schema, rel.name,
+                                                     [c.name for c in rel.columns])
             plan = build_table_plan(self.prefix, rel, excluded, self.decimal_mode, self._warn)
             reg = self._registrar()
             key = reg.serializer(plan.topic, True, plan.key_schema) if plan.key_schema else None
             value = reg.serializer(plan.topic, False, plan.envelope_schema)
             key_of = KeyFromValue(plan.key_fields, plan.fields) if key is not None else None
             table = _Table(plan, key, value, RowEncoder(plan.fields, self._warn), key_of,
-                           rel.schema, rel.name, qualified, f"{plan.namespace}.Value")
+                           rel.schema, rel.name, f"{rel.schema}.{rel.name}", f"{plan.namespace}.Value")
             log.info("avro_schema_registered", topic=plan.topic, defined_at=rel.defined_at)
         self._tables[cache_key] = table
         return table
@@ -477,7 +453,7 @@ class AvroPlugin:
         if msg.prefix == DDL_PREFIX:
             self._schema_change(ctx, txn, msg)
             return
-        if self._msg_prefixes and not _matches(self._msg_prefixes, msg.prefix):
+        if self._msg_prefixes and not matches(self._msg_prefixes, msg.prefix):
             return
         topic = f"{self.prefix}.message"
         ser_key, ser_value = self._static(topic, "message")

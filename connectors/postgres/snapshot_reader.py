@@ -41,7 +41,6 @@ connection ones to `SourceUnavailableError`; malformed COPY data is a `DecodeErr
 
 from __future__ import annotations
 
-import re
 import struct
 import sys
 import time
@@ -62,6 +61,7 @@ from service.output.api import (
     RowChange,
     TxnInfo,
 )
+from service.output.filters import TableFilter
 from service.pgconst import TEXT_ARRAY_OID, TEXT_OID
 from service.schema.history import SchemaHistory
 from service.schema.tabledef import CatalogSnapshot, TableDef
@@ -370,33 +370,6 @@ def _none() -> None:
 
 
 # --- the reader ----------------------------------------------------------------------------
-
-
-def _patterns(items: Sequence[str]) -> list[re.Pattern[str]]:
-    return [re.compile(p) for p in items]
-
-
-class TableFilter:
-    """settings.filters for whole tables, with the Avro plugin's rules (fullmatch)."""
-
-    def __init__(self, filters: FilterSettings) -> None:
-        self.inc_schemas = _patterns(filters.include_schemas)
-        self.exc_schemas = _patterns(filters.exclude_schemas)
-        self.inc_tables = _patterns(filters.include_tables)
-        self.exc_tables = _patterns(filters.exclude_tables)
-
-    def __call__(self, schema: str, name: str) -> bool:
-        def hit(pats: list[re.Pattern[str]], text: str) -> bool:
-            return any(p.fullmatch(text) for p in pats)
-
-        if self.inc_schemas and not hit(self.inc_schemas, schema):
-            return False
-        if hit(self.exc_schemas, schema):
-            return False
-        qualified = f"{schema}.{name}"
-        if self.inc_tables and not hit(self.inc_tables, qualified):
-            return False
-        return not hit(self.exc_tables, qualified)
 
 
 _NAMES_SQL = ("SELECT oid, pg_catalog.format_type(oid, NULL) FROM pg_catalog.pg_type "

@@ -34,7 +34,7 @@ from service.types import bits, datetime, jsonb, network, numeric, text
 from service.types.array import array_text, array_value, vector_text
 from service.types.composite import composite_text, composite_value
 from service.types.range import range_text, range_value
-from service.types.registry import TypeInfo, TypeRegistry
+from service.types.registry import TypeInfo, TypeRegistry, undecodable
 from service.types.varlena import ToastPointer, Unchanged
 
 _Simple = Callable[[bytes], Any]
@@ -130,9 +130,7 @@ def _unknown(buf: bytes, info: TypeInfo, as_text: bool) -> str:
             return buf.decode("utf-8")
         except UnicodeDecodeError:
             pass  # falls through to the error below: not text after all
-    raise UnknownTypeError(
-        f"type {info.name} (OID {info.oid}, output function {info.output_src}) cannot be decoded"
-    )
+    raise undecodable(info)
 
 
 def _text(buf: bytes, info: TypeInfo, registry: TypeRegistry, as_text: bool) -> str:

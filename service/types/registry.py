@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from service.errors import UnknownTypeError
 from service.types.deform import Column
@@ -80,6 +81,15 @@ class TypeRegistry:
             raise UnknownTypeError(
                 f"no type information for type OID {oid}", field=column
             ) from None
+
+
+def undecodable(info: TypeInfo, **context: Any) -> UnknownTypeError:
+    """The error for a value of a type no decoder knows (`context`: lsn, relation, field)."""
+    return UnknownTypeError(
+        f"type {info.name} (OID {info.oid}, output function {info.output_src}) "
+        "cannot be decoded",
+        **context,
+    )
 
 
 # Built-in base, range and multirange types (pg_catalog, OID < 16384), the union of

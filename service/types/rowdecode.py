@@ -48,7 +48,7 @@ from service.schema.history import Classification, RelClass, SchemaHistory
 from service.schema.tabledef import ColumnDef, TableDef
 from service.types.convert import simple_functions, to_python, to_text
 from service.types.deform import Column, Layout, compile_layout, deform, deform_heap
-from service.types.registry import TypeInfo, TypeRegistry
+from service.types.registry import TypeInfo, TypeRegistry, undecodable
 from service.types.sendform import (
     TEXTUAL,
     base_type,
@@ -463,9 +463,8 @@ class _MissingPlanner:
             return ColumnValue.constant(
                 ColumnCodec(name, info.oid, type_name, _no_value, _no_text, shared=False),
                 value, value)
-        return _failing(name, info.oid, type_name, lambda: UnknownTypeError(
-            f"type {info.name} (OID {info.oid}, output function {info.output_src}) "
-            "cannot be decoded", lsn=lsn, relation=qualified, field=name))
+        return _failing(name, info.oid, type_name, lambda: undecodable(
+            info, lsn=lsn, relation=qualified, field=name))
 
 
 def _has_jsonb(info: TypeInfo, registry: TypeRegistry, depth: int = 0) -> bool:

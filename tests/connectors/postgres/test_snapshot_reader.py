@@ -17,7 +17,6 @@ from connectors.postgres.snapshot_reader import (
     CopyRows,
     PluginEmitter,
     SnapshotProgress,
-    TableFilter,
 )
 from service.app.metrics import Metrics
 from service.app.worker import snapshot_horizon
@@ -32,6 +31,7 @@ from service.output.api import (
     RowChange,
     TxnInfo,
 )
+from service.output.filters import TableFilter
 from service.schema.tabledef import CatalogSnapshot
 from service.types.convert import to_python, to_text
 from service.types.registry import TypeRegistry
