@@ -53,8 +53,12 @@ class SourceSettings(_Section):
 
     def dsn(self) -> str:
         """A libpq connection string (the password included: never log it)."""
-        parts = [f"host={self.host}", f"port={self.port}", f"user={self.user}",
-                 f"dbname={self.dbname}"]
+        parts = [
+            f"host={self.host}",
+            f"port={self.port}",
+            f"user={self.user}",
+            f"dbname={self.dbname}",
+        ]
         if self.password is not None:
             parts.append(f"password={self.password.get_secret_value()}")
         return " ".join(parts)
@@ -142,10 +146,14 @@ class Settings(BaseSettings):
         if secrets_dir:
             # One file per field, named like the env var without its prefix:
             # `source__password`, `kafka__sasl_password` (Kubernetes secret volumes).
-            sources.append(NestedSecretsSettingsSource(
-                file_secret_settings, secrets_dir=secrets_dir, secrets_nested_delimiter="__",
-                secrets_prefix="",
-            ))
+            sources.append(
+                NestedSecretsSettingsSource(
+                    file_secret_settings,
+                    secrets_dir=secrets_dir,
+                    secrets_nested_delimiter="__",
+                    secrets_prefix="",
+                )
+            )
         yaml_path = _yaml_file.get() or os.environ.get("PGCDC_CONFIG")
         if yaml_path:
             sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=yaml_path))

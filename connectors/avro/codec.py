@@ -191,8 +191,7 @@ def field_converter(plan: FieldPlan, warn: Warn) -> FieldFn:
     expect: Callable[[bytes], object] | None = None
     if isinstance(schema, dict) and schema.get("logicalType") == "decimal":
         scale, precision = int(schema["scale"]), int(schema["precision"])
-        stored, expect = partial(decimal_of_stored, scale=scale, precision=precision), \
-            numeric_value
+        stored, expect = partial(decimal_of_stored, scale=scale, precision=precision), numeric_value
     elif mapping.convert is zoned_timestamp:
         stored, expect = zoned_timestamp_of_stored, timestamptz_value
     elif mapping.convert is timestamp_micros:
@@ -266,8 +265,11 @@ class KeyFromValue:
 
     __slots__ = ("_spec",)
 
-    def __init__(self, key_plans: Sequence[FieldPlan], value_plans: Sequence[FieldPlan],
-                 ) -> None:
+    def __init__(
+        self,
+        key_plans: Sequence[FieldPlan],
+        value_plans: Sequence[FieldPlan],
+    ) -> None:
         by_column = {p.column: p.field for p in value_plans}
         self._spec = tuple((k.field, by_column[k.column], k.zero) for k in key_plans)
 

@@ -96,8 +96,24 @@ _BACKOFF_START_S, _BACKOFF_MAX_S = 0.2, 5.0
 Serialize = Callable[[Any], bytes]
 
 # java.sql.Types codes for the schema-change event's columns (Debezium's jdbcType).
-_JDBC = {16: -7, 17: -2, 20: -5, 21: 5, 23: 4, 700: 7, 701: 8, 1700: 2, 25: 12, 1043: 12,
-         1042: 1, 1082: 91, 1083: 92, 1114: 93, 1184: 2014, 1266: 2013}
+_JDBC = {
+    16: -7,
+    17: -2,
+    20: -5,
+    21: 5,
+    23: 4,
+    700: 7,
+    701: 8,
+    1700: 2,
+    25: 12,
+    1043: 12,
+    1042: 1,
+    1082: 91,
+    1083: 92,
+    1114: 93,
+    1184: 2014,
+    1266: 2013,
+}
 
 
 class Registrar:
@@ -170,11 +186,18 @@ class Registrar:
         subject = f"{topic}-{'key' if is_key else 'value'}"
         text = json.dumps(schema, separators=(",", ":"))
         if self._is_new(subject):
-            self._call("compatibility setting", subject,
-                       lambda: self.client.set_compatibility(subject, "BACKWARD"))
-        schema_id = int(self._call("registration", subject,
-                                   lambda: self.client.register_schema(subject,
-                                                                       Schema(text, "AVRO"))))
+            self._call(
+                "compatibility setting",
+                subject,
+                lambda: self.client.set_compatibility(subject, "BACKWARD"),
+            )
+        schema_id = int(
+            self._call(
+                "registration",
+                subject,
+                lambda: self.client.register_schema(subject, Schema(text, "AVRO")),
+            )
+        )
         parsed = self._parsed.get((subject, schema_id))
         if parsed is None:
             parsed = self._parsed[(subject, schema_id)] = parse_writer_schema(text)
@@ -244,8 +267,10 @@ class AvroPlugin:
         self.prefix = s.kafka.topic_prefix
         self.decimal_mode = options.get("decimal.handling.mode", "precise")
         if self.decimal_mode not in DECIMAL_MODES:
-            raise ConfigError(f"decimal.handling.mode must be one of {DECIMAL_MODES}",
-                              field="decimal.handling.mode")
+            raise ConfigError(
+                f"decimal.handling.mode must be one of {DECIMAL_MODES}",
+                field="decimal.handling.mode",
+            )
         self._filter = TableFilter(s.filters)
         self._msg_prefixes = patterns(s.kafka.message_prefixes, "kafka.message_prefixes")
         self.registrar = Registrar(s, self.registry_retry_budget_s)
@@ -273,8 +298,10 @@ class AvroPlugin:
         found = self._statics.get(topic)
         if found is None:
             reg = self._registrar()
-            found = (reg.serializer(topic, True, static_with_refs(f"{name}_key")),
-                     reg.serializer(topic, False, static_with_refs(f"{name}_value")))
+            found = (
+                reg.serializer(topic, True, static_with_refs(f"{name}_key")),
+                reg.serializer(topic, False, static_with_refs(f"{name}_value")),
+            )
             self._statics[topic] = found
         return found
 
@@ -288,24 +315,38 @@ class AvroPlugin:
             return self._tables[cache_key]
         table: _Table | None = None
         if self.included(rel):
-            excluded = self._filter.excluded_columns(rel.schema, rel.name,
-                                                     [c.name for c in rel.columns])
+            excluded = self._filter.excluded_columns(
+                rel.schema, rel.name, [c.name for c in rel.columns]
+            )
             plan = build_table_plan(self.prefix, rel, excluded, self.decimal_mode, self._warn)
             reg = self._registrar()
             key = reg.serializer(plan.topic, True, plan.key_schema) if plan.key_schema else None
             value = reg.serializer(plan.topic, False, plan.envelope_schema)
             key_of = KeyFromValue(plan.key_fields, plan.fields) if key is not None else None
-            table = _Table(plan, key, value, RowEncoder(plan.fields, self._warn), key_of,
-                           rel.schema, rel.name, f"{rel.schema}.{rel.name}", f"{plan.namespace}.Value")
+            table = _Table(
+                plan,
+                key,
+                value,
+                RowEncoder(plan.fields, self._warn),
+                key_of,
+                rel.schema,
+                rel.name,
+                f"{rel.schema}.{rel.name}",
+                f"{plan.namespace}.Value",
+            )
             log.info("avro_schema_registered", topic=plan.topic, defined_at=rel.defined_at)
         self._tables[cache_key] = table
         return table
 
-    def _source(self, txn: TxnInfo | None, schema: str, table: str, lsn: int,
-                snapshot: str = "false") -> dict[str, Any]:
+    def _source(
+        self, txn: TxnInfo | None, schema: str, table: str, lsn: int, snapshot: str = "false"
+    ) -> dict[str, Any]:
         assert self.settings is not None
-        commit_ms = (txn.commit_time // 1000 + UNIX_EPOCH_MSECS) if txn and txn.commit_time else \
-            int(time.time() * 1000)
+        commit_ms = (
+            (txn.commit_time // 1000 + UNIX_EPOCH_MSECS)
+            if txn and txn.commit_time
+            else int(time.time() * 1000)
+        )
         # Debezium's sequence: the JSON array ["<last commit lsn>","<this lsn>"].
         last = "null" if self._last_commit_lsn is None else f'"{self._last_commit_lsn}"'
         return {
@@ -323,8 +364,14 @@ class AvroPlugin:
             "xmin": None,
         }
 
-    def _row_source(self, st: _TxnState, txn: TxnInfo, t: _Table, lsn: int, snapshot: str,
-                    ) -> dict[str, Any]:
+    def _row_source(
+        self,
+        st: _TxnState,
+        txn: TxnInfo,
+        t: _Table,
+        lsn: int,
+        snapshot: str,
+    ) -> dict[str, Any]:
         """`_source(txn, t.schema, t.table, lsn, snapshot)`, from the transaction's
         constant part. Union branches are named (fastavro's tuple notation), which
         writes the same bytes without trying each branch."""
@@ -335,7 +382,7 @@ class AvroPlugin:
             const = self._source(txn, t.schema, t.table, lsn, snapshot)
             const["snapshot"] = ("string", snapshot)
             const["txId"] = ("long", txn.xid)
-            prefix = const["sequence"][:-len(f'{lsn}"]')]
+            prefix = const["sequence"][: -len(f'{lsn}"]')]
             found = st.sources[(t.collection, snapshot)] = (const, prefix)
         const, prefix = found
         src = const.copy()
@@ -349,19 +396,40 @@ class AvroPlugin:
     def _meta_topic(self) -> str:
         return f"{self.prefix}.transaction"
 
-    def _event(self, ctx: PluginContext, txn: TxnInfo, t: _Table, op: str, *,
-               before: dict[str, Any] | None, after: dict[str, Any] | None,
-               key: bytes | None, lsn: int,
-               headers: tuple[tuple[str, bytes], ...] | None = None) -> None:
+    def _event(
+        self,
+        ctx: PluginContext,
+        txn: TxnInfo,
+        t: _Table,
+        op: str,
+        *,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+        key: bytes | None,
+        lsn: int,
+        headers: tuple[tuple[str, bytes], ...] | None = None,
+    ) -> None:
         """Write one envelope, BEGIN first if it is the transaction's first event."""
         st = self._txn
         if st is None:
             raise PluginError("avro plugin got a change outside a transaction", lsn=lsn)
         if not st.began:
             ser_key, ser_value = self._static(self._meta_topic(), "transaction")
-            ctx.write(OutputRecord(self._meta_topic(), ser_key({"id": st.id}), ser_value(
-                {"status": "BEGIN", "id": st.id, "event_count": None,
-                 "data_collections": None, "ts_ms": st.ts_ms})))
+            ctx.write(
+                OutputRecord(
+                    self._meta_topic(),
+                    ser_key({"id": st.id}),
+                    ser_value(
+                        {
+                            "status": "BEGIN",
+                            "id": st.id,
+                            "event_count": None,
+                            "data_collections": None,
+                            "ts_ms": st.ts_ms,
+                        }
+                    ),
+                )
+            )
             st.began = True
         st.total += 1
         order = st.per_table.get(t.collection, 0) + 1
@@ -372,20 +440,26 @@ class AvroPlugin:
         value = {
             "before": None if before is None else (t.value_name, before),
             "after": None if after is None else (t.value_name, after),
-            "source": self._row_source(st, txn, t, lsn,
-                                       snapshot if isinstance(snapshot, str) else "false"),
+            "source": self._row_source(
+                st, txn, t, lsn, snapshot if isinstance(snapshot, str) else "false"
+            ),
             "op": op,
             "ts_ms": int(time.time() * 1000),
-            "transaction": ("event.block", {"id": st.id, "total_order": st.total,
-                                            "data_collection_order": order}),
+            "transaction": (
+                "event.block",
+                {"id": st.id, "total_order": st.total, "data_collection_order": order},
+            ),
         }
         ctx.write(OutputRecord(t.plan.topic, key, t.value(value), headers, op=op))
 
     # --- callbacks -------------------------------------------------------------------
 
     def begin(self, ctx: PluginContext, txn: TxnInfo) -> None:
-        ts_ms = txn.commit_time // 1000 + UNIX_EPOCH_MSECS if txn.commit_time else \
-            int(time.time() * 1000)
+        ts_ms = (
+            txn.commit_time // 1000 + UNIX_EPOCH_MSECS
+            if txn.commit_time
+            else int(time.time() * 1000)
+        )
         self._txn = _TxnState(self._txn_id(txn), ts_ms)
 
     def change(self, ctx: PluginContext, txn: TxnInfo, change: RowChange) -> None:
@@ -399,29 +473,52 @@ class AvroPlugin:
                 after = rows.datum(change.new)
                 new_key = key(key_of.datum(after)) if key is not None and key_of else None
                 op = "r" if isinstance(ctx.state.get("snapshot"), str) else "c"
-                self._event(ctx, txn, t, op, before=None, after=after, key=new_key,
-                            lsn=change.lsn)
+                self._event(ctx, txn, t, op, before=None, after=after, key=new_key, lsn=change.lsn)
             case ChangeOp.UPDATE:
                 assert change.new is not None
                 after = rows.datum(change.new)
                 new_key = key(key_of.datum(after)) if key is not None and key_of else None
                 old = change.old
                 key_plans = t.plan.key_fields
-                if old is not None and key is not None and key_of is not None and key_plans \
-                        and key_values(key_plans, old) != key_values(key_plans, change.new):
+                if (
+                    old is not None
+                    and key is not None
+                    and key_of is not None
+                    and key_plans
+                    and key_values(key_plans, old) != key_values(key_plans, change.new)
+                ):
                     old_row = rows.datum(old)
                     old_key = key(key_of.datum(old_row))
                     assert new_key is not None
-                    self._event(ctx, txn, t, "d", before=old_row, after=None, key=old_key,
-                                lsn=change.lsn, headers=(("__debezium.newkey", new_key),))
+                    self._event(
+                        ctx,
+                        txn,
+                        t,
+                        "d",
+                        before=old_row,
+                        after=None,
+                        key=old_key,
+                        lsn=change.lsn,
+                        headers=(("__debezium.newkey", new_key),),
+                    )
                     if self._tombstones():
                         ctx.write(OutputRecord(t.plan.topic, old_key, None))
-                    self._event(ctx, txn, t, "c", before=None, after=after, key=new_key,
-                                lsn=change.lsn, headers=(("__debezium.oldkey", old_key),))
+                    self._event(
+                        ctx,
+                        txn,
+                        t,
+                        "c",
+                        before=None,
+                        after=after,
+                        key=new_key,
+                        lsn=change.lsn,
+                        headers=(("__debezium.oldkey", old_key),),
+                    )
                     return
                 before = rows.datum(old) if old is not None and not change.old_is_key else None
-                self._event(ctx, txn, t, "u", before=before, after=after, key=new_key,
-                            lsn=change.lsn)
+                self._event(
+                    ctx, txn, t, "u", before=before, after=after, key=new_key, lsn=change.lsn
+                )
             case ChangeOp.DELETE:
                 old = change.old
                 if old is None:
@@ -430,13 +527,13 @@ class AvroPlugin:
                     return
                 gone = rows.datum(old)
                 gone_key = key(key_of.datum(gone)) if key is not None and key_of else None
-                self._event(ctx, txn, t, "d", before=gone, after=None, key=gone_key,
-                            lsn=change.lsn)
+                self._event(ctx, txn, t, "d", before=gone, after=None, key=gone_key, lsn=change.lsn)
                 if gone_key is not None and self._tombstones():
                     ctx.write(OutputRecord(t.plan.topic, gone_key, None))
             case _:
-                raise PluginError(f"avro plugin got unknown change op {change.op!r}",
-                                  lsn=change.lsn, xid=txn.xid)
+                raise PluginError(
+                    f"avro plugin got unknown change op {change.op!r}", lsn=change.lsn, xid=txn.xid
+                )
 
     def _tombstones(self) -> bool:
         assert self.settings is not None
@@ -446,8 +543,7 @@ class AvroPlugin:
         for rel in change.relations:
             t = self._table(rel)
             if t is not None:
-                self._event(ctx, txn, t, "t", before=None, after=None, key=None,
-                            lsn=change.lsn)
+                self._event(ctx, txn, t, "t", before=None, after=None, key=None, lsn=change.lsn)
 
     def message(self, ctx: PluginContext, txn: TxnInfo | None, msg: Message) -> None:
         if msg.prefix == DDL_PREFIX:
@@ -464,8 +560,7 @@ class AvroPlugin:
             "message": {"prefix": msg.prefix, "content": bytes(msg.payload)},
             "transaction": None,
         }
-        ctx.write(OutputRecord(topic, ser_key({"prefix": msg.prefix}), ser_value(value),
-                              op="m"))
+        ctx.write(OutputRecord(topic, ser_key({"prefix": msg.prefix}), ser_value(value), op="m"))
 
     def _schema_change(self, ctx: PluginContext, txn: TxnInfo | None, msg: Message) -> None:
         """A `pgcdc.ddl` message (connectors/postgres/sql/ddl_capture.sql): {"op": "table", "tag",
@@ -489,22 +584,26 @@ class AvroPlugin:
                 "id": f'"{db}"."{d["schema"]}"."{d["name"]}"',
                 "table": {
                     "defaultCharsetName": None,
-                    "primaryKeyColumnNames": [by_attnum[a] for a in d.get("key") or ()
-                                              if a in by_attnum],
-                    "columns": [{
-                        "name": str(c["name"]),
-                        "jdbcType": _JDBC.get(int(c["type_oid"]), 1111),
-                        "nativeType": int(c["type_oid"]),
-                        "typeName": str(c.get("type_name") or c["type_oid"]),
-                        "typeExpression": c.get("type_name"),
-                        "charsetName": None,
-                        "length": None,
-                        "scale": None,
-                        "position": pos,
-                        "optional": not c["notnull"],
-                        "autoIncremented": None,
-                        "generated": bool(c.get("generated")),
-                    } for pos, c in enumerate(live, 1)],
+                    "primaryKeyColumnNames": [
+                        by_attnum[a] for a in d.get("key") or () if a in by_attnum
+                    ],
+                    "columns": [
+                        {
+                            "name": str(c["name"]),
+                            "jdbcType": _JDBC.get(int(c["type_oid"]), 1111),
+                            "nativeType": int(c["type_oid"]),
+                            "typeName": str(c.get("type_name") or c["type_oid"]),
+                            "typeExpression": c.get("type_name"),
+                            "charsetName": None,
+                            "length": None,
+                            "scale": None,
+                            "position": pos,
+                            "optional": not c["notnull"],
+                            "autoIncremented": None,
+                            "generated": bool(c.get("generated")),
+                        }
+                        for pos, c in enumerate(live, 1)
+                    ],
                 },
             }
         elif op == "drop":
@@ -529,14 +628,24 @@ class AvroPlugin:
         st = self._txn
         if st is not None and st.began:
             ser_key, ser_value = self._static(self._meta_topic(), "transaction")
-            ctx.write(OutputRecord(self._meta_topic(), ser_key({"id": st.id}), ser_value({
-                "status": "END",
-                "id": st.id,
-                "event_count": st.total,
-                "data_collections": [{"data_collection": c, "event_count": n}
-                                     for c, n in st.per_table.items()],
-                "ts_ms": st.ts_ms,
-            })))
+            ctx.write(
+                OutputRecord(
+                    self._meta_topic(),
+                    ser_key({"id": st.id}),
+                    ser_value(
+                        {
+                            "status": "END",
+                            "id": st.id,
+                            "event_count": st.total,
+                            "data_collections": [
+                                {"data_collection": c, "event_count": n}
+                                for c, n in st.per_table.items()
+                            ],
+                            "ts_ms": st.ts_ms,
+                        }
+                    ),
+                )
+            )
         self._txn = None
         self._last_commit_lsn = commit_lsn
 
@@ -544,8 +653,13 @@ class AvroPlugin:
         """One heartbeat record; the driver then ends a (source-less) batch at `lsn`."""
         topic = f"{self.prefix}.heartbeat"
         ser_key, ser_value = self._static(topic, "heartbeat")
-        ctx.write(OutputRecord(topic, ser_key({"serverName": self.prefix}),
-                              ser_value({"ts_ms": int(time.time() * 1000), "lsn": lsn})))
+        ctx.write(
+            OutputRecord(
+                topic,
+                ser_key({"serverName": self.prefix}),
+                ser_value({"ts_ms": int(time.time() * 1000), "lsn": lsn}),
+            )
+        )
 
 
 def make_plugin() -> AvroPlugin:

@@ -107,13 +107,19 @@ def inline_references(schema: Any, named: dict[str, dict[str, Any]]) -> Any:
             return [walk(n) for n in node]
         if isinstance(node, dict):
             if node.get("type") == "record":
-                full = node["name"] if "." in node["name"] else (
-                    f"{node.get('namespace')}.{node['name']}" if node.get("namespace")
-                    else node["name"]
+                full = (
+                    node["name"]
+                    if "." in node["name"]
+                    else (
+                        f"{node.get('namespace')}.{node['name']}"
+                        if node.get("namespace")
+                        else node["name"]
+                    )
                 )
                 seen.add(full)
-            return {k: (walk(v) if k in ("type", "fields", "items") else v)
-                    for k, v in node.items()}
+            return {
+                k: (walk(v) if k in ("type", "fields", "items") else v) for k, v in node.items()
+            }
         return node
 
     return walk(schema)
@@ -262,8 +268,10 @@ def zoned_timestamp(value: Any) -> str:
     days, micros = divmod(int(value.micros), 86_400_000_000)
     year, month, day = ymd(days)
     secs, us = divmod(micros, 1_000_000)
-    return (f"{_iso_year(year)}-{month:02d}-{day:02d}T{secs // 3600:02d}:"
-            f"{secs // 60 % 60:02d}:{secs % 60:02d}{_fraction(us)}Z")
+    return (
+        f"{_iso_year(year)}-{month:02d}-{day:02d}T{secs // 3600:02d}:"
+        f"{secs // 60 % 60:02d}:{secs % 60:02d}{_fraction(us)}Z"
+    )
 
 
 def _zoned_time(value: Any) -> str:
@@ -355,24 +363,32 @@ _BY_OID: dict[int, TypeMapping] = {
     1042: _STRING,  # bpchar
     1043: _STRING,  # varchar
     1082: TypeMapping(_semantic("int", "io.debezium.time.Date"), days_of, False, "int"),
-    1083: TypeMapping(_semantic("long", "io.debezium.time.MicroTime"), _time_micros, False,
-                      "long"),
-    1114: TypeMapping(_semantic("long", "io.debezium.time.MicroTimestamp"), timestamp_micros,
-                      False, "long"),
-    1184: TypeMapping(_semantic("string", "io.debezium.time.ZonedTimestamp"), zoned_timestamp,
-                      False, "string"),
-    1186: TypeMapping(_semantic("long", "io.debezium.time.MicroDuration"), _duration_micros,
-                      False, "long"),
-    1266: TypeMapping(_semantic("string", "io.debezium.time.ZonedTime"), _zoned_time, False,
-                      "string"),
+    1083: TypeMapping(_semantic("long", "io.debezium.time.MicroTime"), _time_micros, False, "long"),
+    1114: TypeMapping(
+        _semantic("long", "io.debezium.time.MicroTimestamp"), timestamp_micros, False, "long"
+    ),
+    1184: TypeMapping(
+        _semantic("string", "io.debezium.time.ZonedTimestamp"), zoned_timestamp, False, "string"
+    ),
+    1186: TypeMapping(
+        _semantic("long", "io.debezium.time.MicroDuration"), _duration_micros, False, "long"
+    ),
+    1266: TypeMapping(
+        _semantic("string", "io.debezium.time.ZonedTime"), _zoned_time, False, "string"
+    ),
     2950: TypeMapping(_semantic("string", "io.debezium.data.Uuid"), _to_str, False, "string"),
     3802: TypeMapping(_semantic("string", "io.debezium.data.Json"), _to_str, False, "string"),
 }
 _NUMERIC, _MONEY, _BIT, _VARBIT = 1700, 790, 1560, 1562
 
 
-def _numeric_mapping(typmod: int, mode: str, column: str, nullable: bool, warn: Warn,
-                     ) -> TypeMapping:
+def _numeric_mapping(
+    typmod: int,
+    mode: str,
+    column: str,
+    nullable: bool,
+    warn: Warn,
+) -> TypeMapping:
     if mode == "string":
         return TypeMapping("string", _to_str, True, "string")
     if mode == "double":
@@ -406,18 +422,25 @@ def _numeric_mapping(typmod: int, mode: str, column: str, nullable: bool, warn: 
     return TypeMapping(load_static("variable_scale_decimal"), variable, False, "record")
 
 
-def type_mapping(col: ColumnMeta, decimal_mode: str, warn: Warn,
-                 oid: int | None = None) -> TypeMapping:
+def type_mapping(
+    col: ColumnMeta, decimal_mode: str, warn: Warn, oid: int | None = None
+) -> TypeMapping:
     """The Avro mapping of a column's type (see the module docstring)."""
     oid = col.type_oid if oid is None else oid
     if col.kind == "e":
         allowed = ",".join(col.enum_labels)
-        return TypeMapping(_semantic("string", "io.debezium.data.Enum", allowed=allowed),
-                           _to_str, False, "string")
+        return TypeMapping(
+            _semantic("string", "io.debezium.data.Enum", allowed=allowed), _to_str, False, "string"
+        )
     if col.kind == "d":
         if col.elem_type_oid:
-            return type_mapping(ColumnMeta(col.name, col.attnum, col.elem_type_oid, col.type_name,
-                                           col.typmod, col.notnull), decimal_mode, warn)
+            return type_mapping(
+                ColumnMeta(
+                    col.name, col.attnum, col.elem_type_oid, col.type_name, col.typmod, col.notnull
+                ),
+                decimal_mode,
+                warn,
+            )
         return _TEXT
     if col.kind == "a":
         elem = ColumnMeta(col.name, col.attnum, col.elem_type_oid, col.type_name, -1, False)
@@ -427,8 +450,9 @@ def type_mapping(col: ColumnMeta, decimal_mode: str, warn: Warn,
         def array(v: Any) -> list[Any]:
             return [None if x is None else item_conv(x) for x in _flatten(v)]
 
-        return TypeMapping({"type": "array", "items": ["null", item.schema]}, array, False,
-                           "array", item.kind)
+        return TypeMapping(
+            {"type": "array", "items": ["null", item.schema]}, array, False, "array", item.kind
+        )
     if col.kind in ("c", "r"):
         return _TEXT
     found = _BY_OID.get(oid)
@@ -441,21 +465,33 @@ def type_mapping(col: ColumnMeta, decimal_mode: str, warn: Warn,
             return _TEXT
         if decimal_mode == "double":
             return TypeMapping("double", float, False, "double")
-        return TypeMapping(decimal_schema(64, 2, False),
-                           lambda v: v if isinstance(v, Decimal) else Decimal(v) / 100,
-                           False, "bytes")
+        return TypeMapping(
+            decimal_schema(64, 2, False),
+            lambda v: v if isinstance(v, Decimal) else Decimal(v) / 100,
+            False,
+            "bytes",
+        )
     if oid in (_BIT, _VARBIT):
         if oid == _BIT and col.typmod == 1:
             return TypeMapping("boolean", lambda t: t == "1", True, "boolean")
         length = col.typmod if col.typmod > 0 else 2_147_483_647
-        return TypeMapping(_semantic("bytes", "io.debezium.data.Bits", length=str(length)),
-                           _bits, True, "bytes")
+        return TypeMapping(
+            _semantic("bytes", "io.debezium.data.Bits", length=str(length)), _bits, True, "bytes"
+        )
     return _TEXT
 
 
-_ZERO: dict[str, Any] = {"string": "", "bytes": b"", "int": 0, "long": 0, "float": 0.0,
-                         "double": 0.0, "boolean": False, "array": [],
-                         "record": {"scale": 0, "value": b"\x00"}}
+_ZERO: dict[str, Any] = {
+    "string": "",
+    "bytes": b"",
+    "int": 0,
+    "long": 0,
+    "float": 0.0,
+    "double": 0.0,
+    "boolean": False,
+    "array": [],
+    "record": {"scale": 0, "value": b"\x00"},
+}
 
 
 # --- per-table plans -----------------------------------------------------------------
@@ -472,8 +508,11 @@ class FieldPlan:
 
     @property
     def zero(self) -> Any:
-        if self.mapping.kind == "bytes" and isinstance(self.mapping.schema, dict) and \
-                self.mapping.schema.get("logicalType") == "decimal":
+        if (
+            self.mapping.kind == "bytes"
+            and isinstance(self.mapping.schema, dict)
+            and self.mapping.schema.get("logicalType") == "decimal"
+        ):
             return Decimal(0)
         return _ZERO[self.mapping.kind]
 
@@ -503,8 +542,10 @@ def define_named_once(fields: list[dict[str, Any]], namespace: str) -> list[dict
             seen.add(full)
             if kind in ("record", "error"):
                 inner = full.rsplit(".", 1)[0] if "." in full else ""
-                return {**node, "fields": [{**f, "type": walk(f["type"], inner)}
-                                           for f in node["fields"]]}
+                return {
+                    **node,
+                    "fields": [{**f, "type": walk(f["type"], inner)} for f in node["fields"]],
+                }
             return node
         if kind == "array":
             return {**node, "items": walk(node["items"], namespace)}
@@ -535,8 +576,9 @@ class TablePlan:
     envelope_schema: dict[str, Any]
 
 
-def build_table_plan(prefix: str, rel: RelationInfo, excluded: frozenset[str],
-                     decimal_mode: str, warn: Warn) -> TablePlan:
+def build_table_plan(
+    prefix: str, rel: RelationInfo, excluded: frozenset[str], decimal_mode: str, warn: Warn
+) -> TablePlan:
     """The Key and Envelope schemas of `rel` and how to fill them.
 
     `excluded` holds column names dropped by the column filters (never key columns:
@@ -552,7 +594,8 @@ def build_table_plan(prefix: str, rel: RelationInfo, excluded: frozenset[str],
     by_name = {p.column: p for p in plans}
     key_plans = tuple(
         FieldPlan(p.column, p.field, p.mapping, False)
-        for name in rel.key_columns if (p := by_name.get(name)) is not None
+        for name in rel.key_columns
+        if (p := by_name.get(name)) is not None
     )
     value_record = {
         "type": "record",
@@ -585,8 +628,9 @@ def build_table_plan(prefix: str, rel: RelationInfo, excluded: frozenset[str],
         "connect.version": 1,
         "connect.name": f"{ns}.Envelope",
     }
-    return TablePlan(topic_name(prefix, rel.schema, rel.name), ns, tuple(plans), key_plans,
-                     key_schema, envelope)
+    return TablePlan(
+        topic_name(prefix, rel.schema, rel.name), ns, tuple(plans), key_plans, key_schema, envelope
+    )
 
 
 def column_datum(plan: FieldPlan, col: ColumnValue, warn: Warn) -> Any:
@@ -637,12 +681,16 @@ def _columns_of(plans: Sequence[FieldPlan]) -> list[str]:
     return names
 
 
-def row_datum(plans: Sequence[FieldPlan], row: Sequence[ColumnValue], warn: Warn,
-              ) -> dict[str, Any]:
+def row_datum(
+    plans: Sequence[FieldPlan],
+    row: Sequence[ColumnValue],
+    warn: Warn,
+) -> dict[str, Any]:
     """The Value (or Key) record of a row; columns the row lacks are null (or zero)."""
     if len(row) == len(plans) and [c.name for c in row] == _columns_of(plans):
-        return {plan.field: column_datum(plan, col, warn) for plan, col in zip(plans, row,
-                                                                        strict=True)}
+        return {
+            plan.field: column_datum(plan, col, warn) for plan, col in zip(plans, row, strict=True)
+        }
     out: dict[str, Any] = {}
     by_name = {c.name: c for c in row}
     for plan in plans:
@@ -658,5 +706,3 @@ def key_values(plans: Sequence[FieldPlan], row: Sequence[ColumnValue]) -> tuple[
     """The raw key values of a row, for detecting an UPDATE that changes the key."""
     by_name = {c.name: c for c in row}
     return tuple(by_name[p.column].value if p.column in by_name else None for p in plans)
-
-

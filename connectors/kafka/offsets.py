@@ -65,13 +65,17 @@ class OffsetRecord:
     def encode(self) -> bytes:
         buf = io.BytesIO()
         buf.write(bytes([OFFSET_FORMAT]))
-        fastavro.schemaless_writer(buf, _OFFSET_SCHEMA, {
-            "slot": self.slot,
-            "confirmed_lsn": self.confirmed_lsn,
-            "restart_lsn": self.restart_lsn,
-            "schema_version": self.schema_version,
-            "ts_ms": self.ts_ms,
-        })
+        fastavro.schemaless_writer(
+            buf,
+            _OFFSET_SCHEMA,
+            {
+                "slot": self.slot,
+                "confirmed_lsn": self.confirmed_lsn,
+                "restart_lsn": self.restart_lsn,
+                "schema_version": self.schema_version,
+                "ts_ms": self.ts_ms,
+            },
+        )
         return buf.getvalue()
 
     @classmethod
@@ -80,8 +84,13 @@ class OffsetRecord:
             raise DecodeError(f"offset record with unknown format byte {data[:1]!r}")
         doc = fastavro.schemaless_reader(io.BytesIO(data[1:]), _OFFSET_SCHEMA)
         assert isinstance(doc, dict)
-        return cls(str(doc["slot"]), int(doc["confirmed_lsn"]), int(doc["restart_lsn"]),
-                   int(doc["schema_version"]), int(doc["ts_ms"]))
+        return cls(
+            str(doc["slot"]),
+            int(doc["confirmed_lsn"]),
+            int(doc["restart_lsn"]),
+            int(doc["schema_version"]),
+            int(doc["ts_ms"]),
+        )
 
 
 def offsets_topic(settings: Settings) -> str:
@@ -120,13 +129,15 @@ def security_conf(settings: Settings) -> dict[str, Any]:
     }
 
 
-_TRANSIENT = frozenset({
-    KafkaError.NOT_LEADER_FOR_PARTITION,
-    KafkaError.LEADER_NOT_AVAILABLE,
-    KafkaError.UNKNOWN_TOPIC_OR_PART,
-    KafkaError._TIMED_OUT,
-    KafkaError._TRANSPORT,
-})
+_TRANSIENT = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+    }
+)
 
 
 def _watermarks(consumer: Consumer, tp: TopicPartition, timeout_s: float) -> tuple[int, int]:
@@ -147,8 +158,9 @@ def _watermarks(consumer: Consumer, tp: TopicPartition, timeout_s: float) -> tup
             delay = min(delay * 2, 2.0)
 
 
-def read_topic_to_end(settings: Settings, topic: str, key: bytes,
-                      timeout_s: float = READ_TIMEOUT_S) -> bytes | None:
+def read_topic_to_end(
+    settings: Settings, topic: str, key: bytes, timeout_s: float = READ_TIMEOUT_S
+) -> bytes | None:
     """The value of the last committed record with `key` in `topic`, or None.
 
     Raises BrokerUnavailableError when the topic's end cannot be reached in time.

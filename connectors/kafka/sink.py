@@ -88,8 +88,9 @@ _OP_TIMEOUT_S = 30.0
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.2, 5.0
 _POLL_EVERY = 1000
 
-_FENCED_CODES = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
-                           KafkaError.INVALID_PRODUCER_EPOCH})
+_FENCED_CODES = frozenset(
+    {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+)
 
 OnCommitted = Callable[[int, int], None]
 
@@ -101,8 +102,13 @@ class _Retry(Exception):
 class KafkaSink:
     """A transactional producer batching source transactions (see the module docstring)."""
 
-    def __init__(self, settings: Settings, on_committed: OnCommitted | None = None,
-                 *, retry_budget_s: float = RETRY_BUDGET_S) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        on_committed: OnCommitted | None = None,
+        *,
+        retry_budget_s: float = RETRY_BUDGET_S,
+    ) -> None:
         self.settings = settings
         self.slot = settings.source.slot
         self.on_committed = on_committed
@@ -210,8 +216,12 @@ class KafkaSink:
         if create:
             config = {"cleanup.policy": "compact"} if compact else {}
             futures = self._admin.create_topics(
-                [NewTopic(t, num_partitions=1 if compact else -1, replication_factor=-1,
-                          config=config) for t in create],
+                [
+                    NewTopic(
+                        t, num_partitions=1 if compact else -1, replication_factor=-1, config=config
+                    )
+                    for t in create
+                ],
                 operation_timeout=self._op_timeout,
             )
             for topic, fut in futures.items():
@@ -229,8 +239,9 @@ class KafkaSink:
     def write(self, lsn: int, xid: int, record: object) -> None:
         """The PluginContext writer: one serialized record of the current batch."""
         if not isinstance(record, OutputRecord):
-            raise PgcdcError(f"Kafka sink got {type(record).__name__}, not an OutputRecord",
-                             lsn=lsn, xid=xid)
+            raise PgcdcError(
+                f"Kafka sink got {type(record).__name__}, not an OutputRecord", lsn=lsn, xid=xid
+            )
         if record.topic not in self._known_topics:
             self.ensure_topics([record.topic])
         if not self._in_txn:
@@ -252,19 +263,27 @@ class KafkaSink:
         self.ensure_topics([topic], compact=True)
         self._staged.append(OutputRecord(topic, key, value))
 
-    def end_source_txn(self, confirmed_lsn: int, restart_lsn: int, schema_version: int,
-                       ) -> bool:
+    def end_source_txn(
+        self,
+        confirmed_lsn: int,
+        restart_lsn: int,
+        schema_version: int,
+    ) -> bool:
         """A source transaction (or heartbeat) is complete; commit if the batch is full.
 
         Returns True when a Kafka transaction was committed.
         """
         if self._pending is None and not self._in_txn:
             self._opened_at = time.monotonic()  # a batch of offset-only transactions starts
-        self._pending = OffsetRecord(self.slot, confirmed_lsn, restart_lsn, schema_version,
-                                     int(time.time() * 1000))
+        self._pending = OffsetRecord(
+            self.slot, confirmed_lsn, restart_lsn, schema_version, int(time.time() * 1000)
+        )
         self._txns += 1
-        if (self._txns >= self.max_batch_txns or self._bytes >= self.max_batch_bytes
-                or time.monotonic() - self._opened_at >= self.max_batch_age_s):
+        if (
+            self._txns >= self.max_batch_txns
+            or self._bytes >= self.max_batch_bytes
+            or time.monotonic() - self._opened_at >= self.max_batch_age_s
+        ):
             self.flush()
             return True
         return False
@@ -272,8 +291,7 @@ class KafkaSink:
     def poll(self) -> bool:
         """Serve producer events; commit a complete batch that is too old. True if committed."""
         self._producer.poll(0)
-        if self._pending is not None and \
-                time.monotonic() - self._opened_at >= self.max_batch_age_s:
+        if self._pending is not None and time.monotonic() - self._opened_at >= self.max_batch_age_s:
             self.flush()
             return True
         return False
@@ -295,8 +313,7 @@ class KafkaSink:
                     self._begin_and_replay()
                 for rec in self._staged:
                     self._produce(rec)
-                self._produce(OutputRecord(self.offsets_topic, self.slot.encode(),
-                                          offset.encode()))
+                self._produce(OutputRecord(self.offsets_topic, self.slot.encode(), offset.encode()))
                 self._commit(deadline)
                 break
             except _Retry as exc:
@@ -345,8 +362,12 @@ class KafkaSink:
     def _produce(self, record: OutputRecord) -> None:
         while True:
             try:
-                self._producer.produce(record.topic, record.value, record.key,
-                                       headers=list(record.headers) if record.headers else None)
+                self._producer.produce(
+                    record.topic,
+                    record.value,
+                    record.key,
+                    headers=list(record.headers) if record.headers else None,
+                )
                 break
             except BufferError:
                 self._producer.poll(0.1)

@@ -174,17 +174,26 @@ class Catalog:
                 cur.execute(_USER_TABLES_SQL, {"excluded": list(EXCLUDED_SCHEMAS)})
                 oids = [int(r[0]) for r in cur.fetchall()]
                 cur.execute(_TABLES_SQL, {"oids": oids})
-                tables = sorted((TableDef.from_json(r[0]) for r in cur.fetchall()),
-                                key=lambda t: t.oid)
+                tables = sorted(
+                    (TableDef.from_json(r[0]) for r in cur.fetchall()), key=lambda t: t.oid
+                )
                 cur.execute(_CAPTURE_SQL)
                 row = cur.fetchone()
                 ddl_capture = bool(row and row[0])
                 if inside is not None:
                     xmin, xmax, xip = parse_pg_snapshot(str(snap_text))
-                    inside(cur, CatalogSnapshot(
-                        db_oid=int(db_oid), lsn=parse_lsn(str(lsn_text)), xmin=xmin,
-                        xmax=xmax, xip=xip, tables=tuple(tables), ddl_capture=ddl_capture,
-                    ))
+                    inside(
+                        cur,
+                        CatalogSnapshot(
+                            db_oid=int(db_oid),
+                            lsn=parse_lsn(str(lsn_text)),
+                            xmin=xmin,
+                            xmax=xmax,
+                            xip=xip,
+                            tables=tuple(tables),
+                            ddl_capture=ddl_capture,
+                        ),
+                    )
             conn.rollback()
         except psycopg2.OperationalError as exc:
             raise SourceUnavailableError(f"catalog snapshot failed: {exc}") from exc

@@ -53,8 +53,11 @@ def slot_state(cur: Any, name: str) -> SlotState | None:
         return None
     slot_type, active, restart, wal_status, retained = row
     return SlotState(
-        str(slot_type), bool(active), parse_lsn(restart) if restart else None,
-        wal_status, int(retained or 0),
+        str(slot_type),
+        bool(active),
+        parse_lsn(restart) if restart else None,
+        wal_status,
+        int(retained or 0),
     )
 
 

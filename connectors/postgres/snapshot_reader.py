@@ -111,8 +111,14 @@ class PluginEmitter:
         self._held: tuple[RelationInfo, Sequence[ColumnValue]] | None = None
 
     def begin(self, snapshot: CatalogSnapshot) -> None:
-        self._txn = TxnInfo(xid=0, first_lsn=snapshot.lsn, final_lsn=snapshot.lsn,
-                            end_lsn=snapshot.lsn, commit_time=0, origin=None)
+        self._txn = TxnInfo(
+            xid=0,
+            first_lsn=snapshot.lsn,
+            final_lsn=snapshot.lsn,
+            end_lsn=snapshot.lsn,
+            commit_time=0,
+            origin=None,
+        )
         self.wrapper.ctx.state["snapshot"] = "true"
         self.wrapper.call("begin", snapshot.lsn, 0, self._txn)
 
@@ -164,8 +170,9 @@ class SnapshotMetrics(Protocol):
 class SnapshotProgress:
     """Metrics and logs always; a bar per table on an interactive terminal."""
 
-    def __init__(self, metrics: SnapshotMetrics | None, slot: str, *,
-                 terminal: TextIO | None = None) -> None:
+    def __init__(
+        self, metrics: SnapshotMetrics | None, slot: str, *, terminal: TextIO | None = None
+    ) -> None:
         self.metrics = metrics
         self.slot = slot
         self.terminal = terminal
@@ -206,8 +213,12 @@ class SnapshotProgress:
         if self.terminal is not None:
             self.terminal.write("\n")
             self.terminal.flush()
-        log.info("snapshot_table_done", table=self._table, rows=self._rows,
-                 seconds=round(time.monotonic() - self._started, 3))
+        log.info(
+            "snapshot_table_done",
+            table=self._table,
+            rows=self._rows,
+            seconds=round(time.monotonic() - self._started, 3),
+        )
 
     def finish(self, rows: int) -> None:
         log.info("snapshot_done", tables=self._done, rows=rows)
@@ -223,8 +234,10 @@ class SnapshotProgress:
         total = max(self._estimate, self._rows)
         filled = width if not total else min(width, width * self._rows // total)
         estimate = f"~{self._estimate}" if self._estimate else "?"
-        self.terminal.write(f"\rsnapshot {self._table} [{'#' * filled}{'.' * (width - filled)}]"
-                            f" {self._rows}/{estimate} rows")
+        self.terminal.write(
+            f"\rsnapshot {self._table} [{'#' * filled}{'.' * (width - filled)}]"
+            f" {self._rows}/{estimate} rows"
+        )
         self.terminal.flush()
 
 
@@ -259,7 +272,7 @@ class CopyRows:
         if not self._header:
             if len(buf) < len(COPY_SIGNATURE) + _HEADER.size:
                 return
-            if bytes(buf[:len(COPY_SIGNATURE)]) != COPY_SIGNATURE:
+            if bytes(buf[: len(COPY_SIGNATURE)]) != COPY_SIGNATURE:
                 raise DecodeError("COPY BINARY output does not start with its signature")
             _flags, ext = _HEADER.unpack_from(buf, len(COPY_SIGNATURE))
             start = len(COPY_SIGNATURE) + _HEADER.size + ext
@@ -287,7 +300,7 @@ class CopyRows:
                     continue
                 if at + size > n:
                     break
-                fields.append(bytes(buf[at:at + size]))
+                fields.append(bytes(buf[at : at + size]))
                 at += size
             if len(fields) < count:
                 break  # the rest of this row is in a later chunk
@@ -311,12 +324,28 @@ def quote_ident(name: str) -> str:
 class _ColumnPlan:
     """How one live column is selected and turned into a ColumnValue."""
 
-    __slots__ = ("expr", "info", "mode", "name", "registry", "type_name", "type_oid",
-                 "unknown_as_text")
+    __slots__ = (
+        "expr",
+        "info",
+        "mode",
+        "name",
+        "registry",
+        "type_name",
+        "type_oid",
+        "unknown_as_text",
+    )
 
-    def __init__(self, name: str, type_oid: int, type_name: str, expr: str | None,
-                 mode: str, info: TypeInfo, registry: TypeRegistry,
-                 unknown_as_text: bool) -> None:
+    def __init__(
+        self,
+        name: str,
+        type_oid: int,
+        type_name: str,
+        expr: str | None,
+        mode: str,
+        info: TypeInfo,
+        registry: TypeRegistry,
+        unknown_as_text: bool,
+    ) -> None:
         self.name = name
         self.type_oid = type_oid
         self.type_name = type_name
@@ -359,7 +388,10 @@ class _ColumnPlan:
             if not as_text:
                 raise UnknownTypeError(
                     f"type {info.name} (OID {info.oid}, output function {info.output_src}) "
-                    "cannot be decoded", relation=where, field=name)
+                    "cannot be decoded",
+                    relation=where,
+                    field=name,
+                )
             return data.decode("utf-8")
 
         return ColumnValue(name, self.type_oid, self.type_name, text, text)
@@ -372,8 +404,9 @@ def _none() -> None:
 # --- the reader ----------------------------------------------------------------------------
 
 
-_NAMES_SQL = ("SELECT oid, pg_catalog.format_type(oid, NULL) FROM pg_catalog.pg_type "
-              "WHERE oid = ANY(%s)")
+_NAMES_SQL = (
+    "SELECT oid, pg_catalog.format_type(oid, NULL) FROM pg_catalog.pg_type WHERE oid = ANY(%s)"
+)
 _NO_SEND_SQL = "SELECT oid FROM pg_catalog.pg_type WHERE oid = ANY(%s) AND typsend = 0"
 _RELTUPLES_SQL = "SELECT oid, reltuples::bigint FROM pg_catalog.pg_class WHERE oid = ANY(%s)"
 
@@ -385,9 +418,14 @@ class SnapshotReader:
     it must be set before the session reaches its consistent point.
     """
 
-    def __init__(self, filters: FilterSettings, *, sink: RowSink | None = None,
-                 progress: SnapshotProgress | None = None,
-                 unknown_as_text: bool = False) -> None:
+    def __init__(
+        self,
+        filters: FilterSettings,
+        *,
+        sink: RowSink | None = None,
+        progress: SnapshotProgress | None = None,
+        unknown_as_text: bool = False,
+    ) -> None:
         self.included = TableFilter(filters)
         self.sink = sink
         self.progress = progress
@@ -399,8 +437,9 @@ class SnapshotReader:
         if self.sink is None:
             raise DecodeError("the snapshot reader has no sink", lsn=snapshot.lsn)
         conn: psycopg2.extensions.connection = cursor.connection
-        tables = [t for t in snapshot.tables
-                  if t.relkind == "r" and self.included(t.schema, t.name)]
+        tables = [
+            t for t in snapshot.tables if t.relkind == "r" and self.included(t.schema, t.name)
+        ]
         types = CatalogTypes(conn)
         names: dict[int, str] = {}
 
@@ -410,17 +449,24 @@ class SnapshotReader:
             names.update(got)
             return got
 
-        rows = HistoryRows(SchemaHistory.from_catalog_snapshot(snapshot), types.ensure,
-                           load_names, unknown_as_text=self.unknown_as_text)
-        relations = {r.oid: r for r in
-                     rows.relations_by_oid([t.oid for t in tables], snapshot.lsn, 0)}
+        rows = HistoryRows(
+            SchemaHistory.from_catalog_snapshot(snapshot),
+            types.ensure,
+            load_names,
+            unknown_as_text=self.unknown_as_text,
+        )
+        relations = {
+            r.oid: r for r in rows.relations_by_oid([t.oid for t in tables], snapshot.lsn, 0)
+        }
         cursor.execute(_RELTUPLES_SQL, ([t.oid for t in tables],))
         estimates = {int(o): int(n) for o, n in cursor.fetchall()}
         registry = snapshot_registry(types.registry)
         cursor.execute(_NO_SEND_SQL, ([t.oid for t in types.registry.user_types()],))
         no_send = frozenset(int(r[0]) for r in cursor.fetchall())
-        plans = {t.oid: self._plans(t, relations[t.oid], types.registry, registry, no_send)
-                 for t in tables}
+        plans = {
+            t.oid: self._plans(t, relations[t.oid], types.registry, registry, no_send)
+            for t in tables
+        }
         if conn.encoding != "UTF8":
             cursor.execute("SET LOCAL client_encoding = 'UTF8'")
         progress = self.progress
@@ -428,41 +474,71 @@ class SnapshotReader:
             progress.start(len(tables))
         self.sink.begin(snapshot)
         for table in tables:
-            self._read(cursor, table, relations[table.oid], plans[table.oid],
-                       estimates.get(table.oid, 0))
+            self._read(
+                cursor, table, relations[table.oid], plans[table.oid], estimates.get(table.oid, 0)
+            )
         self.sink.end()
         if progress is not None:
             progress.finish(self.rows)
 
-    def _plans(self, table: TableDef, rel: RelationInfo, types: TypeRegistry,
-               registry: TypeRegistry, no_send: frozenset[int]) -> list[_ColumnPlan]:
+    def _plans(
+        self,
+        table: TableDef,
+        rel: RelationInfo,
+        types: TypeRegistry,
+        registry: TypeRegistry,
+        no_send: frozenset[int],
+    ) -> list[_ColumnPlan]:
         out = []
         live = [c for c in table.columns if not c.dropped]
         for col, meta in zip(live, rel.columns, strict=True):
             info = types.get(col.type_oid, column=col.name)
             base = base_type(info, types)
             ident = quote_ident(col.name)
-            elem = base_type(types.get(base.typelem), types) \
-                if base.output_src == "array_out" else None
+            elem = (
+                base_type(types.get(base.typelem), types)
+                if base.output_src == "array_out"
+                else None
+            )
             if col.generated == "v":
                 expr, mode = None, "null"
             elif base.output_src in TEXTUAL and (
-                    base.output_src == "xml_out" or not convertible(info, types, no_send)):
+                base.output_src == "xml_out" or not convertible(info, types, no_send)
+            ):
                 expr, mode, info = f"{ident}::text", "stored", types.get(TEXT_OID)
-            elif elem is not None and elem.output_src in TEXTUAL and (
-                    elem.output_src == "xml_out" or not convertible(info, types, no_send)):
+            elif (
+                elem is not None
+                and elem.output_src in TEXTUAL
+                and (elem.output_src == "xml_out" or not convertible(info, types, no_send))
+            ):
                 expr, mode, info = f"{ident}::text[]", "stored", types.get(TEXT_ARRAY_OID)
             elif not convertible(info, types, no_send):
                 expr, mode = f"{ident}::text", "text"
             else:
                 expr, mode = ident, "stored"
             # Decoded with the snapshot registry's TypeInfo (jsonb as its text).
-            out.append(_ColumnPlan(col.name, col.type_oid, meta.type_name, expr, mode,
-                                   registry.get(info.oid), registry, self.unknown_as_text))
+            out.append(
+                _ColumnPlan(
+                    col.name,
+                    col.type_oid,
+                    meta.type_name,
+                    expr,
+                    mode,
+                    registry.get(info.oid),
+                    registry,
+                    self.unknown_as_text,
+                )
+            )
         return out
 
-    def _read(self, cursor: Any, table: TableDef, rel: RelationInfo,
-              plans: list[_ColumnPlan], estimate: int) -> None:
+    def _read(
+        self,
+        cursor: Any,
+        table: TableDef,
+        rel: RelationInfo,
+        plans: list[_ColumnPlan],
+        estimate: int,
+    ) -> None:
         where = table.qualified_name
         selected = [p for p in plans if p.expr is not None]
         sink, progress = self.sink, self.progress
@@ -483,8 +559,10 @@ class SnapshotReader:
         select = ", ".join(p.expr for p in selected if p.expr is not None) or "NULL"
         ncols = len(selected) if selected else 1
         target = CopyRows(ncols, on_row if selected else lambda _f: on_row([]))
-        sql = (f"COPY (SELECT {select} FROM ONLY {quote_ident(table.schema)}."
-               f"{quote_ident(table.name)}) TO STDOUT (FORMAT binary)")
+        sql = (
+            f"COPY (SELECT {select} FROM ONLY {quote_ident(table.schema)}."
+            f"{quote_ident(table.name)}) TO STDOUT (FORMAT binary)"
+        )
         cursor.copy_expert(sql, target)
         target.close()
         self.rows += target.rows

@@ -155,8 +155,11 @@ class PhysicalStream:
             except (psycopg2.DatabaseError, psycopg2.InterfaceError) as exc:
                 # A walsender that timed out or was terminated surfaces as a plain
                 # DatabaseError on the replication cursor: reconnect as for any loss.
-                log.warning("replication_reconnect", error=str(exc).strip(),
-                            received_lsn=format_lsn(self.received_lsn or 0))
+                log.warning(
+                    "replication_reconnect",
+                    error=str(exc).strip(),
+                    received_lsn=format_lsn(self.received_lsn or 0),
+                )
                 self.close()
                 self.reconnects += 1
                 failures += 1
@@ -241,5 +244,6 @@ class PhysicalStream:
         # its own status interval, so a confirm could miss a stream that stops soon
         # after. The callers throttle (status_interval, KEEPALIVE_INTERVAL_S).
         del force
-        cur.send_feedback(write_lsn=self.received_lsn or flush, flush_lsn=flush,
-                          apply_lsn=flush, force=True)
+        cur.send_feedback(
+            write_lsn=self.received_lsn or flush, flush_lsn=flush, apply_lsn=flush, force=True
+        )

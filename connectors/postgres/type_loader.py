@@ -46,19 +46,24 @@ class TypeLoader:
             with self._conn.cursor() as cur:
                 if self._conn.encoding != "UTF8":
                     self._conn.set_client_encoding("UTF8")
-                cur.execute("SELECT pg_catalog.format_type(%s, %s)",
-                            (type_oid, typmod if typmod >= 0 else None))
+                cur.execute(
+                    "SELECT pg_catalog.format_type(%s, %s)",
+                    (type_oid, typmod if typmod >= 0 else None),
+                )
                 row = cur.fetchone()
                 assert row is not None
                 sql = cur.mogrify(
                     f"COPY (SELECT ((%s::pg_catalog.text[])[1])::{row[0]}) "
-                    "TO STDOUT (FORMAT binary)", (literal,)).decode()
+                    "TO STDOUT (FORMAT binary)",
+                    (literal,),
+                ).decode()
                 target = CopyRows(1, fields.extend)
                 cur.copy_expert(sql, target)
                 target.close()
         except (psycopg2.DataError, psycopg2.ProgrammingError) as exc:
-            raise DecodeError(f"the server cannot read {literal!r} as type {type_oid}: "
-                              f"{exc}".strip()) from exc
+            raise DecodeError(
+                f"the server cannot read {literal!r} as type {type_oid}: {exc}".strip()
+            ) from exc
         if len(fields) != 1:
             raise DecodeError(f"attmissingval {literal!r} read as {len(fields)} values")
         return fields[0]

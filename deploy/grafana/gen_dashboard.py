@@ -32,9 +32,14 @@ DS = {"type": "prometheus", "uid": "${datasource}"}
 SLOT = 'slot=~"$slot"'
 RATE = "[$__rate_interval]"
 SLOT_STATS = (
-    "spill_txns", "spill_count", "spill_bytes",
-    "stream_txns", "stream_count", "stream_bytes",
-    "total_txns", "total_bytes",
+    "spill_txns",
+    "spill_count",
+    "spill_bytes",
+    "stream_txns",
+    "stream_count",
+    "stream_bytes",
+    "total_txns",
+    "total_bytes",
 )
 
 Panel = dict[str, Any]
@@ -76,41 +81,73 @@ class Layout:
 
 
 def target(expr: str, legend: str = "", ref: str = "A", **extra: Any) -> dict[str, Any]:
-    t: dict[str, Any] = {"datasource": DS, "expr": expr, "refId": ref,
-                         "legendFormat": legend or "__auto"}
+    t: dict[str, Any] = {
+        "datasource": DS,
+        "expr": expr,
+        "refId": ref,
+        "legendFormat": legend or "__auto",
+    }
     t.update(extra)
     return t
 
 
-def stat(title: str, expr: str, unit: str, description: str, *,
-         thresholds: list[tuple[float | None, str]] | None = None) -> Panel:
-    steps = [{"color": color, "value": value}
-             for value, color in (thresholds or [(None, "green")])]
+def stat(
+    title: str,
+    expr: str,
+    unit: str,
+    description: str,
+    *,
+    thresholds: list[tuple[float | None, str]] | None = None,
+) -> Panel:
+    steps = [{"color": color, "value": value} for value, color in (thresholds or [(None, "green")])]
     return {
-        "type": "stat", "title": title, "description": description, "datasource": DS,
+        "type": "stat",
+        "title": title,
+        "description": description,
+        "datasource": DS,
         "targets": [target(expr)],
-        "fieldConfig": {"defaults": {"unit": unit, "thresholds": {"mode": "absolute",
-                                                                   "steps": steps}},
-                        "overrides": []},
-        "options": {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
-                    "colorMode": "value", "graphMode": "area", "textMode": "auto",
-                    "justifyMode": "auto", "orientation": "auto"},
+        "fieldConfig": {
+            "defaults": {"unit": unit, "thresholds": {"mode": "absolute", "steps": steps}},
+            "overrides": [],
+        },
+        "options": {
+            "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+            "colorMode": "value",
+            "graphMode": "area",
+            "textMode": "auto",
+            "justifyMode": "auto",
+            "orientation": "auto",
+        },
     }
 
 
-def timeseries(title: str, targets: list[dict[str, Any]], unit: str, description: str, *,
-               stack: bool = False) -> Panel:
-    custom: dict[str, Any] = {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 10,
-                              "showPoints": "never", "spanNulls": False}
+def timeseries(
+    title: str, targets: list[dict[str, Any]], unit: str, description: str, *, stack: bool = False
+) -> Panel:
+    custom: dict[str, Any] = {
+        "drawStyle": "line",
+        "lineWidth": 1,
+        "fillOpacity": 10,
+        "showPoints": "never",
+        "spanNulls": False,
+    }
     if stack:
         custom["stacking"] = {"mode": "normal", "group": "A"}
     return {
-        "type": "timeseries", "title": title, "description": description, "datasource": DS,
+        "type": "timeseries",
+        "title": title,
+        "description": description,
+        "datasource": DS,
         "targets": targets,
         "fieldConfig": {"defaults": {"unit": unit, "custom": custom}, "overrides": []},
-        "options": {"legend": {"displayMode": "table", "placement": "bottom",
-                               "calcs": ["lastNotNull", "max"]},
-                    "tooltip": {"mode": "multi", "sort": "desc"}},
+        "options": {
+            "legend": {
+                "displayMode": "table",
+                "placement": "bottom",
+                "calcs": ["lastNotNull", "max"],
+            },
+            "tooltip": {"mode": "multi", "sort": "desc"},
+        },
     }
 
 
@@ -118,28 +155,43 @@ def slot_stats_table() -> Panel:
     """pg_stat_replication_slots, one row per slot, the same eight columns."""
     refs = [chr(ord("A") + i) for i in range(len(SLOT_STATS))]
     targets = [
-        target(f"sum by (slot) (pgcdc_slot_{name}_total{{{SLOT}}})", ref=ref,
-               format="table", instant=True, range=False)
+        target(
+            f"sum by (slot) (pgcdc_slot_{name}_total{{{SLOT}}})",
+            ref=ref,
+            format="table",
+            instant=True,
+            range=False,
+        )
         for name, ref in zip(SLOT_STATS, refs, strict=True)
     ]
     rename = {f"Value #{ref}": name for name, ref in zip(SLOT_STATS, refs, strict=True)}
     order = {"slot": 0} | {name: i + 1 for i, name in enumerate(SLOT_STATS)}
     overrides = [
-        {"matcher": {"id": "byName", "options": name},
-         "properties": [{"id": "unit", "value": "bytes"}]}
-        for name in SLOT_STATS if name.endswith("_bytes")
+        {
+            "matcher": {"id": "byName", "options": name},
+            "properties": [{"id": "unit", "value": "bytes"}],
+        }
+        for name in SLOT_STATS
+        if name.endswith("_bytes")
     ]
     return {
-        "type": "table", "title": "pg_stat_replication_slots (mirror)",
+        "type": "table",
+        "title": "pg_stat_replication_slots (mirror)",
         "description": "The counters of PostgreSQL's pg_stat_replication_slots view, kept by "
-                       "pgcdc's reorder buffer with the same meanings, one row per slot. "
-                       "Like the view, they start from zero when the worker restarts.",
-        "datasource": DS, "targets": targets,
+        "pgcdc's reorder buffer with the same meanings, one row per slot. "
+        "Like the view, they start from zero when the worker restarts.",
+        "datasource": DS,
+        "targets": targets,
         "transformations": [
             {"id": "merge", "options": {}},
-            {"id": "organize", "options": {"excludeByName": {"Time": True},
-                                           "renameByName": rename,
-                                           "indexByName": order}},
+            {
+                "id": "organize",
+                "options": {
+                    "excludeByName": {"Time": True},
+                    "renameByName": rename,
+                    "indexByName": order,
+                },
+            },
         ],
         "fieldConfig": {"defaults": {"unit": "short"}, "overrides": overrides},
         "options": {"showHeader": True, "cellHeight": "sm"},
@@ -149,7 +201,7 @@ def slot_stats_table() -> Panel:
 STAT_HELP = {
     "spill_txns": "Transactions spilled to disk after exceeding decoding.work_mem.",
     "spill_count": "Times transactions were spilled to disk (one transaction may spill "
-                   "many times).",
+    "many times).",
     "spill_bytes": "Decoded transaction data spilled to disk.",
     "stream_txns": "In-progress transactions streamed to the output plugin.",
     "stream_count": "Times in-progress transactions were streamed.",
@@ -164,53 +216,153 @@ def build() -> dict[str, Any]:
     sel = f"{{{SLOT}}}"
 
     g.row("Overview")
-    g.add(stat("Worker up", 'min(up{job=~"$job"})', "none",
-               "1 when Prometheus can scrape every pgcdc target, 0 when one is down.",
-               thresholds=[(None, "red"), (1, "green")]), 4, 4)
-    g.add(stat("Lag (bytes)", f"max(pgcdc_lag_bytes{sel})", "bytes",
-               "Server's current WAL LSN minus the LSN confirmed in Kafka.",
-               thresholds=[(None, "green"), (268435456, "orange"), (1073741824, "red")]), 4, 4)
-    g.add(stat("Lag (seconds)", f"max(pgcdc_lag_seconds{sel})", "s",
-               "Now minus the source commit time of the last transaction confirmed in Kafka.",
-               thresholds=[(None, "green"), (60, "orange"), (300, "red")]), 4, 4)
-    g.add(stat("Events/s", f"sum(rate(pgcdc_events_total{sel}{RATE}))", "ops",
-               "Change events published to Kafka per second, all topics."), 4, 4)
-    g.add(stat("Reorder buffer memory", f"sum(pgcdc_reorder_buffer_memory_bytes{sel})",
-               "bytes", "Bytes of decoded changes held in memory by the reorder buffer."), 4, 4)
-    g.add(stat("Transactions in progress", f"sum(pgcdc_reorder_buffer_transactions{sel})",
-               "short", "Transactions the reorder buffer is assembling."), 4, 4)
+    g.add(
+        stat(
+            "Worker up",
+            'min(up{job=~"$job"})',
+            "none",
+            "1 when Prometheus can scrape every pgcdc target, 0 when one is down.",
+            thresholds=[(None, "red"), (1, "green")],
+        ),
+        4,
+        4,
+    )
+    g.add(
+        stat(
+            "Lag (bytes)",
+            f"max(pgcdc_lag_bytes{sel})",
+            "bytes",
+            "Server's current WAL LSN minus the LSN confirmed in Kafka.",
+            thresholds=[(None, "green"), (268435456, "orange"), (1073741824, "red")],
+        ),
+        4,
+        4,
+    )
+    g.add(
+        stat(
+            "Lag (seconds)",
+            f"max(pgcdc_lag_seconds{sel})",
+            "s",
+            "Now minus the source commit time of the last transaction confirmed in Kafka.",
+            thresholds=[(None, "green"), (60, "orange"), (300, "red")],
+        ),
+        4,
+        4,
+    )
+    g.add(
+        stat(
+            "Events/s",
+            f"sum(rate(pgcdc_events_total{sel}{RATE}))",
+            "ops",
+            "Change events published to Kafka per second, all topics.",
+        ),
+        4,
+        4,
+    )
+    g.add(
+        stat(
+            "Reorder buffer memory",
+            f"sum(pgcdc_reorder_buffer_memory_bytes{sel})",
+            "bytes",
+            "Bytes of decoded changes held in memory by the reorder buffer.",
+        ),
+        4,
+        4,
+    )
+    g.add(
+        stat(
+            "Transactions in progress",
+            f"sum(pgcdc_reorder_buffer_transactions{sel})",
+            "short",
+            "Transactions the reorder buffer is assembling.",
+        ),
+        4,
+        4,
+    )
 
     g.row("Lag")
-    g.add(timeseries("Lag (bytes)", [target(f"pgcdc_lag_bytes{sel}", "{{slot}}")], "bytes",
-                     "Server's current WAL LSN minus the confirmed LSN, per slot: the WAL the "
-                     "server retains for the slot beyond what Kafka has."), 8, 8)
-    g.add(timeseries("Lag (seconds)", [target(f"pgcdc_lag_seconds{sel}", "{{slot}}")], "s",
-                     "Now minus the commit time of the last transaction confirmed in Kafka."),
-          8, 8)
+    g.add(
+        timeseries(
+            "Lag (bytes)",
+            [target(f"pgcdc_lag_bytes{sel}", "{{slot}}")],
+            "bytes",
+            "Server's current WAL LSN minus the confirmed LSN, per slot: the WAL the "
+            "server retains for the slot beyond what Kafka has.",
+        ),
+        8,
+        8,
+    )
+    g.add(
+        timeseries(
+            "Lag (seconds)",
+            [target(f"pgcdc_lag_seconds{sel}", "{{slot}}")],
+            "s",
+            "Now minus the commit time of the last transaction confirmed in Kafka.",
+        ),
+        8,
+        8,
+    )
     behind = [
-        target(f"pgcdc_server_wal_lsn{sel} - pgcdc_{name}_lsn{sel}", f"{name} {{{{slot}}}}",
-               ref)
-        for name, ref in (("received", "A"), ("decoded", "B"), ("confirmed", "C"),
-                          ("restart", "D"))
+        target(f"pgcdc_server_wal_lsn{sel} - pgcdc_{name}_lsn{sel}", f"{name} {{{{slot}}}}", ref)
+        for name, ref in (("received", "A"), ("decoded", "B"), ("confirmed", "C"), ("restart", "D"))
     ]
-    g.add(timeseries("Positions behind the server's WAL", behind, "bytes",
-                     "How far the received, decoded, confirmed and restart LSNs are behind "
-                     "the server's current WAL LSN."), 8, 8)
+    g.add(
+        timeseries(
+            "Positions behind the server's WAL",
+            behind,
+            "bytes",
+            "How far the received, decoded, confirmed and restart LSNs are behind "
+            "the server's current WAL LSN.",
+        ),
+        8,
+        8,
+    )
 
     g.row("Throughput")
-    g.add(timeseries("Events/s by topic and op", [target(
-        f"sum by (topic, op) (rate(pgcdc_events_total{sel}{RATE}))", "{{topic}} {{op}}")],
-        "ops", "Change events published per second, by topic and Debezium op "
-               "(c, u, d, r, t, m).", stack=True), 12, 8)
-    g.add(timeseries("WAL records/s", [target(
-        f"sum by (slot) (rate(pgcdc_wal_records_total{sel}{RATE}))", "{{slot}}")],
-        "ops", "WAL records decoded per second."), 6, 8)
-    g.add(timeseries("Kafka transactions/s", [
-        target(f"sum(rate(pgcdc_kafka_transactions_committed_total{sel}{RATE}))",
-               "committed", "A"),
-        target(f"sum(rate(pgcdc_kafka_transactions_aborted_total{sel}{RATE}))",
-               "aborted", "B"),
-    ], "ops", "Kafka transactions committed and aborted per second."), 6, 8)
+    g.add(
+        timeseries(
+            "Events/s by topic and op",
+            [
+                target(
+                    f"sum by (topic, op) (rate(pgcdc_events_total{sel}{RATE}))", "{{topic}} {{op}}"
+                )
+            ],
+            "ops",
+            "Change events published per second, by topic and Debezium op (c, u, d, r, t, m).",
+            stack=True,
+        ),
+        12,
+        8,
+    )
+    g.add(
+        timeseries(
+            "WAL records/s",
+            [target(f"sum by (slot) (rate(pgcdc_wal_records_total{sel}{RATE}))", "{{slot}}")],
+            "ops",
+            "WAL records decoded per second.",
+        ),
+        6,
+        8,
+    )
+    g.add(
+        timeseries(
+            "Kafka transactions/s",
+            [
+                target(
+                    f"sum(rate(pgcdc_kafka_transactions_committed_total{sel}{RATE}))",
+                    "committed",
+                    "A",
+                ),
+                target(
+                    f"sum(rate(pgcdc_kafka_transactions_aborted_total{sel}{RATE}))", "aborted", "B"
+                ),
+            ],
+            "ops",
+            "Kafka transactions committed and aborted per second.",
+        ),
+        6,
+        8,
+    )
 
     g.row("Slot statistics (pg_stat_replication_slots)")
     g.add(slot_stats_table(), 24, 5)
@@ -218,57 +370,146 @@ def build() -> dict[str, Any]:
         unit = "bytes" if name.endswith("_bytes") else "short"
         g.add(stat(name, f"sum(pgcdc_slot_{name}_total{sel})", unit, STAT_HELP[name]), 3, 4)
     # pg_stat_replication_slots has no total_count: a transaction is sent once.
-    for kind, counters in (("spill", ("txns", "count")), ("stream", ("txns", "count")),
-                           ("total", ("txns",))):
+    for kind, counters in (
+        ("spill", ("txns", "count")),
+        ("stream", ("txns", "count")),
+        ("total", ("txns",)),
+    ):
         names = [f"{kind}_{c}" for c in counters]
-        g.add(timeseries(" and ".join(names) + " per second", [
-            target(f"sum by (slot) (rate(pgcdc_slot_{name}_total{sel}{RATE}))",
-                   f"{name} {{{{slot}}}}", chr(ord("A") + i))
-            for i, name in enumerate(names)
-        ], "ops", f"Rate of {', '.join(names)}."), 4, 8)
-        g.add(timeseries(f"{kind}_bytes per second", [target(
-            f"sum by (slot) (rate(pgcdc_slot_{kind}_bytes_total{sel}{RATE}))",
-            f"{kind}_bytes {{{{slot}}}}")], "Bps", f"Rate of {kind}_bytes."), 4, 8)
+        g.add(
+            timeseries(
+                " and ".join(names) + " per second",
+                [
+                    target(
+                        f"sum by (slot) (rate(pgcdc_slot_{name}_total{sel}{RATE}))",
+                        f"{name} {{{{slot}}}}",
+                        chr(ord("A") + i),
+                    )
+                    for i, name in enumerate(names)
+                ],
+                "ops",
+                f"Rate of {', '.join(names)}.",
+            ),
+            4,
+            8,
+        )
+        g.add(
+            timeseries(
+                f"{kind}_bytes per second",
+                [
+                    target(
+                        f"sum by (slot) (rate(pgcdc_slot_{kind}_bytes_total{sel}{RATE}))",
+                        f"{kind}_bytes {{{{slot}}}}",
+                    )
+                ],
+                "Bps",
+                f"Rate of {kind}_bytes.",
+            ),
+            4,
+            8,
+        )
 
     g.row("Memory")
-    g.add(timeseries("Reorder buffer memory", [target(
-        f"pgcdc_reorder_buffer_memory_bytes{sel}", "{{slot}}")], "bytes",
-        "Bytes of changes buffered in memory; the largest transaction is spilled when this "
-        "exceeds decoding.work_mem."), 12, 8)
-    g.add(timeseries("Transactions in progress", [target(
-        f"pgcdc_reorder_buffer_transactions{sel}", "{{slot}}")], "short",
-        "Transactions in progress in the reorder buffer."), 12, 8)
+    g.add(
+        timeseries(
+            "Reorder buffer memory",
+            [target(f"pgcdc_reorder_buffer_memory_bytes{sel}", "{{slot}}")],
+            "bytes",
+            "Bytes of changes buffered in memory; the largest transaction is spilled when this "
+            "exceeds decoding.work_mem.",
+        ),
+        12,
+        8,
+    )
+    g.add(
+        timeseries(
+            "Transactions in progress",
+            [target(f"pgcdc_reorder_buffer_transactions{sel}", "{{slot}}")],
+            "short",
+            "Transactions in progress in the reorder buffer.",
+        ),
+        12,
+        8,
+    )
 
     g.row("Kafka and schema registry")
-    g.add(timeseries("Kafka errors/s by kind", [target(
-        f"sum by (kind) (rate(pgcdc_kafka_errors_total{sel}{RATE}))", "{{kind}}")], "ops",
-        "Errors reported by the Kafka producer, by kind."), 8, 8)
-    g.add(timeseries("Schema registry calls and errors/s", [
-        target(f"sum(rate(pgcdc_registry_calls_total{sel}{RATE}))", "calls", "A"),
-        target(f"sum(rate(pgcdc_registry_errors_total{sel}{RATE}))", "errors", "B"),
-    ], "ops", "Calls to the schema registry and the failed ones."), 8, 8)
+    g.add(
+        timeseries(
+            "Kafka errors/s by kind",
+            [target(f"sum by (kind) (rate(pgcdc_kafka_errors_total{sel}{RATE}))", "{{kind}}")],
+            "ops",
+            "Errors reported by the Kafka producer, by kind.",
+        ),
+        8,
+        8,
+    )
+    g.add(
+        timeseries(
+            "Schema registry calls and errors/s",
+            [
+                target(f"sum(rate(pgcdc_registry_calls_total{sel}{RATE}))", "calls", "A"),
+                target(f"sum(rate(pgcdc_registry_errors_total{sel}{RATE}))", "errors", "B"),
+            ],
+            "ops",
+            "Calls to the schema registry and the failed ones.",
+        ),
+        8,
+        8,
+    )
     latency = f"sum by (le) (rate(pgcdc_commit_to_kafka_seconds_bucket{sel}{RATE}))"
-    g.add(timeseries("Commit-to-Kafka latency", [
-        target(f"histogram_quantile(0.5, {latency})", "p50", "A"),
-        target(f"histogram_quantile(0.99, {latency})", "p99", "B"),
-    ], "s", "Time from the source commit to the Kafka commit of the transaction."), 8, 8)
+    g.add(
+        timeseries(
+            "Commit-to-Kafka latency",
+            [
+                target(f"histogram_quantile(0.5, {latency})", "p50", "A"),
+                target(f"histogram_quantile(0.99, {latency})", "p99", "B"),
+            ],
+            "s",
+            "Time from the source commit to the Kafka commit of the transaction.",
+        ),
+        8,
+        8,
+    )
 
     g.row("Initial snapshot")
-    g.add(stat("Snapshot tables done",
-               f"sum(pgcdc_snapshot_tables_done{sel}) / sum(pgcdc_snapshot_tables_total{sel})",
-               "percentunit", "Share of the captured tables the initial snapshot has read.",
-               thresholds=[(None, "blue"), (1, "green")]), 6, 8)
-    g.add(timeseries("Snapshot rows/s by table", [target(
-        f"sum by (table) (rate(pgcdc_snapshot_rows_total{sel}{RATE}))", "{{table}}")],
-        "ops", "Rows read by the initial snapshot per second, by table."), 18, 8)
+    g.add(
+        stat(
+            "Snapshot tables done",
+            f"sum(pgcdc_snapshot_tables_done{sel}) / sum(pgcdc_snapshot_tables_total{sel})",
+            "percentunit",
+            "Share of the captured tables the initial snapshot has read.",
+            thresholds=[(None, "blue"), (1, "green")],
+        ),
+        6,
+        8,
+    )
+    g.add(
+        timeseries(
+            "Snapshot rows/s by table",
+            [target(f"sum by (table) (rate(pgcdc_snapshot_rows_total{sel}{RATE}))", "{{table}}")],
+            "ops",
+            "Rows read by the initial snapshot per second, by table.",
+        ),
+        18,
+        8,
+    )
 
     return {
-        "annotations": {"list": [{
-            "builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"},
-            "enable": True, "hide": True, "iconColor": "rgba(0, 211, 255, 1)",
-            "name": "Annotations & Alerts", "type": "dashboard"}]},
+        "annotations": {
+            "list": [
+                {
+                    "builtIn": 1,
+                    "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+                    "enable": True,
+                    "hide": True,
+                    "iconColor": "rgba(0, 211, 255, 1)",
+                    "name": "Annotations & Alerts",
+                    "type": "dashboard",
+                }
+            ]
+        },
         "description": "pgcdc: lag, throughput, pg_stat_replication_slots counters, memory, "
-                       "Kafka and registry errors.",
+        "Kafka and registry errors.",
         "editable": True,
         "graphTooltip": 1,
         "links": [],
@@ -276,21 +517,47 @@ def build() -> dict[str, Any]:
         "refresh": "30s",
         "schemaVersion": 41,
         "tags": ["pgcdc", "postgresql", "kafka", "cdc"],
-        "templating": {"list": [
-            {"name": "datasource", "label": "Data source", "type": "datasource",
-             "query": "prometheus", "current": {"text": "Prometheus", "value": "prometheus"},
-             "hide": 0, "refresh": 1},
-            {"name": "job", "label": "Job", "type": "query", "datasource": DS,
-             "query": {"query": "label_values(pgcdc_lag_bytes, job)", "refId": "job"},
-             "definition": "label_values(pgcdc_lag_bytes, job)",
-             "current": {"text": "pgcdc", "value": "pgcdc"},
-             "includeAll": True, "allValue": ".*", "multi": False, "refresh": 2, "hide": 0},
-            {"name": "slot", "label": "Slot", "type": "query", "datasource": DS,
-             "query": {"query": "label_values(pgcdc_lag_bytes, slot)", "refId": "slot"},
-             "definition": "label_values(pgcdc_lag_bytes, slot)",
-             "current": {"text": "All", "value": "$__all"},
-             "includeAll": True, "allValue": ".*", "multi": True, "refresh": 2, "hide": 0},
-        ]},
+        "templating": {
+            "list": [
+                {
+                    "name": "datasource",
+                    "label": "Data source",
+                    "type": "datasource",
+                    "query": "prometheus",
+                    "current": {"text": "Prometheus", "value": "prometheus"},
+                    "hide": 0,
+                    "refresh": 1,
+                },
+                {
+                    "name": "job",
+                    "label": "Job",
+                    "type": "query",
+                    "datasource": DS,
+                    "query": {"query": "label_values(pgcdc_lag_bytes, job)", "refId": "job"},
+                    "definition": "label_values(pgcdc_lag_bytes, job)",
+                    "current": {"text": "pgcdc", "value": "pgcdc"},
+                    "includeAll": True,
+                    "allValue": ".*",
+                    "multi": False,
+                    "refresh": 2,
+                    "hide": 0,
+                },
+                {
+                    "name": "slot",
+                    "label": "Slot",
+                    "type": "query",
+                    "datasource": DS,
+                    "query": {"query": "label_values(pgcdc_lag_bytes, slot)", "refId": "slot"},
+                    "definition": "label_values(pgcdc_lag_bytes, slot)",
+                    "current": {"text": "All", "value": "$__all"},
+                    "includeAll": True,
+                    "allValue": ".*",
+                    "multi": True,
+                    "refresh": 2,
+                    "hide": 0,
+                },
+            ]
+        },
         "time": {"from": "now-1h", "to": "now"},
         "timepicker": {},
         "timezone": "",

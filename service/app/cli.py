@@ -48,8 +48,10 @@ def _option(text: str) -> tuple[str, str]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="pgcdc", description=__doc__.splitlines()[0].split(": ", 1)[1],
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="pgcdc",
+        description=__doc__.splitlines()[0].split(": ", 1)[1],
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -63,20 +65,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-slot", action="store_true")
 
     p = command("peek", "decode new transactions to stdout with the test_decoding text plugin")
-    p.add_argument("--timeout", type=float, default=10.0,
-                   help="stop after this many idle seconds (default 10)")
+    p.add_argument(
+        "--timeout", type=float, default=10.0, help="stop after this many idle seconds (default 10)"
+    )
     p.add_argument("--max-lines", type=int, default=0, help="stop after N lines (0: no limit)")
-    p.add_argument("-o", "--option", type=_option, action="append", default=[],
-                   help="plugin option NAME=VALUE (include-xids, skip-empty-xacts, ...)")
+    p.add_argument(
+        "-o",
+        "--option",
+        type=_option,
+        action="append",
+        default=[],
+        help="plugin option NAME=VALUE (include-xids, skip-empty-xacts, ...)",
+    )
 
     p = command("replay", "decode WAL segment files from a directory (an archive or pg_wal)")
     p.add_argument("--dir", type=Path, required=True, help="directory of WAL segment files")
     p.add_argument("--start", type=_lsn, required=True, help="LSN to start reading at")
-    p.add_argument("--end", type=_lsn,
-                   help="stop at this LSN (default: end of the WAL; for a live pg_wal pass "
-                        "the server's pg_current_wal_lsn(), since later pages may be unwritten)")
-    p.add_argument("-o", "--option", type=_option, action="append", default=[],
-                   help="plugin option NAME=VALUE")
+    p.add_argument(
+        "--end",
+        type=_lsn,
+        help="stop at this LSN (default: end of the WAL; for a live pg_wal pass "
+        "the server's pg_current_wal_lsn(), since later pages may be unwritten)",
+    )
+    p.add_argument(
+        "-o", "--option", type=_option, action="append", default=[], help="plugin option NAME=VALUE"
+    )
 
     p = command("waldump", "print WAL records pg_waldump-style (no database needed)")
     p.add_argument("--dir", type=Path, required=True, help="directory of WAL segment files")
@@ -88,8 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     command("status", "show the slot, positions, lag and the last committed offset")
     command("run", "run the worker: decode and publish to Kafka until SIGTERM")
     p = command("demo", "start local services, run a small workload, show it in Kafka")
-    p.add_argument("--keep-running", action="store_true",
-                   help="keep the worker and metrics endpoint up until Ctrl-C")
+    p.add_argument(
+        "--keep-running",
+        action="store_true",
+        help="keep the worker and metrics endpoint up until Ctrl-C",
+    )
     return parser
 
 

@@ -103,8 +103,15 @@ def cmd_waldump(args: argparse.Namespace) -> int:
 # --- peek / replay ---------------------------------------------------------------------
 
 
-def _session(settings: Settings, start_lsn: int, version: int, options: dict[str, str],
-             writer: Any, *, decode_from: int | None = None) -> Any:
+def _session(
+    settings: Settings,
+    start_lsn: int,
+    version: int,
+    options: dict[str, str],
+    writer: Any,
+    *,
+    decode_from: int | None = None,
+) -> Any:
     from service.app.session import Session, SessionConfig  # noqa: PLC0415
     from service.output.text import TestDecodingPlugin  # noqa: PLC0415
 
@@ -116,8 +123,15 @@ def _session(settings: Settings, start_lsn: int, version: int, options: dict[str
         unknown_types_as_text=settings.decoding.unknown_types_as_text,
         plugin_options={"server-version": str(version), **options},
     )
-    return Session(config, TestDecodingPlugin(), "text", writer, version=version,
-                   start_lsn=start_lsn, decode_from=decode_from)
+    return Session(
+        config,
+        TestDecodingPlugin(),
+        "text",
+        writer,
+        version=version,
+        start_lsn=start_lsn,
+        decode_from=decode_from,
+    )
 
 
 def cmd_peek(args: argparse.Namespace) -> int:
@@ -166,12 +180,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     settings = _settings(args)
     version = _wal_version(args.dir, args.start)
     # Replaying an archive decodes what commits after --start, not only after "now".
-    session = _session(settings, args.start, version, dict(args.option), _print_line,
-                       decode_from=args.start)
+    session = _session(
+        settings, args.start, version, dict(args.option), _print_line, decode_from=args.start
+    )
     try:
         size = detect_segment_size(args.dir)
-        session.pump(iter_wal_chunks(args.dir, args.start & ~(XLOG_BLCKSZ - 1),
-                                     segment_size=size), until_lsn=args.end)
+        session.pump(
+            iter_wal_chunks(args.dir, args.start & ~(XLOG_BLCKSZ - 1), segment_size=size),
+            until_lsn=args.end,
+        )
     finally:
         session.close()
     return 0
@@ -190,11 +207,18 @@ def cmd_status(args: argparse.Namespace) -> int:
     server = conn.parameter_status("server_version")
     conn.close()
     out["server"] = {"version": server, "current_wal_lsn": format_lsn(current)}
-    out["slot"] = None if state is None else {
-        "name": settings.source.slot, "type": state.slot_type, "active": state.active,
-        "restart_lsn": None if state.restart_lsn is None else format_lsn(state.restart_lsn),
-        "wal_status": state.wal_status, "retained_bytes": state.retained_bytes,
-    }
+    out["slot"] = (
+        None
+        if state is None
+        else {
+            "name": settings.source.slot,
+            "type": state.slot_type,
+            "active": state.active,
+            "restart_lsn": None if state.restart_lsn is None else format_lsn(state.restart_lsn),
+            "wal_status": state.wal_status,
+            "retained_bytes": state.retained_bytes,
+        }
+    )
     out["offsets"] = _last_offset(settings)
     if isinstance(out["offsets"], dict):
         server = current
@@ -218,7 +242,7 @@ def _worker_counters(settings: Settings) -> dict[str, float] | str:
     prefix = "pgcdc_slot_"
     for line in body.splitlines():
         if line.startswith(prefix) and "_total{" in line:
-            name = line[len(prefix):line.index("_total{")]
+            name = line[len(prefix) : line.index("_total{")]
             counters[name] = float(line.rsplit(" ", 1)[1])
     return counters
 

@@ -54,17 +54,23 @@ def _say(text: str) -> None:
 
 def _services(*names: str) -> dict[str, Any]:
     if not SERVICES.exists():
-        raise ConfigError(f"pgcdc demo needs a checkout of the repository ({SERVICES} is "
-                          "missing)", field="demo")
+        raise ConfigError(
+            f"pgcdc demo needs a checkout of the repository ({SERVICES} is missing)", field="demo"
+        )
     _say(f"== starting local services: {', '.join(names)} (first run installs them)")
-    up = subprocess.run([sys.executable, str(SERVICES), "up", *names], check=False,
-                        stderr=subprocess.PIPE, text=True)
+    up = subprocess.run(
+        [sys.executable, str(SERVICES), "up", *names],
+        check=False,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     for line in up.stderr.splitlines():
         _say(f"   {line}")
     if up.returncode != 0:
         raise SourceUnavailableError("the local services did not start; see the lines above")
-    env = subprocess.run([sys.executable, str(SERVICES), "env", *names], check=True,
-                         capture_output=True, text=True)
+    env = subprocess.run(
+        [sys.executable, str(SERVICES), "env", *names], check=True, capture_output=True, text=True
+    )
     info: dict[str, Any] = json.loads(env.stdout)
     return info
 
@@ -78,8 +84,10 @@ def _prepare_database(pg: dict[str, Any]) -> None:
     admin.close()
     conn = connect(pg["dsn"].replace("dbname=postgres", f"dbname={DEMO_DB}"), "pgcdc-demo")
     with conn.cursor() as cur:
-        cur.execute("CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL, "
-                    "email text, balance numeric(12,2), created timestamptz DEFAULT now())")
+        cur.execute(
+            "CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL, "
+            "email text, balance numeric(12,2), created timestamptz DEFAULT now())"
+        )
     conn.close()
 
 
@@ -91,13 +99,15 @@ def _consume(settings: Any, topic: str, want: int, timeout: float) -> list[tuple
 
     registry = SchemaRegistryClient({"url": settings.registry.url})
     deserialize = AvroDeserializer(registry)
-    consumer = Consumer({
-        "bootstrap.servers": settings.kafka.bootstrap_servers,
-        "group.id": f"pgcdc-demo-{time.time_ns()}",
-        "auto.offset.reset": "earliest",
-        "isolation.level": "read_committed",
-        "enable.auto.commit": False,
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": settings.kafka.bootstrap_servers,
+            "group.id": f"pgcdc-demo-{time.time_ns()}",
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.subscribe([topic])
     out: list[tuple[Any, Any]] = []
     deadline = time.monotonic() + timeout
@@ -126,8 +136,10 @@ def _show(events: list[tuple[Any, Any]]) -> None:
         if value["op"] == "d":  # REPLICA IDENTITY DEFAULT logs only the key of a deleted row
             _say(f"   op=d key={key}")
             continue
-        shown = {k: (str(v) if not isinstance(v, (int, str, type(None))) else v)
-                 for k, v in (value["after"] or {}).items()}
+        shown = {
+            k: (str(v) if not isinstance(v, (int, str, type(None))) else v)
+            for k, v in (value["after"] or {}).items()
+        }
         _say(f"   op={value['op']} key={key} {json.dumps(shown)}")
 
 
@@ -145,10 +157,19 @@ def run_demo(*, keep_running: bool = False) -> int:
     _prepare_database(pg)
     prefix = f"demo{time.strftime('%H%M%S')}"
     settings = load_settings(
-        source={"host": pg["host"], "port": pg["port"], "user": pg["user"],
-                "dbname": DEMO_DB, "slot": DEMO_DB},
-        kafka={"bootstrap_servers": info["kafka"]["bootstrap"], "topic_prefix": prefix,
-               "heartbeat_interval_s": 2.0, "max_batch_txns": 1},
+        source={
+            "host": pg["host"],
+            "port": pg["port"],
+            "user": pg["user"],
+            "dbname": DEMO_DB,
+            "slot": DEMO_DB,
+        },
+        kafka={
+            "bootstrap_servers": info["kafka"]["bootstrap"],
+            "topic_prefix": prefix,
+            "heartbeat_interval_s": 2.0,
+            "max_batch_txns": 1,
+        },
         registry={"url": info["registry"]["url"]},
         decoding={"state_dir": str(REPO / ".state" / "demo-worker")},
         metrics={"host": "127.0.0.1", "port": 0},
@@ -159,8 +180,10 @@ def run_demo(*, keep_running: bool = False) -> int:
     configure_logging(settings.log.model_copy(update={"level": "warning"}))
 
     report = setup(settings.source.dsn(), settings.source.slot)
-    _say(f"== pgcdc setup: PostgreSQL {report.server_version}, slot {report.slot_name}, "
-         "DDL capture installed")
+    _say(
+        f"== pgcdc setup: PostgreSQL {report.server_version}, slot {report.slot_name}, "
+        "DDL capture installed"
+    )
     metrics = Metrics(settings.source.slot)
     port = metrics.serve("127.0.0.1", 0)
     worker = Worker(settings, metrics=metrics)
@@ -193,8 +216,7 @@ def run_demo(*, keep_running: bool = False) -> int:
     if failure:
         raise failure[0]
     _say("== slot statistics (as pg_stat_replication_slots would name them):")
-    for line in _metric_lines(port, lambda s: s.startswith("pgcdc_slot_")
-                              and "_created{" not in s):
+    for line in _metric_lines(port, lambda s: s.startswith("pgcdc_slot_") and "_created{" not in s):
         _say(f"   {line}")
     if keep_running:
         _say("== worker keeps running; Ctrl-C to stop")
@@ -212,8 +234,9 @@ def run_demo(*, keep_running: bool = False) -> int:
     # recreates everything anyway.
     teardown(settings.source.dsn(), settings.source.slot)
     if len(events) != EXPECTED_EVENTS:
-        raise PgcdcError(f"expected {EXPECTED_EVENTS} change events in {topic}, "
-                         f"read {len(events)}")
-    _say(f"== done: {len(events)} change events from {len(WORKLOAD) - 1} committed "
-         "transactions reached Kafka; the rolled-back one did not")
+        raise PgcdcError(f"expected {EXPECTED_EVENTS} change events in {topic}, read {len(events)}")
+    _say(
+        f"== done: {len(events)} change events from {len(WORKLOAD) - 1} committed "
+        "transactions reached Kafka; the rolled-back one did not"
+    )
     return 0

@@ -65,8 +65,16 @@ MASK = "**********"  # what pydantic's SecretStr prints, so both look the same i
 # Keys whose values are secrets wherever they occur (compared lower-cased). Settings keys
 # (`password`, `sasl_password`, `basic_auth`) are here, plus the usual suspects.
 SECRET_KEYS = frozenset(
-    {"password", "passwd", "secret", "sasl_password", "basic_auth", "token", "api_key",
-     "authorization"}
+    {
+        "password",
+        "passwd",
+        "secret",
+        "sasl_password",
+        "basic_auth",
+        "token",
+        "api_key",
+        "authorization",
+    }
 )
 _SECRET_SUFFIXES = ("_password", "_secret", "_token")
 
@@ -96,8 +104,11 @@ class _PgcdcHandler(logging.StreamHandler):  # type: ignore[type-arg]
 def format_lsn_fields(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
     """Render int values of `lsn` and `*_lsn` keys as PostgreSQL prints LSNs (X/X)."""
     for key, value in event_dict.items():
-        if (key == "lsn" or key.endswith("_lsn")) and isinstance(value, int) \
-                and not isinstance(value, bool):
+        if (
+            (key == "lsn" or key.endswith("_lsn"))
+            and isinstance(value, int)
+            and not isinstance(value, bool)
+        ):
             event_dict[key] = format_lsn(value)
     return event_dict
 
@@ -123,8 +134,10 @@ def _mask_value(value: Any) -> Any:
     if isinstance(value, SecretStr):
         return MASK
     if isinstance(value, Mapping):
-        return {k: (MASK if _is_secret_key(k) and v is not None else _mask_value(v))
-                for k, v in value.items()}
+        return {
+            k: (MASK if _is_secret_key(k) and v is not None else _mask_value(v))
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return [_mask_value(v) for v in value]
     return value
@@ -223,11 +236,18 @@ def configure_logging(settings: LogSettings, *, stream: TextIO | None = None) ->
     renderer: list[Processor]
     if _use_console(settings.format, out):
         colors = bool(out.isatty()) and "NO_COLOR" not in os.environ
-        renderer = [structlog.processors.format_exc_info, mask_secrets,
-                    structlog.dev.ConsoleRenderer(colors=colors)]
+        renderer = [
+            structlog.processors.format_exc_info,
+            mask_secrets,
+            structlog.dev.ConsoleRenderer(colors=colors),
+        ]
     else:
-        renderer = [_dict_tracebacks, mask_secrets, _order_keys,
-                    structlog.processors.JSONRenderer()]
+        renderer = [
+            _dict_tracebacks,
+            mask_secrets,
+            _order_keys,
+            structlog.processors.JSONRenderer(),
+        ]
 
     formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=_shared_processors(),
@@ -289,15 +309,17 @@ def _position(slot: str | None, xid: int | None, lsn: int | None) -> dict[str, A
     return values
 
 
-def bind_position(*, slot: str | None = None, xid: int | None = None,
-                  lsn: int | None = None) -> None:
+def bind_position(
+    *, slot: str | None = None, xid: int | None = None, lsn: int | None = None
+) -> None:
     """Bind slot/xid/lsn (those given) to every later line in this context."""
     structlog.contextvars.bind_contextvars(**_position(slot, xid, lsn))
 
 
 @contextmanager
-def bound_position(*, slot: str | None = None, xid: int | None = None,
-                   lsn: int | None = None) -> Iterator[None]:
+def bound_position(
+    *, slot: str | None = None, xid: int | None = None, lsn: int | None = None
+) -> Iterator[None]:
     """Bind slot/xid/lsn for the duration of a block, restoring the previous values."""
     with structlog.contextvars.bound_contextvars(**_position(slot, xid, lsn)):
         yield

@@ -69,52 +69,81 @@ class Metrics:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.slot_stats = {
-            name: Counter(f"pgcdc_slot_{name}", f"pg_stat_replication_slots.{name} mirror",
-                          ["slot"], registry=r)
+            name: Counter(
+                f"pgcdc_slot_{name}",
+                f"pg_stat_replication_slots.{name} mirror",
+                ["slot"],
+                registry=r,
+            )
             for name in SLOT_STATS
         }
         lsn = ["slot"]
         self.received_lsn = Gauge("pgcdc_received_lsn", "End of WAL received", lsn, registry=r)
-        self.decoded_lsn = Gauge("pgcdc_decoded_lsn", "End of the last decoded record", lsn,
-                                 registry=r)
-        self.confirmed_lsn = Gauge("pgcdc_confirmed_lsn", "Commit end LSN confirmed in Kafka",
-                                   lsn, registry=r)
-        self.restart_lsn = Gauge("pgcdc_restart_lsn", "Oldest LSN still needed", lsn,
-                                 registry=r)
-        self.server_lsn = Gauge("pgcdc_server_wal_lsn", "Server's current WAL LSN", lsn,
-                                registry=r)
-        self.lag_bytes = Gauge("pgcdc_lag_bytes", "Server WAL LSN minus confirmed LSN", lsn,
-                               registry=r)
-        self.lag_seconds = Gauge("pgcdc_lag_seconds",
-                                 "Now minus commit time of the last confirmed transaction", lsn,
-                                 registry=r)
-        self.rb_memory = Gauge("pgcdc_reorder_buffer_memory_bytes",
-                               "Bytes of changes buffered in memory", lsn, registry=r)
-        self.rb_txns = Gauge("pgcdc_reorder_buffer_transactions",
-                             "Transactions in progress in the reorder buffer", lsn, registry=r)
+        self.decoded_lsn = Gauge(
+            "pgcdc_decoded_lsn", "End of the last decoded record", lsn, registry=r
+        )
+        self.confirmed_lsn = Gauge(
+            "pgcdc_confirmed_lsn", "Commit end LSN confirmed in Kafka", lsn, registry=r
+        )
+        self.restart_lsn = Gauge("pgcdc_restart_lsn", "Oldest LSN still needed", lsn, registry=r)
+        self.server_lsn = Gauge("pgcdc_server_wal_lsn", "Server's current WAL LSN", lsn, registry=r)
+        self.lag_bytes = Gauge(
+            "pgcdc_lag_bytes", "Server WAL LSN minus confirmed LSN", lsn, registry=r
+        )
+        self.lag_seconds = Gauge(
+            "pgcdc_lag_seconds",
+            "Now minus commit time of the last confirmed transaction",
+            lsn,
+            registry=r,
+        )
+        self.rb_memory = Gauge(
+            "pgcdc_reorder_buffer_memory_bytes",
+            "Bytes of changes buffered in memory",
+            lsn,
+            registry=r,
+        )
+        self.rb_txns = Gauge(
+            "pgcdc_reorder_buffer_transactions",
+            "Transactions in progress in the reorder buffer",
+            lsn,
+            registry=r,
+        )
         self.records = Counter("pgcdc_wal_records", "WAL records decoded", lsn, registry=r)
-        self.events = Counter("pgcdc_events", "Change events published", ["slot", "topic", "op"],
-                              registry=r)
-        self.kafka_commits = Counter("pgcdc_kafka_transactions_committed",
-                                     "Kafka transactions committed", lsn, registry=r)
-        self.kafka_aborts = Counter("pgcdc_kafka_transactions_aborted",
-                                    "Kafka transactions aborted", lsn, registry=r)
-        self.kafka_errors = Counter("pgcdc_kafka_errors", "Kafka errors", ["slot", "kind"],
-                                    registry=r)
-        self.registry_calls = Counter("pgcdc_registry_calls", "Schema registry calls", lsn,
-                                      registry=r)
-        self.registry_errors = Counter("pgcdc_registry_errors", "Schema registry errors", lsn,
-                                       registry=r)
-        self.snapshot_rows = Counter("pgcdc_snapshot_rows", "Rows read by the initial snapshot",
-                                     ["slot", "table"], registry=r)
-        self.snapshot_tables_done = Gauge("pgcdc_snapshot_tables_done",
-                                          "Tables finished by the initial snapshot", lsn,
-                                          registry=r)
-        self.snapshot_tables_total = Gauge("pgcdc_snapshot_tables_total",
-                                           "Tables the initial snapshot reads", lsn, registry=r)
+        self.events = Counter(
+            "pgcdc_events", "Change events published", ["slot", "topic", "op"], registry=r
+        )
+        self.kafka_commits = Counter(
+            "pgcdc_kafka_transactions_committed", "Kafka transactions committed", lsn, registry=r
+        )
+        self.kafka_aborts = Counter(
+            "pgcdc_kafka_transactions_aborted", "Kafka transactions aborted", lsn, registry=r
+        )
+        self.kafka_errors = Counter(
+            "pgcdc_kafka_errors", "Kafka errors", ["slot", "kind"], registry=r
+        )
+        self.registry_calls = Counter(
+            "pgcdc_registry_calls", "Schema registry calls", lsn, registry=r
+        )
+        self.registry_errors = Counter(
+            "pgcdc_registry_errors", "Schema registry errors", lsn, registry=r
+        )
+        self.snapshot_rows = Counter(
+            "pgcdc_snapshot_rows",
+            "Rows read by the initial snapshot",
+            ["slot", "table"],
+            registry=r,
+        )
+        self.snapshot_tables_done = Gauge(
+            "pgcdc_snapshot_tables_done", "Tables finished by the initial snapshot", lsn, registry=r
+        )
+        self.snapshot_tables_total = Gauge(
+            "pgcdc_snapshot_tables_total", "Tables the initial snapshot reads", lsn, registry=r
+        )
         self.commit_latency = Histogram(
             "pgcdc_commit_to_kafka_seconds",
-            "Source commit time to Kafka commit", lsn, registry=r,
+            "Source commit time to Kafka commit",
+            lsn,
+            registry=r,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
         )
         self.health = Health()
@@ -137,12 +166,18 @@ class Metrics:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 if self.path == "/metrics":
-                    body, status, ctype = generate_latest(metrics.registry), 200, \
-                        CONTENT_TYPE_LATEST
+                    body, status, ctype = (
+                        generate_latest(metrics.registry),
+                        200,
+                        CONTENT_TYPE_LATEST,
+                    )
                 elif self.path == "/healthz":
                     ok = metrics.health.live
-                    body, status, ctype = (b"ok\n" if ok else b"dead\n"), (200 if ok else 503), \
-                        "text/plain"
+                    body, status, ctype = (
+                        (b"ok\n" if ok else b"dead\n"),
+                        (200 if ok else 503),
+                        "text/plain",
+                    )
                 elif self.path == "/readyz":
                     ok = metrics.health.ready
                     body = (metrics.health.reason + "\n").encode()

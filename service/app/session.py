@@ -101,8 +101,14 @@ class _DeferredRows:
     def relation(self, change: HeapChange, top_xid: int) -> RelationInfo | None:
         return self._rows().relation(change, top_xid)
 
-    def row(self, relation: RelationInfo, change: HeapChange, new: bool,
-            toast: Mapping[int, bytes], top_xid: int) -> Sequence[ColumnValue] | None:
+    def row(
+        self,
+        relation: RelationInfo,
+        change: HeapChange,
+        new: bool,
+        toast: Mapping[int, bytes],
+        top_xid: int,
+    ) -> Sequence[ColumnValue] | None:
         return self._rows().row(relation, change, new, toast, top_xid)
 
     def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:
@@ -112,13 +118,21 @@ class _DeferredRows:
 class Session:
     """One decoding session over one database; feed it WAL chunks in order."""
 
-    def __init__(self, config: SessionConfig, plugin: object, plugin_name: str,
-                 writer: Any, *, version: int, start_lsn: int,
-                 decode_from: int | None = None,
-                 restore: tuple[int, Mapping[str, Any]] | None = None,
-                 align: bool = False,
-                 snapshot_reader: SnapshotReader | None = None,
-                 plugin_state: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        config: SessionConfig,
+        plugin: object,
+        plugin_name: str,
+        writer: Any,
+        *,
+        version: int,
+        start_lsn: int,
+        decode_from: int | None = None,
+        restore: tuple[int, Mapping[str, Any]] | None = None,
+        align: bool = False,
+        snapshot_reader: SnapshotReader | None = None,
+        plugin_state: Mapping[str, Any] | None = None,
+    ) -> None:
         """Three ways to start:
 
         - default: the catalog snapshot is taken now; commits whose record starts
@@ -162,8 +176,13 @@ class Session:
             db_oid = snapshot.db_oid
             self.snap = SnapBuilder(snapshot.lsn if decode_from is None else decode_from)
             self.rows = self._history_rows(self.history)
-        ctx = PluginContext(config.slot, plugin_name, dict(config.plugin_options), writer,
-                            state=dict(plugin_state or {}))
+        ctx = PluginContext(
+            config.slot,
+            plugin_name,
+            dict(config.plugin_options),
+            writer,
+            state=dict(plugin_state or {}),
+        )
         self.wrapper = PluginWrapper(plugin, ctx)
         self.wrapper.startup(is_init=True)
         self.sink = PluginSink(self.wrapper, self.rows)
@@ -174,16 +193,27 @@ class Session:
             self.spill,
             self._is_toast,
         )
-        self.decoding = Decoding(version=version, db_oid=db_oid, reorder=self.rb,
-                                 snap=self.snap, rows=self.rows, plugin=self.wrapper)
-        self.reader = XLogReader(start_lsn & ~(XLOG_BLCKSZ - 1) if start_lsn % XLOG_BLCKSZ
-                                 else start_lsn)
+        self.decoding = Decoding(
+            version=version,
+            db_oid=db_oid,
+            reorder=self.rb,
+            snap=self.snap,
+            rows=self.rows,
+            plugin=self.wrapper,
+        )
+        self.reader = XLogReader(
+            start_lsn & ~(XLOG_BLCKSZ - 1) if start_lsn % XLOG_BLCKSZ else start_lsn
+        )
         self.start_lsn = start_lsn
 
     def _history_rows(self, history: SchemaHistory) -> HistoryRows:
-        return HistoryRows(history, self._types.types, self._types.names,
-                           unknown_as_text=self.config.unknown_types_as_text,
-                           missing_send=self._types.missing_send)
+        return HistoryRows(
+            history,
+            self._types.types,
+            self._types.names,
+            unknown_as_text=self.config.unknown_types_as_text,
+            missing_send=self._types.missing_send,
+        )
 
     def _is_toast(self, locator: RelFileLocator) -> bool:
         return self.history is not None and self.history.is_toast(locator, END_OF_TIME)

@@ -74,8 +74,13 @@ class Worker:
         self._schema_saved = -1
         self._last_heartbeat = time.monotonic()
         self._last_commit_time = 0
-        self._seen = {"records": 0, "aborts": 0, "retries": 0, "registry_calls": 0,
-                      "registry_errors": 0}
+        self._seen = {
+            "records": 0,
+            "aborts": 0,
+            "retries": 0,
+            "registry_calls": 0,
+            "registry_errors": 0,
+        }
         self._sql: Any = None  # a plain connection for the server's WAL position
         # The end LSN of the last source transaction handed to the sink (committed to
         # Kafka or still in its open batch): a heartbeat's offset must not go below it.
@@ -104,8 +109,7 @@ class Worker:
         history = self.session.history
         assert history is not None  # nothing commits for output before alignment
         if history.version != self._schema_saved:
-            KafkaSchemaStore(self.settings, self.sink).save(history.version,
-                                                            history.to_snapshot())
+            KafkaSchemaStore(self.settings, self.sink).save(history.version, history.to_snapshot())
             self._schema_saved = history.version
         self._last_commit_time = ev.commit_time
         if self._snapshot_until is not None and ev.end_lsn < self._snapshot_until:
@@ -125,7 +129,9 @@ class Worker:
         version = server_version(dsn)
         last = self.sink.start()
         config = SessionConfig(
-            dsn=dsn, slot=s.source.slot, work_mem=int(s.decoding.work_mem),
+            dsn=dsn,
+            slot=s.source.slot,
+            work_mem=int(s.decoding.work_mem),
             spill_dir=s.decoding.state_dir / "spill",
             unknown_types_as_text=s.decoding.unknown_types_as_text,
         )
@@ -147,26 +153,47 @@ class Worker:
                 "from Kafka; restore the history topic or reset the offsets topic",
                 lsn=last.confirmed_lsn,
             )
-        self.stream = PhysicalStream(dsn, s.source.slot,
-                                     start_lsn=last.restart_lsn if last else None)
+        self.stream = PhysicalStream(
+            dsn, s.source.slot, start_lsn=last.restart_lsn if last else None
+        )
         if last is not None and stored is not None:
             start = last.restart_lsn
-            session = Session(config, plugin, "avro", write, version=version,
-                              start_lsn=start, restore=(last.confirmed_lsn, stored[1]),
-                              plugin_state={"settings": s})
+            session = Session(
+                config,
+                plugin,
+                "avro",
+                write,
+                version=version,
+                start_lsn=start,
+                restore=(last.confirmed_lsn, stored[1]),
+                plugin_state={"settings": s},
+            )
             self._schema_saved = stored[0]
-            log.info("worker_resumed", restart_lsn=format_lsn(start),
-                     confirmed_lsn=format_lsn(last.confirmed_lsn))
+            log.info(
+                "worker_resumed",
+                restart_lsn=format_lsn(start),
+                confirmed_lsn=format_lsn(last.confirmed_lsn),
+            )
         else:
             start = self._slot_restart_lsn()
             reader = None
             if s.snapshot.mode == "initial":
                 reader = SnapshotReader(
-                    s.filters, unknown_as_text=s.decoding.unknown_types_as_text,
-                    progress=SnapshotProgress.auto(self.metrics, s.source.slot))
-            session = Session(config, plugin, "avro", write, version=version,
-                              start_lsn=start, align=True, snapshot_reader=reader,
-                              plugin_state={"settings": s})
+                    s.filters,
+                    unknown_as_text=s.decoding.unknown_types_as_text,
+                    progress=SnapshotProgress.auto(self.metrics, s.source.slot),
+                )
+            session = Session(
+                config,
+                plugin,
+                "avro",
+                write,
+                version=version,
+                start_lsn=start,
+                align=True,
+                snapshot_reader=reader,
+                plugin_state={"settings": s},
+            )
             if reader is not None:
                 reader.sink = PluginEmitter(session.wrapper)
             session.on_aligned = self._aligned
@@ -179,8 +206,9 @@ class Worker:
     def _aligned(self, snapshot: CatalogSnapshot) -> None:
         """Consistent: from here every transaction not in `snapshot` is published."""
         self.metrics.health.ready, self.metrics.health.reason = True, "streaming"
-        log.info("worker_consistent", snapshot_lsn=format_lsn(snapshot.lsn),
-                 tables=len(snapshot.tables))
+        log.info(
+            "worker_consistent", snapshot_lsn=format_lsn(snapshot.lsn), tables=len(snapshot.tables)
+        )
         self._snapshot_until = snapshot_horizon(snapshot.lsn)
         self._settle_snapshot()
 
@@ -205,8 +233,7 @@ class Worker:
         self._snapshot_until = None
         history = session.history
         if history.version != self._schema_saved:
-            KafkaSchemaStore(self.settings, self.sink).save(history.version,
-                                                            history.to_snapshot())
+            KafkaSchemaStore(self.settings, self.sink).save(history.version, history.to_snapshot())
             self._schema_saved = history.version
         self.sink.end_source_txn(lsn, session.restart_lsn(), history.version)
         self.sink.flush()
@@ -298,8 +325,7 @@ class Worker:
             (m.kafka_aborts.labels(slot), self.sink.aborts, "aborts"),
             (m.kafka_errors.labels(slot, "retry"), self.sink.retries, "retries"),
             (m.registry_calls.labels(slot), self._registrar_count("calls"), "registry_calls"),
-            (m.registry_errors.labels(slot), self._registrar_count("errors"),
-             "registry_errors"),
+            (m.registry_errors.labels(slot), self._registrar_count("errors"), "registry_errors"),
         ):
             if now > self._seen[key]:
                 counter.inc(now - self._seen[key])
@@ -376,5 +402,3 @@ def run_worker(settings: Settings) -> int:
         return worker.run()
     finally:
         metrics.close()
-
-

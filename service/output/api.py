@@ -126,8 +126,7 @@ class ColumnValue:
         value_fn: Callable[[], object],
         text_fn: Callable[[], str | None],
     ) -> None:
-        self.codec = ColumnCodec(name, type_oid, type_name, _call_value, _call_text,
-                                 shared=False)
+        self.codec = ColumnCodec(name, type_oid, type_name, _call_value, _call_text, shared=False)
         self._datum: Any = (value_fn, text_fn)
         self._value: object = _NOT_YET
         self._text: object = _NOT_YET
@@ -346,8 +345,9 @@ class PluginWrapper:
         if fn is None:
             if optional:
                 return None
-            raise PluginError(f"output plugin {self.ctx.plugin_name} has no {callback} callback",
-                              lsn=lsn)
+            raise PluginError(
+                f"output plugin {self.ctx.plugin_name} has no {callback} callback", lsn=lsn
+            )
         ctx = self.ctx
         ctx.accept_writes, ctx.write_lsn, ctx.write_xid = True, lsn, xid
         try:

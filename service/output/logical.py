@@ -70,8 +70,16 @@ BASE_SNAPSHOT = "base-snapshot"
 # for decoding) still gives its transaction a base snapshot, so the transaction is
 # replayed (an "empty" BEGIN/COMMIT without skip-empty-xacts). PG15 does it for a
 # catalog INPLACE update with a valid xid too; PG18 no longer does.
-_HEAP_BASE_OPS = frozenset({rt.XLOG_HEAP_INSERT, rt.XLOG_HEAP_UPDATE, rt.XLOG_HEAP_HOT_UPDATE,
-                            rt.XLOG_HEAP_DELETE, rt.XLOG_HEAP_TRUNCATE, rt.XLOG_HEAP_CONFIRM})
+_HEAP_BASE_OPS = frozenset(
+    {
+        rt.XLOG_HEAP_INSERT,
+        rt.XLOG_HEAP_UPDATE,
+        rt.XLOG_HEAP_HOT_UPDATE,
+        rt.XLOG_HEAP_DELETE,
+        rt.XLOG_HEAP_TRUNCATE,
+        rt.XLOG_HEAP_CONFIRM,
+    }
+)
 _HEAP_BASE_OPS_15 = _HEAP_BASE_OPS | {rt.XLOG_HEAP_INPLACE}
 
 
@@ -89,7 +97,11 @@ class RowResolver(Protocol):
         (rewrite output, a table excluded by filters, a system catalog)."""
 
     def row(
-        self, relation: RelationInfo, change: HeapChange, new: bool, toast: Mapping[int, bytes],
+        self,
+        relation: RelationInfo,
+        change: HeapChange,
+        new: bool,
+        toast: Mapping[int, bytes],
         top_xid: int,
     ) -> Sequence[ColumnValue] | None:
         """The new (or old) tuple of `change` decoded against `relation`."""
@@ -160,21 +172,28 @@ class PluginSink:
     def _row_change(self, txn: ReorderBufferTXN, rc: ReplayChange) -> RowChange | None:
         change = rc.event
         if not isinstance(change, HeapChange):
-            raise DecodeError(f"{type(change).__name__} where a heap change was expected",
-                              lsn=getattr(change, "lsn", None), xid=txn.xid)
+            raise DecodeError(
+                f"{type(change).__name__} where a heap change was expected",
+                lsn=getattr(change, "lsn", None),
+                xid=txn.xid,
+            )
         relation = self.rows.relation(change, txn.top.xid)
         if relation is None:
             return None
         op = _OPS.get(change.kind)
         if op is None:
-            raise DecodeError(f"change kind {change.kind.name} reached replay",
-                              lsn=change.lsn, xid=change.xid)
+            raise DecodeError(
+                f"change kind {change.kind.name} reached replay", lsn=change.lsn, xid=change.xid
+            )
         top = txn.top.xid
         new = self.rows.row(relation, change, True, rc.toast, top) if change.new_tuple else None
         old = self.rows.row(relation, change, False, rc.toast, top) if change.old_tuple else None
         if op is not ChangeOp.DELETE and new is None:
-            raise SchemaMismatchError(f"{op.value} without a new tuple", lsn=change.lsn,
-                                      relation=f"{relation.schema}.{relation.name}")
+            raise SchemaMismatchError(
+                f"{op.value} without a new tuple",
+                lsn=change.lsn,
+                relation=f"{relation.schema}.{relation.name}",
+            )
         return RowChange(op, change.lsn, relation, new, old, change.old_is_key)
 
     def _truncate(self, txn: ReorderBufferTXN, rc: ReplayChange) -> TruncateChange | None:
@@ -218,8 +237,11 @@ class PluginSink:
         self.plugin.call("message", msg.lsn, txn.xid if txn else 0, info, msg, optional=True)
 
     def internal(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
-        raise DecodeError("no internal changes are queued by this driver",
-                          lsn=getattr(change.event, "lsn", None), xid=txn.xid)
+        raise DecodeError(
+            "no internal changes are queued by this driver",
+            lsn=getattr(change.event, "lsn", None),
+            xid=txn.xid,
+        )
 
     def commit(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
         self.emitted_txns += 1
@@ -236,8 +258,9 @@ class PluginSink:
     def stream_truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
         trunc = self._truncate(txn, change)
         if trunc is not None:
-            self.plugin.call("stream_truncate", trunc.lsn, txn.xid, txn_info(txn), trunc,
-                             optional=True)
+            self.plugin.call(
+                "stream_truncate", trunc.lsn, txn.xid, txn_info(txn), trunc, optional=True
+            )
 
     def stream_message(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
         msg = self._message(change)
@@ -267,8 +290,9 @@ class PluginSink:
         self.plugin.call("commit_prepared", commit_lsn, txn.xid, txn_info(txn), commit_lsn)
 
     def rollback_prepared(self, txn: ReorderBufferTXN, end_lsn: int, prepare_time: int) -> None:
-        self.plugin.call("rollback_prepared", end_lsn, txn.xid, txn_info(txn), end_lsn,
-                         prepare_time)
+        self.plugin.call(
+            "rollback_prepared", end_lsn, txn.xid, txn_info(txn), end_lsn, prepare_time
+        )
 
 
 class Decoding:
@@ -394,14 +418,18 @@ class Decoding:
             ):
                 return  # the schema history has seen them; nothing to queue
             case _:
-                raise DecodeError(f"the driver cannot route {type(ev).__name__}",
-                                  lsn=getattr(ev, "lsn", None))
+                raise DecodeError(
+                    f"the driver cannot route {type(ev).__name__}", lsn=getattr(ev, "lsn", None)
+                )
 
     def _skip_commit(self, ev: CommitEvent | AbortEvent) -> bool:
         """DecodeTXNNeedSkip: before the start point, another database, or an origin."""
         other_db = bool(ev.xinfo & XACT_XINFO_HAS_DBINFO) and ev.db_oid != self.db_oid
-        return (self.snap.xact_needs_skip(ev.lsn, ev.xid) or other_db
-                or self.plugin.filter_by_origin(ev.origin))
+        return (
+            self.snap.xact_needs_skip(ev.lsn, ev.xid)
+            or other_db
+            or self.plugin.filter_by_origin(ev.origin)
+        )
 
     def _commit(self, ev: CommitEvent) -> None:
         rb = self.rb
@@ -418,11 +446,17 @@ class Decoding:
             return
         txn = rb.get_txn(ev.xid)
         if ev.prepared and txn is not None and txn.prepared:
-            rb.finish_prepared(ev.xid, ev.lsn, ev.end_lsn, commit_time, is_commit=True,
-                               origin=ev.origin, subxids=ev.subxids)
+            rb.finish_prepared(
+                ev.xid,
+                ev.lsn,
+                ev.end_lsn,
+                commit_time,
+                is_commit=True,
+                origin=ev.origin,
+                subxids=ev.subxids,
+            )
         else:
-            rb.commit(ev.xid, ev.lsn, ev.end_lsn, commit_time, origin=ev.origin,
-                      subxids=ev.subxids)
+            rb.commit(ev.xid, ev.lsn, ev.end_lsn, commit_time, origin=ev.origin, subxids=ev.subxids)
         if self.on_committed is not None:
             self.on_committed(ev)
 
@@ -430,8 +464,9 @@ class Decoding:
         rb = self.rb
         txn = rb.get_txn(ev.xid)
         if ev.prepared and txn is not None and txn.prepared and self.snap.decodes_changes:
-            rb.finish_prepared(ev.xid, ev.lsn, ev.end_lsn, ev.abort_time,
-                               is_commit=False, subxids=ev.subxids)
+            rb.finish_prepared(
+                ev.xid, ev.lsn, ev.end_lsn, ev.abort_time, is_commit=False, subxids=ev.subxids
+            )
         else:
             for sub in ev.subxids:
                 rb.abort(sub, ev.lsn)
@@ -443,5 +478,12 @@ class Decoding:
         if self.snap.xact_needs_skip(ev.lsn, ev.xid) or ev.db_oid != self.db_oid:
             self.rb.skip_prepared(ev.xid)
             return
-        self.rb.prepare(ev.xid, ev.lsn, ev.end_lsn, ev.prepared_at, gid=ev.gid,
-                        origin=ev.origin, subxids=ev.subxids)
+        self.rb.prepare(
+            ev.xid,
+            ev.lsn,
+            ev.end_lsn,
+            ev.prepared_at,
+            gid=ev.gid,
+            origin=ev.origin,
+            subxids=ev.subxids,
+        )

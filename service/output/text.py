@@ -125,22 +125,25 @@ class TestDecodingPlugin:
         for name, raw in options.items():
             if name == "two-phase":
                 if raw.lower() not in _TRUE | _FALSE:
-                    raise PluginError(f'could not parse value "{raw}" for parameter "{name}"',
-                                      field=name)
+                    raise PluginError(
+                        f'could not parse value "{raw}" for parameter "{name}"', field=name
+                    )
                 two_phase = raw.lower() in _TRUE
                 continue
             if name == "server-version":
                 if not raw.isdigit() or int(raw) not in QUOTED_KEYWORDS:
-                    raise PluginError(f"option server-version = {raw!r} is not supported",
-                                      field=name)
+                    raise PluginError(
+                        f"option server-version = {raw!r} is not supported", field=name
+                    )
                 self.version = int(raw)
                 continue
             if name not in _DEFAULTS:
                 raise PluginError(f'option "{name}" = "{raw}" is unknown', field=name)
             value = raw.lower()
             if value not in _TRUE | _FALSE:
-                raise PluginError(f'could not parse value "{raw}" for parameter "{name}"',
-                                  field=name)
+                raise PluginError(
+                    f'could not parse value "{raw}" for parameter "{name}"', field=name
+                )
             self.opts[name] = value in _TRUE
         self.two_phase = two_phase
         self.can_stream = self.opts["stream-changes"]
@@ -241,26 +244,33 @@ class TestDecodingPlugin:
     def stream_change(self, ctx: PluginContext, txn: TxnInfo, change: RowChange) -> None:
         self._stream_begin(ctx, txn)
         xids = self.opts["include-xids"]
-        ctx.write(f"streaming change for TXN {txn.xid}" if xids
-                  else "streaming change for transaction")
+        ctx.write(
+            f"streaming change for TXN {txn.xid}" if xids else "streaming change for transaction"
+        )
 
     def stream_truncate(self, ctx: PluginContext, txn: TxnInfo, change: TruncateChange) -> None:
         self._stream_begin(ctx, txn)
         xids = self.opts["include-xids"]
-        ctx.write(f"streaming truncate for TXN {txn.xid}" if xids
-                  else "streaming truncate for transaction")
+        ctx.write(
+            f"streaming truncate for TXN {txn.xid}"
+            if xids
+            else "streaming truncate for transaction"
+        )
 
     def stream_message(self, ctx: PluginContext, txn: TxnInfo, message: Message) -> None:
         # Transactional contents stay hidden until commit, as pg_decode_stream_message.
-        head = (f"streaming message: transactional: {int(message.transactional)} "
-                f"prefix: {message.prefix}, sz: {len(message.payload)}")
+        head = (
+            f"streaming message: transactional: {int(message.transactional)} "
+            f"prefix: {message.prefix}, sz: {len(message.payload)}"
+        )
         if message.transactional:
             ctx.write(head)
         else:
             ctx.write(head + " content:" + message.payload.decode("utf-8", errors="replace"))
 
-    def stream_abort(self, ctx: PluginContext, txn: TxnInfo, abort_lsn: int,
-                     toplevel: TxnInfo | None = None) -> None:
+    def stream_abort(
+        self, ctx: PluginContext, txn: TxnInfo, abort_lsn: int, toplevel: TxnInfo | None = None
+    ) -> None:
         top = toplevel or txn
         wrote = self.wrote.get(top.xid, False)
         if toplevel is None:
@@ -289,10 +299,22 @@ class TestDecodingPlugin:
             return fmt
         head = f" {quote_identifier(codec.name, self.version)}[{codec.type_name}]:"
         oid = codec.type_oid
-        kind = (_BARE if oid in BARE_TYPES else _BIT if oid in BIT_TYPES
-                else _BOOL if oid == BOOL_OID else _QUOTED)
-        fmt = _ColumnFormat(head, head + "null", head + "unchanged-toast-datum",
-                            head + ("B'" if kind == _BIT else "'"), kind)
+        kind = (
+            _BARE
+            if oid in BARE_TYPES
+            else _BIT
+            if oid in BIT_TYPES
+            else _BOOL
+            if oid == BOOL_OID
+            else _QUOTED
+        )
+        fmt = _ColumnFormat(
+            head,
+            head + "null",
+            head + "unchanged-toast-datum",
+            head + ("B'" if kind == _BIT else "'"),
+            kind,
+        )
         if codec.shared:
             self._formats[codec] = fmt
         return fmt
@@ -332,8 +354,10 @@ class TestDecodingPlugin:
         key = (rel.schema, rel.name)
         prefix = self._prefixes.get(key)
         if prefix is None:
-            prefix = (f"table {quote_identifier(rel.schema, self.version)}."
-                      f"{quote_identifier(rel.name, self.version)}:")
+            prefix = (
+                f"table {quote_identifier(rel.schema, self.version)}."
+                f"{quote_identifier(rel.name, self.version)}:"
+            )
             self._prefixes[key] = prefix
         return prefix
 
@@ -342,18 +366,21 @@ class TestDecodingPlugin:
         match change.op:
             case ChangeOp.INSERT:
                 line += " INSERT:"
-                line += self._tuple(change.new, False) if change.new is not None \
-                    else " (no-tuple-data)"
+                line += (
+                    self._tuple(change.new, False) if change.new is not None else " (no-tuple-data)"
+                )
             case ChangeOp.UPDATE:
                 line += " UPDATE:"
                 if change.old is not None:
                     line += " old-key:" + self._tuple(change.old, True) + " new-tuple:"
-                line += self._tuple(change.new, False) if change.new is not None \
-                    else " (no-tuple-data)"
+                line += (
+                    self._tuple(change.new, False) if change.new is not None else " (no-tuple-data)"
+                )
             case ChangeOp.DELETE:
                 line += " DELETE:"
-                line += self._tuple(change.old, True) if change.old is not None \
-                    else " (no-tuple-data)"
+                line += (
+                    self._tuple(change.old, True) if change.old is not None else " (no-tuple-data)"
+                )
             case _:
                 raise PluginError(f"unexpected change {change.op!r}", lsn=change.lsn)
         return line

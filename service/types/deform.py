@@ -229,7 +229,8 @@ def deform_heap(
                     size = b0 >> 1
                     if p + size > nbuf:
                         raise DecodeError(
-                            f"short varlena of {size} bytes at offset {p} overruns datum")
+                            f"short varlena of {size} bytes at offset {p} overruns datum"
+                        )
                     value = buf[p + 1 : p + size]
                 else:
                     value, size = read_varlena(buf, p)

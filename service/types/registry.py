@@ -86,8 +86,7 @@ class TypeRegistry:
 def undecodable(info: TypeInfo, **context: Any) -> UnknownTypeError:
     """The error for a value of a type no decoder knows (`context`: lsn, relation, field)."""
     return UnknownTypeError(
-        f"type {info.name} (OID {info.oid}, output function {info.output_src}) "
-        "cannot be decoded",
+        f"type {info.name} (OID {info.oid}, output function {info.output_src}) cannot be decoded",
         **context,
     )
 

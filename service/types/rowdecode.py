@@ -197,12 +197,12 @@ class HistoryRows:
                 raise SchemaMismatchError(
                     f"change to relfilenode {loc.spc_oid}/{loc.db_oid}/{loc.rel_number} "
                     "that no known table owns",
-                    lsn=change.lsn, xid=change.xid,
+                    lsn=change.lsn,
+                    xid=change.xid,
                     relation=f"relfilenode {loc.rel_number}",
                 )
             case _:
-                raise SchemaMismatchError(f"unexpected classification {cls.kind}",
-                                          lsn=change.lsn)
+                raise SchemaMismatchError(f"unexpected classification {cls.kind}", lsn=change.lsn)
 
     def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:
         out = []
@@ -213,21 +213,32 @@ class HistoryRows:
         return out
 
     def row(
-        self, relation: RelationInfo, change: HeapChange, new: bool, toast: Mapping[int, bytes],
+        self,
+        relation: RelationInfo,
+        change: HeapChange,
+        new: bool,
+        toast: Mapping[int, bytes],
         top_xid: int,
     ) -> Sequence[ColumnValue] | None:
         raw = change.new_tuple if new else change.old_tuple
         if raw is None:
             return None
         last = self._last
-        if last is not None and last[0] is change and last[1] == top_xid \
-                and last[2].rel is relation:
+        if (
+            last is not None
+            and last[0] is change
+            and last[1] == top_xid
+            and last[2].rel is relation
+        ):
             # by_oid(relation.oid, lsn, top_xid) is the very pick classify made for it
             return self._decode(last[2], raw, toast, change.lsn)
         table = self.history.by_oid(relation.oid, change.lsn, top_xid)
         if table is None:
-            raise SchemaMismatchError("table definition vanished between lookups",
-                                      lsn=change.lsn, relation=f"{relation.schema}.{relation.name}")
+            raise SchemaMismatchError(
+                "table definition vanished between lookups",
+                lsn=change.lsn,
+                relation=f"{relation.schema}.{relation.name}",
+            )
         return self._decode(self._plan(table, change.lsn), raw, toast, change.lsn)
 
     # --- internals ------------------------------------------------------------------
@@ -249,17 +260,27 @@ class HistoryRows:
             kind = {"e": "e", "d": "d", "c": "c", "r": "r"}.get(info.typtype, "b")
             if info.typelem and info.typlen == -1 and info.output_src == "array_out":
                 kind = "a"
-            metas.append(ColumnMeta(
-                name=c.name, attnum=c.attnum, type_oid=c.type_oid,
-                type_name=self._names.get(c.type_oid, info.name), typmod=c.typmod,
-                notnull=c.not_null, kind=kind, elem_type_oid=info.typelem,
-                enum_labels=tuple(info.enum_labels.values()),
-            ))
+            metas.append(
+                ColumnMeta(
+                    name=c.name,
+                    attnum=c.attnum,
+                    type_oid=c.type_oid,
+                    type_name=self._names.get(c.type_oid, info.name),
+                    typmod=c.typmod,
+                    notnull=c.not_null,
+                    kind=kind,
+                    elem_type_oid=info.typelem,
+                    enum_labels=tuple(info.enum_labels.values()),
+                )
+            )
         rel = RelationInfo(
-            oid=table.oid, schema=table.schema, name=table.name,
+            oid=table.oid,
+            schema=table.schema,
+            name=table.name,
             replica_identity=table.replica_identity,
             key_columns=tuple(key_names[a] for a in table.key_attnums if a in key_names),
-            columns=tuple(metas), defined_at=lsn,
+            columns=tuple(metas),
+            defined_at=lsn,
         )
         qualified = f"{table.schema}.{table.name}"
         columns = []
@@ -271,10 +292,23 @@ class HistoryRows:
                 datum, value = self._missing.resolve(c, registry, type_name, lsn, qualified)
                 if value is not None:
                     missing_values[c.attnum] = value
-            columns.append(Column(c.attnum, c.name, c.type_oid, c.typmod, c.attlen,
-                                  c.attbyval, c.attalign, c.not_null, c.dropped, datum))
-        plan = _Plan(rel, table, columns, compile_layout(columns), [], registry, qualified,
-                     missing_values)
+            columns.append(
+                Column(
+                    c.attnum,
+                    c.name,
+                    c.type_oid,
+                    c.typmod,
+                    c.attlen,
+                    c.attbyval,
+                    c.attalign,
+                    c.not_null,
+                    c.dropped,
+                    datum,
+                )
+            )
+        plan = _Plan(
+            rel, table, columns, compile_layout(columns), [], registry, qualified, missing_values
+        )
         self._prepare(plan, registry)
         self._plans[id(table)] = plan
         return plan
@@ -295,23 +329,35 @@ class HistoryRows:
                 codec = ColumnCodec(col.name, col.typid, meta.type_name, fns[0], fns[1])
             else:
                 codec = ColumnCodec(col.name, col.typid, meta.type_name, _no_value, _no_text)
-            outs.append(_Out(
-                col.attnum, codec, info,
-                ColumnValue.constant(codec, None, None),
-                ColumnValue.constant(codec, UNCHANGED_TOAST, None),
-                plan.missing_values.get(col.attnum), fns is not None,
-            ))
+            outs.append(
+                _Out(
+                    col.attnum,
+                    codec,
+                    info,
+                    ColumnValue.constant(codec, None, None),
+                    ColumnValue.constant(codec, UNCHANGED_TOAST, None),
+                    plan.missing_values.get(col.attnum),
+                    fns is not None,
+                )
+            )
         plan.outs = outs
         plan.registry = registry
 
     def _decode(
-        self, plan: _Plan, raw: RawTuple, toast: Mapping[int, bytes], lsn: int,
+        self,
+        plan: _Plan,
+        raw: RawTuple,
+        toast: Mapping[int, bytes],
+        lsn: int,
     ) -> list[ColumnValue]:
         qualified = plan.qualified
         try:
             layout = plan.layout
-            datums = deform_heap(raw, plan.columns, layout, relation=qualified) \
-                if layout is not None else deform(raw, plan.columns, relation=qualified)
+            datums = (
+                deform_heap(raw, plan.columns, layout, relation=qualified)
+                if layout is not None
+                else deform(raw, plan.columns, relation=qualified)
+            )
         except SchemaMismatchError as exc:
             raise SchemaMismatchError(exc.message, lsn=lsn, relation=qualified) from exc
         registry = self._types([])
@@ -340,8 +386,11 @@ class HistoryRows:
                     continue
             else:
                 stored = datum
-            append(StoredValue(o.codec if o.simple else self._bound(o, registry, lsn,
-                                                                     qualified), stored))
+            append(
+                StoredValue(
+                    o.codec if o.simple else self._bound(o, registry, lsn, qualified), stored
+                )
+            )
         return out
 
     def _bound(self, o: _Out, registry: TypeRegistry, lsn: int, qualified: str) -> ColumnCodec:
@@ -353,15 +402,17 @@ class HistoryRows:
             try:
                 return to_python(d, info, registry, column=name, unknown_as_text=as_text)
             except UnknownTypeError as exc:
-                raise UnknownTypeError(exc.message, lsn=lsn, relation=qualified,
-                                       field=name) from exc
+                raise UnknownTypeError(
+                    exc.message, lsn=lsn, relation=qualified, field=name
+                ) from exc
 
         def text(d: bytes) -> str | None:
             try:
                 return to_text(d, info, registry, column=name, unknown_as_text=as_text)
             except UnknownTypeError as exc:
-                raise UnknownTypeError(exc.message, lsn=lsn, relation=qualified,
-                                       field=name) from exc
+                raise UnknownTypeError(
+                    exc.message, lsn=lsn, relation=qualified, field=name
+                ) from exc
 
         return ColumnCodec(name, o.codec.type_oid, o.codec.type_name, value, text, shared=False)
 
@@ -414,17 +465,30 @@ class _MissingPlanner:
         return self._cache[key]
 
     def resolve(
-        self, col: ColumnDef, registry: TypeRegistry, type_name: str, lsn: int, qualified: str,
+        self,
+        col: ColumnDef,
+        registry: TypeRegistry,
+        type_name: str,
+        lsn: int,
+        qualified: str,
     ) -> tuple[bytes | None, ColumnValue | None]:
         """(stored datum for the deformer, or None; else the value to read, or None for
         NULL) for a column with atthasmissing and a non-NULL attmissingval."""
         name, oid, literal = col.name, col.type_oid, col.missing_text
         assert literal is not None
         if self._send is None:
-            return None, _failing(name, oid, type_name, lambda: DecodeError(
-                f"column {name} was added with a default after this tuple was written, "
-                "and this row decoder cannot read attmissingval", lsn=lsn,
-                relation=qualified, field=name))
+            return None, _failing(
+                name,
+                oid,
+                type_name,
+                lambda: DecodeError(
+                    f"column {name} was added with a default after this tuple was written, "
+                    "and this row decoder cannot read attmissingval",
+                    lsn=lsn,
+                    relation=qualified,
+                    field=name,
+                ),
+            )
         try:
             info = registry.get(oid, column=name)
             base = base_type(info, registry)
@@ -433,18 +497,21 @@ class _MissingPlanner:
             if base.output_src == "array_out":
                 elem = base_type(registry.get(base.typelem), registry)
                 text = registry.get(TEXT_OID)
-                if elem.output_src in TEXTUAL and (elem.typlen, elem.typalign) == \
-                        (text.typlen, text.typalign):
+                if elem.output_src in TEXTUAL and (elem.typlen, elem.typalign) == (
+                    text.typlen,
+                    text.typalign,
+                ):
                     send = self._ask(TEXT_ARRAY_OID, -1, literal)
                     if send is None:
                         return None, None
                     stored = to_stored(send, registry.get(TEXT_ARRAY_OID), registry)
                     at = _ARRAY_ELEMTYPE_AT
-                    return stored[:at] + _LE_U32.pack(base.typelem) + stored[at + 4:], None
+                    return stored[:at] + _LE_U32.pack(base.typelem) + stored[at + 4 :], None
             if not convertible(info, registry):
                 send = self._ask(TEXT_OID, -1, literal)
                 return None, None if send is None else self._as_text(
-                    info, send, name, type_name, lsn, qualified)
+                    info, send, name, type_name, lsn, qualified
+                )
             send = self._ask(oid, col.typmod, literal)
             if send is None:
                 return None, None
@@ -452,19 +519,30 @@ class _MissingPlanner:
                 return None, _snapshot_value(send, info, registry, name, type_name)
             return to_stored(send, info, registry), None
         except (DecodeError, UnknownTypeError) as exc:
-            raise type(exc)(f"attmissingval {literal!r} of column {name}: {exc.message}",
-                            lsn=lsn, relation=qualified, field=name) from exc
+            raise type(exc)(
+                f"attmissingval {literal!r} of column {name}: {exc.message}",
+                lsn=lsn,
+                relation=qualified,
+                field=name,
+            ) from exc
 
-    def _as_text(self, info: TypeInfo, text: bytes, name: str, type_name: str, lsn: int,
-                 qualified: str) -> ColumnValue:
+    def _as_text(
+        self, info: TypeInfo, text: bytes, name: str, type_name: str, lsn: int, qualified: str
+    ) -> ColumnValue:
         """An unknown type's default, as the snapshot reads such a column (its text)."""
         if self._unknown_as_text and info.typlen == -1:
             value = text.decode("utf-8")
             return ColumnValue.constant(
                 ColumnCodec(name, info.oid, type_name, _no_value, _no_text, shared=False),
-                value, value)
-        return _failing(name, info.oid, type_name, lambda: undecodable(
-            info, lsn=lsn, relation=qualified, field=name))
+                value,
+                value,
+            )
+        return _failing(
+            name,
+            info.oid,
+            type_name,
+            lambda: undecodable(info, lsn=lsn, relation=qualified, field=name),
+        )
 
 
 def _has_jsonb(info: TypeInfo, registry: TypeRegistry, depth: int = 0) -> bool:
@@ -479,20 +557,27 @@ def _has_jsonb(info: TypeInfo, registry: TypeRegistry, depth: int = 0) -> bool:
     return any(_has_jsonb(registry.get(t), registry, depth + 1) for t in inner if t)
 
 
-def _snapshot_value(send: bytes, info: TypeInfo, registry: TypeRegistry, name: str,
-                    type_name: str) -> ColumnValue:
+def _snapshot_value(
+    send: bytes, info: TypeInfo, registry: TypeRegistry, name: str, type_name: str
+) -> ColumnValue:
     """A send-format value of a type with jsonb inside, decoded as the snapshot does."""
     snap = snapshot_registry(registry)
     sinfo = snap.get(info.oid)
     stored = to_stored(send, sinfo, snap)
-    codec = ColumnCodec(name, info.oid, type_name,
-                        lambda d: to_python(d, sinfo, snap, column=name),
-                        lambda d: to_text(d, sinfo, snap, column=name), shared=False)
+    codec = ColumnCodec(
+        name,
+        info.oid,
+        type_name,
+        lambda d: to_python(d, sinfo, snap, column=name),
+        lambda d: to_text(d, sinfo, snap, column=name),
+        shared=False,
+    )
     return StoredValue(codec, stored)
 
 
-def _failing(name: str, type_oid: int, type_name: str,
-             error: Callable[[], Exception]) -> ColumnValue:
+def _failing(
+    name: str, type_oid: int, type_name: str, error: Callable[[], Exception]
+) -> ColumnValue:
     """A value whose reading raises `error()` (lazily, as a stored value's decoding
     would)."""
 

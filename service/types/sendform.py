@@ -106,8 +106,7 @@ def _numeric(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
         raise DecodeError(f"numeric send value of {len(data)} bytes has {ndigits} digits")
     if sign & NUMERIC_SPECIAL == NUMERIC_SPECIAL:
         return _LE_U16.pack(sign)
-    digits = b"".join(_LE_I16.pack(_I16.unpack_from(data, 8 + 2 * i)[0])
-                      for i in range(ndigits))
+    digits = b"".join(_LE_I16.pack(_I16.unpack_from(data, 8 + 2 * i)[0]) for i in range(ndigits))
     return _LE_U16.pack(sign | (dscale & 0x3FFF)) + _LE_I16.pack(weight) + digits
 
 
@@ -144,21 +143,45 @@ def _enum(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
 
 # By output function, as the decoders dispatch (service.types.convert).
 _FIXED: dict[str, Rewrite] = {
-    "boolout": _same, "charout": _same, "uuid_out": _same,
-    "macaddr_out": _same, "macaddr8_out": _same,
-    "int2out": _swap(2), "int4out": _swap(4), "oidout": _swap(4), "xidout": _swap(4),
-    "cidout": _swap(4), "int8out": _swap(8), "xid8out": _swap(8), "pg_lsn_out": _swap(8),
-    "float4out": _swap(4), "float8out": _swap(8), "cash_out": _swap(8),
-    "date_out": _swap(4), "time_out": _swap(8), "timestamp_out": _swap(8),
-    "timestamptz_out": _swap(8), "timetz_out": _timetz, "interval_out": _interval,
-    "tidout": _tid, "nameout": _name,
-    "textout": _same, "varcharout": _same, "bpcharout": _same, "json_out": _same,
-    "xml_out": _same, "byteaout": _same, "numeric_out": _numeric, "inet_out": _inet,
-    "cidr_out": _inet, "bit_out": _bits, "varbit_out": _bits, "jsonb_out": _jsonb,
+    "boolout": _same,
+    "charout": _same,
+    "uuid_out": _same,
+    "macaddr_out": _same,
+    "macaddr8_out": _same,
+    "int2out": _swap(2),
+    "int4out": _swap(4),
+    "oidout": _swap(4),
+    "xidout": _swap(4),
+    "cidout": _swap(4),
+    "int8out": _swap(8),
+    "xid8out": _swap(8),
+    "pg_lsn_out": _swap(8),
+    "float4out": _swap(4),
+    "float8out": _swap(8),
+    "cash_out": _swap(8),
+    "date_out": _swap(4),
+    "time_out": _swap(8),
+    "timestamp_out": _swap(8),
+    "timestamptz_out": _swap(8),
+    "timetz_out": _timetz,
+    "interval_out": _interval,
+    "tidout": _tid,
+    "nameout": _name,
+    "textout": _same,
+    "varcharout": _same,
+    "bpcharout": _same,
+    "json_out": _same,
+    "xml_out": _same,
+    "byteaout": _same,
+    "numeric_out": _numeric,
+    "inet_out": _inet,
+    "cidr_out": _inet,
+    "bit_out": _bits,
+    "varbit_out": _bits,
+    "jsonb_out": _jsonb,
     "enum_out": _enum,
 }
-_CONTAINERS = frozenset({"array_out", "int2vectorout", "oidvectorout", "record_out",
-                         "range_out"})
+_CONTAINERS = frozenset({"array_out", "int2vectorout", "oidvectorout", "record_out", "range_out"})
 
 
 def base_type(info: TypeInfo, registry: TypeRegistry) -> TypeInfo:
@@ -170,8 +193,9 @@ def base_type(info: TypeInfo, registry: TypeRegistry) -> TypeInfo:
     raise DecodeError(f"domain chain of {info.name} does not end")
 
 
-def convertible(info: TypeInfo, registry: TypeRegistry,
-                no_send: frozenset[int] = frozenset()) -> bool:
+def convertible(
+    info: TypeInfo, registry: TypeRegistry, no_send: frozenset[int] = frozenset()
+) -> bool:
     """Can every value of this type be rewritten: all element/field/subtypes known, and
     none of them (`no_send`: pg_type.typsend = 0) without a send function?"""
     if info.oid in no_send:
@@ -186,8 +210,11 @@ def convertible(info: TypeInfo, registry: TypeRegistry,
         case "array_out" | "int2vectorout" | "oidvectorout":
             return convertible(registry.get(info.typelem), registry, no_send)
         case "record_out":
-            return all(convertible(registry.get(f.typid), registry, no_send)
-                       for f in info.fields if not f.dropped)
+            return all(
+                convertible(registry.get(f.typid), registry, no_send)
+                for f in info.fields
+                if not f.dropped
+            )
         case "range_out":
             return convertible(registry.get(info.range_subtype), registry, no_send)
         case _:
@@ -223,9 +250,7 @@ def to_stored(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
         case "range_out":
             return _range(data, info, registry)
         case _:
-            raise DecodeError(
-                f"type {info.name} (output function {src}) has no known send format"
-            )
+            raise DecodeError(f"type {info.name} (output function {src}) has no known send format")
 
 
 # --- containers ----------------------------------------------------------------------
@@ -273,7 +298,7 @@ def _array(data: bytes, registry: TypeRegistry) -> bytes:
         if size < 0:
             items.append(None)
             continue
-        items.append(to_stored(data[off:off + size], elem, registry))
+        items.append(to_stored(data[off : off + size], elem, registry))
         off += size
     if off != len(data):
         raise DecodeError(f"array send value has {len(data) - off} trailing bytes")
@@ -313,7 +338,7 @@ def _record(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
         if size < 0:
             sent[f.attnum] = None
             continue
-        sent[f.attnum] = to_stored(data[off:off + size], registry.get(f.typid), registry)
+        sent[f.attnum] = to_stored(data[off : off + size], registry.get(f.typid), registry)
         off += size
     values = [None if f.dropped else sent[f.attnum] for f in info.fields]
     natts = len(values)
@@ -346,7 +371,7 @@ def _range(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
             continue
         size = _I32.unpack_from(data, off)[0]
         off += 4
-        _place(out, _member(to_stored(data[off:off + size], sub, registry), sub), sub, 0)
+        _place(out, _member(to_stored(data[off : off + size], sub, registry), sub), sub, 0)
         off += size
     if off != len(data):
         raise DecodeError(f"range send value has {len(data) - off} trailing bytes")

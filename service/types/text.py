@@ -58,8 +58,12 @@ def int8_value(buf: bytes) -> int:
     return int(_I64.unpack(buf)[0])
 
 
-_I16_UNPACK, _I32_UNPACK, _I64_UNPACK, _U32_UNPACK = _I16.unpack, _I32.unpack, _I64.unpack, \
-    _U32.unpack
+_I16_UNPACK, _I32_UNPACK, _I64_UNPACK, _U32_UNPACK = (
+    _I16.unpack,
+    _I32.unpack,
+    _I64.unpack,
+    _U32.unpack,
+)
 
 
 def int2_text(buf: bytes) -> str:

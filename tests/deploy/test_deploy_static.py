@@ -62,8 +62,11 @@ def k8s_docs() -> list[dict[str, Any]]:
 
 
 def k8s_kind(kind: str, name: str | None = None) -> dict[str, Any]:
-    found = [d for d in k8s_docs() if d.get("kind") == kind
-             and (name is None or d["metadata"]["name"] == name)]
+    found = [
+        d
+        for d in k8s_docs()
+        if d.get("kind") == kind and (name is None or d["metadata"]["name"] == name)
+    ]
     assert len(found) == 1, f"expected one {kind} {name or ''} in deploy/k8s, got {len(found)}"
     return found[0]
 
@@ -82,8 +85,11 @@ def configmap_config() -> dict[str, Any]:
 def pgcdc_services() -> dict[str, dict[str, Any]]:
     """The compose services running the pgcdc image (the worker and its one-shot setup)."""
     services = compose()["services"]
-    return {name: svc for name, svc in services.items()
-            if str(svc.get("image", "")).startswith("pgcdc:")}
+    return {
+        name: svc
+        for name, svc in services.items()
+        if str(svc.get("image", "")).startswith("pgcdc:")
+    }
 
 
 def mounts_of(volumes: list[str]) -> dict[str, str]:
@@ -153,13 +159,49 @@ def load_config_text(text: str, tmp_path: Path) -> Settings:
 # --- PromQL ------------------------------------------------------------------------------
 
 PROMQL_FUNCTIONS = {
-    "sum", "min", "max", "avg", "count", "stddev", "topk", "bottomk", "quantile",
-    "rate", "irate", "increase", "delta", "idelta", "deriv", "changes", "resets",
-    "histogram_quantile", "abs", "clamp_min", "clamp_max", "absent", "vector", "scalar",
-    "time", "timestamp", "max_over_time", "min_over_time", "avg_over_time",
+    "sum",
+    "min",
+    "max",
+    "avg",
+    "count",
+    "stddev",
+    "topk",
+    "bottomk",
+    "quantile",
+    "rate",
+    "irate",
+    "increase",
+    "delta",
+    "idelta",
+    "deriv",
+    "changes",
+    "resets",
+    "histogram_quantile",
+    "abs",
+    "clamp_min",
+    "clamp_max",
+    "absent",
+    "vector",
+    "scalar",
+    "time",
+    "timestamp",
+    "max_over_time",
+    "min_over_time",
+    "avg_over_time",
 }
-PROMQL_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and",
-                   "or", "unless", "bool", "offset"}
+PROMQL_KEYWORDS = {
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "and",
+    "or",
+    "unless",
+    "bool",
+    "offset",
+}
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
 _SELECTOR = re.compile(r"([A-Za-z_:][A-Za-z0-9_:]*)\s*\{([^}]*)\}")
 _MATCHER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)")
@@ -185,8 +227,12 @@ def promql_refs(expr: str) -> tuple[dict[str, set[str]], set[str]]:
     assert not depth, f"unclosed {''.join(depth)!r} in {expr!r}"
     for name, matchers in _SELECTOR.findall(code):
         metrics.setdefault(name, set()).update(_MATCHER.findall(_STRING.sub("", matchers)))
-    grouping = {label.strip() for _, labels in _GROUPING.findall(code)
-                for label in labels.split(",") if label.strip()}
+    grouping = {
+        label.strip()
+        for _, labels in _GROUPING.findall(code)
+        for label in labels.split(",")
+        if label.strip()
+    }
     bare = _GROUPING.sub(" ", re.sub(r"\{[^}]*\}|\[[^\]]*\]", " ", code))
     for name, call in _IDENT.findall(bare):
         if call:
@@ -208,8 +254,9 @@ def exported_series() -> dict[str, set[str]]:
                 labelnames = collector._labelnames
                 if labelnames:
                     collector.labels(*["x"] * len(labelnames))
-    series: dict[str, set[str]] = {name: set(labels)
-                                   for name, labels in PROMETHEUS_BUILTINS.items()}
+    series: dict[str, set[str]] = {
+        name: set(labels) for name, labels in PROMETHEUS_BUILTINS.items()
+    }
     for family in metrics.registry.collect():
         for sample in family.samples:
             series.setdefault(sample.name, set(TARGET_LABELS)).update(sample.labels)
@@ -250,8 +297,11 @@ def rules() -> list[dict[str, Any]]:
 
 def test_every_yaml_and_json_under_deploy_parses() -> None:
     """Each *.yml, *.yaml and *.json file under deploy/ parses and is not empty."""
-    files = [p for p in sorted(DEPLOY.rglob("*"))
-             if p.suffix in {".yml", ".yaml", ".json"} and p.is_file()]
+    files = [
+        p
+        for p in sorted(DEPLOY.rglob("*"))
+        if p.suffix in {".yml", ".yaml", ".json"} and p.is_file()
+    ]
     assert len(files) >= 12, files
     for path in files:
         if path.suffix == ".json":
@@ -271,7 +321,9 @@ def test_promql_reference_extraction() -> None:
     assert metrics == {"a_bucket": {"slot"}, "b_total": set(), "c": set()}
     assert grouping == {"le", "slot"}
     assert promql_refs("label_values(pgcdc_lag_bytes, job)") == (
-        {"pgcdc_lag_bytes": {"job"}}, set())
+        {"pgcdc_lag_bytes": {"job"}},
+        set(),
+    )
     with pytest.raises(AssertionError, match="pgcdc_nonexistent"):
         check_exprs(["sum(rate(pgcdc_nonexistent_total[5m]))"])
     with pytest.raises(AssertionError, match="label"):
@@ -289,11 +341,13 @@ def test_dashboard_metrics_are_exported() -> None:
     """Every metric and label the dashboard's PromQL uses is exported by Metrics, and
     every exported pgcdc metric family appears on the dashboard."""
     exprs = dashboard_exprs()
-    variables = [v["definition"] for v in dashboard()["templating"]["list"]
-                 if v["type"] == "query"]
+    variables = [v["definition"] for v in dashboard()["templating"]["list"] if v["type"] == "query"]
     used = check_exprs(exprs + variables)
-    families = {re.sub(r"_(total|created|bucket|sum|count)$", "", name)
-                for name in exported_series() if name.startswith("pgcdc_")}
+    families = {
+        re.sub(r"_(total|created|bucket|sum|count)$", "", name)
+        for name in exported_series()
+        if name.startswith("pgcdc_")
+    }
     shown = {re.sub(r"_(total|bucket|sum|count)$", "", name) for name in used}
     assert families - shown == set(), "metrics missing from the dashboard"
 
@@ -308,8 +362,12 @@ def test_dashboard_shows_slot_stats_as_pg_stat_replication_slots() -> None:
     stats = {p["title"]: p for p in panels if p["type"] == "stat"}
     for name in SLOT_STATS:
         assert f"pgcdc_slot_{name}_total" in stats[name]["targets"][0]["expr"]
-        assert any(f"rate(pgcdc_slot_{name}_total" in t["expr"]
-                   for p in panels if p["type"] == "timeseries" for t in p["targets"]), name
+        assert any(
+            f"rate(pgcdc_slot_{name}_total" in t["expr"]
+            for p in panels
+            if p["type"] == "timeseries"
+            for t in p["targets"]
+        ), name
     latency = " ".join(dashboard_exprs())
     assert "histogram_quantile(0.5," in latency and "histogram_quantile(0.99," in latency
 
@@ -324,8 +382,11 @@ def test_dashboard_layout_and_datasource() -> None:
     for panel in panels:
         pos = panel["gridPos"]
         assert pos["x"] >= 0 and pos["x"] + pos["w"] <= 24, panel["title"]
-        area = {(x, y) for x in range(pos["x"], pos["x"] + pos["w"])
-                for y in range(pos["y"], pos["y"] + pos["h"])}
+        area = {
+            (x, y)
+            for x in range(pos["x"], pos["x"] + pos["w"])
+            for y in range(pos["y"], pos["y"] + pos["h"])
+        }
         assert not area & cells, f"{panel['title']} overlaps another panel"
         cells |= area
     provisioned = load_yaml(DEPLOY / "grafana/provisioning/datasources/prometheus.yml")
@@ -340,8 +401,9 @@ def test_dashboard_layout_and_datasource() -> None:
 def test_dashboard_file_is_the_generators_output() -> None:
     """deploy/grafana/pgcdc.json is exactly what gen_dashboard.py writes (no hand edits
     that the next regeneration would lose)."""
-    spec = importlib.util.spec_from_file_location("gen_dashboard",
-                                                  DEPLOY / "grafana" / "gen_dashboard.py")
+    spec = importlib.util.spec_from_file_location(
+        "gen_dashboard", DEPLOY / "grafana" / "gen_dashboard.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -382,8 +444,14 @@ def test_rules_cover_lag_stall_errors_spill_and_down() -> None:
         for metric in promql_refs(rule["expr"])[0]:
             by_metric.setdefault(metric, []).append(rule["alert"])
     assert len(names) == len(set(names))
-    for metric in ("pgcdc_lag_bytes", "pgcdc_lag_seconds", "pgcdc_kafka_errors_total",
-                   "pgcdc_registry_errors_total", "pgcdc_slot_spill_bytes_total", "up"):
+    for metric in (
+        "pgcdc_lag_bytes",
+        "pgcdc_lag_seconds",
+        "pgcdc_kafka_errors_total",
+        "pgcdc_registry_errors_total",
+        "pgcdc_slot_spill_bytes_total",
+        "up",
+    ):
         assert metric in by_metric, f"no alert on {metric}"
     stalled = set(by_metric["pgcdc_confirmed_lsn"]) & set(by_metric["pgcdc_server_wal_lsn"])
     assert stalled, "no alert comparing the confirmed LSN with the server's WAL LSN"
@@ -437,7 +505,8 @@ def test_example_config_comments_every_option() -> None:
 
 
 def test_compose_and_k8s_configs_use_the_same_valid_keys(
-        clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """The compose config file and the ConfigMap's config set the same keys, a subset of
     config.example.yaml's, hold no secrets, and both load through load_settings."""
     example = key_paths(load_yaml(EXAMPLE))
@@ -447,8 +516,10 @@ def test_compose_and_k8s_configs_use_the_same_valid_keys(
     assert key_paths(k8s_config) <= example
     secret_fields = {"source.password", "kafka.sasl_password", "registry.basic_auth"}
     assert not key_paths(k8s_config) & secret_fields
-    for config, text in ((compose_config, COMPOSE_CONFIG.read_text()),
-                         (k8s_config, yaml.safe_dump(k8s_config))):
+    for config, text in (
+        (compose_config, COMPOSE_CONFIG.read_text()),
+        (k8s_config, yaml.safe_dump(k8s_config)),
+    ):
         settings = load_config_text(text, tmp_path)
         assert settings.metrics.port == METRICS_PORT
         assert settings.log.format == "json"  # containers: one JSON object per line
@@ -491,8 +562,9 @@ def test_same_image_everywhere() -> None:
     for name, service in pgcdc_services().items():
         assert service["image"] == image, name
         assert service["build"]["context"] == ".."
-        assert (COMPOSE.parent / service["build"]["context"] / service["build"]["dockerfile"]) \
-            .resolve() == DOCKERFILE
+        assert (
+            COMPOSE.parent / service["build"]["context"] / service["build"]["dockerfile"]
+        ).resolve() == DOCKERFILE
     assert set(pgcdc_services()) == {"pgcdc", "pgcdc-setup"}
     for container in pod_containers():
         assert container["image"] == image, container["name"]
@@ -535,10 +607,10 @@ def test_same_config_path_and_state_volume() -> None:
         mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
         config_volume = claims[mounts[str(Path(CONFIG_PATH).parent)]]
         assert config_volume["configMap"]["name"] == "pgcdc-config"
-        assert config_volume["configMap"]["items"] == [{"key": "config.yaml",
-                                                        "path": Path(CONFIG_PATH).name}]
-        state_volume = next(claims[n] for p, n in mounts.items()
-                            if state_dir.startswith(p + "/"))
+        assert config_volume["configMap"]["items"] == [
+            {"key": "config.yaml", "path": Path(CONFIG_PATH).name}
+        ]
+        state_volume = next(claims[n] for p, n in mounts.items() if state_dir.startswith(p + "/"))
         claim = state_volume["persistentVolumeClaim"]["claimName"]
         assert k8s_kind("PersistentVolumeClaim", claim)
     worker = pod["containers"][0]
@@ -562,13 +634,18 @@ def test_k8s_runs_one_non_root_worker() -> None:
     for container in pod_containers():
         assert container["securityContext"]["allowPrivilegeEscalation"] is False
         secrets = [e for e in container["env"] if "valueFrom" in e]
-        assert {e["name"] for e in secrets} == {"PGCDC_SOURCE__PASSWORD",
-                                                "PGCDC_KAFKA__SASL_PASSWORD",
-                                                "PGCDC_REGISTRY__BASIC_AUTH"}
+        assert {e["name"] for e in secrets} == {
+            "PGCDC_SOURCE__PASSWORD",
+            "PGCDC_KAFKA__SASL_PASSWORD",
+            "PGCDC_REGISTRY__BASIC_AUTH",
+        }
         assert all(e["valueFrom"]["secretKeyRef"]["name"] == "pgcdc-secrets" for e in secrets)
     example = yaml.safe_load((K8S / "secret.example.yaml").read_text())
-    keys = {e["valueFrom"]["secretKeyRef"]["key"] for e in pod_containers()[0]["env"]
-            if "valueFrom" in e}
+    keys = {
+        e["valueFrom"]["secretKeyRef"]["key"]
+        for e in pod_containers()[0]["env"]
+        if "valueFrom" in e
+    }
     assert set(example["stringData"]) == keys
     kustomization = load_yaml(K8S / "kustomization.yaml")
     assert "secret.example.yaml" not in kustomization["resources"]
@@ -593,16 +670,19 @@ def test_compose_services_are_configured_for_cdc() -> None:
     assert f"CREATE ROLE {config['source']['user']} WITH LOGIN REPLICATION" in script
     assert f"host replication {config['source']['user']} all" in script
     assert postgres["environment"]["POSTGRES_DB"] == config["source"]["dbname"]
-    assert postgres["environment"]["PGCDC_DB_PASSWORD"] == \
-        services["pgcdc"]["environment"]["PGCDC_SOURCE__PASSWORD"]
+    assert (
+        postgres["environment"]["PGCDC_DB_PASSWORD"]
+        == services["pgcdc"]["environment"]["PGCDC_SOURCE__PASSWORD"]
+    )
     kafka = services["kafka"]
     assert re.fullmatch(r"apache/kafka:4\.\d+\.\d+", kafka["image"])
     env = kafka["environment"]
     assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
     assert env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"] == 1
     assert env["KAFKA_TRANSACTION_STATE_LOG_MIN_ISR"] == 1
-    assert f"PLAINTEXT://{config['kafka']['bootstrap_servers']}" in \
-        env["KAFKA_ADVERTISED_LISTENERS"].split(",")
+    assert f"PLAINTEXT://{config['kafka']['bootstrap_servers']}" in env[
+        "KAFKA_ADVERTISED_LISTENERS"
+    ].split(",")
     registry = services["registry"]
     assert re.fullmatch(r"apicurio/apicurio-registry:3\.\d+\.\d+", registry["image"])
     assert config["registry"]["url"] == "http://registry:8080/apis/ccompat/v7"

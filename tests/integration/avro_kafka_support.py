@@ -38,8 +38,9 @@ def unique(name: str) -> str:
     return f"{name}{uuid.uuid4().hex[:10]}"
 
 
-def make_settings(kafka: dict[str, Any], registry: dict[str, Any], prefix: str, slot: str,
-                  **kafka_opts: Any) -> Settings:
+def make_settings(
+    kafka: dict[str, Any], registry: dict[str, Any], prefix: str, slot: str, **kafka_opts: Any
+) -> Settings:
     return Settings(
         source={"slot": slot, "dbname": "shop"},
         kafka={"bootstrap_servers": kafka["bootstrap"], "topic_prefix": prefix, **kafka_opts},
@@ -47,8 +48,9 @@ def make_settings(kafka: dict[str, Any], registry: dict[str, Any], prefix: str, 
     )
 
 
-def col(name: str, oid: int, attnum: int, *, notnull: bool = False, typmod: int = -1,
-        kind: str = "b") -> ColumnMeta:
+def col(
+    name: str, oid: int, attnum: int, *, notnull: bool = False, typmod: int = -1, kind: str = "b"
+) -> ColumnMeta:
     return ColumnMeta(name, attnum, oid, str(oid), typmod, notnull, kind)
 
 
@@ -61,8 +63,9 @@ def text_of(value: object) -> Callable[[], str | None]:
 
 
 def row(**values: object) -> list[ColumnValue]:
-    return [ColumnValue(name, 0, "", constant(value), text_of(value))
-            for name, value in values.items()]
+    return [
+        ColumnValue(name, 0, "", constant(value), text_of(value)) for name, value in values.items()
+    ]
 
 
 @dataclass
@@ -93,8 +96,15 @@ class Harness:
         self.wrapper.startup(True)
         return last
 
-    def txn(self, xid: int, end_lsn: int, events: Sequence[RowChange | TruncateChange | Message],
-            *, restart_lsn: int = 0, schema_version: int = 1) -> TxnInfo:
+    def txn(
+        self,
+        xid: int,
+        end_lsn: int,
+        events: Sequence[RowChange | TruncateChange | Message],
+        *,
+        restart_lsn: int = 0,
+        schema_version: int = 1,
+    ) -> TxnInfo:
         """Replay one committed source transaction and end it at the sink."""
         first = min((e.lsn for e in events), default=end_lsn - 16)
         info = TxnInfo(xid, first, end_lsn - 16, end_lsn, 760_000_000_000_000 + xid, None)
@@ -115,10 +125,14 @@ def insert(rel: RelationInfo, lsn: int, **values: object) -> RowChange:
     return RowChange(ChangeOp.INSERT, lsn, rel, row(**values), None, False)
 
 
-def update(rel: RelationInfo, lsn: int, new: dict[str, object], old: dict[str, object] | None,
-           old_is_key: bool) -> RowChange:
-    return RowChange(ChangeOp.UPDATE, lsn, rel, row(**new), row(**old) if old else None,
-                     old_is_key)
+def update(
+    rel: RelationInfo,
+    lsn: int,
+    new: dict[str, object],
+    old: dict[str, object] | None,
+    old_is_key: bool,
+) -> RowChange:
+    return RowChange(ChangeOp.UPDATE, lsn, rel, row(**new), row(**old) if old else None, old_is_key)
 
 
 def delete(rel: RelationInfo, lsn: int, old_is_key: bool, **old: object) -> RowChange:
@@ -134,17 +148,20 @@ class Read:
     raw_value: bytes | None
 
 
-def read_topics(settings: Settings, topics: Sequence[str], *, deserialize: bool = True,
-                timeout_s: float = 30.0) -> list[Read]:
+def read_topics(
+    settings: Settings, topics: Sequence[str], *, deserialize: bool = True, timeout_s: float = 30.0
+) -> list[Read]:
     """Every committed record of `topics` (read_committed, from the start, to the end)."""
-    consumer = Consumer({
-        "bootstrap.servers": settings.kafka.bootstrap_servers,
-        "group.id": unique("reader"),
-        "isolation.level": "read_committed",
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": settings.kafka.bootstrap_servers,
+            "group.id": unique("reader"),
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     registry = SchemaRegistryClient({"url": settings.registry.url})
     deser = AvroDeserializer(registry)
     try:
@@ -152,8 +169,9 @@ def read_topics(settings: Settings, topics: Sequence[str], *, deserialize: bool 
         for topic in topics:
             meta = consumer.list_topics(topic, timeout=10).topics[topic]
             for p in meta.partitions:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10,
-                                                           cached=False)
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, p), timeout=10, cached=False
+                )
                 if high > low:
                     parts.append(TopicPartition(topic, p, 0))
         consumer.assign(parts)

@@ -22,9 +22,15 @@ from tests.integration.avro_kafka_support import Harness, col, insert, make_sett
 N_TXNS = 30
 BIG_TXN = 11  # this one has BIG_ROWS rows
 BIG_ROWS = 5000
-REL = RelationInfo(17000, "public", "eo", "d", ("id",),
-                   (col("id", 20, 1, notnull=True), col("txn", 23, 2, notnull=True),
-                    col("payload", 25, 3)), defined_at=1)
+REL = RelationInfo(
+    17000,
+    "public",
+    "eo",
+    "d",
+    ("id",),
+    (col("id", 20, 1, notnull=True), col("txn", 23, 2, notnull=True), col("payload", 25, 3)),
+    defined_at=1,
+)
 
 
 def workload() -> list[tuple[int, int, list[int]]]:
@@ -58,8 +64,9 @@ class _StopBeforeCommit:
 def main(argv: list[str]) -> int:
     bootstrap, registry, prefix, slot, mode, at_text = argv
     at = int(at_text)
-    settings = make_settings({"bootstrap": bootstrap}, {"url": registry}, prefix, slot,
-                             max_batch_txns=4)
+    settings = make_settings(
+        {"bootstrap": bootstrap}, {"url": registry}, prefix, slot, max_batch_txns=4
+    )
     h = Harness(settings)
     last = h.start()
     confirmed = last.confirmed_lsn if last else 0
@@ -68,8 +75,10 @@ def main(argv: list[str]) -> int:
     for i, (xid, end, ids) in enumerate(workload()):
         if end <= confirmed:
             continue
-        events = [insert(REL, end - 0x80000 + k, id=rid, txn=i, payload=f"row {rid}")
-                  for k, rid in enumerate(ids)]
+        events = [
+            insert(REL, end - 0x80000 + k, id=rid, txn=i, payload=f"row {rid}")
+            for k, rid in enumerate(ids)
+        ]
         if mode == "mid_txn" and i == at:
             from service.output.api import TxnInfo  # noqa: PLC0415
 

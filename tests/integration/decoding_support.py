@@ -100,8 +100,10 @@ def compare(
     try:
         for sql in setup_sql:
             cur.execute(sql)
-        cur.execute("SELECT lsn FROM pg_create_logical_replication_slot(%s, 'test_decoding', "
-                    "false, %s)", (db, two_phase))
+        cur.execute(
+            "SELECT lsn FROM pg_create_logical_replication_slot(%s, 'test_decoding', false, %s)",
+            (db, two_phase),
+        )
         cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s", (db,))
         start = parse_lsn(_one(cur))
         lines: list[str] = []
@@ -111,8 +113,11 @@ def compare(
                 slot=db,
                 work_mem=work_mem,
                 spill_dir=spill_dir or Path("/tmp") / f"pgcdc-spill-{db}",
-                plugin_options={**options, "server-version": str(pg["version"]),
-                                "two-phase": "1" if two_phase else "0"},
+                plugin_options={
+                    **options,
+                    "server-version": str(pg["version"]),
+                    "two-phase": "1" if two_phase else "0",
+                },
             ),
             TestDecodingPlugin(),
             "text",
@@ -125,8 +130,9 @@ def compare(
         for key, value in options.items():
             args += [key, value]
         placeholders = ", ".join(["%s"] * len(args))
-        get_changes = (f"SELECT data FROM pg_logical_slot_get_changes(%s, NULL, NULL, "
-                       f"{placeholders})")
+        get_changes = (
+            f"SELECT data FROM pg_logical_slot_get_changes(%s, NULL, NULL, {placeholders})"
+        )
         expected: list[str] = []
         wal = Path(pg["pgdata"]) / "pg_wal"
         segment_size = detect_segment_size(wal)

@@ -94,8 +94,9 @@ class WorkerProcess:
                 if e.get("event") in names:
                     return e
             if self.proc.poll() is not None:
-                raise AssertionError(f"worker exited with {self.proc.returncode} before "
-                                     f"{names}:\n{self.tail()}")
+                raise AssertionError(
+                    f"worker exited with {self.proc.returncode} before {names}:\n{self.tail()}"
+                )
             time.sleep(0.1)
         raise AssertionError(f"no {names} within {timeout}s:\n{self.tail()}")
 
@@ -158,8 +159,9 @@ class Pipeline:
         admin.autocommit = True
         with admin.cursor() as cur:
             for _ in range(50):  # a killed worker's walsender may take a moment to go
-                cur.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s",
-                            (self.slot,))
+                cur.execute(
+                    "SELECT active FROM pg_replication_slots WHERE slot_name = %s", (self.slot,)
+                )
                 row = cur.fetchone()
                 if row is None:
                     break
@@ -197,24 +199,26 @@ class Pipeline:
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PGCDC_")}
-        env.update({
-            "PGCDC_SOURCE__HOST": str(self.pg["host"]),
-            "PGCDC_SOURCE__PORT": str(self.pg["port"]),
-            "PGCDC_SOURCE__USER": str(self.pg["user"]),
-            "PGCDC_SOURCE__DBNAME": self.db,
-            "PGCDC_SOURCE__SLOT": self.slot,
-            "PGCDC_KAFKA__BOOTSTRAP_SERVERS": str(self.kafka["bootstrap"]),
-            "PGCDC_KAFKA__TOPIC_PREFIX": self.prefix,
-            "PGCDC_KAFKA__HEARTBEAT_INTERVAL_S": str(self.heartbeat_s),
-            "PGCDC_REGISTRY__URL": str(self.registry["url"]),
-            "PGCDC_DECODING__WORK_MEM": self.work_mem,
-            "PGCDC_DECODING__STATE_DIR": str(self.state_dir / "worker"),
-            "PGCDC_METRICS__HOST": "127.0.0.1",
-            "PGCDC_METRICS__PORT": "0",
-            "PGCDC_LOG__FORMAT": "json",
-            "PGCDC_LOG__LEVEL": "info",
-            "PYTHONWARNINGS": "ignore",
-        })
+        env.update(
+            {
+                "PGCDC_SOURCE__HOST": str(self.pg["host"]),
+                "PGCDC_SOURCE__PORT": str(self.pg["port"]),
+                "PGCDC_SOURCE__USER": str(self.pg["user"]),
+                "PGCDC_SOURCE__DBNAME": self.db,
+                "PGCDC_SOURCE__SLOT": self.slot,
+                "PGCDC_KAFKA__BOOTSTRAP_SERVERS": str(self.kafka["bootstrap"]),
+                "PGCDC_KAFKA__TOPIC_PREFIX": self.prefix,
+                "PGCDC_KAFKA__HEARTBEAT_INTERVAL_S": str(self.heartbeat_s),
+                "PGCDC_REGISTRY__URL": str(self.registry["url"]),
+                "PGCDC_DECODING__WORK_MEM": self.work_mem,
+                "PGCDC_DECODING__STATE_DIR": str(self.state_dir / "worker"),
+                "PGCDC_METRICS__HOST": "127.0.0.1",
+                "PGCDC_METRICS__PORT": "0",
+                "PGCDC_LOG__FORMAT": "json",
+                "PGCDC_LOG__LEVEL": "info",
+                "PYTHONWARNINGS": "ignore",
+            }
+        )
         env.update(self.extra_env)
         return env
 
@@ -223,8 +227,12 @@ class Pipeline:
         log_path = self.state_dir / f"worker-{len(self.workers)}.log"
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "service.app.cli", "run"], cwd=REPO, env=self.env(),
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                [sys.executable, "-m", "service.app.cli", "run"],
+                cwd=REPO,
+                env=self.env(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         worker = WorkerProcess(proc, log_path)
         self.workers.append(worker)
@@ -232,8 +240,13 @@ class Pipeline:
 
     def settings(self) -> Settings:
         return load_settings(
-            source={"host": self.pg["host"], "port": self.pg["port"], "user": self.pg["user"],
-                    "dbname": self.db, "slot": self.slot},
+            source={
+                "host": self.pg["host"],
+                "port": self.pg["port"],
+                "user": self.pg["user"],
+                "dbname": self.db,
+                "slot": self.slot,
+            },
             kafka={"bootstrap_servers": self.kafka["bootstrap"], "topic_prefix": self.prefix},
             registry={"url": self.registry["url"]},
         )
@@ -241,8 +254,9 @@ class Pipeline:
     def last_offset(self) -> OffsetRecord | None:
         return read_last_offset(self.settings())
 
-    def wait_confirmed(self, after_lsn: int, timeout: float,
-                       worker: WorkerProcess | None = None) -> OffsetRecord:
+    def wait_confirmed(
+        self, after_lsn: int, timeout: float, worker: WorkerProcess | None = None
+    ) -> OffsetRecord:
         """Wait until the committed offset's confirmed LSN passes `after_lsn`."""
         deadline = time.monotonic() + timeout
         last: OffsetRecord | None = None
@@ -251,11 +265,15 @@ class Pipeline:
             if last is not None and last.confirmed_lsn > after_lsn:
                 return last
             if worker is not None and worker.proc.poll() is not None:
-                raise AssertionError(f"the worker exited with {worker.proc.returncode} "
-                                     f"while waiting for its offset:\n{worker.tail()}")
+                raise AssertionError(
+                    f"the worker exited with {worker.proc.returncode} "
+                    f"while waiting for its offset:\n{worker.tail()}"
+                )
             time.sleep(0.5)
-        raise AssertionError(f"offset {last} did not pass {after_lsn:X} within {timeout}s"
-                             + (f":\n{worker.tail()}" if worker is not None else ""))
+        raise AssertionError(
+            f"offset {last} did not pass {after_lsn:X} within {timeout}s"
+            + (f":\n{worker.tail()}" if worker is not None else "")
+        )
 
     def spill_files(self, pid: int) -> list[Path]:
         """The spill files the worker with `pid` has now (LocalSpillStore's run dir)."""
@@ -280,16 +298,20 @@ def current_xid(cur: Any) -> int:
 
 def uncommitted_count(bootstrap: str, topic: str) -> int:
     """Records in `topic` including those of open or aborted Kafka transactions."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("hw"),
-                  "isolation.level": "read_uncommitted"})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique("hw"),
+            "isolation.level": "read_uncommitted",
+        }
+    )
     try:
         meta = c.list_topics(topic, timeout=10).topics.get(topic)
         if meta is None or meta.error is not None:
             return 0
         total = 0
         for p in meta.partitions:
-            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10,
-                                                cached=False)
+            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)
             total += high - low
         return total
     finally:
@@ -297,8 +319,14 @@ def uncommitted_count(bootstrap: str, topic: str) -> int:
 
 
 @contextmanager
-def pipeline(pg: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any], name: str,
-             ddl: Sequence[str], **options: Any) -> Iterator[Pipeline]:
+def pipeline(
+    pg: dict[str, Any],
+    kafka: dict[str, Any],
+    registry: dict[str, Any],
+    name: str,
+    ddl: Sequence[str],
+    **options: Any,
+) -> Iterator[Pipeline]:
     """A created `Pipeline`, dropped (workers killed, slot and database gone) at exit."""
     p = Pipeline(pg, kafka, registry, unique(name), **options)
     try:
@@ -362,24 +390,32 @@ class Workload:
             n = rng.choice([1, 2, 5, 20, 100, 400])
             a = self.next_acct
             self.next_acct += n
-            return "acct", (f"INSERT INTO acct SELECT g, g % 7, g * 10, 'n' || g "
-                            f"FROM generate_series({a}, {a + n - 1}) g")
+            return "acct", (
+                f"INSERT INTO acct SELECT g, g % 7, g * 10, 'n' || g "
+                f"FROM generate_series({a}, {a + n - 1}) g"
+            )
         if kind == "upd":
             ids = [rng.randrange(1, self.next_acct) for _ in range(rng.choice([1, 3, 30]))]
-            return "acct", (f"UPDATE acct SET val = val + {rng.randint(1, 9)}, "
-                            f"note = 'u{rng.randint(0, 999)}' WHERE id = ANY(ARRAY{ids})")
+            return "acct", (
+                f"UPDATE acct SET val = val + {rng.randint(1, 9)}, "
+                f"note = 'u{rng.randint(0, 999)}' WHERE id = ANY(ARRAY{ids})"
+            )
         if kind == "del":
             ids = [rng.randrange(1, self.next_acct) for _ in range(rng.choice([1, 4]))]
             return "acct", f"DELETE FROM acct WHERE id = ANY(ARRAY{ids})"
         if kind == "kv":
             k = rng.randrange(40)
-            return "kv", (f"INSERT INTO kv VALUES ('k{k}', 'v{rng.randint(0, 99999)}') "
-                          "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v")
+            return "kv", (
+                f"INSERT INTO kv VALUES ('k{k}', 'v{rng.randint(0, 99999)}') "
+                "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"
+            )
         n = rng.choice([1, 10, 50])
         a = self.next_ledger
         self.next_ledger += n
-        return "ledger", (f"INSERT INTO ledger SELECT g, g % 100, g % 1000, 'm' || g "
-                          f"FROM generate_series({a}, {a + n - 1}) g")
+        return "ledger", (
+            f"INSERT INTO ledger SELECT g, g % 100, g % 1000, 'm' || g "
+            f"FROM generate_series({a}, {a + n - 1}) g"
+        )
 
     def transaction(self) -> TxnOutcome:
         """One random transaction on the workload's connection."""
@@ -407,8 +443,9 @@ class Workload:
                 out.statements.append(f"{sql} ({rows})")
             out.events[table] = out.events.get(table, 0) + rows
         if not out.total:  # every committed transaction publishes something
-            cur.execute("INSERT INTO kv VALUES ('k0', 'touch') "
-                        "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v")
+            cur.execute(
+                "INSERT INTO kv VALUES ('k0', 'touch') ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"
+            )
             out.events["kv"] = 1
         out.commit_from = insert_lsn(cur)
         out.committed = rng.random() >= 0.12
@@ -432,8 +469,10 @@ class Workload:
         out = TxnOutcome(current_xid(cur), committed=True, events={"ledger": rows})
         half = rows // 2
         for a, b in ((1, half), (half + 1, rows)):
-            cur.execute("INSERT INTO ledger SELECT g, g % 977, g % 10000, 'big ' || g "
-                        f"FROM generate_series({a}, {b}) g")
+            cur.execute(
+                "INSERT INTO ledger SELECT g, g % 977, g % 10000, 'big ' || g "
+                f"FROM generate_series({a}, {b}) g"
+            )
             assert cur.rowcount == b - a + 1
             if a == 1:
                 self.run(small_between)
@@ -483,8 +522,9 @@ class Rec:
     received: float  # time.time() when the consumer got it
 
 
-def read_all(settings: Settings, topics: Sequence[str], *, timeout_s: float = 60.0,
-             deserialize: bool = True) -> list[Rec]:
+def read_all(
+    settings: Settings, topics: Sequence[str], *, timeout_s: float = 60.0, deserialize: bool = True
+) -> list[Rec]:
     """Every committed record of `topics`, from the start to the end, as a downstream
     consumer sees them: `isolation.level=read_committed`, AvroDeserializer."""
     from confluent_kafka import KafkaError  # noqa: PLC0415
@@ -492,14 +532,16 @@ def read_all(settings: Settings, topics: Sequence[str], *, timeout_s: float = 60
     from confluent_kafka.schema_registry.avro import AvroDeserializer  # noqa: PLC0415
     from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: PLC0415
 
-    consumer = Consumer({
-        "bootstrap.servers": settings.kafka.bootstrap_servers,
-        "group.id": unique("reader"),
-        "isolation.level": "read_committed",
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": settings.kafka.bootstrap_servers,
+            "group.id": unique("reader"),
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     registry = SchemaRegistryClient({"url": settings.registry.url})
     deser = AvroDeserializer(registry)
     try:
@@ -508,8 +550,9 @@ def read_all(settings: Settings, topics: Sequence[str], *, timeout_s: float = 60
             meta = consumer.list_topics(topic, timeout=10).topics[topic]
             assert meta.error is None, f"{topic}: {meta.error}"
             for part in meta.partitions:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, part),
-                                                           timeout=10, cached=False)
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, part), timeout=10, cached=False
+                )
                 if high > low:
                     parts.append(TopicPartition(topic, part, 0))
         consumer.assign(parts)
@@ -533,15 +576,27 @@ def read_all(settings: Settings, topics: Sequence[str], *, timeout_s: float = 60
                     for is_key in (True, False):
                         if (topic, is_key) not in ctx:
                             ctx[(topic, is_key)] = SerializationContext(
-                                topic, MessageField.KEY if is_key else MessageField.VALUE)
+                                topic, MessageField.KEY if is_key else MessageField.VALUE
+                            )
                     key = deser(raw_key, ctx[(topic, True)]) if raw_key is not None else None
-                    value = deser(raw_value, ctx[(topic, False)]) \
-                        if raw_value is not None else None
+                    value = deser(raw_value, ctx[(topic, False)]) if raw_value is not None else None
                 pairs = cast(list[tuple[str, Any]], msg.headers() or [])
-                headers = {name: (h if isinstance(h, bytes) else str(h).encode())
-                           for name, h in pairs}
-                out.append(Rec(topic, int(msg.partition() or 0), int(msg.offset() or 0), key,
-                               value, headers, raw_value, int(msg.timestamp()[1]), time.time()))
+                headers = {
+                    name: (h if isinstance(h, bytes) else str(h).encode()) for name, h in pairs
+                }
+                out.append(
+                    Rec(
+                        topic,
+                        int(msg.partition() or 0),
+                        int(msg.offset() or 0),
+                        key,
+                        value,
+                        headers,
+                        raw_value,
+                        int(msg.timestamp()[1]),
+                        time.time(),
+                    )
+                )
         return out
     finally:
         consumer.close()

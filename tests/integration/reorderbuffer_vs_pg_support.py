@@ -236,8 +236,9 @@ def run_vs_pg(
         for sql in tables:
             conns["main"].cursor().execute(sql)
             conns["other"].cursor().execute(sql)
-        cur.execute("SELECT lsn FROM pg_create_logical_replication_slot(%s, 'test_decoding')",
-                    (db,))
+        cur.execute(
+            "SELECT lsn FROM pg_create_logical_replication_slot(%s, 'test_decoding')", (db,)
+        )
         cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s", (db,))
         start = parse_lsn(_one(cur))
         pgcdc_out = Output(keep_lines)
@@ -353,8 +354,7 @@ def small_and_large(
     for i in range(small):
         yield Step(f"INSERT INTO small VALUES ({i}, 'row {i}')")
     if not savepoint:
-        yield Step(f"INSERT INTO big SELECT g FROM generate_series(1, {large_rows}) g",
-                   watch=True)
+        yield Step(f"INSERT INTO big SELECT g FROM generate_series(1, {large_rows}) g", watch=True)
         return
     half = large_rows // 2
     yield Step(

@@ -36,11 +36,17 @@ NUM_10_2 = ((10 << 16) | 2) + 4
 
 def items_rel(ident: str = "d") -> RelationInfo:
     return RelationInfo(
-        16400 if ident == "d" else 16401, "public", "items" if ident == "d" else "items_full",
-        ident, ("id",),
-        (col("id", 23, 1, notnull=True), col("name", 25, 2), col("price", 1700, 3,
-                                                                   typmod=NUM_10_2),
-         col("secret", 25, 4)),
+        16400 if ident == "d" else 16401,
+        "public",
+        "items" if ident == "d" else "items_full",
+        ident,
+        ("id",),
+        (
+            col("id", 23, 1, notnull=True),
+            col("name", 25, 2),
+            col("price", 1700, 3, typmod=NUM_10_2),
+            col("secret", 25, 4),
+        ),
         defined_at=0x100,
     )
 
@@ -49,8 +55,10 @@ def by_topic(reads: list[Read], topic: str) -> list[Read]:
     return [r for r in reads if r.topic == topic]
 
 
-def test_envelopes_for_every_kind_of_event(kafka: dict[str, Any], registry: dict[str, Any],
-                                           ) -> None:
+def test_envelopes_for_every_kind_of_event(
+    kafka: dict[str, Any],
+    registry: dict[str, Any],
+) -> None:
     """insert, update (key-only and full old row, key change, unchanged TOAST), delete +
     tombstone, truncate, messages, DDL and heartbeat all arrive as Debezium envelopes."""
     prefix = unique("env")
@@ -65,68 +73,170 @@ def check_envelopes(h: Harness, settings: Any, prefix: str, registry: dict[str, 
     assert h.start() is None
     items, full = items_rel("d"), items_rel("f")
     ignored = RelationInfo(16402, "public", "ignored", "d", ("id",), (col("id", 23, 1),))
-    h.txn(1001, 0x2000, [
-        insert(items, 0x1000, id=1, name="apple", price=Decimal("1.50"), secret="s"),
-        insert(full, 0x1010, id=1, name="pear", price=None, secret="s"),
-        insert(ignored, 0x1020, id=9),
-    ])
-    h.txn(1002, 0x3000, [
-        update(items, 0x2100, {"id": 1, "name": "apple2", "price": Decimal("2.00"),
-                               "secret": "s"}, None, False),
-        update(full, 0x2110, {"id": 1, "name": "pear2", "price": Decimal("3.10"), "secret": "s"},
-               {"id": 1, "name": "pear", "price": None, "secret": "s"}, False),
-        update(items, 0x2120, {"id": 1, "name": UNCHANGED_TOAST, "price": Decimal("2.50"),
-                               "secret": "s"}, None, False),
-    ])
-    h.txn(1003, 0x4000, [
-        update(items, 0x3100, {"id": 2, "name": "apple3", "price": Decimal("2.50"),
-                               "secret": "s"}, {"id": 1}, True),
-    ])
-    h.txn(1004, 0x5000, [
-        delete(items, 0x4100, True, id=2),
-        delete(full, 0x4110, False, id=1, name="pear2", price=Decimal("3.10"), secret="s"),
-    ])
+    h.txn(
+        1001,
+        0x2000,
+        [
+            insert(items, 0x1000, id=1, name="apple", price=Decimal("1.50"), secret="s"),
+            insert(full, 0x1010, id=1, name="pear", price=None, secret="s"),
+            insert(ignored, 0x1020, id=9),
+        ],
+    )
+    h.txn(
+        1002,
+        0x3000,
+        [
+            update(
+                items,
+                0x2100,
+                {"id": 1, "name": "apple2", "price": Decimal("2.00"), "secret": "s"},
+                None,
+                False,
+            ),
+            update(
+                full,
+                0x2110,
+                {"id": 1, "name": "pear2", "price": Decimal("3.10"), "secret": "s"},
+                {"id": 1, "name": "pear", "price": None, "secret": "s"},
+                False,
+            ),
+            update(
+                items,
+                0x2120,
+                {"id": 1, "name": UNCHANGED_TOAST, "price": Decimal("2.50"), "secret": "s"},
+                None,
+                False,
+            ),
+        ],
+    )
+    h.txn(
+        1003,
+        0x4000,
+        [
+            update(
+                items,
+                0x3100,
+                {"id": 2, "name": "apple3", "price": Decimal("2.50"), "secret": "s"},
+                {"id": 1},
+                True,
+            ),
+        ],
+    )
+    h.txn(
+        1004,
+        0x5000,
+        [
+            delete(items, 0x4100, True, id=2),
+            delete(full, 0x4110, False, id=1, name="pear2", price=Decimal("3.10"), secret="s"),
+        ],
+    )
     h.txn(1005, 0x6000, [TruncateChange(0x5100, [items, full, ignored], False, False)])
-    ddl = {"v": 1, "op": "table", "tag": "ALTER TABLE", "def": {
-        "schema": "public", "name": "items", "key": [1], "columns": [
-        {"attnum": 1, "name": "id", "type_oid": 23, "typmod": -1, "notnull": True,
-         "dropped": False},
-        {"attnum": 2, "name": "gone", "type_oid": 25, "typmod": -1, "notnull": False,
-         "dropped": True},
-        {"attnum": 3, "name": "name", "type_oid": 25, "typmod": -1, "notnull": False,
-         "dropped": False}]}}
-    h.txn(1006, 0x7000, [
-        Message(0x6100, True, "app.audit", b"hello"),
-        Message(0x6110, True, "other", b"filtered out"),
-        Message(0x6120, True, "pgcdc.ddl", json.dumps(ddl).encode()),
-        Message(0x6130, True, "pgcdc.ddl", json.dumps(
-            {"v": 1, "op": "drop", "oid": 5, "schema": "public", "name": "old"}).encode()),
-    ])
+    ddl = {
+        "v": 1,
+        "op": "table",
+        "tag": "ALTER TABLE",
+        "def": {
+            "schema": "public",
+            "name": "items",
+            "key": [1],
+            "columns": [
+                {
+                    "attnum": 1,
+                    "name": "id",
+                    "type_oid": 23,
+                    "typmod": -1,
+                    "notnull": True,
+                    "dropped": False,
+                },
+                {
+                    "attnum": 2,
+                    "name": "gone",
+                    "type_oid": 25,
+                    "typmod": -1,
+                    "notnull": False,
+                    "dropped": True,
+                },
+                {
+                    "attnum": 3,
+                    "name": "name",
+                    "type_oid": 25,
+                    "typmod": -1,
+                    "notnull": False,
+                    "dropped": False,
+                },
+            ],
+        },
+    }
+    h.txn(
+        1006,
+        0x7000,
+        [
+            Message(0x6100, True, "app.audit", b"hello"),
+            Message(0x6110, True, "other", b"filtered out"),
+            Message(0x6120, True, "pgcdc.ddl", json.dumps(ddl).encode()),
+            Message(
+                0x6130,
+                True,
+                "pgcdc.ddl",
+                json.dumps(
+                    {"v": 1, "op": "drop", "oid": 5, "schema": "public", "name": "old"}
+                ).encode(),
+            ),
+        ],
+    )
     h.wrapper.call("message", 0x7100, 0, None, Message(0x7100, False, "app.ping", b"\x00\x01"))
     h.wrapper.call("heartbeat", 0x8000, 0, 0x8000)
     h.sink.end_source_txn(0x8000, 0x8000, 1)
     h.sink.flush()
     assert h.on_committed[-1] == (0x8000, 0x8000)
 
-    topics = [f"{prefix}.public.items", f"{prefix}.public.items_full", f"{prefix}.transaction",
-              f"{prefix}.message", f"{prefix}.schema-changes", f"{prefix}.heartbeat"]
+    topics = [
+        f"{prefix}.public.items",
+        f"{prefix}.public.items_full",
+        f"{prefix}.transaction",
+        f"{prefix}.message",
+        f"{prefix}.schema-changes",
+        f"{prefix}.heartbeat",
+    ]
     reads = read_topics(settings, topics)
     assert f"{prefix}.public.ignored" not in {r.topic for r in reads}
 
     ev = by_topic(reads, f"{prefix}.public.items")
-    assert [(r.value or {}).get("op") if r.value else None for r in ev] == \
-        ["c", "u", "u", "d", None, "c", "d", None, "t"]
+    assert [(r.value or {}).get("op") if r.value else None for r in ev] == [
+        "c",
+        "u",
+        "u",
+        "d",
+        None,
+        "c",
+        "d",
+        None,
+        "t",
+    ]
     c = ev[0]
     assert c.key == {"id": 1}
     assert c.value["before"] is None
     assert c.value["after"] == {"id": 1, "name": "apple", "price": Decimal("1.50")}  # no secret
     src = c.value["source"]
-    assert src == {"version": src["version"], "connector": "postgresql", "name": prefix,
-                   "ts_ms": 760_000_000_000 + 1 + 946_684_800_000, "snapshot": "false",
-                   "db": "shop", "sequence": '[null,"4096"]', "schema": "public",
-                   "table": "items", "txId": 1001, "lsn": 0x1000, "xmin": None}
-    assert c.value["transaction"] == {"id": f"1001:{0x2000 - 16}", "total_order": 1,
-                                      "data_collection_order": 1}
+    assert src == {
+        "version": src["version"],
+        "connector": "postgresql",
+        "name": prefix,
+        "ts_ms": 760_000_000_000 + 1 + 946_684_800_000,
+        "snapshot": "false",
+        "db": "shop",
+        "sequence": '[null,"4096"]',
+        "schema": "public",
+        "table": "items",
+        "txId": 1001,
+        "lsn": 0x1000,
+        "xmin": None,
+    }
+    assert c.value["transaction"] == {
+        "id": f"1001:{0x2000 - 16}",
+        "total_order": 1,
+        "data_collection_order": 1,
+    }
     assert isinstance(c.value["ts_ms"], int)
     # Update under REPLICA IDENTITY DEFAULT: no before image.
     assert ev[1].value["before"] is None
@@ -137,8 +247,11 @@ def check_envelopes(h: Harness, settings: Any, prefix: str, registry: dict[str, 
     assert ev[2].value["transaction"]["total_order"] == 3
     assert ev[2].value["transaction"]["data_collection_order"] == 2
     # Key change: delete of the old key + tombstone + create of the new key.
-    assert ev[3].key == {"id": 1} and ev[3].value["before"] == {"id": 1, "name": None,
-                                                               "price": None}
+    assert ev[3].key == {"id": 1} and ev[3].value["before"] == {
+        "id": 1,
+        "name": None,
+        "price": None,
+    }
     assert "__debezium.newkey" in ev[3].headers
     assert ev[4].key == {"id": 1} and ev[4].value is None and ev[4].raw_value is None
     assert ev[5].key == {"id": 2} and ev[5].value["after"]["name"] == "apple3"
@@ -160,14 +273,23 @@ def check_envelopes(h: Harness, settings: Any, prefix: str, registry: dict[str, 
 
     meta = by_topic(reads, f"{prefix}.transaction")
     statuses = [(r.value["status"], r.value["id"]) for r in meta]
-    assert statuses == [(s, f"{x}:{end - 16}") for x, end in
-                        [(1001, 0x2000), (1002, 0x3000), (1003, 0x4000), (1004, 0x5000),
-                         (1005, 0x6000)] for s in ("BEGIN", "END")]
+    assert statuses == [
+        (s, f"{x}:{end - 16}")
+        for x, end in [
+            (1001, 0x2000),
+            (1002, 0x3000),
+            (1003, 0x4000),
+            (1004, 0x5000),
+            (1005, 0x6000),
+        ]
+        for s in ("BEGIN", "END")
+    ]
     end1 = meta[1].value
     assert end1["event_count"] == 2
-    assert end1["data_collections"] == [{"data_collection": "public.items", "event_count": 1},
-                                        {"data_collection": "public.items_full",
-                                         "event_count": 1}]
+    assert end1["data_collections"] == [
+        {"data_collection": "public.items", "event_count": 1},
+        {"data_collection": "public.items_full", "event_count": 1},
+    ]
     assert meta[1].key == {"id": f"1001:{0x2000 - 16}"}
     assert meta[7].value["event_count"] == 2  # 1004: two deletes, tombstones not counted
 
@@ -182,7 +304,8 @@ def check_envelopes(h: Harness, settings: Any, prefix: str, registry: dict[str, 
     changes = by_topic(reads, f"{prefix}.schema-changes")
     assert len(changes) == 2
     assert changes[1].value["tableChanges"] == [
-        {"type": "DROP", "id": '"shop"."public"."old"', "table": None}]
+        {"type": "DROP", "id": '"shop"."public"."old"', "table": None}
+    ]
     sc = changes[0].value
     assert changes[0].key == {"databaseName": "shop"}
     assert sc["databaseName"] == "shop" and sc["schemaName"] == "public"
@@ -190,8 +313,10 @@ def check_envelopes(h: Harness, settings: Any, prefix: str, registry: dict[str, 
     (tc,) = sc["tableChanges"]
     assert tc["type"] == "ALTER" and tc["id"] == '"shop"."public"."items"'
     assert tc["table"]["primaryKeyColumnNames"] == ["id"]
-    assert [(c["name"], c["position"], c["optional"]) for c in tc["table"]["columns"]] == \
-        [("id", 1, False), ("name", 2, True)]
+    assert [(c["name"], c["position"], c["optional"]) for c in tc["table"]["columns"]] == [
+        ("id", 1, False),
+        ("name", 2, True),
+    ]
 
     (hb,) = by_topic(reads, f"{prefix}.heartbeat")
     assert hb.key == {"serverName": prefix} and hb.value["lsn"] == 0x8000
@@ -212,8 +337,14 @@ def test_tombstones_can_be_switched_off(kafka: dict[str, Any], registry: dict[st
     with Harness(settings) as h:
         h.start()
         items = items_rel("d")
-        h.txn(2001, 0x2000, [insert(items, 0x1000, id=1, name="a", price=None, secret=None),
-                             delete(items, 0x1100, True, id=1)])
+        h.txn(
+            2001,
+            0x2000,
+            [
+                insert(items, 0x1000, id=1, name="a", price=None, secret=None),
+                delete(items, 0x1100, True, id=1),
+            ],
+        )
         h.sink.flush()
     ev = read_topics(settings, [f"{prefix}.public.items"])
     assert [r.value["op"] for r in ev] == ["c", "d"]
@@ -221,8 +352,7 @@ def test_tombstones_can_be_switched_off(kafka: dict[str, Any], registry: dict[st
 
 def test_unreachable_registry_is_retried_then_reported(kafka: dict[str, Any]) -> None:
     """A registry nobody listens on: RegistryUnavailableError after the retry budget."""
-    settings = make_settings(kafka, {"url": "http://127.0.0.1:9"}, unique("noreg"),
-                             unique("slot"))
+    settings = make_settings(kafka, {"url": "http://127.0.0.1:9"}, unique("noreg"), unique("slot"))
     reg = Registrar(settings, retry_budget_s=1.0)
     try:
         with pytest.raises(RegistryUnavailableError, match="unreachable"):

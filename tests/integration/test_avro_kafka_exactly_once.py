@@ -31,13 +31,26 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run_worker(kafka: dict[str, Any], registry: dict[str, Any], prefix: str, slot: str,
-               mode: str, at: int) -> str:
+def run_worker(
+    kafka: dict[str, Any], registry: dict[str, Any], prefix: str, slot: str, mode: str, at: int
+) -> str:
     """Run the worker; when it says READY, SIGKILL it. Returns what it printed."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.avro_sink_worker", kafka["bootstrap"],
-         registry["url"], prefix, slot, mode, str(at)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tests.integration.avro_sink_worker",
+            kafka["bootstrap"],
+            registry["url"],
+            prefix,
+            slot,
+            mode,
+            str(at),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
     assert proc.stdout is not None
@@ -99,8 +112,13 @@ def test_exactly_once_across_sigkills(kafka: dict[str, Any], registry: dict[str,
 def read_uncommitted_count(settings: Any, topic: str) -> int:
     from confluent_kafka import Consumer, TopicPartition  # noqa: PLC0415
 
-    c = Consumer({"bootstrap.servers": settings.kafka.bootstrap_servers, "group.id": unique("g"),
-                  "isolation.level": "read_uncommitted"})
+    c = Consumer(
+        {
+            "bootstrap.servers": settings.kafka.bootstrap_servers,
+            "group.id": unique("g"),
+            "isolation.level": "read_uncommitted",
+        }
+    )
     try:
         low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)
         return high - low
@@ -113,8 +131,9 @@ def test_second_worker_fences_the_first(kafka: dict[str, Any], registry: dict[st
     commit raises FencedError; the second carries on from the committed offset."""
     prefix, slot = unique("fence"), unique("slot")
     settings = make_settings(kafka, registry, prefix, slot)
-    rel = RelationInfo(17100, "public", "f", "d", ("id",), (col("id", 23, 1, notnull=True),),
-                       defined_at=1)
+    rel = RelationInfo(
+        17100, "public", "f", "d", ("id",), (col("id", 23, 1, notnull=True),), defined_at=1
+    )
     with Harness(settings) as first:
         first.start()
         first.txn(100, 0x1000, [insert(rel, 0x800, id=1)])
@@ -136,12 +155,27 @@ def test_schema_evolution_backward(kafka: dict[str, Any], registry: dict[str, An
     type is rejected with RegistryRejectedError and the committed position stays put."""
     prefix, slot = unique("evo"), unique("slot")
     settings = make_settings(kafka, registry, prefix, slot)
-    v1 = RelationInfo(17200, "public", "e", "d", ("id",),
-                      (col("id", 23, 1, notnull=True), col("name", 25, 2)), defined_at=0x100)
-    v2 = RelationInfo(17200, "public", "e", "d", ("id",),
-                      (*v1.columns, col("qty", 23, 3)), defined_at=0x200)
-    v3 = RelationInfo(17200, "public", "e", "d", ("id",),
-                      (v1.columns[0], col("name", 23, 2), col("qty", 23, 3)), defined_at=0x300)
+    v1 = RelationInfo(
+        17200,
+        "public",
+        "e",
+        "d",
+        ("id",),
+        (col("id", 23, 1, notnull=True), col("name", 25, 2)),
+        defined_at=0x100,
+    )
+    v2 = RelationInfo(
+        17200, "public", "e", "d", ("id",), (*v1.columns, col("qty", 23, 3)), defined_at=0x200
+    )
+    v3 = RelationInfo(
+        17200,
+        "public",
+        "e",
+        "d",
+        ("id",),
+        (v1.columns[0], col("name", 23, 2), col("qty", 23, 3)),
+        defined_at=0x300,
+    )
     with Harness(settings) as h:
         h.start()
         h.txn(1, 0x1000, [insert(v1, 0x180, id=1, name="a")])
@@ -159,15 +193,17 @@ def test_schema_evolution_backward(kafka: dict[str, Any], registry: dict[str, An
 
 def test_unreachable_broker_is_reported(kafka: dict[str, Any]) -> None:
     """No broker at the address: start() retries, then raises BrokerUnavailableError."""
-    settings = make_settings({"bootstrap": "127.0.0.1:9"}, {"url": "http://127.0.0.1:9"},
-                             unique("nob"), unique("slot"))
+    settings = make_settings(
+        {"bootstrap": "127.0.0.1:9"}, {"url": "http://127.0.0.1:9"}, unique("nob"), unique("slot")
+    )
     sink = KafkaSink(settings, retry_budget_s=2.0)
     with pytest.raises(BrokerUnavailableError):
         sink.start()
 
 
-def test_schema_history_commits_with_the_offsets(kafka: dict[str, Any],
-                                                 registry: dict[str, Any]) -> None:
+def test_schema_history_commits_with_the_offsets(
+    kafka: dict[str, Any], registry: dict[str, Any]
+) -> None:
     """KafkaSchemaStore snapshots are committed only with an offset record: a snapshot
     staged into a Kafka transaction that never commits (the worker is fenced) is lost
     together with that transaction's events."""
@@ -176,8 +212,9 @@ def test_schema_history_commits_with_the_offsets(kafka: dict[str, Any],
 
     prefix, slot = unique("hist"), unique("slot")
     settings = make_settings(kafka, registry, prefix, slot)
-    rel = RelationInfo(17300, "public", "h", "d", ("id",), (col("id", 23, 1, notnull=True),),
-                       defined_at=1)
+    rel = RelationInfo(
+        17300, "public", "h", "d", ("id",), (col("id", 23, 1, notnull=True),), defined_at=1
+    )
     h = Harness(settings)
     h.start()
     store: SchemaStore = KafkaSchemaStore(settings, h.sink)

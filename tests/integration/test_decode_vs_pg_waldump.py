@@ -132,9 +132,17 @@ def pg_waldump_lines(info: dict[str, Any], start: int, end: int) -> list[str]:
     # Naming the segments spares pg_waldump its directory scan for the segment size,
     # which trips over a segment file the server is just creating.
     seg = 16 * 1024 * 1024
-    cmd = [info["bin"] + "/pg_waldump", "-p", info["pgdata"] + "/pg_wal",
-           "-s", lsn_text(start), "-e", lsn_text(end),
-           segment_name(1, start // seg, seg), segment_name(1, (end - 1) // seg, seg)]
+    cmd = [
+        info["bin"] + "/pg_waldump",
+        "-p",
+        info["pgdata"] + "/pg_wal",
+        "-s",
+        lsn_text(start),
+        "-e",
+        lsn_text(end),
+        segment_name(1, start // seg, seg),
+        segment_name(1, (end - 1) // seg, seg),
+    ]
     stderr = ""
     for _ in range(3):
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)

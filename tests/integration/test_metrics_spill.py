@@ -36,8 +36,11 @@ def _slot_samples(port: int, slot: str) -> dict[str, float]:
     found: dict[str, float] = {}
     for family in text_string_to_metric_families(body):
         for sample in family.samples:
-            if sample.name.startswith("pgcdc_slot_") and sample.name.endswith("_total") \
-                    and sample.labels.get("slot") == slot:
+            if (
+                sample.name.startswith("pgcdc_slot_")
+                and sample.name.endswith("_total")
+                and sample.labels.get("slot") == slot
+            ):
                 found[sample.name] = sample.value
     return found
 
@@ -46,8 +49,10 @@ def test_spill_counters_scraped_equal_reorder_buffer(pg15: dict[str, Any]) -> No
     """After sync_slot_stats, pgcdc_slot_<stat>_total{slot} equals the reorder buffer's
     counter (and the server's), the spill counters moved from 0, a second sync changes
     nothing, and /healthz and /readyz answer with the worker's health."""
-    tables = ["CREATE TABLE small (id int, note text) WITH (autovacuum_enabled = off)",
-              "CREATE TABLE big (id int) WITH (autovacuum_enabled = off)"]
+    tables = [
+        "CREATE TABLE small (id int, note text) WITH (autovacuum_enabled = off)",
+        "CREATE TABLE big (id int) WITH (autovacuum_enabled = off)",
+    ]
     r = run_vs_pg(pg15, tables, list(small_and_large(10, 5_000)), work_mem_kb=64)
     stats = r.rb_stats
     assert stats.spill_txns == r.server_stats["spill_txns"] == 1
@@ -64,8 +69,7 @@ def test_spill_counters_scraped_equal_reorder_buffer(pg15: dict[str, Any]) -> No
 
         metrics.sync_slot_stats(stats)
         after = _slot_samples(port, slot)
-        expected = {f"pgcdc_slot_{name}_total": float(getattr(stats, name))
-                    for name in SLOT_STATS}
+        expected = {f"pgcdc_slot_{name}_total": float(getattr(stats, name)) for name in SLOT_STATS}
         assert after == expected
         for name in ("spill_txns", "spill_count", "spill_bytes", "total_txns", "total_bytes"):
             assert after[f"pgcdc_slot_{name}_total"] > 0, name

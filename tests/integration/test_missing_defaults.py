@@ -58,15 +58,25 @@ CREATE DOMAIN numdom AS numeric(8,2);
 """
 
 EXTRA: list[tuple[str, list[str]]] = [
-    ("text", ["'a b'", "'with \"double\" and ''single'' quotes'", "'back\\slash \\\" end'",
-              "' lead and trail '", "'{x,y}'", "'NULL'", "'\"'"]),
+    (
+        "text",
+        [
+            "'a b'",
+            "'with \"double\" and ''single'' quotes'",
+            "'back\\slash \\\" end'",
+            "' lead and trail '",
+            "'{x,y}'",
+            "'NULL'",
+            "'\"'",
+        ],
+    ),
     ("varchar", ["'{}'", "'a,b'"]),
     ("plainint", ["7", "-1"]),
     ("intarr", ["'{1,NULL,3}'", "'[2:3]={4,5}'"]),
-    ("jdom", ["'{\"k\": [1, \"a b\"]}'"]),
+    ("jdom", ['\'{"k": [1, "a b"]}\'']),
     ("numdom", ["1.5", "-999999.99"]),
     ("mytext[]", ["'{a,\"b c\",NULL}'"]),
-    ("json[]", ["ARRAY['{\"a b\": \"c\\\"d\"}'::json, NULL]"]),
+    ("json[]", ['ARRAY[\'{"a b": "c\\"d"}\'::json, NULL]']),
     ("shorttext[]", ["'{\"x y\",z}'"]),
     ("tid", ["'(1,2)'"]),
     ("int2vector", ["'1 2 3'"]),
@@ -99,9 +109,13 @@ class _Collect:
         pass
 
     def change(self, ctx: PluginContext, txn: TxnInfo, change: RowChange) -> None:
-        self.changes.append((change.op,
-                             None if change.old is None else _read(change.old),
-                             None if change.new is None else _read(change.new)))
+        self.changes.append(
+            (
+                change.op,
+                None if change.old is None else _read(change.old),
+                None if change.new is None else _read(change.new),
+            )
+        )
 
     def commit(self, ctx: PluginContext, txn: TxnInfo, lsn: int) -> None:
         pass
@@ -118,8 +132,7 @@ def db(pg: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     name = f"missing_{uuid.uuid4().hex[:10]}"
     admin = psycopg2.connect(pg["dsn"])
     admin.autocommit = True
-    admin.cursor().execute(
-        f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C'")
+    admin.cursor().execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C'")
     dsn = pg["dsn"].replace("dbname=postgres", f"dbname={name}")
     conn = psycopg2.connect(dsn)
     conn.autocommit = True
@@ -140,28 +153,39 @@ def _cases(cur: Any) -> list[tuple[str, str]]:
         cases = [(t, v) for t, v in cases if not t.startswith("xml")]
     else:
         cases = [*cases, ("xml[]", ["ARRAY['<a>b</a>'::xml, NULL]"])]
-    return [(t, v) for t, vs in cases for v in vs
-            if "SELECT" not in v and "random" not in v]
+    return [(t, v) for t, vs in cases for v in vs if "SELECT" not in v and "random" not in v]
 
 
 class _Run:
     """A session decoding one database's pg_wal from a physical slot's restart LSN;
     with `snapshot_reader`, aligned (the initial snapshot is read at consistency)."""
 
-    def __init__(self, pg: dict[str, Any], dsn: str, cur: Any, tmp_path: Path,
-                 snapshot_reader: SnapshotReader | None = None) -> None:
+    def __init__(
+        self,
+        pg: dict[str, Any],
+        dsn: str,
+        cur: Any,
+        tmp_path: Path,
+        snapshot_reader: SnapshotReader | None = None,
+    ) -> None:
         self.cur = cur
         self.slot = f"missing_{uuid.uuid4().hex[:8]}"
         cur.execute("SELECT pg_create_physical_replication_slot(%s, true)", (self.slot,))
-        cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s",
-                    (self.slot,))
+        cur.execute(
+            "SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s", (self.slot,)
+        )
         self.fed = parse_lsn(_one(cur))
         self.out = _Collect()
         self.session = Session(
-            SessionConfig(dsn=dsn, slot=self.slot, spill_dir=tmp_path / "spill"), self.out,
-            "collect", lambda lsn, xid, data: None, version=int(pg["version"]),
-            start_lsn=self.fed, align=snapshot_reader is not None,
-            snapshot_reader=snapshot_reader)
+            SessionConfig(dsn=dsn, slot=self.slot, spill_dir=tmp_path / "spill"),
+            self.out,
+            "collect",
+            lambda lsn, xid, data: None,
+            version=int(pg["version"]),
+            start_lsn=self.fed,
+            align=snapshot_reader is not None,
+            snapshot_reader=snapshot_reader,
+        )
         force_running_xacts(dsn, int(pg["version"]))
         self.wal = Path(pg["pgdata"]) / "pg_wal"
         self.segment_size = detect_segment_size(self.wal)
@@ -210,8 +234,9 @@ def _server_text(cur: Any, table: str, cols: list[str], row_id: int) -> tuple[An
     cur.execute(SESSION)
     query = f"SELECT {', '.join(cols)} FROM {table} WHERE id = {row_id}"
     cur.execute(query + " LIMIT 0")
-    raw = psycopg2.extensions.new_type(tuple({d.type_code for d in cur.description}), "RAW",
-                                       lambda v, _c: v)
+    raw = psycopg2.extensions.new_type(
+        tuple({d.type_code for d in cur.description}), "RAW", lambda v, _c: v
+    )
     psycopg2.extensions.register_type(raw, cur)
     cur.execute(query)
     row = cur.fetchone()
@@ -219,8 +244,14 @@ def _server_text(cur: Any, table: str, cols: list[str], row_id: int) -> tuple[An
     return tuple(row)
 
 
-def _compare(label: str, short: Values, stored: Values, server: tuple[Any, ...],
-             cols: list[str], types: list[str]) -> list[str]:
+def _compare(
+    label: str,
+    short: Values,
+    stored: Values,
+    server: tuple[Any, ...],
+    cols: list[str],
+    types: list[str],
+) -> list[str]:
     bad = []
     for i, col in enumerate(cols):
         a, b = short[col], stored[col]
@@ -251,10 +282,14 @@ def _old_rows_then_defaults(cur: Any) -> tuple[list[str], list[str]]:
     # those first, so the rewrite does not give the old rows the other columns too.
     checked = [i for i, t in enumerate(types) if t.startswith("posint")]
     for group in (checked, [i for i in range(len(cases)) if i not in checked]):
-        cur.execute("ALTER TABLE m " + ", ".join(
-            f"ADD COLUMN {cols[i]} {types[i]} DEFAULT {cases[i][1]}" for i in group))
-    cur.execute("SELECT attname FROM pg_attribute WHERE attrelid = 'm'::regclass "
-                "AND attnum > 1 AND NOT atthasmissing")
+        cur.execute(
+            "ALTER TABLE m "
+            + ", ".join(f"ADD COLUMN {cols[i]} {types[i]} DEFAULT {cases[i][1]}" for i in group)
+        )
+    cur.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = 'm'::regclass "
+        "AND attnum > 1 AND NOT atthasmissing"
+    )
     not_missing = {r[0] for r in cur.fetchall()}
     assert not_missing <= {cols[i] for i in checked}
     assert len(cases) - len(not_missing) > 280
@@ -262,7 +297,8 @@ def _old_rows_then_defaults(cur: Any) -> tuple[list[str], list[str]]:
 
 
 def test_old_tuples_read_defaults_as_stored_values(
-        pg: dict[str, Any], db: tuple[str, Any], tmp_path: Path) -> None:
+    pg: dict[str, Any], db: tuple[str, Any], tmp_path: Path
+) -> None:
     """An UPDATE and a DELETE of rows older than ADD COLUMN ... DEFAULT (every type and
     edge value): the old tuples' values and texts equal a stored copy's and the server's
     output."""
@@ -282,9 +318,11 @@ def test_old_tuples_read_defaults_as_stored_values(
     assert del_old is not None and ins_new is not None
     assert upd_old["id"] == (0, "0") and del_old["id"] == (1, "1")
     server = _server_text(cur, "m", cols, 3)
-    bad = (_compare("UPDATE old", upd_old, ins_new, server, cols, types)
-           + _compare("DELETE old", del_old, ins_new, server, cols, types)
-           + _compare("UPDATE new", upd_new, ins_new, server, cols, types))
+    bad = (
+        _compare("UPDATE old", upd_old, ins_new, server, cols, types)
+        + _compare("DELETE old", del_old, ins_new, server, cols, types)
+        + _compare("UPDATE new", upd_new, ins_new, server, cols, types)
+    )
     assert not bad, "\n".join(bad[:40])
     # The values really were decoded: only `point` raises, on every read.
     errors = {c for c in cols if isinstance(upd_old[c], str)}
@@ -293,7 +331,8 @@ def test_old_tuples_read_defaults_as_stored_values(
 
 
 def test_defaults_added_while_decoding_through_ddl_capture(
-        pg: dict[str, Any], db: tuple[str, Any], tmp_path: Path) -> None:
+    pg: dict[str, Any], db: tuple[str, Any], tmp_path: Path
+) -> None:
     """Columns added (and a default changed, and a column re-added) while the session
     runs, the definitions coming from the DDL capture: each old tuple reads the default
     in force when its column was added, typed like a stored value."""
@@ -348,7 +387,8 @@ def test_defaults_added_while_decoding_through_ddl_capture(
 
 
 def test_snapshot_of_old_rows_equals_their_wal_old_tuples(
-        pg: dict[str, Any], db: tuple[str, Any], tmp_path: Path) -> None:
+    pg: dict[str, Any], db: tuple[str, Any], tmp_path: Path
+) -> None:
     """The initial snapshot reads a row older than the ADD COLUMNs (COPY: the server
     fills the defaults); the WAL path then reads the same row's old tuple when it is
     updated: same values, texts and errors, column for column."""

@@ -82,21 +82,27 @@ def run_txn(p: Pipeline, steps: list[tuple[str, str]], *, commit: bool = True) -
     return txn
 
 
-def check_source(p: Pipeline, value: dict[str, Any], txn: SourceTxn, label: str,
-                 table: str) -> None:
+def check_source(
+    p: Pipeline, value: dict[str, Any], txn: SourceTxn, label: str, table: str
+) -> None:
     """Every `source` field against what the SQL did."""
     src = value["source"]
     lo, hi = txn.range(label)
-    assert (src["version"], src["connector"], src["name"]) == ("2.7.0.Final", "postgresql",
-                                                               p.prefix)
+    assert (src["version"], src["connector"], src["name"]) == (
+        "2.7.0.Final",
+        "postgresql",
+        p.prefix,
+    )
     assert (src["db"], src["schema"], src["table"]) == (p.db, "public" if table else "", table)
     assert src["snapshot"] == "false"
     assert src["txId"] == txn.xid
     assert lo <= src["lsn"] < hi, (label, hex(src["lsn"]), hex(lo), hex(hi))
     assert txn.now_ms <= src["ts_ms"] <= txn.wall_after_ms, (src["ts_ms"], txn.now_ms)
     assert src["xmin"] is None
-    last_commit, this = (None if s == "null" else int(s) for s in
-                         src["sequence"].strip("[]").replace('"', "").split(","))
+    last_commit, this = (
+        None if s == "null" else int(s)
+        for s in src["sequence"].strip("[]").replace('"', "").split(",")
+    )
     assert this == src["lsn"]
     assert last_commit is None or last_commit < txn.commit_from
     assert src["ts_ms"] <= value["ts_ms"] <= int(time.time() * 1000)
@@ -110,8 +116,9 @@ def commit_lsn_of(txn: SourceTxn, txn_id: str) -> int:
     return int(lsn)
 
 
-def test_envelopes_through_pgcdc_run(pg: dict[str, Any], kafka: dict[str, Any],
-                                     registry: dict[str, Any]) -> None:
+def test_envelopes_through_pgcdc_run(
+    pg: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
+) -> None:
     """Insert, update (REPLICA IDENTITY DEFAULT: no `before`; FULL: the whole old row; a
     key change: delete + tombstone + create), delete + tombstone, truncate and logical
     messages, published by `pgcdc run` and read back with AvroDeserializer: every
@@ -121,20 +128,26 @@ def test_envelopes_through_pgcdc_run(pg: dict[str, Any], kafka: dict[str, Any],
     with pipeline(pg, kafka, registry, f"env{pg['version']}", TABLES) as p:
         worker = p.start_worker()
         worker.wait_ready(90)
-        t_ins = run_txn(p, [
-            ("ins", "INSERT INTO items VALUES (1, 'a', 10), (2, 'b', 20)"),
-            ("insf", "INSERT INTO items_full VALUES (1, 'x', 1)"),
-        ])
+        t_ins = run_txn(
+            p,
+            [
+                ("ins", "INSERT INTO items VALUES (1, 'a', 10), (2, 'b', 20)"),
+                ("insf", "INSERT INTO items_full VALUES (1, 'x', 1)"),
+            ],
+        )
         t_upd = run_txn(p, [("upd", "UPDATE items SET qty = 11 WHERE id = 1")])
         t_updf = run_txn(p, [("updf", "UPDATE items_full SET qty = 2 WHERE id = 1")])
         t_key = run_txn(p, [("key", "UPDATE items SET id = 3 WHERE id = 2")])
         run_txn(p, [("gone", "INSERT INTO items VALUES (99, 'never', 0)")], commit=False)
         t_del = run_txn(p, [("del", "DELETE FROM items WHERE id = 1")])
         t_delf = run_txn(p, [("delf", "DELETE FROM items_full WHERE id = 1")])
-        t_msg = run_txn(p, [
-            ("msg", "SELECT pg_logical_emit_message(true, 'app', 'hello')"),
-            ("ins4", "INSERT INTO items VALUES (4, 'd', NULL)"),
-        ])
+        t_msg = run_txn(
+            p,
+            [
+                ("msg", "SELECT pg_logical_emit_message(true, 'app', 'hello')"),
+                ("ins4", "INSERT INTO items VALUES (4, 'd', NULL)"),
+            ],
+        )
         nt_from = parse_lsn(p.query("SELECT pg_current_wal_insert_lsn()")[0][0])
         p.execute("SELECT pg_logical_emit_message(false, 'nt', 'world')")
         t_trunc = run_txn(p, [("trunc", "TRUNCATE items, items_full")])
@@ -142,42 +155,73 @@ def test_envelopes_through_pgcdc_run(pg: dict[str, Any], kafka: dict[str, Any],
         p.wait_confirmed(t_last.commit_from, 90, worker)
         assert worker.terminate() == 0
 
-        reads = read_all(p.settings(), [p.topic("items"), p.topic("items_full"),
-                                           f"{p.prefix}.transaction", f"{p.prefix}.message"])
+        reads = read_all(
+            p.settings(),
+            [
+                p.topic("items"),
+                p.topic("items_full"),
+                f"{p.prefix}.transaction",
+                f"{p.prefix}.message",
+            ],
+        )
     by_topic: dict[str, list[Rec]] = defaultdict(list)
     for r in reads:
         by_topic[r.topic.removeprefix(p.prefix + ".")].append(r)
     items, full = by_topic["public.items"], by_topic["public.items_full"]
-    assert [(r.value["op"] if r.value else None) for r in items] == \
-        ["c", "c", "u", "d", None, "c", "d", None, "c", "t", "c"]
+    assert [(r.value["op"] if r.value else None) for r in items] == [
+        "c",
+        "c",
+        "u",
+        "d",
+        None,
+        "c",
+        "d",
+        None,
+        "c",
+        "t",
+        "c",
+    ]
     assert [(r.value["op"] if r.value else None) for r in full] == ["c", "u", "d", None, "t"]
     assert all(r.value is None or r.value["source"]["txId"] != 0 for r in items)
 
     # Inserts: two tables in one transaction, one transaction block.
     c1, c2, cf = items[0], items[1], full[0]
-    assert (c1.key, c1.value["before"], c1.value["after"]) == \
-        ({"id": 1}, None, {"id": 1, "name": "a", "qty": 10})
+    assert (c1.key, c1.value["before"], c1.value["after"]) == (
+        {"id": 1},
+        None,
+        {"id": 1, "name": "a", "qty": 10},
+    )
     assert (c2.key, c2.value["after"]) == ({"id": 2}, {"id": 2, "name": "b", "qty": 20})
     assert (cf.key, cf.value["after"]) == ({"id": 1}, {"id": 1, "name": "x", "qty": 1})
-    for r, label, table in ((c1, "ins", "items"), (c2, "ins", "items"),
-                            (cf, "insf", "items_full")):
+    for r, label, table in ((c1, "ins", "items"), (c2, "ins", "items"), (cf, "insf", "items_full")):
         check_source(p, r.value, t_ins, label, table)
     assert c1.value["source"]["lsn"] < c2.value["source"]["lsn"] < cf.value["source"]["lsn"]
     ins_id = c1.value["transaction"]["id"]
     commit_lsn_of(t_ins, ins_id)
-    assert [(r.value["transaction"]["id"], r.value["transaction"]["total_order"],
-             r.value["transaction"]["data_collection_order"]) for r in (c1, c2, cf)] == \
-        [(ins_id, 1, 1), (ins_id, 2, 2), (ins_id, 3, 1)]
+    assert [
+        (
+            r.value["transaction"]["id"],
+            r.value["transaction"]["total_order"],
+            r.value["transaction"]["data_collection_order"],
+        )
+        for r in (c1, c2, cf)
+    ] == [(ins_id, 1, 1), (ins_id, 2, 2), (ins_id, 3, 1)]
     assert len({r.value["source"]["ts_ms"] for r in (c1, c2, cf)}) == 1
 
     # Update, REPLICA IDENTITY DEFAULT: no before; FULL: the old row.
     u = items[2]
-    assert (u.key, u.value["before"], u.value["after"]) == \
-        ({"id": 1}, None, {"id": 1, "name": "a", "qty": 11})
+    assert (u.key, u.value["before"], u.value["after"]) == (
+        {"id": 1},
+        None,
+        {"id": 1, "name": "a", "qty": 11},
+    )
     check_source(p, u.value, t_upd, "upd", "items")
     uf = full[1]
-    assert (uf.key, uf.value["before"], uf.value["after"]) == \
-        ({"id": 1}, {"id": 1, "name": "x", "qty": 1}, {"id": 1, "name": "x", "qty": 2})
+    assert (uf.key, uf.value["before"], uf.value["after"]) == (
+        {"id": 1},
+        {"id": 1, "name": "x", "qty": 1},
+        {"id": 1, "name": "x", "qty": 2},
+    )
     check_source(p, uf.value, t_updf, "updf", "items_full")
 
     # A key change: delete of the old key (+ tombstone), create of the new one, headers
@@ -186,8 +230,11 @@ def test_envelopes_through_pgcdc_run(pg: dict[str, Any], kafka: dict[str, Any],
     assert (kd.key, kd.value["after"]) == ({"id": 2}, None)
     assert kd.value["before"] == {"id": 2, "name": "", "qty": None}  # Debezium: zero/null
     assert (kt.key, kt.value, kt.raw_value) == ({"id": 2}, None, None)
-    assert (kc.key, kc.value["before"], kc.value["after"]) == \
-        ({"id": 3}, None, {"id": 3, "name": "b", "qty": 20})
+    assert (kc.key, kc.value["before"], kc.value["after"]) == (
+        {"id": 3},
+        None,
+        {"id": 3, "name": "b", "qty": 20},
+    )
     assert set(kd.headers) == {"__debezium.newkey"} and set(kc.headers) == {"__debezium.oldkey"}
     for r in (kd, kc):
         check_source(p, r.value, t_key, "key", "items")
@@ -195,13 +242,19 @@ def test_envelopes_through_pgcdc_run(pg: dict[str, Any], kafka: dict[str, Any],
 
     # Deletes with tombstones: DEFAULT gives the key only, FULL the whole old row.
     d, dt = items[6], items[7]
-    assert (d.key, d.value["before"], d.value["after"]) == \
-        ({"id": 1}, {"id": 1, "name": "", "qty": None}, None)
+    assert (d.key, d.value["before"], d.value["after"]) == (
+        {"id": 1},
+        {"id": 1, "name": "", "qty": None},
+        None,
+    )
     assert (dt.key, dt.value) == ({"id": 1}, None)
     check_source(p, d.value, t_del, "del", "items")
     df, dft = full[2], full[3]
-    assert (df.key, df.value["before"], df.value["after"]) == \
-        ({"id": 1}, {"id": 1, "name": "x", "qty": 2}, None)
+    assert (df.key, df.value["before"], df.value["after"]) == (
+        {"id": 1},
+        {"id": 1, "name": "x", "qty": 2},
+        None,
+    )
     assert (dft.key, dft.value) == ({"id": 1}, None)
     check_source(p, df.value, t_delf, "delf", "items_full")
 
@@ -229,21 +282,28 @@ def test_envelopes_through_pgcdc_run(pg: dict[str, Any], kafka: dict[str, Any],
     # Transaction metadata: BEGIN/END per transaction with events, in commit order, with
     # event counts per table; the rolled-back transaction is nowhere.
     meta = [r.value for r in by_topic["transaction"]]
-    expected = [(t_ins, 3, {"public.items": 2, "public.items_full": 1}),
-                (t_upd, 1, {"public.items": 1}), (t_updf, 1, {"public.items_full": 1}),
-                (t_key, 2, {"public.items": 2}), (t_del, 1, {"public.items": 1}),
-                (t_delf, 1, {"public.items_full": 1}), (t_msg, 1, {"public.items": 1}),
-                (t_trunc, 2, {"public.items": 1, "public.items_full": 1}),
-                (t_last, 1, {"public.items": 1})]
+    expected = [
+        (t_ins, 3, {"public.items": 2, "public.items_full": 1}),
+        (t_upd, 1, {"public.items": 1}),
+        (t_updf, 1, {"public.items_full": 1}),
+        (t_key, 2, {"public.items": 2}),
+        (t_del, 1, {"public.items": 1}),
+        (t_delf, 1, {"public.items_full": 1}),
+        (t_msg, 1, {"public.items": 1}),
+        (t_trunc, 2, {"public.items": 1, "public.items_full": 1}),
+        (t_last, 1, {"public.items": 1}),
+    ]
     assert len(meta) == 2 * len(expected)
-    for (begin, end), (txn, count, per_table) in zip(zip(meta[::2], meta[1::2], strict=True),
-                                                     expected, strict=True):
+    for (begin, end), (txn, count, per_table) in zip(
+        zip(meta[::2], meta[1::2], strict=True), expected, strict=True
+    ):
         assert (begin["status"], end["status"]) == ("BEGIN", "END")
         assert begin["id"] == end["id"]
         commit_lsn_of(txn, end["id"])
         assert end["event_count"] == count
-        assert {c["data_collection"]: c["event_count"] for c in end["data_collections"]} == \
-            per_table
+        assert {
+            c["data_collection"]: c["event_count"] for c in end["data_collections"]
+        } == per_table
         assert txn.now_ms <= begin["ts_ms"] == end["ts_ms"] <= txn.wall_after_ms
     seen = {r.value["source"]["txId"] for r in reads if r.value and "source" in r.value}
     assert seen == {t.xid for t, _, _ in expected} | {None}
@@ -296,11 +356,13 @@ def describe(data: list[Rec], o: TxnOutcome) -> str:
     mine = [r for r in data if r.value["source"]["txId"] == o.xid]
     ops = Counter((r.value["source"]["table"], r.value["op"]) for r in mine)
     lsns = Counter(r.value["source"]["lsn"] for r in mine)
-    return (f"transaction {o.xid}: {len(mine)} events, {o.total} expected ({o.events}); "
-            f"published {dict(ops)}; {len(lsns)} distinct LSNs, "
-            f"{sum(1 for n in lsns.values() if n > 1)} repeated; "
-            f"offsets {mine[0].offset}..{mine[-1].offset} in {mine[0].topic}; "
-            f"SQL: {o.statements}")
+    return (
+        f"transaction {o.xid}: {len(mine)} events, {o.total} expected ({o.events}); "
+        f"published {dict(ops)}; {len(lsns)} distinct LSNs, "
+        f"{sum(1 for n in lsns.values() if n > 1)} repeated; "
+        f"offsets {mine[0].offset}..{mine[-1].offset} in {mine[0].topic}; "
+        f"SQL: {o.statements}"
+    )
 
 
 def check_exactly_once(p: Pipeline, wl: Workload, reads: list[Rec]) -> None:
@@ -308,8 +370,11 @@ def check_exactly_once(p: Pipeline, wl: Workload, reads: list[Rec]) -> None:
     aborted one; and the topics materialized equal the source tables row for row."""
     committed = wl.committed()
     aborted = {o.xid for o in wl.outcomes if not o.committed}
-    data = [r for r in reads if r.value is not None and "transaction" in r.value
-            and r.topic != f"{p.prefix}.transaction"]
+    data = [
+        r
+        for r in reads
+        if r.value is not None and "transaction" in r.value and r.topic != f"{p.prefix}.transaction"
+    ]
     # Per transaction: total_order 1..n exactly once, n = the rows the SQL touched.
     orders: dict[int, list[int]] = defaultdict(list)
     per_table: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -338,24 +403,28 @@ def check_exactly_once(p: Pipeline, wl: Workload, reads: list[Rec]) -> None:
         assert [commit_lsn[x] for x in run] == sorted(commit_lsn[x] for x in run)
     # Transaction metadata: one BEGIN and one END per transaction, in commit order.
     meta = [r.value for r in reads if r.topic == f"{p.prefix}.transaction"]
-    ends = [(int(m["id"].split(":")[0]), m["event_count"]) for m in meta
-            if m["status"] == "END"]
+    ends = [(int(m["id"].split(":")[0]), m["event_count"]) for m in meta if m["status"] == "END"]
     assert ends == [(o.xid, o.total) for o in committed]
     assert [m["status"] for m in meta] == ["BEGIN", "END"] * len(committed)
     # Materialized topics == source tables.
-    for table, key, cols in (("acct", "id", ("id", "grp", "val", "note")),
-                             ("ledger", "id", ("id", "acct", "amount", "memo")),
-                             ("kv", "k", ("k", "v"))):
+    for table, key, cols in (
+        ("acct", "id", ("id", "grp", "val", "note")),
+        ("ledger", "id", ("id", "acct", "amount", "memo")),
+        ("kv", "k", ("k", "v")),
+    ):
         topic = [r for r in reads if r.topic == p.topic(table)]
         got = materialize(topic, operator.itemgetter(key))
-        want = {row[0]: dict(zip(cols, row, strict=True))
-                for row in p.query(f"SELECT {', '.join(cols)} FROM {table}")}
+        want = {
+            row[0]: dict(zip(cols, row, strict=True))
+            for row in p.query(f"SELECT {', '.join(cols)} FROM {table}")
+        }
         assert len(got) == len(want), table
         assert got == want, table
 
 
-def test_exactly_once_under_sigkill(pg15: dict[str, Any], kafka: dict[str, Any],
-                                    registry: dict[str, Any]) -> None:
+def test_exactly_once_under_sigkill(
+    pg15: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
+) -> None:
     """A seeded mixed workload (random sizes, savepoints rolled back or released,
     rolled-back transactions, upserts, one 200,000-row transaction interleaved with
     small ones) is published by `pgcdc run` (work_mem 4MB, so the big one spills) while
@@ -389,8 +458,15 @@ def test_exactly_once_under_sigkill(pg15: dict[str, Any], kafka: dict[str, Any],
             big = next(o for o in wl.outcomes if o.total == big_rows)
             # 4. Mid Kafka transaction: part of the big transaction is in Kafka, uncommitted.
             base = uncommitted_count(p.kafka["bootstrap"], p.topic("ledger"))
-            until(lambda: uncommitted_count(p.kafka["bootstrap"], p.topic("ledger"))
-                  > base + big_rows // 4, 180, "the big transaction in Kafka", step=0.2)
+            until(
+                lambda: (
+                    uncommitted_count(p.kafka["bootstrap"], p.topic("ledger"))
+                    > base + big_rows // 4
+                ),
+                180,
+                "the big transaction in Kafka",
+                step=0.2,
+            )
             worker = restart(p, worker, kills, "mid kafka txn")
             last = p.last_offset()
             assert last is not None and last.confirmed_lsn <= big.commit_from
@@ -405,8 +481,11 @@ def test_exactly_once_under_sigkill(pg15: dict[str, Any], kafka: dict[str, Any],
         p.wait_confirmed(final.commit_from, 300, worker)
         assert worker.terminate() == 0
         published = time.monotonic() - started
-        reads = read_all(p.settings(), [p.topic("acct"), p.topic("ledger"), p.topic("kv"),
-                                           f"{p.prefix}.transaction"], timeout_s=240)
+        reads = read_all(
+            p.settings(),
+            [p.topic("acct"), p.topic("ledger"), p.topic("kv"), f"{p.prefix}.transaction"],
+            timeout_s=240,
+        )
         assert kills == ["random", "between", "mid spill", "mid kafka txn", "random"]
         assert all(w.has_event("worker_resumed") for w in p.workers[1:])
         # The killed attempts really reached the log: besides every committed record
@@ -418,13 +497,16 @@ def test_exactly_once_under_sigkill(pg15: dict[str, Any], kafka: dict[str, Any],
         assert aborted > big_rows // 8
         assert len(wl.committed()) < len(wl.outcomes)  # some really were rolled back
         check_exactly_once(p, wl, reads)
-    print(f"exactly-once e2e: {len(wl.outcomes)} source transactions "
-          f"({len(wl.committed())} committed), {len(kills)} SIGKILLs, published in "
-          f"{published:.1f}s, verified in {time.monotonic() - started:.1f}s")
+    print(
+        f"exactly-once e2e: {len(wl.outcomes)} source transactions "
+        f"({len(wl.committed())} committed), {len(kills)} SIGKILLs, published in "
+        f"{published:.1f}s, verified in {time.monotonic() - started:.1f}s"
+    )
 
 
-def test_second_worker_is_fenced_or_fences(pg18: dict[str, Any], kafka: dict[str, Any],
-                                           registry: dict[str, Any]) -> None:
+def test_second_worker_is_fenced_or_fences(
+    pg18: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
+) -> None:
     """A second `pgcdc run` with the same configuration, started while the first is
     publishing: one of them stops with exit code 1 and a FencedError saying another
     worker took over; the other keeps publishing, and a read_committed reader sees every
@@ -438,10 +520,13 @@ def test_second_worker_is_fenced_or_fences(pg18: dict[str, Any], kafka: dict[str
             bg = Background(lambda: wl.run(80, pause_s=0.05))
             time.sleep(1.0)
             second = p.start_worker()
-            until(lambda: first.proc.poll() is not None or second.proc.poll() is not None,
-                  120, "one worker to stop", step=0.2)
-            loser, survivor = (first, second) if first.proc.poll() is not None \
-                else (second, first)
+            until(
+                lambda: first.proc.poll() is not None or second.proc.poll() is not None,
+                120,
+                "one worker to stop",
+                step=0.2,
+            )
+            loser, survivor = (first, second) if first.proc.poll() is not None else (second, first)
             assert loser.proc.returncode == 1, loser.tail()
             assert "FencedError" in loser.log_text() and "took over slot" in loser.log_text()
             bg.join()
@@ -450,14 +535,17 @@ def test_second_worker_is_fenced_or_fences(pg18: dict[str, Any], kafka: dict[str
         p.wait_confirmed(wl.committed()[-1].commit_from, 180, survivor)
         assert survivor.proc.poll() is None
         assert survivor.terminate() == 0
-        reads = read_all(p.settings(), [p.topic("acct"), p.topic("ledger"), p.topic("kv"),
-                                        f"{p.prefix}.transaction"])
+        reads = read_all(
+            p.settings(),
+            [p.topic("acct"), p.topic("ledger"), p.topic("kv"), f"{p.prefix}.transaction"],
+        )
         check_exactly_once(p, wl, reads)
     assert loser is first  # the newcomer fences the running worker
 
 
-def test_sigterm_stops_cleanly_and_resumes(pg15: dict[str, Any], kafka: dict[str, Any],
-                                           registry: dict[str, Any]) -> None:
+def test_sigterm_stops_cleanly_and_resumes(
+    pg15: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
+) -> None:
     """SIGTERM mid workload: the worker exits 0 having committed what was complete; its
     offset covers exactly a prefix of the committed transactions (all of them published,
     none after it), the slot was moved to the offset's restart LSN, and a restarted
@@ -474,18 +562,25 @@ def test_sigterm_stops_cleanly_and_resumes(pg15: dict[str, Any], kafka: dict[str
             assert worker.has_event("worker_stopped")
             offset = p.last_offset()
             assert offset is not None
-            slot_restart = parse_lsn(p.query(
-                "SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s",
-                (p.slot,))[0][0])
+            slot_restart = parse_lsn(
+                p.query(
+                    "SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s", (p.slot,)
+                )[0][0]
+            )
             assert slot_restart == offset.restart_lsn  # the final slot feedback
-            reads = read_all(p.settings(), [p.topic("acct"), p.topic("ledger"), p.topic("kv"),
-                                            f"{p.prefix}.transaction"])
-            published = {r.value["source"]["txId"] for r in reads
-                         if r.value is not None and "source" in r.value}
+            reads = read_all(
+                p.settings(),
+                [p.topic("acct"), p.topic("ledger"), p.topic("kv"), f"{p.prefix}.transaction"],
+            )
+            published = {
+                r.value["source"]["txId"]
+                for r in reads
+                if r.value is not None and "source" in r.value
+            }
             done = [o for o in wl.committed() if o.xid in published]
             assert done, "nothing was published before SIGTERM"
-            assert done == wl.committed()[:len(done)]  # a prefix, in commit order
-            rest = wl.committed()[len(done):]
+            assert done == wl.committed()[: len(done)]  # a prefix, in commit order
+            rest = wl.committed()[len(done) :]
             assert not rest or rest[0].commit_from >= offset.confirmed_lsn
             bg.join()
         finally:
@@ -494,9 +589,13 @@ def test_sigterm_stops_cleanly_and_resumes(pg15: dict[str, Any], kafka: dict[str
         assert worker.wait_ready(90)["event"] == "worker_resumed"
         p.wait_confirmed(wl.committed()[-1].commit_from, 180, worker)
         assert worker.terminate() == 0
-        reads = read_all(p.settings(), [p.topic("acct"), p.topic("ledger"), p.topic("kv"),
-                                        f"{p.prefix}.transaction"])
+        reads = read_all(
+            p.settings(),
+            [p.topic("acct"), p.topic("ledger"), p.topic("kv"), f"{p.prefix}.transaction"],
+        )
         check_exactly_once(p, wl, reads)
-    print(f"SIGTERM: slot restart_lsn {slot_restart:X}, offset restart_lsn "
-          f"{offset.restart_lsn:X}, confirmed {offset.confirmed_lsn:X}; "
-          f"{len(done)} of {len(wl.committed())} committed transactions published before it")
+    print(
+        f"SIGTERM: slot restart_lsn {slot_restart:X}, offset restart_lsn "
+        f"{offset.restart_lsn:X}, confirmed {offset.confirmed_lsn:X}; "
+        f"{len(done)} of {len(wl.committed())} committed transactions published before it"
+    )

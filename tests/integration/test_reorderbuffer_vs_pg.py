@@ -144,11 +144,11 @@ def test_catalog_snapshot_queued_by_another_database(pg15: dict[str, Any]) -> No
     rows = 60_000
     workload = [
         Step("INSERT INTO small VALUES (1, 'one')"),
-        Step(f"BEGIN; INSERT INTO big SELECT g FROM generate_series(1, {rows // 2}) g",
-             watch=True),
+        Step(f"BEGIN; INSERT INTO big SELECT g FROM generate_series(1, {rows // 2}) g", watch=True),
         Step("CREATE TABLE interloper (a int)", db="other", watch=True),
-        Step(f"INSERT INTO big SELECT g FROM generate_series(1, {rows // 2}) g; COMMIT",
-             watch=True),
+        Step(
+            f"INSERT INTO big SELECT g FROM generate_series(1, {rows // 2}) g; COMMIT", watch=True
+        ),
     ]
     r = run_vs_pg(pg15, TABLES, workload, work_mem_kb=1024)
     _assert_common(r)

@@ -32,25 +32,29 @@ def _new_topic(bootstrap: str) -> str:
 
 
 def _producer(bootstrap: str) -> Producer:
-    producer = Producer({
-        "bootstrap.servers": bootstrap,
-        "transactional.id": f"pgcdc-smoke-{uuid.uuid4().hex}",
-        "enable.idempotence": True,
-    })
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": f"pgcdc-smoke-{uuid.uuid4().hex}",
+            "enable.idempotence": True,
+        }
+    )
     producer.init_transactions(TIMEOUT)
     return producer
 
 
 def _read_all(bootstrap: str, topic: str, isolation: str) -> list[str]:
     """Every value a fresh consumer with `isolation` sees from the start to the end."""
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": f"pgcdc-smoke-{uuid.uuid4().hex}",
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
-        "isolation.level": isolation,
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"pgcdc-smoke-{uuid.uuid4().hex}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": isolation,
+        }
+    )
     values: list[str] = []
     try:
         consumer.subscribe([topic])

@@ -26,16 +26,18 @@ pytestmark = pytest.mark.integration
 
 
 def _schema(*extra_fields: dict[str, object]) -> str:
-    return json.dumps({
-        "type": "record",
-        "name": "Row",
-        "namespace": "pgcdc.smoke",
-        "fields": [
-            {"name": "id", "type": "long"},
-            {"name": "name", "type": ["null", "string"], "default": None},
-            *extra_fields,
-        ],
-    })
+    return json.dumps(
+        {
+            "type": "record",
+            "name": "Row",
+            "namespace": "pgcdc.smoke",
+            "fields": [
+                {"name": "id", "type": "long"},
+                {"name": "name", "type": ["null", "string"], "default": None},
+                *extra_fields,
+            ],
+        }
+    )
 
 
 def _subject() -> str:

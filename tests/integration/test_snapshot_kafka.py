@@ -64,13 +64,15 @@ class Writer(threading.Thread):
                     elif op < 0.8:
                         key = rnd.randint(1, next_id)
                         if table == "a":
-                            cur.execute("UPDATE a SET v = v + 1, note = 'upd' WHERE id = %s",
-                                        (key,))
+                            cur.execute(
+                                "UPDATE a SET v = v + 1, note = 'upd' WHERE id = %s", (key,)
+                            )
                         else:
                             cur.execute("UPDATE b SET v = 'upd ' || id WHERE id = %s", (key,))
                     else:
-                        cur.execute(f"DELETE FROM {table} WHERE id = %s",
-                                    (rnd.randint(1, next_id),))
+                        cur.execute(
+                            f"DELETE FROM {table} WHERE id = %s", (rnd.randint(1, next_id),)
+                        )
                 conn.commit()
                 self.commits.append(time.time())
                 time.sleep(0.002)
@@ -129,9 +131,9 @@ def _finish(p: Pipeline, worker: Any) -> dict[str, list[Read]]:
 
 
 @pytest.mark.parametrize("kill_during_snapshot", [False, True])
-def test_snapshot_and_stream_exactly_once(pg: dict[str, Any], kafka: dict[str, Any],
-                                          registry: dict[str, Any],
-                                          kill_during_snapshot: bool) -> None:
+def test_snapshot_and_stream_exactly_once(
+    pg: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any], kill_during_snapshot: bool
+) -> None:
     """Rows read by the snapshot plus the stream give every row exactly once, with
     concurrent writes before, during and after the snapshot (and across a SIGKILL in
     the middle of it): the replayed topics equal the final tables."""
@@ -158,8 +160,9 @@ def test_snapshot_and_stream_exactly_once(pg: dict[str, Any], kafka: dict[str, A
         topics = _finish(p, worker)
 
         events = worker.events()
-        table_done = {e["table"]: e["rows"] for e in events
-                      if e.get("event") == "snapshot_table_done"}
+        table_done = {
+            e["table"]: e["rows"] for e in events if e.get("event") == "snapshot_table_done"
+        }
         for table, key_cols in (("a", ("id", "v", "note")), ("b", ("id", "v"))):
             reads = topics[table]
             ops = [r.value["op"] for r in reads if r.value is not None]
@@ -172,23 +175,40 @@ def test_snapshot_and_stream_exactly_once(pg: dict[str, Any], kafka: dict[str, A
             assert {k: {c: v[c] for c in key_cols} for k, v in state.items()} == expected
             snap = [r.value for r in reads if r.value is not None and r.value["op"] == "r"]
             assert {s["source"]["snapshot"] for s in snap} <= {"true", "last"}
-        last = [r.value for t in ("a", "b") for r in topics[t]
-                if r.value is not None and r.value["source"]["snapshot"] == "last"]
+        last = [
+            r.value
+            for t in ("a", "b")
+            for r in topics[t]
+            if r.value is not None and r.value["source"]["snapshot"] == "last"
+        ]
         assert len(last) == 1 and last[0]["op"] == "r"
 
 
-def test_snapshot_never_publishes_no_reads(pg: dict[str, Any], kafka: dict[str, Any],
-                                           registry: dict[str, Any]) -> None:
+def test_snapshot_never_publishes_no_reads(
+    pg: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
+) -> None:
     """`snapshot.mode = never`: existing rows are not published; only later changes."""
-    with pipeline(pg, kafka, registry, "snapn",
-                  [*TABLES[:2], "INSERT INTO a VALUES (1, 1, 'old'), (2, 2, 'old')"],
-            extra_env={"PGCDC_SNAPSHOT__MODE": "never"}) as p:
+    with pipeline(
+        pg,
+        kafka,
+        registry,
+        "snapn",
+        [*TABLES[:2], "INSERT INTO a VALUES (1, 1, 'old'), (2, 2, 'old')"],
+        extra_env={"PGCDC_SNAPSHOT__MODE": "never"},
+    ) as p:
         worker = p.start_worker()
         worker.wait_ready()
-        p.execute("INSERT INTO a VALUES (3, 3, 'new')", "UPDATE a SET v = 20 WHERE id = 2",
-                  "INSERT INTO b VALUES (9, 'new')")
+        p.execute(
+            "INSERT INTO a VALUES (3, 3, 'new')",
+            "UPDATE a SET v = 20 WHERE id = 2",
+            "INSERT INTO b VALUES (9, 'new')",
+        )
         topics = _finish(p, worker)
-        ops = [(t, r.value["op"], (r.value["after"] or r.value["before"])["id"])
-               for t in ("a", "b") for r in topics[t] if r.value is not None]
+        ops = [
+            (t, r.value["op"], (r.value["after"] or r.value["before"])["id"])
+            for t in ("a", "b")
+            for r in topics[t]
+            if r.value is not None
+        ]
         assert ops == [("a", "c", 3), ("a", "u", 2), ("b", "c", 9)]
         assert not worker.has_event("snapshot_started")

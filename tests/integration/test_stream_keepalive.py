@@ -29,8 +29,10 @@ def _activity(pg: dict[str, Any]) -> int:
     conn.autocommit = True
     cur = conn.cursor()
     table = f"filler_{uuid.uuid4().hex[:8]}"
-    cur.execute(f"CREATE TABLE {table} AS SELECT g, repeat('x', 200) AS pad "
-                "FROM generate_series(1, 20000) g")
+    cur.execute(
+        f"CREATE TABLE {table} AS SELECT g, repeat('x', 200) AS pad "
+        "FROM generate_series(1, 20000) g"
+    )
     cur.execute(f"DROP TABLE {table}")
     cur.execute("SELECT pg_current_wal_flush_lsn()")
     hi, lo = cur.fetchone()[0].split("/")
@@ -63,8 +65,9 @@ def _pause_and_read(stream: PhysicalStream, pg: dict[str, Any], *, keepalive: bo
 
 
 @pytest.mark.parametrize("keepalive", [True, False])
-def test_long_pause_between_reads(pg15: dict[str, Any], keepalive: bool,
-                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_long_pause_between_reads(
+    pg15: dict[str, Any], keepalive: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With keepalives the walsender keeps the connection; without, the stream
     reconnects by itself. Either way the bytes continue exactly where they stopped."""
     pg = pg15

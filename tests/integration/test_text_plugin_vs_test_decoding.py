@@ -28,9 +28,16 @@ def assert_same(out: Outcome, *must: str, min_lines: int = 1) -> None:
     every string in `must` is one of test_decoding's lines, or a prefix of one when it
     ends with '…'."""
     if out.actual != out.expected:
-        diff = "\n".join(difflib.unified_diff(
-            [line[:400] for line in out.expected], [line[:400] for line in out.actual],
-            "test_decoding", "pgcdc", lineterm="", n=1))
+        diff = "\n".join(
+            difflib.unified_diff(
+                [line[:400] for line in out.expected],
+                [line[:400] for line in out.actual],
+                "test_decoding",
+                "pgcdc",
+                lineterm="",
+                n=1,
+            )
+        )
         raise AssertionError(f"outputs differ:\n{diff}")
     print(f"line-for-line: {len(out.expected)} lines identical")  # shown with pytest -s
     assert len(out.expected) >= min_lines, out.expected
@@ -104,8 +111,7 @@ def test_ddl_in_the_middle_of_a_transaction(pg: dict[str, Any]) -> None:
         "table public.mid: INSERT: id[integer]:4 b[integer]:3 c[text]:'c3'",
         "table public.mid: INSERT: id[integer]:5 bee[integer]:4 c[text]:'c4'",
         "table public.mid: INSERT: id[integer]:6 bee[integer]:5 c[text]:null d[integer]:42",
-        "table public.mid: INSERT: id[integer]:9 bee[bigint]:8000000000 c[text]:null"
-        " d[integer]:42",
+        "table public.mid: INSERT: id[integer]:9 bee[bigint]:8000000000 c[text]:null d[integer]:42",
         "table public.mid: INSERT: id[integer]:10 bee[bigint]:9 c[character varying]:'vc'"
         " d[integer]:42",
         "table public.born2: INSERT: k[integer]:2 v[text]:'w' w[integer]:3",
@@ -138,9 +144,11 @@ def test_alter_type_rewrites_are_not_emitted(pg: dict[str, Any]) -> None:
             "INSERT INTO rw VALUES (53, 'txt', 'x')",
             "ALTER TABLE rw ADD COLUMN r float8 DEFAULT random()",
             "UPDATE rw SET n = 'after-random' WHERE id = 3",
-            "VACUUM FULL rw", DRAIN,
+            "VACUUM FULL rw",
+            DRAIN,
             "INSERT INTO rw (id, n, s, r) VALUES (54, 'vf', 'y', 0.5)",
-            "CLUSTER rw USING rw_pkey", DRAIN,
+            "CLUSTER rw USING rw_pkey",
+            DRAIN,
             "UPDATE rw SET r = 1.25 WHERE id = 54",
             "BEGIN; ALTER TABLE rw ALTER COLUMN id TYPE bigint;"
             " INSERT INTO rw (id, n, s, r) VALUES (55, 'in-txn', 'z', 2); COMMIT",
@@ -181,19 +189,24 @@ def test_truncate_variants(pg: dict[str, Any]) -> None:
         [
             "INSERT INTO tr1 (v) VALUES ('a'), ('b')",
             "INSERT INTO tr_ref VALUES (1, 1)",
-            "TRUNCATE tr2", DRAIN,
-            "TRUNCATE tr1 RESTART IDENTITY CASCADE", DRAIN,
+            "TRUNCATE tr2",
+            DRAIN,
+            "TRUNCATE tr1 RESTART IDENTITY CASCADE",
+            DRAIN,
             "INSERT INTO tr1 (v) VALUES ('restarted')",
-            "TRUNCATE tr1, tr2, other.tr3, tr_ref", DRAIN,
+            "TRUNCATE tr1, tr2, other.tr3, tr_ref",
+            DRAIN,
             "BEGIN; INSERT INTO tr2 VALUES (1, 'pre'); TRUNCATE tr2;"
             " INSERT INTO tr2 VALUES (2, 'post'); UPDATE tr2 SET v = 'post2' WHERE id = 2;"
-            " COMMIT", DRAIN,
+            " COMMIT",
+            DRAIN,
             "INSERT INTO tr2 VALUES (3, 'later')",
             "BEGIN; TRUNCATE tr2; INSERT INTO tr2 VALUES (4, 'gone'); ROLLBACK",
             "DELETE FROM tr2 WHERE id = 3",
             "BEGIN; TRUNCATE tr1 RESTART IDENTITY CASCADE; INSERT INTO tr1 (v) VALUES ('x');"
             " SAVEPOINT s; TRUNCATE tr2; ROLLBACK TO s; INSERT INTO tr2 VALUES (5, 'kept');"
-            " COMMIT", DRAIN,
+            " COMMIT",
+            DRAIN,
             "TRUNCATE ONLY other.tr3 CONTINUE IDENTITY RESTRICT",
         ],
     )
@@ -258,8 +271,7 @@ def test_toast(pg: dict[str, Any]) -> None:
         out,
         "table public.tt: UPDATE: id[integer]:1 other[text]:'o1-changed'"
         " big[text]:unchanged-toast-datum small[text]:'s'",
-        "table public.tt: UPDATE: id[integer]:2 other[text]:'o2-changed'"
-        " big[text]:'compressible …",
+        "table public.tt: UPDATE: id[integer]:2 other[text]:'o2-changed' big[text]:'compressible …",
         "table public.tt: DELETE: id[integer]:10",
         "table public.tt_full: DELETE: id[integer]:1 big[text]:…",
         "table public.tt_arr: UPDATE: old-key: id[integer]:1 new-tuple: id[integer]:2"
@@ -287,8 +299,7 @@ def test_savepoints(pg: dict[str, Any]) -> None:
             " INSERT INTO sp VALUES (8, 'kept', 8); RELEASE y;"
             " SAVEPOINT z; ALTER TABLE sp DROP COLUMN kept; ROLLBACK TO z;"
             " INSERT INTO sp VALUES (9, 'kept-still', 9); COMMIT",
-            "BEGIN; SAVEPOINT p; INSERT INTO sp VALUES (10, 'aborted-top'); RELEASE p;"
-            " ROLLBACK",
+            "BEGIN; SAVEPOINT p; INSERT INTO sp VALUES (10, 'aborted-top'); RELEASE p; ROLLBACK",
             "BEGIN; SAVEPOINT q1; SAVEPOINT q2; SAVEPOINT q3; UPDATE sp SET v = 'deep'"
             " WHERE id = 1; RELEASE q3; ROLLBACK TO q2; DELETE FROM sp WHERE id = 2;"
             " RELEASE q1; COMMIT",
@@ -337,8 +348,9 @@ def test_two_phase_default_slot(pg: dict[str, Any]) -> None:
         "table public.tp: INSERT: id[integer]:6 v[text]:'after' w[integer]:6",
     )
     assert not any("PREPARE" in e or "'p3'" in e for e in out.expected)
-    assert out.expected.index("table public.tp: INSERT: id[integer]:2 v[text]:'between'") \
-        < out.expected.index("table public.tp: INSERT: id[integer]:1 v[text]:'p1'")
+    assert out.expected.index(
+        "table public.tp: INSERT: id[integer]:2 v[text]:'between'"
+    ) < out.expected.index("table public.tp: INSERT: id[integer]:1 v[text]:'p1'")
 
 
 def test_two_phase_slot(pg: dict[str, Any]) -> None:
@@ -476,6 +488,7 @@ def test_replica_identity_variants(pg: dict[str, Any]) -> None:
 def _copy(table: str, data: str) -> Any:
     def step(conns: list[Any]) -> None:
         conns[0].cursor().copy_expert(f"COPY {table} FROM STDIN", io.StringIO(data))
+
     return step
 
 
@@ -483,12 +496,13 @@ def test_multi_insert(pg: dict[str, Any]) -> None:
     """COPY ... FROM STDIN (HEAP2 MULTI_INSERT, several tuples per record, across
     pages) and INSERT ... SELECT, in and out of explicit transactions."""
     null = "\\N"
-    rows = "".join(f"{i}\tcopied {i}\t{null if i % 7 == 0 else i * 1.5}\n"
-                   for i in range(1, 1201))
+    rows = "".join(f"{i}\tcopied {i}\t{null if i % 7 == 0 else i * 1.5}\n" for i in range(1, 1201))
     out = compare(
         pg,
-        ["CREATE TABLE mi (id int PRIMARY KEY, v text, f float8)",
-         "CREATE TABLE mi2 (id int, v text)"],
+        [
+            "CREATE TABLE mi (id int PRIMARY KEY, v text, f float8)",
+            "CREATE TABLE mi2 (id int, v text)",
+        ],
         [
             _copy("mi", rows),
             "INSERT INTO mi2 SELECT id, v FROM mi WHERE id <= 30",
@@ -502,8 +516,7 @@ def test_multi_insert(pg: dict[str, Any]) -> None:
         out,
         "table public.mi: INSERT: id[integer]:1 v[text]:'copied 1' f[double precision]:1.5",
         "table public.mi: INSERT: id[integer]:7 v[text]:'copied 7' f[double precision]:null",
-        "table public.mi: INSERT: id[integer]:1200 v[text]:'copied 1200'"
-        " f[double precision]:1800",
+        "table public.mi: INSERT: id[integer]:1200 v[text]:'copied 1200' f[double precision]:1800",
         "table public.mi2: INSERT: id[integer]:9002 v[text]:null",
         min_lines=1200 + 30 + 2 + 1195,
     )
@@ -549,22 +562,26 @@ def test_interleaved_transactions(pg: dict[str, Any]) -> None:
         pg,
         ["CREATE TABLE il (id int PRIMARY KEY, who text)"],
         [
-            (0, "BEGIN"), (1, "BEGIN"),
+            (0, "BEGIN"),
+            (1, "BEGIN"),
             (0, "INSERT INTO il VALUES (1, 'A')"),
             (1, "INSERT INTO il VALUES (2, 'B')"),
             (0, "INSERT INTO il VALUES (3, 'A')"),
-            (1, "SAVEPOINT s"), (1, "INSERT INTO il VALUES (4, 'B-sub')"),
+            (1, "SAVEPOINT s"),
+            (1, "INSERT INTO il VALUES (4, 'B-sub')"),
             (1, "COMMIT"),
             (0, "INSERT INTO il VALUES (5, 'A')"),
             (0, "COMMIT"),
-            (0, "BEGIN"), (1, "BEGIN"),
+            (0, "BEGIN"),
+            (1, "BEGIN"),
             (0, "CREATE TABLE il2 (k int)"),
             (1, "INSERT INTO il VALUES (6, 'B2')"),
             (0, "INSERT INTO il2 VALUES (1)"),
             (1, "UPDATE il SET who = 'B2u' WHERE id = 6"),
             (0, "ROLLBACK"),
             (1, "COMMIT"),
-            (0, "BEGIN"), (1, "BEGIN"),
+            (0, "BEGIN"),
+            (1, "BEGIN"),
             (0, "ALTER TABLE il ADD COLUMN extra text DEFAULT 'e'"),
             (0, "INSERT INTO il VALUES (7, 'A3', 'x')"),
             (0, "COMMIT"),
@@ -594,21 +611,21 @@ def test_quoted_identifiers_and_schemas(pg: dict[str, Any]) -> None:
             'CREATE TABLE "My Schema"."Order" ("select" int PRIMARY KEY, "User Name" text,'
             ' "quo""te" int, "from" text, "Ünï" text, normal_col int, "offset" int,'
             ' "$x" int, "_ok1" int, "1st" int)',
-            "CREATE TABLE app.user_ (id int PRIMARY KEY, \"desc\" text, value text,"
-            " \"name\" text, \"type\" text, \"year\" int)",
+            'CREATE TABLE app.user_ (id int PRIMARY KEY, "desc" text, value text,'
+            ' "name" text, "type" text, "year" int)',
         ],
         [
-            'INSERT INTO "My Schema"."Order" VALUES (1, \'a b\', 2, \'f\', \'ü\', 3, 4, 5, 6, 7)',
+            "INSERT INTO \"My Schema\".\"Order\" VALUES (1, 'a b', 2, 'f', 'ü', 3, 4, 5, 6, 7)",
             'UPDATE "My Schema"."Order" SET "select" = 2',
             'DELETE FROM "My Schema"."Order"',
             "INSERT INTO app.user_ VALUES (1, 'd', 'v', 'n', 't', 2000)",
-            "TRUNCATE \"My Schema\".\"Order\", app.user_",
+            'TRUNCATE "My Schema"."Order", app.user_',
         ],
     )
     assert_same(
         out,
-        "table \"My Schema\".\"Order\": DELETE: \"select\"[integer]:2",
-        "table \"My Schema\".\"Order\", app.user_: TRUNCATE: (no-flags)",
+        'table "My Schema"."Order": DELETE: "select"[integer]:2',
+        'table "My Schema"."Order", app.user_: TRUNCATE: (no-flags)',
     )
 
 

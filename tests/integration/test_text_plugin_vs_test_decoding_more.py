@@ -30,7 +30,7 @@ TYPES_SETUP = [
     " nm name, ba bytea, u uuid, d date, tm time, ttz timetz, ts timestamp,"
     " tstz timestamptz, iv interval, j json, jb jsonb, x xml, ine inet, ci cidr,"
     " mac macaddr, mac8 macaddr8, bt bit(4), vb varbit, ia int[], ta text[][],"
-    " e mood, dm posint, pr pair, r int4range, tr tstzrange, nr numrange, ch \"char\")",
+    ' e mood, dm posint, pr pair, r int4range, tr tstzrange, nr numrange, ch "char")',
 ]
 
 TYPES_ROWS = [
@@ -39,7 +39,7 @@ TYPES_ROWS = [
     " 'it''s \"q\" \\ back', 'name', '\\x00ff10', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',"
     " 'infinity', '24:00:00', '12:34:56.789+05:30', '2000-02-29 01:02:03.456789',"
     " '1999-12-31 23:59:59.999999+00', '1 year 2 mons -3 days 04:05:06.5',"
-    " '{\"a\": [1, 2.50, null]}', '{\"b\": {\"c\": [true, false]}, \"a\": 1.0}',"
+    ' \'{"a": [1, 2.50, null]}\', \'{"b": {"c": [true, false]}, "a": 1.0}\','
     " '<a x=\"1\">ü</a>', '192.168.1.5/24', '10.0.0.0/8', '08:00:2b:01:02:03',"
     " '08:00:2b:01:02:03:04:05', B'1010', B'111000111', '{1,NULL,3}',"
     " '{{a,\"b c\"},{NULL,\"\"}}', 'happy', 7, '(1,\"x y\")', '[1,5)',"
@@ -65,8 +65,11 @@ def test_many_types(pg: dict[str, Any]) -> None:
     infinities, json/jsonb/xml, network, bits, arrays (N-D, NULLs), enum, domain,
     composite, ranges): edge values print exactly as the server's output functions.
     The PG18 build here has no libxml, so its `x` column is text instead of xml."""
-    setup = TYPES_SETUP if pg["version"] == 15 else [
-        sql.replace(" x xml,", " x text,") for sql in TYPES_SETUP]
+    setup = (
+        TYPES_SETUP
+        if pg["version"] == 15
+        else [sql.replace(" x xml,", " x text,") for sql in TYPES_SETUP]
+    )
     out = compare(pg, setup, TYPES_ROWS)
     assert_same(
         out,
@@ -74,9 +77,15 @@ def test_many_types(pg: dict[str, Any]) -> None:
         "table public.wide: UPDATE: old-key: id[integer]:2 new-tuple: id[integer]:10…",
     )
     first = next(e for e in out.expected if "id[integer]:1 " in e)
-    for piece in ("b[boolean]:true", "f4[real]:NaN", "m[money]:'$12.34'",
-                  "bt[bit]:B'1010'", "e[mood]:'happy'", "dm[posint]:'7'",
-                  "ta[text[]]:'{{a,\"b c\"},{NULL,\"\"}}'"):
+    for piece in (
+        "b[boolean]:true",
+        "f4[real]:NaN",
+        "m[money]:'$12.34'",
+        "bt[bit]:B'1010'",
+        "e[mood]:'happy'",
+        "dm[posint]:'7'",
+        'ta[text[]]:\'{{a,"b c"},{NULL,""}}\'',
+    ):
         assert piece in first, (piece, first)
 
 
@@ -85,7 +94,8 @@ def test_many_columns_and_nulls(pg: dict[str, Any]) -> None:
     (none, all but the key, alternating, trailing), dropped columns in the middle."""
     cols = ", ".join(f"c{i} {'int' if i % 3 else 'text'}" for i in range(1, 120))
     values = ", ".join(
-        ("NULL" if i % 2 else (str(i) if i % 3 else f"'v{i}'")) for i in range(1, 120))
+        ("NULL" if i % 2 else (str(i) if i % 3 else f"'v{i}'")) for i in range(1, 120)
+    )
     full = ", ".join((str(i) if i % 3 else f"'v{i}'") for i in range(1, 120))
     out = compare(
         pg,
@@ -103,8 +113,9 @@ def test_many_columns_and_nulls(pg: dict[str, Any]) -> None:
         ],
     )
     assert_same(out, "table public.many: DELETE: id[integer]:1", min_lines=6)
-    assert any(e.endswith("c119[integer]:119119") and "c118[integer]:null" in e
-               for e in out.expected)
+    assert any(
+        e.endswith("c119[integer]:119119") and "c118[integer]:null" in e for e in out.expected
+    )
     assert not any("c50[" in e for e in out.expected[-6:])
 
 
@@ -124,8 +135,14 @@ def test_options_include_xids_and_timestamp(pg: dict[str, Any]) -> None:
         {"include-xids": "1", "include-timestamp": "1"},
     )
     assert_same(out, "table public.ox: INSERT: id[integer]:3", min_lines=10)
-    assert all(re.fullmatch(r"(BEGIN \d+|COMMIT \d+ \(at \d{4}-\d\d-\d\d [\d:.]+\+00\)|"
-                            r"table .*|message: .*)", e) for e in out.expected), out.expected
+    assert all(
+        re.fullmatch(
+            r"(BEGIN \d+|COMMIT \d+ \(at \d{4}-\d\d-\d\d [\d:.]+\+00\)|"
+            r"table .*|message: .*)",
+            e,
+        )
+        for e in out.expected
+    ), out.expected
 
 
 def test_two_phase_slot_with_xids(pg: dict[str, Any]) -> None:
@@ -150,6 +167,7 @@ def test_two_phase_slot_with_xids(pg: dict[str, Any]) -> None:
 
 def _in_other_database(pg: dict[str, Any]) -> Any:
     """A workload step: a table in a scratch database, one insert into it, dropped."""
+
     def step(conns: list[Any]) -> None:
         name = f"other_{uuid.uuid4().hex[:8]}"
         base = f"host={pg['host']} port={pg['port']} user={pg['user']}"
@@ -163,6 +181,7 @@ def _in_other_database(pg: dict[str, Any]) -> Any:
         other.close()
         admin.cursor().execute(f"DROP DATABASE {name} WITH (FORCE)")
         admin.close()
+
     return step
 
 
@@ -192,8 +211,14 @@ def test_skip_empty_xacts_off(pg: dict[str, Any]) -> None:
         {"skip-empty-xacts": "0", "include-xids": "0"},
     )
     assert_same(out, "table public.se: INSERT: id[integer]:3")
-    assert sum(1 for i, e in enumerate(out.expected[:-1])
-               if e == "BEGIN" and out.expected[i + 1] == "COMMIT") == 3
+    assert (
+        sum(
+            1
+            for i, e in enumerate(out.expected[:-1])
+            if e == "BEGIN" and out.expected[i + 1] == "COMMIT"
+        )
+        == 3
+    )
 
 
 def test_schema_changes_over_time(pg: dict[str, Any]) -> None:

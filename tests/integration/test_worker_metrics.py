@@ -31,19 +31,23 @@ def _one(samples: dict[str, float], pattern: str) -> float:
     return found[0]
 
 
-def test_metrics_move_during_a_run(pg15: dict[str, Any], kafka: dict[str, Any],
-                                   registry: dict[str, Any]) -> None:
+def test_metrics_move_during_a_run(
+    pg15: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
+) -> None:
     """After a few transactions: events are counted by topic and op, WAL records and
     Kafka commits counted, positions and lag in bytes/seconds set, health is ready."""
     ddl = ["CREATE TABLE m (id int PRIMARY KEY, v text)"]
-    with pipeline(pg15, kafka, registry, "metrics", ddl,
-                  extra_env={"PGCDC_KAFKA__HEARTBEAT_INTERVAL_S": "1"}) as p:
+    with pipeline(
+        pg15, kafka, registry, "metrics", ddl, extra_env={"PGCDC_KAFKA__HEARTBEAT_INTERVAL_S": "1"}
+    ) as p:
         worker = p.start_worker()
         worker.wait_ready(90)
         port = int(worker.wait_event({"metrics_serving"}, 30)["port"])
-        p.execute("INSERT INTO m VALUES (1, 'a'), (2, 'b')",
-                  "UPDATE m SET v = 'c' WHERE id = 1",
-                  "DELETE FROM m WHERE id = 2")
+        p.execute(
+            "INSERT INTO m VALUES (1, 'a'), (2, 'b')",
+            "UPDATE m SET v = 'c' WHERE id = 1",
+            "DELETE FROM m WHERE id = 2",
+        )
         end = parse_lsn(p.query("SELECT pg_current_wal_lsn()")[0][0])
         p.wait_confirmed(end - 1, 90, worker)
         worker.wait_event({"worker_consistent"}, 5)
@@ -62,7 +66,8 @@ def test_metrics_move_during_a_run(pg15: dict[str, Any], kafka: dict[str, Any],
         confirmed = _one(s, rf'pgcdc_confirmed_lsn\{{slot="{slot}"\}}')
         assert server >= end > 0 and confirmed >= end - 1
         assert _one(s, rf'pgcdc_lag_bytes\{{slot="{slot}"\}}') == pytest.approx(
-            max(0.0, server - confirmed), abs=1 << 24)
+            max(0.0, server - confirmed), abs=1 << 24
+        )
         assert _one(s, rf'pgcdc_lag_seconds\{{slot="{slot}"\}}') >= 0
         assert _one(s, rf'pgcdc_slot_total_txns_total\{{slot="{slot}"\}}') >= 3
         assert _one(s, rf'pgcdc_registry_calls_total\{{slot="{slot}"\}}') >= 4

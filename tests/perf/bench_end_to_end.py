@@ -47,15 +47,20 @@ from tests.integration.pipeline_kafka_support import (
     unique,
 )
 
-TABLE = ("CREATE TABLE bench (id bigint PRIMARY KEY, n int, label text, "
-         "amount numeric(12,2), at timestamptz)")
-INSERT = ("INSERT INTO bench SELECT g, g % 1000, 'label ' || g, (g % 100000) / 100.0, "
-          "'2024-01-01'::timestamptz + g * interval '1 second' "
-          "FROM generate_series({a}, {b}) g")
+TABLE = (
+    "CREATE TABLE bench (id bigint PRIMARY KEY, n int, label text, "
+    "amount numeric(12,2), at timestamptz)"
+)
+INSERT = (
+    "INSERT INTO bench SELECT g, g % 1000, 'label ' || g, (g % 100000) / 100.0, "
+    "'2024-01-01'::timestamptz + g * interval '1 second' "
+    "FROM generate_series({a}, {b}) g"
+)
 
 
-def wait_published(p: Pipeline, after_lsn: int, worker: WorkerProcess,
-                   timeout: float = 1800.0) -> float:
+def wait_published(
+    p: Pipeline, after_lsn: int, worker: WorkerProcess, timeout: float = 1800.0
+) -> float:
     """Poll the committed offset until it passes `after_lsn`; the monotonic time seen."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -82,8 +87,11 @@ class PgDecoder:
         try:
             with conn.cursor() as cur:
                 t0 = time.monotonic()
-                cur.execute("SELECT count(*) FILTER (WHERE data LIKE 'table %%') "
-                            "FROM pg_logical_slot_get_changes(%s, NULL, NULL)", (self.name,))
+                cur.execute(
+                    "SELECT count(*) FILTER (WHERE data LIKE 'table %%') "
+                    "FROM pg_logical_slot_get_changes(%s, NULL, NULL)",
+                    (self.name,),
+                )
                 lines = int(cur.fetchone()[0])
                 elapsed = time.monotonic() - t0
                 cur.execute("SELECT pg_drop_replication_slot(%s)", (self.name,))
@@ -103,17 +111,20 @@ def start(p: Pipeline) -> WorkerProcess:
     return worker
 
 
-def report(name: str, rows: int, seconds: float, after_commit: float,
-           pg: tuple[int, float]) -> None:
+def report(
+    name: str, rows: int, seconds: float, after_commit: float, pg: tuple[int, float]
+) -> None:
     pg_rows, pg_s = pg
-    print(f"{name:<28} {rows:>9,} rows  pgcdc {rows / seconds:>9,.0f} rows/s "
-          f"({seconds:6.1f} s, Kafka commit {after_commit:5.1f} s after the last source "
-          f"commit)   test_decoding {pg_rows / pg_s:>9,.0f} rows/s ({pg_s:5.1f} s, "
-          f"{pg_rows:,} rows)", flush=True)
+    print(
+        f"{name:<28} {rows:>9,} rows  pgcdc {rows / seconds:>9,.0f} rows/s "
+        f"({seconds:6.1f} s, Kafka commit {after_commit:5.1f} s after the last source "
+        f"commit)   test_decoding {pg_rows / pg_s:>9,.0f} rows/s ({pg_s:5.1f} s, "
+        f"{pg_rows:,} rows)",
+        flush=True,
+    )
 
 
-def bench_inserts(p: Pipeline, worker: WorkerProcess, rows: int, per_txn: int,
-                  name: str) -> None:
+def bench_inserts(p: Pipeline, worker: WorkerProcess, rows: int, per_txn: int, name: str) -> None:
     decoder = PgDecoder(p)
     base = int(p.query("SELECT coalesce(max(id), 0) FROM bench")[0][0])
     conn = p.connect()
@@ -135,18 +146,33 @@ def bench_pgbench(p: Pipeline, worker: WorkerProcess, seconds: int) -> None:
     args = ["-h", str(p.pg["host"]), "-p", str(p.pg["port"]), "-U", str(p.pg["user"])]
     decoder = PgDecoder(p)
     t0 = time.monotonic()
-    out = subprocess.run([pgbench, *args, "-T", str(seconds), "-c", "4", "-j", "2", "-n",
-                          p.db], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [pgbench, *args, "-T", str(seconds), "-c", "4", "-j", "2", "-n", p.db],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     t_src = time.monotonic()
-    txns = next(int(line.split(":")[1]) for line in out.splitlines()
-                if line.startswith("number of transactions actually processed"))
-    tps = next(line.split("=")[1].split("(")[0].strip() for line in out.splitlines()
-               if line.startswith("tps"))
+    txns = next(
+        int(line.split(":")[1])
+        for line in out.splitlines()
+        if line.startswith("number of transactions actually processed")
+    )
+    tps = next(
+        line.split("=")[1].split("(")[0].strip()
+        for line in out.splitlines()
+        if line.startswith("tps")
+    )
     last = int(p.query("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn")[0][0])
     p.execute("INSERT INTO bench VALUES (-1, 0, 'pgbench end', 0, now())")
     t_kafka = wait_published(p, last, worker)
-    report(f"pgbench -c4 ({txns:,} txns, {tps} tps)", 4 * txns, t_kafka - t0,
-           t_kafka - t_src, decoder.drain())
+    report(
+        f"pgbench -c4 ({txns:,} txns, {tps} tps)",
+        4 * txns,
+        t_kafka - t0,
+        t_kafka - t_src,
+        decoder.drain(),
+    )
 
 
 def bench_latency(p: Pipeline, worker: WorkerProcess, rate: int, seconds: int) -> None:
@@ -156,12 +182,19 @@ def bench_latency(p: Pipeline, worker: WorkerProcess, rate: int, seconds: int) -
     cur = conn.cursor()
     cur.execute("INSERT INTO bench VALUES (%s, 0, 'warm-up', 0, now())", (base,))
     wait_published(p, insert_lsn(cur), worker)  # the topic exists, the schema is known
-    consumer = Consumer({"bootstrap.servers": p.kafka["bootstrap"], "group.id": unique("lat"),
-                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": p.kafka["bootstrap"],
+            "group.id": unique("lat"),
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
     parts = []
     for part in consumer.list_topics(topic, timeout=10).topics[topic].partitions:
-        high = consumer.get_watermark_offsets(TopicPartition(topic, part), timeout=10,
-                                              cached=False)[1]
+        high = consumer.get_watermark_offsets(
+            TopicPartition(topic, part), timeout=10, cached=False
+        )[1]
         parts.append(TopicPartition(topic, part, high))
     consumer.assign(parts)
     registry = SchemaRegistryClient({"url": p.registry["url"]})
@@ -209,13 +242,16 @@ def bench_latency(p: Pipeline, worker: WorkerProcess, rate: int, seconds: int) -
     def pct(xs: list[float], q: float) -> float:
         return xs[min(len(xs) - 1, int(q * len(xs)))]
 
-    print(f"latency at {rate} txn/s x {seconds} s ({n:,} single-row txns, the driver at most "
-          f"{behind * 1000:.0f} ms behind schedule):\n"
-          f"  source commit -> read_committed consumer: p50 {pct(e2e, 0.5):.0f} ms, "
-          f"p99 {pct(e2e, 0.99):.0f} ms, max {e2e[-1]:.0f} ms, mean "
-          f"{statistics.fmean(e2e):.0f} ms\n"
-          f"  source commit -> record produced (CreateTime): p50 {pct(produce, 0.5):.0f} ms, "
-          f"p99 {pct(produce, 0.99):.0f} ms", flush=True)
+    print(
+        f"latency at {rate} txn/s x {seconds} s ({n:,} single-row txns, the driver at most "
+        f"{behind * 1000:.0f} ms behind schedule):\n"
+        f"  source commit -> read_committed consumer: p50 {pct(e2e, 0.5):.0f} ms, "
+        f"p99 {pct(e2e, 0.99):.0f} ms, max {e2e[-1]:.0f} ms, mean "
+        f"{statistics.fmean(e2e):.0f} ms\n"
+        f"  source commit -> record produced (CreateTime): p50 {pct(produce, 0.5):.0f} ms, "
+        f"p99 {pct(produce, 0.99):.0f} ms",
+        flush=True,
+    )
 
 
 def main() -> int:
@@ -231,22 +267,47 @@ def main() -> int:
     args = parser.parse_args()
     only = set(args.only.split(","))
     pg = ensure_service(args.pg)
-    p = Pipeline(pg, ensure_service("kafka"), ensure_service("registry"), unique("bench"),
-                 work_mem=args.work_mem, heartbeat_s=1.0,
-                 extra_env={"PGCDC_SNAPSHOT__MODE": "never", "PGCDC_LOG__LEVEL": "warning"})
+    p = Pipeline(
+        pg,
+        ensure_service("kafka"),
+        ensure_service("registry"),
+        unique("bench"),
+        work_mem=args.work_mem,
+        heartbeat_s=1.0,
+        extra_env={"PGCDC_SNAPSHOT__MODE": "never", "PGCDC_LOG__LEVEL": "warning"},
+    )
     try:
         p.create([TABLE])
         if "pgbench" in only:
-            subprocess.run([f"{pg['bin']}/pgbench", "-h", str(pg["host"]), "-p",
-                            str(pg["port"]), "-U", str(pg["user"]), "-i", "-q", p.db],
-                           capture_output=True, check=True)
+            subprocess.run(
+                [
+                    f"{pg['bin']}/pgbench",
+                    "-h",
+                    str(pg["host"]),
+                    "-p",
+                    str(pg["port"]),
+                    "-U",
+                    str(pg["user"]),
+                    "-i",
+                    "-q",
+                    p.db,
+                ],
+                capture_output=True,
+                check=True,
+            )
         p.extra_env["PGCDC_LOG__LEVEL"] = "info"
         print(f"PostgreSQL {pg['version']}, work_mem {args.work_mem}", flush=True)
         scenarios: list[tuple[str, Callable[[WorkerProcess], None]]] = [
-            ("bulk", lambda w: bench_inserts(p, w, args.rows, args.txn_rows,
-                                             f"{args.rows:,} rows, {args.txn_rows:,}/txn")),
-            ("single", lambda w: bench_inserts(p, w, args.rows, args.rows,
-                                               f"{args.rows:,} rows, one txn")),
+            (
+                "bulk",
+                lambda w: bench_inserts(
+                    p, w, args.rows, args.txn_rows, f"{args.rows:,} rows, {args.txn_rows:,}/txn"
+                ),
+            ),
+            (
+                "single",
+                lambda w: bench_inserts(p, w, args.rows, args.rows, f"{args.rows:,} rows, one txn"),
+            ),
             ("pgbench", lambda w: bench_pgbench(p, w, args.pgbench_s)),
             ("latency", lambda w: bench_latency(p, w, args.rate, args.latency_s)),
         ]
@@ -260,8 +321,11 @@ def main() -> int:
             run(worker)
             code = worker.terminate()
             if code != 0:
-                print(f"  the worker exited {code} after {name}: "
-                      f"{worker.tail(600).strip().splitlines()[-1]}", flush=True)
+                print(
+                    f"  the worker exited {code} after {name}: "
+                    f"{worker.tail(600).strip().splitlines()[-1]}",
+                    flush=True,
+                )
     finally:
         p.drop()
     return 0

@@ -37,9 +37,18 @@ from tests.integration.avro_kafka_support import (
 )
 
 REL = RelationInfo(
-    18000, "public", "bench", "d", ("id",),
-    (col("id", 20, 1, notnull=True), col("n", 23, 2), col("label", 25, 3),
-     col("amount", 1700, 4, typmod=((12 << 16) | 2) + 4), col("at", 1184, 5)),
+    18000,
+    "public",
+    "bench",
+    "d",
+    ("id",),
+    (
+        col("id", 20, 1, notnull=True),
+        col("n", 23, 2),
+        col("label", 25, 3),
+        col("amount", 1700, 4, typmod=((12 << 16) | 2) + 4),
+        col("at", 1184, 5),
+    ),
     defined_at=1,
 )
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
@@ -49,15 +58,17 @@ def make_rows(n: int) -> list[RowChange]:
     out = []
     for i in range(n):
         vals = (i, i % 1000, f"label {i}", Decimal(i) / 100, T0 + dt.timedelta(seconds=i))
-        row = [ColumnValue(c.name, c.type_oid, c.type_name, constant(v), text_of(None))
-               for c, v in zip(REL.columns, vals, strict=True)]
+        row = [
+            ColumnValue(c.name, c.type_oid, c.type_name, constant(v), text_of(None))
+            for c, v in zip(REL.columns, vals, strict=True)
+        ]
         out.append(RowChange(ChangeOp.INSERT, 0x1000 + i, REL, row, None, False))
     return out
 
 
 def drive(wrapper: PluginWrapper, rows: list[RowChange], per_txn: int, end_txn: object) -> None:
     for t, start in enumerate(range(0, len(rows), per_txn)):
-        chunk = rows[start:start + per_txn]
+        chunk = rows[start : start + per_txn]
         end = 0x1000 + start + per_txn + 16
         info = TxnInfo(10_000 + t, chunk[0].lsn, end - 16, end, 0, None)
         wrapper.call("begin", info.first_lsn, info.xid, info)
@@ -77,8 +88,9 @@ def main(argv: list[str]) -> int:
     # 1. Plugin only: Avro serialization into a list (registry contacted once).
     sink_list: list[OutputRecord] = []
     h0 = Harness(settings)
-    h0.wrapper = PluginWrapper(h0.plugin, PluginContext("s", "avro", {},
-                                                        lambda _l, _x, d: sink_list.append(d)))
+    h0.wrapper = PluginWrapper(
+        h0.plugin, PluginContext("s", "avro", {}, lambda _l, _x, d: sink_list.append(d))
+    )
     h0.wrapper.startup(True)
     rows = make_rows(n)
     drive(h0.wrapper, rows[:per_txn], per_txn, None)  # warm-up: registration
@@ -105,10 +117,14 @@ def main(argv: list[str]) -> int:
     h.close()
 
     print(f"rows={n} rows_per_txn={per_txn} source_txns={n // per_txn}")
-    print(f"plugin only (Avro + registry serializer): {n / plugin_s:,.0f} rows/s "
-          f"({plugin_s:.2f} s, {size / n:.0f} B/record)")
-    print(f"plugin + transactional sink, committed:   {n / total_s:,.0f} rows/s "
-          f"({total_s:.2f} s, {kafka_txns} Kafka transactions, {size / total_s / 1e6:.1f} MB/s)")
+    print(
+        f"plugin only (Avro + registry serializer): {n / plugin_s:,.0f} rows/s "
+        f"({plugin_s:.2f} s, {size / n:.0f} B/record)"
+    )
+    print(
+        f"plugin + transactional sink, committed:   {n / total_s:,.0f} rows/s "
+        f"({total_s:.2f} s, {kafka_txns} Kafka transactions, {size / total_s / 1e6:.1f} MB/s)"
+    )
     return 0
 
 

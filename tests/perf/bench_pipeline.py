@@ -60,11 +60,15 @@ from service.lsn import parse_lsn  # noqa: E402 (same)
 from service.output.text import TestDecodingPlugin  # noqa: E402 (same)
 from service.wal.reader import XLogReader  # noqa: E402 (same)
 
-TABLE = ("CREATE TABLE bench (id int PRIMARY KEY, n int, label text, amount numeric(12,2), "
-         "at timestamptz) WITH (autovacuum_enabled = off)")
-INSERT = ("INSERT INTO bench SELECT g, g % 1000, 'label ' || g, g / 100.0, "
-          "timestamptz '2024-01-01 00:00:00+00' + g * interval '1 second' "
-          "FROM generate_series({lo}, {hi}) g")
+TABLE = (
+    "CREATE TABLE bench (id int PRIMARY KEY, n int, label text, amount numeric(12,2), "
+    "at timestamptz) WITH (autovacuum_enabled = off)"
+)
+INSERT = (
+    "INSERT INTO bench SELECT g, g % 1000, 'label ' || g, g / 100.0, "
+    "timestamptz '2024-01-01 00:00:00+00' + g * interval '1 second' "
+    "FROM generate_series({lo}, {hi}) g"
+)
 OPTIONS = {"include-xids": "0"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -98,8 +102,9 @@ def _lsn(cur: Any, sql: str) -> int:
     return parse_lsn(str(row[0]))
 
 
-def make_workload(pg: dict[str, Any], dsn: str, name: str, txns: int, per_txn: int,
-                  first_id: int) -> Workload:
+def make_workload(
+    pg: dict[str, Any], dsn: str, name: str, txns: int, per_txn: int, first_id: int
+) -> Workload:
     """A test_decoding slot, a forced RUNNING_XACTS, then `txns` inserts of `per_txn`."""
     conn = psycopg2.connect(dsn)
     conn.autocommit = True
@@ -109,8 +114,11 @@ def make_workload(pg: dict[str, Any], dsn: str, name: str, txns: int, per_txn: i
         # pgcdc reads from the slot's restart LSN and emits from its consistent point, so
         # it meets the same RUNNING_XACTS records the server built its snapshot from
         # (others' transactions on the shared server cannot delay its consistency).
-        cur.execute("SELECT restart_lsn::text, confirmed_flush_lsn::text "
-                    "FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+        cur.execute(
+            "SELECT restart_lsn::text, confirmed_flush_lsn::text "
+            "FROM pg_replication_slots WHERE slot_name = %s",
+            (slot,),
+        )
         row = cur.fetchone()
         assert row is not None
         start, consistent = parse_lsn(row[0]), parse_lsn(row[1])
@@ -155,8 +163,9 @@ def _pump(session: Session, wal: Path, w: Workload) -> None:
     raise AssertionError(f"WAL ended before {w.end:X}")
 
 
-def run_pgcdc(pg: dict[str, Any], dsn: str, w: Workload, plugin_name: str,
-              settings: Settings, profile: bool) -> Timing:
+def run_pgcdc(
+    pg: dict[str, Any], dsn: str, w: Workload, plugin_name: str, settings: Settings, profile: bool
+) -> Timing:
     wal = Path(pg["pgdata"]) / "pg_wal"
     out = Digest()
     dropped = [0]
@@ -164,19 +173,28 @@ def run_pgcdc(pg: dict[str, Any], dsn: str, w: Workload, plugin_name: str,
     writer: Callable[[int, int, Any], None]
     if plugin_name == "text":
         plugin = TestDecodingPlugin()
+
         def writer(lsn: int, xid: int, data: Any) -> None:
             out.add(data)
+
         options = {**OPTIONS, "server-version": str(pg["version"])}
     else:
         plugin = AvroPlugin(settings)
+
         def writer(lsn: int, xid: int, data: Any) -> None:
             dropped[0] += 1
+
         options = {}
     with tempfile.TemporaryDirectory(prefix="pgcdc-bench-spill-") as spill:
-        session = Session(SessionConfig(dsn=dsn, slot=w.slot, spill_dir=Path(spill),
-                                        plugin_options=options),
-                          plugin, plugin_name, writer, version=int(pg["version"]),
-                          start_lsn=w.start, decode_from=w.consistent)
+        session = Session(
+            SessionConfig(dsn=dsn, slot=w.slot, spill_dir=Path(spill), plugin_options=options),
+            plugin,
+            plugin_name,
+            writer,
+            version=int(pg["version"]),
+            start_lsn=w.start,
+            decode_from=w.consistent,
+        )
         try:
             prof = cProfile.Profile() if profile else None
             c0, t0 = time.process_time(), time.monotonic()
@@ -233,8 +251,10 @@ def run_server(dsn: str, w: Workload, check: bool) -> Timing:
         assert row is not None
         pid = int(row[0])
         c0, t0 = _backend_cpu(pid), time.monotonic()
-        cur.execute(f"SELECT count(*) FROM pg_logical_slot_peek_changes(%s, %s, NULL, {marks})",
-                    (w.slot, upto, *args))
+        cur.execute(
+            f"SELECT count(*) FROM pg_logical_slot_peek_changes(%s, %s, NULL, {marks})",
+            (w.slot, upto, *args),
+        )
         row = cur.fetchone()
         assert row is not None
         lines = int(row[0])
@@ -247,7 +267,8 @@ def run_server(dsn: str, w: Workload, check: bool) -> Timing:
             changes.itersize = 10_000
             changes.execute(
                 f"SELECT data FROM pg_logical_slot_peek_changes(%s, %s, NULL, {marks})",
-                (w.slot, upto, *args))
+                (w.slot, upto, *args),
+            )
             for (line,) in changes:
                 out.add(line)
         conn.commit()
@@ -272,18 +293,27 @@ def main() -> int:
     parser.add_argument("--txn-rows", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--only", default="text,avro,reader,pg")
-    parser.add_argument("--profile", choices=["text", "avro"], default=None,
-                        help="print a cProfile of one run of this plugin per workload")
+    parser.add_argument(
+        "--profile",
+        choices=["text", "avro"],
+        default=None,
+        help="print a cProfile of one run of this plugin per workload",
+    )
     args = parser.parse_args()
     only = set(args.only.split(","))
 
-    env = json.loads(subprocess.check_output(
-        [sys.executable, str(ROOT / "deploy/local/services.py"), "env"], cwd=ROOT))
+    env = json.loads(
+        subprocess.check_output(
+            [sys.executable, str(ROOT / "deploy/local/services.py"), "env"], cwd=ROOT
+        )
+    )
     pg = env[args.pg]
     settings = Settings(
         source={"slot": "bench", "dbname": "bench"},
-        kafka={"bootstrap_servers": env["kafka"]["bootstrap"],
-               "topic_prefix": f"bench{uuid.uuid4().hex[:8]}"},
+        kafka={
+            "bootstrap_servers": env["kafka"]["bootstrap"],
+            "topic_prefix": f"bench{uuid.uuid4().hex[:8]}",
+        },
         registry={"url": env["registry"]["url"]},
     )
     db = f"bench_{uuid.uuid4().hex[:10]}"
@@ -302,39 +332,63 @@ def main() -> int:
         conn.close()
         t0 = time.monotonic()
         workloads.append(make_workload(pg, dsn, f"1 txn x {args.rows:,} rows", 1, args.rows, 1))
-        workloads.append(make_workload(pg, dsn, f"{args.txns} txns x {args.txn_rows:,} rows",
-                                       args.txns, args.txn_rows, args.rows + 1))
-        print(f"PostgreSQL {pg['version']}, table bench(int pk, int, text, numeric(12,2), "
-              f"timestamptz); workloads written in {time.monotonic() - t0:.1f} s; "
-              f"rows/s on CPU time, best of {args.repeat}")
+        workloads.append(
+            make_workload(
+                pg,
+                dsn,
+                f"{args.txns} txns x {args.txn_rows:,} rows",
+                args.txns,
+                args.txn_rows,
+                args.rows + 1,
+            )
+        )
+        print(
+            f"PostgreSQL {pg['version']}, table bench(int pk, int, text, numeric(12,2), "
+            f"timestamptz); workloads written in {time.monotonic() - t0:.1f} s; "
+            f"rows/s on CPU time, best of {args.repeat}"
+        )
         for w in workloads:
             print(f"\n{w.name}  (WAL {w.end - w.start:,} bytes)")
             server = None
             if "pg" in only:
-                server = _best([run_server(dsn, w, check=(i == 0 and "text" in only))
-                                for i in range(args.repeat)])
-                print(f"  {'test_decoding (server)':<28}{_rate(w.rows, server.cpu):>12,.0f} rows/s"
-                      f"  cpu {server.cpu:6.2f} s  wall {server.wall:6.2f} s  "
-                      f"{server.lines:,} lines")
+                server = _best(
+                    [
+                        run_server(dsn, w, check=(i == 0 and "text" in only))
+                        for i in range(args.repeat)
+                    ]
+                )
+                print(
+                    f"  {'test_decoding (server)':<28}{_rate(w.rows, server.cpu):>12,.0f} rows/s"
+                    f"  cpu {server.cpu:6.2f} s  wall {server.wall:6.2f} s  "
+                    f"{server.lines:,} lines"
+                )
             if "reader" in only:
                 r = _best([run_reader(pg, w) for _ in range(args.repeat)])
-                print(f"  {'pgcdc reader+decode only':<28}{_rate(w.rows, r.cpu):>12,.0f} rows/s"
-                      f"  cpu {r.cpu:6.2f} s  wall {r.wall:6.2f} s  {r.lines:,} events")
+                print(
+                    f"  {'pgcdc reader+decode only':<28}{_rate(w.rows, r.cpu):>12,.0f} rows/s"
+                    f"  cpu {r.cpu:6.2f} s  wall {r.wall:6.2f} s  {r.lines:,} events"
+                )
             for name in ("text", "avro"):
                 if name not in only:
                     continue
-                runs = [run_pgcdc(pg, dsn, w, name, settings, profile=False)
-                        for _ in range(args.repeat)]
+                runs = [
+                    run_pgcdc(pg, dsn, w, name, settings, profile=False) for _ in range(args.repeat)
+                ]
                 t = _best(runs)
                 same = ""
                 if name == "text" and server is not None and server.digest:
                     equal = t.lines == server.lines and t.digest == server.digest
                     ok = ok and equal
-                    same = "  output identical to test_decoding" if equal else \
-                        "  OUTPUT DIFFERS from test_decoding"
-                print(f"  {'pgcdc ' + name + ' plugin':<28}{_rate(w.rows, t.cpu):>12,.0f} rows/s"
-                      f"  cpu {t.cpu:6.2f} s  wall {t.wall:6.2f} s  {t.lines:,} "
-                      f"{'lines' if name == 'text' else 'records'}{same}")
+                    same = (
+                        "  output identical to test_decoding"
+                        if equal
+                        else "  OUTPUT DIFFERS from test_decoding"
+                    )
+                print(
+                    f"  {'pgcdc ' + name + ' plugin':<28}{_rate(w.rows, t.cpu):>12,.0f} rows/s"
+                    f"  cpu {t.cpu:6.2f} s  wall {t.wall:6.2f} s  {t.lines:,} "
+                    f"{'lines' if name == 'text' else 'records'}{same}"
+                )
                 if args.profile == name:
                     run_pgcdc(pg, dsn, w, name, settings, profile=True)
     finally:

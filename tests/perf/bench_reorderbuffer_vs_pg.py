@@ -47,8 +47,11 @@ def main() -> int:
     parser.add_argument("--work-mem-kb", type=int, default=16 * 1024)
     args = parser.parse_args()
 
-    env = json.loads(subprocess.check_output(
-        [sys.executable, str(ROOT / "deploy/local/services.py"), "env"], cwd=ROOT))
+    env = json.loads(
+        subprocess.check_output(
+            [sys.executable, str(ROOT / "deploy/local/services.py"), "env"], cwd=ROOT
+        )
+    )
     pg = env[args.pg]
     workload = [
         *small_and_large(args.small, args.rows),
@@ -60,29 +63,43 @@ def main() -> int:
     r = run_vs_pg(pg, TABLES, workload, work_mem_kb=args.work_mem_kb)
     wall = time.monotonic() - t0
 
-    print(f"PostgreSQL {pg['version']}: {args.small} small transactions + one "
-          f"{args.rows:,}-row transaction, work_mem {args.work_mem_kb} kB on both sides")
+    print(
+        f"PostgreSQL {pg['version']}: {args.small} small transactions + one "
+        f"{args.rows:,}-row transaction, work_mem {args.work_mem_kb} kB on both sides"
+    )
     print(f"{'counter':<14}{'test_decoding':>16}{'pgcdc':>16}  equal")
     for name in SLOT_STATS:
         s, p = r.server_stats[name], r.pgcdc_stats[name]
         print(f"{name:<14}{s:>16,}{p:>16,}  {'yes' if s == p else 'NO'}")
     same = r.server_out.digest == r.pgcdc_out.digest and r.server_out.count == r.pgcdc_out.count
-    print(f"output lines  {r.server_out.count:>16,}{r.pgcdc_out.count:>16,}  "
-          f"{'identical' if same else 'DIFFERENT'}")
-    print(f"workload {r.workload_seconds:.1f} s; test_decoding get_changes "
-          f"{r.server_seconds:.1f} s; pgcdc decode {r.pgcdc_seconds:.1f} s "
-          f"({args.rows / max(r.pgcdc_seconds, 1e-9):,.0f} rows/s); wall {wall:.1f} s")
+    print(
+        f"output lines  {r.server_out.count:>16,}{r.pgcdc_out.count:>16,}  "
+        f"{'identical' if same else 'DIFFERENT'}"
+    )
+    print(
+        f"workload {r.workload_seconds:.1f} s; test_decoding get_changes "
+        f"{r.server_seconds:.1f} s; pgcdc decode {r.pgcdc_seconds:.1f} s "
+        f"({args.rows / max(r.pgcdc_seconds, 1e-9):,.0f} rows/s); wall {wall:.1f} s"
+    )
     bound = r.work_mem + r.largest_change
     held = "held" if r.peak_memory <= bound else "BROKEN"
-    print(f"pgcdc peak buffered {r.peak_memory:,} B (limit {r.work_mem:,} B, bound "
-          f"limit + largest change = {bound:,} B: {held})")
+    print(
+        f"pgcdc peak buffered {r.peak_memory:,} B (limit {r.work_mem:,} B, bound "
+        f"limit + largest change = {bound:,} B: {held})"
+    )
     print(f"peak RSS of this process after pgcdc's run: {r.rss_after_pgcdc_kb / 1024:.1f} MiB")
     print(f"spill files left: {len(r.spill_left)}")
-    print(f"catalog-changing commits (any database) inside the large transaction: "
-          f"{r.catalog_commits_in_watch} (each makes the server queue a catalog snapshot "
-          f"into it, so its byte counters exceed pgcdc's)")
-    ok = same and r.peak_memory <= bound and not r.spill_left and all(
-        r.server_stats[n] == r.pgcdc_stats[n] for n in ("total_txns", "spill_txns"))
+    print(
+        f"catalog-changing commits (any database) inside the large transaction: "
+        f"{r.catalog_commits_in_watch} (each makes the server queue a catalog snapshot "
+        f"into it, so its byte counters exceed pgcdc's)"
+    )
+    ok = (
+        same
+        and r.peak_memory <= bound
+        and not r.spill_left
+        and all(r.server_stats[n] == r.pgcdc_stats[n] for n in ("total_txns", "spill_txns"))
+    )
     return 0 if ok else 1
 
 

@@ -61,8 +61,24 @@ _PG_EPOCH_MS = 946_684_800_000
 Serialize = Callable[[Any], bytes]
 
 # java.sql.Types codes for the schema-change event's columns (Debezium's jdbcType).
-_JDBC = {16: -7, 17: -2, 20: -5, 21: 5, 23: 4, 700: 7, 701: 8, 1700: 2, 25: 12, 1043: 12,
-         1042: 1, 1082: 91, 1083: 92, 1114: 93, 1184: 2014, 1266: 2013}
+_JDBC = {
+    16: -7,
+    17: -2,
+    20: -5,
+    21: 5,
+    23: 4,
+    700: 7,
+    701: 8,
+    1700: 2,
+    25: 12,
+    1043: 12,
+    1042: 1,
+    1082: 91,
+    1083: 92,
+    1114: 93,
+    1184: 2014,
+    1266: 2013,
+}
 
 
 class Registrar:
@@ -124,10 +140,16 @@ class Registrar:
         subject = f"{topic}-{'key' if is_key else 'value'}"
         text = json.dumps(schema, separators=(",", ":"))
         if self._is_new(subject):
-            self._call("compatibility setting", subject,
-                       lambda: self.client.set_compatibility(subject, "BACKWARD"))
-        self._call("registration", subject,
-                   lambda: self.client.register_schema(subject, Schema(text, "AVRO")))
+            self._call(
+                "compatibility setting",
+                subject,
+                lambda: self.client.set_compatibility(subject, "BACKWARD"),
+            )
+        self._call(
+            "registration",
+            subject,
+            lambda: self.client.register_schema(subject, Schema(text, "AVRO")),
+        )
         ser = AvroSerializer(self.client, text, conf={"auto.register.schemas": True})
         ctx = SerializationContext(topic, MessageField.KEY if is_key else MessageField.VALUE)
 
@@ -200,13 +222,19 @@ class ReferencePlugin:
         self.prefix = s.kafka.topic_prefix
         self.decimal_mode = options.get("decimal.handling.mode", "precise")
         if self.decimal_mode not in DECIMAL_MODES:
-            raise ConfigError(f"decimal.handling.mode must be one of {DECIMAL_MODES}",
-                              field="decimal.handling.mode")
+            raise ConfigError(
+                f"decimal.handling.mode must be one of {DECIMAL_MODES}",
+                field="decimal.handling.mode",
+            )
         f = s.filters
-        self._inc_schemas, self._exc_schemas = (_patterns(f.include_schemas),
-                                                _patterns(f.exclude_schemas))
-        self._inc_tables, self._exc_tables = (_patterns(f.include_tables),
-                                              _patterns(f.exclude_tables))
+        self._inc_schemas, self._exc_schemas = (
+            _patterns(f.include_schemas),
+            _patterns(f.exclude_schemas),
+        )
+        self._inc_tables, self._exc_tables = (
+            _patterns(f.include_tables),
+            _patterns(f.exclude_tables),
+        )
         self._exc_columns = _patterns(f.exclude_columns)
         self._msg_prefixes = _patterns(s.kafka.message_prefixes)
         self.registrar = Registrar(s, self.registry_retry_budget_s)
@@ -234,8 +262,10 @@ class ReferencePlugin:
         found = self._statics.get(topic)
         if found is None:
             reg = self._registrar()
-            found = (reg.serializer(topic, True, static_with_refs(f"{name}_key")),
-                     reg.serializer(topic, False, static_with_refs(f"{name}_value")))
+            found = (
+                reg.serializer(topic, True, static_with_refs(f"{name}_key")),
+                reg.serializer(topic, False, static_with_refs(f"{name}_value")),
+            )
             self._statics[topic] = found
         return found
 
@@ -257,23 +287,29 @@ class ReferencePlugin:
         table: _Table | None = None
         if self.included(rel):
             qualified = f"{rel.schema}.{rel.name}"
-            excluded = frozenset(c.name for c in rel.columns
-                                 if _matches(self._exc_columns, f"{qualified}.{c.name}"))
+            excluded = frozenset(
+                c.name for c in rel.columns if _matches(self._exc_columns, f"{qualified}.{c.name}")
+            )
             plan = build_table_plan(self.prefix, rel, excluded, self.decimal_mode, self._warn)
             reg = self._registrar()
             key = reg.serializer(plan.topic, True, plan.key_schema) if plan.key_schema else None
             value = reg.serializer(plan.topic, False, plan.envelope_schema)
-            table = _Table(plan, key, value, rel.schema, rel.name, qualified,
-                           f"{plan.namespace}.Value")
+            table = _Table(
+                plan, key, value, rel.schema, rel.name, qualified, f"{plan.namespace}.Value"
+            )
             log.info("avro_schema_registered", topic=plan.topic, defined_at=rel.defined_at)
         self._tables[cache_key] = table
         return table
 
-    def _source(self, txn: TxnInfo | None, schema: str, table: str, lsn: int,
-                snapshot: str = "false") -> dict[str, Any]:
+    def _source(
+        self, txn: TxnInfo | None, schema: str, table: str, lsn: int, snapshot: str = "false"
+    ) -> dict[str, Any]:
         assert self.settings is not None
-        commit_ms = (txn.commit_time // 1000 + _PG_EPOCH_MS) if txn and txn.commit_time else \
-            int(time.time() * 1000)
+        commit_ms = (
+            (txn.commit_time // 1000 + _PG_EPOCH_MS)
+            if txn and txn.commit_time
+            else int(time.time() * 1000)
+        )
         # Debezium's sequence: the JSON array ["<last commit lsn>","<this lsn>"].
         last = "null" if self._last_commit_lsn is None else f'"{self._last_commit_lsn}"'
         return {
@@ -297,19 +333,40 @@ class ReferencePlugin:
     def _meta_topic(self) -> str:
         return f"{self.prefix}.transaction"
 
-    def _event(self, ctx: PluginContext, txn: TxnInfo, t: _Table, op: str, *,
-               before: dict[str, Any] | None, after: dict[str, Any] | None,
-               key: bytes | None, lsn: int,
-               headers: tuple[tuple[str, bytes], ...] | None = None) -> None:
+    def _event(
+        self,
+        ctx: PluginContext,
+        txn: TxnInfo,
+        t: _Table,
+        op: str,
+        *,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+        key: bytes | None,
+        lsn: int,
+        headers: tuple[tuple[str, bytes], ...] | None = None,
+    ) -> None:
         """Write one envelope, BEGIN first if it is the transaction's first event."""
         st = self._txn
         if st is None:
             raise PluginError("avro plugin got a change outside a transaction", lsn=lsn)
         if not st.began:
             ser_key, ser_value = self._static(self._meta_topic(), "transaction")
-            ctx.write(OutputRecord(self._meta_topic(), ser_key({"id": st.id}), ser_value(
-                {"status": "BEGIN", "id": st.id, "event_count": None,
-                 "data_collections": None, "ts_ms": st.ts_ms})))
+            ctx.write(
+                OutputRecord(
+                    self._meta_topic(),
+                    ser_key({"id": st.id}),
+                    ser_value(
+                        {
+                            "status": "BEGIN",
+                            "id": st.id,
+                            "event_count": None,
+                            "data_collections": None,
+                            "ts_ms": st.ts_ms,
+                        }
+                    ),
+                )
+            )
             st.began = True
         st.total += 1
         order = st.per_table.get(t.collection, 0) + 1
@@ -320,20 +377,24 @@ class ReferencePlugin:
         value = {
             "before": None if before is None else (t.value_name, before),
             "after": None if after is None else (t.value_name, after),
-            "source": self._source(txn, t.schema, t.table, lsn,
-                                   snapshot if isinstance(snapshot, str) else "false"),
+            "source": self._source(
+                txn, t.schema, t.table, lsn, snapshot if isinstance(snapshot, str) else "false"
+            ),
             "op": op,
             "ts_ms": int(time.time() * 1000),
-            "transaction": ("event.block", {"id": st.id, "total_order": st.total,
-                                            "data_collection_order": order}),
+            "transaction": (
+                "event.block",
+                {"id": st.id, "total_order": st.total, "data_collection_order": order},
+            ),
         }
         ctx.write(OutputRecord(t.plan.topic, key, t.value(value), headers))
 
     # --- callbacks -------------------------------------------------------------------
 
     def begin(self, ctx: PluginContext, txn: TxnInfo) -> None:
-        ts_ms = txn.commit_time // 1000 + _PG_EPOCH_MS if txn.commit_time else \
-            int(time.time() * 1000)
+        ts_ms = (
+            txn.commit_time // 1000 + _PG_EPOCH_MS if txn.commit_time else int(time.time() * 1000)
+        )
         self._txn = _TxnState(self._txn_id(txn), ts_ms)
 
     def change(self, ctx: PluginContext, txn: TxnInfo, change: RowChange) -> None:
@@ -353,22 +414,47 @@ class ReferencePlugin:
                 after = row_datum(plans, change.new, warn)
                 new_key = t.key(row_datum(key_plans, change.new, warn)) if t.key else None
                 old = change.old
-                if old is not None and t.key is not None and key_plans and \
-                        key_values(key_plans, old) != key_values(key_plans, change.new):
+                if (
+                    old is not None
+                    and t.key is not None
+                    and key_plans
+                    and key_values(key_plans, old) != key_values(key_plans, change.new)
+                ):
                     old_key = t.key(row_datum(key_plans, old, warn))
                     assert new_key is not None
-                    self._event(ctx, txn, t, "d", before=row_datum(plans, old, warn), after=None,
-                                key=old_key, lsn=change.lsn,
-                                headers=(("__debezium.newkey", new_key),))
+                    self._event(
+                        ctx,
+                        txn,
+                        t,
+                        "d",
+                        before=row_datum(plans, old, warn),
+                        after=None,
+                        key=old_key,
+                        lsn=change.lsn,
+                        headers=(("__debezium.newkey", new_key),),
+                    )
                     if self._tombstones():
                         ctx.write(OutputRecord(t.plan.topic, old_key, None))
-                    self._event(ctx, txn, t, "c", before=None, after=after, key=new_key,
-                                lsn=change.lsn, headers=(("__debezium.oldkey", old_key),))
+                    self._event(
+                        ctx,
+                        txn,
+                        t,
+                        "c",
+                        before=None,
+                        after=after,
+                        key=new_key,
+                        lsn=change.lsn,
+                        headers=(("__debezium.oldkey", old_key),),
+                    )
                     return
-                before = row_datum(plans, old, warn) if old is not None and \
-                    not change.old_is_key else None
-                self._event(ctx, txn, t, "u", before=before, after=after, key=new_key,
-                            lsn=change.lsn)
+                before = (
+                    row_datum(plans, old, warn)
+                    if old is not None and not change.old_is_key
+                    else None
+                )
+                self._event(
+                    ctx, txn, t, "u", before=before, after=after, key=new_key, lsn=change.lsn
+                )
             case ChangeOp.DELETE:
                 old = change.old
                 if old is None:
@@ -381,8 +467,9 @@ class ReferencePlugin:
                 if key is not None and self._tombstones():
                     ctx.write(OutputRecord(t.plan.topic, key, None))
             case _:
-                raise PluginError(f"avro plugin got unknown change op {change.op!r}",
-                                  lsn=change.lsn, xid=txn.xid)
+                raise PluginError(
+                    f"avro plugin got unknown change op {change.op!r}", lsn=change.lsn, xid=txn.xid
+                )
 
     def _tombstones(self) -> bool:
         assert self.settings is not None
@@ -392,8 +479,7 @@ class ReferencePlugin:
         for rel in change.relations:
             t = self._table(rel)
             if t is not None:
-                self._event(ctx, txn, t, "t", before=None, after=None, key=None,
-                            lsn=change.lsn)
+                self._event(ctx, txn, t, "t", before=None, after=None, key=None, lsn=change.lsn)
 
     def message(self, ctx: PluginContext, txn: TxnInfo | None, msg: Message) -> None:
         if msg.prefix == DDL_PREFIX:
@@ -434,22 +520,26 @@ class ReferencePlugin:
                 "id": f'"{db}"."{d["schema"]}"."{d["name"]}"',
                 "table": {
                     "defaultCharsetName": None,
-                    "primaryKeyColumnNames": [by_attnum[a] for a in d.get("key") or ()
-                                              if a in by_attnum],
-                    "columns": [{
-                        "name": str(c["name"]),
-                        "jdbcType": _JDBC.get(int(c["type_oid"]), 1111),
-                        "nativeType": int(c["type_oid"]),
-                        "typeName": str(c.get("type_name") or c["type_oid"]),
-                        "typeExpression": c.get("type_name"),
-                        "charsetName": None,
-                        "length": None,
-                        "scale": None,
-                        "position": pos,
-                        "optional": not c["notnull"],
-                        "autoIncremented": None,
-                        "generated": bool(c.get("generated")),
-                    } for pos, c in enumerate(live, 1)],
+                    "primaryKeyColumnNames": [
+                        by_attnum[a] for a in d.get("key") or () if a in by_attnum
+                    ],
+                    "columns": [
+                        {
+                            "name": str(c["name"]),
+                            "jdbcType": _JDBC.get(int(c["type_oid"]), 1111),
+                            "nativeType": int(c["type_oid"]),
+                            "typeName": str(c.get("type_name") or c["type_oid"]),
+                            "typeExpression": c.get("type_name"),
+                            "charsetName": None,
+                            "length": None,
+                            "scale": None,
+                            "position": pos,
+                            "optional": not c["notnull"],
+                            "autoIncremented": None,
+                            "generated": bool(c.get("generated")),
+                        }
+                        for pos, c in enumerate(live, 1)
+                    ],
                 },
             }
         elif op == "drop":
@@ -474,14 +564,24 @@ class ReferencePlugin:
         st = self._txn
         if st is not None and st.began:
             ser_key, ser_value = self._static(self._meta_topic(), "transaction")
-            ctx.write(OutputRecord(self._meta_topic(), ser_key({"id": st.id}), ser_value({
-                "status": "END",
-                "id": st.id,
-                "event_count": st.total,
-                "data_collections": [{"data_collection": c, "event_count": n}
-                                     for c, n in st.per_table.items()],
-                "ts_ms": st.ts_ms,
-            })))
+            ctx.write(
+                OutputRecord(
+                    self._meta_topic(),
+                    ser_key({"id": st.id}),
+                    ser_value(
+                        {
+                            "status": "END",
+                            "id": st.id,
+                            "event_count": st.total,
+                            "data_collections": [
+                                {"data_collection": c, "event_count": n}
+                                for c, n in st.per_table.items()
+                            ],
+                            "ts_ms": st.ts_ms,
+                        }
+                    ),
+                )
+            )
         self._txn = None
         self._last_commit_lsn = commit_lsn
 
@@ -489,5 +589,10 @@ class ReferencePlugin:
         """One heartbeat record; the driver then ends a (source-less) batch at `lsn`."""
         topic = f"{self.prefix}.heartbeat"
         ser_key, ser_value = self._static(topic, "heartbeat")
-        ctx.write(OutputRecord(topic, ser_key({"serverName": self.prefix}),
-                              ser_value({"ts_ms": int(time.time() * 1000), "lsn": lsn})))
+        ctx.write(
+            OutputRecord(
+                topic,
+                ser_key({"serverName": self.prefix}),
+                ser_value({"ts_ms": int(time.time() * 1000), "lsn": lsn}),
+            )
+        )

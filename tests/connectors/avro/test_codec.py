@@ -108,14 +108,40 @@ COLUMNS: list[tuple[str, int, int, bool, str, int, tuple[str, ...]]] = [
     ("Weird Name!", 25, -1, False, "b", 0, ()),
 ]
 # Types given as stored datums with the row decoder's codecs (the rest as plain values).
-STORED = {16, 17, 20, 21, 23, 25, 26, 700, 701, 790, 1042, 1043, 1082, 1083, 1114, 1184,
-          1186, 1700, 2950}
+STORED = {
+    16,
+    17,
+    20,
+    21,
+    23,
+    25,
+    26,
+    700,
+    701,
+    790,
+    1042,
+    1043,
+    1082,
+    1083,
+    1114,
+    1184,
+    1186,
+    1700,
+    2950,
+}
 
 
-def rel(oid: int, name: str, ident: str, key: tuple[str, ...], defined_at: int = 0x10,
-        ) -> RelationInfo:
-    metas = tuple(ColumnMeta(n, i, t, str(t), mod, nn, kind, elem, labels)
-                  for i, (n, t, mod, nn, kind, elem, labels) in enumerate(COLUMNS, 1))
+def rel(
+    oid: int,
+    name: str,
+    ident: str,
+    key: tuple[str, ...],
+    defined_at: int = 0x10,
+) -> RelationInfo:
+    metas = tuple(
+        ColumnMeta(n, i, t, str(t), mod, nn, kind, elem, labels)
+        for i, (n, t, mod, nn, kind, elem, labels) in enumerate(COLUMNS, 1)
+    )
     return RelationInfo(oid, "public", name, ident, key, metas, defined_at)
 
 
@@ -171,8 +197,17 @@ def stored(oid: int, value: object, rng: random.Random) -> bytes:
             assert isinstance(value, bytes)
             return value
         case 21 | 23 | 20 | 26 | 790 | 1082 | 1083 | 1114 | 1184:
-            fmt = {21: "<h", 23: "<i", 20: "<q", 26: "<I", 790: "<q", 1082: "<i", 1083: "<q",
-                   1114: "<q", 1184: "<q"}[oid]
+            fmt = {
+                21: "<h",
+                23: "<i",
+                20: "<q",
+                26: "<I",
+                790: "<q",
+                1082: "<i",
+                1083: "<q",
+                1114: "<q",
+                1184: "<q",
+            }[oid]
             return struct.pack(fmt, value)
         case 700 | 701:
             return struct.pack("<f" if oid == 700 else "<d", value)
@@ -184,8 +219,9 @@ def stored(oid: int, value: object, rng: random.Random) -> bytes:
             return struct.pack("<qii", *value)
         case 1700:
             if value in ("NaN", "Infinity", "-Infinity"):
-                return struct.pack("<H", {"NaN": 0xC000, "Infinity": 0xD000,
-                                          "-Infinity": 0xF000}[str(value)])
+                return struct.pack(
+                    "<H", {"NaN": 0xC000, "Infinity": 0xD000, "-Infinity": 0xF000}[str(value)]
+                )
             assert isinstance(value, Decimal)
             return stored_numeric(value, rng.random() < 0.5)
         case 2950:
@@ -204,16 +240,32 @@ def random_stamp(rng: random.Random) -> int:
         base = (dt.datetime(2000, 1, 1) - dt.datetime(1, 1, 1)).days
         days = (year - 1) * 365 + rng.randrange(365) - base
         return days * 86_400_000_000 + rng.randrange(86_400_000_000)
-    micros = rng.randrange(-10**15, 10**15)
+    micros = rng.randrange(-(10**15), 10**15)
     return micros - micros % rng.choice([1, 1000, 1_000_000])
 
 
 def random_decimal(rng: random.Random, precision: int, scale: int) -> Decimal:
     """A value numeric(precision, scale) can hold, printed with exactly `scale` places."""
-    edges = [-128, 128, -127, -32768, 32767, 0, -1, 1, -12800, -3276800, -838860800, -100,
-             -50, 10**precision - 1, 1 - 10**precision]
-    unscaled = rng.choice(edges) if rng.random() < 0.3 else \
-        rng.randrange(1 - 10**precision, 10**precision)
+    edges = [
+        -128,
+        128,
+        -127,
+        -32768,
+        32767,
+        0,
+        -1,
+        1,
+        -12800,
+        -3276800,
+        -838860800,
+        -100,
+        -50,
+        10**precision - 1,
+        1 - 10**precision,
+    ]
+    unscaled = (
+        rng.choice(edges) if rng.random() < 0.3 else rng.randrange(1 - 10**precision, 10**precision)
+    )
     if abs(unscaled) >= 10**precision:
         unscaled = 0
     return Decimal(f"{unscaled}E-{scale}")
@@ -226,9 +278,9 @@ def column_value(name: str, oid: int, notnull: bool, rng: random.Random) -> Colu
     text: str | None = None
     match name:
         case "id" | "small":
-            value = rng.randrange(-2**15, 2**15)
+            value = rng.randrange(-(2**15), 2**15)
         case "big" | "big_nn":
-            value = rng.choice([INT64_MIN, INT64_MAX, rng.randrange(-2**63, 2**63)])
+            value = rng.choice([INT64_MIN, INT64_MAX, rng.randrange(-(2**63), 2**63)])
         case "ref":
             value = rng.randrange(2**32)
         case "flag":
@@ -242,8 +294,11 @@ def column_value(name: str, oid: int, notnull: bool, rng: random.Random) -> Colu
             if name == "f4":
                 value = struct.unpack("<f", struct.pack("<f", value))[0]
         case "amount":
-            value = rng.choice(["NaN", random_decimal(rng, 12, 2)]) if rng.random() < 0.1 \
+            value = (
+                rng.choice(["NaN", random_decimal(rng, 12, 2)])
+                if rng.random() < 0.1
                 else random_decimal(rng, 12, 2)
+            )
         case "amount_nn":
             value = random_decimal(rng, 30, 6)
         case "wide_scale":  # a stored dscale below the column's scale, too
@@ -251,23 +306,39 @@ def column_value(name: str, oid: int, notnull: bool, rng: random.Random) -> Colu
         case "int_only":
             value = random_decimal(rng, 40, 0)
         case "anynum":
-            value = rng.choice(["NaN", "Infinity", Decimal("1E+5"), Decimal("-0.000123"),
-                                random_decimal(rng, 25, 7)])
+            value = rng.choice(
+                [
+                    "NaN",
+                    "Infinity",
+                    Decimal("1E+5"),
+                    Decimal("-0.000123"),
+                    random_decimal(rng, 25, 7),
+                ]
+            )
         case "cash":
-            value = rng.randrange(-10**12, 10**12)
+            value = rng.randrange(-(10**12), 10**12)
         case "day" | "day_nn":
-            value = rng.choice([INT32_MIN, INT32_MAX, -800_000, 3_000_000,
-                                rng.randrange(-40_000, 40_000)])
+            value = rng.choice(
+                [INT32_MIN, INT32_MAX, -800_000, 3_000_000, rng.randrange(-40_000, 40_000)]
+            )
         case "clock":
             value = rng.randrange(86_400_000_000)
         case "stamp" | "stamptz" | "stamptz_nn":
             value = random_stamp(rng)
         case "span":
-            value = (rng.randrange(-10**12, 10**12), rng.randrange(-400, 400),
-                     rng.randrange(-50, 50))
+            value = (
+                rng.randrange(-(10**12), 10**12),
+                rng.randrange(-400, 400),
+                rng.randrange(-50, 50),
+            )
         case "clocktz":
-            value = dt.time(rng.randrange(24), rng.randrange(60), 0, rng.randrange(10**6),
-                            tzinfo=dt.timezone(dt.timedelta(hours=rng.randrange(-12, 13))))
+            value = dt.time(
+                rng.randrange(24),
+                rng.randrange(60),
+                0,
+                rng.randrange(10**6),
+                tzinfo=dt.timezone(dt.timedelta(hours=rng.randrange(-12, 13))),
+            )
         case "ident":
             value = uuid.UUID(int=rng.randrange(2**128))
         case "doc" | "docb":
@@ -302,8 +373,9 @@ def random_row(rng: random.Random, unchanged: bool = False) -> list[ColumnValue]
     out = []
     for name, oid, _mod, notnull, *_ in COLUMNS:
         if unchanged and name not in ("id", "code") and rng.random() < 0.3:
-            codec = CODECS.get(name) or ColumnCodec(name, oid, str(oid), lambda d: d,
-                                                    lambda d: None, shared=False)
+            codec = CODECS.get(name) or ColumnCodec(
+                name, oid, str(oid), lambda d: d, lambda d: None, shared=False
+            )
             out.append(ColumnValue.constant(codec, UNCHANGED_TOAST, None))
         else:
             out.append(column_value(name, oid, notnull, rng))
@@ -331,14 +403,44 @@ def scenario(seed: int) -> Iterator[Event]:
         lsn += rng.randrange(24, 4096)
         return lsn
 
-    ddl = {"v": 1, "op": "table", "tag": "ALTER TABLE", "def": {
-        "schema": "public", "name": "wide", "key": [1], "columns": [
-            {"attnum": 1, "name": "id", "type_oid": 23, "type_name": "integer",
-             "typmod": -1, "notnull": True, "dropped": False},
-            {"attnum": 2, "name": "gone", "type_oid": 25, "typmod": -1, "notnull": False,
-             "dropped": True},
-            {"attnum": 3, "name": "amount", "type_oid": 1700, "typmod": 786438,
-             "notnull": False, "dropped": False, "generated": True}]}}
+    ddl = {
+        "v": 1,
+        "op": "table",
+        "tag": "ALTER TABLE",
+        "def": {
+            "schema": "public",
+            "name": "wide",
+            "key": [1],
+            "columns": [
+                {
+                    "attnum": 1,
+                    "name": "id",
+                    "type_oid": 23,
+                    "type_name": "integer",
+                    "typmod": -1,
+                    "notnull": True,
+                    "dropped": False,
+                },
+                {
+                    "attnum": 2,
+                    "name": "gone",
+                    "type_oid": 25,
+                    "typmod": -1,
+                    "notnull": False,
+                    "dropped": True,
+                },
+                {
+                    "attnum": 3,
+                    "name": "amount",
+                    "type_oid": 1700,
+                    "typmod": 786438,
+                    "notnull": False,
+                    "dropped": False,
+                    "generated": True,
+                },
+            ],
+        },
+    }
     for t in range(14):
         xid = 5000 + t
         commit_time = 0 if t == 3 else 780_000_000_000_000 + t * 1_234_567
@@ -350,8 +452,9 @@ def scenario(seed: int) -> Iterator[Event]:
             if pick < 0.45 or r.oid not in last_row:
                 row = random_row(rng)
                 last_row[r.oid] = row
-                changes.append(("change", RowChange(ChangeOp.INSERT, next_lsn(), r, row, None,
-                                                    False)))
+                changes.append(
+                    ("change", RowChange(ChangeOp.INSERT, next_lsn(), r, row, None, False))
+                )
             elif pick < 0.75:
                 old = last_row[r.oid]
                 new = random_row(rng, unchanged=True)
@@ -359,38 +462,50 @@ def scenario(seed: int) -> Iterator[Event]:
                     new[0], new[1] = old[0], old[1]
                 if r is FULL:
                     old_row, old_is_key = old, False
-                elif r is WIDE and (new[0].value, new[1].value) != (old[0].value,
-                                                                    old[1].value):
+                elif r is WIDE and (new[0].value, new[1].value) != (old[0].value, old[1].value):
                     old_row, old_is_key = key_only(old), True
                 else:
                     old_row, old_is_key = None, False
                 last_row[r.oid] = new
-                changes.append(("change", RowChange(ChangeOp.UPDATE, next_lsn(), r, new,
-                                                    old_row, old_is_key)))
+                changes.append(
+                    ("change", RowChange(ChangeOp.UPDATE, next_lsn(), r, new, old_row, old_is_key))
+                )
             elif pick < 0.9:
                 old = last_row.pop(r.oid)
                 if r is NOKEY:
-                    changes.append(("change", RowChange(ChangeOp.DELETE, next_lsn(), r, None,
-                                                        None, False)))
+                    changes.append(
+                        ("change", RowChange(ChangeOp.DELETE, next_lsn(), r, None, None, False))
+                    )
                 else:
                     is_key = r is WIDE
-                    changes.append(("change", RowChange(ChangeOp.DELETE, next_lsn(), r, None,
-                                                        key_only(old) if is_key else old,
-                                                        is_key)))
+                    changes.append(
+                        (
+                            "change",
+                            RowChange(
+                                ChangeOp.DELETE,
+                                next_lsn(),
+                                r,
+                                None,
+                                key_only(old) if is_key else old,
+                                is_key,
+                            ),
+                        )
+                    )
             elif pick < 0.95:
-                changes.append(("truncate", TruncateChange(next_lsn(), [WIDE, FULL, NOKEY],
-                                                           False, False)))
+                changes.append(
+                    ("truncate", TruncateChange(next_lsn(), [WIDE, FULL, NOKEY], False, False))
+                )
             else:
                 payload = json.dumps(ddl).encode() if rng.random() < 0.5 else b"\x00\xffpay"
                 prefix = "pgcdc.ddl" if payload.startswith(b"{") else rng.choice(["app", "x"])
                 changes.append(("message", Message(next_lsn(), True, prefix, payload)))
         if t == 5:
             drop = {"v": 1, "op": "drop", "oid": 5, "schema": "public", "name": "old"}
-            changes += [("message", Message(next_lsn(), True, "pgcdc.ddl",
-                                            json.dumps(ddl).encode())),
-                        ("message", Message(next_lsn(), True, "pgcdc.ddl",
-                                            json.dumps(drop).encode())),
-                        ("message", Message(next_lsn(), True, "app.audit", b"hello"))]
+            changes += [
+                ("message", Message(next_lsn(), True, "pgcdc.ddl", json.dumps(ddl).encode())),
+                ("message", Message(next_lsn(), True, "pgcdc.ddl", json.dumps(drop).encode())),
+                ("message", Message(next_lsn(), True, "app.audit", b"hello")),
+            ]
         end = next_lsn() + 16
         info = TxnInfo(xid, changes[0][1].lsn, end - 16, end, commit_time, None)
         yield "begin", (info,), {"snapshot": snapshot}
@@ -403,8 +518,12 @@ def scenario(seed: int) -> Iterator[Event]:
             yield "heartbeat", (at,), None
 
 
-def drive(plugin: object, settings: Settings, seed: int, options: dict[str, str],
-          ) -> list[OutputRecord]:
+def drive(
+    plugin: object,
+    settings: Settings,
+    seed: int,
+    options: dict[str, str],
+) -> list[OutputRecord]:
     out: list[OutputRecord] = []
     ctx = PluginContext("s", "avro", options, lambda _l, _x, data: out.append(data))
     wrapper = PluginWrapper(plugin, ctx)
@@ -417,8 +536,13 @@ def drive(plugin: object, settings: Settings, seed: int, options: dict[str, str]
                     ctx.state.pop("snapshot", None)
                 else:
                     ctx.state["snapshot"] = snap
-            first = args[-1] if callback == "heartbeat" else args[-1].lsn \
-                if callback in ("change", "truncate", "message") else args[0].first_lsn
+            first = (
+                args[-1]
+                if callback == "heartbeat"
+                else args[-1].lsn
+                if callback in ("change", "truncate", "message")
+                else args[0].first_lsn
+            )
             xid = args[0].xid if args and isinstance(args[0], TxnInfo) else 0
             wrapper.call(callback, first if isinstance(first, int) else 0, xid, *args)
     finally:
@@ -440,16 +564,19 @@ def drop_subjects(registry: dict[str, Any], records: list[OutputRecord]) -> None
 
 
 def settings_for(registry: dict[str, Any], prefix: str) -> Settings:
-    settings = Settings(source={"slot": "s", "dbname": "shop"},
-                        kafka={"bootstrap_servers": "127.0.0.1:1", "topic_prefix": prefix},
-                        registry={"url": registry["url"]})
+    settings = Settings(
+        source={"slot": "s", "dbname": "shop"},
+        kafka={"bootstrap_servers": "127.0.0.1:1", "topic_prefix": prefix},
+        registry={"url": registry["url"]},
+    )
     settings.filters.exclude_columns.append(r"public\.wide_full\.vbits")
     return settings
 
 
 @pytest.mark.parametrize("mode", ["precise", "string", "double"])
-def test_records_equal_the_reference_plugins(registry: dict[str, Any], mode: str,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_records_equal_the_reference_plugins(
+    registry: dict[str, Any], mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every record (keys, envelopes, tombstones, truncates, messages, schema changes,
     heartbeats, BEGIN/END) is byte for byte what the AvroSerializer-based plugin wrote,
     for each decimal.handling.mode."""
@@ -466,17 +593,29 @@ def test_records_equal_the_reference_plugins(registry: dict[str, Any], mode: str
             got = drive(AvroPlugin(settings), settings, seed, options)
             assert len(got) == len(expected) > 100
             kinds = {r.topic.rsplit(".", 1)[-1] for r in expected}
-            assert kinds >= {"wide", "wide_full", "wide_nokey", "transaction", "message",
-                             "schema-changes", "heartbeat"}
+            assert kinds >= {
+                "wide",
+                "wide_full",
+                "wide_nokey",
+                "transaction",
+                "message",
+                "schema-changes",
+                "heartbeat",
+            }
             for i, (g, e) in enumerate(zip(got, expected, strict=True)):
-                assert (g.topic, g.key, g.value, g.headers) == (e.topic, e.key, e.value,
-                                                                 e.headers), (seed, i, e.topic)
+                assert (g.topic, g.key, g.value, g.headers) == (
+                    e.topic,
+                    e.key,
+                    e.value,
+                    e.headers,
+                ), (seed, i, e.topic)
     finally:
         drop_subjects(registry, seen)
 
 
-def test_records_vary_with_their_inputs(registry: dict[str, Any],
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_records_vary_with_their_inputs(
+    registry: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The comparison can fail: a different clock gives different value bytes."""
     prefix = f"codec{uuid.uuid4().hex[:10]}"
     settings = settings_for(registry, prefix)
@@ -491,8 +630,9 @@ def test_records_vary_with_their_inputs(registry: dict[str, Any],
 
 def _written(datum: object, scale: int, precision: int) -> bytes:
     """fastavro's encoding of `datum` as an Avro decimal (a Decimal or its bytes)."""
-    schema = fastavro.parse_schema({"type": "bytes", "logicalType": "decimal",
-                                    "precision": precision, "scale": scale})
+    schema = fastavro.parse_schema(
+        {"type": "bytes", "logicalType": "decimal", "precision": precision, "scale": scale}
+    )
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, schema, datum)
     return buf.getvalue()
@@ -525,4 +665,3 @@ def test_stored_numeric_bytes_equal_fastavros() -> None:
     assert decimal_of_stored(stored_numeric(Decimal("1.234"), False), 2, 10) is None
     for special in (0xC000, 0xD000, 0xF000):
         assert decimal_of_stored(struct.pack("<H", special), 2, 10) is None
-

@@ -105,13 +105,27 @@ def _dsn(pg: dict[str, Any], db: str) -> str:
     return f"host={pg['host']} port={pg['port']} user={pg['user']} dbname={db}"
 
 
-def _session(pg: dict[str, Any], dsn: str, slot: str, start: int, consistent: int,
-             spill: str, plugin: object, out: list[OutputRecord]) -> Session:
+def _session(
+    pg: dict[str, Any],
+    dsn: str,
+    slot: str,
+    start: int,
+    consistent: int,
+    spill: str,
+    plugin: object,
+    out: list[OutputRecord],
+) -> Session:
     """A session whose catalog snapshot is taken now, before the workload (as a live
     worker's), writing `plugin`'s records into `out`."""
-    return Session(SessionConfig(dsn=dsn, slot=slot, spill_dir=Path(spill)), plugin, "avro",
-                   lambda _l, _x, data: out.append(data), version=int(pg["version"]),
-                   start_lsn=start, decode_from=consistent)
+    return Session(
+        SessionConfig(dsn=dsn, slot=slot, spill_dir=Path(spill)),
+        plugin,
+        "avro",
+        lambda _l, _x, data: out.append(data),
+        version=int(pg["version"]),
+        start_lsn=start,
+        decode_from=consistent,
+    )
 
 
 def _pump(pg: dict[str, Any], session: Session, start: int, end: int) -> None:
@@ -131,7 +145,8 @@ def _pump(pg: dict[str, Any], session: Session, start: int, end: int) -> None:
 
 
 def test_records_from_wal_equal_the_reference_plugins(
-        pg: dict[str, Any], registry: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    pg: dict[str, Any], registry: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Real stored datums give the same records through both plugins, byte for byte."""
     monkeypatch.setattr(avro_plugin, "time", FrozenTime)
     monkeypatch.setattr(avro_reference, "time", FrozenTime)
@@ -147,25 +162,32 @@ def test_records_from_wal_equal_the_reference_plugins(
         conn.autocommit = True
         with conn.cursor() as cur:
             cur.execute(SCHEMA)
-            cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')",
-                        (slot,))
-            cur.execute("SELECT restart_lsn::text, confirmed_flush_lsn::text "
-                        "FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+            cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (slot,))
+            cur.execute(
+                "SELECT restart_lsn::text, confirmed_flush_lsn::text "
+                "FROM pg_replication_slots WHERE slot_name = %s",
+                (slot,),
+            )
             row = cur.fetchone()
             assert row is not None
             start, consistent = parse_lsn(row[0]), parse_lsn(row[1])
             force_running_xacts(dsn, int(pg["version"]))
-            settings = Settings(source={"slot": slot, "dbname": db},
-                                kafka={"bootstrap_servers": "127.0.0.1:1",
-                                       "topic_prefix": f"codecwal{uuid.uuid4().hex[:8]}"},
-                                registry={"url": registry["url"]})
+            settings = Settings(
+                source={"slot": slot, "dbname": db},
+                kafka={
+                    "bootstrap_servers": "127.0.0.1:1",
+                    "topic_prefix": f"codecwal{uuid.uuid4().hex[:8]}",
+                },
+                registry={"url": registry["url"]},
+            )
             expected: list[OutputRecord] = []
             got: list[OutputRecord] = []
             seen = expected
             with tempfile.TemporaryDirectory(prefix="pgcdc-avro-codec-") as spill:
                 sessions = [
-                    _session(pg, dsn, slot, start, consistent, spill, ReferencePlugin(settings),
-                             expected),
+                    _session(
+                        pg, dsn, slot, start, consistent, spill, ReferencePlugin(settings), expected
+                    ),
                     _session(pg, dsn, slot, start, consistent, spill, AvroPlugin(settings), got),
                 ]
                 try:
@@ -186,14 +208,19 @@ def test_records_from_wal_equal_the_reference_plugins(
         assert len(expected) > 400
         assert len(got) == len(expected)
         for i, (g, e) in enumerate(zip(got, expected, strict=True)):
-            assert (g.topic, g.key, g.value, g.headers) == (e.topic, e.key, e.value,
-                                                             e.headers), (i, e.topic)
+            assert (g.topic, g.key, g.value, g.headers) == (e.topic, e.key, e.value, e.headers), (
+                i,
+                e.topic,
+            )
     finally:
         drop_subjects(registry, seen)
         conn = psycopg2.connect(dsn)
         conn.autocommit = True
-        conn.cursor().execute("SELECT pg_drop_replication_slot(slot_name) "
-                              "FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+        conn.cursor().execute(
+            "SELECT pg_drop_replication_slot(slot_name) "
+            "FROM pg_replication_slots WHERE slot_name = %s",
+            (slot,),
+        )
         conn.close()
         teardown(dsn, phys)
         admin.cursor().execute(f"DROP DATABASE {db} WITH (FORCE)")

@@ -37,8 +37,16 @@ def warn(event: str, column: str) -> None:
     WARNINGS.append((event, column))
 
 
-def meta(name: str, oid: int, *, typmod: int = -1, notnull: bool = False, kind: str = "b",
-         elem: int = 0, labels: tuple[str, ...] = ()) -> ColumnMeta:
+def meta(
+    name: str,
+    oid: int,
+    *,
+    typmod: int = -1,
+    notnull: bool = False,
+    kind: str = "b",
+    elem: int = 0,
+    labels: tuple[str, ...] = (),
+) -> ColumnMeta:
     return ColumnMeta(name, 1, oid, str(oid), typmod, notnull, kind, elem, labels)
 
 
@@ -46,10 +54,15 @@ def cv(name: str, value: object, text: str | None = None) -> ColumnValue:
     return ColumnValue(name, 0, "", lambda: value, lambda: text)
 
 
-def convert(col: ColumnMeta, value: object, text: str | None = None, mode: str = "precise",
-            ) -> Any:
-    plan = build_table_plan("p", RelationInfo(1, "s", "t", "d", (), (col,)), frozenset(), mode,
-                            warn)
+def convert(
+    col: ColumnMeta,
+    value: object,
+    text: str | None = None,
+    mode: str = "precise",
+) -> Any:
+    plan = build_table_plan(
+        "p", RelationInfo(1, "s", "t", "d", (), (col,)), frozenset(), mode, warn
+    )
     return row_datum(plan.fields, [cv(col.name, value, text)], warn)[col.name]
 
 
@@ -83,8 +96,10 @@ def test_semantic_types_carry_connect_names() -> None:
         schema = type_mapping(meta("c", oid), "precise", warn).schema
         assert schema["type"] == base, oid
         assert schema["connect.name"] == name, oid
-    assert type_mapping(meta("c", 21), "precise", warn).schema == {"type": "int",
-                                                                   "connect.type": "int16"}
+    assert type_mapping(meta("c", 21), "precise", warn).schema == {
+        "type": "int",
+        "connect.type": "int16",
+    }
     assert type_mapping(meta("c", 20), "precise", warn).schema == "long"
     assert type_mapping(meta("c", 700), "precise", warn).schema == "float"
     assert type_mapping(meta("c", 17), "precise", warn).schema == "bytes"
@@ -198,9 +213,17 @@ def test_names_are_sanitized() -> None:
 def test_table_plan_round_trips_through_avro() -> None:
     """The Key and Envelope schemas parse and carry a full row through Avro unchanged."""
     rel = RelationInfo(
-        16384, "public", "orders", "d", ("id",),
-        (meta("id", 23, notnull=True), meta("amount", 1700, typmod=numeric_typmod(12, 2)),
-         meta("note", 25), meta("secret", 25)),
+        16384,
+        "public",
+        "orders",
+        "d",
+        ("id",),
+        (
+            meta("id", 23, notnull=True),
+            meta("amount", 1700, typmod=numeric_typmod(12, 2)),
+            meta("note", 25),
+            meta("secret", 25),
+        ),
         defined_at=0x1000,
     )
     plan = build_table_plan("shop", rel, frozenset({"secret"}), "precise", warn)
@@ -210,16 +233,39 @@ def test_table_plan_round_trips_through_avro() -> None:
     assert plan.key_schema["name"] == "Key" and plan.key_schema["namespace"] == "shop.public.orders"
     env = plan.envelope_schema
     assert env["connect.name"] == "shop.public.orders.Envelope"
-    assert [f["name"] for f in env["fields"]] == ["before", "after", "source", "op", "ts_ms",
-                                                  "transaction"]
+    assert [f["name"] for f in env["fields"]] == [
+        "before",
+        "after",
+        "source",
+        "op",
+        "ts_ms",
+        "transaction",
+    ]
     row = [cv("id", 7), cv("amount", Decimal("9.99")), cv("note", None), cv("secret", "x")]
     after = row_datum(plan.fields, row, warn)
     assert after == {"id": 7, "amount": Decimal("9.99"), "note": None}
-    source = {"version": "v", "connector": "postgresql", "name": "shop", "ts_ms": 1,
-              "snapshot": "false", "db": "d", "sequence": '[null,"5"]', "schema": "public",
-              "table": "orders", "txId": 5, "lsn": 5, "xmin": None}
-    datum = {"before": None, "after": after, "source": source, "op": "c", "ts_ms": 2,
-             "transaction": {"id": "5:5", "total_order": 1, "data_collection_order": 1}}
+    source = {
+        "version": "v",
+        "connector": "postgresql",
+        "name": "shop",
+        "ts_ms": 1,
+        "snapshot": "false",
+        "db": "d",
+        "sequence": '[null,"5"]',
+        "schema": "public",
+        "table": "orders",
+        "txId": 5,
+        "lsn": 5,
+        "xmin": None,
+    }
+    datum = {
+        "before": None,
+        "after": after,
+        "source": source,
+        "op": "c",
+        "ts_ms": 2,
+        "transaction": {"id": "5:5", "total_order": 1, "data_collection_order": 1},
+    }
     assert roundtrip(env, datum) == datum
     assert roundtrip(plan.key_schema, row_datum(plan.key_fields, row, warn)) == {"id": 7}
     # A key-only before image: the NOT NULL key is there, other columns null.
@@ -229,9 +275,20 @@ def test_table_plan_round_trips_through_avro() -> None:
 
 def test_static_schemas_are_self_contained() -> None:
     """Every static .avsc parses alone once Source and event.block are inlined."""
-    for name in ("transaction_key", "transaction_value", "heartbeat_key", "heartbeat_value",
-                 "message_key", "message_value", "schema_change_key", "schema_change_value",
-                 "offsets", "source", "transaction_block", "variable_scale_decimal"):
+    for name in (
+        "transaction_key",
+        "transaction_value",
+        "heartbeat_key",
+        "heartbeat_value",
+        "message_key",
+        "message_value",
+        "schema_change_key",
+        "schema_change_value",
+        "offsets",
+        "source",
+        "transaction_block",
+        "variable_scale_decimal",
+    ):
         schema = static_with_refs(name)
         fastavro.parse_schema(json.loads(json.dumps(schema)))
     assert "Source" in json.dumps(static_with_refs("message_value"))
@@ -241,7 +298,11 @@ def test_named_types_are_defined_once() -> None:
     """Two unconstrained numerics and a numeric[] share one VariableScaleDecimal
     definition (later uses refer to it by name); the schema parses and carries values."""
     rel = RelationInfo(
-        16390, "public", "measures", "d", ("a",),
+        16390,
+        "public",
+        "measures",
+        "d",
+        ("a",),
         (meta("a", 1700, notnull=True), meta("b", 1700), meta("c", 1231, kind="a", elem=1700)),
         defined_at=1,
     )
@@ -250,27 +311,54 @@ def test_named_types_are_defined_once() -> None:
     types = [f["type"] for f in value["fields"]]
     assert types[0]["name"] == "VariableScaleDecimal"
     assert types[1] == ["null", "io.debezium.data.VariableScaleDecimal"]
-    assert types[2] == ["null", {"type": "array",
-                                 "items": ["null", "io.debezium.data.VariableScaleDecimal"]}]
+    assert types[2] == [
+        "null",
+        {"type": "array", "items": ["null", "io.debezium.data.VariableScaleDecimal"]},
+    ]
     assert plan.key_schema is not None
     assert plan.key_schema["fields"][0]["type"]["name"] == "VariableScaleDecimal"
     row = [cv("a", Decimal("1.5")), cv("b", Decimal("-20")), cv("c", [Decimal("3"), None])]
     after = row_datum(plan.fields, row, warn)
     assert roundtrip(value, after) == after
-    assert roundtrip(plan.key_schema, row_datum(plan.key_fields, row, warn)) == \
-        {"a": {"scale": 1, "value": b"\x0f"}}
+    assert roundtrip(plan.key_schema, row_datum(plan.key_fields, row, warn)) == {
+        "a": {"scale": 1, "value": b"\x0f"}
+    }
 
 
 def test_schemas_without_repeated_names_are_unchanged() -> None:
     """define_named_once leaves other fields as they were, down to the JSON text (so
     the registered schemas of existing tables keep their ids)."""
-    cols = [meta(f"c{oid}", oid) for oid in (16, 17, 20, 21, 23, 25, 114, 700, 701, 1082,
-                                             1083, 1114, 1184, 1186, 1266, 2950, 3802)]
-    cols += [meta("n", 1700), meta("nn", 1700, typmod=numeric_typmod(9, 3), notnull=True),
-             meta("arr", 1007, kind="a", elem=23),
-             meta("e", 4000, kind="e", labels=("x", "y"))]
-    plans = build_table_plan("p", RelationInfo(1, "s", "t", "d", (), tuple(cols)), frozenset(),
-                             "precise", warn).fields
+    cols = [
+        meta(f"c{oid}", oid)
+        for oid in (
+            16,
+            17,
+            20,
+            21,
+            23,
+            25,
+            114,
+            700,
+            701,
+            1082,
+            1083,
+            1114,
+            1184,
+            1186,
+            1266,
+            2950,
+            3802,
+        )
+    ]
+    cols += [
+        meta("n", 1700),
+        meta("nn", 1700, typmod=numeric_typmod(9, 3), notnull=True),
+        meta("arr", 1007, kind="a", elem=23),
+        meta("e", 4000, kind="e", labels=("x", "y")),
+    ]
+    plans = build_table_plan(
+        "p", RelationInfo(1, "s", "t", "d", (), tuple(cols)), frozenset(), "precise", warn
+    ).fields
     fields = [field_schema(p) for p in plans]
     again = define_named_once(fields, "p.s.t")
     assert json.dumps(again) == json.dumps(fields)

@@ -47,8 +47,7 @@ def _copy(rows: Sequence[Sequence[bytes | None]]) -> bytes:
     return bytes(out + struct.pack(">h", -1))
 
 
-ROWS: list[list[bytes | None]] = [[b"1", None, b""], [b"22", b"x" * 300, None],
-                                  [None, None, None]]
+ROWS: list[list[bytes | None]] = [[b"1", None, b""], [b"22", b"x" * 300, None], [None, None, None]]
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 7, 19, 64, 10_000])
@@ -58,7 +57,7 @@ def test_copy_rows_any_chunking(chunk: int) -> None:
     target = CopyRows(3, got.append)
     data = _copy(ROWS)
     for i in range(0, len(data), chunk):
-        target.write(data[i:i + chunk])
+        target.write(data[i : i + chunk])
     target.close()
     assert got == ROWS and target.rows == 3 and target.finished
 
@@ -115,8 +114,13 @@ def test_emitter_marks_last_row_and_clears_state() -> None:
     for v in (1, 2, 3):
         emitter.row(REL, _row(v))
     emitter.end()
-    assert plugin.calls == [("begin", 0x1000), ("change", ("true", 1)), ("change", ("true", 2)),
-                            ("change", ("last", 3)), ("commit", 0x1000)]
+    assert plugin.calls == [
+        ("begin", 0x1000),
+        ("change", ("true", 1)),
+        ("change", ("true", 2)),
+        ("change", ("last", 3)),
+        ("commit", 0x1000),
+    ]
     assert "snapshot" not in wrapper.ctx.state and emitter.rows == 3
 
 
@@ -142,8 +146,10 @@ def test_progress_metrics_and_bar() -> None:
     progress.table("public.u", 0)
     progress.table_done()
     reg = metrics.registry
-    assert reg.get_sample_value("pgcdc_snapshot_rows_total",
-                                {"slot": "slot1", "table": "public.t"}) == 1500
+    assert (
+        reg.get_sample_value("pgcdc_snapshot_rows_total", {"slot": "slot1", "table": "public.t"})
+        == 1500
+    )
     assert reg.get_sample_value("pgcdc_snapshot_tables_done", {"slot": "slot1"}) == 2
     assert reg.get_sample_value("pgcdc_snapshot_tables_total", {"slot": "slot1"}) == 2
     text = term.getvalue()
@@ -167,19 +173,28 @@ def test_snapshot_horizon() -> None:
 REG = TypeRegistry()
 
 
-@pytest.mark.parametrize(("oid", "send", "value", "text"), [
-    (23, b"\xff\xff\xff\xfe", -2, "-2"),
-    (20, (2**40).to_bytes(8, "big"), 2**40, "1099511627776"),
-    # numeric_send: ndigits 2, weight 0, sign +, dscale 2, digits 12, 3400 -> 12.34
-    (1700, struct.pack(">hhHHhh", 2, 0, 0, 2, 12, 3400), Decimal("12.34"), "12.34"),
-    (1700, struct.pack(">hhHH", 0, 0, 0xC000, 0), Decimal("NaN"), "NaN"),
-    (1186, struct.pack(">qii", 5, 3, 14), None, "1 year 2 mons 3 days 00:00:00.000005"),
-    (869, bytes((2, 24, 0, 4, 10, 1, 2, 0)), None, "10.1.2.0/24"),
-    (1560, struct.pack(">i", 3) + b"\xa0", "101", "101"),
-    (3802, b"\x01" + b'{"a": 1}', '{"a": 1}', '{"a": 1}'),
-    (1007, struct.pack(">iiIii", 1, 1, 23, 2, 0) + struct.pack(">i", -1)
-     + struct.pack(">ii", 4, 7), [None, 7], "[0:1]={NULL,7}"),
-])
+@pytest.mark.parametrize(
+    ("oid", "send", "value", "text"),
+    [
+        (23, b"\xff\xff\xff\xfe", -2, "-2"),
+        (20, (2**40).to_bytes(8, "big"), 2**40, "1099511627776"),
+        # numeric_send: ndigits 2, weight 0, sign +, dscale 2, digits 12, 3400 -> 12.34
+        (1700, struct.pack(">hhHHhh", 2, 0, 0, 2, 12, 3400), Decimal("12.34"), "12.34"),
+        (1700, struct.pack(">hhHH", 0, 0, 0xC000, 0), Decimal("NaN"), "NaN"),
+        (1186, struct.pack(">qii", 5, 3, 14), None, "1 year 2 mons 3 days 00:00:00.000005"),
+        (869, bytes((2, 24, 0, 4, 10, 1, 2, 0)), None, "10.1.2.0/24"),
+        (1560, struct.pack(">i", 3) + b"\xa0", "101", "101"),
+        (3802, b"\x01" + b'{"a": 1}', '{"a": 1}', '{"a": 1}'),
+        (
+            1007,
+            struct.pack(">iiIii", 1, 1, 23, 2, 0)
+            + struct.pack(">i", -1)
+            + struct.pack(">ii", 4, 7),
+            [None, 7],
+            "[0:1]={NULL,7}",
+        ),
+    ],
+)
 def test_send_format_rewrites(oid: int, send: bytes, value: object, text: str) -> None:
     """A send-format value rewritten to its stored form decodes to the expected value and
     prints as PostgreSQL does."""

@@ -18,8 +18,14 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     import os  # noqa: PLC0415
 
     full = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "service.app.cli", *args], capture_output=True,
-                          text=True, env=full, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "service.app.cli", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_help_lists_every_command() -> None:
@@ -57,8 +63,9 @@ def test_bad_yaml_value_names_the_field(tmp_path: Path) -> None:
 
 def test_unreachable_source_is_a_clear_error() -> None:
     """A source nobody listens on exits 3 (retryable) naming host and port."""
-    proc = run_cli("status", env={"PGCDC_SOURCE__PORT": "1", "PGCDC_KAFKA__BOOTSTRAP_SERVERS":
-                                  "127.0.0.1:1"})
+    proc = run_cli(
+        "status", env={"PGCDC_SOURCE__PORT": "1", "PGCDC_KAFKA__BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+    )
     assert proc.returncode == 3
     assert "127.0.0.1:1" in proc.stderr
 
@@ -84,8 +91,12 @@ def test_setup_waldump_replay_teardown(pg15: dict[str, Any]) -> None:
     admin = psycopg2.connect(pg15["dsn"])
     admin.autocommit = True
     admin.cursor().execute(f"CREATE DATABASE {db}")
-    env = {"PGCDC_SOURCE__PORT": str(pg15["port"]), "PGCDC_SOURCE__DBNAME": db,
-           "PGCDC_SOURCE__SLOT": db, "PGCDC_DECODING__STATE_DIR": f"/tmp/{db}"}
+    env = {
+        "PGCDC_SOURCE__PORT": str(pg15["port"]),
+        "PGCDC_SOURCE__DBNAME": db,
+        "PGCDC_SOURCE__SLOT": db,
+        "PGCDC_DECODING__STATE_DIR": f"/tmp/{db}",
+    }
     try:
         proc = run_cli("setup", env=env)
         assert proc.returncode == 0, proc.stderr
@@ -105,17 +116,22 @@ def test_setup_waldump_replay_teardown(pg15: dict[str, Any]) -> None:
         proc = run_cli("waldump", "--dir", wal, "--start", start, "--limit", "50", env=env)
         assert proc.returncode == 0, proc.stderr
         assert "rmgr: Heap" in proc.stdout and "desc: INSERT" in proc.stdout
-        proc = run_cli("replay", "--dir", wal, "--start", start, "--end", end,
-                       "-o", "include-xids=0", env=env)
+        proc = run_cli(
+            "replay", "--dir", wal, "--start", start, "--end", end, "-o", "include-xids=0", env=env
+        )
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.splitlines() == [
-            "BEGIN", "table public.cli_t: INSERT: id[integer]:1 v[text]:'via replay'", "COMMIT",
+            "BEGIN",
+            "table public.cli_t: INSERT: id[integer]:1 v[text]:'via replay'",
+            "COMMIT",
         ]
         proc = run_cli("teardown", env=env)
         assert proc.returncode == 0, proc.stderr
     finally:
         admin.cursor().execute(
             "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-            "WHERE slot_name = %s AND NOT active", (db,))
+            "WHERE slot_name = %s AND NOT active",
+            (db,),
+        )
         admin.cursor().execute(f"DROP DATABASE {db} WITH (FORCE)")
         admin.close()

@@ -171,7 +171,7 @@ def test_secret_keys_are_masked_at_any_depth() -> None:
         empty_password=None,
     )
     text = out.getvalue()
-    for secret in ("hunter2", "kafka-pw", "s3\"", "reg-pw"):
+    for secret in ("hunter2", "kafka-pw", 's3"', "reg-pw"):
         assert secret not in text
     (line,) = json_lines(out)
     assert line["password"] == MASK
@@ -189,8 +189,10 @@ def test_settings_secrets_dsn_and_urls_are_masked() -> None:
     settings = Settings(
         source={"password": "pg-secret-1"},
         kafka={"sasl_password": "kafka-secret-2"},
-        registry={"basic_auth": "u:reg-secret-3",
-                  "url": "http://u:url-secret-4@reg:8080/apis/ccompat/v7"},
+        registry={
+            "basic_auth": "u:reg-secret-3",
+            "url": "http://u:url-secret-4@reg:8080/apis/ccompat/v7",
+        },
     )
     log = get_logger("t")
     log.info("settings", settings=settings.redacted())

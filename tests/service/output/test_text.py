@@ -68,17 +68,23 @@ def test_print_literal_quotes_like_test_decoding() -> None:
 
 def test_insert_update_delete_lines() -> None:
     """INSERT prints every column; UPDATE with an old key; DELETE skips NULL key parts."""
-    new = [col("id", 23, "integer", 1, "1"), col("data", 25, "text", None, None),
-           col("big", 25, "text", UNCHANGED_TOAST, None)]
+    new = [
+        col("id", 23, "integer", 1, "1"),
+        col("data", 25, "text", None, None),
+        col("big", 25, "text", UNCHANGED_TOAST, None),
+    ]
     old = [col("id", 23, "integer", 7, "7"), col("data", 25, "text", None, None)]
-    lines = run({"include-xids": "0"}, [
-        ("begin", (TXN,)),
-        ("change", (TXN, RowChange(ChangeOp.INSERT, 1, REL, new, None, False))),
-        ("change", (TXN, RowChange(ChangeOp.UPDATE, 1, REL, new, old, True))),
-        ("change", (TXN, RowChange(ChangeOp.DELETE, 1, REL, None, old, True))),
-        ("change", (TXN, RowChange(ChangeOp.DELETE, 1, REL, None, None, True))),
-        ("commit", (TXN, 2)),
-    ])
+    lines = run(
+        {"include-xids": "0"},
+        [
+            ("begin", (TXN,)),
+            ("change", (TXN, RowChange(ChangeOp.INSERT, 1, REL, new, None, False))),
+            ("change", (TXN, RowChange(ChangeOp.UPDATE, 1, REL, new, old, True))),
+            ("change", (TXN, RowChange(ChangeOp.DELETE, 1, REL, None, old, True))),
+            ("change", (TXN, RowChange(ChangeOp.DELETE, 1, REL, None, None, True))),
+            ("commit", (TXN, 2)),
+        ],
+    )
     assert lines == [
         "BEGIN",
         "table public.t: INSERT: id[integer]:1 data[text]:null big[text]:unchanged-toast-datum",
@@ -93,22 +99,32 @@ def test_insert_update_delete_lines() -> None:
 def test_skip_empty_xacts_defers_begin_and_drops_empty() -> None:
     """With skip-empty-xacts, BEGIN appears only before the first change."""
     trunc = TruncateChange(1, [REL, RelationInfo(2, "s", "u", "d", ())], True, False)
-    lines = run({"skip-empty-xacts": "1"}, [
-        ("begin", (TXN,)), ("commit", (TXN, 2)),
-        ("begin", (TXN,)), ("truncate", (TXN, trunc)), ("commit", (TXN, 2)),
-    ])
+    lines = run(
+        {"skip-empty-xacts": "1"},
+        [
+            ("begin", (TXN,)),
+            ("commit", (TXN, 2)),
+            ("begin", (TXN,)),
+            ("truncate", (TXN, trunc)),
+            ("commit", (TXN, 2)),
+        ],
+    )
     assert lines == ["BEGIN 742", "table public.t, s.u: TRUNCATE: cascade", "COMMIT 742"]
 
 
 def test_messages_and_two_phase_lines() -> None:
     """Messages carry size and content; 2PC lines quote the gid and add the txid."""
     msg = Message(5, False, "pfx", b"hello")
-    lines = run({}, [
-        ("message", (None, msg)),
-        ("begin_prepare", (TXN,)), ("prepare", (TXN, 9)),
-        ("commit_prepared", (TXN, 10)),
-        ("rollback_prepared", (TXN, 10, 0)),
-    ])
+    lines = run(
+        {},
+        [
+            ("message", (None, msg)),
+            ("begin_prepare", (TXN,)),
+            ("prepare", (TXN, 9)),
+            ("commit_prepared", (TXN, 10)),
+            ("rollback_prepared", (TXN, 10, 0)),
+        ],
+    )
     assert lines == [
         "message: transactional: 0 prefix: pfx, sz: 5 content:hello",
         "BEGIN 742",
@@ -157,7 +173,10 @@ def test_callback_failure_carries_context() -> None:
 
     ctx = PluginContext("myslot", "broken", {}, lambda lsn, xid, data: None)
     wrapper = PluginWrapper(Broken(), ctx)
-    with pytest.raises(PluginError, match=r"slot myslot, output plugin broken, callback begin "
-                                          r"at 0/10 failed") as info:
+    with pytest.raises(
+        PluginError,
+        match=r"slot myslot, output plugin broken, callback begin "
+        r"at 0/10 failed",
+    ) as info:
         wrapper.call("begin", 0x10, 5, TXN)
     assert isinstance(info.value.__cause__, ValueError)

@@ -93,8 +93,12 @@ def test_is_toast_cache_follows_commits_and_aborts() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["commit", "abort", "sub"]), st.integers(1, 4),
-                          st.booleans()), max_size=12))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["commit", "abort", "sub"]), st.integers(1, 4), st.booleans()),
+        max_size=12,
+    )
+)
 def test_is_toast_cached_equals_uncached(steps: list[tuple[str, int, bool]]) -> None:
     """Whatever DDL sequence (toast relfilenodes moving, aborted, in subtransactions),
     the cached is_toast equals the lookup it caches, at every step."""
@@ -119,5 +123,6 @@ def test_is_toast_cached_equals_uncached(steps: list[tuple[str, int, bool]]) -> 
         for p in probes:
             for at in (END, lsn - 15):
                 uncached = h._lookup(p, at, None)
-                assert h.is_toast(p, at) == (uncached is not None and uncached.kind.value
-                                             == "toast")
+                assert h.is_toast(p, at) == (
+                    uncached is not None and uncached.kind.value == "toast"
+                )

@@ -12,8 +12,18 @@ from service.errors import PgcdcError
 from service.types.deform import Column, compile_layout, deform, deform_heap
 
 # (typlen, typalign) shapes a column can have, one of them with a bad typalign
-SHAPES = [(1, "c"), (2, "s"), (4, "i"), (8, "d"), (-1, "i"), (-1, "d"), (-1, "c"), (-2, "c"),
-          (6, "s"), (64, "c")]
+SHAPES = [
+    (1, "c"),
+    (2, "s"),
+    (4, "i"),
+    (8, "d"),
+    (-1, "i"),
+    (-1, "d"),
+    (-1, "c"),
+    (-2, "c"),
+    (6, "s"),
+    (64, "c"),
+]
 
 
 @st.composite
@@ -24,8 +34,19 @@ def columns(draw: st.DrawFn) -> list[Column]:
         typlen, typalign = draw(st.sampled_from(SHAPES))
         dropped = draw(st.booleans()) and draw(st.booleans())
         missing = draw(st.one_of(st.none(), st.binary(max_size=4)))
-        out.append(Column(i + 1, f"c{i + 1}", 0 if dropped else 23, -1, typlen, typlen > 0,
-                          typalign, dropped=dropped, missing=missing))
+        out.append(
+            Column(
+                i + 1,
+                f"c{i + 1}",
+                0 if dropped else 23,
+                -1,
+                typlen,
+                typlen > 0,
+                typalign,
+                dropped=dropped,
+                missing=missing,
+            )
+        )
     return out
 
 
@@ -33,25 +54,29 @@ def columns(draw: st.DrawFn) -> list[Column]:
 def tuples(draw: st.DrawFn, cols: list[Column]) -> RawTuple:
     natts = draw(st.integers(0, len(cols) + 1))
     nulls = draw(st.booleans())
-    bitmap = draw(st.binary(min_size=(natts + 7) // 8, max_size=(natts + 7) // 8)) \
-        if nulls else b""
+    bitmap = draw(st.binary(min_size=(natts + 7) // 8, max_size=(natts + 7) // 8)) if nulls else b""
     hoff = (23 + len(bitmap) + 7) & ~7
     body = b""
     for col in cols[:natts]:
         kind = draw(st.integers(0, 4))
         if col.typlen > 0:
             body += b"\x00" * draw(st.integers(0, 7)) + draw(
-                st.binary(min_size=col.typlen, max_size=col.typlen))
+                st.binary(min_size=col.typlen, max_size=col.typlen)
+            )
         elif col.typlen == -2:
             body += draw(st.binary(max_size=5)).replace(b"\x00", b"a") + b"\x00"
         elif kind == 0:  # 4-byte header, aligned
             data = draw(st.binary(max_size=20))
-            body += b"\x00" * draw(st.integers(0, 3)) + struct.pack("<I", (len(data) + 4) << 2) \
-                + data
+            body += (
+                b"\x00" * draw(st.integers(0, 3)) + struct.pack("<I", (len(data) + 4) << 2) + data
+            )
         else:  # short header (or garbage when kind == 4)
             data = draw(st.binary(max_size=20))
-            body += bytes([((len(data) + 1) << 1) | 1]) + data if kind < 4 else \
-                draw(st.binary(max_size=6))
+            body += (
+                bytes([((len(data) + 1) << 1) | 1]) + data
+                if kind < 4
+                else draw(st.binary(max_size=6))
+            )
     body += draw(st.binary(max_size=3))
     cut = draw(st.integers(0, len(body)))
     if draw(st.booleans()):
