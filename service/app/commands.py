@@ -49,7 +49,7 @@ def _print_line(lsn: int, xid: int, data: object) -> None:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    from connectors.postgres.setup import setup  # noqa: PLC0415
+    from connectors.postgres.setup import setup  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
     settings = _settings(args)
     report = dataclasses.asdict(setup(settings.source.dsn(), settings.source.slot))
@@ -60,7 +60,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def cmd_teardown(args: argparse.Namespace) -> int:
-    from connectors.postgres.setup import teardown  # noqa: PLC0415
+    from connectors.postgres.setup import teardown  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
     settings = _settings(args)
     teardown(settings.source.dsn(), settings.source.slot, drop_slot=not args.keep_slot)
@@ -75,7 +75,7 @@ def _wal_version(directory: Path, start: int) -> int:
     """The major version, from the page magic of the segment holding `start`."""
     if not directory.is_dir():
         raise ConfigError(f"{directory} is not a directory of WAL segment files", field="--dir")
-    from connectors.postgres.archive import detect_segment_size, iter_wal_chunks  # noqa: PLC0415
+    from connectors.postgres.archive import detect_segment_size, iter_wal_chunks  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
     size = detect_segment_size(directory)
     for lsn, data in iter_wal_chunks(directory, start, segment_size=size):
@@ -85,8 +85,8 @@ def _wal_version(directory: Path, start: int) -> int:
 
 
 def cmd_waldump(args: argparse.Namespace) -> int:
-    from connectors.postgres.archive import read_records  # noqa: PLC0415
-    from service.app.waldump import dump  # noqa: PLC0415
+    from connectors.postgres.archive import read_records  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+    from service.app.waldump import dump  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
     version = _wal_version(args.dir, args.start)
     records = read_records(args.dir, args.start, args.end)
@@ -112,8 +112,8 @@ def _session(
     *,
     decode_from: int | None = None,
 ) -> Any:
-    from service.app.session import Session, SessionConfig  # noqa: PLC0415
-    from service.output.text import TestDecodingPlugin  # noqa: PLC0415
+    from service.app.session import Session, SessionConfig  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+    from service.output.text import TestDecodingPlugin  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
     config = SessionConfig(
         dsn=settings.source.dsn(),
@@ -135,8 +135,8 @@ def _session(
 
 
 def cmd_peek(args: argparse.Namespace) -> int:
-    from connectors.postgres.server import force_running_xacts  # noqa: PLC0415
-    from connectors.postgres.stream import PhysicalStream  # noqa: PLC0415
+    from connectors.postgres.server import force_running_xacts  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+    from connectors.postgres.stream import PhysicalStream  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
     settings = _settings(args)
     conn = _connect(settings)
@@ -175,7 +175,7 @@ def cmd_peek(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from connectors.postgres.archive import detect_segment_size, iter_wal_chunks  # noqa: PLC0415
+    from connectors.postgres.archive import detect_segment_size, iter_wal_chunks  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
     settings = _settings(args)
     version = _wal_version(args.dir, args.start)
@@ -249,7 +249,7 @@ def _worker_counters(settings: Settings) -> dict[str, float] | str:
 
 def _last_offset(settings: Settings) -> dict[str, Any] | str:
     try:
-        from connectors.kafka.offsets import read_last_offset  # noqa: PLC0415
+        from connectors.kafka.offsets import read_last_offset  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
         began = time.monotonic()
         record = read_last_offset(settings)
@@ -266,12 +266,12 @@ def _last_offset(settings: Settings) -> dict[str, Any] | str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from service.app.worker import run_worker  # noqa: PLC0415
+    from service.app.worker import run_worker  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
     return run_worker(_settings(args))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from service.app.demo import run_demo  # noqa: PLC0415
+    from service.app.demo import run_demo  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
     return run_demo(keep_running=args.keep_running)

@@ -92,10 +92,10 @@ def _prepare_database(pg: dict[str, Any]) -> None:
 
 
 def _consume(settings: Any, topic: str, want: int, timeout: float) -> list[tuple[Any, Any]]:
-    from confluent_kafka import Consumer  # noqa: PLC0415
-    from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: PLC0415
-    from confluent_kafka.schema_registry.avro import AvroDeserializer  # noqa: PLC0415
-    from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: PLC0415
+    from confluent_kafka import Consumer  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+    from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+    from confluent_kafka.schema_registry.avro import AvroDeserializer  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+    from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
     registry = SchemaRegistryClient({"url": settings.registry.url})
     deserialize = AvroDeserializer(registry)
@@ -150,7 +150,7 @@ def _metric_lines(port: int, predicate: Callable[[str], bool]) -> list[str]:
 
 
 def run_demo(*, keep_running: bool = False) -> int:
-    from service.app.worker import Worker  # noqa: PLC0415
+    from service.app.worker import Worker  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
     info = _services("pg18", "kafka", "registry")
     pg = info["pg18"]
@@ -174,8 +174,8 @@ def run_demo(*, keep_running: bool = False) -> int:
         decoding={"state_dir": str(REPO / ".state" / "demo-worker")},
         metrics={"host": "127.0.0.1", "port": 0},
     )
-    from connectors.postgres.setup import setup  # noqa: PLC0415
-    from service.app.logging import configure_logging  # noqa: PLC0415
+    from connectors.postgres.setup import setup  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+    from service.app.logging import configure_logging  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
     configure_logging(settings.log.model_copy(update={"level": "warning"}))
 
@@ -228,7 +228,7 @@ def run_demo(*, keep_running: bool = False) -> int:
     worker.stop.set()
     thread.join(60)
     metrics.close()
-    from connectors.postgres.setup import teardown  # noqa: PLC0415
+    from connectors.postgres.setup import teardown  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
     # The physical slot would keep WAL on the demo server forever; the next demo
     # recreates everything anyway.

@@ -80,7 +80,7 @@ def main(argv: list[str]) -> int:
             for k, rid in enumerate(ids)
         ]
         if mode == "mid_txn" and i == at:
-            from service.output.api import TxnInfo  # noqa: PLC0415
+            from service.output.api import TxnInfo  # noqa: PLC0415  (only this helper needs it)
 
             info = TxnInfo(xid, events[0].lsn, end - 16, end, 0, None)
             h.wrapper.call("begin", info.first_lsn, xid, info)

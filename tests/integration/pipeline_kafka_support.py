@@ -371,7 +371,7 @@ class Workload:
     """
 
     def __init__(self, p: Pipeline, seed: int) -> None:
-        import random  # noqa: PLC0415
+        import random  # noqa: PLC0415  (only this helper needs it)
 
         self.p = p
         self.rng = random.Random(seed)
@@ -527,10 +527,10 @@ def read_all(
 ) -> list[Rec]:
     """Every committed record of `topics`, from the start to the end, as a downstream
     consumer sees them: `isolation.level=read_committed`, AvroDeserializer."""
-    from confluent_kafka import KafkaError  # noqa: PLC0415
-    from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: PLC0415
-    from confluent_kafka.schema_registry.avro import AvroDeserializer  # noqa: PLC0415
-    from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: PLC0415
+    from confluent_kafka import KafkaError  # noqa: PLC0415  (only this helper needs it)
+    from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: PLC0415  (only this helper needs it)
+    from confluent_kafka.schema_registry.avro import AvroDeserializer  # noqa: PLC0415  (only this helper needs it)
+    from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: PLC0415  (only this helper needs it)
 
     consumer = Consumer(
         {

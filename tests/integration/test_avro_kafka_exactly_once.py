@@ -110,7 +110,7 @@ def test_exactly_once_across_sigkills(kafka: dict[str, Any], registry: dict[str,
 
 
 def read_uncommitted_count(settings: Any, topic: str) -> int:
-    from confluent_kafka import Consumer, TopicPartition  # noqa: PLC0415
+    from confluent_kafka import Consumer, TopicPartition  # noqa: PLC0415  (only this helper needs it)
 
     c = Consumer(
         {
@@ -207,8 +207,8 @@ def test_schema_history_commits_with_the_offsets(
     """KafkaSchemaStore snapshots are committed only with an offset record: a snapshot
     staged into a Kafka transaction that never commits (the worker is fenced) is lost
     together with that transaction's events."""
-    from connectors.kafka.schema_store import KafkaSchemaStore  # noqa: PLC0415
-    from service.schema.store import SchemaStore  # noqa: PLC0415
+    from connectors.kafka.schema_store import KafkaSchemaStore  # noqa: PLC0415  (only this helper needs it)
+    from service.schema.store import SchemaStore  # noqa: PLC0415  (only this helper needs it)
 
     prefix, slot = unique("hist"), unique("slot")
     settings = make_settings(kafka, registry, prefix, slot)

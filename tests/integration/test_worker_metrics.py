@@ -51,7 +51,7 @@ def test_metrics_move_during_a_run(
         end = parse_lsn(p.query("SELECT pg_current_wal_lsn()")[0][0])
         p.wait_confirmed(end - 1, 90, worker)
         worker.wait_event({"worker_consistent"}, 5)
-        import time  # noqa: PLC0415
+        import time  # noqa: PLC0415  (only this helper needs it)
 
         time.sleep(2.5)  # a heartbeat or two: server position and counters synced
         s = _scrape(port)

@@ -27,12 +27,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from connectors.postgres.archive import iter_wal_chunks  # noqa: E402
-from service.errors import PgcdcError  # noqa: E402
-from service.wal.reader import XLogReader  # noqa: E402
-from service.wal.record import XLogRecord  # noqa: E402
-from tests.fixtures.services import ensure_service  # noqa: E402
-from tests.service.realwal import fresh_db, run_workload  # noqa: E402
+from connectors.postgres.archive import iter_wal_chunks  # noqa: E402  (after the sys.path set-up above)
+from service.errors import PgcdcError  # noqa: E402  (after the sys.path set-up above)
+from service.wal.reader import XLogReader  # noqa: E402  (after the sys.path set-up above)
+from service.wal.record import XLogRecord  # noqa: E402  (after the sys.path set-up above)
+from tests.fixtures.services import ensure_service  # noqa: E402  (after the sys.path set-up above)
+from tests.service.realwal import fresh_db, run_workload  # noqa: E402  (after the sys.path set-up above)
 
 DATA = ROOT / "tests" / "service" / "data"
 BLCK = 8192

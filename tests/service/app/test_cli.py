@@ -15,7 +15,7 @@ from service.app.cli import build_parser, main
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    import os  # noqa: PLC0415
+    import os  # noqa: PLC0415  (only this helper needs it)
 
     full = {**os.environ, **(env or {})}
     return subprocess.run(
