@@ -69,10 +69,11 @@ from service.types.convert import to_python, to_text
 from service.types.registry import TypeInfo, TypeRegistry
 from service.types.rowdecode import HistoryRows
 from service.types.sendform import (
-    TEXTUAL,
     base_type,
     convertible,
     snapshot_registry,
+    text_array_is_stored,
+    text_is_stored,
     to_stored,
 )
 
@@ -493,23 +494,20 @@ class SnapshotReader:
         live = [c for c in table.columns if not c.dropped]
         for col, meta in zip(live, rel.columns, strict=True):
             info = types.get(col.type_oid, column=col.name)
-            base = base_type(info, types)
             ident = quote_ident(col.name)
-            elem = (
-                base_type(types.get(base.typelem), types)
-                if base.output_src == "array_out"
-                else None
-            )
+            # The stored form of a textual value is its text (sendform.text_is_stored);
+            # it is read as text where its send format cannot serve: xml_send re-prints
+            # the declaration, and a user type may have no send function.
+            sendable = convertible(info, types, no_send)
+            elem = text_array_is_stored(info, types)
             if col.generated == "v":
                 expr, mode = None, "null"
-            elif base.output_src in TEXTUAL and (
-                base.output_src == "xml_out" or not convertible(info, types, no_send)
+            elif text_is_stored(info, types) and (
+                base_type(info, types).output_src == "xml_out" or not sendable
             ):
                 expr, mode, info = f"{ident}::text", "stored", types.get(TEXT_OID)
-            elif (
-                elem is not None
-                and elem.output_src in TEXTUAL
-                and (elem.output_src == "xml_out" or not convertible(info, types, no_send))
+            elif elem is not None and (
+                base_type(elem, types).output_src == "xml_out" or not sendable
             ):
                 expr, mode, info = f"{ident}::text[]", "stored", types.get(TEXT_ARRAY_OID)
             elif not convertible(info, types, no_send):

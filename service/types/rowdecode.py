@@ -50,10 +50,11 @@ from service.types.convert import simple_functions, to_python, to_text
 from service.types.deform import Column, Layout, compile_layout, deform, deform_heap
 from service.types.registry import TypeInfo, TypeRegistry, undecodable
 from service.types.sendform import (
-    TEXTUAL,
     base_type,
     convertible,
     snapshot_registry,
+    text_array_is_stored,
+    text_is_stored,
     to_stored,
 )
 from service.types.varlena import ToastPointer, Unchanged, resolve_toast
@@ -491,22 +492,16 @@ class _MissingPlanner:
             )
         try:
             info = registry.get(oid, column=name)
-            base = base_type(info, registry)
-            if base.output_src in TEXTUAL:
+            if text_is_stored(info, registry):
                 return self._ask(TEXT_OID, -1, literal), None
-            if base.output_src == "array_out":
-                elem = base_type(registry.get(base.typelem), registry)
-                text = registry.get(TEXT_OID)
-                if elem.output_src in TEXTUAL and (elem.typlen, elem.typalign) == (
-                    text.typlen,
-                    text.typalign,
-                ):
-                    send = self._ask(TEXT_ARRAY_OID, -1, literal)
-                    if send is None:
-                        return None, None
-                    stored = to_stored(send, registry.get(TEXT_ARRAY_OID), registry)
-                    at = _ARRAY_ELEMTYPE_AT
-                    return stored[:at] + _LE_U32.pack(base.typelem) + stored[at + 4 :], None
+            elem = text_array_is_stored(info, registry)
+            if elem is not None:
+                send = self._ask(TEXT_ARRAY_OID, -1, literal)
+                if send is None:
+                    return None, None
+                stored = to_stored(send, registry.get(TEXT_ARRAY_OID), registry)
+                at = _ARRAY_ELEMTYPE_AT
+                return stored[:at] + _LE_U32.pack(elem.oid) + stored[at + 4 :], None
             if not convertible(info, registry):
                 send = self._ask(TEXT_OID, -1, literal)
                 return None, None if send is None else self._as_text(

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from service.errors import DecodeError
-from service.pgconst import JSONB_OID
+from service.pgconst import JSONB_OID, TEXT_OID
 from service.types.registry import TypeInfo, TypeRegistry
 
 _ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
@@ -224,6 +224,26 @@ def convertible(
 TEXTUAL = frozenset({"textout", "varcharout", "json_out", "xml_out"})
 """Output functions that print the stored bytes as they are: for these, the value's
 output text (`::text`, by I/O conversion when no cast exists) is its stored form."""
+
+
+def text_is_stored(info: TypeInfo, registry: TypeRegistry) -> bool:
+    """Is a value's text (`::text`) its stored form? True for TEXTUAL output functions,
+    and for domains over them. The rule the initial snapshot and attmissingval share."""
+    return base_type(info, registry).output_src in TEXTUAL
+
+
+def text_array_is_stored(info: TypeInfo, registry: TypeRegistry) -> TypeInfo | None:
+    """For an array (or a domain over one) whose elements' text is their stored form and
+    which are laid out as text's: its element type, else None. Read as `::text[]`, such a
+    value is stored as a text[] whose header names the element type (at byte 8)."""
+    base = base_type(info, registry)
+    if base.output_src != "array_out":
+        return None
+    elem = base_type(registry.get(base.typelem), registry)
+    text = registry.get(TEXT_OID)
+    if elem.output_src in TEXTUAL and (elem.typlen, elem.typalign) == (text.typlen, text.typalign):
+        return registry.get(base.typelem)
+    return None
 
 
 def snapshot_registry(registry: TypeRegistry) -> TypeRegistry:
