@@ -10,7 +10,7 @@ Guarantee: the bytes are exactly those confluent_kafka's `AvroSerializer` (with
 `auto.register.schemas`, TopicNameStrategy, no rules) writes for the same schema text
 and datum. AvroSerializer does the same three things (parse the schema with fastavro,
 `schemaless_writer`, `prefix_schema_id_serializer`) plus per-call work this module
-does once: the subject lookup, the parse, the header. tests/connectors/test_avro_codec.py
+does once: the subject lookup, the parse, the header. tests/connectors/avro/test_codec.py
 checks the equality byte for byte against AvroSerializer itself.
 
 Pure: no registry or Kafka I/O (registration stays in `connectors.avro.plugin`). An
@@ -97,7 +97,7 @@ class AvroEncoder:
 # --- per-definition row encoders ---------------------------------------------------
 
 FieldFn = Callable[[ColumnValue], Any]
-"""One column of a row → its Avro datum (what `avro_schema.column_datum` gives)."""
+"""One column of a row → its Avro datum (what `connectors.avro.schema.column_datum` gives)."""
 
 # Days since 2000-01-01 whose year lies in 1..9999: timestamptz_value gives a datetime.
 _FIRST_DAY = dt.date.min.toordinal() - PG_EPOCH_DATE.toordinal()
@@ -120,7 +120,7 @@ def zoned_timestamp_of_stored(buf: bytes) -> str | None:
     """ZonedTimestamp text of a stored timestamptz, None where the generic path must
     decide (±infinity, years outside 1..9999, a malformed datum).
 
-    Equal to avro_schema._zoned_timestamp(timestamptz_value(buf)): the same UTC wall
+    Equal to connectors.avro.schema._zoned_timestamp(timestamptz_value(buf)): the same UTC wall
     clock (µs floored into days, as timestamp2tm) and the same strftime for the date.
     """
     if len(buf) != 8:
@@ -136,7 +136,7 @@ def zoned_timestamp_of_stored(buf: bytes) -> str | None:
 
 
 def micro_timestamp_of_stored(buf: bytes) -> int | None:
-    """MicroTimestamp of a stored timestamp (avro_schema._timestamp_micros of its value):
+    """MicroTimestamp of a stored timestamp (connectors.avro.schema._timestamp_micros of its value):
     µs since 1970, ±infinity as INT64_MAX/INT64_MIN."""
     if len(buf) != 8:
         return None
@@ -147,7 +147,7 @@ def micro_timestamp_of_stored(buf: bytes) -> int | None:
 
 
 def date_of_stored(buf: bytes) -> int | None:
-    """io.debezium.time.Date of a stored date (avro_schema._days of its value)."""
+    """io.debezium.time.Date of a stored date (connectors.avro.schema._days of its value)."""
     if len(buf) != 4:
         return None
     days = date_days(buf)
@@ -234,7 +234,7 @@ class RowEncoder:
     Built once per definition: `fields` are the Avro field names in plan order, `fns`
     their converters (`field_converter`), `names` the PostgreSQL column names a row must
     carry, in that order, for the direct path. Any other row (a key-only old tuple, a
-    row missing columns) goes through `avro_schema.row_datum`, which matches by name.
+    row missing columns) goes through `connectors.avro.schema.row_datum`, which matches by name.
     The datum equals `row_datum(plans, row, warn)` once written (decimals may be handed
     on as their Avro bytes instead of a Decimal).
     """

@@ -28,7 +28,7 @@ Schemas (connectors.avro.schema) are registered under TopicNameStrategy subjects
 (`<topic>-key`, `<topic>-value`) and written in the Confluent wire format with fastavro
 (connectors.avro.codec: the bytes confluent_kafka's AvroSerializer would write). They
 are built once per table definition, cached by (relation oid, `defined_at`), with that
-definition's row encoders (avro_codec.RowEncoder); a new definition registers a new
+definition's row encoders (connectors.avro.codec.RowEncoder); a new definition registers a new
 version. A subject's compatibility is set to BACKWARD when it is first registered. The
 `source` record's per-transaction part is built once per table and transaction; only
 lsn and sequence change per event. A rejected schema raises

@@ -2,7 +2,7 @@
 
 Run `python deploy/grafana/gen_dashboard.py` after changing a panel here; the dashboard
 file is generated, and tests/deploy/test_deploy_static.py fails when the two differ or
-when a panel queries a metric service/metrics.py does not export.
+when a panel queries a metric service/app/metrics.py does not export.
 
 Layout, top to bottom:
 - Overview: worker up, lag (bytes, seconds), events/s, reorder buffer memory, open txns.

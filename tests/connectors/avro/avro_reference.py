@@ -3,7 +3,7 @@
 A frozen copy of connectors/avro_plugin.py at commit 6f25971 (module docstring cut):
 every record is serialized by confluent_kafka's AvroSerializer, and envelopes are built
 the generic way (avro_schema.row_datum per row, a fresh `source` dict per change).
-tests/connectors/test_avro_codec.py drives it and the current plugin over the same
+tests/connectors/avro/test_codec.py drives it and the current plugin over the same
 changes and requires identical records. Do not optimise this file: its only job is to
 stay what the plugin's output was.
 """
