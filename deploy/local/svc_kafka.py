@@ -152,6 +152,7 @@ class Kafka(Service):
     name = "kafka"
     port = PORT
     controller_port = CONTROLLER_PORT
+    extra_props: dict[str, str] = {}  # noqa: RUF012 (read only; subclasses replace it)
     start_timeout = 180.0
 
     def runtime_dir(self) -> Path:
@@ -214,6 +215,7 @@ class Kafka(Service):
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
+            **self.extra_props,
         }
         config = home / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
@@ -272,3 +274,10 @@ class FaultKafka(Kafka):
     name = "fault-kafka"
     port = 29092
     controller_port = 29093
+    # After a kill -9 the controller keeps the dead broker's registration until its session
+    # times out (9 s by default) and only then lets the new incarnation register: a restart
+    # took ~15 s. A 2 s session makes it ~5 s; heartbeats must come well within it.
+    extra_props = {  # noqa: RUF012 (read only)
+        "broker.session.timeout.ms": "2000",
+        "broker.heartbeat.interval.ms": "500",
+    }
