@@ -42,6 +42,7 @@ from svc_common import (
     java_bin,
     kill_pid_file,
     pid_running,
+    read_pid,
     run,
     sigkill_pid_file,
     spawn,
@@ -153,6 +154,7 @@ class Kafka(Service):
     port = PORT
     controller_port = CONTROLLER_PORT
     extra_props: dict[str, str] = {}  # noqa: RUF012 (read only; subclasses replace it)
+    jvm_opts: tuple[str, ...] = tuple(_JVM_OPTS)
     start_timeout = 180.0
 
     def runtime_dir(self) -> Path:
@@ -224,7 +226,7 @@ class Kafka(Service):
 
     def _java(self, classpath: str, *args: str) -> list[str]:
         log4j = self.home() / "log4j2.properties"
-        return [java_bin(), *_JVM_OPTS, f"-Dlog4j2.configurationFile={log4j}",
+        return [java_bin(), *self.jvm_opts, f"-Dlog4j2.configurationFile={log4j}",
                 f"-Dkafka.logs.dir={self.home() / 'logs'}", "-cp", classpath, *args]
 
     def start(self) -> None:
@@ -264,6 +266,7 @@ class Kafka(Service):
             "controller": f"{HOST}:{self.controller_port}",
             "version": VERSION,
             "log": str(self.log_path()),
+            "pid": read_pid(self.pid_file()),
             "data": str(self.home() / "data"),
         }
 
@@ -281,3 +284,7 @@ class FaultKafka(Kafka):
         "broker.session.timeout.ms": "2000",
         "broker.heartbeat.interval.ms": "500",
     }
+    # Restarted often and never loaded: C1 only and the serial collector start it with
+    # less CPU (this machine has 2 shared cores) than tiered C2 and G1.
+    jvm_opts = ("-Xms128m", "-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+                "-Djava.awt.headless=true")

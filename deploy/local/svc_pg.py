@@ -237,6 +237,7 @@ log_min_messages = warning
             "bin": str(self.bindir()),
             "pgdata": str(self.pgdata()),
             "archive": str(self.archive()),
+            "pid": self.postmaster_pid(),
             "features": self.features(),
         }
 
