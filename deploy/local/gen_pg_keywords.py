@@ -15,9 +15,20 @@ SERVERS = {15: 55415, 18: 55418}
 
 def keywords(port: int) -> list[str]:
     out = subprocess.run(
-        ["psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-Atc",
-         "SELECT word FROM pg_get_keywords() WHERE catcode <> 'U' ORDER BY word"],
-        capture_output=True, text=True, check=True,
+        [
+            "psql",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-U",
+            "postgres",
+            "-Atc",
+            "SELECT word FROM pg_get_keywords() WHERE catcode <> 'U' ORDER BY word",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     return out.split()
 

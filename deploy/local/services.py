@@ -85,8 +85,12 @@ def main(argv: list[str]) -> int:
             began = time.monotonic()
             pid = svc.kill()
             took = time.monotonic() - began
-            print(f"{svc.name}: killed pid {pid} ({took:.1f}s)" if pid is not None
-                  else f"{svc.name}: not running", file=sys.stderr)
+            print(
+                f"{svc.name}: killed pid {pid} ({took:.1f}s)"
+                if pid is not None
+                else f"{svc.name}: not running",
+                file=sys.stderr,
+            )
             print(f"{svc.name} {pid if pid is not None else '-'}")
         return 0
     if verb == "env":
@@ -131,8 +135,11 @@ def main(argv: list[str]) -> int:
             f"start {done - installed:.1f}s) at {where}",
             file=sys.stderr,
         )
-    print(f"services: up took {time.monotonic() - started:.1f}s"
-          + (f"; FAILED: {' '.join(failed)}" if failed else ""), file=sys.stderr)
+    print(
+        f"services: up took {time.monotonic() - started:.1f}s"
+        + (f"; FAILED: {' '.join(failed)}" if failed else ""),
+        file=sys.stderr,
+    )
     return 1 if failed else 0
 
 

@@ -62,14 +62,24 @@ def java_bin() -> str:
     return java
 
 
-def spawn(cmd: list[str], log: Path, pid_file: Path, env: dict[str, str] | None = None,
-          cwd: Path | None = None) -> int:
+def spawn(
+    cmd: list[str],
+    log: Path,
+    pid_file: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> int:
     """Start a long-running process detached from this one; remember its pid."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, cwd=cwd, start_new_session=True,
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
         )
     pid_file.write_text(str(proc.pid))
     return proc.pid

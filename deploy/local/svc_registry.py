@@ -64,7 +64,6 @@ _ENV = {
 }
 
 
-
 def _m2_repository() -> Path:
     """The local Maven repository `mvn` uses (honours -Dmaven.repo.local in MAVEN_OPTS)."""
     for opt in os.environ.get("MAVEN_OPTS", "").split():
@@ -111,11 +110,26 @@ class Registry(Service):
         with file_lock(CACHE / f".apicurio-registry-{VERSION}.lock"):
             if self.runner() is not None:
                 return
-            tarball = (_m2_repository() / "io" / "apicurio" / "apicurio-registry-app" / VERSION
-                       / f"apicurio-registry-app-{VERSION}-all.tar.gz")
+            tarball = (
+                _m2_repository()
+                / "io"
+                / "apicurio"
+                / "apicurio-registry-app"
+                / VERSION
+                / f"apicurio-registry-app-{VERSION}-all.tar.gz"
+            )
             if not tarball.is_file():
-                run(["mvn", "-q", "-B", "dependency:get", f"-Dartifact={ARTIFACT}",
-                     "-Dtransitive=false"], cwd=CACHE)
+                run(
+                    [
+                        "mvn",
+                        "-q",
+                        "-B",
+                        "dependency:get",
+                        f"-Dartifact={ARTIFACT}",
+                        "-Dtransitive=false",
+                    ],
+                    cwd=CACHE,
+                )
             if not tarball.is_file():
                 raise RuntimeError(f"registry: mvn fetched {ARTIFACT} but {tarball} is missing")
             partial = Path(tempfile.mkdtemp(prefix=".apicurio-", dir=CACHE))
@@ -137,8 +151,16 @@ class Registry(Service):
             if pid_running(self.pid_file(), MARKER):
                 return  # another `up` started it; wait_healthy() will wait for it
             env = dict(os.environ, **_ENV, QUARKUS_HTTP_PORT=str(self.port))
-            cmd = [java_bin(), "-Xms128m", "-Xmx512m", "-Djava.awt.headless=true",
-                   *self.jvm_extra, f"-Djava.io.tmpdir={self.home()}", "-jar", str(runner)]
+            cmd = [
+                java_bin(),
+                "-Xms128m",
+                "-Xmx512m",
+                "-Djava.awt.headless=true",
+                *self.jvm_extra,
+                f"-Djava.io.tmpdir={self.home()}",
+                "-jar",
+                str(runner),
+            ]
             spawn(cmd, self.log_path(), self.pid_file(), env=env, cwd=self.home())
 
     def healthy(self) -> bool:

@@ -29,24 +29,44 @@ SERVICES = REPO / "deploy" / "local" / "services.py"
 # Version magic at the start of every WAL page (XLOG_PAGE_MAGIC in xlog_internal.h).
 WAL_MAGIC = {15: 0xD110, 16: 0xD113, 17: 0xD116, 18: 0xD118}
 # CREATE EXTENSION order matters: earthdistance needs cube.
-EXTENSIONS = ("pageinspect", "hstore", "ltree", "citext", "isn", "cube", "earthdistance",
-              "seg", "vector", "postgis")
-COLUMNS = ("version", "pg_waldump", "test_decoding", *EXTENSIONS, "lz4", "libxml",
-           "data_checksums", "wal_magic")
+EXTENSIONS = (
+    "pageinspect",
+    "hstore",
+    "ltree",
+    "citext",
+    "isn",
+    "cube",
+    "earthdistance",
+    "seg",
+    "vector",
+    "postgis",
+)
+COLUMNS = (
+    "version",
+    "pg_waldump",
+    "test_decoding",
+    *EXTENSIONS,
+    "lz4",
+    "libxml",
+    "data_checksums",
+    "wal_magic",
+)
 
 Result = bool | str
 
 
 def service_env(*names: str) -> dict[str, dict[str, Any]]:
-    out = subprocess.run([sys.executable, str(SERVICES), "env", *names],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, str(SERVICES), "env", *names], capture_output=True, text=True, check=True
+    ).stdout
     env: dict[str, dict[str, Any]] = json.loads(out)
     return env
 
 
 def _connect(info: dict[str, Any], dbname: str) -> psycopg2.extensions.connection:
-    conn = psycopg2.connect(host=info["host"], port=info["port"], user=info["user"],
-                            dbname=dbname, connect_timeout=5)
+    conn = psycopg2.connect(
+        host=info["host"], port=info["port"], user=info["user"], dbname=dbname, connect_timeout=5
+    )
     conn.autocommit = True
     return conn
 
@@ -82,8 +102,9 @@ def _waldump(info: dict[str, Any], segment: Path) -> Result:
     tool = Path(info["bin"]) / "pg_waldump"
     if not tool.is_file():
         return f"no {tool}"
-    proc = subprocess.run([str(tool), "-n", "3", str(segment)], capture_output=True,
-                          text=True, check=False)
+    proc = subprocess.run(
+        [str(tool), "-n", "3", str(segment)], capture_output=True, text=True, check=False
+    )
     records = [line for line in proc.stdout.splitlines() if line.startswith("rmgr:")]
     if proc.returncode != 0 or len(records) != 3:
         return f"exit {proc.returncode}: {_error(Exception(proc.stderr))}"
@@ -93,8 +114,7 @@ def _waldump(info: dict[str, Any], segment: Path) -> Result:
 def _test_decoding(cur: psycopg2.extensions.cursor, db: str) -> Result:
     slot = f"{db}_slot"
     try:
-        cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding', true)",
-                    (slot,))
+        cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding', true)", (slot,))
         cur.execute("CREATE TABLE probe_td (id int PRIMARY KEY, v text)")
         cur.execute("INSERT INTO probe_td VALUES (1, 'one')")
         cur.execute("SELECT data FROM pg_logical_slot_get_changes(%s, NULL, NULL)", (slot,))
@@ -104,8 +124,11 @@ def _test_decoding(cur: psycopg2.extensions.cursor, db: str) -> Result:
     finally:
         # A temporary slot goes with the session too; dropping it now frees it at once.
         try:
-            cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
-                        " WHERE slot_name = %s", (slot,))
+            cur.execute(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
+                " WHERE slot_name = %s",
+                (slot,),
+            )
         except psycopg2.Error as exc:
             print(f"probe: could not drop slot {slot}: {_error(exc)}", file=sys.stderr)
     want = "table public.probe_td: INSERT: id[integer]:1 v[text]:'one'"
@@ -113,9 +136,12 @@ def _test_decoding(cur: psycopg2.extensions.cursor, db: str) -> Result:
 
 
 def _lz4(cur: psycopg2.extensions.cursor) -> Result:
-    got = _try_sql(cur, "SET default_toast_compression = lz4",
-                   "CREATE TABLE probe_lz4 (v text)",
-                   "INSERT INTO probe_lz4 SELECT repeat('lz4 ', 10000)")
+    got = _try_sql(
+        cur,
+        "SET default_toast_compression = lz4",
+        "CREATE TABLE probe_lz4 (v text)",
+        "INSERT INTO probe_lz4 SELECT repeat('lz4 ', 10000)",
+    )
     if got is not True:
         return got
     cur.execute("SELECT pg_column_compression(v) FROM probe_lz4")
@@ -143,9 +169,15 @@ def probe(info: dict[str, Any]) -> dict[str, Result | int | str]:
                 out["test_decoding"] = _test_decoding(cur, db)
                 for ext in EXTENSIONS:
                     out[ext] = _try_sql(cur, f"CREATE EXTENSION {ext}")
-                out["vector"] = (out["vector"] if out["vector"] is not True else _try_sql(
-                    cur, "CREATE TABLE probe_vec (v vector(3))",
-                    "INSERT INTO probe_vec VALUES ('[1,2,3]')"))
+                out["vector"] = (
+                    out["vector"]
+                    if out["vector"] is not True
+                    else _try_sql(
+                        cur,
+                        "CREATE TABLE probe_vec (v vector(3))",
+                        "INSERT INTO probe_vec VALUES ('[1,2,3]')",
+                    )
+                )
                 out["lz4"] = _lz4(cur)
                 out["libxml"] = _try_sql(cur, "SELECT '<a/>'::xml")
                 cur.execute("SHOW data_checksums")

@@ -47,15 +47,22 @@ class Build:
 
 
 BUILDS = {
-    "pg15": Build("15.", 55415, "off", frozenset(
-        {"pg_waldump", "test_decoding", *CONTRIB, "postgis", "lz4", "libxml"})),
-    "pg16": Build("16.15", 55416, "off", frozenset(
-        {"pg_waldump", "test_decoding", *CONTRIB, "lz4", "libxml"})),
+    "pg15": Build(
+        "15.",
+        55415,
+        "off",
+        frozenset({"pg_waldump", "test_decoding", *CONTRIB, "postgis", "lz4", "libxml"}),
+    ),
+    "pg16": Build(
+        "16.15", 55416, "off", frozenset({"pg_waldump", "test_decoding", *CONTRIB, "lz4", "libxml"})
+    ),
     "pg16v": Build("16.2", 55420, "off", frozenset({"pg_waldump", "vector"})),
-    "pg17": Build("17.10", 55417, "off", frozenset(
-        {"pg_waldump", "test_decoding", *CONTRIB, "lz4", "libxml"})),
-    "pg18": Build("18.6", 55418, "on", frozenset(
-        {"pg_waldump", "test_decoding", *CONTRIB, "vector"})),
+    "pg17": Build(
+        "17.10", 55417, "off", frozenset({"pg_waldump", "test_decoding", *CONTRIB, "lz4", "libxml"})
+    ),
+    "pg18": Build(
+        "18.6", 55418, "on", frozenset({"pg_waldump", "test_decoding", *CONTRIB, "vector"})
+    ),
     "pg18v": Build("18.3", 55419, "on", frozenset({"pg_waldump", "vector"})),
 }
 # Shared services the fault tests must leave alone, and what the fault instances use.
@@ -100,8 +107,12 @@ def test_build_reports_its_version_wal_level_checksums_and_wal_magic(name: str) 
     finally:
         conn.close()
     assert wal_magic(segment) == WAL_MAGIC[major]
-    waldump = subprocess.run([str(Path(info["bin"]) / "pg_waldump"), "--version"],
-                             capture_output=True, text=True, check=True).stdout
+    waldump = subprocess.run(
+        [str(Path(info["bin"]) / "pg_waldump"), "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     # "pg_waldump (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)" against "15.18 (Debian ...)"
     assert waldump.split()[2] == version.split()[0]
 
@@ -126,14 +137,16 @@ def test_build_can_do_what_the_table_says(name: str) -> None:
 
 
 def _healthy() -> set[str]:
-    out = subprocess.run([sys.executable, str(SERVICES), "status"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, str(SERVICES), "status"], capture_output=True, text=True, check=True
+    ).stdout
     return {line.split()[0] for line in out.splitlines() if line.split()[1:2] == ["healthy"]}
 
 
 def _pid(name: str) -> int | None:
-    out = subprocess.run([sys.executable, str(SERVICES), "env", name], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, str(SERVICES), "env", name], capture_output=True, text=True, check=True
+    ).stdout
     pid: int | None = json.loads(out)[name]["pid"]
     return pid
 
@@ -147,12 +160,14 @@ def shared_pids() -> Iterator[dict[str, int | None]]:
     yield pids
     for name in FAULT_PORTS:
         if name not in before_healthy:
-            subprocess.run([sys.executable, str(SERVICES), "down", name], capture_output=True,
-                           check=False)
+            subprocess.run(
+                [sys.executable, str(SERVICES), "down", name], capture_output=True, check=False
+            )
 
 
 def test_fault_instances_run_apart_from_the_shared_services(
-        shared_pids: dict[str, int | None]) -> None:
+    shared_pids: dict[str, int | None],
+) -> None:
     """fault-pg15, fault-kafka and fault-registry start when named, each on its own
     ports, with its own data directory and process, none shared with a default
     service."""
@@ -200,8 +215,9 @@ def _pg_read(info: dict[str, Any], token: str) -> bool:
 
 
 def _kafka_write(info: dict[str, Any], token: str) -> None:
-    producer = Producer({"bootstrap.servers": info["bootstrap"],
-                         "transactional.id": f"pgcdc-fault-{token}"})
+    producer = Producer(
+        {"bootstrap.servers": info["bootstrap"], "transactional.id": f"pgcdc-fault-{token}"}
+    )
     producer.init_transactions(30)
     producer.begin_transaction()
     producer.produce(f"pgcdc-fault-{token}", token.encode())
@@ -209,9 +225,15 @@ def _kafka_write(info: dict[str, Any], token: str) -> None:
 
 
 def _kafka_read(info: dict[str, Any], token: str) -> bool:
-    consumer = Consumer({"bootstrap.servers": info["bootstrap"], "group.id": f"g-{token}",
-                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                         "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": info["bootstrap"],
+            "group.id": f"g-{token}",
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
     try:
         consumer.subscribe([f"pgcdc-fault-{token}"])
         deadline = time.monotonic() + 60
@@ -248,7 +270,8 @@ CHECKS = {
 
 @pytest.mark.parametrize("name", list(CHECKS))
 def test_kill_then_up_restarts_a_fault_instance(
-        name: str, shared_pids: dict[str, int | None]) -> None:
+    name: str, shared_pids: dict[str, int | None]
+) -> None:
     """`services.py kill NAME` SIGKILLs the instance and names its pid, after which it no
     longer answers; `up NAME` starts it again within a few seconds, under a new pid, with
     what was committed before the crash (a row, a transactional Kafka record) still
