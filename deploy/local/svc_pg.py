@@ -303,17 +303,18 @@ class Postgres15(_Postgres):
 
     def install(self) -> None:
         needed = ("postgres", "initdb", "pg_ctl", "pg_waldump", "pg_isready")
-        contrib = self.libdir() / "test_decoding.so"
-        postgis = self.sharedir() / "extension" / "postgis.control"
-        if (
-            all((self.bindir() / b).exists() for b in needed)
-            and contrib.exists()
-            and postgis.exists()
-        ):
-            return
-        # PostGIS only adds files for the server to load on CREATE EXTENSION; installing it
-        # neither upgrades postgresql-15 nor touches a running cluster.
-        apt_install("postgresql-15", "postgresql-contrib", "postgresql-15-postgis-3")
+        packages = []
+        if not all((self.bindir() / b).exists() for b in needed):
+            packages.append("postgresql-15")
+        if not (self.libdir() / "test_decoding.so").exists():
+            packages.append("postgresql-contrib")
+        if not (self.sharedir() / "extension" / "postgis.control").exists():
+            packages.append("postgresql-15-postgis-3")
+        # Only what is missing: naming postgresql-15 again would upgrade it to Debian's
+        # newest 15.x under a running cluster. PostGIS alone upgrades nothing (it needs
+        # any postgresql-15) and only adds files the server loads on CREATE EXTENSION.
+        if packages:
+            apt_install(*packages)
 
 
 class FaultPostgres15(Postgres15):
