@@ -9,9 +9,10 @@
     python deploy/local/services.py list [--default]  print every known name (or the default set)
 
 Services and their ports (all on 127.0.0.1):
-    pg15 55415, pg16 55416, pg17 55417, pg18 55418, pg18v 55419 (PostgreSQL builds, see
-    svc_pg), kafka 19092/19093, registry 18081: the default set, what `up` with no NAME
-    starts and the test suite uses;
+    pg15 55415, pg16 55416, pg17 55417, pg18 55418 (one build with contrib per major),
+    pg16v 55420, pg18v 55419 (pgvector builds without contrib; see svc_pg),
+    kafka 19092/19093, registry 18081: the default set, what `up` with no NAME starts
+    and the test suite uses;
     fault-pg15 56415, fault-kafka 29092/29093, fault-registry 28081: separate instances
     for fault-injection tests, which may kill -9 them at will; started only when named.
 `down`, `status` and `env` with no NAME mean every known service; `kill` needs names.
