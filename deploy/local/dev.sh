@@ -2,7 +2,8 @@
 # The one entry point for developers and CI.
 #   bash deploy/local/dev.sh test            install what is missing, start the services, run the suite
 #   bash deploy/local/dev.sh pgcdc demo      the same environment, then any command inside the venv
-#   bash deploy/local/dev.sh services up|down|status [component...]
+#   bash deploy/local/dev.sh services up|down|status|env|kill|list [component...]
+#                                            (see deploy/local/services.py for the names)
 # The venv lives in .venv; the services' state in .state/ (both git-ignored).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -31,7 +32,7 @@ case "$cmd" in
         exec python deploy/local/services.py "$@"
         ;;
     "")
-        echo "usage: dev.sh test [pytest args] | dev.sh services up|down|status | dev.sh COMMAND..." >&2
+        echo "usage: dev.sh test [pytest args] | dev.sh services up|down|status|env|kill|list | dev.sh COMMAND..." >&2
         exit 2
         ;;
     *)

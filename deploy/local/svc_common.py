@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -114,6 +115,56 @@ def kill_pid_file(pid_file: Path, timeout: float = 30.0) -> None:
     pid_file.unlink(missing_ok=True)
 
 
+def read_pid(pid_file: Path) -> int | None:
+    """The pid in pid_file when it names a live (not zombie) process, else None."""
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if alive(pid) else None
+
+
+def alive(pid: int) -> bool:
+    """True while pid exists and is not a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    # The state letter follows the parenthesised command name, which may hold spaces.
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_gone(pid: int, timeout: float = 15.0) -> None:
+    """Wait until pid has exited and, if it can be within timeout, been reaped.
+
+    A killed service's parent is init (it was started in a session of its own by a
+    `services.py` process that has exited), and init reaps it a moment later. Until then
+    the zombie still answers kill(pid, 0), which is how the postmaster's lock-file check
+    decides that another postmaster is running, so a restart waits for the reaping too.
+    """
+    deadline = time.monotonic() + timeout
+    while Path(f"/proc/{pid}").exists():
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        if time.monotonic() > deadline:
+            if alive(pid):
+                raise RuntimeError(f"pid {pid} still alive {timeout:.0f}s after SIGKILL")
+            return  # a zombie nobody reaps: dead all the same
+        time.sleep(0.05)
+
+
+def sigkill_pid_file(pid_file: Path) -> int | None:
+    """SIGKILL the process group in pid_file at once (a crash, for fault tests); return
+    the pid killed, or None when nothing ran. The pid file is removed."""
+    pid = read_pid(pid_file)
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        wait_gone(pid)
+    pid_file.unlink(missing_ok=True)
+    return pid
+
+
 @contextmanager
 def file_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive flock on `path` (created if missing) for the block's duration,
@@ -138,7 +189,7 @@ def pid_running(pid_file: Path, marker: str) -> bool:
 
 
 class Service(abc.ABC):
-    """One service. Subclasses set `name` and implement the five abstract methods."""
+    """One service. Subclasses set `name` and implement the six abstract methods."""
 
     name = "?"
     start_timeout = 120.0
@@ -162,6 +213,12 @@ class Service(abc.ABC):
     @abc.abstractmethod
     def info(self) -> dict[str, object]:
         """Endpoints and versions, for tests and for `env`."""
+
+    @abc.abstractmethod
+    def kill(self) -> int | None:
+        """SIGKILL the service's whole process group now, as a crash would, and wait until
+        it is gone; return the pid killed, or None when it was not running. The next `up`
+        starts it again from the data it left."""
 
     def home(self) -> Path:
         return state_dir() / self.name

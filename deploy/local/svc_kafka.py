@@ -6,11 +6,15 @@ Contract:
   Maven Central with `mvn dependency:build-classpath`. The jars stay in ~/.m2; the computed
   classpath is cached in `CACHE/kafka-<version>/classpath.txt`, so later installs cost one
   stat per jar and no network.
-- `start()` writes `server.properties` under `state_dir()/kafka`, formats the log directory
+- `start()` writes `server.properties` under `state_dir()/<name>`, formats the log directory
   once (as `kafka-storage.sh format`, main class `kafka.tools.StorageTool`), then runs
   `kafka.Kafka server.properties` on the machine's Java 17 with at most 1 GiB of heap. The
-  broker listens on 127.0.0.1:19092 (PLAINTEXT), the controller on 127.0.0.1:19093. Data
-  survive `down`/`up`; delete `state_dir()/kafka` for a fresh cluster.
+  shared broker `kafka` listens on 127.0.0.1:19092 (PLAINTEXT), its controller on
+  127.0.0.1:19093. Data survive `down`/`up`; delete `state_dir()/kafka` for a fresh cluster.
+- `fault-kafka` is a second, independent single-node cluster (own cluster id, log dir
+  `state_dir()/fault-kafka`, 127.0.0.1:29092 and controller 29093) for tests that kill -9
+  and restart a broker; it starts only when named. `kill()` SIGKILLs the JVM; the next
+  `start()` recovers the log from what was on disk, as after a crash.
 - `healthy()` is true only when a Kafka Metadata request on 19092 answers with at least one
   live broker: an open port alone is not enough, because the socket server binds before the
   broker has caught up with the metadata log and been unfenced.
@@ -31,13 +35,24 @@ import struct
 import uuid
 from pathlib import Path
 
-from svc_common import CACHE, Service, file_lock, java_bin, kill_pid_file, pid_running, run, spawn
+from svc_common import (
+    CACHE,
+    Service,
+    file_lock,
+    java_bin,
+    kill_pid_file,
+    pid_running,
+    read_pid,
+    run,
+    sigkill_pid_file,
+    spawn,
+)
 
 VERSION = os.environ.get("PGCDC_KAFKA_VERSION", "4.1.1")
 # Kafka 4.1 depends on slf4j 1.7.x; its own distribution binds it to log4j2 this way.
 LOG4J_VERSION = "2.24.3"
 HOST = "127.0.0.1"
-PORT = 19092
+PORT = 19092  # the shared broker's; FaultKafka has its own
 CONTROLLER_PORT = 19093
 MAIN_CLASS = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"
@@ -139,6 +154,10 @@ class Kafka(Service):
     """Apache Kafka `VERSION` from Maven Central, KRaft combined mode, loopback only."""
 
     name = "kafka"
+    port = PORT
+    controller_port = CONTROLLER_PORT
+    extra_props: dict[str, str] = {}  # noqa: RUF012 (read only; subclasses replace it)
+    jvm_opts: tuple[str, ...] = tuple(_JVM_OPTS)
     start_timeout = 180.0
 
     def runtime_dir(self) -> Path:
@@ -189,9 +208,11 @@ class Kafka(Service):
         props = {
             "process.roles": "broker,controller",
             "node.id": "1",
-            "controller.quorum.voters": f"1@{HOST}:{CONTROLLER_PORT}",
-            "listeners": f"PLAINTEXT://{HOST}:{PORT},CONTROLLER://{HOST}:{CONTROLLER_PORT}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{PORT}",
+            "controller.quorum.voters": f"1@{HOST}:{self.controller_port}",
+            "listeners": (
+                f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}"
+            ),
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -207,6 +228,7 @@ class Kafka(Service):
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
+            **self.extra_props,
         }
         config = home / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
@@ -217,7 +239,7 @@ class Kafka(Service):
         log4j = self.home() / "log4j2.properties"
         return [
             java_bin(),
-            *_JVM_OPTS,
+            *self.jvm_opts,
             f"-Dlog4j2.configurationFile={log4j}",
             f"-Dkafka.logs.dir={self.home() / 'logs'}",
             "-cp",
@@ -251,7 +273,7 @@ class Kafka(Service):
 
     def healthy(self) -> bool:
         try:
-            return metadata_broker_count(HOST, PORT) >= 1
+            return metadata_broker_count(HOST, self.port) >= 1
         except (OSError, ValueError, struct.error):
             return False
 
@@ -259,10 +281,40 @@ class Kafka(Service):
         # SIGTERM triggers Kafka's controlled shutdown; KILL only after 60 s.
         kill_pid_file(self.pid_file(), timeout=60.0)
 
+    def kill(self) -> int | None:
+        return sigkill_pid_file(self.pid_file())
+
     def info(self) -> dict[str, object]:
         return {
-            "bootstrap": f"{HOST}:{PORT}",
-            "controller": f"{HOST}:{CONTROLLER_PORT}",
+            "service": self.name,
+            "bootstrap": f"{HOST}:{self.port}",
+            "controller": f"{HOST}:{self.controller_port}",
             "version": VERSION,
             "log": str(self.log_path()),
+            "pid": read_pid(self.pid_file()),
+            "data": str(self.home() / "data"),
         }
+
+
+class FaultKafka(Kafka):
+    """A second single-node KRaft cluster for fault-injection tests, never the shared one."""
+
+    name = "fault-kafka"
+    port = 29092
+    controller_port = 29093
+    # After a kill -9 the controller keeps the dead broker's registration until its session
+    # times out (9 s by default) and only then lets the new incarnation register: a restart
+    # took ~15 s. A 2 s session makes it ~5 s; heartbeats must come well within it.
+    extra_props = {  # noqa: RUF012 (read only)
+        "broker.session.timeout.ms": "2000",
+        "broker.heartbeat.interval.ms": "500",
+    }
+    # Restarted often and never loaded: C1 only and the serial collector start it with
+    # less CPU (this machine has 2 shared cores) than tiered C2 and G1.
+    jvm_opts = (
+        "-Xms128m",
+        "-Xmx512m",
+        "-XX:TieredStopAtLevel=1",
+        "-XX:+UseSerialGC",
+        "-Djava.awt.headless=true",
+    )

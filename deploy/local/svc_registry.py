@@ -10,9 +10,13 @@ Contract:
   `UnsupportedClassVersionError: ... class file version 65.0 ... only recognizes class
   file versions up to 61.0`. Set `PGCDC_REGISTRY_VERSION` to try another.
 - `start()` runs the assembly's runner jar (`*-runner.jar` in the legacy layout of 3.0.x,
-  `quarkus-run.jar` in the fast-jar layout of later releases) on 127.0.0.1:18081 with the
+  `quarkus-run.jar` in the fast-jar layout of later releases) on 127.0.0.1:`port` with the
   SQL storage on an in-memory H2 database: every start begins with an empty registry.
   Deletion through the API is enabled, so tests may clean up after themselves.
+- The port is the class attribute `port` (Quarkus takes it from `QUARKUS_HTTP_PORT`):
+  18081 for the shared `registry`, 28081 for `fault-registry`, a second instance with its
+  own state directory for tests that kill -9 and restart it. `Registry(port=N)` gives
+  another. Apicurio 3.0.x opens no other port (no separate management interface).
 - `healthy()` is true when `GET /apis/ccompat/v7/subjects` answers 200.
 - Concurrent `up` calls are serialised by a file lock; a second caller finds the first
   one's process alive and does not spawn another.
@@ -30,19 +34,27 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from svc_common import CACHE, Service, file_lock, java_bin, kill_pid_file, pid_running, run, spawn
+from svc_common import (
+    CACHE,
+    Service,
+    file_lock,
+    java_bin,
+    kill_pid_file,
+    pid_running,
+    read_pid,
+    run,
+    sigkill_pid_file,
+    spawn,
+)
 
 VERSION = os.environ.get("PGCDC_REGISTRY_VERSION", "3.0.9")
 ARTIFACT = f"io.apicurio:apicurio-registry-app:{VERSION}:tar.gz:all"
 HOST = "127.0.0.1"
-PORT = 18081
-BASE = f"http://{HOST}:{PORT}"
-CCOMPAT = f"{BASE}/apis/ccompat/v7"
+PORT = 18081  # the shared registry's; FaultRegistry has its own
 MARKER = "apicurio-registry"  # in the runner's path, so in the process command line
 
 _ENV = {
     "QUARKUS_HTTP_HOST": HOST,
-    "QUARKUS_HTTP_PORT": str(PORT),
     "QUARKUS_HTTP_ACCESS_LOG_ENABLED": "false",
     "APICURIO_STORAGE_KIND": "sql",
     "APICURIO_STORAGE_SQL_KIND": "h2",
@@ -64,7 +76,19 @@ class Registry(Service):
     """Apicurio Registry `VERSION` from Maven Central, in-memory H2 storage, loopback only."""
 
     name = "registry"
+    port = PORT
+    jvm_extra: tuple[str, ...] = ()
     start_timeout = 180.0
+
+    def __init__(self, port: int | None = None) -> None:
+        if port is not None:
+            self.port = port
+
+    def base(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    def ccompat(self) -> str:
+        return f"{self.base()}/apis/ccompat/v7"
 
     def app_dir(self) -> Path:
         return CACHE / f"apicurio-registry-{VERSION}"
@@ -126,12 +150,13 @@ class Registry(Service):
         with file_lock(self.home() / ".lock"):
             if pid_running(self.pid_file(), MARKER):
                 return  # another `up` started it; wait_healthy() will wait for it
-            env = dict(os.environ, **_ENV)
+            env = dict(os.environ, **_ENV, QUARKUS_HTTP_PORT=str(self.port))
             cmd = [
                 java_bin(),
                 "-Xms128m",
                 "-Xmx512m",
                 "-Djava.awt.headless=true",
+                *self.jvm_extra,
                 f"-Djava.io.tmpdir={self.home()}",
                 "-jar",
                 str(runner),
@@ -140,7 +165,7 @@ class Registry(Service):
 
     def healthy(self) -> bool:
         try:
-            with urllib.request.urlopen(f"{CCOMPAT}/subjects", timeout=2.0) as resp:
+            with urllib.request.urlopen(f"{self.ccompat()}/subjects", timeout=2.0) as resp:
                 return int(resp.status) == 200
         except (OSError, http.client.HTTPException):  # URLError is an OSError
             return False
@@ -148,10 +173,25 @@ class Registry(Service):
     def stop(self) -> None:
         kill_pid_file(self.pid_file(), timeout=30.0)
 
+    def kill(self) -> int | None:
+        return sigkill_pid_file(self.pid_file())
+
     def info(self) -> dict[str, object]:
         return {
-            "url": CCOMPAT,
-            "api": f"{BASE}/apis/registry/v3",
+            "service": self.name,
+            "url": self.ccompat(),
+            "api": f"{self.base()}/apis/registry/v3",
             "version": VERSION,
             "log": str(self.log_path()),
+            "pid": read_pid(self.pid_file()),
         }
+
+
+class FaultRegistry(Registry):
+    """A second Apicurio for fault-injection tests, never the shared one."""
+
+    name = "fault-registry"
+    port = 28081
+    # Fault tests restart it often and never load it: C1 only and the serial collector
+    # start it with less CPU (on this shared 2-core machine) than tiered C2 and G1.
+    jvm_extra = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
