@@ -10,9 +10,9 @@
 
 Services and their ports (all on 127.0.0.1):
     pg15 55415, pg16 55416, pg17 55417, pg18 55418 (one build with contrib per major),
-    pg16v 55420, pg18v 55419 (pgvector builds without contrib; see svc_pg),
-    kafka 19092/19093, registry 18081: the default set, what `up` with no NAME starts
-    and the test suite uses;
+    pg16v 55420 (pgvector build without contrib; see svc_pg), kafka 19092/19093,
+    registry 18081: the default set, what `up` with no NAME starts and the suite uses;
+    pg18v 55419 (pgvector 18 without contrib; pg18 has pgvector too): only when named;
     fault-pg15 56415, fault-kafka 29092/29093, fault-registry 28081: separate instances
     for fault-injection tests, which may kill -9 them at will; started only when named.
 `down`, `status` and `env` with no NAME mean every known service; `kill` needs names.
@@ -53,7 +53,9 @@ SERVICES = {
     "fault-registry": ("svc_registry", "FaultRegistry"),
 }
 # What `up` starts when no name is given: everything the test suite connects to.
-DEFAULT = [name for name in SERVICES if not name.startswith("fault-")]
+# pg18v is redundant with pg18 (which has pgvector too): started only when named.
+ON_DEMAND = ("pg18v",)
+DEFAULT = [n for n in SERVICES if not n.startswith("fault-") and n not in ON_DEMAND]
 VERBS = {"up", "down", "status", "env", "kill", "list"}
 
 
