@@ -58,18 +58,20 @@ Guarantees:
   malformed toast chunk raises `DecodeError` with the LSN. Spill I/O errors come from
   the store as `SpillFileError`.
 
-Layout: this module holds the transactions and their state, queueing, the memory limit
-(spill) and the transaction ends; the change types, `change_size` and `toast_chunk` live
-in `service.reorder.changes`; replay, the k-way merge, TOAST reassembly and streaming live in
-`service.reorder.replay` (`ReplayMixin`, a base class of `ReorderBuffer`).
+Layout: this module holds the transaction table (by xid, top-level ones in first_lsn
+order), queueing, the memory limit and the transaction ends. `ReorderBufferTXN`, the
+`ReplaySink` protocol, the settings and stats (re-exported here), and
+`ReorderBufferState`, the settings, sink, spill store, counters and memory accounting
+(with ReorderBufferSerializeTXN) that the buffer shares with its replayer, live in
+`service.reorder.txn`. The change types, `change_size` and `toast_chunk` live in
+`service.reorder.changes`. Replay, the k-way merge, TOAST reassembly and streaming live
+in `service.reorder.replay`: a `Replayer` the buffer holds, handed the same state; it
+hands transactions on, and the buffer forgets them after (ReorderBufferCleanupTXN).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
 
 from service.decode.events import (
     ChangeKind,
@@ -80,114 +82,25 @@ from service.decode.events import (
 )
 from service.errors import ConfigError, DecodeError
 from service.reorder.changes import EMPTY_TOAST, Change, InternalChange, ReplayChange, change_size
-from service.reorder.replay import ReplayMixin
+from service.reorder.replay import Replayer
 from service.reorder.spill import SpillStore
+from service.reorder.txn import (
+    ReorderBufferSettings,
+    ReorderBufferState,
+    ReorderBufferStats,
+    ReorderBufferTXN,
+    ReplaySink,
+)
 from service.wal.record import RelFileLocator
 
-# --- transactions -------------------------------------------------------------------
-
-
-@dataclass(slots=True, eq=False)
-class ReorderBufferTXN:
-    """One (sub)transaction (ReorderBufferTXN).
-
-    Invariants: `changes` holds the in-memory changes in LSN order, all later than the
-    `spilled` ones on disk; `nentries` counts both. `size` is the accounted size of
-    `changes` (plus changes taken out at replay and still held); `total_size`, on a
-    top-level transaction, is that summed over it and its subtransactions. A known
-    subtransaction has `toptxn` set and sits in its parent's `subtxns`, never in the
-    top-level list.
-    """
-
-    xid: int
-    first_lsn: int
-    toptxn: ReorderBufferTXN | None = None
-    subtxns: list[ReorderBufferTXN] = field(default_factory=list)
-    final_lsn: int = 0  # commit/prepare/abort LSN once known
-    end_lsn: int = 0
-    commit_time: int = 0  # TimestampTz (prepare time until COMMIT PREPARED)
-    origin: int | None = None
-    gid: str | None = None
-    has_catalog_changes: bool = False
-    invalidations: list[Invalidation] = field(default_factory=list)
-    base_snapshot: object | None = None  # filled by the snapshot builder
-    has_changes: bool = False  # a change was ever queued here (or in a child, for a top)
-    serialized: bool = False  # has changes on disk (RBTXN_IS_SERIALIZED)
-    serialized_clear: bool = False  # was serialized before a streamed run
-    streamed: bool = False  # part of it went to the sink through stream callbacks
-    prepared: bool = False  # decoded as two-phase (RBTXN_PREPARE)
-    prepare_sent: bool = False  # begin_prepare..prepare (or stream_prepare) was called
-    skipped_prepare: bool = False
-    has_toast_insert: bool = False  # toast chunks queued, main row not yet (partial)
-    has_spec_insert: bool = False  # SPEC_INSERT queued, not yet confirmed (partial)
-    changes: deque[Change] = field(default_factory=deque)
-    nentries: int = 0
-    spilled: int = 0  # records in this xid's spill file
-    size: int = 0
-    total_size: int = 0
-
-    @property
-    def is_known_subxact(self) -> bool:
-        return self.toptxn is not None
-
-    @property
-    def top(self) -> ReorderBufferTXN:
-        """The top-level transaction (itself if it is one)."""
-        return self.toptxn if self.toptxn is not None else self
-
-    @property
-    def has_base(self) -> bool:
-        """Whether there is anything to decode (ReorderBufferReplay's base_snapshot test)."""
-        return self.base_snapshot is not None or self.has_changes
-
-
-class ReplaySink(Protocol):
-    """The callbacks the reorder buffer calls (the plugin wrappers implement these)."""
-
-    can_stream: bool
-    decode_at_prepare: bool
-
-    def begin(self, txn: ReorderBufferTXN) -> None: ...
-    def change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None: ...
-    def truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None: ...
-    def message(self, txn: ReorderBufferTXN | None, change: ReplayChange) -> None: ...
-    def internal(self, txn: ReorderBufferTXN, change: ReplayChange) -> None: ...
-    def commit(self, txn: ReorderBufferTXN, commit_lsn: int) -> None: ...
-    def stream_start(self, txn: ReorderBufferTXN, first_lsn: int) -> None: ...
-    def stream_change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None: ...
-    def stream_truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None: ...
-    def stream_message(self, txn: ReorderBufferTXN, change: ReplayChange) -> None: ...
-    def stream_stop(self, txn: ReorderBufferTXN, last_lsn: int) -> None: ...
-    def stream_abort(self, txn: ReorderBufferTXN, abort_lsn: int, subxid: int | None) -> None: ...
-    def stream_commit(self, txn: ReorderBufferTXN, commit_lsn: int) -> None: ...
-    def stream_prepare(self, txn: ReorderBufferTXN, prepare_lsn: int) -> None: ...
-    def begin_prepare(self, txn: ReorderBufferTXN) -> None: ...
-    def prepare(self, txn: ReorderBufferTXN, prepare_lsn: int) -> None: ...
-    def commit_prepared(self, txn: ReorderBufferTXN, commit_lsn: int) -> None: ...
-    def rollback_prepared(self, txn: ReorderBufferTXN, end_lsn: int, prepare_time: int) -> None: ...
-
-
-@dataclass(slots=True, frozen=True)
-class ReorderBufferSettings:
-    """`work_mem`: bytes of buffered changes before eviction (logical_decoding_work_mem).
-    `restore_batch`: most changes restored from disk at once per merge input."""
-
-    work_mem: int = 64 * 1024 * 1024
-    restore_batch: int = 4096
-
-
-@dataclass(slots=True)
-class ReorderBufferStats:
-    """The pg_stat_replication_slots counters, cumulative since construction."""
-
-    spill_txns: int = 0
-    spill_count: int = 0
-    spill_bytes: int = 0
-    stream_txns: int = 0
-    stream_count: int = 0
-    stream_bytes: int = 0
-    total_txns: int = 0
-    total_bytes: int = 0
+__all__ = [
+    "ReorderBuffer",
+    "ReorderBufferSettings",
+    "ReorderBufferStats",
+    "ReorderBufferTXN",
+    "ReplaySink",
+    "xid_precedes",
+]
 
 
 def xid_precedes(a: int, b: int) -> bool:
@@ -207,8 +120,9 @@ _SPEC_CONFIRM = ChangeKind.SPEC_CONFIRM
 _SPEC_ABORT = ChangeKind.SPEC_ABORT
 
 
-class ReorderBuffer(ReplayMixin):
-    """Transactions by xid, with memory accounting, spill, streaming and replay."""
+class ReorderBuffer:
+    """Transactions by xid, with memory accounting and spill; replay and streaming are
+    its `Replayer`'s, which shares its `ReorderBufferState`."""
 
     def __init__(
         self,
@@ -220,28 +134,29 @@ class ReorderBuffer(ReplayMixin):
         if settings.work_mem < 1 or settings.restore_batch < 1:
             raise ConfigError("work_mem and restore_batch must be positive", field="reorder_buffer")
         self.settings = settings
+        self._state = ReorderBufferState(settings, sink, spill, toast_of)
+        # The state's own objects, never rebound, kept at hand for the hot path.
         self._work_mem = settings.work_mem
         self._sink = sink
         self._spill = spill
         self._toast_of = toast_of
+        self._replayer = Replayer(self._state)
         self.consistent = False  # set by the snapshot builder; streaming needs it
-        self.stats = ReorderBufferStats()
+        self.stats = self._state.stats  # the same object: the replayer counts into it
         self._by_xid: dict[int, ReorderBufferTXN] = {}
         self._toplevel: dict[int, ReorderBufferTXN] = {}  # in first_lsn order
         self._last_xid = 0
         self._last_txn: ReorderBufferTXN | None = None
-        self._size = 0
-        self._peak = 0
 
     # --- introspection ------------------------------------------------------------
 
     @property
     def memory_bytes(self) -> int:
-        return self._size
+        return self._state.size
 
     @property
     def peak_memory_bytes(self) -> int:
-        return self._peak
+        return self._state.peak
 
     @property
     def txn_count(self) -> int:
@@ -362,11 +277,12 @@ class ReorderBuffer(ReplayMixin):
         top = txn.toptxn if txn.toptxn is not None else txn
         top.has_changes = True
         top.total_size += size
-        self._size += size
-        self._peak = max(self._peak, self._size)
+        state = self._state
+        state.size += size
+        state.peak = max(state.peak, state.size)
         if self._sink.can_stream:
             self._process_partial_change(txn, top, change, toast_insert)
-        if self._size >= self._work_mem:
+        if state.size >= self._work_mem:
             self._check_memory_limit()
 
     def _process_partial_change(
@@ -393,7 +309,7 @@ class ReorderBuffer(ReplayMixin):
             and not (top.has_toast_insert or top.has_spec_insert)
             and txn.serialized
         ):
-            self._stream_txn(top)
+            self._replayer.stream_txn(top)
 
     def queue_message_nontransactional(self, xid: int, lsn: int, message: MessageEvent) -> None:
         """ReorderBufferQueueMessage(transactional=false): handed on at once."""
@@ -407,12 +323,13 @@ class ReorderBuffer(ReplayMixin):
 
     def _check_memory_limit(self) -> None:
         """ReorderBufferCheckMemoryLimit: evict until under work_mem."""
-        while self._size >= self._work_mem:
+        state = self._state
+        while state.size >= self._work_mem:
             txn = self._largest_streamable_top() if self._can_start_streaming() else None
             if txn is not None:
-                self._stream_txn(txn)
+                self._replayer.stream_txn(txn)
             else:
-                self._serialize_txn(self._largest_txn())
+                state.serialize_txn(self._largest_txn())
 
     def _largest_txn(self) -> ReorderBufferTXN:
         """ReorderBufferLargestTXN: the (sub)transaction with the most memory."""
@@ -430,32 +347,6 @@ class ReorderBuffer(ReplayMixin):
             ):
                 largest = txn
         return largest
-
-    def _serialize_txn(self, txn: ReorderBufferTXN) -> None:
-        """ReorderBufferSerializeTXN: spill its (and its children's) in-memory changes.
-
-        Every (sub)transaction visited is flagged, even with nothing to write, and
-        spill_txns skips a flagged one later, as PostgreSQL does (pg_stat_replication_slots
-        agrees; tests/service/test_reorderbuffer_spill_txns_vs_pg.py shows it).
-        """
-        for sub in txn.subtxns:
-            self._serialize_txn(sub)
-        if txn.changes:
-            size = txn.size
-            written = self._spill.write(txn.xid, txn.changes)
-            txn.spilled += written
-            txn.changes.clear()
-            self._release(txn, size)
-            self.stats.spill_count += 1
-            self.stats.spill_bytes += size
-            if not (txn.serialized or txn.serialized_clear):
-                self.stats.spill_txns += 1
-        txn.serialized = True
-
-    def _release(self, txn: ReorderBufferTXN, size: int) -> None:
-        txn.size -= size
-        txn.top.total_size -= size
-        self._size -= size
 
     # --- transaction ends ---------------------------------------------------------
 
@@ -592,6 +483,21 @@ class ReorderBuffer(ReplayMixin):
                 self._sink.stream_abort(txn, 0, None)
             self._cleanup_txn(txn)
 
+    def _replay(
+        self,
+        txn: ReorderBufferTXN,
+        commit_lsn: int,
+        end_lsn: int,
+        commit_time: int,
+        origin: int | None,
+    ) -> None:
+        """ReorderBufferReplay: the replayer hands the transaction on (or streams the
+        rest), then the buffer forgets it, unless it is a decoded prepare, which is kept
+        until COMMIT/ROLLBACK PREPARED."""
+        self._replayer.replay(txn, commit_lsn, end_lsn, commit_time, origin)
+        if not txn.prepared:
+            self._cleanup_txn(txn)
+
     def _cleanup_txn(self, txn: ReorderBufferTXN) -> None:
         """ReorderBufferCleanupTXN: forget txn and its children, memory and disk."""
         subs = txn.subtxns
@@ -599,7 +505,7 @@ class ReorderBuffer(ReplayMixin):
         for sub in subs:
             self._cleanup_txn(sub)
         if txn.changes:
-            self._release(txn, sum(change_size(c) for c in txn.changes))
+            self._state.release(txn, sum(change_size(c) for c in txn.changes))
             txn.changes.clear()
         if txn.toptxn is not None:
             parent = txn.toptxn
@@ -622,7 +528,7 @@ class ReorderBuffer(ReplayMixin):
         self._toplevel.clear()
         self._last_xid = 0
         self._last_txn = None
-        self._size = 0
+        self._state.size = 0
         self._spill.close()
 
 

@@ -1,19 +1,23 @@
 """Reorder buffer replay: a transaction's changes, merged by LSN, to the sink
 (ReorderBufferReplay, ReorderBufferProcessTXN, ReorderBufferIterTXNInit/Next,
-ReorderBufferStreamTXN in reorderbuffer.c).
+ReorderBufferRestoreChanges, ReorderBufferStreamTXN, ReorderBufferTruncateTXN in
+reorderbuffer.c).
 
-Part of the reorder buffer stage: `ReplayMixin` is a base class of
-`service.reorder.buffer.ReorderBuffer`, which owns the state (transactions, memory
-accounting, spill store, sink) and the module contract; this module holds the half
-that takes changes out of the buffer.
+Part of the reorder buffer stage: `Replayer` is the half that takes changes out of
+the buffer. `service.reorder.buffer.ReorderBuffer` holds one and owns the module
+contract and the transaction table; both are handed the same `ReorderBufferState`
+(`service.reorder.txn`: settings, sink, spill store, toast test, counters, memory
+accounting), and this module does not import the buffer's.
 
-Receives: a top-level `ReorderBufferTXN` at its commit or prepare (`_replay`), or when
-the memory limit picks it for streaming (`_stream_txn`); its in-memory changes and
+Receives: a top-level `ReorderBufferTXN` at its commit or prepare (`replay`), or when
+the memory limit picks it for streaming (`stream_txn`); its in-memory changes and
 those of its known subtransactions, some possibly spilled.
-Hands on, to the `ReplaySink`: `begin` (or `begin_prepare`), every change in LSN order
-(a k-way heap merge over the transaction and its subtransactions, spilled ones restored
-in batches), then `commit` (or `prepare`); or, streaming, `stream_start`, the changes
-so far, `stream_stop`, and at the end `stream_commit` / `stream_prepare`.
+Hands on, to the state's `ReplaySink`: `begin` (or `begin_prepare`), every change in
+LSN order (a k-way heap merge over the transaction and its subtransactions, spilled
+ones restored in batches), then `commit` (or `prepare`); or, streaming,
+`stream_start`, the changes so far, `stream_stop`, and at the end `stream_commit` /
+`stream_prepare`. It never forgets a transaction: after `replay` the buffer cleans it
+up (ReorderBufferCleanupTXN) unless it is a decoded prepare.
 
 Guarantees:
 - Changes of one input keep their order; inputs are merged by LSN.
@@ -24,11 +28,11 @@ Guarantees:
 - Speculative insert: SPEC_INSERT is held until SPEC_CONFIRM (handed on as INSERT) or
   SPEC_ABORT / any other change (dropped); SPEC_CONFIRM without SPEC_INSERT raises
   `DecodeError` with the LSN.
-- Memory: each change is released from the accounting once handed on (TOAST chunks
-  when reset); restoring from the spill store stops at `restore_batch` changes or at
-  `work_mem`, and the next batch is read only when the merge needs it.
-- Counters: `total_bytes`, `total_txns`, and the `stream_*` counters of `stats`, as
-  described in `service.reorder.buffer`.
+- Memory: each change is released from the state's accounting once handed on (TOAST
+  chunks when reset); restoring from the spill store stops at `restore_batch` changes
+  or at `work_mem`, and the next batch is read only when the merge needs it.
+- Counters: `total_bytes`, `total_txns`, and the `stream_*` counters of the state's
+  `stats`, as described in `service.reorder.buffer`.
 - Pure: no I/O except through the `SpillStore` interface.
 """
 
@@ -36,23 +40,13 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 from service.decode.events import ChangeKind, HeapChange, MessageEvent, TruncateEvent
 from service.errors import DecodeError
 from service.reorder.changes import EMPTY_TOAST, Change, ReplayChange, change_size, toast_chunk
-from service.reorder.spill import SpillStore
-from service.wal.record import RelFileLocator
-
-if TYPE_CHECKING:
-    from service.reorder.buffer import (
-        ReorderBufferSettings,
-        ReorderBufferStats,
-        ReorderBufferTXN,
-        ReplaySink,
-    )
+from service.reorder.txn import ReorderBufferState, ReorderBufferTXN
 
 _INSERT = ChangeKind.INSERT
 _SPEC_INSERT = ChangeKind.SPEC_INSERT
@@ -60,31 +54,17 @@ _SPEC_CONFIRM = ChangeKind.SPEC_CONFIRM
 _SPEC_ABORT = ChangeKind.SPEC_ABORT
 
 
-class ReplayMixin:
-    """The replay and streaming methods of `ReorderBuffer` (its only subclass).
+class Replayer:
+    """Replay and streaming for one `ReorderBuffer`, on the state it shares with it."""
 
-    The attributes and the three methods declared below belong to `ReorderBuffer`;
-    they are declared here for the type checker only.
-    """
+    __slots__ = ("_state",)
 
-    settings: ReorderBufferSettings
-    stats: ReorderBufferStats
-    _work_mem: int
-    _sink: ReplaySink
-    _spill: SpillStore
-    _toast_of: Callable[[RelFileLocator], bool]
-    _size: int  # accounted bytes of every change in memory
-    _peak: int
-
-    if TYPE_CHECKING:
-
-        def _release(self, txn: ReorderBufferTXN, size: int) -> None: ...
-        def _serialize_txn(self, txn: ReorderBufferTXN) -> None: ...
-        def _cleanup_txn(self, txn: ReorderBufferTXN) -> None: ...
+    def __init__(self, state: ReorderBufferState) -> None:
+        self._state = state
 
     # --- streaming ------------------------------------------------------------------
 
-    def _stream_txn(self, txn: ReorderBufferTXN) -> None:
+    def stream_txn(self, txn: ReorderBufferTXN) -> None:
         """ReorderBufferStreamTXN: send what the transaction has so far."""
         if not txn.streamed and not txn.has_base:
             return
@@ -93,10 +73,11 @@ class ReplayMixin:
         self._process_txn(txn, streaming=True, commit_lsn=0)
         self._truncate_txn(txn)
         txn.streamed = True
-        self.stats.stream_count += 1
-        self.stats.stream_bytes += stream_bytes
+        stats = self._state.stats
+        stats.stream_count += 1
+        stats.stream_bytes += stream_bytes
         if not was_streamed:
-            self.stats.stream_txns += 1
+            stats.stream_txns += 1
 
     def _truncate_txn(self, txn: ReorderBufferTXN) -> None:
         """ReorderBufferTruncateTXN: drop the changes already handed on, keep the txn."""
@@ -105,9 +86,9 @@ class ReplayMixin:
         if txn.changes:
             size = sum(change_size(c) for c in txn.changes)
             txn.changes.clear()
-            self._release(txn, size)
+            self._state.release(txn, size)
         if txn.serialized:
-            self._spill.remove(txn.xid)
+            self._state.spill.remove(txn.xid)
             txn.serialized = False
             txn.serialized_clear = True
         txn.spilled = 0
@@ -122,14 +103,15 @@ class ReplayMixin:
         the consumer releases it. Restoring the next batch waits until the consumer
         resumes the iterator, so a released change never overlaps the next batch.
         """
+        state = self._state
         if txn.serialized:
-            self._serialize_txn(txn)  # serialize remaining changes (all children too)
+            state.serialize_txn(txn)  # serialize remaining changes (all children too)
         inputs = [t for t in (txn, *txn.subtxns) if t.nentries > 0]
         readers: dict[int, Iterator[object]] = {}
         for t in inputs:
             if t.serialized:
-                self._serialize_txn(t)
-                readers[t.xid] = self._spill.read(t.xid, t.spilled)
+                state.serialize_txn(t)
+                readers[t.xid] = state.spill.read(t.xid, t.spilled)
         if len(inputs) == 1:
             t = inputs[0]
             changes = t.changes
@@ -156,8 +138,9 @@ class ReplayMixin:
     def _restore(self, txn: ReorderBufferTXN, readers: dict[int, Iterator[object]]) -> bool:
         """ReorderBufferRestoreChanges: load the next batch of txn's spilled changes."""
         reader = readers[txn.xid]
-        limit = self.settings.restore_batch
-        work_mem = self._work_mem
+        state = self._state
+        limit = state.settings.restore_batch
+        work_mem = state.settings.work_mem
         top = txn.top
         loaded = 0
         for obj in reader:
@@ -166,10 +149,10 @@ class ReplayMixin:
             txn.changes.append(change)
             txn.size += size
             top.total_size += size
-            self._size += size
-            self._peak = max(self._peak, self._size)
+            state.size += size
+            state.peak = max(state.peak, state.size)
             loaded += 1
-            if loaded >= limit or self._size >= work_mem:
+            if loaded >= limit or state.size >= work_mem:
                 break
         if loaded == 0:
             del readers[txn.xid]
@@ -177,7 +160,10 @@ class ReplayMixin:
 
     def _process_txn(self, txn: ReorderBufferTXN, streaming: bool, commit_lsn: int) -> None:
         """ReorderBufferProcessTXN: hand the transaction's changes to the sink."""
-        sink = self._sink
+        state = self._state
+        sink = state.sink
+        release = state.release
+        toast_of = state.toast_of
         was_streamed = txn.streamed
         if not streaming:
             if txn.prepared:
@@ -188,7 +174,7 @@ class ReplayMixin:
         toast = _ToastState()
         started = False
         last_lsn = 0
-        stats = self.stats
+        stats = state.stats
         for owner, change, size in self._iter_txn(txn):
             stats.total_bytes += size
             if streaming:
@@ -206,39 +192,39 @@ class ReplayMixin:
                             lsn=change.lsn,
                             xid=change.xid,
                         )
-                    self._release(owner, size)
+                    release(owner, size)
                     emit = dataclasses.replace(spec[1], kind=_INSERT)
-                    self._release(spec[0], spec[2])
+                    release(spec[0], spec[2])
                     spec = None
                     self._apply(txn, emit, toast, streaming)
                     if emit.clear_toast_afterwards:
-                        toast.reset(self)
+                        toast.reset(state)
                 elif kind is _SPEC_ABORT:
-                    self._release(owner, size)
+                    release(owner, size)
                     if spec is not None:
-                        toast.reset(self)
-                        self._release(spec[0], spec[2])
+                        toast.reset(state)
+                        release(spec[0], spec[2])
                         spec = None
                 elif kind is _SPEC_INSERT:
                     if spec is not None:
-                        self._release(spec[0], spec[2])
+                        release(spec[0], spec[2])
                     spec = (owner, change, size)
                 else:
-                    if change.on_toast_relation or self._toast_of(change.locator):
+                    if change.on_toast_relation or toast_of(change.locator):
                         if kind is _INSERT:
                             toast.append(owner, change, size)  # held until reset
                         else:
-                            self._release(owner, size)  # toast deletions are not decoded
+                            release(owner, size)  # toast deletions are not decoded
                     else:
-                        self._release(owner, size)
+                        release(owner, size)
                         self._apply(txn, change, toast, streaming)
                         if change.clear_toast_afterwards:
-                            toast.reset(self)
+                            toast.reset(state)
                     if spec is not None:  # the speculative insertion was not confirmed
-                        self._release(spec[0], spec[2])
+                        release(spec[0], spec[2])
                         spec = None
             else:
-                self._release(owner, size)
+                release(owner, size)
                 wrapped = ReplayChange(change, EMPTY_TOAST)
                 if isinstance(change, TruncateEvent):
                     (sink.stream_truncate if streaming else sink.truncate)(txn, wrapped)
@@ -247,8 +233,8 @@ class ReplayMixin:
                 else:
                     sink.internal(txn, wrapped)
         if spec is not None:  # a pending speculative insertion never confirmed
-            self._release(spec[0], spec[2])
-        toast.reset(self)
+            release(spec[0], spec[2])
+        toast.reset(state)
         if not was_streamed:
             stats.total_txns += 1
         if streaming:
@@ -265,11 +251,11 @@ class ReplayMixin:
     ) -> None:
         wrapped = ReplayChange(change, toast.mapping())
         if streaming:
-            self._sink.stream_change(txn, wrapped)
+            self._state.sink.stream_change(txn, wrapped)
         else:
-            self._sink.change(txn, wrapped)
+            self._state.sink.change(txn, wrapped)
 
-    def _replay(
+    def replay(
         self,
         txn: ReorderBufferTXN,
         commit_lsn: int,
@@ -277,30 +263,30 @@ class ReplayMixin:
         commit_time: int,
         origin: int | None,
     ) -> None:
-        """ReorderBufferReplay: stream the rest, or replay it whole."""
+        """ReorderBufferReplay, up to its cleanup: stream the rest, or replay it whole.
+
+        The caller (the buffer) then forgets txn unless `txn.prepared`: a decoded
+        prepare is kept, truncated, until COMMIT/ROLLBACK PREPARED.
+        """
+        sink = self._state.sink
         txn.final_lsn = commit_lsn
         txn.end_lsn = end_lsn
         txn.commit_time = commit_time
         txn.origin = origin
         if txn.streamed:
-            self._stream_txn(txn)  # ReorderBufferStreamCommit
+            self.stream_txn(txn)  # ReorderBufferStreamCommit
             if txn.prepared:
-                self._sink.stream_prepare(txn, commit_lsn)
+                sink.stream_prepare(txn, commit_lsn)
                 txn.prepare_sent = True
                 self._truncate_txn(txn)
             else:
-                self._sink.stream_commit(txn, commit_lsn)
-                self._cleanup_txn(txn)
+                sink.stream_commit(txn, commit_lsn)
             return
         if not txn.has_base:
-            if not txn.prepared:
-                self._cleanup_txn(txn)
             return
         self._process_txn(txn, streaming=False, commit_lsn=commit_lsn)
         if txn.prepared:
             self._truncate_txn(txn)
-        else:
-            self._cleanup_txn(txn)
 
 
 class _ToastState:
@@ -340,11 +326,11 @@ class _ToastState:
             self._cached = MappingProxyType({k: bytes(v) for k, v in self._chunks.items()})
         return self._cached
 
-    def reset(self, rb: ReplayMixin) -> None:
+    def reset(self, state: ReorderBufferState) -> None:
         """ReorderBufferToastReset: free the chunks (and their accounted memory)."""
         if self._held:
             for owner, size in self._held:
-                rb._release(owner, size)
+                state.release(owner, size)
             self._held.clear()
         self._chunks.clear()
         self._last_seq.clear()

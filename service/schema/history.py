@@ -42,13 +42,15 @@ at replay:
 Ordering contract: `apply(commit_event)` must run before the reorder buffer replays
 that transaction (replay lookups need the commit's resolution), and events must be
 applied in WAL order. Only one database is tracked (`db_oid`); events of others are
-ignored. The pure logic does no I/O itself; catalog reads go through `LiveCatalog`.
+ignored. The pure logic does no I/O itself; catalog reads go through `LiveCatalog`, and
+only in the history's `CatalogFallback`.
 
 Layout: the definition types (`TableDef`, `ColumnDef`, `CatalogSnapshot`,
 `LiveCatalog`) live in `service.schema.tabledef`; the history's entries and their visibility
 rule (`pick`) in `service.schema.entries`; the live-catalog fallback at commit (source
-3) in `service.schema.refresh` (`CatalogFallbackMixin`, a base class of
-`SchemaHistory`). This module keeps event intake, commit/abort, lookups, persistence
+3) in `service.schema.refresh`: a `CatalogFallback` the history holds, handed the
+`LiveCatalog` and the history's versions and entry writers (`_record`,
+`_record_mappings`). This module keeps event intake, commit/abort, lookups, persistence
 (`to_snapshot` / `from_snapshot`) and pruning.
 """
 
@@ -94,7 +96,7 @@ from service.schema.entries import (
     pick,
     prune_superseded,
 )
-from service.schema.refresh import CatalogFallbackMixin
+from service.schema.refresh import CatalogFallback
 from service.schema.tabledef import CatalogSnapshot, LiveCatalog, TableDef
 from service.snapshot.snapbuild import xid_precedes
 from service.wal.record import RelFileLocator
@@ -132,12 +134,11 @@ REWRITE = Classification(RelClass.REWRITE)
 UNKNOWN = Classification(RelClass.UNKNOWN)
 
 
-class SchemaHistory(CatalogFallbackMixin):
+class SchemaHistory:
     """Table definitions versioned by LSN for one database; see the module docstring."""
 
     def __init__(self, db_oid: int, catalog: LiveCatalog | None = None) -> None:
         self.db_oid = db_oid
-        self._catalog = catalog
         # oid -> shapes, in the order they were recorded.
         self._versions: dict[int, list[Version]] = {}
         # (oid, toast) -> relfilenode mappings, in the order they were recorded.
@@ -165,6 +166,14 @@ class SchemaHistory(CatalogFallbackMixin):
         self._toast_cache: dict[tuple[int, int, int, int], bool] = {}
         self._toast_upto, self._toast_version = -1, -1
         self._toast_maps: dict[MapKey, list[RelMapping]] | None = None
+        # Source 3, the live catalog at commit; it reads `_versions` through a getter
+        # because `prune` rebinds it.
+        self._fallback = CatalogFallback(
+            catalog,
+            versions=lambda: self._versions,
+            record=self._record,
+            record_mappings=self._record_mappings,
+        )
 
     # --- construction and persistence ----------------------------------------------
 
@@ -534,14 +543,11 @@ class SchemaHistory(CatalogFallbackMixin):
         for e in merged.entries:
             e.commit_lsn = ev.lsn
             e.xids = survivors
-        if self._catalog is not None:
-            if merged.relcache_all:
-                self._catalog.invalidate(None)
-            for oid in merged.relcache:
-                self._catalog.invalidate(oid)
-        changed |= self._resolve_creates(ev, merged, survivors)
+        fallback = self._fallback
+        fallback.invalidate(merged)
+        changed |= fallback.resolve_creates(ev, merged, survivors)
         if merged.catalog_changes and merged.ddl_messages == 0 and not self.ddl_capture:
-            changed |= self._refresh_from_catalog(ev, merged, survivors)
+            changed |= fallback.refresh_from_catalog(ev, merged, survivors)
         self.applied_upto = ev.lsn
         if changed:
             self.version += 1

@@ -1,18 +1,26 @@
 """Schema history: the live-catalog fallback at commit (source 3 of `service.schema.history`).
 
-Part of the schema history stage: `CatalogFallbackMixin` is a base class of
-`service.schema.history.SchemaHistory`, which owns the state and the module contract.
+Part of the schema history stage: `CatalogFallback` is a collaborator that
+`service.schema.history.SchemaHistory` holds, and the history owns the state and the
+module contract. The history hands it, at construction, the `LiveCatalog` (or None)
+and what it needs of the history itself: a reader of its committed versions by oid
+and its two writers (`record`, `record_mappings`). This module does not import the
+history's; it reads and writes the history only through those.
 
 Receives, from `SchemaHistory._commit`, a committed transaction's merged `XactState`:
+- the relcache invalidations, which it passes on to the catalog's cache
+  (`invalidate`), before any read below;
 - relfilenodes it created (smgr CREATE) that no pgcdc.ddl message named
-  (`_resolve_creates`): TRUNCATE, VACUUM FULL, CLUSTER, or a table created without the
+  (`resolve_creates`): TRUNCATE, VACUUM FULL, CLUSTER, or a table created without the
   DDL capture. Each is mapped through `LiveCatalog.filenode_relation`
   (`pg_filenode_relation()`), and the table's shape is moved to it;
 - without the DDL capture, the tables a catalog-changing transaction invalidated in the
-  relcache (`_refresh_from_catalog`), re-read through `LiveCatalog.table`.
+  relcache (`refresh_from_catalog`), re-read through `LiveCatalog.table`.
 Hands on: committed `Version` / `RelMapping` entries recorded in the history, visible
 to later transactions from the commit LSN (and, after a TRUNCATE, to the transaction's
-own inserts into the new relfilenode from its creation).
+own inserts into the new relfilenode from its creation). An entry is recorded at once,
+so a later relfilenode of the same commit (a table's toast after its heap) starts from
+the shape the earlier one left.
 
 Guarantees: the live catalog shows the present, not the commit's LSN, so every shape
 taken from it is logged (`schema_refreshed_from_catalog`, `relfilenode_remapped`,
@@ -25,8 +33,9 @@ except through `LiveCatalog`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import structlog
 
@@ -39,30 +48,54 @@ from service.schema.tabledef import LiveCatalog, TableDef
 log = structlog.get_logger("service.schema.history")
 
 
-class CatalogFallbackMixin:
-    """The live-catalog methods of `SchemaHistory` (its only subclass).
+class RecordMappings(Protocol):
+    """The history's writer of a table's heap and toast relfilenode mappings."""
 
-    The attributes and methods declared below belong to `SchemaHistory`; they are
-    declared here for the type checker only.
+    def __call__(
+        self,
+        table: TableDef,
+        *,
+        xid: int,
+        top: int,
+        own_lsn: int,
+        commit_lsn: int | None = None,
+        xids: frozenset[int] = frozenset(),
+        only_changed_at: int | None = None,
+    ) -> list[RelMapping]: ...
+
+
+class CatalogFallback:
+    """The live-catalog fallback at commit, for one `SchemaHistory`.
+
+    `versions` returns the history's shapes by oid, in the order recorded (a getter:
+    the history rebuilds that mapping when it prunes); `record` and `record_mappings`
+    add entries to the history. `catalog` is None when there is no live catalog: every
+    method then only logs what it could not do.
     """
 
-    _catalog: LiveCatalog | None
-    _versions: dict[int, list[Version]]  # oid -> shapes, in the order recorded
+    __slots__ = ("_record", "_record_mappings", "_versions", "catalog")
 
-    if TYPE_CHECKING:
+    def __init__(
+        self,
+        catalog: LiveCatalog | None,
+        *,
+        versions: Callable[[], Mapping[int, Sequence[Version]]],
+        record: Callable[[Owned], None],
+        record_mappings: RecordMappings,
+    ) -> None:
+        self.catalog = catalog
+        self._versions = versions
+        self._record = record
+        self._record_mappings = record_mappings
 
-        def _record(self, entry: Owned) -> None: ...
-        def _record_mappings(
-            self,
-            table: TableDef,
-            *,
-            xid: int,
-            top: int,
-            own_lsn: int,
-            commit_lsn: int | None = None,
-            xids: frozenset[int] = frozenset(),
-            only_changed_at: int | None = None,
-        ) -> list[RelMapping]: ...
+    def invalidate(self, st: XactState) -> None:
+        """Forget the catalog's cached facts about the tables the commit invalidated
+        (as the relcache invalidations of the commit record would)."""
+        if self.catalog is not None:
+            if st.relcache_all:
+                self.catalog.invalidate(None)
+            for oid in st.relcache:
+                self.catalog.invalidate(oid)
 
     def _latest(self, oid: int) -> TableDef | None:
         """The newest committed shape of `oid`."""
@@ -70,7 +103,7 @@ class CatalogFallbackMixin:
 
     def _committed_shape(self, oid: int, lsn: int | None) -> TableDef | None:
         best: Version | None = None
-        for v in self._versions.get(oid, ()):
+        for v in self._versions().get(oid, ()):
             if v.commit_lsn is None or (lsn is not None and v.commit_lsn > lsn):
                 continue
             if best is None or v.commit_lsn >= (best.commit_lsn or 0):
@@ -87,16 +120,17 @@ class CatalogFallbackMixin:
         if table is not None:
             self._record_mappings(table, **owner, xids=xids, only_changed_at=ev.lsn)
 
-    def _resolve_creates(self, ev: CommitEvent, st: XactState, xids: frozenset[int]) -> bool:
+    def resolve_creates(self, ev: CommitEvent, st: XactState, xids: frozenset[int]) -> bool:
         """Map new relfilenodes no message named, via `pg_filenode_relation()` (at commit)."""
         unnamed = [e for e in st.entries if isinstance(e, Create) and e.key not in st.named]
         if not unnamed:
             return False
         covered = {e.oid for e in st.entries if isinstance(e, Version)}
-        uncovered = {oid for oid in st.relcache if oid in self._versions} - covered
+        uncovered = {oid for oid in st.relcache if oid in self._versions()} - covered
         if not (st.truncated or st.ddl_messages == 0 or uncovered or st.relcache_all):
             return False
-        if self._catalog is None:
+        catalog = self.catalog
+        if catalog is None:
             log.warning(
                 "relfilenode_unresolved",
                 reason="no live catalog",
@@ -106,14 +140,14 @@ class CatalogFallbackMixin:
             )
             return False
         toast_owner: dict[int, int] = {}
-        for oid in self._versions:
+        for oid in self._versions():
             t = self._latest(oid)
             if t is not None and t.toast_relid:
                 toast_owner[t.toast_relid] = oid
         changed = False
         for create in unnamed:
             spc, rel = create.key
-            relid = self._catalog.filenode_relation(spc, rel)
+            relid = catalog.filenode_relation(spc, rel)
             if relid is None:
                 if st.truncated:
                     create.unresolved = True
@@ -129,7 +163,7 @@ class CatalogFallbackMixin:
             toast = owner != relid
             known = self._latest(owner)
             if known is None:
-                fresh = self._catalog.table(owner)
+                fresh = catalog.table(owner)
                 if fresh is None:
                     continue  # an index, sequence or other non-table relation
                 log.warning(
@@ -186,12 +220,13 @@ class CatalogFallbackMixin:
             changed = True
         return changed
 
-    def _refresh_from_catalog(self, ev: CommitEvent, st: XactState, xids: frozenset[int]) -> bool:
+    def refresh_from_catalog(self, ev: CommitEvent, st: XactState, xids: frozenset[int]) -> bool:
         """Fallback without the trigger: re-read relcache-invalidated tables."""
-        oids = set(self._versions) if st.relcache_all else set(st.relcache)
+        oids = set(self._versions()) if st.relcache_all else set(st.relcache)
         if not oids:
             return False
-        if self._catalog is None:
+        catalog = self.catalog
+        if catalog is None:
             log.warning(
                 "schema_refresh_unavailable",
                 lsn=format_lsn(ev.lsn),
@@ -202,7 +237,7 @@ class CatalogFallbackMixin:
         changed = False
         for oid in sorted(oids):
             known = self._latest(oid)
-            fresh = self._catalog.table(oid)
+            fresh = catalog.table(oid)
             if fresh == known:
                 continue
             self._add_committed(fresh, oid, ev, xids)
