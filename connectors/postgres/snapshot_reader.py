@@ -51,6 +51,7 @@ import psycopg2.extensions
 import structlog
 
 from connectors.postgres.catalog_types import CatalogTypes
+from service._binary import BE_I16, BE_I32
 from service.config import FilterSettings
 from service.errors import DecodeError, UnknownTypeError
 from service.output.api import (
@@ -80,8 +81,6 @@ from service.types.sendform import (
 log = structlog.get_logger(__name__)
 
 COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
 _HEADER = struct.Struct(">ii")  # flags, header extension length
 
 
@@ -282,7 +281,7 @@ class CopyRows:
             pos, self._header = start, True
         n = len(buf)
         while pos + 2 <= n:
-            count = _I16.unpack_from(buf, pos)[0]
+            count = BE_I16.unpack_from(buf, pos)[0]
             if count == -1:
                 self.finished = True
                 pos += 2
@@ -294,7 +293,7 @@ class CopyRows:
             for _ in range(count):
                 if at + 4 > n:
                     break
-                size = _I32.unpack_from(buf, at)[0]
+                size = BE_I32.unpack_from(buf, at)[0]
                 at += 4
                 if size < 0:
                     fields.append(None)

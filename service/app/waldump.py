@@ -23,6 +23,7 @@ import struct
 from collections.abc import Iterable, Iterator
 
 import service.wal.rmgr as rt
+from service._binary import U16
 from service.decode.dispatch import decoder_for
 from service.decode.events import Event, HeapChange, RawTuple
 from service.wal.record import BlockRef, RelFileLocator, XLogRecord
@@ -77,7 +78,6 @@ def format_record(record: XLogRecord, version: int) -> str:
     )
 
 
-_U16 = struct.Struct("<H")
 _U16_U8 = struct.Struct("<HB")
 
 
@@ -91,20 +91,20 @@ def _summary(record: XLogRecord) -> str:
             off, flags = _U16_U8.unpack_from(main)
             return f"off: {off}, flags: 0x{flags:02X}"
         if op == rt.XLOG_HEAP_DELETE and len(main) >= 8:
-            return f"off: {_U16.unpack_from(main, 4)[0]}, flags: 0x{main[7]:02X}"
+            return f"off: {U16.unpack_from(main, 4)[0]}, flags: 0x{main[7]:02X}"
         if op in (rt.XLOG_HEAP_UPDATE, rt.XLOG_HEAP_HOT_UPDATE) and len(main) >= 14:
             return (
-                f"old_off: {_U16.unpack_from(main, 4)[0]}, flags: 0x{main[7]:02X}, "
-                f"new_off: {_U16.unpack_from(main, 12)[0]}"
+                f"old_off: {U16.unpack_from(main, 4)[0]}, flags: 0x{main[7]:02X}, "
+                f"new_off: {U16.unpack_from(main, 12)[0]}"
             )
         if op in (rt.XLOG_HEAP_CONFIRM, rt.XLOG_HEAP_INPLACE):
-            return f"off: {_U16.unpack_from(main)[0]}"
+            return f"off: {U16.unpack_from(main)[0]}"
         if op == rt.XLOG_HEAP_LOCK and len(main) >= 6:
-            return f"off: {_U16.unpack_from(main, 4)[0]}"
+            return f"off: {U16.unpack_from(main, 4)[0]}"
     if rmid == rt.RM_HEAP2_ID and len(main) >= 4:
         op = record.info & rt.XLOG_HEAP_OPMASK
         if op == rt.XLOG_HEAP2_MULTI_INSERT:
-            return f"ntuples: {_U16.unpack_from(main, 2)[0]}, flags: 0x{main[0]:02X}"
+            return f"ntuples: {U16.unpack_from(main, 2)[0]}, flags: 0x{main[0]:02X}"
     return ""
 
 

@@ -26,6 +26,7 @@ import struct
 from dataclasses import fields
 from typing import cast
 
+from service._binary import I32, U16
 from service.decode.events import (
     ChangeKind,
     Event,
@@ -80,8 +81,6 @@ _DELETE = struct.Struct("<IHBB")  # xmax, offnum, infobits_set, flags
 # old_xmax, old_offnum, old_infobits_set, flags, new_xmax, new_offnum
 _UPDATE = struct.Struct("<IHBBIH")
 _TRUNCATE = struct.Struct("<IIB")  # dbId, nrelids, flags
-_U16 = struct.Struct("<H")
-_I32 = struct.Struct("<i")
 _MULTI = struct.Struct("<BxH")  # flags, ntuples
 _MULTI_TUPLE = struct.Struct("<HHHB")  # datalen, t_infomask2, t_infomask, t_hoff
 # top_xid, cmin, cmax, combocid, spcOid, dbOid, relNumber, bi_hi, bi_lo, posid
@@ -307,7 +306,7 @@ def decode_confirm(record: XLogRecord) -> list[Event]:
             ChangeKind.SPEC_CONFIRM,
             ref.locator,
             ref.block,
-            _U16.unpack_from(main)[0],
+            U16.unpack_from(main)[0],
             None,
             None,
             False,
@@ -349,7 +348,7 @@ def decode_inplace(record: XLogRecord) -> list[Event]:
     ref = _block0(record, "heap inplace")
     invals: tuple[Invalidation, ...] = ()
     if len(main) >= MIN_SIZE_OF_HEAP_INPLACE_18:
-        nmsgs = _I32.unpack_from(main, 16)[0]
+        nmsgs = I32.unpack_from(main, 16)[0]
         need = MIN_SIZE_OF_HEAP_INPLACE_18 + SIZE_OF_INVAL_MSG * nmsgs
         if nmsgs < 0 or len(main) < need:
             raise _short(record, need, "heap inplace")
@@ -360,7 +359,7 @@ def decode_inplace(record: XLogRecord) -> list[Event]:
             xid=record.xid,
             locator=ref.locator,
             block=ref.block,
-            offset=_U16.unpack_from(main)[0],
+            offset=U16.unpack_from(main)[0],
             invalidations=invals,
         )
     ]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import struct
 
+from service._binary import I32, I64, U32
 from service.decode.events import (
     AbortEvent,
     AssignmentEvent,
@@ -55,9 +56,6 @@ SIZE_OF_XACT_PREPARE = 72  # sizeof(xl_xact_prepare), already MAXALIGNed
 SHAREDINVALRELCACHE_ID = -2
 SHAREDINVALSMGR_ID = -3
 
-_I64 = struct.Struct("<q")
-_U32 = struct.Struct("<I")
-_I32 = struct.Struct("<i")
 _U32X2 = struct.Struct("<II")
 _ORIGIN = struct.Struct("<Qq")  # xl_xact_origin: origin_lsn, origin_timestamp
 _LOCATOR = struct.Struct("<III")
@@ -102,11 +100,11 @@ class _Cursor:
         return start
 
     def u32(self, part: str) -> int:
-        value: int = _U32.unpack_from(self.data, self.need(4, part))[0]
+        value: int = U32.unpack_from(self.data, self.need(4, part))[0]
         return value
 
     def count(self, part: str) -> int:
-        value: int = _I32.unpack_from(self.data, self.need(4, part))[0]
+        value: int = I32.unpack_from(self.data, self.need(4, part))[0]
         if value < 0:
             raise DecodeError(f"{self.what} record has negative {part} count", lsn=self.lsn)
         return value
@@ -144,7 +142,7 @@ def parse_invalidations(data: bytes, start: int, n: int) -> tuple[Invalidation, 
         kind, first, second = _INVAL_HEAD.unpack_from(raw)
         if kind == SHAREDINVALSMGR_ID:
             # SharedInvalSmgrMsg: id, backend_hi, backend_lo, then spc/db/relNumber
-            db_oid = _U32.unpack_from(raw, 8)[0]
+            db_oid = U32.unpack_from(raw, 8)[0]
             rel_oid = 0
         else:
             # every other kind has dbId at offset 4; relcache has relId at offset 8
@@ -190,7 +188,7 @@ def _parse_commit_or_abort(record: XLogRecord, version: int, *, commit: bool) ->
     what = "commit" if commit else "abort"
     cur = _Cursor(record.main_data, record.lsn, what)
     p = _Parsed()
-    p.xact_time = _I64.unpack_from(cur.data, cur.need(8, "xact_time"))[0]
+    p.xact_time = I64.unpack_from(cur.data, cur.need(8, "xact_time"))[0]
     if record.info & XLOG_XACT_HAS_INFO:
         p.xinfo = cur.u32("xinfo")
     xinfo = p.xinfo

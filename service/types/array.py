@@ -26,6 +26,7 @@ import struct
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from service._binary import I32
 from service.errors import DecodeError
 from service.types.deform import align
 from service.types.registry import TypeInfo, TypeRegistry
@@ -34,7 +35,6 @@ from service.types.varlena import ToastPointer, read_varlena
 T = TypeVar("T")
 
 _HEAD = struct.Struct("<iiI")
-_I32 = struct.Struct("<i")
 _VARHDRSZ = 4
 
 
@@ -61,8 +61,8 @@ def read_array(
     ndim, dataoffset, elemtype = _HEAD.unpack_from(buf, 0)
     if not 0 <= ndim <= 6:  # MAXDIM
         raise DecodeError(f"array has {ndim} dimensions")
-    dims = [_I32.unpack_from(buf, 12 + 4 * i)[0] for i in range(ndim)]
-    lbounds = [_I32.unpack_from(buf, 12 + 4 * (ndim + i))[0] for i in range(ndim)]
+    dims = [I32.unpack_from(buf, 12 + 4 * i)[0] for i in range(ndim)]
+    lbounds = [I32.unpack_from(buf, 12 + 4 * (ndim + i))[0] for i in range(ndim)]
     info = registry.get(elemtype)
     nitems = 1
     for d in dims:

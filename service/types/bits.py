@@ -9,17 +9,14 @@ Pure; malformed input raises `DecodeError`.
 
 from __future__ import annotations
 
-import struct
-
+from service._binary import I32
 from service.errors import DecodeError
-
-_I32 = struct.Struct("<i")
 
 
 def bits_text(buf: bytes) -> str:
     if len(buf) < 4:
         raise DecodeError(f"bit string datum of {len(buf)} bytes is too short")
-    nbits = _I32.unpack_from(buf, 0)[0]
+    nbits = I32.unpack_from(buf, 0)[0]
     body = buf[4:]
     if nbits < 0 or len(body) != (nbits + 7) // 8:
         raise DecodeError(f"bit string of {nbits} bits has {len(body)} data bytes")

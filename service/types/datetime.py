@@ -29,11 +29,10 @@ import datetime as dt
 import struct
 from dataclasses import dataclass
 
+from service._binary import I32, I64
 from service.errors import DecodeError
 from service.pgconst import PG_EPOCH, PG_EPOCH_DATE, PG_EPOCH_UTC, USECS_PER_DAY
 
-_I32 = struct.Struct("<i")
-_I64 = struct.Struct("<q")
 _TIMETZ = struct.Struct("<qi")
 _INTERVAL = struct.Struct("<qii")
 
@@ -151,7 +150,7 @@ def _check(buf: bytes, size: int, name: str) -> None:
 def date_days(buf: bytes) -> int:
     """A stored date as it is: int32 days since 2000-01-01 (INT32_MIN/MAX are ∓infinity)."""
     _check(buf, 4, "date")
-    days: int = _I32.unpack(buf)[0]
+    days: int = I32.unpack(buf)[0]
     return days
 
 
@@ -159,7 +158,7 @@ def timestamp_usecs(buf: bytes) -> int:
     """A stored timestamp or timestamptz as it is: int64 µs since 2000-01-01 (UTC for
     timestamptz; INT64_MIN/MAX are ∓infinity)."""
     _check(buf, 8, "timestamp")
-    usecs: int = _I64.unpack(buf)[0]
+    usecs: int = I64.unpack(buf)[0]
     return usecs
 
 
@@ -169,7 +168,7 @@ def timestamp_usecs(buf: bytes) -> int:
 def date_text(buf: bytes) -> str:
     """date_out with DateStyle ISO."""
     _check(buf, 4, "date")
-    days = _I32.unpack(buf)[0]
+    days = I32.unpack(buf)[0]
     if days == INT32_MIN:
         return "-infinity"
     if days == INT32_MAX:
@@ -180,7 +179,7 @@ def date_text(buf: bytes) -> str:
 
 def date_value(buf: bytes) -> dt.date | PgDate:
     _check(buf, 4, "date")
-    days = _I32.unpack(buf)[0]
+    days = I32.unpack(buf)[0]
     if days in (INT32_MIN, INT32_MAX):
         return PgDate(days)
     ordinal = _PG_EPOCH_ORDINAL + days
@@ -194,12 +193,12 @@ def date_value(buf: bytes) -> dt.date | PgDate:
 
 def time_text(buf: bytes) -> str:
     _check(buf, 8, "time")
-    return _clock(_I64.unpack(buf)[0])
+    return _clock(I64.unpack(buf)[0])
 
 
 def time_value(buf: bytes) -> dt.time | PgTime:
     _check(buf, 8, "time")
-    micros = _I64.unpack(buf)[0]
+    micros = I64.unpack(buf)[0]
     if not 0 <= micros < USECS_PER_DAY:
         return PgTime(micros)
     return _pytime(micros, None)
@@ -231,7 +230,7 @@ def timetz_value(buf: bytes) -> dt.time | PgTime:
 
 def _timestamp_text(buf: bytes, with_tz: bool) -> str:
     _check(buf, 8, "timestamp")
-    micros = _I64.unpack(buf)[0]
+    micros = I64.unpack(buf)[0]
     if micros == INT64_MIN:
         return "-infinity"
     if micros == INT64_MAX:
@@ -254,7 +253,7 @@ def timestamptz_text(buf: bytes) -> str:
 
 def _timestamp_value(buf: bytes, with_tz: bool) -> dt.datetime | PgTimestamp:
     _check(buf, 8, "timestamp")
-    micros = _I64.unpack(buf)[0]
+    micros = I64.unpack(buf)[0]
     if micros in (INT64_MIN, INT64_MAX):
         return PgTimestamp(micros, with_tz)
     year = ymd(micros // USECS_PER_DAY)[0]

@@ -19,13 +19,10 @@ Pure; malformed input raises `DecodeError`.
 
 from __future__ import annotations
 
-import struct
-
+from service._binary import U32
 from service.errors import DecodeError
 from service.types.numeric import numeric_text
 from service.types.varlena import payload
-
-_U32 = struct.Struct("<I")
 
 JB_CMASK = 0x0FFFFFFF
 JB_FSCALAR = 0x10000000
@@ -81,7 +78,7 @@ class _Reader:
         buf = self.buf
         if pos + 4 > end:
             raise DecodeError("jsonb container header overruns its datum")
-        header = _U32.unpack_from(buf, pos)[0]
+        header = U32.unpack_from(buf, pos)[0]
         count = header & JB_CMASK
         is_object = bool(header & JB_FOBJECT)
         if is_object == bool(header & JB_FARRAY):
@@ -93,7 +90,7 @@ class _Reader:
         spans: list[tuple[int, int, int]] = []  # (type, start, length)
         offset = 0
         for i in range(nentries):
-            je = _U32.unpack_from(buf, pos + 4 + 4 * i)[0]
+            je = U32.unpack_from(buf, pos + 4 + 4 * i)[0]
             offlen = je & JENTRY_OFFLENMASK
             stop = offlen if je & JENTRY_HAS_OFF else offset + offlen
             if stop < offset or base + stop > end:

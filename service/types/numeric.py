@@ -30,14 +30,11 @@ import math
 import struct
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, localcontext
 
+from service._binary import I16, I64, U16, U32
 from service.errors import DecodeError
 
-_U16 = struct.Struct("<H")
-_I16 = struct.Struct("<h")
 _F4 = struct.Struct("<f")
-_U32F = struct.Struct("<I")
 _F8 = struct.Struct("<d")
-_I64 = struct.Struct("<q")
 
 NUMERIC_SIGN_MASK = 0xC000
 NUMERIC_NEG = 0x4000
@@ -52,7 +49,7 @@ def parse(buf: bytes) -> tuple[str, bool, int, int, list[int]]:
     """(special, negative, weight, dscale, digits); special is '' for a finite value."""
     if len(buf) < 2:
         raise DecodeError(f"numeric of {len(buf)} bytes is too short")
-    header = _U16.unpack_from(buf, 0)[0]
+    header = U16.unpack_from(buf, 0)[0]
     kind = header & NUMERIC_SIGN_MASK
     if kind == NUMERIC_SPECIAL:
         ext = header & 0xF000
@@ -77,7 +74,7 @@ def parse(buf: bytes) -> tuple[str, bool, int, int, list[int]]:
         if kind not in (0, NUMERIC_NEG):
             raise DecodeError(f"numeric sign {kind:#06x} is invalid")
         dscale = header & 0x3FFF
-        weight = _I16.unpack_from(buf, 2)[0]
+        weight = I16.unpack_from(buf, 2)[0]
         start = 4
     if (len(buf) - start) % 2:
         raise DecodeError("numeric digits have an odd byte count")
@@ -180,9 +177,9 @@ def numeric_value(buf: bytes) -> Decimal:
 def _neighbours(value: float, single: bool) -> tuple[float, float]:
     """The adjacent representable values below and above `value` (> 0, finite)."""
     if single:
-        bits = _U32F.unpack(_F4.pack(value))[0]
-        below = _F4.unpack(_U32F.pack(bits - 1))[0]
-        above = _F4.unpack(_U32F.pack(bits + 1))[0] if bits + 1 < 0x7F800000 else math.inf
+        bits = U32.unpack(_F4.pack(value))[0]
+        below = _F4.unpack(U32.pack(bits - 1))[0]
+        above = _F4.unpack(U32.pack(bits + 1))[0] if bits + 1 < 0x7F800000 else math.inf
         return float(below), float(above)
     return math.nextafter(value, 0.0), math.nextafter(value, math.inf)
 
@@ -261,7 +258,7 @@ def float8_value(buf: bytes) -> float:
 
 
 def money_cents(buf: bytes) -> int:
-    return int(_I64.unpack(buf)[0])
+    return int(I64.unpack(buf)[0])
 
 
 def money_value(buf: bytes) -> Decimal:

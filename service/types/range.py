@@ -19,11 +19,11 @@ Pure; malformed input raises `DecodeError`.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from service._binary import U32
 from service.errors import DecodeError
 from service.types.deform import align
 from service.types.registry import TypeInfo, TypeRegistry
@@ -37,7 +37,6 @@ RANGE_UB_INC = 0x04
 RANGE_LB_INF = 0x08
 RANGE_UB_INF = 0x10
 
-_U32 = struct.Struct("<I")
 _VARHDRSZ = 4
 
 
@@ -58,7 +57,7 @@ def read_range(
     """(flags, lower, upper) of a range payload."""
     if len(buf) < 5:
         raise DecodeError(f"range datum of {len(buf)} bytes is too short")
-    rangetypid = _U32.unpack_from(buf, 0)[0]
+    rangetypid = U32.unpack_from(buf, 0)[0]
     sub = registry.get(registry.get(rangetypid).range_subtype)
     flags = buf[-1]
     off = 4

@@ -28,11 +28,11 @@ Guarantees:
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from service._binary import U32
 from service.decode.events import HeapChange, RawTuple
 from service.errors import DecodeError, SchemaMismatchError, UnknownTypeError
 from service.output.api import (
@@ -74,7 +74,6 @@ binary send format: what the server sends for `((literal::text[])[1])::T`, T bei
 `format_type(type_oid, typmod)` (typmod < 0: none); None if the element is NULL.
 `literal` is `ColumnDef.missing_text` (attmissingval's text, a one-element array)."""
 
-_LE_U32 = struct.Struct("<I")
 _ARRAY_ELEMTYPE_AT = 8  # stored ArrayType payload: ndim, dataoffset, elemtype, ...
 
 
@@ -501,7 +500,7 @@ class _MissingPlanner:
                     return None, None
                 stored = to_stored(send, registry.get(TEXT_ARRAY_OID), registry)
                 at = _ARRAY_ELEMTYPE_AT
-                return stored[:at] + _LE_U32.pack(elem.oid) + stored[at + 4 :], None
+                return stored[:at] + U32.pack(elem.oid) + stored[at + 4 :], None
             if not convertible(info, registry):
                 send = self._ask(TEXT_OID, -1, literal)
                 return None, None if send is None else self._as_text(

@@ -40,21 +40,14 @@ import struct
 from collections.abc import Callable
 from dataclasses import replace
 
+from service._binary import BE_I16, BE_I32, I16, I32, U16, U32
 from service.errors import DecodeError
 from service.pgconst import JSONB_OID, TEXT_OID
 from service.types.registry import TypeInfo, TypeRegistry
 
 _ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_U16 = struct.Struct(">H")
-_U32 = struct.Struct(">I")
 _NUMERIC_HEAD = struct.Struct(">hhHH")  # ndigits, weight, sign, dscale (numeric_send)
 _TID = struct.Struct(">IH")  # block, offset (tidsend)
-_LE_U32 = struct.Struct("<I")
-_LE_I32 = struct.Struct("<i")
-_LE_U16 = struct.Struct("<H")
-_LE_I16 = struct.Struct("<h")
 _ARRAY_HEAD = struct.Struct("<iiI")
 _TUPLE_HEAD = struct.Struct("<iI6xHHB")  # typmod, typeid, ctid, infomask2, infomask, hoff
 
@@ -96,7 +89,7 @@ def _jsonb(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
 def _tid(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
     block, pos = _TID.unpack(data)
     # ItemPointerData: BlockIdData {bi_hi, bi_lo}, then the offset, each uint16.
-    return _LE_U16.pack(block >> 16) + _LE_U16.pack(block & 0xFFFF) + _LE_U16.pack(pos)
+    return U16.pack(block >> 16) + U16.pack(block & 0xFFFF) + U16.pack(pos)
 
 
 def _numeric(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
@@ -105,9 +98,9 @@ def _numeric(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
     if len(data) != _NUMERIC_HEAD.size + 2 * ndigits:
         raise DecodeError(f"numeric send value of {len(data)} bytes has {ndigits} digits")
     if sign & NUMERIC_SPECIAL == NUMERIC_SPECIAL:
-        return _LE_U16.pack(sign)
-    digits = b"".join(_LE_I16.pack(_I16.unpack_from(data, 8 + 2 * i)[0]) for i in range(ndigits))
-    return _LE_U16.pack(sign | (dscale & 0x3FFF)) + _LE_I16.pack(weight) + digits
+        return U16.pack(sign)
+    digits = b"".join(I16.pack(BE_I16.unpack_from(data, 8 + 2 * i)[0]) for i in range(ndigits))
+    return U16.pack(sign | (dscale & 0x3FFF)) + I16.pack(weight) + digits
 
 
 def _timetz(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
@@ -130,14 +123,14 @@ def _inet(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
 
 
 def _bits(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
-    return _LE_I32.pack(_I32.unpack_from(data, 0)[0]) + data[4:]
+    return I32.pack(BE_I32.unpack_from(data, 0)[0]) + data[4:]
 
 
 def _enum(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
     label = data.decode("utf-8")
     for oid, known in info.enum_labels.items():
         if known == label:
-            return _LE_U32.pack(oid)
+            return U32.pack(oid)
     raise DecodeError(f"enum {info.name} has no label {label!r}")
 
 
@@ -284,7 +277,7 @@ def _align(off: int, typalign: str) -> int:
 def _member(stored: bytes, info: TypeInfo) -> bytes:
     """A member as it sits inside a container: varlena with a 4-byte header."""
     if info.typlen == -1:
-        return _LE_U32.pack((len(stored) + 4) << 2) + stored
+        return U32.pack((len(stored) + 4) << 2) + stored
     if info.typlen == -2:
         return stored + b"\x00"
     return stored
@@ -302,8 +295,8 @@ def _array(data: bytes, registry: TypeRegistry) -> bytes:
     ndim, _flags, elemtype = struct.unpack_from(">iiI", data, 0)
     if not 0 <= ndim <= 6:
         raise DecodeError(f"array send value has {ndim} dimensions")
-    dims = [_I32.unpack_from(data, 12 + 8 * i)[0] for i in range(ndim)]
-    lbounds = [_I32.unpack_from(data, 16 + 8 * i)[0] for i in range(ndim)]
+    dims = [BE_I32.unpack_from(data, 12 + 8 * i)[0] for i in range(ndim)]
+    lbounds = [BE_I32.unpack_from(data, 16 + 8 * i)[0] for i in range(ndim)]
     elem = registry.get(elemtype)
     nitems = 0
     if ndim:
@@ -313,7 +306,7 @@ def _array(data: bytes, registry: TypeRegistry) -> bytes:
     off = 12 + 8 * ndim
     items: list[bytes | None] = []
     for _ in range(nitems):
-        size = _I32.unpack_from(data, off)[0]
+        size = BE_I32.unpack_from(data, off)[0]
         off += 4
         if size < 0:
             items.append(None)
@@ -326,9 +319,9 @@ def _array(data: bytes, registry: TypeRegistry) -> bytes:
     head = bytearray(b"\x00\x00\x00\x00")  # the varlena header's place, for alignment
     head += _ARRAY_HEAD.pack(ndim, 0, elemtype)
     for d in dims:
-        head += _LE_I32.pack(d)
+        head += I32.pack(d)
     for lb in lbounds:
-        head += _LE_I32.pack(lb)
+        head += I32.pack(lb)
     if has_nulls:
         bitmap = bytearray((nitems + 7) // 8)
         for i, v in enumerate(items):
@@ -337,7 +330,7 @@ def _array(data: bytes, registry: TypeRegistry) -> bytes:
         head += bitmap
     head += b"\x00" * (_align(len(head), "d") - len(head))
     if has_nulls:
-        _LE_I32.pack_into(head, 8, len(head))  # dataoffset, counted from the header
+        I32.pack_into(head, 8, len(head))  # dataoffset, counted from the header
     for v in items:
         if v is not None:
             _place(head, _member(v, elem), elem, 0)
@@ -346,7 +339,7 @@ def _array(data: bytes, registry: TypeRegistry) -> bytes:
 
 def _record(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
     """record_send → a composite datum: HeapTupleHeader, null bitmap, aligned fields."""
-    ncols = _I32.unpack_from(data, 0)[0]
+    ncols = BE_I32.unpack_from(data, 0)[0]
     live = [f for f in info.fields if not f.dropped]
     if ncols != len(live):
         raise DecodeError(f"composite {info.name} sent {ncols} fields, type has {len(live)}")
@@ -384,12 +377,12 @@ def _range(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
     flags = data[0]
     sub = registry.get(info.range_subtype)
     out = bytearray(b"\x00\x00\x00\x00")
-    out += _LE_U32.pack(info.oid)
+    out += U32.pack(info.oid)
     off = 1
     for absent in (RANGE_EMPTY | RANGE_LB_INF, RANGE_EMPTY | RANGE_UB_INF):
         if flags & absent:
             continue
-        size = _I32.unpack_from(data, off)[0]
+        size = BE_I32.unpack_from(data, off)[0]
         off += 4
         _place(out, _member(to_stored(data[off : off + size], sub, registry), sub), sub, 0)
         off += size

@@ -19,12 +19,9 @@ from __future__ import annotations
 import struct
 import uuid
 
+from service._binary import I16, I32, I64, U32
 from service.errors import DecodeError
 
-_I16 = struct.Struct("<h")
-_I32 = struct.Struct("<i")
-_U32 = struct.Struct("<I")
-_I64 = struct.Struct("<q")
 _U64 = struct.Struct("<Q")
 _TID = struct.Struct("<HHH")
 
@@ -45,24 +42,24 @@ def bool_text(buf: bytes) -> str:
 
 def int2_value(buf: bytes) -> int:
     _fixed(buf, 2, "int2")
-    return int(_I16.unpack(buf)[0])
+    return int(I16.unpack(buf)[0])
 
 
 def int4_value(buf: bytes) -> int:
     _fixed(buf, 4, "int4")
-    return int(_I32.unpack(buf)[0])
+    return int(I32.unpack(buf)[0])
 
 
 def int8_value(buf: bytes) -> int:
     _fixed(buf, 8, "int8")
-    return int(_I64.unpack(buf)[0])
+    return int(I64.unpack(buf)[0])
 
 
 _I16_UNPACK, _I32_UNPACK, _I64_UNPACK, _U32_UNPACK = (
-    _I16.unpack,
-    _I32.unpack,
-    _I64.unpack,
-    _U32.unpack,
+    I16.unpack,
+    I32.unpack,
+    I64.unpack,
+    U32.unpack,
 )
 
 
@@ -97,7 +94,7 @@ def uint4_text(buf: bytes) -> str:
 def uint4_value(buf: bytes) -> int:
     """oid, xid, cid, regproc...: unsigned 32-bit."""
     _fixed(buf, 4, "oid")
-    return int(_U32.unpack(buf)[0])
+    return int(U32.unpack(buf)[0])
 
 
 def uint8_value(buf: bytes) -> int:

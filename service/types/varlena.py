@@ -33,10 +33,10 @@ from typing import Final
 
 import lz4.block
 
+from service._binary import U32
 from service.errors import DecodeError
 from service.wal.pglz import decompress as pglz_decompress
 
-_U32 = struct.Struct("<I")
 _EXTERNAL = struct.Struct("<iIII")
 
 VARTAG_INDIRECT: Final = 1
@@ -113,7 +113,7 @@ def varsize_any(buf: bytes, off: int) -> int:
         raise DecodeError(f"unknown varlena external tag {tag} at offset {off}")
     if b0 & 0x01:
         return b0 >> 1
-    return int(_U32.unpack_from(buf, off)[0]) >> 2
+    return int(U32.unpack_from(buf, off)[0]) >> 2
 
 
 def decompress_inline(method: int, data: bytes, rawsize: int) -> bytes:
@@ -147,12 +147,12 @@ def read_varlena(buf: bytes, off: int) -> tuple[bytes | ToastPointer, int]:
         return buf[off + 1 : off + size], size
     if off + 4 > len(buf):
         raise DecodeError(f"varlena header at offset {off} overruns datum")
-    word = _U32.unpack_from(buf, off)[0]
+    word = U32.unpack_from(buf, off)[0]
     size = word >> 2
     if size < 4 or off + size > len(buf):
         raise DecodeError(f"varlena of {size} bytes at offset {off} overruns datum")
     if b0 & 0x03 == 0x02:
-        tcinfo = _U32.unpack_from(buf, off + 4)[0]
+        tcinfo = U32.unpack_from(buf, off + 4)[0]
         raw = tcinfo & _VARLENA_EXTSIZE_MASK
         return decompress_inline(tcinfo >> 30, buf[off + 8 : off + size], raw), size
     return buf[off + 4 : off + size], size
@@ -187,7 +187,7 @@ def resolve_toast(ptr: ToastPointer, chunks: Mapping[int, bytes]) -> bytes | Unc
         )
     if not ptr.is_compressed:
         return bytes(data)
-    tcinfo = _U32.unpack_from(data, 0)[0]
+    tcinfo = U32.unpack_from(data, 0)[0]
     rawsize = tcinfo & _VARLENA_EXTSIZE_MASK
     if rawsize != ptr.va_rawsize - 4:
         raise DecodeError(

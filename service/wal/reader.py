@@ -53,6 +53,7 @@ from typing import cast
 from google_crc32c import extend as _crc_extend
 from google_crc32c import value as _crc_value
 
+from service._binary import U32
 from service.errors import WalCorruptionError, WalError
 from service.lsn import format_lsn
 from service.wal.format import (
@@ -81,7 +82,6 @@ _REC_HDR = struct.Struct("<IIQBBxxI")  # XLogRecord
 _REC_HDR_NO_CRC = struct.Struct("<IIQBB")  # XLogRecord up to xl_rmid
 _PAGE_HDR = struct.Struct("<HHIQI")  # XLogPageHeaderData
 _LONG_PAGE_EXTRA = struct.Struct("<QII")  # xlp_sysid, xlp_seg_size, xlp_xlog_blcksz
-_U32 = struct.Struct("<I")
 
 _PAGE_MASK = XLOG_BLCKSZ - 1
 _BAD_CRC = "incorrect resource manager data checksum"  # ValidXLogRecord's message
@@ -424,7 +424,7 @@ class XLogReader:
                 else:
                     if off + 8 > blen:
                         return
-                    tot_len = _U32.unpack_from(buf, off)[0]
+                    tot_len = U32.unpack_from(buf, off)[0]
                     xid = prev = info = rmid = crc = 0
                 if tot_len < hdr_size or tot_len > max_size:
                     if tot_len == 0:

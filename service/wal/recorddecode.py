@@ -35,6 +35,7 @@ from typing import cast
 
 import lz4.block
 
+from service._binary import U16, U32
 from service.errors import DecodeError, WalCorruptionError, WalError
 from service.wal import pglz
 from service.wal.format import (
@@ -57,8 +58,6 @@ from service.wal.record import BlockRef, RelFileLocator, XLogRecord
 _BLK_HDR = struct.Struct("<BBH")  # XLogRecordBlockHeader (id, fork_flags, data_length)
 _IMG_HDR = struct.Struct("<HHB")  # XLogRecordBlockImageHeader
 _LOCATOR = struct.Struct("<III")  # RelFileLocator
-_U16 = struct.Struct("<H")
-_U32 = struct.Struct("<I")
 
 _ZERO_PAGE = bytes(BLCKSZ)
 
@@ -258,7 +257,7 @@ class RecordDecoder:
             if block_id == XLR_BLOCK_ID_DATA_LONG:
                 if remaining < 4:
                     raise _short(lsn)
-                main_len = _U32.unpack_from(buf, p)[0]
+                main_len = U32.unpack_from(buf, p)[0]
                 p += 4
                 remaining -= 4
                 datatotal += main_len
@@ -266,14 +265,14 @@ class RecordDecoder:
             if block_id == XLR_BLOCK_ID_ORIGIN:
                 if remaining < 2:
                     raise _short(lsn)
-                origin = _U16.unpack_from(buf, p)[0]
+                origin = U16.unpack_from(buf, p)[0]
                 p += 2
                 remaining -= 2
                 continue
             if block_id == XLR_BLOCK_ID_TOPLEVEL_XID:
                 if remaining < 4:
                     raise _short(lsn)
-                toplevel = _U32.unpack_from(buf, p)[0]
+                toplevel = U32.unpack_from(buf, p)[0]
                 p += 4
                 remaining -= 4
                 continue
@@ -285,7 +284,7 @@ class RecordDecoder:
             if remaining < 3:
                 raise _short(lsn)
             fork_flags = buf[p]
-            data_len = _U16.unpack_from(buf, p + 1)[0]
+            data_len = U16.unpack_from(buf, p + 1)[0]
             p += 3
             remaining -= 3
             has_data = fork_flags & BKPBLOCK_HAS_DATA
@@ -308,7 +307,7 @@ class RecordDecoder:
                 if has_hole and compressed:
                     if remaining < 2:
                         raise _short(lsn)
-                    hole_len = _U16.unpack_from(buf, p)[0]
+                    hole_len = U16.unpack_from(buf, p)[0]
                     p += 2
                     remaining -= 2
                 elif has_hole:
@@ -346,7 +345,7 @@ class RecordDecoder:
                 loc = last_loc
             if remaining < 4:
                 raise _short(lsn)
-            blk = _U32.unpack_from(buf, p)[0]
+            blk = U32.unpack_from(buf, p)[0]
             p += 4
             remaining -= 4
             heads.append(
