@@ -164,6 +164,10 @@ class KafkaSink:
         self._replayable = True
         self._in_txn = False
         self._doomed = False  # the open Kafka transaction failed and must be aborted
+        # True from a source transaction's first record to its `end_source_txn`: the open
+        # Kafka transaction then holds part of a source transaction and must never be
+        # committed (issue 11, defect 1); `close` aborts it instead.
+        self._mid_source_txn = False
         self._opened_at = 0.0
         self._pending: OffsetRecord | None = None
         self._since_poll = 0
@@ -202,15 +206,19 @@ class KafkaSink:
         self.last_committed = read_last_offset(self.settings, self.slot)
         return self.last_committed
 
-    def close(self) -> None:
+    def close(self, *, commit: bool = True) -> None:
         """Commit what is complete, then let the producer go (SIGTERM path).
 
-        A fenced (dead) producer can neither commit nor abort: its open transaction is
-        aborted by the broker for the worker that fenced it.
+        A Kafka transaction is committed only at a source-transaction boundary: with
+        `commit=False` (the worker is stopping on an exception) or while a source
+        transaction is half written, the open Kafka transaction is aborted instead; the
+        stored offsets then still point before everything in it, so a restart decodes
+        it all again. A fenced (dead) producer can neither commit nor abort: its open
+        transaction is aborted by the broker for the worker that fenced it.
         """
         if self.dead:
             return
-        if self._pending is not None:
+        if commit and self._pending is not None and not self._mid_source_txn:
             self.flush()
         elif self._in_txn:
             try:
@@ -259,6 +267,7 @@ class KafkaSink:
             self.ensure_topics([record.topic])
         if not self._in_txn:
             self._begin_or_retry()
+        self._mid_source_txn = True
         if self._replayable:
             self._records.append(record)
         self._bytes += record.size
@@ -284,6 +293,7 @@ class KafkaSink:
         """
         if self._pending is None and not self._in_txn:
             self._opened_at = time.monotonic()  # a batch of offset-only transactions starts
+        self._mid_source_txn = False
         self._pending = OffsetRecord(self.slot, confirmed_lsn, restart_lsn, schema_version,
                                      int(time.time() * 1000))
         self._txns += 1
@@ -296,7 +306,7 @@ class KafkaSink:
     def poll(self) -> bool:
         """Serve producer events; commit a complete batch that is too old. True if committed."""
         self._producer.poll(0)
-        if self._pending is not None and \
+        if self._pending is not None and not self._mid_source_txn and \
                 time.monotonic() - self._opened_at >= self.max_batch_age_s:
             self.flush()
             return True
@@ -306,6 +316,9 @@ class KafkaSink:
         """Commit the batch up to the last completed source transaction."""
         if self._pending is None and not self._staged:
             return
+        if self._mid_source_txn:
+            raise PgcdcError("Kafka sink asked to commit in the middle of a source "
+                             "transaction; only whole source transactions are committed")
         offset = self._pending or self.last_committed
         if offset is None:
             raise PgcdcError("Kafka sink asked to commit before any source transaction ended")

@@ -49,7 +49,13 @@ from service.app.metrics import Metrics
 from service.app.session import Session, SessionConfig, force_running_xacts, server_version
 from service.config import Settings
 from service.decode.events import CommitEvent
-from service.errors import RestartableError, SourceSetupError, format_lsn, parse_lsn
+from service.errors import (
+    PgcdcError,
+    RestartableError,
+    SourceSetupError,
+    format_lsn,
+    parse_lsn,
+)
 from service.schema.tabledef import CatalogSnapshot
 from service.wal.format import XLOG_BLCKSZ
 
@@ -239,6 +245,7 @@ class Worker:
         else:
             m.health.reason = "waiting for a consistent point"
         interval = self.settings.kafka.heartbeat_interval_s
+        failed = True  # until the loop ends without an exception
         try:
             while not self.stop.is_set():
                 for lsn, data in stream.chunks(self.stop, idle_timeout=interval):
@@ -257,9 +264,12 @@ class Worker:
                         break
                 if not self.stop.is_set():
                     self._heartbeat()
+            failed = False
         finally:
             m.health.ready, m.health.reason = False, "stopping"
-            self.sink.close()
+            # On an exception the open Kafka transaction may hold part of a source
+            # transaction: abort it, never commit it (issue 11, defect 1).
+            self._close_sink(commit=not failed)
             if self.stream is not None:
                 self.stream.close()
             if self._sql is not None:
@@ -268,6 +278,17 @@ class Worker:
         self._final_feedback()
         log.info("worker_stopped", decoded_lsn=format_lsn(session.decoding.last_end_lsn))
         return 0
+
+    def _close_sink(self, *, commit: bool) -> None:
+        """Close the sink; while already unwinding an exception, a second failure (the
+        broker is gone too) is logged so that the first one is what the worker reports."""
+        if commit:
+            self.sink.close()
+            return
+        try:
+            self.sink.close(commit=False)
+        except PgcdcError as exc:
+            log.warning("kafka_close_failed", error=str(exc))
 
     def _final_feedback(self) -> None:
         """After a clean stop, move the slot to the last committed restart LSN.
