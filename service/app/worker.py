@@ -43,10 +43,11 @@ import structlog
 from connectors.avro.plugin import AvroPlugin
 from connectors.kafka.offsets import KafkaSchemaStore
 from connectors.kafka.sink import KafkaRecord, KafkaSink
+from connectors.postgres.preflight import preflight
 from connectors.postgres.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
 from connectors.postgres.stream import PhysicalStream
 from service.app.metrics import Metrics
-from service.app.session import Session, SessionConfig, force_running_xacts, server_version
+from service.app.session import Session, SessionConfig, force_running_xacts
 from service.config import Settings
 from service.decode.events import CommitEvent
 from service.errors import (
@@ -123,7 +124,7 @@ class Worker:
     def _open(self) -> tuple[Session, int]:
         s = self.settings
         dsn = s.source.dsn()
-        version = server_version(dsn)
+        version = preflight(dsn)  # wal_level, privileges, credentials: fatal if wrong
         last = self.sink.start()
         config = SessionConfig(
             dsn=dsn, slot=s.source.slot, work_mem=int(s.decoding.work_mem),
