@@ -50,6 +50,17 @@ class SourceSettings(_Section):
     archive_dir: Path | None = None
     # Tail the archive directory for new segments instead of stopping at its end.
     archive_follow: bool = False
+    # How long the slot may stay active under another walsender before `run` gives up
+    # with a fatal error (the other process is a live worker, not a dying one).
+    slot_busy_grace_s: float = Field(60.0, ge=0)
+    # Every connection: libpq connect_timeout and TCP keepalives, and statement_timeout
+    # on SQL connections, so a stalled server raises instead of blocking forever.
+    connect_timeout_s: int = Field(10, ge=1)
+    statement_timeout_s: float = Field(60.0, gt=0)
+    keepalives_idle_s: int = Field(10, ge=1)
+    # Like wal_receiver_timeout: the replication stream reconnects after this long
+    # without any message (the walsender sends keepalives well within it).
+    receive_timeout_s: float = Field(60.0, gt=0)
 
     def dsn(self) -> str:
         """A libpq connection string (the password included: never log it)."""
@@ -83,11 +94,17 @@ class KafkaSettings(_Section):
     message_prefixes: list[str] = Field(default_factory=list)  # empty: all messages
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
+    # How long a broker outage is retried (with exponential backoff up to 5 s) before
+    # the worker exits 3 (retryable); one budget per outage, not per call.
+    retry_budget_s: float = Field(300.0, gt=0)
 
 
 class RegistrySettings(_Section):
     url: str = "http://127.0.0.1:18081/apis/ccompat/v7"
     basic_auth: SecretStr | None = None  # "user:password"
+    # How long an unreachable registry is retried (exponential backoff up to 5 s) before
+    # the worker exits 3 (retryable). A rejected schema is never retried.
+    retry_budget_s: float = Field(300.0, gt=0)
 
 
 class MetricsSettings(_Section):

@@ -234,7 +234,6 @@ class AvroPlugin:
 
     can_stream = False
     two_phase = False
-    registry_retry_budget_s = RETRY_BUDGET_S
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings
@@ -264,7 +263,7 @@ class AvroPlugin:
                                               _patterns(f.exclude_tables))
         self._exc_columns = _patterns(f.exclude_columns)
         self._msg_prefixes = _patterns(s.kafka.message_prefixes)
-        self.registrar = Registrar(s, self.registry_retry_budget_s)
+        self.registrar = Registrar(s, s.registry.retry_budget_s)
 
     def shutdown(self, ctx: PluginContext) -> None:
         self._tables.clear()

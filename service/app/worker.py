@@ -43,6 +43,7 @@ import structlog
 from connectors.avro.plugin import AvroPlugin
 from connectors.kafka.offsets import KafkaSchemaStore
 from connectors.kafka.sink import KafkaRecord, KafkaSink
+from connectors.postgres.classify import SlotTypeError
 from connectors.postgres.preflight import preflight
 from connectors.postgres.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
 from connectors.postgres.stream import PhysicalStream
@@ -71,7 +72,8 @@ class Worker:
         self.stop = threading.Event()
         self.metrics = metrics or Metrics(settings.source.slot)
         self.stream: PhysicalStream | None = None
-        self.sink = KafkaSink(settings, on_committed=self._on_kafka_commit)
+        self.sink = KafkaSink(settings, on_committed=self._on_kafka_commit,
+                              retry_budget_s=settings.kafka.retry_budget_s)
         self.session: Session | None = None
         self._schema_saved = -1
         self._last_heartbeat = time.monotonic()
@@ -149,8 +151,6 @@ class Worker:
                 "from Kafka; restore the history topic or reset the offsets topic",
                 lsn=last.confirmed_lsn,
             )
-        self.stream = PhysicalStream(dsn, s.source.slot,
-                                     start_lsn=last.restart_lsn if last else None)
         if last is not None and stored is not None:
             start = last.restart_lsn
             session = Session(config, plugin, "avro", write, version=version,
@@ -174,6 +174,10 @@ class Worker:
             session.on_aligned = self._aligned
             force_running_xacts(dsn, version)
             log.info("worker_started", restart_lsn=format_lsn(start))
+        # On a fresh start too the stream begins where the slot was read above, once:
+        # a second read (READ_REPLICATION_SLOT) could see a later position.
+        self.stream = PhysicalStream(dsn, s.source.slot, start_lsn=start,
+                                     busy_grace_s=s.source.slot_busy_grace_s)
         session.decoding.on_committed = self._end_txn
         session.sink.progress = self.stream.keepalive
         return session, start
@@ -222,9 +226,14 @@ class Worker:
         try:
             with conn.cursor() as cur:
                 slot = self.settings.source.slot
-                cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s",
-                            (slot,))
+                cur.execute("SELECT restart_lsn, slot_type FROM pg_replication_slots "
+                            "WHERE slot_name = %s", (slot,))
                 row = cur.fetchone()
+                if row is not None and row[1] != "physical":
+                    raise SlotTypeError(
+                        f"replication slot {slot} is a {row[1]} slot; pgcdc streams over a "
+                        f"physical slot: drop it (SELECT pg_drop_replication_slot('{slot}')) "
+                        "or set source.slot to another name", field="source.slot")
                 if row is None or row[0] is None:
                     cur.execute("SELECT pg_create_physical_replication_slot(%s, true)", (slot,))
                     cur.execute("SELECT restart_lsn FROM pg_replication_slots "

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.faults.services import FaultPostgres
+from tests.faults.services import PG_PORT, FaultPostgres
 
 
 @pytest.fixture
@@ -19,3 +19,14 @@ def replica_pg() -> Iterator[FaultPostgres]:
         yield pg
     finally:
         pg.remove()
+
+
+@pytest.fixture(scope="session")
+def fault_pg() -> Iterator[FaultPostgres]:
+    """The fault suite's own PostgreSQL 15 (wal_level=logical), stopped at the end."""
+    pg = FaultPostgres("pg15", PG_PORT)
+    pg.start()
+    try:
+        yield pg
+    finally:
+        pg.stop("fast")
