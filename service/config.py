@@ -177,12 +177,30 @@ class Settings(BaseSettings):
         return self.model_dump(mode="json")
 
 
+def _check_yaml_shape(path: str | None) -> None:
+    """A settings file is a mapping of sections: an empty file or a list is an error
+    naming the file (pydantic-settings would take the first for "all defaults" and
+    fail on the second with a message that names neither the file nor the problem)."""
+    if not path:
+        return
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read configuration file {path}: {exc}",
+                          field="--config") from exc
+    if not isinstance(data, dict):
+        what = "empty" if data is None else f"a {type(data).__name__}, not a mapping"
+        raise ConfigError(f"configuration file {path} is {what}: it must map section names "
+                          "(source, kafka, ...) to their settings", field="--config")
+
+
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
     """Read and validate the configuration, or raise ConfigError naming the field."""
     if config_file is not None and not config_file.is_file():
         raise ConfigError(f"configuration file {config_file} does not exist", field="--config")
     token = _yaml_file.set(str(config_file) if config_file is not None else None)
     try:
+        _check_yaml_shape(_yaml_file.get() or os.environ.get("PGCDC_CONFIG"))
         return Settings(**overrides)
     except ValidationError as exc:
         first = exc.errors()[0]
