@@ -97,6 +97,10 @@ class KafkaSettings(_Section):
     # How long a broker outage is retried (with exponential backoff up to 5 s) before
     # the worker exits 3 (retryable); one budget per outage, not per call.
     retry_budget_s: float = Field(300.0, gt=0)
+    # On SIGTERM, how long the source transaction being replayed may take to finish;
+    # after that its open Kafka transaction is aborted and the worker exits (a restart
+    # decodes it again from the committed restart LSN).
+    shutdown_timeout_s: float = Field(5.0, ge=0)
 
 
 class RegistrySettings(_Section):

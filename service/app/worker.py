@@ -64,6 +64,12 @@ from service.wal.format import XLOG_BLCKSZ
 log = structlog.get_logger(__name__)
 
 
+class ShutdownRequested(PgcdcError):
+    """SIGTERM arrived during a replay that outlived kafka.shutdown_timeout_s: unwinds
+    the replay so its open Kafka transaction is aborted (a PgcdcError, so the plugin
+    wrapper lets it through unchanged)."""
+
+
 class Worker:
     """One worker for one slot; `run()` until `stop` is set."""
 
@@ -87,6 +93,7 @@ class Worker:
         # While set: the initial snapshot's Kafka transaction stays open until decoding
         # has passed this LSN (see `snapshot_horizon`); no offset is written before.
         self._snapshot_until: int | None = None
+        self._stop_seen: float | None = None  # when a write first saw `stop` set
 
     # --- callbacks ------------------------------------------------------------------
 
@@ -137,7 +144,15 @@ class Worker:
         events, slot_name = self.metrics.events, s.source.slot
         sink_write = self.sink.write
 
+        stop, grace = self.stop, s.kafka.shutdown_timeout_s
+
         def write(lsn: int, xid: int, record: object) -> None:
+            if stop.is_set():  # SIGTERM mid replay: finish it only within the grace
+                now = time.monotonic()
+                self._stop_seen = self._stop_seen or now
+                if now - self._stop_seen >= grace:
+                    raise ShutdownRequested("stopping in the middle of a source transaction",
+                                            lsn=lsn, xid=xid)
             sink_write(lsn, xid, record)
             if isinstance(record, KafkaRecord):
                 events.labels(slot_name, record.topic, record.op or "-").inc()
@@ -275,6 +290,8 @@ class Worker:
                 if not self.stop.is_set():
                     self._heartbeat()
             failed = False
+        except ShutdownRequested as exc:  # `failed` stays set: the Kafka txn is aborted
+            log.info("worker_shutdown_aborts_transaction", error=str(exc))
         finally:
             m.health.ready, m.health.reason = False, "stopping"
             # On an exception the open Kafka transaction may hold part of a source
