@@ -86,7 +86,8 @@ class DecodingSettings(_Section):
 class KafkaSettings(_Section):
     bootstrap_servers: str = "127.0.0.1:19092"
     topic_prefix: str = Field("pgcdc", pattern=r"^[A-Za-z0-9._-]+$")
-    transactional_id: str | None = None  # default: "pgcdc-<slot>"
+    # default: "pgcdc-<system identifier>-<database>-<slot>", unique per source
+    transactional_id: str | None = None
     # At most this many source transactions share one Kafka transaction.
     max_batch_txns: int = Field(100, ge=1)
     tombstones_on_delete: bool = True

@@ -45,6 +45,26 @@ def connect_error(exc: psycopg2.OperationalError, what: str) -> SourceSetupError
     return SourceUnavailableError(f"cannot connect to the source ({what}): {detail}")
 
 
+def source_identity(dsn: str) -> str:
+    """`<system identifier>-<database>`: which server and database a pipeline reads.
+
+    Part of the default transactional.id, so pipelines on different servers or
+    databases that share a slot name do not fence each other."""
+    try:
+        conn = psycopg2.connect(dsn, application_name="pgcdc-preflight")
+    except psycopg2.OperationalError as exc:
+        raise connect_error(exc, "the source identity") from exc
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT system_identifier::text, current_database() "
+                        "FROM pg_catalog.pg_control_system()")
+            row = cur.fetchone()
+            assert row is not None
+            return f"{row[0]}-{row[1]}"
+    finally:
+        conn.close()
+
+
 def preflight(dsn: str) -> int:
     """Check the source as `pgcdc setup` does; return its major version."""
     try:

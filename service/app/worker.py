@@ -44,7 +44,7 @@ from connectors.avro.plugin import AvroPlugin
 from connectors.kafka.offsets import KafkaSchemaStore
 from connectors.kafka.sink import KafkaRecord, KafkaSink
 from connectors.postgres.classify import SlotTypeError
-from connectors.postgres.preflight import preflight
+from connectors.postgres.preflight import preflight, source_identity
 from connectors.postgres.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
 from connectors.postgres.stream import PhysicalStream
 from service.app.metrics import Metrics
@@ -441,6 +441,12 @@ def snapshot_horizon(snapshot_lsn: int) -> int:
 
 
 def run_worker(settings: Settings) -> int:
+    if settings.kafka.transactional_id is None:
+        # Unique per source, stable across restarts: the slot name alone made pipelines
+        # on different servers or databases fence each other (issue 11, defect 7).
+        settings.kafka.transactional_id = (
+            f"pgcdc-{source_identity(settings.source.dsn())}-{settings.source.slot}")
+    log.info("worker_transactional_id", transactional_id=settings.transactional_id)
     metrics = Metrics(settings.source.slot)
     port = metrics.serve(settings.metrics.host, settings.metrics.port)
     log.info("metrics_serving", port=port)
