@@ -168,6 +168,10 @@ class KafkaSink:
         # Kafka transaction then holds part of a source transaction and must never be
         # committed (issue 11, defect 1); `close` aborts it instead.
         self._mid_source_txn = False
+        # Set when a retry budget was spent or a commit's outcome is unknown: `close`
+        # then neither aborts (a commit may be in flight: only a fresh producer's
+        # init_transactions may end it) nor waits out a second budget (issue 11, defect 7).
+        self._gave_up = False
         self._opened_at = 0.0
         self._pending: OffsetRecord | None = None
         self._since_poll = 0
@@ -217,6 +221,9 @@ class KafkaSink:
         transaction is aborted by the broker for the worker that fenced it.
         """
         if self.dead:
+            return
+        if self._gave_up:
+            self._producer.purge()  # the broker is gone or in doubt: nothing to wait for
             return
         if commit and self._pending is not None and not self._mid_source_txn:
             self.flush()
@@ -340,6 +347,7 @@ class KafkaSink:
                 self._doomed = self._in_txn
                 self.retries += 1
                 if time.monotonic() + backoff > deadline:
+                    self._gave_up = True
                     raise BrokerUnavailableError(
                         f"Kafka transaction up to {format_lsn(offset.confirmed_lsn)} could not "
                         f"be committed within {self.retry_budget_s:.0f}s: {exc}",
@@ -427,6 +435,7 @@ class KafkaSink:
         while True:
             self.retries += 1
             if time.monotonic() + backoff > deadline:
+                self._gave_up = True
                 raise BrokerUnavailableError(
                     f"Kafka did not accept the batch within {self.retry_budget_s:.0f}s"
                 )
@@ -469,6 +478,7 @@ class KafkaSink:
                 if not err.retriable() or time.monotonic() + backoff > deadline:
                     # Unknown outcome: only a fresh producer (init_transactions) can tell,
                     # so the worker restarts from the stored offsets.
+                    self._gave_up = True
                     raise RestartableError(
                         f"commit_transaction failed with an unknown outcome: {err.str()}"
                     ) from exc
