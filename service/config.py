@@ -65,7 +65,12 @@ class SourceSettings(_Section):
     def dsn(self) -> str:
         """A libpq connection string (the password included: never log it)."""
         parts = [f"host={self.host}", f"port={self.port}", f"user={self.user}",
-                 f"dbname={self.dbname}"]
+                 f"dbname={self.dbname}",
+                 # Every connection (SQL and replication): a stalled server fails the
+                 # connect or the socket instead of blocking forever (issue 11, defect 2).
+                 f"connect_timeout={self.connect_timeout_s}", "keepalives=1",
+                 f"keepalives_idle={self.keepalives_idle_s}", "keepalives_interval=5",
+                 "keepalives_count=3", f"tcp_user_timeout={self.keepalives_idle_s * 3000}"]
         if self.password is not None:
             parts.append(f"password={self.password.get_secret_value()}")
         return " ".join(parts)
