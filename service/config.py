@@ -50,6 +50,17 @@ class SourceSettings(_Section):
     archive_dir: Path | None = None
     # Tail the archive directory for new segments instead of stopping at its end.
     archive_follow: bool = False
+    # How long the slot may stay active under another walsender before `run` gives up
+    # with a fatal error (the other process is a live worker, not a dying one).
+    slot_busy_grace_s: float = Field(60.0, ge=0)
+    # Every connection: libpq connect_timeout and TCP keepalives, and statement_timeout
+    # on SQL connections, so a stalled server raises instead of blocking forever.
+    connect_timeout_s: int = Field(10, ge=1)
+    statement_timeout_s: float = Field(60.0, gt=0)
+    keepalives_idle_s: int = Field(10, ge=1)
+    # Like wal_receiver_timeout: the replication stream reconnects after this long
+    # without any message (the walsender sends keepalives well within it).
+    receive_timeout_s: float = Field(60.0, gt=0)
 
     def dsn(self) -> str:
         """A libpq connection string (the password included: never log it)."""
@@ -58,6 +69,14 @@ class SourceSettings(_Section):
             f"port={self.port}",
             f"user={self.user}",
             f"dbname={self.dbname}",
+            # Every connection (SQL and replication): a stalled server fails the
+            # connect or the socket instead of blocking forever (issue 11, defect 2).
+            f"connect_timeout={self.connect_timeout_s}",
+            "keepalives=1",
+            f"keepalives_idle={self.keepalives_idle_s}",
+            "keepalives_interval=5",
+            "keepalives_count=3",
+            f"tcp_user_timeout={self.keepalives_idle_s * 3000}",
         ]
         if self.password is not None:
             parts.append(f"password={self.password.get_secret_value()}")
@@ -79,7 +98,8 @@ class DecodingSettings(_Section):
 class KafkaSettings(_Section):
     bootstrap_servers: str = "127.0.0.1:19092"
     topic_prefix: str = Field("pgcdc", pattern=r"^[A-Za-z0-9._-]+$")
-    transactional_id: str | None = None  # default: "pgcdc-<slot>"
+    # default: "pgcdc-<system identifier>-<database>-<slot>", unique per source
+    transactional_id: str | None = None
     # At most this many source transactions share one Kafka transaction.
     max_batch_txns: int = Field(100, ge=1)
     tombstones_on_delete: bool = True
@@ -87,11 +107,21 @@ class KafkaSettings(_Section):
     message_prefixes: list[str] = Field(default_factory=list)  # empty: all messages
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
+    # How long a broker outage is retried (with exponential backoff up to 5 s) before
+    # the worker exits 3 (retryable); one budget per outage, not per call.
+    retry_budget_s: float = Field(300.0, gt=0)
+    # On SIGTERM, how long the source transaction being replayed may take to finish;
+    # after that its open Kafka transaction is aborted and the worker exits (a restart
+    # decodes it again from the committed restart LSN).
+    shutdown_timeout_s: float = Field(5.0, ge=0)
 
 
 class RegistrySettings(_Section):
     url: str = "http://127.0.0.1:18081/apis/ccompat/v7"
     basic_auth: SecretStr | None = None  # "user:password"
+    # How long an unreachable registry is retried (exponential backoff up to 5 s) before
+    # the worker exits 3 (retryable). A rejected schema is never retried.
+    retry_budget_s: float = Field(300.0, gt=0)
 
 
 class MetricsSettings(_Section):
@@ -168,12 +198,34 @@ class Settings(BaseSettings):
         return self.model_dump(mode="json")
 
 
+def _check_yaml_shape(path: str | None) -> None:
+    """A settings file is a mapping of sections: an empty file or a list is an error
+    naming the file (pydantic-settings would take the first for "all defaults" and
+    fail on the second with a message that names neither the file nor the problem)."""
+    if not path:
+        return
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(
+            f"cannot read configuration file {path}: {exc}", field="--config"
+        ) from exc
+    if not isinstance(data, dict):
+        what = "empty" if data is None else f"a {type(data).__name__}, not a mapping"
+        raise ConfigError(
+            f"configuration file {path} is {what}: it must map section names "
+            "(source, kafka, ...) to their settings",
+            field="--config",
+        )
+
+
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
     """Read and validate the configuration, or raise ConfigError naming the field."""
     if config_file is not None and not config_file.is_file():
         raise ConfigError(f"configuration file {config_file} does not exist", field="--config")
     token = _yaml_file.set(str(config_file) if config_file is not None else None)
     try:
+        _check_yaml_shape(_yaml_file.get() or os.environ.get("PGCDC_CONFIG"))
         return Settings(**overrides)
     except ValidationError as exc:
         first = exc.errors()[0]

@@ -117,6 +117,22 @@ class SourceSetupError(FatalError):
     """The source database does not meet pgcdc's requirements (wal_level, privileges)."""
 
 
+class SourceAuthError(SourceSetupError):
+    """The source refused the credentials (wrong password, no pg_hba.conf entry)."""
+
+
+class SlotTypeError(SourceSetupError):
+    """The slot pgcdc is configured with exists but is not a physical slot."""
+
+
+class SlotBusyError(SourceSetupError):
+    """The slot stayed active under another process for longer than the grace period."""
+
+
+class WalRemovedError(FatalError):
+    """WAL needed to continue without a gap has been removed from the server."""
+
+
 class BrokerUnavailableError(RetryableError):
     """Kafka cannot be reached or refused the request transiently."""
 

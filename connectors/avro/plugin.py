@@ -246,7 +246,6 @@ class AvroPlugin:
 
     can_stream = False
     two_phase = False
-    registry_retry_budget_s = RETRY_BUDGET_S
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings
@@ -273,7 +272,7 @@ class AvroPlugin:
             )
         self._filter = TableFilter(s.filters)
         self._msg_prefixes = patterns(s.kafka.message_prefixes, "kafka.message_prefixes")
-        self.registrar = Registrar(s, self.registry_retry_budget_s)
+        self.registrar = Registrar(s, s.registry.retry_budget_s)
 
     def shutdown(self, ctx: PluginContext) -> None:
         self._tables.clear()

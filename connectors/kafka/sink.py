@@ -146,6 +146,14 @@ class KafkaSink:
         self._replayable = True
         self._in_txn = False
         self._doomed = False  # the open Kafka transaction failed and must be aborted
+        # True from a source transaction's first record to its `end_source_txn`: the open
+        # Kafka transaction then holds part of a source transaction and must never be
+        # committed (issue 11, defect 1); `close` aborts it instead.
+        self._mid_source_txn = False
+        # Set when a retry budget was spent or a commit's outcome is unknown: `close`
+        # then neither aborts (a commit may be in flight: only a fresh producer's
+        # init_transactions may end it) nor waits out a second budget (issue 11, defect 7).
+        self._gave_up = False
         self._opened_at = 0.0
         self._pending: OffsetRecord | None = None
         self._since_poll = 0
@@ -184,15 +192,22 @@ class KafkaSink:
         self.last_committed = read_last_offset(self.settings, self.slot)
         return self.last_committed
 
-    def close(self) -> None:
+    def close(self, *, commit: bool = True) -> None:
         """Commit what is complete, then let the producer go (SIGTERM path).
 
-        A fenced (dead) producer can neither commit nor abort: its open transaction is
-        aborted by the broker for the worker that fenced it.
+        A Kafka transaction is committed only at a source-transaction boundary: with
+        `commit=False` (the worker is stopping on an exception) or while a source
+        transaction is half written, the open Kafka transaction is aborted instead; the
+        stored offsets then still point before everything in it, so a restart decodes
+        it all again. A fenced (dead) producer can neither commit nor abort: its open
+        transaction is aborted by the broker for the worker that fenced it.
         """
         if self.dead:
             return
-        if self._pending is not None:
+        if self._gave_up:
+            self._producer.purge()  # the broker is gone or in doubt: nothing to wait for
+            return
+        if commit and self._pending is not None and not self._mid_source_txn:
             self.flush()
         elif self._in_txn:
             try:
@@ -246,6 +261,7 @@ class KafkaSink:
             self.ensure_topics([record.topic])
         if not self._in_txn:
             self._begin_or_retry()
+        self._mid_source_txn = True
         if self._replayable:
             self._records.append(record)
         self._bytes += record.size
@@ -275,6 +291,7 @@ class KafkaSink:
         """
         if self._pending is None and not self._in_txn:
             self._opened_at = time.monotonic()  # a batch of offset-only transactions starts
+        self._mid_source_txn = False
         self._pending = OffsetRecord(
             self.slot, confirmed_lsn, restart_lsn, schema_version, int(time.time() * 1000)
         )
@@ -291,7 +308,11 @@ class KafkaSink:
     def poll(self) -> bool:
         """Serve producer events; commit a complete batch that is too old. True if committed."""
         self._producer.poll(0)
-        if self._pending is not None and time.monotonic() - self._opened_at >= self.max_batch_age_s:
+        if (
+            self._pending is not None
+            and not self._mid_source_txn
+            and time.monotonic() - self._opened_at >= self.max_batch_age_s
+        ):
             self.flush()
             return True
         return False
@@ -300,6 +321,11 @@ class KafkaSink:
         """Commit the batch up to the last completed source transaction."""
         if self._pending is None and not self._staged:
             return
+        if self._mid_source_txn:
+            raise PgcdcError(
+                "Kafka sink asked to commit in the middle of a source "
+                "transaction; only whole source transactions are committed"
+            )
         offset = self._pending or self.last_committed
         if offset is None:
             raise PgcdcError("Kafka sink asked to commit before any source transaction ended")
@@ -320,6 +346,7 @@ class KafkaSink:
                 self._doomed = self._in_txn
                 self.retries += 1
                 if time.monotonic() + backoff > deadline:
+                    self._gave_up = True
                     raise BrokerUnavailableError(
                         f"Kafka transaction up to {format_lsn(offset.confirmed_lsn)} could not "
                         f"be committed within {self.retry_budget_s:.0f}s: {exc}",
@@ -411,6 +438,7 @@ class KafkaSink:
         while True:
             self.retries += 1
             if time.monotonic() + backoff > deadline:
+                self._gave_up = True
                 raise BrokerUnavailableError(
                     f"Kafka did not accept the batch within {self.retry_budget_s:.0f}s"
                 )
@@ -453,6 +481,7 @@ class KafkaSink:
                 if not err.retriable() or time.monotonic() + backoff > deadline:
                     # Unknown outcome: only a fresh producer (init_transactions) can tell,
                     # so the worker restarts from the stored offsets.
+                    self._gave_up = True
                     raise RestartableError(
                         f"commit_transaction failed with an unknown outcome: {err.str()}"
                     ) from exc

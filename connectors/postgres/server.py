@@ -3,7 +3,8 @@
 Every plain (non-replication) connection pgcdc opens goes through `connect`, so how
 pgcdc connects is decided in one place: autocommit, an application name that says
 which part of pgcdc it is, and an unreachable server turned into
-`SourceUnavailableError` (retryable) naming the DSN's host. Replication connections are
+`SourceUnavailableError` (retryable), or `SourceAuthError` (fatal) when the server
+refused the credentials (`connectors.postgres.classify`). Replication connections are
 `connectors.postgres.stream`'s.
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 import psycopg2
 import psycopg2.extensions
 
-from service.errors import SourceUnavailableError
+from connectors.postgres.classify import connect_error
 from service.lsn import parse_lsn
 
 
@@ -23,7 +24,7 @@ def connect(dsn: str, application_name: str = "pgcdc") -> psycopg2.extensions.co
     try:
         conn = psycopg2.connect(dsn, application_name=application_name)
     except psycopg2.OperationalError as exc:
-        raise SourceUnavailableError(f"cannot connect to the source: {str(exc).strip()}") from exc
+        raise connect_error(exc, application_name) from exc
     conn.autocommit = True
     return conn
 

@@ -69,7 +69,7 @@ def ddl_capture_sql() -> str:
     return script.replace("{table_def}", table_def_sql())
 
 
-def _check(cur: psycopg2.extensions.cursor) -> tuple[int, str, bool]:
+def check_source(cur: psycopg2.extensions.cursor) -> tuple[int, str, bool]:
     """The checks 1-3; returns (major version, database, superuser)."""
     cur.execute(
         "SELECT current_setting('server_version_num')::int, current_setting('wal_level'),"
@@ -101,7 +101,7 @@ def setup(dsn: str, slot_name: str) -> SetupReport:
     conn = connect(dsn, "pgcdc-setup")
     try:
         with conn.cursor() as cur:
-            major, database, superuser = _check(cur)
+            major, database, superuser = check_source(cur)
             if not superuser:
                 raise SourceSetupError(
                     "installing the DDL capture creates event triggers, which needs a "

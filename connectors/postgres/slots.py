@@ -25,7 +25,7 @@ import psycopg2
 import psycopg2.errors
 
 from connectors.postgres.server import connect
-from service.errors import SourceSetupError
+from service.errors import SlotTypeError, SourceSetupError
 from service.lsn import format_lsn, parse_lsn
 
 
@@ -66,10 +66,11 @@ def ensure_physical_slot(cur: Any, name: str) -> tuple[bool, int | None]:
     state = slot_state(cur, name)
     if state is not None:
         if state.slot_type != "physical":
-            raise SourceSetupError(
-                f"replication slot {name!r} exists but is {state.slot_type}, not physical: "
-                "choose another slot name or drop it",
-                field="slot_name",
+            raise SlotTypeError(
+                f"replication slot {name} is a {state.slot_type} slot; pgcdc streams over a "
+                f"physical slot: drop it (SELECT pg_drop_replication_slot('{name}')) or set "
+                "source.slot to another name",
+                field="source.slot",
             )
         return False, state.restart_lsn
     try:
@@ -133,7 +134,7 @@ def read_replication_slot(cur: Any, name: str) -> int | None:
     if row is None or row[0] is None:
         return None
     if row[0] != "physical":
-        raise SourceSetupError(f"replication slot {name} is not physical", field="slot_name")
+        raise SlotTypeError(f"replication slot {name} is not physical", field="source.slot")
     return parse_lsn(row[1]) if row[1] is not None else None
 
 

@@ -37,8 +37,9 @@ import psycopg2.errors
 import psycopg2.extras
 import structlog
 
+from connectors.postgres.classify import is_slot_busy, permanent_error
 from connectors.postgres.slots import create_replication_slot, read_replication_slot
-from service.errors import SourceSetupError, SourceUnavailableError
+from service.errors import SlotBusyError, SourceSetupError, SourceUnavailableError
 from service.lsn import format_lsn
 from service.wal.format import XLOG_BLCKSZ
 
@@ -62,6 +63,7 @@ class PhysicalStream:
         max_retries: int = 8,
         backoff_initial: float = 0.5,
         backoff_max: float = 30.0,
+        busy_grace_s: float = 60.0,
     ) -> None:
         self._dsn = dsn
         self.slot_name = slot_name
@@ -71,6 +73,7 @@ class PhysicalStream:
         self._max_retries = max_retries
         self._backoff_initial = backoff_initial
         self._backoff_max = backoff_max
+        self._busy_grace_s = busy_grace_s
         self.restart_lsn: int = 0  # flush position reported to the server
         self.received_lsn: int | None = None  # end of the bytes delivered so far
         self.server_version: int | None = None
@@ -145,6 +148,7 @@ class PhysicalStream:
         `idle_timeout` seconds (None: forever)."""
         failures = 0
         delay = self._backoff_initial
+        busy_since: float | None = None  # the slot is active under another walsender
         while stop is None or not stop.is_set():
             try:
                 cur, _ = self._start()
@@ -163,6 +167,24 @@ class PhysicalStream:
                 self.close()
                 self.reconnects += 1
                 failures += 1
+                # Permanent failures stop the worker as fatal instead of being retried
+                # into exit 3 (issue 11, defect 6); a busy slot only after a grace period.
+                permanent = permanent_error(exc, slot=self.slot_name, lsn=self.received_lsn)
+                if permanent is not None:
+                    raise permanent from exc
+                if is_slot_busy(exc):
+                    busy_since = busy_since if busy_since is not None else time.monotonic()
+                    if time.monotonic() - busy_since > self._busy_grace_s:
+                        raise SlotBusyError(
+                            f"replication slot {self.slot_name} has been active under another "
+                            f"process for more than {self._busy_grace_s:.0f}s ({exc}); "
+                            "another worker runs with this slot: stop it, or give this "
+                            "one its own source.slot",
+                            field="source.slot",
+                        ) from exc
+                    failures = min(failures, self._max_retries)  # the grace decides
+                else:
+                    busy_since = None
                 if failures > self._max_retries:
                     raise SourceUnavailableError(
                         f"replication connection lost {failures} times in a row: {exc}",

@@ -3,7 +3,19 @@
 Every command reads its settings from `--config FILE` (YAML) and `PGCDC_*` environment
 variables (see deploy/config.example.yaml); a bad setting stops the command with a
 message naming the field. Errors pgcdc raises on purpose print as one line naming the
-LSN, table or setting, and exit 2 (configuration), 3 (unreachable service) or 1.
+LSN, table or setting, and exit with a code that tells a supervisor what to do:
+
+- 0: stopped cleanly (SIGTERM, or a command that finished);
+- 1: fatal (`FatalError`): a permanent problem that retrying will not fix (wrong
+  password, wal_level not logical, a slot of the wrong type or held by another worker,
+  a schema the registry rejects, WAL that is gone, corrupt WAL, fenced by a newer
+  worker). Do not restart blindly: an operator must act;
+- 2: configuration error (`ConfigError`, a subclass of the fatal ones);
+- 3: retryable (`RetryableError`): a service stayed unreachable for its whole retry
+  budget. Restart later, with backoff;
+- 4: restartable (`RestartableError`): in-memory state was dropped on purpose; restart
+  at once, the worker resumes from its committed offsets;
+- 130: interrupted (Ctrl-C outside the worker).
 """
 
 from __future__ import annotations
@@ -14,7 +26,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from service.errors import ConfigError, PgcdcError, RetryableError
+from service.errors import ConfigError, PgcdcError, RestartableError, RetryableError
 from service.lsn import parse_lsn
 
 EPILOG = textwrap.dedent("""\
@@ -125,6 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RetryableError as exc:
         print(f"pgcdc: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 3
+    except RestartableError as exc:
+        print(f"pgcdc: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 4
     except PgcdcError as exc:
         print(f"pgcdc: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

@@ -43,7 +43,8 @@ import structlog
 from connectors.avro.plugin import AvroPlugin
 from connectors.kafka.schema_store import KafkaSchemaStore
 from connectors.kafka.sink import KafkaSink
-from connectors.postgres.server import connect, current_wal_lsn, force_running_xacts, server_version
+from connectors.postgres.preflight import preflight, source_identity
+from connectors.postgres.server import connect, current_wal_lsn, force_running_xacts
 from connectors.postgres.slots import advance_when_released, ensure_physical_slot
 from connectors.postgres.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
 from connectors.postgres.stream import PhysicalStream
@@ -61,6 +62,12 @@ from service.wal.format import XLOG_BLCKSZ
 log = structlog.get_logger(__name__)
 
 
+class ShutdownRequested(PgcdcError):
+    """SIGTERM arrived during a replay that outlived kafka.shutdown_timeout_s: unwinds
+    the replay so its open Kafka transaction is aborted (a PgcdcError, so the plugin
+    wrapper lets it through unchanged)."""
+
+
 class Worker:
     """One worker for one slot; `run()` until `stop` is set."""
 
@@ -69,7 +76,11 @@ class Worker:
         self.stop = threading.Event()
         self.metrics = metrics or Metrics(settings.source.slot)
         self.stream: PhysicalStream | None = None
-        self.sink = KafkaSink(settings, on_committed=self._on_kafka_commit)
+        self.sink = KafkaSink(
+            settings,
+            on_committed=self._on_kafka_commit,
+            retry_budget_s=settings.kafka.retry_budget_s,
+        )
         self.session: Session | None = None
         self._schema_saved = -1
         self._last_heartbeat = time.monotonic()
@@ -88,6 +99,7 @@ class Worker:
         # While set: the initial snapshot's Kafka transaction stays open until decoding
         # has passed this LSN (see `snapshot_horizon`); no offset is written before.
         self._snapshot_until: int | None = None
+        self._stop_seen: float | None = None  # when a write first saw `stop` set
 
     # --- callbacks ------------------------------------------------------------------
 
@@ -126,7 +138,7 @@ class Worker:
     def _open(self) -> tuple[Session, int]:
         s = self.settings
         dsn = s.source.dsn()
-        version = server_version(dsn)
+        version = preflight(dsn)  # wal_level, privileges, credentials: fatal if wrong
         last = self.sink.start()
         config = SessionConfig(
             dsn=dsn,
@@ -139,7 +151,16 @@ class Worker:
         events, slot_name = self.metrics.events, s.source.slot
         sink_write = self.sink.write
 
+        stop, grace = self.stop, s.kafka.shutdown_timeout_s
+
         def write(lsn: int, xid: int, record: object) -> None:
+            if stop.is_set():  # SIGTERM mid replay: finish it only within the grace
+                now = time.monotonic()
+                self._stop_seen = self._stop_seen or now
+                if now - self._stop_seen >= grace:
+                    raise ShutdownRequested(
+                        "stopping in the middle of a source transaction", lsn=lsn, xid=xid
+                    )
             sink_write(lsn, xid, record)
             if isinstance(record, OutputRecord):
                 events.labels(slot_name, record.topic, record.op or "-").inc()
@@ -153,9 +174,6 @@ class Worker:
                 "from Kafka; restore the history topic or reset the offsets topic",
                 lsn=last.confirmed_lsn,
             )
-        self.stream = PhysicalStream(
-            dsn, s.source.slot, start_lsn=last.restart_lsn if last else None
-        )
         if last is not None and stored is not None:
             start = last.restart_lsn
             session = Session(
@@ -199,6 +217,11 @@ class Worker:
             session.on_aligned = self._aligned
             force_running_xacts(dsn, version)
             log.info("worker_started", restart_lsn=format_lsn(start))
+        # On a fresh start too the stream begins where the slot was read above, once:
+        # a second read (READ_REPLICATION_SLOT) could see a later position.
+        self.stream = PhysicalStream(
+            dsn, s.source.slot, start_lsn=start, busy_grace_s=s.source.slot_busy_grace_s
+        )
         session.decoding.on_committed = self._end_txn
         session.sink.progress = self.stream.keepalive
         return session, start
@@ -262,6 +285,7 @@ class Worker:
         else:
             m.health.reason = "waiting for a consistent point"
         interval = self.settings.kafka.heartbeat_interval_s
+        failed = True  # until the loop ends without an exception
         try:
             while not self.stop.is_set():
                 for lsn, data in stream.chunks(self.stop, idle_timeout=interval):
@@ -280,9 +304,14 @@ class Worker:
                         break
                 if not self.stop.is_set():
                     self._heartbeat()
+            failed = False
+        except ShutdownRequested as exc:  # `failed` stays set: the Kafka txn is aborted
+            log.info("worker_shutdown_aborts_transaction", error=str(exc))
         finally:
             m.health.ready, m.health.reason = False, "stopping"
-            self.sink.close()
+            # On an exception the open Kafka transaction may hold part of a source
+            # transaction: abort it, never commit it (issue 11, defect 1).
+            self._close_sink(commit=not failed)
             if self.stream is not None:
                 self.stream.close()
             if self._sql is not None:
@@ -291,6 +320,17 @@ class Worker:
         self._final_feedback()
         log.info("worker_stopped", decoded_lsn=format_lsn(session.decoding.last_end_lsn))
         return 0
+
+    def _close_sink(self, *, commit: bool) -> None:
+        """Close the sink; while already unwinding an exception, a second failure (the
+        broker is gone too) is logged so that the first one is what the worker reports."""
+        if commit:
+            self.sink.close()
+            return
+        try:
+            self.sink.close(commit=False)
+        except PgcdcError as exc:
+            log.warning("kafka_close_failed", error=str(exc))
 
     def _final_feedback(self) -> None:
         """After a clean stop, move the slot to the last committed restart LSN.
@@ -387,6 +427,13 @@ def snapshot_horizon(snapshot_lsn: int) -> int:
 
 
 def run_worker(settings: Settings) -> int:
+    if settings.kafka.transactional_id is None:
+        # Unique per source, stable across restarts: the slot name alone made pipelines
+        # on different servers or databases fence each other (issue 11, defect 7).
+        settings.kafka.transactional_id = (
+            f"pgcdc-{source_identity(settings.source.dsn())}-{settings.source.slot}"
+        )
+    log.info("worker_transactional_id", transactional_id=settings.transactional_id)
     metrics = Metrics(settings.source.slot)
     port = metrics.serve(settings.metrics.host, settings.metrics.port)
     log.info("metrics_serving", port=port)

@@ -1,0 +1,114 @@
+"""Which PostgreSQL errors are permanent: the edge that tells "retry" from "stop".
+
+The replication stream and the worker's SQL connections (`connectors.postgres.server`)
+reconnect with backoff on a lost connection. Some failures look the same to psycopg2
+(an `OperationalError` or a plain `DatabaseError` with the server's text) but can never
+get better by retrying;
+retrying them hides the problem behind exit 3, which a supervisor retries forever.
+
+`permanent_error(exc, slot=..., lsn=...)` returns the fatal pgcdc error for such a
+failure, or None for one worth retrying:
+
+- refused credentials (`password authentication failed`, no pg_hba.conf entry):
+  `SourceAuthError` (also what `connect_error` gives for a refused connection);
+- a slot of the wrong type (a logical slot where pgcdc needs a physical one):
+  `SlotTypeError`;
+- WAL the slot should have kept is gone (`requested WAL segment … has already been
+  removed`): `WalRemovedError`, naming the LSN and the remedy (a new snapshot).
+
+`is_slot_busy(exc)` tells the one failure that is permanent only after a while: the slot
+is active under another walsender. The caller retries it for a grace period (a dying
+worker's walsender may take a moment to go), then raises `SlotBusyError`.
+
+Matching is on the server's message text (libpq gives psycopg2 no SQLSTATE for
+connection failures, and the walsender's errors arrive as plain DatabaseError).
+"""
+
+from __future__ import annotations
+
+import re
+
+import psycopg2
+
+from service.errors import (
+    PgcdcError,
+    SlotTypeError,
+    SourceAuthError,
+    SourceUnavailableError,
+    WalRemovedError,
+)
+from service.lsn import format_lsn
+
+# SQLSTATE 28P01 invalid_password, 28000 invalid_authorization_specification: libpq
+# reports them as OperationalError with only the server's text, so the text is matched.
+_AUTH_FAILURES = (
+    "password authentication failed",
+    "no password supplied",
+    "authentication failed",
+    "no pg_hba.conf entry",
+)
+
+
+def is_auth_failure(exc: BaseException) -> bool:
+    """Whether a psycopg2 connection error says the credentials were refused."""
+    text = str(exc).lower()
+    return isinstance(exc, psycopg2.OperationalError) and any(m in text for m in _AUTH_FAILURES)
+
+
+def connect_error(exc: psycopg2.OperationalError, what: str) -> PgcdcError:
+    """The pgcdc error for a failed connection: fatal `SourceAuthError` when the
+    credentials were refused, else retryable `SourceUnavailableError`."""
+    detail = str(exc).strip()
+    if is_auth_failure(exc):
+        return SourceAuthError(
+            f"the source refused the credentials for {what}: {detail}; "
+            "fix source.user / source.password",
+            field="source.password",
+        )
+    return SourceUnavailableError(f"cannot connect to the source ({what}): {detail}")
+
+
+_WRONG_TYPE = (
+    "cannot use a logical replication slot for physical replication",
+    "with a logical replication slot",
+    "is not physical",
+)
+_BUSY = re.compile(r"replication slot \"?[^\"]*\"? is active for pid", re.IGNORECASE)
+_REMOVED = re.compile(r"requested WAL segment (\S+) has already been removed", re.IGNORECASE)
+
+
+def permanent_error(
+    exc: BaseException,
+    *,
+    slot: str,
+    lsn: int | None = None,
+) -> PgcdcError | None:
+    """The fatal error for `exc` if retrying cannot help, else None."""
+    text = str(exc).strip()
+    if is_auth_failure(exc):
+        return SourceAuthError(
+            f"the source refused the credentials: {text}; fix source.user / source.password",
+            field="source.password",
+        )
+    if any(marker in text for marker in _WRONG_TYPE):
+        return SlotTypeError(
+            f"replication slot {slot} is not a physical slot ({text}); pgcdc streams over "
+            f"a physical slot: drop it (SELECT pg_drop_replication_slot('{slot}')) or set "
+            "source.slot to another name",
+            field="source.slot",
+        )
+    removed = _REMOVED.search(text)
+    if removed is not None:
+        at = f" at {format_lsn(lsn)}" if lsn is not None else ""
+        return WalRemovedError(
+            f"the server has removed WAL segment {removed.group(1)} that slot {slot} needs "
+            f"to continue{at}; the changes in it are lost to pgcdc. Remedy: take a new "
+            "snapshot (stop the worker, delete its offsets and schema-history topics, "
+            "drop and recreate the slot, start with snapshot.mode = initial)",
+            lsn=lsn,
+        )
+    return None
+
+
+def is_slot_busy(exc: BaseException) -> bool:
+    return _BUSY.search(str(exc)) is not None
