@@ -75,10 +75,12 @@ from service.types.sendform import (
     snapshot_registry,
     to_stored,
 )
+from service.types.snapshot_rewrites import TEXT_VALUED
 
 log = structlog.get_logger(__name__)
 
-TEXT_OID, TEXT_ARRAY_OID = 25, 1009
+TEXT_OID, TEXT_ARRAY_OID, XML_OID = 25, 1009, 142
+_U32_LE = struct.Struct("<I")
 COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -307,7 +309,9 @@ class _ColumnPlan:
         self.type_oid = type_oid
         self.type_name = type_name
         self.expr = expr  # None: not selected (always NULL)
-        self.mode = mode  # "stored": rewrite + decode; "text": output text; "null"
+        # "stored": rewrite + decode; "text": output text; "null"; "xml[]": a text[]
+        # rewritten, then relabelled as an array of xml (its elements decode as xml_out)
+        self.mode = mode
         self.info = info
         self.registry = registry
         self.unknown_as_text = unknown_as_text
@@ -324,7 +328,10 @@ class _ColumnPlan:
         def datum() -> bytes:
             if not stored:
                 try:
-                    stored.append(to_stored(data, info, registry))
+                    datum = to_stored(data, info, registry)
+                    if self.mode == "xml[]":  # ArrayType.elemtype, after ndim and dataoffset
+                        datum = datum[:8] + _U32_LE.pack(XML_OID) + datum[12:]
+                    stored.append(datum)
                 except DecodeError as exc:
                     raise DecodeError(exc.message, relation=where, field=name) from exc
             return stored[0]
@@ -459,11 +466,19 @@ class SnapshotReader:
                 if base.output_src == "array_out" else None
             if col.generated == "v":
                 expr, mode = None, "null"
-            elif base.output_src in TEXTUAL and (
-                    base.output_src == "xml_out" or not convertible(info, types, no_send)):
+            elif base.output_src == "xml_out":
+                # The stored text, decoded as xml (xml_out drops a plain declaration).
+                expr, mode, info = f"{ident}::text", "stored", base
+            elif base.output_src in TEXTUAL and not convertible(info, types, no_send):
                 expr, mode, info = f"{ident}::text", "stored", types.get(TEXT_OID)
+            elif elem is not None and elem.output_src == "xml_out":
+                expr, mode, info = f"{ident}::text[]", "xml[]", types.get(TEXT_ARRAY_OID)
             elif elem is not None and elem.output_src in TEXTUAL and (
-                    elem.output_src == "xml_out" or not convertible(info, types, no_send)):
+                    not convertible(info, types, no_send)):
+                expr, mode, info = f"{ident}::text[]", "stored", types.get(TEXT_ARRAY_OID)
+            elif base.output_src in TEXT_VALUED:
+                expr, mode, info = f"{ident}::text", "stored", types.get(TEXT_OID)
+            elif elem is not None and elem.output_src in TEXT_VALUED:
                 expr, mode, info = f"{ident}::text[]", "stored", types.get(TEXT_ARRAY_OID)
             elif not convertible(info, types, no_send):
                 expr, mode = f"{ident}::text", "text"

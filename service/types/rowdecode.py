@@ -56,6 +56,7 @@ from service.types.sendform import (
     snapshot_registry,
     to_stored,
 )
+from service.types.snapshot_rewrites import TEXT_VALUED
 from service.types.varlena import ToastPointer, Unchanged, resolve_toast
 
 _CLASS_CACHE_MAX = 4096
@@ -434,6 +435,12 @@ class _MissingPlanner:
             if base.output_src == "array_out":
                 elem = base_type(registry.get(base.typelem), registry)
                 text = registry.get(TEXT_OID)
+                if elem.output_src in TEXT_VALUED:  # elements valued as their text
+                    send = self._ask(TEXT_ARRAY_OID, -1, literal)
+                    if send is None:
+                        return None, None
+                    return None, _snapshot_value(send, registry.get(TEXT_ARRAY_OID), registry,
+                                                 name, type_name)
                 if elem.output_src in TEXTUAL and (elem.typlen, elem.typalign) == \
                         (text.typlen, text.typalign):
                     send = self._ask(TEXT_ARRAY_OID, -1, literal)
@@ -445,7 +452,8 @@ class _MissingPlanner:
             if not convertible(info, registry):
                 send = self._ask(TEXT_OID, -1, literal)
                 return None, None if send is None else self._as_text(
-                    info, send, name, type_name, lsn, qualified)
+                    info, send, name, type_name, lsn, qualified,
+                    base.output_src in TEXT_VALUED)
             send = self._ask(oid, col.typmod, literal)
             if send is None:
                 return None, None
@@ -457,9 +465,10 @@ class _MissingPlanner:
                             lsn=lsn, relation=qualified, field=name) from exc
 
     def _as_text(self, info: TypeInfo, text: bytes, name: str, type_name: str, lsn: int,
-                 qualified: str) -> ColumnValue:
-        """An unknown type's default, as the snapshot reads such a column (its text)."""
-        if self._unknown_as_text and info.typlen == -1:
+                 qualified: str, text_valued: bool = False) -> ColumnValue:
+        """An unknown type's default, as the snapshot reads such a column (its text); a
+        type whose value is its output text (`text_valued`) reads it always."""
+        if text_valued or (self._unknown_as_text and info.typlen == -1):
             value = text.decode("utf-8")
             return ColumnValue.constant(
                 ColumnCodec(name, info.oid, type_name, _no_value, _no_text, shared=False),

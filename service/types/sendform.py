@@ -41,6 +41,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from service.errors import DecodeError
+from service.types import snapshot_rewrites
+from service.types.multirange import multirange_send_to_stored
 from service.types.registry import TypeInfo, TypeRegistry
 
 _ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
@@ -156,6 +158,7 @@ _FIXED: dict[str, Rewrite] = {
     "xml_out": _same, "byteaout": _same, "numeric_out": _numeric, "inet_out": _inet,
     "cidr_out": _inet, "bit_out": _bits, "varbit_out": _bits, "jsonb_out": _jsonb,
     "enum_out": _enum,
+    **snapshot_rewrites.FIXED,
 }
 _CONTAINERS = frozenset({"array_out", "int2vectorout", "oidvectorout", "record_out",
                          "range_out"})
@@ -190,6 +193,8 @@ def convertible(info: TypeInfo, registry: TypeRegistry,
                        for f in info.fields if not f.dropped)
         case "range_out":
             return convertible(registry.get(info.range_subtype), registry, no_send)
+        case "multirange_out":
+            return convertible(registry.get(info.multirange_range), registry, no_send)
         case _:
             return False
 
@@ -201,7 +206,7 @@ output text (`::text`, by I/O conversion when no cast exists) is its stored form
 
 def snapshot_registry(registry: TypeRegistry) -> TypeRegistry:
     """The registry to decode rewritten values with: jsonb read as its printed text."""
-    out = TypeRegistry(registry.user_types())
+    out = registry.fresh(registry.user_types())
     out.add(replace(registry.get(JSONB_OID), output_src="json_out"))
     return out
 
@@ -222,6 +227,9 @@ def to_stored(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
             return _record(data, info, registry)
         case "range_out":
             return _range(data, info, registry)
+        case "multirange_out":
+            return multirange_send_to_stored(
+                data, info, registry, lambda d, rng: _range(d, rng, registry))
         case _:
             raise DecodeError(
                 f"type {info.name} (output function {src}) has no known send format"
