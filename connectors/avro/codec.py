@@ -146,7 +146,7 @@ def micro_timestamp_of_stored(buf: bytes) -> int | None:
     micros: int = _I64.unpack(buf)[0]
     if micros in (INT64_MIN, INT64_MAX):
         return micros
-    return micros + _PG_EPOCH_MICROS
+    return min(micros + _PG_EPOCH_MICROS, INT64_MAX - 1)  # as avro_schema.clamp_micros
 
 
 def date_of_stored(buf: bytes) -> int | None:

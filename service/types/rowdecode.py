@@ -251,11 +251,25 @@ class HistoryRows:
             kind = {"e": "e", "d": "d", "c": "c", "r": "r"}.get(info.typtype, "b")
             if info.typelem and info.typlen == -1 and info.output_src == "array_out":
                 kind = "a"
+            elem_oid, elem_kind, elem_typmod, labels = info.typelem, "b", -1, info.enum_labels
+            if kind in ("a", "d"):
+                # An array's element, or a domain's base type: what Avro maps it as.
+                elem = base_type(info, registry) if kind == "d" else \
+                    base_type(registry.get(info.typelem), registry)
+                elem_oid = elem.oid
+                elem_kind = {"e": "e", "c": "c", "r": "r"}.get(elem.typtype, "b")
+                if elem.typelem and elem.typlen == -1 and elem.output_src == "array_out":
+                    elem_kind = "a"
+                if elem.typtype == "e":
+                    labels = elem.enum_labels
+                if kind == "d":
+                    elem_typmod = info.typtypmod
             metas.append(ColumnMeta(
                 name=c.name, attnum=c.attnum, type_oid=c.type_oid,
                 type_name=self._names.get(c.type_oid, info.name), typmod=c.typmod,
-                notnull=c.not_null, kind=kind, elem_type_oid=info.typelem,
-                enum_labels=tuple(info.enum_labels.values()),
+                notnull=c.not_null, kind=kind, elem_type_oid=elem_oid,
+                enum_labels=tuple(labels.values()), elem_kind=elem_kind,
+                elem_typmod=elem_typmod,
             ))
         rel = RelationInfo(
             oid=table.oid, schema=table.schema, name=table.name,
