@@ -395,6 +395,8 @@ _BY_OID: dict[int, TypeMapping] = {
                       "string"),
     2950: TypeMapping(_semantic("string", "io.debezium.data.Uuid"), _to_str, False, "string"),
     3802: TypeMapping(_semantic("string", "io.debezium.data.Json"), _to_str, False, "string"),
+    3614: TypeMapping(_semantic("string", "io.debezium.data.Tsvector"), _to_str, True,
+                      "string"),  # tsvector: its text, as Debezium's Tsvector
 }
 _NUMERIC, _MONEY, _BIT, _VARBIT, _BOX = 1700, 790, 1560, 1562, 603
 

@@ -87,3 +87,10 @@ def test_timestamps_past_int64_micros_clamp() -> None:
         micros = 294276 * 366 * 86_400_000_000
 
     assert timestamp_micros(Stored()) == INT64_MAX - 1
+
+
+def test_tsvector_is_debezium_tsvector() -> None:
+    """tsvector is the string io.debezium.data.Tsvector holding tsvectorout's text."""
+    m = _map(ColumnMeta("v", 1, 3614, "tsvector", -1, False))
+    assert m.schema["connect.name"] == "io.debezium.data.Tsvector" and m.use_text
+    assert m.convert("'a':1 'b'") == "'a':1 'b'"
