@@ -143,7 +143,7 @@ def micro_timestamp_of_stored(buf: bytes) -> int | None:
     micros = timestamp_usecs(buf)
     if micros in (INT64_MIN, INT64_MAX):
         return micros
-    return micros + UNIX_EPOCH_USECS
+    return min(micros + UNIX_EPOCH_USECS, INT64_MAX - 1)  # as connectors.avro.schema.clamp_micros
 
 
 def date_of_stored(buf: bytes) -> int | None:

@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from connectors.avro.array_text import array_elements
 from connectors.schemas import load_static
 from service.errors import PluginError
 from service.output.api import UNCHANGED_TOAST, ColumnMeta, ColumnValue, RelationInfo
@@ -238,7 +239,14 @@ def timestamp_micros(value: Any) -> int:
     infinite = getattr(value, "infinite", 0)
     if infinite:
         return INT64_MAX if infinite > 0 else INT64_MIN
-    return int(value.micros) + UNIX_EPOCH_USECS
+    return clamp_micros(int(value.micros) + UNIX_EPOCH_USECS)
+
+
+def clamp_micros(micros: int) -> int:
+    """A finite timestamp after 294247-01-10 04:00:54.775807 (int64 µs since 1970 runs
+    out; PostgreSQL's own range goes to 294276) is clamped to the largest finite long,
+    INT64_MAX - 1, which stays distinct from +infinity's INT64_MAX."""
+    return min(micros, INT64_MAX - 1)
 
 
 def _fraction(us: int) -> str:
@@ -378,8 +386,11 @@ _BY_OID: dict[int, TypeMapping] = {
     ),
     2950: TypeMapping(_semantic("string", "io.debezium.data.Uuid"), _to_str, False, "string"),
     3802: TypeMapping(_semantic("string", "io.debezium.data.Json"), _to_str, False, "string"),
+    3614: TypeMapping(
+        _semantic("string", "io.debezium.data.Tsvector"), _to_str, True, "string"
+    ),  # tsvector: its text, as Debezium's Tsvector
 }
-_NUMERIC, _MONEY, _BIT, _VARBIT = 1700, 790, 1560, 1562
+_NUMERIC, _MONEY, _BIT, _VARBIT, _BOX = 1700, 790, 1560, 1562, 603
 
 
 def _numeric_mapping(
@@ -433,26 +444,58 @@ def type_mapping(
             _semantic("string", "io.debezium.data.Enum", allowed=allowed), _to_str, False, "string"
         )
     if col.kind == "d":
-        if col.elem_type_oid:
+        # A domain maps as its base type (Debezium resolves domains to their base), with
+        # the domain's typmod when the column has none; a domain over an array stays text.
+        if col.elem_type_oid and col.elem_kind != "a":
+            typmod = col.typmod if col.typmod >= 0 else col.elem_typmod
             return type_mapping(
                 ColumnMeta(
-                    col.name, col.attnum, col.elem_type_oid, col.type_name, col.typmod, col.notnull
+                    col.name,
+                    col.attnum,
+                    col.elem_type_oid,
+                    col.type_name,
+                    typmod,
+                    col.notnull,
+                    kind=col.elem_kind,
+                    enum_labels=col.enum_labels,
                 ),
                 decimal_mode,
                 warn,
             )
         return _TEXT
     if col.kind == "a":
-        elem = ColumnMeta(col.name, col.attnum, col.elem_type_oid, col.type_name, -1, False)
+        # Items keep the element's mapping: its kind (enum), and the column's typmod,
+        # which is the element's (numeric(10,3)[], bit(1)[]).
+        elem = ColumnMeta(
+            col.name,
+            col.attnum,
+            col.elem_type_oid,
+            col.type_name,
+            col.typmod,
+            False,
+            kind=col.elem_kind,
+            enum_labels=col.enum_labels,
+        )
         item = type_mapping(elem, decimal_mode, warn)
-        item_conv = _to_str if item.use_text else item.convert
+        schema = {"type": "array", "items": ["null", item.schema]}
+        if item.use_text:
+            # Text-mapped items are each element's own output text, cut from the
+            # array's text (box is the one built-in type whose delimiter is ';').
+            delim = ";" if col.elem_type_oid == _BOX else ","
+            item_text = item.convert
+
+            def array_of_texts(text: Any) -> list[Any]:
+                return [
+                    None if x is None else item_text(x) for x in array_elements(str(text), delim)
+                ]
+
+            return TypeMapping(schema, array_of_texts, True, "array", item.kind)
+        item_conv = item.convert
 
         def array(v: Any) -> list[Any]:
             return [None if x is None else item_conv(x) for x in _flatten(v)]
 
-        return TypeMapping(
-            {"type": "array", "items": ["null", item.schema]}, array, False, "array", item.kind
-        )
+        return TypeMapping(schema, array, False, "array", item.kind)
     if col.kind in ("c", "r"):
         return _TEXT
     found = _BY_OID.get(oid)

@@ -30,10 +30,11 @@ from service.types.registry import TypeInfo, TypeRegistry
 _TYPE_SQL = """
 SELECT t.oid, t.typname, t.typlen, t.typbyval, t.typalign, t.typtype, p.prosrc,
        t.typelem, t.typdelim, t.typbasetype, t.typtypmod, t.typrelid,
-       COALESCE(r.rngsubtype, 0)
+       COALESCE(r.rngsubtype, 0), COALESCE(m.rngtypid, 0)
 FROM pg_catalog.pg_type t
 JOIN pg_catalog.pg_proc p ON p.oid = t.typoutput
 LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid
+LEFT JOIN pg_catalog.pg_range m ON m.rngmultitypid = t.oid
 WHERE t.oid = ANY(%s)
 """
 
@@ -51,10 +52,11 @@ ORDER BY a.attrelid, a.attnum
 
 _BUILTIN_SQL = """
 SELECT t.oid, t.typname, t.typlen, t.typbyval, t.typalign, t.typtype, p.prosrc,
-       t.typelem, t.typdelim, COALESCE(r.rngsubtype, 0)
+       t.typelem, t.typdelim, COALESCE(r.rngsubtype, 0), COALESCE(m.rngtypid, 0)
 FROM pg_catalog.pg_type t
 JOIN pg_catalog.pg_proc p ON p.oid = t.typoutput
 LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid
+LEFT JOIN pg_catalog.pg_range m ON m.rngmultitypid = t.oid
 WHERE t.oid < 16384 AND t.typtype IN ('b', 'r', 'm')
   AND t.typnamespace = 'pg_catalog'::regnamespace
   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_type e
@@ -66,11 +68,16 @@ ORDER BY t.oid
 class CatalogTypes:
     """Reads type facts on demand and keeps them in a `TypeRegistry` (the cache)."""
 
-    __slots__ = ("_conn", "registry")
+    __slots__ = ("_conn", "names", "registry")
 
     def __init__(self, conn: psycopg2.extensions.connection, registry: TypeRegistry | None = None):
         self._conn = conn
-        self.registry = registry if registry is not None else TypeRegistry()
+        self.names = CatalogNames(conn)
+        self.registry = (
+            registry
+            if registry is not None
+            else TypeRegistry(version=conn.server_version // 10000, oid_names=self.names)
+        )
 
     def ensure(self, oids: Iterable[int]) -> TypeRegistry:
         """Load every OID in `oids`, and the types they depend on, if not cached."""
@@ -79,7 +86,7 @@ class CatalogTypes:
             loaded = self._load(sorted(pending))
             pending = set()
             for info in loaded:
-                deps = [info.typelem, info.typbasetype, info.range_subtype]
+                deps = [info.typelem, info.typbasetype, info.range_subtype, info.multirange_range]
                 deps += [f.typid for f in info.fields if not f.dropped]
                 pending.update(d for d in deps if d and d not in self.registry)
         return self.registry
@@ -96,7 +103,8 @@ class CatalogTypes:
         self.registry = _without(self.registry, oid)
 
     def invalidate_all(self) -> None:
-        self.registry = TypeRegistry()
+        self.names.clear()
+        self.registry = self.registry.fresh()
 
     def _load(self, oids: list[int]) -> list[TypeInfo]:
         with self._conn.cursor() as cur:
@@ -118,7 +126,22 @@ class CatalogTypes:
                     )
         out: list[TypeInfo] = []
         for row in rows:
-            oid, name, typlen, byval, al, typtype, src, elem, delim, base, typmod, relid, sub = row
+            (
+                oid,
+                name,
+                typlen,
+                byval,
+                al,
+                typtype,
+                src,
+                elem,
+                delim,
+                base,
+                typmod,
+                relid,
+                sub,
+                multi,
+            ) = row
             info = TypeInfo(
                 oid=oid,
                 name=name,
@@ -134,14 +157,69 @@ class CatalogTypes:
                 enum_labels=MappingProxyType(labels.get(oid, {})),
                 fields=tuple(fields.get(relid, ())),
                 range_subtype=sub,
+                multirange_range=multi,
             )
             self.registry.add(info)
             out.append(info)
         return out
 
 
+# The SQL type each reg* output function prints (service.types.regtypes.REG_OUTPUTS).
+_REG_CASTS = {
+    "regprocout": "regproc",
+    "regprocedureout": "regprocedure",
+    "regoperout": "regoper",
+    "regoperatorout": "regoperator",
+    "regclassout": "regclass",
+    "regtypeout": "regtype",
+    "regroleout": "regrole",
+    "regnamespaceout": "regnamespace",
+    "regconfigout": "regconfig",
+    "regdictionaryout": "regdictionary",
+    "regcollationout": "regcollation",
+}
+
+
+class CatalogNames:
+    """`service.types.regtypes.OidNames` over the catalog connection, cached.
+
+    A reg* value's text is what the server's own output function prints for the OID
+    (with this connection's search_path, the default one, as a test_decoding session
+    has), so it is exact for every object as the catalog holds it now. `role` gives a
+    role's raw name (aclitem quotes it itself). The cache lives until `clear()` (the
+    catalog stage's invalidate_all).
+    """
+
+    __slots__ = ("_cache", "_conn")
+
+    def __init__(self, conn: psycopg2.extensions.connection) -> None:
+        self._conn = conn
+        self._cache: dict[tuple[str, int], str | None] = {}
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+    def __call__(self, kind: str, oid: int) -> str | None:
+        key = (kind, oid)
+        if key in self._cache:
+            return self._cache[key]
+        with self._conn.cursor() as cur:
+            if kind == "role":
+                cur.execute("SELECT rolname FROM pg_catalog.pg_roles WHERE oid = %s", (oid,))
+            elif kind in _REG_CASTS:
+                cur.execute(
+                    f"SELECT %s::pg_catalog.oid::pg_catalog.{_REG_CASTS[kind]}::text", (oid,)
+                )
+            else:
+                raise ValueError(f"no catalog name of kind {kind!r}")
+            row = cur.fetchone()
+        text = None if row is None else str(row[0])
+        self._cache[key] = text
+        return text
+
+
 def _without(registry: TypeRegistry, oid: int) -> TypeRegistry:
-    fresh = TypeRegistry()
+    fresh = registry.fresh()
     for info in registry.user_types():
         if info.oid != oid:
             fresh.add(info)
@@ -159,7 +237,7 @@ def render_builtin_table(dsns: list[str]) -> str:
         conn.close()
     rows = [by_oid[o] for o in sorted(by_oid)]
     lines = ["BUILTIN_TYPES: tuple[TypeInfo, ...] = ("]
-    for oid, name, typlen, byval, al, typtype, src, elem, delim, sub in rows:
+    for oid, name, typlen, byval, al, typtype, src, elem, delim, sub, multi in rows:
         extra = ""
         if elem:
             extra += f", typelem={elem}"
@@ -167,6 +245,8 @@ def render_builtin_table(dsns: list[str]) -> str:
             extra += f', typdelim="{delim}"'
         if sub:
             extra += f", range_subtype={sub}"
+        if multi:
+            extra += f", multirange_range={multi}"
         args = f'{oid}, "{name}", {typlen}, {byval}, "{al}", "{typtype}", "{src}"{extra}'
         if len(args) > 84:
             lines.append(f"    TypeInfo(\n        {args}\n    ),")

@@ -51,7 +51,7 @@ import psycopg2.extensions
 import structlog
 
 from connectors.postgres.catalog_types import CatalogTypes
-from service._binary import BE_I16, BE_I32
+from service._binary import BE_I16, BE_I32, U32
 from service.config import FilterSettings
 from service.errors import DecodeError, UnknownTypeError
 from service.output.api import (
@@ -63,7 +63,7 @@ from service.output.api import (
     TxnInfo,
 )
 from service.output.filters import TableFilter
-from service.pgconst import TEXT_ARRAY_OID, TEXT_OID
+from service.pgconst import TEXT_ARRAY_OID, TEXT_OID, XML_OID
 from service.schema.history import SchemaHistory
 from service.schema.tabledef import CatalogSnapshot, TableDef
 from service.types.convert import to_python, to_text
@@ -77,6 +77,7 @@ from service.types.sendform import (
     text_is_stored,
     to_stored,
 )
+from service.types.snapshot_rewrites import TEXT_VALUED
 
 log = structlog.get_logger(__name__)
 
@@ -350,7 +351,9 @@ class _ColumnPlan:
         self.type_oid = type_oid
         self.type_name = type_name
         self.expr = expr  # None: not selected (always NULL)
-        self.mode = mode  # "stored": rewrite + decode; "text": output text; "null"
+        # "stored": rewrite + decode; "text": output text; "null"; "xml[]": a text[]
+        # rewritten, then relabelled as an array of xml (its elements decode as xml_out)
+        self.mode = mode
         self.info = info
         self.registry = registry
         self.unknown_as_text = unknown_as_text
@@ -367,7 +370,10 @@ class _ColumnPlan:
         def datum() -> bytes:
             if not stored:
                 try:
-                    stored.append(to_stored(data, info, registry))
+                    datum = to_stored(data, info, registry)
+                    if self.mode == "xml[]":  # ArrayType.elemtype, after ndim and dataoffset
+                        datum = datum[:8] + U32.pack(XML_OID) + datum[12:]
+                    stored.append(datum)
                 except DecodeError as exc:
                     raise DecodeError(exc.message, relation=where, field=name) from exc
             return stored[0]
@@ -493,21 +499,33 @@ class SnapshotReader:
         live = [c for c in table.columns if not c.dropped]
         for col, meta in zip(live, rel.columns, strict=True):
             info = types.get(col.type_oid, column=col.name)
+            base = base_type(info, types)
             ident = quote_ident(col.name)
+            elem = (
+                base_type(types.get(base.typelem), types)
+                if base.output_src == "array_out"
+                else None
+            )
             # The stored form of a textual value is its text (sendform.text_is_stored);
-            # it is read as text where its send format cannot serve: xml_send re-prints
-            # the declaration, and a user type may have no send function.
+            # it is read as text where its send format cannot serve: a user type may have
+            # no send function, and xml_send re-prints the declaration, so xml is always
+            # read as its stored text. Types valued as their output text (TEXT_VALUED:
+            # the reg* family, snapshots) are always read as text.
             sendable = convertible(info, types, no_send)
-            elem = text_array_is_stored(info, types)
             if col.generated == "v":
                 expr, mode = None, "null"
-            elif text_is_stored(info, types) and (
-                base_type(info, types).output_src == "xml_out" or not sendable
-            ):
+            elif base.output_src == "xml_out":
+                # The stored text, decoded as xml (xml_out drops a plain declaration).
+                expr, mode, info = f"{ident}::text", "stored", base
+            elif text_is_stored(info, types) and not sendable:
                 expr, mode, info = f"{ident}::text", "stored", types.get(TEXT_OID)
-            elif elem is not None and (
-                base_type(elem, types).output_src == "xml_out" or not sendable
-            ):
+            elif elem is not None and elem.output_src == "xml_out":
+                expr, mode, info = f"{ident}::text[]", "xml[]", types.get(TEXT_ARRAY_OID)
+            elif text_array_is_stored(info, types) is not None and not sendable:
+                expr, mode, info = f"{ident}::text[]", "stored", types.get(TEXT_ARRAY_OID)
+            elif base.output_src in TEXT_VALUED:
+                expr, mode, info = f"{ident}::text", "stored", types.get(TEXT_OID)
+            elif elem is not None and elem.output_src in TEXT_VALUED:
                 expr, mode, info = f"{ident}::text[]", "stored", types.get(TEXT_ARRAY_OID)
             elif not convertible(info, types, no_send):
                 expr, mode = f"{ident}::text", "text"

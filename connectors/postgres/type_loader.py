@@ -47,14 +47,18 @@ class TypeLoader:
                 if self._conn.encoding != "UTF8":
                     self._conn.set_client_encoding("UTF8")
                 cur.execute(
-                    "SELECT pg_catalog.format_type(%s, %s)",
-                    (type_oid, typmod if typmod >= 0 else None),
+                    "SELECT pg_catalog.format_type(%s, %s), "
+                    "typdelim = ',' OR typcategory = 'A' "
+                    "FROM pg_catalog.pg_type WHERE oid = %s",
+                    (type_oid, typmod if typmod >= 0 else None, type_oid),
                 )
                 row = cur.fetchone()
                 assert row is not None
+                # attmissingval prints with the type's own delimiter (box: ';'), which a
+                # text[] would split on ',': read such a literal as an array of the type.
+                array = "pg_catalog.text[]" if row[1] else f"{row[0]}[]"
                 sql = cur.mogrify(
-                    f"COPY (SELECT ((%s::pg_catalog.text[])[1])::{row[0]}) "
-                    "TO STDOUT (FORMAT binary)",
+                    f"COPY (SELECT ((%s::{array})[1])::{row[0]}) TO STDOUT (FORMAT binary)",
                     (literal,),
                 ).decode()
                 target = CopyRows(1, fields.extend)

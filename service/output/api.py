@@ -222,6 +222,11 @@ class ColumnMeta:
     kind: str = "b"
     elem_type_oid: int = 0
     enum_labels: tuple[str, ...] = ()
+    # The kind of `elem_type_oid` (array element, or domain base), as `kind`; with an
+    # enum element or base, `enum_labels` are its labels. `elem_typmod`: the domain's
+    # typmod (pg_type.typtypmod) when the column has none.
+    elem_kind: str = "b"
+    elem_typmod: int = -1
 
 
 @dataclass(slots=True, frozen=True)

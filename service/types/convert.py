@@ -18,8 +18,9 @@ exact for types whose binary form is their text (e.g. a citext-like type whose o
 function is not `textout`), and is the caller's explicit choice otherwise. Fixed-length
 unknown types and non-UTF-8 payloads still raise `UnknownTypeError`.
 
-Multiranges, geometric types, tsvector/tsquery, jsonpath and the reg* types are not
-decoded (their output functions are not in the tables below).
+Geometric types, tsvector/tsquery, jsonpath, multiranges, pg_snapshot/txid_snapshot,
+aclitem and the reg* types have their own modules; aclitem and reg* need the catalog
+stage's name resolver on the registry (`TypeRegistry.oid_names`).
 
 Pure; no I/O.
 """
@@ -30,11 +31,16 @@ from collections.abc import Callable
 from typing import Any
 
 from service.errors import DecodeError, UnknownTypeError
-from service.types import bits, datetime, jsonb, network, numeric, text
+from service.types import bits, datetime, geometric, jsonb, network, numeric, text, tsearch
+from service.types.acl import aclitem_text
 from service.types.array import array_text, array_value, vector_text
 from service.types.composite import composite_text, composite_value
+from service.types.jsonpath import jsonpath_text
+from service.types.multirange import multirange_text, multirange_value
 from service.types.range import range_text, range_value
 from service.types.registry import TypeInfo, TypeRegistry, undecodable
+from service.types.regtypes import REG_OUTPUTS, reg_text
+from service.types.snapshot_types import snapshot_text
 from service.types.varlena import ToastPointer, Unchanged
 
 _Simple = Callable[[bytes], Any]
@@ -53,7 +59,7 @@ _TEXT: dict[str, Callable[[bytes], str]] = {
     "textout": text.utf8,
     "varcharout": text.utf8,
     "bpcharout": text.utf8,
-    "xml_out": text.utf8,
+    "xml_out": text.xml_text,
     "json_out": text.utf8,
     "byteaout": text.bytea_text,
     "uuid_out": text.uuid_text,
@@ -76,6 +82,17 @@ _TEXT: dict[str, Callable[[bytes], str]] = {
     "bit_out": bits.bits_text,
     "varbit_out": bits.bits_text,
     "jsonb_out": jsonb.jsonb_text,
+    "point_out": geometric.point_text,
+    "line_out": geometric.line_text,
+    "lseg_out": geometric.lseg_text,
+    "box_out": geometric.box_text,
+    "path_out": geometric.path_text,
+    "poly_out": geometric.poly_text,
+    "circle_out": geometric.circle_text,
+    "tsvectorout": tsearch.tsvector_text,
+    "tsqueryout": tsearch.tsquery_text,
+    "jsonpath_out": jsonpath_text,
+    "pg_snapshot_out": snapshot_text,
 }
 
 _PYTHON: dict[str, _Simple] = {
@@ -103,6 +120,7 @@ _PYTHON: dict[str, _Simple] = {
     "interval_out": datetime.interval_value,
     "inet_out": network.inet_value,
     "cidr_out": network.cidr_value,
+    "point_out": geometric.point_value,
 }
 
 
@@ -154,6 +172,12 @@ def _text(buf: bytes, info: TypeInfo, registry: TypeRegistry, as_text: bool) -> 
             return range_text(buf, registry, elem)
         case "enum_out":
             return _enum_label(buf, info)
+        case "multirange_out":
+            return multirange_text(buf, info, registry, elem)
+        case "aclitemout":
+            return aclitem_text(buf, registry)
+        case _ if src in REG_OUTPUTS:
+            return reg_text(buf, src, registry)
         case _:
             return _unknown(buf, info, as_text)
 
@@ -177,6 +201,12 @@ def _python(buf: bytes, info: TypeInfo, registry: TypeRegistry, as_text: bool) -
             return range_value(buf, registry, elem)
         case "enum_out":
             return _enum_label(buf, info)
+        case "multirange_out":
+            return multirange_value(buf, info, registry, elem)
+        case "aclitemout":
+            return aclitem_text(buf, registry)
+        case _ if src in REG_OUTPUTS:
+            return reg_text(buf, src, registry)
         case _:
             return _unknown(buf, info, as_text)
 

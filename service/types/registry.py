@@ -16,7 +16,7 @@ Pure; no I/O. An OID the registry does not hold raises `UnknownTypeError`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -52,17 +52,39 @@ class TypeInfo:
     enum_labels: Mapping[int, str] = field(default_factory=lambda: _EMPTY)
     fields: tuple[Column, ...] = ()
     range_subtype: int = 0
+    multirange_range: int = 0
 
 
 class TypeRegistry:
-    """Type OID → TypeInfo, preloaded with the built-in types of PostgreSQL 15/18."""
+    """Type OID → TypeInfo, preloaded with the built-in types of PostgreSQL 15/18.
 
-    __slots__ = ("_types",)
+    `version` (the server's major version) picks the built-in facts that differ between
+    versions (`CHANGED_IN_16`); `oid_names` is the catalog stage's resolver for the
+    types whose text is a catalog name (service.types.regtypes.OidNames), None in a
+    registry that has no catalog behind it. `fresh` makes an empty registry with both.
+    """
 
-    def __init__(self, types: Iterable[TypeInfo] = ()) -> None:
+    __slots__ = ("_types", "oid_names", "version")
+
+    def __init__(
+        self,
+        types: Iterable[TypeInfo] = (),
+        *,
+        version: int = 15,
+        oid_names: Callable[[str, int], str | None] | None = None,
+    ) -> None:
         self._types: dict[int, TypeInfo] = {info.oid: info for info in BUILTIN_TYPES}
+        if version >= 16:
+            self._types.update((info.oid, info) for info in CHANGED_IN_16)
+        self.version = version
+        self.oid_names = oid_names
         for info in types:
             self.add(info)
+
+    def fresh(self, types: Iterable[TypeInfo] = ()) -> TypeRegistry:
+        """A registry of the same version and resolver holding only `types` beyond the
+        built-in ones."""
+        return TypeRegistry(types, version=self.version, oid_names=self.oid_names)
 
     def add(self, info: TypeInfo) -> None:
         self._types[info.oid] = info
@@ -235,12 +257,12 @@ BUILTIN_TYPES: tuple[TypeInfo, ...] = (
     TypeInfo(4097, "_regrole", -1, False, "i", "b", "array_out", typelem=4096),
     TypeInfo(4191, "regcollation", 4, True, "i", "b", "regcollationout"),
     TypeInfo(4192, "_regcollation", -1, False, "i", "b", "array_out", typelem=4191),
-    TypeInfo(4451, "int4multirange", -1, False, "i", "m", "multirange_out"),
-    TypeInfo(4532, "nummultirange", -1, False, "i", "m", "multirange_out"),
-    TypeInfo(4533, "tsmultirange", -1, False, "d", "m", "multirange_out"),
-    TypeInfo(4534, "tstzmultirange", -1, False, "d", "m", "multirange_out"),
-    TypeInfo(4535, "datemultirange", -1, False, "i", "m", "multirange_out"),
-    TypeInfo(4536, "int8multirange", -1, False, "d", "m", "multirange_out"),
+    TypeInfo(4451, "int4multirange", -1, False, "i", "m", "multirange_out", multirange_range=3904),
+    TypeInfo(4532, "nummultirange", -1, False, "i", "m", "multirange_out", multirange_range=3906),
+    TypeInfo(4533, "tsmultirange", -1, False, "d", "m", "multirange_out", multirange_range=3908),
+    TypeInfo(4534, "tstzmultirange", -1, False, "d", "m", "multirange_out", multirange_range=3910),
+    TypeInfo(4535, "datemultirange", -1, False, "i", "m", "multirange_out", multirange_range=3912),
+    TypeInfo(4536, "int8multirange", -1, False, "d", "m", "multirange_out", multirange_range=3926),
     TypeInfo(4600, "pg_brin_bloom_summary", -1, False, "i", "b", "brin_bloom_summary_out"),
     TypeInfo(
         4601, "pg_brin_minmax_multi_summary", -1, False, "i", "b", "brin_minmax_multi_summary_out"
@@ -259,3 +281,9 @@ BUILTIN_TYPES: tuple[TypeInfo, ...] = (
 # END GENERATED
 
 _BUILTIN_OIDS = frozenset(t.oid for t in BUILTIN_TYPES)
+
+# Built-in facts that PostgreSQL 16 changed (the generated table has 15's): AclMode
+# became 64 bits, so aclitem grew from 12 bytes (int-aligned) to 16 (double-aligned).
+CHANGED_IN_16: tuple[TypeInfo, ...] = (
+    TypeInfo(1033, "aclitem", 16, False, "d", "b", "aclitemout"),
+)

@@ -57,6 +57,7 @@ from service.types.sendform import (
     text_is_stored,
     to_stored,
 )
+from service.types.snapshot_rewrites import TEXT_VALUED
 from service.types.varlena import ToastPointer, Unchanged, resolve_toast
 
 _CLASS_CACHE_MAX = 4096
@@ -260,6 +261,22 @@ class HistoryRows:
             kind = {"e": "e", "d": "d", "c": "c", "r": "r"}.get(info.typtype, "b")
             if info.typelem and info.typlen == -1 and info.output_src == "array_out":
                 kind = "a"
+            elem_oid, elem_kind, elem_typmod, labels = info.typelem, "b", -1, info.enum_labels
+            if kind in ("a", "d"):
+                # An array's element, or a domain's base type: what Avro maps it as.
+                elem = (
+                    base_type(info, registry)
+                    if kind == "d"
+                    else base_type(registry.get(info.typelem), registry)
+                )
+                elem_oid = elem.oid
+                elem_kind = {"e": "e", "c": "c", "r": "r"}.get(elem.typtype, "b")
+                if elem.typelem and elem.typlen == -1 and elem.output_src == "array_out":
+                    elem_kind = "a"
+                if elem.typtype == "e":
+                    labels = elem.enum_labels
+                if kind == "d":
+                    elem_typmod = info.typtypmod
             metas.append(
                 ColumnMeta(
                     name=c.name,
@@ -269,8 +286,10 @@ class HistoryRows:
                     typmod=c.typmod,
                     notnull=c.not_null,
                     kind=kind,
-                    elem_type_oid=info.typelem,
-                    enum_labels=tuple(info.enum_labels.values()),
+                    elem_type_oid=elem_oid,
+                    enum_labels=tuple(labels.values()),
+                    elem_kind=elem_kind,
+                    elem_typmod=elem_typmod,
                 )
             )
         rel = RelationInfo(
@@ -493,18 +512,28 @@ class _MissingPlanner:
             info = registry.get(oid, column=name)
             if text_is_stored(info, registry):
                 return self._ask(TEXT_OID, -1, literal), None
-            elem = text_array_is_stored(info, registry)
-            if elem is not None:
+            base = base_type(info, registry)
+            if base.output_src == "array_out":
+                elem = base_type(registry.get(base.typelem), registry)
+                if elem.output_src in TEXT_VALUED:  # elements valued as their text
+                    send = self._ask(TEXT_ARRAY_OID, -1, literal)
+                    if send is None:
+                        return None, None
+                    return None, _snapshot_value(
+                        send, registry.get(TEXT_ARRAY_OID), registry, name, type_name
+                    )
+            stored_elem = text_array_is_stored(info, registry)
+            if stored_elem is not None:
                 send = self._ask(TEXT_ARRAY_OID, -1, literal)
                 if send is None:
                     return None, None
                 stored = to_stored(send, registry.get(TEXT_ARRAY_OID), registry)
                 at = _ARRAY_ELEMTYPE_AT
-                return stored[:at] + U32.pack(elem.oid) + stored[at + 4 :], None
+                return stored[:at] + U32.pack(stored_elem.oid) + stored[at + 4 :], None
             if not convertible(info, registry):
                 send = self._ask(TEXT_OID, -1, literal)
                 return None, None if send is None else self._as_text(
-                    info, send, name, type_name, lsn, qualified
+                    info, send, name, type_name, lsn, qualified, base.output_src in TEXT_VALUED
                 )
             send = self._ask(oid, col.typmod, literal)
             if send is None:
@@ -521,10 +550,18 @@ class _MissingPlanner:
             ) from exc
 
     def _as_text(
-        self, info: TypeInfo, text: bytes, name: str, type_name: str, lsn: int, qualified: str
+        self,
+        info: TypeInfo,
+        text: bytes,
+        name: str,
+        type_name: str,
+        lsn: int,
+        qualified: str,
+        text_valued: bool = False,
     ) -> ColumnValue:
-        """An unknown type's default, as the snapshot reads such a column (its text)."""
-        if self._unknown_as_text and info.typlen == -1:
+        """An unknown type's default, as the snapshot reads such a column (its text); a
+        type whose value is its output text (`text_valued`) reads it always."""
+        if text_valued or (self._unknown_as_text and info.typlen == -1):
             value = text.decode("utf-8")
             return ColumnValue.constant(
                 ColumnCodec(name, info.oid, type_name, _no_value, _no_text, shared=False),

@@ -43,6 +43,8 @@ from dataclasses import replace
 from service._binary import BE_I16, BE_I32, I16, I32, U16, U32
 from service.errors import DecodeError
 from service.pgconst import JSONB_OID, TEXT_OID
+from service.types import snapshot_rewrites
+from service.types.multirange import multirange_send_to_stored
 from service.types.registry import TypeInfo, TypeRegistry
 
 _ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
@@ -173,6 +175,7 @@ _FIXED: dict[str, Rewrite] = {
     "varbit_out": _bits,
     "jsonb_out": _jsonb,
     "enum_out": _enum,
+    **snapshot_rewrites.FIXED,
 }
 _CONTAINERS = frozenset({"array_out", "int2vectorout", "oidvectorout", "record_out", "range_out"})
 
@@ -210,6 +213,8 @@ def convertible(
             )
         case "range_out":
             return convertible(registry.get(info.range_subtype), registry, no_send)
+        case "multirange_out":
+            return convertible(registry.get(info.multirange_range), registry, no_send)
         case _:
             return False
 
@@ -241,7 +246,7 @@ def text_array_is_stored(info: TypeInfo, registry: TypeRegistry) -> TypeInfo | N
 
 def snapshot_registry(registry: TypeRegistry) -> TypeRegistry:
     """The registry to decode rewritten values with: jsonb read as its printed text."""
-    out = TypeRegistry(registry.user_types())
+    out = registry.fresh(registry.user_types())
     out.add(replace(registry.get(JSONB_OID), output_src="json_out"))
     return out
 
@@ -262,6 +267,10 @@ def to_stored(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
             return _record(data, info, registry)
         case "range_out":
             return _range(data, info, registry)
+        case "multirange_out":
+            return multirange_send_to_stored(
+                data, info, registry, lambda d, rng: _range(d, rng, registry)
+            )
         case _:
             raise DecodeError(f"type {info.name} (output function {src}) has no known send format")
 

@@ -149,3 +149,108 @@ def tid_text(buf: bytes) -> str:
 def pg_lsn_text(buf: bytes) -> str:
     value = uint8_value(buf)
     return f"{value >> 32:X}/{value & 0xFFFFFFFF:X}"
+
+
+_XML_BLANK = " \t\n\r"
+
+
+def _skip_blank(s: str, p: int) -> int:
+    while p < len(s) and s[p] in _XML_BLANK:
+        p += 1
+    return p
+
+
+def _quoted(s: str, p: int) -> tuple[str, int] | None:
+    if p >= len(s) or s[p] not in "'\"":
+        return None
+    end = s.find(s[p], p + 1)
+    if end < 0:
+        return None
+    return s[p + 1 : end], end + 1
+
+
+def _attribute(s: str, p: int, name: str) -> tuple[str | None, int] | None:
+    """An optional ` name = "value"` at `p`: (value or None when absent, new p); None
+    when it is malformed (parse_xml_decl's XML_ERR_* returns)."""
+    q = _skip_blank(s, p)
+    if not s.startswith(name, q):
+        return None, p
+    if q == p:  # CHECK_XML_SPACE: the attribute must follow a blank
+        return None
+    q = _skip_blank(s, q + len(name))
+    if q >= len(s) or s[q] != "=":
+        return None
+    found = _quoted(s, _skip_blank(s, q + 1))
+    if found is None:
+        return None
+    return found
+
+
+def _parse_xml_decl(s: str) -> tuple[int, str | None, int] | None:
+    """parse_xml_decl: (length of the XML declaration, version, standalone 1/0/-1), or
+    None when the declaration is malformed (xml_out_internal then prints the value as
+    it is stored)."""
+    version: str | None = None
+    standalone = -1
+    p = 0
+    if s.startswith("<?xml") and not (len(s) > 5 and (s[5].isalnum() or s[5] in "._-:")):
+        p = 5
+        if p >= len(s) or s[p] not in _XML_BLANK:
+            return None
+        p = _skip_blank(s, p)
+        if not s.startswith("version", p):
+            return None
+        p = _skip_blank(s, p + 7)
+        if p >= len(s) or s[p] != "=":
+            return None
+        found = _quoted(s, _skip_blank(s, p + 1))
+        if found is None:
+            return None
+        version, p = found
+        enc = _attribute(s, p, "encoding")
+        if enc is None:
+            return None
+        p = enc[1]
+        q = _skip_blank(s, p)
+        if s.startswith("standalone", q):
+            if q == p:
+                return None
+            q = _skip_blank(s, q + 10)
+            if q >= len(s) or s[q] != "=":
+                return None
+            q = _skip_blank(s, q + 1)
+            if s.startswith(("'yes'", '"yes"'), q):
+                standalone, p = 1, q + 5
+            elif s.startswith(("'no'", '"no"'), q):
+                standalone, p = 0, q + 4
+            else:
+                return None
+        p = _skip_blank(s, p)
+        if not s.startswith("?>", p):
+            return None
+        p += 2
+    if any(ord(ch) > 127 for ch in s[:p]):
+        return None
+    return p, version, standalone
+
+
+def xml_text(buf: bytes) -> str:
+    """xml_out (xml_out_internal with libxml): the stored text with its XML declaration
+    dropped unless it says something besides version 1.0 (print_xml_decl: a version
+    other than 1.0, or standalone; the encoding is never printed), and then one newline
+    after a dropped declaration eaten as well."""
+    s = utf8(buf)
+    decl = _parse_xml_decl(s)
+    if decl is None:
+        return s
+    length, version, standalone = decl
+    if (version is not None and version != "1.0") or standalone != -1:
+        head = f'<?xml version="{version or "1.0"}"'
+        if standalone == 1:
+            head += ' standalone="yes"'
+        elif standalone == 0:
+            head += ' standalone="no"'
+        return head + "?>" + s[length:]
+    if s[length : length + 1] == "\n":
+        length += 1
+    return s[length:]

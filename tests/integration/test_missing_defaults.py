@@ -83,7 +83,7 @@ EXTRA: list[tuple[str, list[str]]] = [
     ("oidvector", ["'23 25'"]),
     ("pg_lsn", ["'16/B374D848'"]),
     ("xid8", ["'18446744073709551615'"]),
-    ("point", ["'(1,2)'"]),  # not decoded by pgcdc: both reads must raise alike
+    ("opaque_t", ["'x'"]),  # not decoded by pgcdc: both reads must raise alike
 ]
 
 Values = dict[str, tuple[object, str | None] | str]  # column -> (value, text) or error
@@ -153,7 +153,19 @@ def _cases(cur: Any) -> list[tuple[str, str]]:
         cases = [(t, v) for t, v in cases if not t.startswith("xml")]
     else:
         cases = [*cases, ("xml[]", ["ARRAY['<a>b</a>'::xml, NULL]"])]
-    return [(t, v) for t, vs in cases for v in vs if "SELECT" not in v and "random" not in v]
+    # regrole constants cannot be column defaults (they depend on a shared catalog), and
+    # a reg* OID 0 prints as '-', and an overloaded operator's regoper as its bare name,
+    # which text_regclass and friends do not read back (a known limit of reading
+    # attmissingval through its text).
+    return [
+        (t, v)
+        for t, vs in cases
+        for v in vs
+        if "SELECT" not in v
+        and "random" not in v
+        and not t.startswith("regrole")
+        and not (t.startswith("reg") and (v == "0" or "!~~" in v))
+    ]
 
 
 class _Run:
@@ -324,9 +336,9 @@ def test_old_tuples_read_defaults_as_stored_values(
         + _compare("UPDATE new", upd_new, ins_new, server, cols, types)
     )
     assert not bad, "\n".join(bad[:40])
-    # The values really were decoded: only `point` raises, on every read.
+    # The values really were decoded: only `opaque_t` raises, on every read.
     errors = {c for c in cols if isinstance(upd_old[c], str)}
-    assert errors == {cols[types.index("point")]}
+    assert errors == {cols[types.index("opaque_t")]}
     assert upd_old[cols[types.index("int4")]] == (-2147483648, "-2147483648")
 
 
@@ -414,4 +426,4 @@ def test_snapshot_of_old_rows_equals_their_wal_old_tuples(
         elif not _same(a[0], b[0]) or a[1] != b[1]:
             bad.append(f"{col} ({typ}): WAL {a!r} != snapshot {b!r}")
     assert not bad, "\n".join(bad[:40])
-    assert {c for c in cols if isinstance(old[c], str)} == {cols[types.index("point")]}
+    assert {c for c in cols if isinstance(old[c], str)} == {cols[types.index("opaque_t")]}

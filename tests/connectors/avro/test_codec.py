@@ -356,7 +356,7 @@ def column_value(name: str, oid: int, notnull: bool, rng: random.Random) -> Colu
         case "texts":
             value = ["a", None, "c"]
         case "nums":
-            value = [Decimal("1.5"), None, Decimal("-2E+3")]
+            value, text = [Decimal("1.5"), None, Decimal("-2E+3")], "{1.5,NULL,-2000}"
         case "dom":
             value = random_decimal(rng, 8, 2)
         case "pair":

@@ -1,0 +1,134 @@
+"""Avro mappings of arrays and domains (issue 13, part 4): items keep the element's
+mapping and text-mapped items carry each element's own PostgreSQL text."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from connectors.avro.array_text import array_elements
+from connectors.avro.schema import INT64_MAX, timestamp_micros, type_mapping
+from service.errors import PluginError
+from service.output.api import ColumnMeta
+
+
+def _warn(event: str, column: str) -> None:
+    raise AssertionError((event, column))
+
+
+def _map(meta: ColumnMeta) -> Any:
+    return type_mapping(meta, "precise", _warn)
+
+
+def test_array_elements_follow_array_out_quoting() -> None:
+    """Quoted, escaped, NULL, "NULL", nested and dimension-decorated texts split exactly."""
+    assert array_elements('{a,"b c",NULL,"NULL","x\\"y","back\\\\slash",""}') == [
+        "a",
+        "b c",
+        None,
+        "NULL",
+        'x"y',
+        "back\\slash",
+        "",
+    ]
+    assert array_elements("[0:1][2:3]={{1,2},{3,NULL}}") == ["1", "2", "3", None]
+    assert array_elements("{}") == []
+    assert array_elements("{(1,1),(0,0);(3,3),(2,2)}", ";") == ["(1,1),(0,0)", "(3,3),(2,2)"]
+    assert array_elements('{"1 2 3","4"}') == ["1 2 3", "4"]
+    with pytest.raises(PluginError):
+        array_elements('{"open')
+
+
+def test_text_mapped_items_are_element_texts() -> None:
+    """inet[], pg_lsn[], int4range[] and composite[] items are PostgreSQL's element text,
+    not Python reprs; int2vector[] items stay whole."""
+    for oid, text, want in [
+        (869, "{10.0.0.1,::1/64}", ["10.0.0.1", "::1/64"]),
+        (3220, "{16/B374D848,NULL}", ["16/B374D848", None]),
+        (3904, '{"[1,2)",empty}', ["[1,2)", "empty"]),
+        (22, '{"1 2 3","4"}', ["1 2 3", "4"]),
+    ]:
+        m = _map(ColumnMeta("a", 1, oid + 100000, "x[]", -1, False, kind="a", elem_type_oid=oid))
+        assert m.use_text and m.convert(text) == want, oid
+
+
+def test_items_keep_element_type() -> None:
+    """numeric(10,3)[] items are Connect Decimals of scale 3, enum[] items Enums, bit(1)[]
+    items booleans and varbit[] items Bits (which used to stop with ValueError)."""
+    num = _map(
+        ColumnMeta(
+            "n", 1, 1231, "numeric[]", (10 << 16 | 3) + 4, False, kind="a", elem_type_oid=1700
+        )
+    )
+    assert num.schema["items"][1]["connect.name"] == "org.apache.kafka.connect.data.Decimal"
+    assert num.schema["items"][1]["scale"] == 3
+    assert num.convert([Decimal("1.500")]) == [Decimal("1.500")]
+    enum = _map(
+        ColumnMeta(
+            "e",
+            1,
+            99999,
+            "mood[]",
+            -1,
+            False,
+            kind="a",
+            elem_type_oid=99998,
+            elem_kind="e",
+            enum_labels=("sad", "ok"),
+        )
+    )
+    assert enum.schema["items"][1]["connect.name"] == "io.debezium.data.Enum"
+    bit1 = _map(ColumnMeta("b", 1, 1561, "bit[]", 1, False, kind="a", elem_type_oid=1560))
+    assert bit1.schema["items"][1] == "boolean" and bit1.convert("{1,0,NULL}") == [
+        True,
+        False,
+        None,
+    ]
+    varbit = _map(ColumnMeta("v", 1, 1563, "varbit[]", -1, False, kind="a", elem_type_oid=1562))
+    assert varbit.convert('{101,""}') == [b"\x05", b""]
+
+
+def test_domain_maps_as_its_base() -> None:
+    """A domain over numeric(8,2) is a Decimal of scale 2 (the domain's typmod), over int
+    an int; a domain over an array stays text."""
+    dom = _map(
+        ColumnMeta(
+            "d",
+            1,
+            99990,
+            "numdom",
+            -1,
+            False,
+            kind="d",
+            elem_type_oid=1700,
+            elem_typmod=(8 << 16 | 2) + 4,
+        )
+    )
+    assert dom.schema["scale"] == 2
+    assert (
+        _map(ColumnMeta("i", 1, 99991, "posint", -1, False, kind="d", elem_type_oid=23)).schema
+        == "int"
+    )
+    arr = _map(
+        ColumnMeta("a", 1, 99992, "intarr", -1, False, kind="d", elem_type_oid=1007, elem_kind="a")
+    )
+    assert arr.schema == "string"
+
+
+def test_timestamps_past_int64_micros_clamp() -> None:
+    """A timestamp after 294247-01-10 clamps to INT64_MAX - 1 (+infinity keeps INT64_MAX)."""
+
+    class Stored:
+        infinite = 0
+        micros = 294276 * 366 * 86_400_000_000
+
+    assert timestamp_micros(Stored()) == INT64_MAX - 1
+
+
+def test_tsvector_is_debezium_tsvector() -> None:
+    """tsvector is the string io.debezium.data.Tsvector holding tsvectorout's text."""
+    m = _map(ColumnMeta("v", 1, 3614, "tsvector", -1, False))
+    assert m.schema["connect.name"] == "io.debezium.data.Tsvector" and m.use_text
+    assert m.convert("'a':1 'b'") == "'a':1 'b'"
