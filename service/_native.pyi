@@ -1,0 +1,41 @@
+"""Type stub of the extension module built from service/native (src/py.rs).
+
+The glue that uses it is `service.native_wal`; see the contract there.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+from service.errors import PgcdcError
+from service.walrecord import XLogRecord
+
+__version__: str
+
+class WalReader:
+    def __init__(
+        self,
+        start_lsn: int,
+        segment_size: int,
+        prev_lsn: int | None,
+        verify_crc: bool,
+        make_record: Callable[..., Any],
+        make_block: Callable[..., Any],
+        make_locator: Callable[..., Any],
+        errors: dict[str, type[PgcdcError]],
+    ) -> None: ...
+    def feed(self, data: bytes, at_lsn: int) -> None: ...
+    def records(self) -> tuple[list[XLogRecord], PgcdcError | None]: ...
+    def walk_headers(
+        self,
+    ) -> tuple[list[tuple[int, int, int, int, int]], PgcdcError | None]: ...
+    def rewind(self, n: int) -> None: ...
+    @property
+    def end_of_wal(self) -> bool: ...
+    @property
+    def next_lsn(self) -> int: ...
+    @property
+    def last_lsn(self) -> int | None: ...
+    @property
+    def buffered_bytes(self) -> int: ...
+    @property
+    def page_magic(self) -> int | None: ...
