@@ -54,10 +54,11 @@ class NativeXLogReader:
 
     `_at` is the record being yielded by a running `records()` generator (None between
     calls): while set, the position properties answer for it, as the Python reader's do
-    at its `yield`.
+    at its `yield`; `_held` is then what the Python reader holds during its walk (its
+    buffer as trimmed when the walk began).
     """
 
-    __slots__ = ("_at", "_native")
+    __slots__ = ("_at", "_held", "_native")
 
     def __init__(
         self,
@@ -78,6 +79,7 @@ class NativeXLogReader:
             _ERRORS,
         )
         self._at: XLogRecord | None = None
+        self._held = 0
 
     # --- public API (as XLogReader) ---------------------------------------------------
 
@@ -116,7 +118,7 @@ class NativeXLogReader:
     @property
     def buffered_bytes(self) -> int:
         """How many fed bytes the Python reader would still hold here."""
-        return self._native.buffered_bytes
+        return self._held if self._at is not None else self._native.buffered_bytes
 
     def feed(self, data: bytes, at_lsn: int) -> None:
         """Append raw WAL bytes that start at `at_lsn` (see `XLogReader.feed`)."""
@@ -136,6 +138,7 @@ class NativeXLogReader:
     # --- the batch, yielded -----------------------------------------------------------
 
     def _records(self) -> Iterator[XLogRecord]:
+        self._held = self._native.buffered_bytes
         batch, error = self._native.records()
         taken = 0
         try:
