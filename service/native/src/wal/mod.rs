@@ -137,3 +137,6 @@ pub(crate) fn u64_at(b: &[u8], off: usize) -> u64 {
 pub(crate) fn maxalign(n: u64) -> u64 {
     (n + 7) & !7
 }
+
+#[cfg(test)]
+mod tests;
