@@ -15,13 +15,15 @@ XLOG_SWITCH skips to the next segment; nothing skipped, nothing guessed). The Ru
 (`service/native`, module `service._native`) is a port of that reference, held to it by
 tests/service/wal/test_native_reader.py.
 
-How it crosses the boundary: once per `records()` call. The walk runs in Rust with the
-GIL released and returns the whole batch of records available plus the error that ended
-it, if any; this generator yields the batch and then raises that error, so a caller sees
-what the Python generator shows. While it yields, the position properties describe the
-record just yielded (as the Python reader's do). A caller that stops early (a `break`, a
-`return`, a closed generator) puts the native reader back to just after the last record
-it took (`rewind`), so the next `records()` resumes exactly where the Python reader would.
+How it crosses the boundary: once per `records()` call for the walk, which runs in Rust
+with the GIL released over every record the fed bytes hold and returns how many it found
+plus the error that ended it, if any; then once per slice of 256 records to turn them
+into Python objects (never once per record or field). This generator yields them and
+then raises that error, so a caller sees what the Python generator shows. While it
+yields, the position properties describe the record just yielded (as the Python
+reader's do). A caller that stops early (a `break`, a `return`, a closed generator) puts
+the native reader back to just after the last record it took (`rewind`), so the next
+`records()` resumes exactly where the Python reader would.
 Records are built by the Python reader's own constructors (`service.xlogdecode`), so the
 two produce the same objects.
 
@@ -40,6 +42,10 @@ from service.walformat import DEFAULT_FORMAT, DEFAULT_SEGMENT_SIZE, FORMATS, Wal
 from service.walrecord import RelFileLocator, XLogRecord
 from service.xlogdecode import _new_blockref, _new_record
 from service.xlogreader import HeaderTuple
+
+# How many walked records become Python objects per `take`: enough to make the call
+# cost vanish, few enough that a 16 MB chunk never lives as 100k+ objects at once.
+_SLICE = 256
 
 # The classes a native error kind becomes (wal::ErrorKind::class_name in Rust).
 _ERRORS: dict[str, type[PgcdcError]] = {
@@ -139,13 +145,14 @@ class NativeXLogReader:
 
     def _records(self) -> Iterator[XLogRecord]:
         self._held = self._native.buffered_bytes
-        batch, error = self._native.records()
+        count, error = self._native.records()
         taken = 0
         try:
-            for rec in batch:
-                self._at = rec
-                taken += 1
-                yield rec
+            while taken < count:
+                for rec in self._native.take(_SLICE):
+                    self._at = rec
+                    taken += 1
+                    yield rec
         except BaseException:
             # The caller stopped (or threw) at a yield: stand where the Python reader
             # stands after that record, then let the exception go on.
@@ -157,12 +164,13 @@ class NativeXLogReader:
             raise error
 
     def _walk_headers(self) -> Iterator[HeaderTuple]:
-        batch, error = self._native.walk_headers()
+        count, error = self._native.walk_headers()
         taken = 0
         try:
-            for head in batch:
-                taken += 1
-                yield head
+            while taken < count:
+                for head in self._native.take(_SLICE):
+                    taken += 1
+                    yield head
         except BaseException:
             self._native.rewind(taken)
             raise

@@ -4,8 +4,10 @@
 //! callables that build its results: the `XLogRecord`, `BlockRef` and `RelFileLocator`
 //! constructors and the `service.errors` classes by name. The glue owns those names, so
 //! this side never imports a Python module that the package-layout work may move.
-//! Hands on: per `records()` / `walk_headers()` call, one list with the whole batch and
-//! the error instance that ended it (or None): the glue yields the batch, then raises.
+//! Hands on: per `records()` / `walk_headers()` call, one walk over every record the fed
+//! bytes hold, answered with the count and the error instance that ended it (or None);
+//! `take(n)` then hands the records over as Python objects in slices. The glue yields
+//! them, then raises the error.
 //!
 //! Guarantees:
 //! - The walk runs with the GIL released (`Python::detach`); only building the result
@@ -45,6 +47,11 @@ struct PyWalReader {
     locators: HashMap<(u32, u32, u32), Py<PyAny>>,
     /// Set after a caught panic: the error every later call raises.
     poisoned: Option<WalError>,
+    /// The last walk's records not yet handed over (`take`), from `cursor` on; their
+    /// bytes stay valid until the next walk or a feed that restarts the buffer.
+    pending: Vec<Walked>,
+    cursor: usize,
+    pending_headers: bool,
 }
 
 const LOCATOR_CACHE: usize = 4096;
@@ -89,14 +96,13 @@ impl PyWalReader {
         }
     }
 
-    /// One `XLogRecord` (or header tuple) per walked record.
-    fn build<'py>(
-        &mut self,
-        py: Python<'py>,
-        batch: &[Walked],
-        headers_only: bool,
-    ) -> PyResult<Bound<'py, PyList>> {
+    /// One `XLogRecord` (or header tuple) per pending record, for the next `n` of them.
+    fn build<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
+        let headers_only = self.pending_headers;
+        let end = self.pending.len().min(self.cursor.saturating_add(n));
+        let batch = &self.pending[self.cursor..end];
+        self.cursor = end;
         for w in batch {
             let h = &w.header;
             if headers_only {
@@ -150,9 +156,12 @@ impl PyWalReader {
         &mut self,
         py: Python<'py>,
         headers_only: bool,
-    ) -> PyResult<(Bound<'py, PyList>, Option<Bound<'py, PyAny>>)> {
+    ) -> PyResult<(usize, Option<Bound<'py, PyAny>>)> {
+        self.pending.clear();
+        self.cursor = 0;
+        self.pending_headers = headers_only;
         if let Some(err) = &self.poisoned {
-            return Ok((PyList::empty(py), Some(self.error_instance(py, err)?)));
+            return Ok((0, Some(self.error_instance(py, err)?)));
         }
         let lsn = self.core.next_lsn();
         let core = &mut self.core;
@@ -163,23 +172,16 @@ impl PyWalReader {
             Err(payload) => {
                 let err = internal_error(payload.as_ref(), lsn);
                 self.poisoned = Some(err.clone());
-                return Ok((PyList::empty(py), Some(self.error_instance(py, &err)?)));
-            }
-        };
-        let built = catch_unwind(AssertUnwindSafe(|| self.build(py, &batch, headers_only)));
-        let list = match built {
-            Ok(list) => list?,
-            Err(payload) => {
-                let err = internal_error(payload.as_ref(), lsn);
-                self.poisoned = Some(err.clone());
-                return Ok((PyList::empty(py), Some(self.error_instance(py, &err)?)));
+                return Ok((0, Some(self.error_instance(py, &err)?)));
             }
         };
         let err = match err {
             Some(e) => Some(self.error_instance(py, &e)?),
             None => None,
         };
-        Ok((list, err))
+        let count = batch.len();
+        self.pending = batch;
+        Ok((count, err))
     }
 }
 
@@ -228,6 +230,9 @@ impl PyWalReader {
             factory,
             locators: HashMap::new(),
             poisoned: None,
+            pending: Vec::new(),
+            cursor: 0,
+            pending_headers: false,
         };
         match WalReader::new(start_lsn, segment_size, prev_lsn, verify_crc) {
             Ok(core) => {
@@ -243,6 +248,11 @@ impl PyWalReader {
         if let Some(err) = &self.poisoned {
             return Err(self.raise(py, err));
         }
+        if self.core.fed_end() != Some(at_lsn) {
+            // A restarted buffer: the pending records' offsets point into the old one.
+            self.pending.clear();
+            self.cursor = 0;
+        }
         let core = &mut self.core;
         match catch_unwind(AssertUnwindSafe(|| core.feed(data, at_lsn))) {
             Ok(Ok(())) => Ok(()),
@@ -255,20 +265,38 @@ impl PyWalReader {
         }
     }
 
-    /// Every complete record available: (list of XLogRecord, error instance or None).
-    fn records<'py>(
-        &mut self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyList>, Option<Bound<'py, PyAny>>)> {
+    /// Walk every complete record available (GIL released): (how many records the walk
+    /// found, the error instance that ended it or None). `take` hands them over.
+    fn records<'py>(&mut self, py: Python<'py>) -> PyResult<(usize, Option<Bound<'py, PyAny>>)> {
         self.walk(py, false)
     }
 
-    /// As `records`, with (lsn, tot_len, rmid, info, xid) tuples and no body decode.
+    /// As `records`, for (lsn, tot_len, rmid, info, xid) tuples and no body decode.
     fn walk_headers<'py>(
         &mut self,
         py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyList>, Option<Bound<'py, PyAny>>)> {
+    ) -> PyResult<(usize, Option<Bound<'py, PyAny>>)> {
         self.walk(py, true)
+    }
+
+    /// The next `n` records of the last walk as Python objects (XLogRecord, or header
+    /// tuples after `walk_headers`). Handing them over in slices keeps a 16 MB chunk
+    /// from turning into one list of 100k+ live objects (memory, and the cyclic GC
+    /// rescanning them), which the Python reader's one-at-a-time generator never has.
+    fn take<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
+        if let Some(err) = &self.poisoned {
+            return Err(self.raise(py, err));
+        }
+        let lsn = self.core.next_lsn();
+        match catch_unwind(AssertUnwindSafe(|| self.build(py, n))) {
+            Ok(list) => list,
+            Err(payload) => {
+                let err = internal_error(payload.as_ref(), lsn);
+                self.poisoned = Some(err.clone());
+                self.pending.clear();
+                Err(self.raise(py, &err))
+            }
+        }
     }
 
     /// Back to just after the n-th record (1-based) of the last batch.

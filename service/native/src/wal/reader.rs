@@ -127,6 +127,11 @@ impl WalReader {
         })
     }
 
+    /// LSN just past the last byte fed (None before the first feed).
+    pub fn fed_end(&self) -> Option<u64> {
+        self.fed_end
+    }
+
     pub fn end_of_wal(&self) -> bool {
         self.end_of_wal
     }
