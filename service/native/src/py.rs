@@ -52,6 +52,9 @@ struct PyWalReader {
     pending: Vec<Walked>,
     cursor: usize,
     pending_headers: bool,
+    /// Test hook: the next walk panics inside the guarded region (`_arm_panic_probe`),
+    /// so the tests can see a panic arrive as a typed error and poison the reader.
+    panic_probe: bool,
 }
 
 const LOCATOR_CACHE: usize = 4096;
@@ -165,8 +168,16 @@ impl PyWalReader {
         }
         let lsn = self.core.next_lsn();
         let core = &mut self.core;
+        let probe = std::mem::take(&mut self.panic_probe);
         // The walk touches no Python object, so it runs without the GIL.
-        let walked = py.detach(|| catch_unwind(AssertUnwindSafe(|| core.walk(headers_only))));
+        let walked = py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                if probe {
+                    panic!("panic probe");
+                }
+                core.walk(headers_only)
+            }))
+        });
         let (batch, err) = match walked {
             Ok(r) => r,
             Err(payload) => {
@@ -233,6 +244,7 @@ impl PyWalReader {
             pending: Vec::new(),
             cursor: 0,
             pending_headers: false,
+            panic_probe: false,
         };
         match WalReader::new(start_lsn, segment_size, prev_lsn, verify_crc) {
             Ok(core) => {
@@ -297,6 +309,11 @@ impl PyWalReader {
                 Err(self.raise(py, &err))
             }
         }
+    }
+
+    /// Test hook: make the next walk panic where a bug would (see `panic_probe`).
+    fn _arm_panic_probe(&mut self) {
+        self.panic_probe = true;
     }
 
     /// Back to just after the n-th record (1-based) of the last batch.

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service import pglz
-from service.errors import PgcdcError
+from service.errors import PgcdcError, WalError
 from service.impl import XLogReaderFactory, XLogReaderLike
 from service.native_wal import NativeXLogReader
 from service.walrecord import XLogRecord
@@ -391,3 +391,21 @@ def test_records_are_real_walrecord_objects() -> None:
     assert native == py and hash(native.blocks[0].locator) == hash(py.blocks[0].locator)
     with pytest.raises(AttributeError):
         native.lsn = 0  # type: ignore[misc]
+
+
+def test_a_panic_becomes_a_typed_error_and_poisons_the_reader() -> None:
+    """A panic inside the native walk (armed by a test hook where a bug would strike)
+    reaches Python as a WalError naming the reader's position, never as a
+    PanicException; the reader then refuses every later call with the same error."""
+    lsn, data = golden()[0]
+    r = NativeXLogReader(lsn)
+    r.feed(data, lsn)
+    r._native._arm_panic_probe()
+    with pytest.raises(WalError, match="internal error in the native WAL reader") as first:
+        list(r.records())
+    assert type(first.value) is WalError and first.value.lsn == lsn
+    with pytest.raises(WalError) as again:
+        list(r.records())
+    assert str(again.value) == str(first.value)
+    with pytest.raises(WalError):
+        r.feed(b"", lsn + len(data))
