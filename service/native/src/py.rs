@@ -80,10 +80,11 @@ fn internal_error(payload: &(dyn std::any::Any + Send), lsn: u64) -> WalError {
     }
 }
 
-impl PyWalReader {
-    /// The `service.errors` instance for a Rust error.
-    fn error_instance<'py>(&self, py: Python<'py>, err: &WalError) -> PyResult<Bound<'py, PyAny>> {
-        let errors = self.factory.errors.bind(py);
+impl Factory {
+    /// The `service.errors` instance for a Rust error: its class by kind, its message
+    /// and `lsn=` as keyword, as the Python reader raises it.
+    fn error<'py>(&self, py: Python<'py>, err: &WalError) -> PyResult<Bound<'py, PyAny>> {
+        let errors = self.errors.bind(py);
         let cls = errors.get_item(err.kind.class_name())?.ok_or_else(|| {
             PyValueError::new_err(format!("no error class {}", err.kind.class_name()))
         })?;
@@ -93,10 +94,20 @@ impl PyWalReader {
     }
 
     fn raise(&self, py: Python<'_>, err: &WalError) -> PyErr {
-        match self.error_instance(py, err) {
+        match self.error(py, err) {
             Ok(inst) => PyErr::from_value(inst),
             Err(e) => e,
         }
+    }
+}
+
+impl PyWalReader {
+    fn error_instance<'py>(&self, py: Python<'py>, err: &WalError) -> PyResult<Bound<'py, PyAny>> {
+        self.factory.error(py, err)
+    }
+
+    fn raise(&self, py: Python<'_>, err: &WalError) -> PyErr {
+        self.factory.raise(py, err)
     }
 
     /// One `XLogRecord` (or header tuple) per pending record, for the next `n` of them.
@@ -234,10 +245,10 @@ impl PyWalReader {
             locator: make_locator,
             errors,
         };
-        let mut me = PyWalReader {
-            // Replaced below; a valid placeholder keeps the error path simple.
-            core: WalReader::new(0, 1 << 24, None, true)
-                .map_err(|e| PyValueError::new_err(e.to_string()))?,
+        let core = WalReader::new(start_lsn, segment_size, prev_lsn, verify_crc)
+            .map_err(|e| factory.raise(py, &e))?;
+        Ok(PyWalReader {
+            core,
             factory,
             locators: HashMap::new(),
             poisoned: None,
@@ -245,14 +256,7 @@ impl PyWalReader {
             cursor: 0,
             pending_headers: false,
             panic_probe: false,
-        };
-        match WalReader::new(start_lsn, segment_size, prev_lsn, verify_crc) {
-            Ok(core) => {
-                me.core = core;
-                Ok(me)
-            }
-            Err(e) => Err(me.raise(py, &e)),
-        }
+        })
     }
 
     /// Append raw WAL bytes that start at `at_lsn` (XLogReader.feed).
