@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from service.errors import PgcdcError
+from service.events import Event
+from service.walrecord import XLogRecord
 
 __version__: str
 
@@ -38,3 +40,16 @@ class WalReader:
     def buffered_bytes(self) -> int: ...
     @property
     def page_magic(self) -> int | None: ...
+
+class HeapDecoder:
+    def __init__(
+        self,
+        raw_tuple: Callable[..., Any],
+        heap_change: Callable[..., Any],
+        truncate_event: Callable[..., Any],
+        new_cid_event: Callable[..., Any],
+        locator: Callable[..., Any],
+        kinds: list[Any],
+        decode_error: type[PgcdcError],
+    ) -> None: ...
+    def decode(self, op: str, record: XLogRecord) -> list[Event]: ...

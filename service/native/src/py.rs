@@ -356,6 +356,7 @@ impl PyWalReader {
 #[pyo3(name = "_native")]
 fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyWalReader>()?;
+    m.add_class::<crate::py_heap::PyHeapDecoder>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
