@@ -9,7 +9,11 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 venv="$root/.venv"
-stamp="$venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+# The install builds the native core (service/native) too, so its sources key the stamp:
+# an edited crate is rebuilt on the next run. cargo comes from rustup's usual place.
+export PATH="$HOME/.cargo/bin:$PATH"
+stamp="$venv/.installed-$(cat pyproject.toml service/native/Cargo.toml service/native/Cargo.lock \
+    $(find service/native/src -name '*.rs' | sort) | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
     echo "dev.sh: installing the project and its pinned dependencies into .venv" >&2
     python3 -m venv "$venv"

@@ -56,4 +56,12 @@ def test_each_stage_and_edge_is_a_package() -> None:
     for edge in EDGES:
         assert (ROOT / "connectors" / edge / "__init__.py").is_file(), edge
     flat = sorted(p.name for p in (ROOT / "service").glob("*.py"))
-    assert flat == ["__init__.py", "_binary.py", "config.py", "errors.py", "lsn.py", "pgconst.py"]
+    assert flat == [
+        "__init__.py",
+        "_binary.py",
+        "config.py",
+        "errors.py",
+        "impl.py",
+        "lsn.py",
+        "pgconst.py",
+    ]

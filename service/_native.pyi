@@ -1,0 +1,55 @@
+"""Type stub of the extension module built from service/native (src/py.rs).
+
+The glue that uses it is `service.wal.native` (and `service.decode.native_heap`); see the contract there.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+from service.decode.events import Event
+from service.errors import PgcdcError
+from service.wal.record import XLogRecord
+
+__version__: str
+
+class WalReader:
+    def __init__(
+        self,
+        start_lsn: int,
+        segment_size: int,
+        prev_lsn: int | None,
+        verify_crc: bool,
+        make_record: Callable[..., Any],
+        make_block: Callable[..., Any],
+        make_locator: Callable[..., Any],
+        errors: dict[str, type[PgcdcError]],
+    ) -> None: ...
+    def feed(self, data: bytes, at_lsn: int) -> None: ...
+    def records(self) -> tuple[int, PgcdcError | None]: ...
+    def walk_headers(self) -> tuple[int, PgcdcError | None]: ...
+    def take(self, n: int) -> list[Any]: ...
+    def rewind(self, n: int) -> None: ...
+    def _arm_panic_probe(self) -> None: ...
+    @property
+    def end_of_wal(self) -> bool: ...
+    @property
+    def next_lsn(self) -> int: ...
+    @property
+    def last_lsn(self) -> int | None: ...
+    @property
+    def buffered_bytes(self) -> int: ...
+    @property
+    def page_magic(self) -> int | None: ...
+
+class HeapDecoder:
+    def __init__(
+        self,
+        raw_tuple: Callable[..., Any],
+        heap_change: Callable[..., Any],
+        truncate_event: Callable[..., Any],
+        new_cid_event: Callable[..., Any],
+        locator: Callable[..., Any],
+        kinds: list[Any],
+        decode_error: type[PgcdcError],
+    ) -> None: ...
+    def decode(self, op: str, record: XLogRecord) -> list[Event]: ...

@@ -1,0 +1,112 @@
+"""Which implementation of the pure stages runs: the Python reference or the native core.
+
+Receives: the environment variable `PGCDC_IMPL`, read at each call (as psycopg's
+`PSYCOPG_IMPL`):
+- `python`: the Python stages (`service.wal.reader.XLogReader`), always available;
+- `native`: the Rust twins (`service.wal.native.NativeXLogReader`, built from
+  service/native into `service._native`); if the extension is not built this is a
+  `ConfigError`, never a silent fallback;
+- unset or empty: native when the extension imports, else python with a warning
+  (`native_core_unavailable`), so a checkout without a Rust build still runs.
+Hands on: `xlog_reader_class()`, the reader class to construct, with one interface
+(`XLogReaderLike`) whichever it is. Both produce equal records and equal typed errors
+(tests/service/wal/test_native_reader.py).
+
+Callers choose the class once per session, e.g.
+`reader = xlog_reader_class()(start_lsn, segment_size=size)`. Nothing here is wired into
+the pipeline yet: `service.app.session` and `connectors.postgres.archive` still construct
+`XLogReader` directly until the package-layout work lands.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Protocol
+
+import structlog
+
+from service.errors import ConfigError
+from service.wal.format import WalFormat
+from service.wal.reader import HeaderTuple, XLogReader
+from service.wal.record import XLogRecord
+
+log = structlog.get_logger(__name__)
+
+ENV = "PGCDC_IMPL"
+CHOICES = ("python", "native")
+
+
+class XLogReaderLike(Protocol):
+    """What both readers offer (see service.wal.reader for the contract)."""
+
+    @property
+    def version(self) -> int | None: ...
+    @property
+    def wal_format(self) -> WalFormat: ...
+    @property
+    def end_of_wal(self) -> bool: ...
+    @property
+    def last_lsn(self) -> int | None: ...
+    @property
+    def end_lsn(self) -> int: ...
+    @property
+    def next_lsn(self) -> int: ...
+    @property
+    def buffered_bytes(self) -> int: ...
+    def feed(self, data: bytes, at_lsn: int) -> None: ...
+    def records(self) -> Iterator[XLogRecord]: ...
+    def walk_headers(self) -> Iterator[HeaderTuple]: ...
+
+
+class XLogReaderFactory(Protocol):
+    """The constructor signature both reader classes share."""
+
+    def __call__(
+        self,
+        start_lsn: int,
+        *,
+        segment_size: int = ...,
+        prev_lsn: int | None = ...,
+        verify_crc: bool = ...,
+    ) -> XLogReaderLike: ...
+
+
+def native_available() -> bool:
+    """Whether the extension module `service._native` imports."""
+    try:
+        import service._native  # noqa: F401, PLC0415 (probing the optional extension)
+    except ImportError:
+        return False
+    return True
+
+
+def selected() -> str:
+    """`python` or `native`: what `PGCDC_IMPL` asks for, resolved as described above."""
+    wanted = os.environ.get(ENV, "").strip().lower()
+    if wanted not in ("", *CHOICES):
+        raise ConfigError(
+            f"{ENV}={wanted!r} is not one of {', '.join(CHOICES)} (or unset for the default)",
+            field=ENV,
+        )
+    if wanted == "python":
+        return "python"
+    if native_available():
+        return "native"
+    if wanted == "native":
+        raise ConfigError(
+            f"{ENV}=native, but the native core (service._native) is not built: run "
+            "`pip install -e .` (needs cargo) or set PGCDC_IMPL=python",
+            field=ENV,
+        )
+    log.warning("native_core_unavailable", fallback="python", env=ENV)
+    return "python"
+
+
+def xlog_reader_class() -> XLogReaderFactory:
+    """The XLog reader class that `PGCDC_IMPL` selects."""
+    if selected() == "native":
+        from service.wal.native import NativeXLogReader  # noqa: PLC0415 (needs the extension)
+
+        return NativeXLogReader
+    return XLogReader

@@ -1,0 +1,362 @@
+//! The PyO3 boundary: the extension module `service._native`.
+//!
+//! Receives: from `service.wal.native` (the glue), a reader's arguments and the Python
+//! callables that build its results: the `XLogRecord`, `BlockRef` and `RelFileLocator`
+//! constructors and the `service.errors` classes by name. The glue owns those names, so
+//! this side never imports a Python module that the package-layout work may move.
+//! Hands on: per `records()` / `walk_headers()` call, one walk over every record the fed
+//! bytes hold, answered with the count and the error instance that ended it (or None);
+//! `take(n)` then hands the records over as Python objects in slices. The glue yields
+//! them, then raises the error.
+//!
+//! Guarantees:
+//! - The walk runs with the GIL released (`Python::detach`); only building the result
+//!   objects holds it.
+//! - A Rust error becomes an instance of the `service.errors` class its kind names, with
+//!   the Python reader's message and `lsn`.
+//! - A panic never crosses the boundary: it is caught (`catch_unwind`) and becomes a
+//!   `WalError` at the reader's position; the reader is then poisoned and repeats that
+//!   error on every later call, since its state may be half-updated.
+//! - No `unsafe` here: PyO3's safe API suffices.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+use crate::wal::reader::{WalReader, Walked};
+use crate::wal::{ErrorKind, WalError};
+
+/// The Python side's constructors and error classes, handed over once per reader.
+struct Factory {
+    record: Py<PyAny>,
+    block: Py<PyAny>,
+    locator: Py<PyAny>,
+    /// class name (ErrorKind::class_name) -> class
+    errors: Py<PyDict>,
+}
+
+/// The native twin of `service.wal.reader.XLogReader`, driven by `service.wal.native`.
+#[pyclass(module = "service._native", name = "WalReader")]
+struct PyWalReader {
+    core: WalReader,
+    factory: Factory,
+    /// RelFileLocator objects by their WAL fields, capped like the Python decoder's.
+    locators: HashMap<(u32, u32, u32), Py<PyAny>>,
+    /// Set after a caught panic: the error every later call raises.
+    poisoned: Option<WalError>,
+    /// The last walk's records not yet handed over (`take`), from `cursor` on; their
+    /// bytes stay valid until the next walk or a feed that restarts the buffer.
+    pending: Vec<Walked>,
+    cursor: usize,
+    pending_headers: bool,
+    /// Test hook: the next walk panics inside the guarded region (`_arm_panic_probe`),
+    /// so the tests can see a panic arrive as a typed error and poison the reader.
+    panic_probe: bool,
+}
+
+const LOCATOR_CACHE: usize = 4096;
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+fn internal_error(payload: &(dyn std::any::Any + Send), lsn: u64) -> WalError {
+    WalError {
+        kind: ErrorKind::Wal,
+        message: format!(
+            "internal error in the native WAL reader: {}",
+            panic_message(payload)
+        ),
+        lsn,
+    }
+}
+
+impl Factory {
+    /// The `service.errors` instance for a Rust error: its class by kind, its message
+    /// and `lsn=` as keyword, as the Python reader raises it.
+    fn error<'py>(&self, py: Python<'py>, err: &WalError) -> PyResult<Bound<'py, PyAny>> {
+        let errors = self.errors.bind(py);
+        let cls = errors.get_item(err.kind.class_name())?.ok_or_else(|| {
+            PyValueError::new_err(format!("no error class {}", err.kind.class_name()))
+        })?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("lsn", err.lsn)?;
+        cls.call((err.message.as_str(),), Some(&kwargs))
+    }
+
+    fn raise(&self, py: Python<'_>, err: &WalError) -> PyErr {
+        match self.error(py, err) {
+            Ok(inst) => PyErr::from_value(inst),
+            Err(e) => e,
+        }
+    }
+}
+
+impl PyWalReader {
+    fn error_instance<'py>(&self, py: Python<'py>, err: &WalError) -> PyResult<Bound<'py, PyAny>> {
+        self.factory.error(py, err)
+    }
+
+    fn raise(&self, py: Python<'_>, err: &WalError) -> PyErr {
+        self.factory.raise(py, err)
+    }
+
+    /// One `XLogRecord` (or header tuple) per pending record, for the next `n` of them.
+    fn build<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        let headers_only = self.pending_headers;
+        let end = self.pending.len().min(self.cursor.saturating_add(n));
+        let batch = &self.pending[self.cursor..end];
+        self.cursor = end;
+        for w in batch {
+            let h = &w.header;
+            if headers_only {
+                list.append((h.lsn, h.total_len, h.rmid, h.info, h.xid))?;
+                continue;
+            }
+            let Some(body) = &w.body else {
+                return Err(PyValueError::new_err("walked record without a body"));
+            };
+            let bytes = self.core.record_bytes(w);
+            let mut blocks = Vec::with_capacity(body.blocks.len());
+            for b in &body.blocks {
+                let loc = locator(&mut self.locators, &self.factory, py, b.locator)?;
+                let image = b.image.as_ref().map(|img| PyBytes::new(py, img));
+                let block = self.factory.block.bind(py).call1((
+                    b.block_id,
+                    loc,
+                    b.fork,
+                    b.block,
+                    b.flags,
+                    PyBytes::new(py, &bytes[b.data.clone()]),
+                    image,
+                    b.apply_image,
+                    b.image_len,
+                    b.hole_offset,
+                    b.hole_length,
+                    b.bimg_info,
+                ))?;
+                blocks.push(block);
+            }
+            let rec = self.factory.record.bind(py).call1((
+                h.lsn,
+                h.end_lsn,
+                h.total_len,
+                h.xid,
+                h.prev,
+                h.info,
+                h.rmid,
+                h.crc,
+                PyBytes::new(py, &bytes[body.main_data.clone()]),
+                PyTuple::new(py, blocks)?,
+                body.toplevel_xid,
+                body.origin,
+            ))?;
+            list.append(rec)?;
+        }
+        Ok(list)
+    }
+
+    fn walk<'py>(
+        &mut self,
+        py: Python<'py>,
+        headers_only: bool,
+    ) -> PyResult<(usize, Option<Bound<'py, PyAny>>)> {
+        self.pending.clear();
+        self.cursor = 0;
+        self.pending_headers = headers_only;
+        if let Some(err) = &self.poisoned {
+            return Ok((0, Some(self.error_instance(py, err)?)));
+        }
+        let lsn = self.core.next_lsn();
+        let core = &mut self.core;
+        let probe = std::mem::take(&mut self.panic_probe);
+        // The walk touches no Python object, so it runs without the GIL.
+        let walked = py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                if probe {
+                    panic!("panic probe");
+                }
+                core.walk(headers_only)
+            }))
+        });
+        let (batch, err) = match walked {
+            Ok(r) => r,
+            Err(payload) => {
+                let err = internal_error(payload.as_ref(), lsn);
+                self.poisoned = Some(err.clone());
+                return Ok((0, Some(self.error_instance(py, &err)?)));
+            }
+        };
+        let err = match err {
+            Some(e) => Some(self.error_instance(py, &e)?),
+            None => None,
+        };
+        let count = batch.len();
+        self.pending = batch;
+        Ok((count, err))
+    }
+}
+
+fn locator<'py>(
+    cache: &mut HashMap<(u32, u32, u32), Py<PyAny>>,
+    factory: &Factory,
+    py: Python<'py>,
+    key: (u32, u32, u32),
+) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(loc) = cache.get(&key) {
+        return Ok(loc.bind(py).clone());
+    }
+    let loc = factory.locator.bind(py).call1(key)?;
+    if cache.len() < LOCATOR_CACHE {
+        cache.insert(key, loc.clone().unbind());
+    }
+    Ok(loc)
+}
+
+#[pymethods]
+impl PyWalReader {
+    #[new]
+    #[pyo3(signature = (start_lsn, segment_size, prev_lsn, verify_crc, make_record, make_block, make_locator, errors))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        start_lsn: u64,
+        segment_size: u64,
+        prev_lsn: Option<u64>,
+        verify_crc: bool,
+        make_record: Py<PyAny>,
+        make_block: Py<PyAny>,
+        make_locator: Py<PyAny>,
+        errors: Py<PyDict>,
+    ) -> PyResult<Self> {
+        let factory = Factory {
+            record: make_record,
+            block: make_block,
+            locator: make_locator,
+            errors,
+        };
+        let core = WalReader::new(start_lsn, segment_size, prev_lsn, verify_crc)
+            .map_err(|e| factory.raise(py, &e))?;
+        Ok(PyWalReader {
+            core,
+            factory,
+            locators: HashMap::new(),
+            poisoned: None,
+            pending: Vec::new(),
+            cursor: 0,
+            pending_headers: false,
+            panic_probe: false,
+        })
+    }
+
+    /// Append raw WAL bytes that start at `at_lsn` (XLogReader.feed).
+    fn feed(&mut self, py: Python<'_>, data: &[u8], at_lsn: u64) -> PyResult<()> {
+        if let Some(err) = &self.poisoned {
+            return Err(self.raise(py, err));
+        }
+        if self.core.fed_end() != Some(at_lsn) {
+            // A restarted buffer: the pending records' offsets point into the old one.
+            self.pending.clear();
+            self.cursor = 0;
+        }
+        let core = &mut self.core;
+        match catch_unwind(AssertUnwindSafe(|| core.feed(data, at_lsn))) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(self.raise(py, &e)),
+            Err(payload) => {
+                let err = internal_error(payload.as_ref(), self.core.next_lsn());
+                self.poisoned = Some(err.clone());
+                Err(self.raise(py, &err))
+            }
+        }
+    }
+
+    /// Walk every complete record available (GIL released): (how many records the walk
+    /// found, the error instance that ended it or None). `take` hands them over.
+    fn records<'py>(&mut self, py: Python<'py>) -> PyResult<(usize, Option<Bound<'py, PyAny>>)> {
+        self.walk(py, false)
+    }
+
+    /// As `records`, for (lsn, tot_len, rmid, info, xid) tuples and no body decode.
+    fn walk_headers<'py>(
+        &mut self,
+        py: Python<'py>,
+    ) -> PyResult<(usize, Option<Bound<'py, PyAny>>)> {
+        self.walk(py, true)
+    }
+
+    /// The next `n` records of the last walk as Python objects (XLogRecord, or header
+    /// tuples after `walk_headers`). Handing them over in slices keeps a 16 MB chunk
+    /// from turning into one list of 100k+ live objects (memory, and the cyclic GC
+    /// rescanning them), which the Python reader's one-at-a-time generator never has.
+    fn take<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
+        if let Some(err) = &self.poisoned {
+            return Err(self.raise(py, err));
+        }
+        let lsn = self.core.next_lsn();
+        match catch_unwind(AssertUnwindSafe(|| self.build(py, n))) {
+            Ok(list) => list,
+            Err(payload) => {
+                let err = internal_error(payload.as_ref(), lsn);
+                self.poisoned = Some(err.clone());
+                self.pending.clear();
+                Err(self.raise(py, &err))
+            }
+        }
+    }
+
+    /// Test hook: make the next walk panic where a bug would (see `panic_probe`).
+    fn _arm_panic_probe(&mut self) {
+        self.panic_probe = true;
+    }
+
+    /// Back to just after the n-th record (1-based) of the last batch.
+    fn rewind(&mut self, n: usize) {
+        self.core.rewind(n);
+    }
+
+    #[getter]
+    fn end_of_wal(&self) -> bool {
+        self.core.end_of_wal()
+    }
+
+    #[getter]
+    fn next_lsn(&self) -> u64 {
+        self.core.next_lsn()
+    }
+
+    #[getter]
+    fn last_lsn(&self) -> Option<u64> {
+        self.core.last_lsn()
+    }
+
+    #[getter]
+    fn buffered_bytes(&self) -> usize {
+        self.core.buffered_bytes()
+    }
+
+    /// The page magic of the stream (None before any page header).
+    #[getter]
+    fn page_magic(&self) -> Option<u16> {
+        self.core.format().map(|f| f.page_magic)
+    }
+}
+
+#[pymodule]
+#[pyo3(name = "_native")]
+fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyWalReader>()?;
+    m.add_class::<crate::py_heap::PyHeapDecoder>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,242 @@
+//! The PyO3 boundary of the heap parsers: `service._native.HeapDecoder`.
+//!
+//! Receives: from `service.decode.native_heap` (the glue), once, the constructors the
+//! Python parsers use (service.decode.heap's RawTuple and HeapChange twins,
+//! TruncateEvent, NewCidEvent, RelFileLocator), the ChangeKind members and DecodeError;
+//! then per call an op and one `XLogRecord`.
+//! Hands on: the list of events `service.decode.heap.decode_<op>(record)` returns, equal
+//! field for field, or raises the same `DecodeError` (message and `lsn`).
+//! A panic never crosses the boundary: it becomes a DecodeError naming the record.
+//! No `unsafe` here.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+use crate::decode::heap::{self, Event, Input, Source, Tuple};
+
+#[pyclass(module = "service._native", name = "HeapDecoder")]
+pub struct PyHeapDecoder {
+    raw_tuple: Py<PyAny>,
+    heap_change: Py<PyAny>,
+    truncate_event: Py<PyAny>,
+    new_cid_event: Py<PyAny>,
+    locator: Py<PyAny>,
+    /// ChangeKind members, indexed by their value.
+    kinds: Vec<Py<PyAny>>,
+    decode_error: Py<PyAny>,
+}
+
+/// The op names the glue passes (service.decode.heap's function names without
+/// `decode_`).
+type Parser = fn(&Input<'_>) -> heap::Result<Vec<Event>>;
+
+fn parser(op: &str) -> Option<Parser> {
+    Some(match op {
+        "insert" => heap::insert,
+        "update" => heap::update,
+        "delete" => heap::delete,
+        "confirm" => heap::confirm,
+        "truncate" => heap::truncate,
+        "multi_insert" => heap::multi_insert,
+        "new_cid" => heap::new_cid,
+        _ => return None,
+    })
+}
+
+impl PyHeapDecoder {
+    fn tuple<'py>(
+        &self,
+        py: Python<'py>,
+        t: &Option<Tuple>,
+        main: &[u8],
+        block0: &[u8],
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(t) = t else { return Ok(None) };
+        let src = match t.source {
+            Source::Main => main,
+            Source::Block0 => block0,
+        };
+        let data = PyBytes::new(py, &src[t.data.clone()]);
+        let obj =
+            self.raw_tuple
+                .bind(py)
+                .call1((t.natts, t.infomask, t.infomask2, t.hoff, data))?;
+        Ok(Some(obj))
+    }
+
+    fn decode_inner<'py>(
+        &self,
+        py: Python<'py>,
+        op: &str,
+        record: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let Some(parse) = parser(op) else {
+            return Err(PyValueError::new_err(format!(
+                "no native heap parser {op:?}"
+            )));
+        };
+        let lsn = record.getattr("lsn")?;
+        let main_obj = record.getattr("main_data")?;
+        let main: &[u8] = main_obj.cast::<PyBytes>()?.as_bytes();
+        let blocks_obj = record.getattr("blocks")?;
+        let blocks = blocks_obj.cast::<PyTuple>()?;
+        // _block0: block ids ascend, so block 0 can only be the first.
+        let mut ref0 = None;
+        if let Ok(first) = blocks.get_item(0) {
+            if first.getattr("block_id")?.extract::<u32>()? == 0 {
+                ref0 = Some(first);
+            }
+        }
+        let data_obj = match &ref0 {
+            Some(b) => Some(b.getattr("data")?),
+            None => None,
+        };
+        let block0: Option<&[u8]> = match &data_obj {
+            Some(d) => Some(d.cast::<PyBytes>()?.as_bytes()),
+            None => None,
+        };
+        let input = Input {
+            info: record.getattr("info")?.extract()?,
+            main,
+            block0,
+        };
+        let events = match parse(&input) {
+            Ok(ev) => ev,
+            Err(message) => {
+                let kwargs = PyDict::new(py);
+                kwargs.set_item("lsn", &lsn)?;
+                let exc = self.decode_error.bind(py).call((message,), Some(&kwargs))?;
+                return Err(PyErr::from_value(exc));
+            }
+        };
+        let out = PyList::empty(py);
+        if events.is_empty() {
+            return Ok(out);
+        }
+        let xid = record.getattr("xid")?;
+        let origin = record.getattr("origin")?;
+        let block0 = block0.unwrap_or(&[]);
+        for ev in &events {
+            match ev {
+                Event::Change {
+                    kind,
+                    offset,
+                    new_tuple,
+                    old_tuple,
+                    old_is_key,
+                    clear_toast_afterwards,
+                    on_toast_relation,
+                } => {
+                    let Some(r0) = &ref0 else {
+                        return Err(PyValueError::new_err("heap change without block 0"));
+                    };
+                    let change = self.heap_change.bind(py).call1((
+                        &lsn,
+                        &xid,
+                        self.kinds[*kind as usize].bind(py),
+                        r0.getattr("locator")?,
+                        r0.getattr("block")?,
+                        *offset,
+                        self.tuple(py, new_tuple, main, block0)?,
+                        self.tuple(py, old_tuple, main, block0)?,
+                        *old_is_key,
+                        *clear_toast_afterwards,
+                        *on_toast_relation,
+                        &origin,
+                    ))?;
+                    out.append(change)?;
+                }
+                Event::Truncate {
+                    db_oid,
+                    relids,
+                    cascade,
+                    restart_seqs,
+                } => {
+                    let kw = PyDict::new(py);
+                    kw.set_item("lsn", &lsn)?;
+                    kw.set_item("xid", &xid)?;
+                    kw.set_item("db_oid", *db_oid)?;
+                    kw.set_item("relids", PyTuple::new(py, relids)?)?;
+                    kw.set_item("cascade", *cascade)?;
+                    kw.set_item("restart_seqs", *restart_seqs)?;
+                    kw.set_item("origin", &origin)?;
+                    out.append(self.truncate_event.bind(py).call((), Some(&kw))?)?;
+                }
+                Event::NewCid {
+                    locator,
+                    block,
+                    offset,
+                    cmin,
+                    cmax,
+                    combocid,
+                    top_xid,
+                } => {
+                    let kw = PyDict::new(py);
+                    kw.set_item("lsn", &lsn)?;
+                    kw.set_item("xid", &xid)?;
+                    kw.set_item("locator", self.locator.bind(py).call1(*locator)?)?;
+                    kw.set_item("block", *block)?;
+                    kw.set_item("offset", *offset)?;
+                    kw.set_item("cmin", *cmin)?;
+                    kw.set_item("cmax", *cmax)?;
+                    kw.set_item("combocid", *combocid)?;
+                    kw.set_item("top_xid", *top_xid)?;
+                    out.append(self.new_cid_event.bind(py).call((), Some(&kw))?)?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[pymethods]
+impl PyHeapDecoder {
+    #[new]
+    #[pyo3(signature = (raw_tuple, heap_change, truncate_event, new_cid_event, locator, kinds, decode_error))]
+    fn new(
+        raw_tuple: Py<PyAny>,
+        heap_change: Py<PyAny>,
+        truncate_event: Py<PyAny>,
+        new_cid_event: Py<PyAny>,
+        locator: Py<PyAny>,
+        kinds: Vec<Py<PyAny>>,
+        decode_error: Py<PyAny>,
+    ) -> PyResult<Self> {
+        if kinds.len() != 6 {
+            return Err(PyValueError::new_err("ChangeKind must have 6 members"));
+        }
+        Ok(PyHeapDecoder {
+            raw_tuple,
+            heap_change,
+            truncate_event,
+            new_cid_event,
+            locator,
+            kinds,
+            decode_error,
+        })
+    }
+
+    /// The events of one heap/heap2 record, as service.decode.heap.decode_<op>.
+    fn decode<'py>(
+        &self,
+        py: Python<'py>,
+        op: &str,
+        record: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        match catch_unwind(AssertUnwindSafe(|| self.decode_inner(py, op, record))) {
+            Ok(r) => r,
+            Err(_) => {
+                let kwargs = PyDict::new(py);
+                kwargs.set_item("lsn", record.getattr("lsn")?)?;
+                let exc = self.decode_error.bind(py).call(
+                    (format!("internal error in the native heap decoder ({op})"),),
+                    Some(&kwargs),
+                )?;
+                Err(PyErr::from_value(exc))
+            }
+        }
+    }
+}

@@ -1,0 +1,178 @@
+"""The native XLog reader: the Rust twin of `service.wal.reader.XLogReader` (glue).
+
+Receives: what `XLogReader` receives, through the same interface: `feed(data, at_lsn)`
+with contiguous raw WAL in LSN order, in chunks of any size, the first possibly starting
+mid-page; then `records()` or `walk_headers()`.
+Hands on: the same values. `records()` yields `service.wal.record.XLogRecord`s equal field
+for field to the Python reader's (block references, restored page images, main data,
+top-level xid, origin), `walk_headers()` the same `(lsn, tot_len, rmid, info, xid)`
+tuples, and the position properties (`version`, `wal_format`, `last_lsn`, `end_lsn`,
+`next_lsn`, `end_of_wal`, `buffered_bytes`) follow the same rules.
+
+Guarantees: every guarantee of `XLogReader` (page headers, record headers and CRC32C
+checked; typed errors naming the same LSN with the same message; end of WAL sticky;
+XLOG_SWITCH skips to the next segment; nothing skipped, nothing guessed). The Rust side
+(`service/native`, module `service._native`) is a port of that reference, held to it by
+tests/service/wal/test_native_reader.py.
+
+How it crosses the boundary: once per `records()` call for the walk, which runs in Rust
+with the GIL released over every record the fed bytes hold and returns how many it found
+plus the error that ended it, if any; then once per slice of 256 records to turn them
+into Python objects (never once per record or field). This generator yields them and
+then raises that error, so a caller sees what the Python generator shows. While it
+yields, the position properties describe the record just yielded (as the Python
+reader's do). A caller that stops early (a `break`, a `return`, a closed generator) puts
+the native reader back to just after the last record it took (`rewind`), so the next
+`records()` resumes exactly where the Python reader would.
+Records are built by the Python reader's own constructors (`service.wal.recorddecode`), so the
+two produce the same objects.
+
+Memory: the native reader keeps the last batch's bytes until the next `feed`/`records()`
+call (for `rewind`); `buffered_bytes` still reports what the Python reader would hold.
+Pure: no I/O. Not thread-safe. Do not call `feed` while iterating.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from service import _native
+from service.errors import PgcdcError, UnsupportedVersionError, WalCorruptionError, WalError
+from service.wal.format import DEFAULT_FORMAT, DEFAULT_SEGMENT_SIZE, FORMATS, WalFormat
+from service.wal.reader import HeaderTuple
+from service.wal.record import RelFileLocator, XLogRecord
+from service.wal.recorddecode import _new_blockref, _new_record
+
+# How many walked records become Python objects per `take`: enough to make the call
+# cost vanish, few enough that a 16 MB chunk never lives as 100k+ objects at once.
+_SLICE = 256
+
+# The classes a native error kind becomes (wal::ErrorKind::class_name in Rust).
+_ERRORS: dict[str, type[PgcdcError]] = {
+    "WalError": WalError,
+    "WalCorruptionError": WalCorruptionError,
+    "UnsupportedVersionError": UnsupportedVersionError,
+}
+
+
+class NativeXLogReader:
+    """Incremental WAL page/record reader in Rust, with `XLogReader`'s interface.
+
+    `_at` is the record being yielded by a running `records()` generator (None between
+    calls): while set, the position properties answer for it, as the Python reader's do
+    at its `yield`; `_held` is then what the Python reader holds during its walk (its
+    buffer as trimmed when the walk began).
+    """
+
+    __slots__ = ("_at", "_held", "_native")
+
+    def __init__(
+        self,
+        start_lsn: int,
+        *,
+        segment_size: int = DEFAULT_SEGMENT_SIZE,
+        prev_lsn: int | None = None,
+        verify_crc: bool = True,
+    ) -> None:
+        self._native = _native.WalReader(
+            start_lsn,
+            segment_size,
+            prev_lsn,
+            verify_crc,
+            _new_record,
+            _new_blockref,
+            RelFileLocator,
+            _ERRORS,
+        )
+        self._at: XLogRecord | None = None
+        self._held = 0
+
+    # --- public API (as XLogReader) ---------------------------------------------------
+
+    @property
+    def version(self) -> int | None:
+        """PostgreSQL major version from the page magic (None before any page header)."""
+        magic = self._native.page_magic
+        return FORMATS[magic].version if magic is not None else None
+
+    @property
+    def wal_format(self) -> WalFormat:
+        """The format table in use (the shared default before any page header)."""
+        magic = self._native.page_magic
+        return FORMATS[magic] if magic is not None else DEFAULT_FORMAT
+
+    @property
+    def end_of_wal(self) -> bool:
+        """True once the end of valid WAL was reached (sticky)."""
+        return False if self._at is not None else self._native.end_of_wal
+
+    @property
+    def last_lsn(self) -> int | None:
+        """ReadRecPtr of the last record yielded (or the `prev_lsn` given)."""
+        return self._at.lsn if self._at is not None else self._native.last_lsn
+
+    @property
+    def end_lsn(self) -> int:
+        """EndRecPtr of the last record yielded: where reading continues."""
+        return self._at.end_lsn if self._at is not None else self._native.next_lsn
+
+    @property
+    def next_lsn(self) -> int:
+        """Where the next record (or page header) will be read."""
+        return self.end_lsn
+
+    @property
+    def buffered_bytes(self) -> int:
+        """How many fed bytes the Python reader would still hold here."""
+        return self._held if self._at is not None else self._native.buffered_bytes
+
+    def feed(self, data: bytes, at_lsn: int) -> None:
+        """Append raw WAL bytes that start at `at_lsn` (see `XLogReader.feed`)."""
+        self._native.feed(data if type(data) is bytes else bytes(data), at_lsn)
+
+    def records(self) -> Iterator[XLogRecord]:
+        """Yield every complete record available, fully decoded (DecodeXLogRecord)."""
+        return self._records()
+
+    def walk_headers(self) -> Iterator[HeaderTuple]:
+        """Yield `(lsn, tot_len, rmid, info, xid)` per record: pages, headers and CRCs
+        checked exactly as `records()`, without decoding block references. As with the
+        Python reader, the position properties are up to date when the walk pauses,
+        raises or is closed, not after every record."""
+        return self._walk_headers()
+
+    # --- the batch, yielded -----------------------------------------------------------
+
+    def _records(self) -> Iterator[XLogRecord]:
+        self._held = self._native.buffered_bytes
+        count, error = self._native.records()
+        taken = 0
+        try:
+            while taken < count:
+                for rec in self._native.take(_SLICE):
+                    self._at = rec
+                    taken += 1
+                    yield rec
+        except BaseException:
+            # The caller stopped (or threw) at a yield: stand where the Python reader
+            # stands after that record, then let the exception go on.
+            self._native.rewind(taken)
+            raise
+        finally:
+            self._at = None
+        if error is not None:
+            raise error
+
+    def _walk_headers(self) -> Iterator[HeaderTuple]:
+        count, error = self._native.walk_headers()
+        taken = 0
+        try:
+            while taken < count:
+                for head in self._native.take(_SLICE):
+                    taken += 1
+                    yield head
+        except BaseException:
+            self._native.rewind(taken)
+            raise
+        if error is not None:
+            raise error

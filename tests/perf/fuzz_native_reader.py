@@ -1,0 +1,210 @@
+"""Fuzz the native XLog reader with cheap mutations of real WAL; print counts and outcomes.
+
+    python tests/perf/fuzz_native_reader.py [--count N] [--procs P] [--seed S]
+                                            [--python-every K]
+
+Inputs: the golden WAL windows in tests/service/data/ (PG15 and PG18, with pglz and lz4
+full-page images; refresh them with tests/perf/fuzz_xlogreader.py --capture). Each case
+starts `service.wal.native.NativeXLogReader` at a real record, feeds a window of a few
+records in random chunks, after one mutation:
+
+- flip, byte, truncate, zeropage, magic, prev, tot_len: as fuzz_xlogreader.py (most end
+  at a page-header, record-header or CRC check);
+- body+crc: damage inside one record's body and then recompute its CRC32C, so that the
+  damage gets past ValidXLogRecord into DecodeXLogRecord, RestoreBlockImage and the
+  pglz / lz4 decompressors.
+
+The only acceptable outcomes are records equal to a prefix of the undamaged ones followed
+by a typed error (a PgcdcError subclass with an lsn), end of WAL, or a stop for more
+bytes. Anything else is a failure and printed: a wrong record, an untyped exception, and
+a Rust panic (which the boundary turns into a WalError "internal error in the native WAL
+reader", so it is recognised by that message). Every K-th case (`--python-every`) also
+runs through the Python reader, and any difference in records, error class, lsn or
+message is a failure too. The exit status is 1 if there was any failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import random
+import struct
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import google_crc32c
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from service.errors import PgcdcError  # noqa: E402
+from service.wal.native import NativeXLogReader  # noqa: E402
+from service.wal.reader import XLogReader  # noqa: E402
+from service.wal.record import XLogRecord  # noqa: E402
+
+DATA = ROOT / "tests" / "service" / "data"
+BLCK = 8192
+PANIC = "internal error in the native WAL reader"
+Fixture = tuple[int, bytes, list[XLogRecord]]
+
+
+def load_fixtures() -> list[Fixture]:
+    """(lsn, bytes, undamaged records) of every golden window (wal<ver>_<lsnhex>.bin)."""
+    out = []
+    for f in sorted(DATA.glob("wal*_*.bin")):
+        lsn = int(f.stem.split("_")[1], 16)
+        data = f.read_bytes()
+        r = XLogReader(lsn)
+        r.feed(data, lsn)
+        out.append((lsn, data, list(r.records())))
+    return out
+
+
+def mutate(rng: random.Random, window: bytearray, rec_off: int, rec: XLogRecord) -> str:
+    """Damage `window` in place (the record `rec` starts at `rec_off`); returns the kind."""
+    kind = rng.choice(
+        ["flip", "flip", "byte", "truncate", "zeropage", "magic", "prev", "tot_len"]
+        + ["body+crc"] * 4
+    )
+    n = len(window)
+    if kind == "flip":
+        window[rng.randrange(n)] ^= 1 << rng.randrange(8)
+    elif kind == "byte":
+        window[rng.randrange(n)] = rng.randrange(256)
+    elif kind == "truncate":
+        del window[rng.randrange(n) :]
+    elif kind in ("zeropage", "magic"):
+        off = rng.randrange((n + BLCK - 1) // BLCK) * BLCK
+        if kind == "zeropage":
+            window[off : off + BLCK] = bytes(len(window[off : off + BLCK]))
+        elif off + 2 <= n:
+            struct.pack_into("<H", window, off, rng.choice([0xD106, 0xD101, 0xD113, 0x0000]))
+    elif kind == "prev":
+        struct.pack_into("<Q", window, rec_off + 8, rng.randrange(1 << 40))
+    elif kind == "tot_len":
+        struct.pack_into("<I", window, rec_off, rng.randrange(1 << rng.choice([5, 8, 16, 31])))
+    else:
+        end = rec_off + rec.total_len
+        if (rec.lsn % BLCK) + rec.total_len > BLCK or end > n or rec.total_len <= 24:
+            kind = "body+crc(skipped)"
+        else:
+            # Damage the block headers and payloads, then make the CRC right again.
+            for _ in range(rng.choice([1, 1, 2, 4])):
+                window[rng.randrange(rec_off + 24, end)] = rng.randrange(256)
+            body = bytes(window[rec_off + 24 : end])
+            crc = google_crc32c.extend(
+                google_crc32c.value(body), bytes(window[rec_off : rec_off + 20])
+            )
+            struct.pack_into("<I", window, rec_off + 20, crc)
+    return kind
+
+
+def run(
+    cls: type[NativeXLogReader] | type[XLogReader],
+    start: int,
+    prev: int,
+    feed_at: int,
+    window: bytes,
+    chunk: int,
+) -> tuple[list[XLogRecord], tuple[str, int | None, str] | str]:
+    """Feed the window in chunks and drain records(); (records, outcome)."""
+    r = cls(start, prev_lsn=prev)
+    got: list[XLogRecord] = []
+    try:
+        for c in range(0, len(window), chunk):
+            r.feed(window[c : c + chunk], feed_at + c)
+            got.extend(r.records())
+    except PgcdcError as exc:
+        return got, (type(exc).__name__, exc.lsn, str(exc))
+    return got, "end_of_wal" if r.end_of_wal else "stop"
+
+
+def one_case(rng: random.Random, fx: Fixture, check_python: bool) -> str:
+    """Run one mutated input; returns the outcome name ('FAIL:...' on a violation)."""
+    page_lsn, data, base = fx
+    i = rng.randrange(1, len(base) - 1)
+    start = base[i].lsn
+    feed_at = start & ~(BLCK - 1)
+    ws = feed_at - page_lsn
+    window = bytearray(data[ws : min(len(data), start - page_lsn + rng.randrange(64, 3 * BLCK))])
+    kind = mutate(rng, window, start - feed_at, base[i])
+    raw = bytes(window)
+    chunk = rng.choice([len(raw) or 1, rng.randrange(1, 9000)])
+    try:
+        got, outcome = run(NativeXLogReader, start, base[i - 1].lsn, feed_at, raw, chunk)
+    except Exception as exc:  # counting untyped errors is the point
+        return f"FAIL:untyped {type(exc).__name__}: {exc} ({kind}, start {start:X})"
+    if isinstance(outcome, tuple) and outcome[2].startswith(PANIC):
+        return f"FAIL:panic {outcome[2]} ({kind}, start {start:X})"
+    if isinstance(outcome, tuple) and outcome[1] is None:
+        return f"FAIL:error without lsn {outcome} ({kind})"
+    # body+crc may legitimately yield the damaged record itself (damage in payload bytes
+    # that no check can see, as in PostgreSQL): the records after it must still match.
+    if got != base[i : i + len(got)] and not (
+        kind == "body+crc" and got[1:] == base[i + 1 : i + len(got)]
+    ):
+        return f"FAIL:wrong record ({kind}, start {start:X})"
+    if check_python:
+        theirs = run(XLogReader, start, base[i - 1].lsn, feed_at, raw, chunk)
+        if theirs != (got, outcome):
+            return f"FAIL:differs from the Python reader ({kind}, start {start:X}, chunk {chunk})"
+    name = outcome[0] if isinstance(outcome, tuple) else outcome
+    return f"{kind}:{name}"
+
+
+_FIXTURES: list[Fixture] = []
+
+
+def _load() -> None:
+    """Pool initializer: each worker process decodes the fixtures once."""
+    _FIXTURES[:] = load_fixtures()
+
+
+def worker(args: tuple[int, int, int]) -> Counter[str]:
+    """Run `count` cases with seed `seed`; every `every`-th also through Python."""
+    seed, count, every = args
+    rng = random.Random(seed)
+    fixtures = _FIXTURES
+    hist: Counter[str] = Counter()
+    for k in range(count):
+        hist[one_case(rng, rng.choice(fixtures), every > 0 and k % every == 0)] += 1
+    return hist
+
+
+def main() -> int:
+    """Parse options, fan out over processes, print the counts."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--count", type=int, default=1_000_000)
+    ap.add_argument("--procs", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--python-every", type=int, default=200)
+    a = ap.parse_args()
+    batches = 50
+    per = a.count // batches
+    jobs = [
+        (a.seed * 1000 + k, per + (1 if k < a.count % batches else 0), a.python_every)
+        for k in range(batches)
+    ]
+    t = time.perf_counter()
+    total: Counter[str] = Counter()
+    with multiprocessing.Pool(a.procs, initializer=_load) as pool:
+        for h in pool.imap_unordered(worker, jobs):
+            total.update(h)
+    took = time.perf_counter() - t
+    n = sum(total.values())
+    checked = (
+        sum((c + a.python_every - 1) // a.python_every for _, c, _ in jobs) if a.python_every else 0
+    )
+    print(f"inputs: {n} through the native reader in {took:.0f}s ({n / took:.0f}/s)")
+    print(f"of which also through the Python reader: {checked}")
+    for k, v in sorted(total.items(), key=lambda kv: -kv[1]):
+        print(f"{v:9d}  {k}")
+    fails = sum(v for k, v in total.items() if k.startswith("FAIL"))
+    print(f"failures: {fails}")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
