@@ -1,6 +1,7 @@
 """Type stub of the extension module built from service/native (src/py.rs).
 
-The glue that uses it is `service.wal.native` (and `service.decode.native_heap`); see the contract there.
+The glue that uses it is `service.wal.native` (and `service.decode.native_heap`); see the
+contract there.
 """
 
 from collections.abc import Callable
