@@ -18,7 +18,7 @@ from service.errors import DecodeError
 from service.wal.reader import XLogReader
 from service.wal.record import XLogRecord
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 OPS = ("insert", "update", "delete", "confirm", "truncate", "multi_insert", "new_cid")
 PAIRS: list[tuple[Callable[[XLogRecord], object], Callable[[XLogRecord], object]]] = [
     (getattr(decode_heap, f"decode_{op}"), getattr(native_decode_heap, f"decode_{op}"))
