@@ -122,6 +122,7 @@ class ChunkRead:
     nbytes: int = 0
     cut: bool = False  # the row or byte limit stopped the chunk before its `hi`
     missing: bool = False  # the table no longer exists
+    key_index: list[tuple[_ColumnPlan, int | None]] | None = None  # cached by `key`
 
     @property
     def real_hi(self) -> Bound:
@@ -129,6 +130,22 @@ class ChunkRead:
         if not self.cut:
             return self.spec.hi
         return self.last_keys if self.spec.keyed else self.last_page
+
+    def key(self, fields: Sequence[bytes | None], names: Sequence[str]) -> tuple[str | None, ...]:
+        """The row's key as the text of its key columns (only those are decoded)."""
+        assert self.plan is not None
+        if self.key_index is None:
+            pos, at = 0, {}
+            for p in self.plan.plans:
+                if p.expr is not None:
+                    at[p.name] = pos
+                    pos += 1
+            by_name = {p.name: p for p in self.plan.plans}
+            self.key_index = [(by_name[n], at.get(n)) for n in names]
+        where = self.spec.table
+        return tuple(
+            p.value(None if i is None else fields[i], where).text for p, i in self.key_index
+        )
 
     def values(self, fields: Sequence[bytes | None]) -> list[ColumnValue]:
         assert self.plan is not None

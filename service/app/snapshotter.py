@@ -528,10 +528,8 @@ class Snapshotter:
             return
         assert read.plan is not None
         names = rel.key_columns if p.spec.keyed else ()
-        rows = []
-        for fields in read.rows:
-            values = read.values(fields)
-            rows.append((key_of(values, names) if names else None, values))
+        # Only the key columns are decoded here; whole rows at emission, one at a time.
+        rows = [(read.key(fields, names) if names else None, fields) for fields in read.rows]
         outcome = self.tracker.high(p.chunk_id, rows, read.snapshot.xip if read.snapshot else ())
         if outcome.retry is not None or not same:
             self.retries += 1
@@ -621,7 +619,8 @@ class Snapshotter:
         first_of_table = job.chunks == 0
         wrapper.call("begin", lsn, 0, txn)
         try:
-            for n, values in enumerate(rows):
+            for n, fields in enumerate(rows):
+                values = read.values(fields)
                 if not initial:
                     marker = "incremental"
                 elif n == len(rows) - 1 and table_ends:
