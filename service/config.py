@@ -130,7 +130,21 @@ class MetricsSettings(_Section):
 
 
 class SnapshotSettings(_Section):
-    mode: Literal["initial", "never"] = "initial"
+    """Snapshots of existing rows (connectors.postgres.chunks, service.app.snapshotter)."""
+
+    # initial: snapshot every captured table at the first start; initial_and_new_tables:
+    # also, at a later start, every table the filters newly capture; never: stream only.
+    mode: Literal["initial", "initial_and_new_tables", "never"] = "initial"
+    # chunked: chunks between DBLog watermarks while streaming goes on, each committed
+    # with a progress record (resumable); blocking: the former single Kafka transaction
+    # read at the consistent point with decoding paused (every r strictly first).
+    method: Literal["chunked", "blocking"] = "chunked"
+    chunk_rows: int = Field(20_000, ge=1)
+    chunk_bytes: ByteSize = Field(ByteSize(8 * 1024 * 1024), ge=64 * 1024)
+    rate_limit_rows_per_s: float = Field(0.0, ge=0)  # 0: no limit
+    parallelism: int = Field(1, ge=1, le=16)
+    # Consume the `<prefix>.signals` Kafka topic for snapshot signals.
+    kafka_signals: bool = True
 
 
 class FilterSettings(_Section):

@@ -493,6 +493,38 @@ def build() -> dict[str, Any]:
         18,
         8,
     )
+    g.add(
+        timeseries(
+            "Snapshot chunks",
+            [
+                target(f"sum(rate(pgcdc_snapshot_chunks_total{sel}{RATE}))", "published"),
+                target(f"sum(rate(pgcdc_snapshot_chunk_retries_total{sel}{RATE}))", "read again"),
+            ],
+            "ops",
+            "Chunks published per second, and chunks read again (a conflict inside the "
+            "watermark window, or a changed table definition).",
+        ),
+        12,
+        8,
+    )
+    g.add(
+        timeseries(
+            "Snapshot progress of the current table",
+            [
+                target(
+                    f"sum by (table) (pgcdc_snapshot_rows_total{sel})"
+                    f" / sum by (table) (pgcdc_snapshot_rows_estimate{sel} > 0)",
+                    "{{table}}",
+                ),
+                target(f"max by (table) (pgcdc_snapshot_current_table{sel})", "current: {{table}}"),
+            ],
+            "percentunit",
+            "Rows published by the snapshot over the pg_class.reltuples estimate, for the "
+            "table whose chunks are being published.",
+        ),
+        12,
+        8,
+    )
 
     return {
         "annotations": {

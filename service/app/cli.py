@@ -112,6 +112,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     command("status", "show the slot, positions, lag and the last committed offset")
     command("run", "run the worker: decode and publish to Kafka until SIGTERM")
+    p = command(
+        "snapshot",
+        "signal the running worker (through the WAL) to snapshot tables, or to pause, "
+        "resume or stop its snapshot",
+    )
+    p.add_argument(
+        "tables", nargs="*", metavar="TABLE", help="schema.table (default schema public)"
+    )
+    p.add_argument("--where", help="only rows matching this SQL condition")
+    action = p.add_mutually_exclusive_group()
+    action.add_argument("--pause", action="store_true", help="pause the running snapshot")
+    action.add_argument("--resume", action="store_true", help="resume a paused snapshot")
+    action.add_argument("--stop", action="store_true", help="drop the tables not yet done")
     p = command("demo", "start local services, run a small workload, show it in Kafka")
     p.add_argument(
         "--keep-running",

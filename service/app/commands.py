@@ -225,6 +225,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         confirmed = parse_lsn(out["offsets"]["confirmed_lsn"])
         out["offsets"]["lag_bytes"] = max(0, server - confirmed)
     out["counters"] = _worker_counters(settings)
+    out["snapshot"] = _snapshot_progress(settings)
     print(json.dumps(out, indent=2, default=str))
     return 0
 
@@ -262,6 +263,69 @@ def _last_offset(settings: Settings) -> dict[str, Any] | str:
         "restart_lsn": format_lsn(record.restart_lsn),
         "schema_version": record.schema_version,
         "read_in_s": round(time.monotonic() - began, 3),
+    }
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    """Emit a snapshot signal as a transactional logical message (acted on at commit)."""
+    from connectors.postgres.chunks import SIGNAL_PREFIX  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+
+    settings = _settings(args)
+    if args.pause or args.resume:
+        signal: dict[str, Any] = {"type": "pause-snapshot" if args.pause else "resume-snapshot"}
+    elif args.stop:
+        signal = {"type": "stop-snapshot", "data": {"data-collections": args.tables}}
+    elif not args.tables:
+        raise ConfigError("name at least one TABLE to snapshot", field="TABLE")
+    else:
+        tables = [t if "." in t else f"public.{t}" for t in args.tables]
+        data: dict[str, Any] = {"data-collections": tables}
+        if args.where:
+            data["additional-condition"] = args.where
+        signal = {"type": "execute-snapshot", "data": data}
+    conn = _connect(settings)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT pg_logical_emit_message(true, %s, %s)::text",
+                (SIGNAL_PREFIX, json.dumps(signal)),
+            )
+            row = cur.fetchone()
+        conn.commit()
+    finally:
+        conn.close()
+    print(json.dumps({"signal": signal, "lsn": row[0] if row else None}))
+    return 0
+
+
+def _snapshot_progress(settings: Settings) -> dict[str, Any] | str:
+    """The last committed snapshot-progress state, summarized per table."""
+    try:
+        from connectors.kafka.progress import read_last_progress  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+
+        record = read_last_progress(settings)
+    except Exception as exc:  # status reports what it cannot reach instead of failing
+        return f"unavailable: {type(exc).__name__}: {exc}"
+    if record is None:
+        return "none committed yet"
+    state = record.state
+    jobs = list(state.get("jobs", []))
+    return {
+        "paused": bool(state.get("paused")),
+        "tables_done": sum(1 for j in jobs if j.get("done")),
+        "tables_total": len(jobs),
+        "tables": [
+            {
+                "table": j.get("table"),
+                "done": j.get("done"),
+                "rows": j.get("rows"),
+                "estimate": j.get("estimate"),
+                "chunks": j.get("chunks"),
+                "where": j.get("where"),
+            }
+            for j in jobs
+        ],
+        "last_chunk": record.last,
     }
 
 

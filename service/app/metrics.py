@@ -139,6 +139,27 @@ class Metrics:
         self.snapshot_tables_total = Gauge(
             "pgcdc_snapshot_tables_total", "Tables the initial snapshot reads", lsn, registry=r
         )
+        self.snapshot_chunks = Counter(
+            "pgcdc_snapshot_chunks", "Snapshot chunks published", lsn, registry=r
+        )
+        self.snapshot_chunk_retries = Counter(
+            "pgcdc_snapshot_chunk_retries",
+            "Snapshot chunks read again (window conflict or changed definition)",
+            lsn,
+            registry=r,
+        )
+        self.snapshot_current_table = Gauge(
+            "pgcdc_snapshot_current_table",
+            "1 for the table a snapshot is publishing chunks of",
+            ["slot", "table"],
+            registry=r,
+        )
+        self.snapshot_rows_estimate = Gauge(
+            "pgcdc_snapshot_rows_estimate",
+            "pg_class.reltuples of a table being snapshotted",
+            ["slot", "table"],
+            registry=r,
+        )
         self.commit_latency = Histogram(
             "pgcdc_commit_to_kafka_seconds",
             "Source commit time to Kafka commit",

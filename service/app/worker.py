@@ -41,6 +41,7 @@ import psycopg2
 import structlog
 
 from connectors.avro.plugin import AvroPlugin
+from connectors.kafka.progress import ProgressRecord, progress_topic, read_last_progress
 from connectors.kafka.schema_store import KafkaSchemaStore
 from connectors.kafka.sink import KafkaSink
 from connectors.postgres.preflight import preflight, source_identity
@@ -50,11 +51,13 @@ from connectors.postgres.snapshot_reader import PluginEmitter, SnapshotProgress,
 from connectors.postgres.stream import PhysicalStream
 from service.app.metrics import Metrics
 from service.app.session import Session, SessionConfig
+from service.app.snapshotter import Snapshotter
 from service.config import Settings
 from service.decode.events import CommitEvent
 from service.errors import PgcdcError, RestartableError, SourceSetupError, SourceUnavailableError
 from service.lsn import format_lsn
-from service.output.api import OutputRecord
+from service.output.api import OutputRecord, PluginWrapper, RelationInfo
+from service.output.filters import TableFilter
 from service.pgconst import UNIX_EPOCH_SECS
 from service.schema.tabledef import CatalogSnapshot
 from service.wal.format import XLOG_BLCKSZ
@@ -100,6 +103,10 @@ class Worker:
         # has passed this LSN (see `snapshot_horizon`); no offset is written before.
         self._snapshot_until: int | None = None
         self._stop_seen: float | None = None  # when a write first saw `stop` set
+        # snapshot.method = chunked: chunks between watermarks while streaming goes on.
+        self.snapshotter = (
+            Snapshotter(settings, self.metrics) if settings.snapshot.method == "chunked" else None
+        )
 
     # --- callbacks ------------------------------------------------------------------
 
@@ -147,7 +154,8 @@ class Worker:
             spill_dir=s.decoding.state_dir / "spill",
             unknown_types_as_text=s.decoding.unknown_types_as_text,
         )
-        plugin = AvroPlugin(s)
+        avro = AvroPlugin(s)
+        plugin: object = avro if self.snapshotter is None else self.snapshotter.hooks(avro)
         events, slot_name = self.metrics.events, s.source.slot
         sink_write = self.sink.write
 
@@ -195,7 +203,7 @@ class Worker:
         else:
             start = self._slot_restart_lsn()
             reader = None
-            if s.snapshot.mode == "initial":
+            if s.snapshot.mode != "never" and self.snapshotter is None:
                 reader = SnapshotReader(
                     s.filters,
                     unknown_as_text=s.decoding.unknown_types_as_text,
@@ -224,7 +232,29 @@ class Worker:
         )
         session.decoding.on_committed = self._end_txn
         session.sink.progress = self.stream.keepalive
+        if self.snapshotter is not None:
+            self.snapshotter.emitter = PluginWrapper(avro, session.wrapper.ctx)
+            if last is not None:
+                self._resume_snapshot()
         return session, start
+
+    def _resume_snapshot(self) -> None:
+        """Restore the chunked snapshot's state; queue newly captured tables if asked."""
+        snap, s = self.snapshotter, self.settings
+        assert snap is not None
+        progress = read_last_progress(s)
+        snap.restore(dict(progress.state) if progress is not None else None)
+        if progress is None:
+            # Offsets from before chunked snapshots (or a blocking one): whatever is
+            # captured now counts as captured, so only later additions are new.
+            snap.fresh(snap.captured_tables(), snapshot=False)
+        elif s.snapshot.mode == "initial_and_new_tables":
+            snap.add_new_tables(snap.captured_tables())
+        else:
+            return
+        with snap.lock:
+            value = ProgressRecord(None, snap.state.to_json()).encode()
+        self.sink.stage(progress_topic(s), s.source.slot.encode(), value)
 
     def _aligned(self, snapshot: CatalogSnapshot) -> None:
         """Consistent: from here every transaction not in `snapshot` is published."""
@@ -233,6 +263,18 @@ class Worker:
             "worker_consistent", snapshot_lsn=format_lsn(snapshot.lsn), tables=len(snapshot.tables)
         )
         self._snapshot_until = snapshot_horizon(snapshot.lsn)
+        if self.snapshotter is not None:
+            # The chunked snapshot's first state rides on the alignment's offset commit.
+            include = TableFilter(self.settings.filters)
+            tables = [
+                t.qualified_name
+                for t in snapshot.tables
+                if t.relkind == "r" and include(t.schema, t.name)
+            ]
+            value = self.snapshotter.fresh(tables, snapshot=self.settings.snapshot.mode != "never")
+            self.sink.stage(
+                progress_topic(self.settings), self.settings.source.slot.encode(), value
+            )
         self._settle_snapshot()
 
     def _settle_snapshot(self) -> None:
@@ -262,6 +304,45 @@ class Worker:
         self.sink.flush()
         log.info("snapshot_committed", confirmed_lsn=format_lsn(lsn))
 
+    # --- what the snapshotter asks (service.app.snapshotter.WorkerPort) ---------------
+
+    def snapshot_ready(self) -> bool:
+        """Chunks may start: aligned, and the alignment's offset is past its horizon."""
+        session = self.session
+        return (
+            session is not None
+            and session.aligned
+            and self._snapshot_until is None
+            and self.sink.last_committed is not None
+        )
+
+    def relation_at(self, oid: int, lsn: int) -> RelationInfo | None:
+        assert self.session is not None
+        found = self.session.rows.relations_by_oid([oid], lsn, 0)
+        return found[0] if found else None
+
+    def stage_snapshot_progress(self, topic: str, key: bytes, value: bytes) -> None:
+        self.sink.stage(topic, key, value)
+
+    def commit_snapshot_chunk(self, lsn: int) -> None:
+        """A chunk (or signal) published at `lsn`: commit it with an offset there.
+
+        Called at a watermark, between source transactions: everything decoded before
+        `lsn` is published or deliberately skipped, so `lsn` may be confirmed (as a
+        heartbeat's position is), never less than what is already committed or ended.
+        """
+        session = self.session
+        assert session is not None and session.history is not None
+        history = session.history
+        if history.version != self._schema_saved:
+            KafkaSchemaStore(self.settings, self.sink).save(history.version, history.to_snapshot())
+            self._schema_saved = history.version
+        committed = self.sink.last_committed.confirmed_lsn if self.sink.last_committed else 0
+        confirmed = max(committed, self._ended_lsn, lsn)
+        self._ended_lsn = confirmed
+        self.sink.end_source_txn(confirmed, session.restart_lsn(), history.version)
+        self.sink.flush()
+
     def _slot_restart_lsn(self) -> int:
         """The slot's restart LSN, creating the slot (reserving WAL) if it is missing."""
         slot = self.settings.source.slot
@@ -280,6 +361,8 @@ class Worker:
         self.session, _ = self._open()
         session, stream = self.session, self.stream
         assert stream is not None
+        if self.snapshotter is not None:
+            self.snapshotter.start(self)
         if session.aligned:
             m.health.ready, m.health.reason = True, "streaming"
         else:
@@ -309,6 +392,8 @@ class Worker:
             log.info("worker_shutdown_aborts_transaction", error=str(exc))
         finally:
             m.health.ready, m.health.reason = False, "stopping"
+            if self.snapshotter is not None:
+                self.snapshotter.close()
             # On an exception the open Kafka transaction may hold part of a source
             # transaction: abort it, never commit it (issue 11, defect 1).
             self._close_sink(commit=not failed)

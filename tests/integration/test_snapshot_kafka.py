@@ -1,4 +1,7 @@
-"""The initial snapshot end to end: PostgreSQL -> `pgcdc run` -> Kafka, exactly once.
+"""The blocking initial snapshot end to end: PostgreSQL -> `pgcdc run` -> Kafka, exactly once.
+
+(`snapshot.method = blocking`, the single-transaction snapshot; the chunked one, the
+default, is tested in test_snapshot_chunked.py.)
 
 Two tables hold rows before the worker starts; a writer thread inserts, updates and
 deletes in small transactions from before the worker starts until after the snapshot
@@ -137,7 +140,9 @@ def test_snapshot_and_stream_exactly_once(
     """Rows read by the snapshot plus the stream give every row exactly once, with
     concurrent writes before, during and after the snapshot (and across a SIGKILL in
     the middle of it): the replayed topics equal the final tables."""
-    with pipeline(pg, kafka, registry, "snapk", TABLES) as p:
+    with pipeline(
+        pg, kafka, registry, "snapk", TABLES, extra_env={"PGCDC_SNAPSHOT__METHOD": "blocking"}
+    ) as p:
         writer = Writer(p)
         writer.start()
         time.sleep(0.5)  # writes before the worker starts

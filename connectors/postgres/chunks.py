@@ -1,0 +1,373 @@
+"""Chunked snapshot reads: key or CTID ranges of one table, between two watermarks.
+
+Receives a `ChunkSpec` (table OID, bounds, optional WHERE filter) and limits in rows
+and bytes; hands back a `ChunkRead`: the rows in their COPY BINARY send-format fields,
+plus the MVCC snapshot they were read in and the LSNs of the two watermarks written
+around the read (service.snapshot.watermark explains the method). The caller, the
+snapshotter, publishes them when decoding reaches the high watermark.
+
+Bounds. A table with a primary key (or a replica-identity index) is split by key:
+a chunk is `(lo, hi]` in index order, `lo`/`hi` being the key columns' text
+(`col::text`, cast back with `%s::type`), `None` for the table's start / end;
+`plan_key_bound` finds the next `hi` by an index scan `OFFSET rows-1 LIMIT 1`, so
+chunks can be planned ahead and read by several readers at once. A table without one
+is split by heap pages: a chunk is the pages `[lo, hi)`, read by a TID range scan
+(`ctid >= '(lo,0)' AND ctid < '(hi,0)'`); `hi = None` is "to the end".
+
+Order of a read (`ChunkReader.read`): the low watermark is written (on an autocommit
+connection, non-transactional: it must mark a WAL position, take no xid and survive
+nothing); then one REPEATABLE READ transaction reads the catalog and the chunk
+(`Catalog.snapshot(inside=...)`, so the table definition and the rows come from the
+same snapshot, whose xmin/xmax/xip the window check needs); then the high watermark.
+
+Limits. At most `rows` rows (`LIMIT`), and at most `max_bytes` bytes of field data:
+rows past the byte budget are received but not kept, and the chunk is `cut` (its real
+upper bound is the last kept key, or the last kept row's page for CTID chunks); the
+rest becomes a new chunk. Memory: one chunk's fields, plus the COPY parser's tail
+(one row plus one network buffer), whatever the table size. Values are not decoded
+here: `ChunkRead.values(row)` makes the lazily decoded `ColumnValue`s at publication,
+with the same column plans (send format rewritten to the stored form) as
+connectors.postgres.snapshot_reader, so values equal the WAL path's.
+
+Errors: SQL failures surface as psycopg2 errors (the caller retries the chunk); a
+table that is gone at read time gives `ChunkRead.missing`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg2.extensions
+
+from connectors.postgres.catalog import Catalog
+from connectors.postgres.catalog_types import CatalogTypes
+from connectors.postgres.server import connect
+from connectors.postgres.snapshot_reader import (
+    _NAMES_SQL,
+    _NO_SEND_SQL,
+    CopyRows,
+    SnapshotReader,
+    _ColumnPlan,
+    quote_ident,
+)
+from service.config import FilterSettings
+from service.lsn import parse_lsn
+from service.output.api import ColumnValue, RelationInfo
+from service.schema.history import SchemaHistory
+from service.schema.tabledef import CatalogSnapshot, TableDef
+from service.types.rowdecode import HistoryRows
+from service.types.sendform import snapshot_registry
+
+WATERMARK_PREFIX = "pgcdc.snapshot.watermark"
+SIGNAL_PREFIX = "pgcdc.snapshot.signal"
+
+Bound = tuple[str, ...] | int | None
+_ALIAS = "pgcdc_chunk"
+
+
+@dataclass(slots=True, frozen=True)
+class ChunkSpec:
+    """One chunk to read. `keyed`: key bounds (tuples of text); else page numbers."""
+
+    table_oid: int
+    table: str  # schema.name, for logs
+    keyed: bool
+    lo: Bound  # key: exclusive (None: from the start); pages: inclusive first page
+    hi: Bound  # key: inclusive (None: to the end); pages: exclusive (None: to the end)
+    where: str | None = None
+
+    def bounds(self) -> list[Any]:
+        return [_json_bound(self.lo), _json_bound(self.hi)]
+
+
+def _json_bound(b: Bound) -> Any:
+    return list(b) if isinstance(b, tuple) else b
+
+
+def bound_from_json(value: Any) -> Bound:
+    if value is None or isinstance(value, int):
+        return value
+    return tuple(str(v) for v in value)
+
+
+@dataclass(slots=True)
+class TablePlan:
+    """How one table definition is read: columns, key positions, relation."""
+
+    table: TableDef
+    relation: RelationInfo
+    plans: list[_ColumnPlan]
+    key_types: list[str]  # format_type of each key column, for casts of the bounds
+    key_names: list[str]
+    estimate: int  # pg_class.reltuples (0: unknown)
+    pages: int  # pg_relation_size / BLCKSZ at planning time
+
+
+@dataclass(slots=True)
+class ChunkRead:
+    """The rows of one chunk as read (see the module docstring)."""
+
+    spec: ChunkSpec
+    plan: TablePlan | None
+    snapshot: CatalogSnapshot | None
+    low_lsn: int
+    high_lsn: int = 0
+    rows: list[list[bytes | None]] = field(default_factory=list)
+    last_keys: tuple[str, ...] | None = None  # key text of the last kept row
+    # CTID chunks: the page of the last kept row; once cut, the first page not kept.
+    last_page: int = 0
+    nbytes: int = 0
+    cut: bool = False  # the row or byte limit stopped the chunk before its `hi`
+    missing: bool = False  # the table no longer exists
+    key_index: list[tuple[_ColumnPlan, int | None]] | None = None  # cached by `key`
+
+    @property
+    def real_hi(self) -> Bound:
+        """The chunk's upper bound as read: `hi`, or where the limits cut it."""
+        if not self.cut:
+            return self.spec.hi
+        return self.last_keys if self.spec.keyed else self.last_page
+
+    def key(self, fields: Sequence[bytes | None], names: Sequence[str]) -> tuple[str | None, ...]:
+        """The row's key as the text of its key columns (only those are decoded)."""
+        assert self.plan is not None
+        if self.key_index is None:
+            pos, at = 0, {}
+            for p in self.plan.plans:
+                if p.expr is not None:
+                    at[p.name] = pos
+                    pos += 1
+            by_name = {p.name: p for p in self.plan.plans}
+            self.key_index = [(by_name[n], at.get(n)) for n in names]
+        where = self.spec.table
+        return tuple(
+            p.value(None if i is None else fields[i], where).text for p, i in self.key_index
+        )
+
+    def values(self, fields: Sequence[bytes | None]) -> list[ColumnValue]:
+        assert self.plan is not None
+        where = self.spec.table
+        it = iter(fields)
+        return [p.value(next(it) if p.expr is not None else None, where) for p in self.plan.plans]
+
+
+class ChunkReader:
+    """One reader: its own connections; reads chunks one at a time (not thread-safe)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        filters: FilterSettings,
+        *,
+        unknown_as_text: bool = False,
+        application_name: str = "pgcdc-snapshot",
+    ) -> None:
+        self.dsn = dsn
+        self._columns = SnapshotReader(filters, unknown_as_text=unknown_as_text)
+        self._conn: Any = None
+        self._catalog = Catalog(dsn)
+        self._application_name = application_name
+        self._cache: dict[int, TablePlan] = {}
+        self.reads = 0
+
+    # --- connections ------------------------------------------------------------------
+
+    def _sql(self) -> Any:
+        if self._conn is None or self._conn.closed:
+            self._conn = connect(self.dsn, self._application_name)
+            self._conn.autocommit = True
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        self._catalog.close()
+
+    def emit(self, prefix: str, payload: Mapping[str, Any], *, transactional: bool = False) -> int:
+        """pg_logical_emit_message; returns the message's LSN."""
+        with self._sql().cursor() as cur:
+            cur.execute(
+                "SELECT pg_logical_emit_message(%s, %s, %s)::text",
+                (transactional, prefix, json.dumps(payload, separators=(",", ":"))),
+            )
+            row = cur.fetchone()
+        return parse_lsn(str(row[0]))
+
+    # --- planning ---------------------------------------------------------------------
+
+    def table_plan(self, cursor: Any, snapshot: CatalogSnapshot, oid: int) -> TablePlan | None:
+        """The read plan of table `oid` as `snapshot` defines it (cached per definition)."""
+        table = next((t for t in snapshot.tables if t.oid == oid), None)
+        if table is None:
+            return None
+        cached = self._cache.get(oid)
+        if cached is not None and cached.table == table:
+            return cached
+        conn: psycopg2.extensions.connection = cursor.connection
+        types = CatalogTypes(conn)
+
+        def load_names(oids: Sequence[int]) -> Mapping[int, str]:
+            cursor.execute(_NAMES_SQL, (list(oids),))
+            return {int(o): str(n) for o, n in cursor.fetchall()}
+
+        rows = HistoryRows(
+            SchemaHistory.from_catalog_snapshot(snapshot),
+            types.ensure,
+            load_names,
+            unknown_as_text=self._columns.unknown_as_text,
+        )
+        (rel,) = rows.relations_by_oid([oid], snapshot.lsn, 0)
+        registry = snapshot_registry(types.registry)
+        cursor.execute(_NO_SEND_SQL, ([t.oid for t in types.registry.user_types()],))
+        no_send = frozenset(int(r[0]) for r in cursor.fetchall())
+        plans = self._columns._plans(table, rel, types.registry, registry, no_send)
+        by_attnum = {c.attnum: c for c in table.columns}
+        key_names = [by_attnum[a].name for a in table.key_attnums]
+        meta = {c.name: c for c in rel.columns}
+        key_types = [meta[n].type_name for n in key_names]
+        cursor.execute(
+            "SELECT reltuples::bigint, pg_relation_size(oid) / current_setting('block_size')::int"
+            " FROM pg_catalog.pg_class WHERE oid = %s",
+            (oid,),
+        )
+        estimate, pages = cursor.fetchone() or (0, 0)
+        plan = TablePlan(table, rel, plans, key_types, key_names, max(0, int(estimate)), int(pages))
+        self._cache[oid] = plan
+        return plan
+
+    def describe(self, oid: int) -> TablePlan | None:
+        """The table's current plan, read in a snapshot of its own (for planning)."""
+        found: list[TablePlan | None] = []
+        self._catalog.snapshot(
+            inside=lambda cur, snap: found.append(self.table_plan(cur, snap, oid))
+        )
+        return found[0] if found else None
+
+    def plan_key_bound(
+        self, plan: TablePlan, lo: tuple[str, ...] | None, rows: int, where: str | None
+    ) -> tuple[str, ...] | None:
+        """The key `rows` rows after `lo`, or None when fewer remain (the last chunk)."""
+        keys = ", ".join(f"{_ALIAS}.{quote_ident(k)}" for k in plan.key_names)
+        conds, params = self._key_conditions(plan, lo, None, where)
+        sql = (
+            f"SELECT {', '.join(f'{quote_ident(k)}::text' for k in plan.key_names)} "
+            f"FROM ONLY {_qualified(plan.table)} AS {_ALIAS}{conds} ORDER BY {keys} "
+            f"OFFSET {max(0, rows - 1)} LIMIT 1"
+        )
+        with self._sql().cursor() as cur:
+            cur.execute(sql, params)
+            row = cur.fetchone()
+        return None if row is None else tuple(str(v) for v in row)
+
+    @staticmethod
+    def _key_conditions(
+        plan: TablePlan, lo: tuple[str, ...] | None, hi: tuple[str, ...] | None, where: str | None
+    ) -> tuple[str, list[str]]:
+        keys = "(" + ", ".join(quote_ident(k) for k in plan.key_names) + ")"
+        casts = "(" + ", ".join(f"%s::{t}" for t in plan.key_types) + ")"
+        conds: list[str] = []
+        params: list[str] = []
+        if lo is not None:
+            conds.append(f"{keys} > {casts}")
+            params.extend(lo)
+        if hi is not None:
+            conds.append(f"{keys} <= {casts}")
+            params.extend(hi)
+        if where:
+            conds.append(f"({where})")
+        return (" WHERE " + " AND ".join(conds) if conds else ""), params
+
+    # --- reading ----------------------------------------------------------------------
+
+    def read(
+        self, spec: ChunkSpec, *, rows: int, max_bytes: int, low: Mapping[str, Any]
+    ) -> ChunkRead:
+        """Low watermark, the chunk in a fresh snapshot; the caller writes the high one."""
+        out = ChunkRead(spec, None, None, self.emit(WATERMARK_PREFIX, low))
+        self._catalog.snapshot(
+            inside=lambda cur, snap: self._read_in(cur, snap, out, rows, max_bytes)
+        )
+        self.reads += 1
+        return out
+
+    def _read_in(
+        self, cursor: Any, snapshot: CatalogSnapshot, out: ChunkRead, rows: int, max_bytes: int
+    ) -> None:
+        spec = out.spec
+        out.snapshot = snapshot
+        plan = self.table_plan(cursor, snapshot, spec.table_oid)
+        if plan is None:
+            out.missing = True
+            return
+        out.plan = plan
+        selected = [p.expr for p in plan.plans if p.expr is not None]
+        nsel = len(selected)
+        if spec.keyed:
+            extra = [f"{quote_ident(k)}::text" for k in plan.key_names]
+            lo = spec.lo if isinstance(spec.lo, tuple) else None
+            hi = spec.hi if isinstance(spec.hi, tuple) else None
+            conds, params = self._key_conditions(plan, lo, hi, spec.where)
+            # Qualified: an output column of the same name (the key's text) would win.
+            order = ", ".join(f"{_ALIAS}.{quote_ident(k)}" for k in plan.key_names)
+        else:
+            extra = ["(ctid::text::point)[0]::bigint::text"]
+            parts = []
+            if isinstance(spec.lo, int) and spec.lo > 0:
+                parts.append(f"ctid >= '({spec.lo},0)'::tid")
+            if isinstance(spec.hi, int):
+                parts.append(f"ctid < '({spec.hi},0)'::tid")
+            if spec.where:
+                parts.append(f"({spec.where})")
+            conds, params = (" WHERE " + " AND ".join(parts) if parts else ""), []
+            order = f"{_ALIAS}.ctid"
+        columns = ", ".join([*selected, *extra])
+        # Key chunks stop at `rows` rows; page chunks are bounded by their pages.
+        limit = f" LIMIT {int(rows)}" if spec.keyed else ""
+        sql = (
+            f"COPY (SELECT {columns} FROM ONLY {_qualified(plan.table)} AS {_ALIAS}{conds} "
+            f"ORDER BY {order}{limit}) TO STDOUT (FORMAT binary)"
+        )
+        sql = cursor.mogrify(sql, params).decode() if params else sql
+        kept = out.rows
+        received = [0]
+
+        def on_row(fields: list[bytes | None]) -> None:
+            received[0] += 1
+            if out.cut:
+                return  # past the budget: received, not kept
+            size = sum(len(f) for f in fields if f is not None)
+            tail = fields[nsel:]
+            if spec.keyed:
+                if kept and out.nbytes + size > max_bytes:
+                    out.cut = True
+                    return
+                out.last_keys = tuple((t or b"").decode() for t in tail)
+            else:
+                page = int((tail[0] or b"0").decode())
+                # Whole pages only: the budget may be overrun by the rest of one page.
+                if kept and out.nbytes + size > max_bytes and page != out.last_page:
+                    out.cut, out.last_page = True, page
+                    return
+                out.last_page = page
+            kept.append(fields[:nsel])
+            out.nbytes += size
+
+        target = CopyRows(nsel + len(extra), on_row)
+        if conn_encoding(cursor) != "UTF8":
+            cursor.execute("SET LOCAL client_encoding = 'UTF8'")
+        cursor.copy_expert(sql, target)
+        target.close()
+        if spec.keyed and received[0] >= rows and not out.cut:
+            out.cut = True  # LIMIT reached: more rows may follow the last one in (lo, hi]
+
+
+def conn_encoding(cursor: Any) -> str:
+    return str(cursor.connection.encoding)
+
+
+def _qualified(table: TableDef) -> str:
+    return f"{quote_ident(table.schema)}.{quote_ident(table.name)}"

@@ -1,0 +1,807 @@
+"""Chunked snapshots while streaming goes on: planning, readers, watermarks, signals.
+
+Who does what:
+- reader threads (`snapshot.parallelism`, each a `ChunkReader` with its own
+  connections) take the next chunk from the plan, write its low watermark, read it in
+  a fresh snapshot, write its high watermark, then wait until the worker has
+  published it (so memory holds at most one chunk per reader);
+- the worker's thread, the only one touching the output plugin and the Kafka sink,
+  sees the watermarks where they lie in the WAL through `SnapshotHooks` (a plugin
+  wrapped around the Avro plugin): at a low watermark the chunk's window opens; every
+  replayed change and commit goes to the `WindowTracker`; at the high watermark the
+  surviving rows are published as op `r` right there in stream order, and the
+  progress record is staged into the same Kafka transaction, which is committed at once
+  with an offset at the watermark (`Worker.commit_snapshot_chunk`).
+
+Watermarks: `pg_logical_emit_message(false, 'pgcdc.snapshot.watermark', {"run","chunk",
+"kind"})`. Non-transactional, because a watermark marks a WAL position: a
+transactional one would be decoded at its commit, which is no better ordered (and it
+would take an xid and an fsync per watermark). A watermark of another run (a worker
+that died) is ignored: its chunk was not committed, so the plan hands it out again.
+Both prefixes start with `pgcdc.`, pgcdc's internal namespace: they never reach Kafka.
+
+Signals: `pg_logical_emit_message(true, 'pgcdc.snapshot.signal', json)`, as
+`pgcdc snapshot` writes it. Transactional, so a signal exists only if its transaction
+committed, and it is acted on exactly once: its effect (the state) is staged into the
+Kafka transaction of that source transaction's offset. Kafka signals (topic
+`<prefix>.signals`, Debezium's format) are re-emitted into the WAL as the same
+message carrying their Kafka offset, so both kinds are ordered by the WAL and the
+state's `signal_offset` drops the copy a restart re-emits. Types: `execute-snapshot`
+(`data.data-collections`: ["schema.table", ...], `data.additional-conditions`:
+[{"data-collection", "filter"}] or `data.additional-condition`), `pause-snapshot`,
+`resume-snapshot`, `stop-snapshot`.
+
+State (`SnapshotState`, in every progress record): the tables queued, each with its
+committed prefix bound, the chunks planned past it (committed ones out of order among
+them), where planning stopped, rows and chunks published; the paused flag; the
+signal offset; the tables captured so far. Resuming re-reads exactly the planned
+chunks that are not committed, then plans on: a committed chunk is never read again,
+none is lost.
+
+Markers (source.snapshot): the initial snapshot uses Debezium's `first`,
+`first_in_data_collection`, `true`, `last_in_data_collection`, `last`; on-demand
+snapshots use `incremental`, as Debezium's incremental snapshots do.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TextIO
+
+import psycopg2
+import structlog
+
+from connectors.kafka.progress import ProgressRecord, SignalConsumer, progress_topic
+from connectors.postgres.catalog import Catalog
+from connectors.postgres.chunks import (
+    SIGNAL_PREFIX,
+    WATERMARK_PREFIX,
+    Bound,
+    ChunkRead,
+    ChunkReader,
+    ChunkSpec,
+    bound_from_json,
+)
+from service.config import Settings
+from service.errors import PgcdcError
+from service.output.api import ChangeOp, PluginContext, RelationInfo, RowChange, TxnInfo
+from service.output.filters import TableFilter
+from service.snapshot.watermark import WindowTracker
+
+log = structlog.get_logger(__name__)
+
+_END = "end"  # planned_to once planning reached the table's end
+
+
+# --- state -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Interval:
+    lo: Bound
+    hi: Bound
+    committed: bool = False
+    busy: bool = False  # handed to a reader (not persisted)
+
+
+@dataclass(slots=True)
+class TableJob:
+    """One table to snapshot (invariant: `open` is in plan order, starting at
+    `committed_to`, and ends at `planned_to`)."""
+
+    table: str
+    marker: str  # "initial" or "incremental"
+    where: str | None = None
+    oid: int = 0  # 0 until a reader resolved it
+    keyed: bool = True
+    committed_to: Bound = None
+    planned_to: Bound | str = None
+    open: list[Interval] = field(default_factory=list)
+    rows: int = 0
+    chunks: int = 0
+    estimate: int = 0
+    done: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        def b(x: Any) -> Any:
+            return list(x) if isinstance(x, tuple) else x
+
+        return {
+            "table": self.table,
+            "marker": self.marker,
+            "where": self.where,
+            "oid": self.oid,
+            "keyed": self.keyed,
+            "committed_to": b(self.committed_to),
+            "planned_to": b(self.planned_to),
+            "open": [[b(i.lo), b(i.hi), i.committed] for i in self.open],
+            "rows": self.rows,
+            "chunks": self.chunks,
+            "estimate": self.estimate,
+            "done": self.done,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TableJob:
+        planned = d.get("planned_to")
+        return cls(
+            table=str(d["table"]),
+            marker=str(d.get("marker", "initial")),
+            where=d.get("where"),
+            oid=int(d.get("oid", 0)),
+            keyed=bool(d.get("keyed", True)),
+            committed_to=bound_from_json(d.get("committed_to")),
+            planned_to=planned if planned == _END else bound_from_json(planned),
+            open=[
+                Interval(bound_from_json(lo), bound_from_json(hi), bool(c))
+                for lo, hi, c in d.get("open", [])
+            ],
+            rows=int(d.get("rows", 0)),
+            chunks=int(d.get("chunks", 0)),
+            estimate=int(d.get("estimate", 0)),
+            done=bool(d.get("done", False)),
+        )
+
+
+@dataclass(slots=True)
+class SnapshotState:
+    jobs: list[TableJob] = field(default_factory=list)
+    paused: bool = False
+    signal_offset: int = 0
+    captured: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "jobs": [j.to_json() for j in self.jobs],
+            "paused": self.paused,
+            "signal_offset": self.signal_offset,
+            "captured": sorted(self.captured),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> SnapshotState:
+        return cls(
+            [TableJob.from_json(j) for j in d.get("jobs", [])],
+            bool(d.get("paused", False)),
+            int(d.get("signal_offset", 0)),
+            [str(t) for t in d.get("captured", [])],
+        )
+
+    def pending(self) -> list[TableJob]:
+        return [j for j in self.jobs if not j.done]
+
+
+# --- what the worker offers --------------------------------------------------------------
+
+
+class WorkerPort(Protocol):
+    """The worker side the snapshotter needs (service.app.worker.Worker has it)."""
+
+    def snapshot_ready(self) -> bool: ...
+    def relation_at(self, oid: int, lsn: int) -> RelationInfo | None: ...
+    def stage_snapshot_progress(self, topic: str, key: bytes, value: bytes) -> None: ...
+    def commit_snapshot_chunk(self, lsn: int) -> None: ...
+
+
+class _Labelled(Protocol):
+    def labels(self, *values: str) -> Any: ...
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A chunk between its reader and the worker (one per reader at most)."""
+
+    chunk_id: str
+    job: TableJob
+    interval: Interval
+    spec: ChunkSpec
+    read: ChunkRead | None = None
+    failed: bool = False
+    published: threading.Event = field(default_factory=threading.Event)
+
+
+def key_of(values: Any, names: tuple[str, ...]) -> tuple[str | None, ...] | None:
+    """The key of a row as the text of its key columns (the same text both sides)."""
+    if values is None or not names:
+        return None
+    by_name = {c.name: c for c in values}
+    try:
+        return tuple(by_name[n].text for n in names)
+    except KeyError:
+        return None
+
+
+class Snapshotter:
+    """Plans and reads chunks, and publishes them at their high watermark."""
+
+    def __init__(self, settings: Settings, metrics: Any, *, terminal: TextIO | None = None) -> None:
+        self.settings = settings
+        self.cfg = settings.snapshot
+        self.metrics = metrics
+        self.slot = settings.source.slot
+        self.run_id = uuid.uuid4().hex[:12]
+        self.state = SnapshotState()
+        self.tracker = WindowTracker()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.port: WorkerPort | None = None
+        self.ctx: PluginContext | None = None
+        # The inner plugin's PluginWrapper: chunk rows bypass the hooks (they are not
+        # stream changes), but keep the wrapper's write rules and error context.
+        self.emitter: Any = None
+        self._pending: dict[str, _Pending] = {}
+        self._seq = 0
+        self._threads: list[threading.Thread] = []
+        self._rate_started = time.monotonic()
+        self._rate_rows = 0
+        self.terminal = (
+            terminal if terminal is not None else (sys.stderr if sys.stderr.isatty() else None)
+        )
+        self._drawn = 0.0
+        self._first_row_done = False
+        self.reads = 0
+        self.retries = 0
+
+    # --- set-up ---------------------------------------------------------------------
+
+    def hooks(self, plugin: object) -> SnapshotHooks:
+        return SnapshotHooks(plugin, self)
+
+    def restore(self, doc: dict[str, Any] | None) -> None:
+        if doc is not None:
+            self.state = SnapshotState.from_json(doc)
+
+    def captured_tables(self) -> list[str]:
+        """The tables the filters capture now (ordinary tables, by OID order)."""
+        include = TableFilter(self.settings.filters)
+        catalog = Catalog(self.settings.source.dsn())
+        try:
+            snap = catalog.snapshot()
+        finally:
+            catalog.close()
+        return [
+            t.qualified_name for t in snap.tables if t.relkind == "r" and include(t.schema, t.name)
+        ]
+
+    def fresh(self, tables: list[str], *, snapshot: bool) -> bytes:
+        """The state of a first start: every captured table queued when `snapshot`."""
+        with self.lock:
+            self.state = SnapshotState(
+                jobs=[TableJob(t, "initial") for t in tables] if snapshot else [],
+                captured=list(tables),
+            )
+            return ProgressRecord(None, self.state.to_json()).encode()
+
+    def add_new_tables(self, tables: list[str]) -> bool:
+        """Queue the tables captured now but not before (snapshot.mode asks for it)."""
+        with self.lock:
+            new = [t for t in tables if t not in self.state.captured]
+            self.state.captured.extend(new)
+            for t in new:
+                self.state.jobs.append(TableJob(t, "incremental"))
+                log.info("snapshot_new_table", table=t)
+            return bool(new)
+
+    def start(self, port: WorkerPort) -> None:
+        self.port = port
+        for n in range(self.cfg.parallelism):
+            t = threading.Thread(target=self._reader, args=(n,), name=f"snapshot-{n}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        if self.cfg.kafka_signals:
+            t = threading.Thread(target=self._signals, name="snapshot-signals", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def close(self) -> None:
+        self.stop.set()
+        for p in list(self._pending.values()):
+            p.published.set()
+        for t in self._threads:
+            t.join(10)
+
+    # --- planning (under the lock) ----------------------------------------------------
+
+    def _next(self, reader: ChunkReader) -> _Pending | None:
+        with self.lock:
+            if self.state.paused or self.port is None or not self.port.snapshot_ready():
+                return None
+            for job in self.state.pending():
+                if not job.oid and not self._resolve(reader, job):
+                    continue
+                if job.done:
+                    continue
+                for iv in job.open:
+                    if not iv.committed and not iv.busy:
+                        return self._hand_out(job, iv)
+                if job.planned_to == _END:
+                    if not job.open:
+                        self._finish(job)
+                    continue
+                planned = self._plan(reader, job)
+                if planned is not None:
+                    return self._hand_out(job, planned)
+            return None
+
+    def _resolve(self, reader: ChunkReader, job: TableJob) -> bool:
+        schema, _, name = job.table.partition(".")
+        with reader._sql().cursor() as cur:
+            cur.execute(
+                "SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n"
+                " ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s",
+                (schema, name),
+            )
+            row = cur.fetchone()
+        if row is None:
+            log.warning("snapshot_table_missing", table=job.table)
+            job.done = True
+            return False
+        job.oid = int(row[0])
+        plan = reader.describe(job.oid)
+        if plan is None:
+            job.done = True
+            return False
+        job.keyed = bool(plan.key_names)
+        job.estimate = plan.estimate
+        if job.planned_to is None and not job.keyed:
+            job.committed_to = job.planned_to = 0
+        log.info("snapshot_table_started", table=job.table, keyed=job.keyed, estimate=job.estimate)
+        return True
+
+    def _plan(self, reader: ChunkReader, job: TableJob) -> Interval | None:
+        plan = reader._cache.get(job.oid) or reader.describe(job.oid)
+        if plan is None:
+            job.open = [i for i in job.open if i.committed]
+            job.planned_to = _END
+            return None
+        lo = job.planned_to
+        assert not isinstance(lo, str)
+        if job.keyed:
+            assert lo is None or isinstance(lo, tuple)
+            hi: Bound = reader.plan_key_bound(plan, lo, self.cfg.chunk_rows, job.where)
+        else:
+            per_page = max(1.0, plan.estimate / max(1, plan.pages)) if plan.pages else 100.0
+            pages = max(1, int(self.cfg.chunk_rows / per_page))
+            start = lo if isinstance(lo, int) else 0
+            hi = start + pages if start + pages < plan.pages else None
+        iv = Interval(lo, hi)
+        job.open.append(iv)
+        job.planned_to = _END if hi is None else hi
+        return iv
+
+    def _hand_out(self, job: TableJob, iv: Interval) -> _Pending:
+        iv.busy = True
+        self._seq += 1
+        chunk_id = f"{self._seq}"
+        spec = ChunkSpec(job.oid, job.table, job.keyed, iv.lo, iv.hi, job.where)
+        pending = _Pending(chunk_id, job, iv, spec)
+        self._pending[chunk_id] = pending
+        return pending
+
+    def _finish(self, job: TableJob) -> None:
+        job.done = True
+        done = sum(1 for j in self.state.jobs if j.done)
+        if self.metrics is not None:
+            self.metrics.snapshot_tables_done.labels(self.slot).set(done)
+            self.metrics.snapshot_current_table.labels(self.slot, job.table).set(0)
+        log.info("snapshot_table_done", table=job.table, rows=job.rows, chunks=job.chunks)
+        if not self.state.pending():
+            log.info("snapshot_done", tables=len(self.state.jobs))
+
+    # --- readers ----------------------------------------------------------------------
+
+    def _reader(self, n: int) -> None:
+        s = self.settings
+        reader = ChunkReader(
+            s.source.dsn(),
+            s.filters,
+            unknown_as_text=s.decoding.unknown_types_as_text,
+            application_name=f"pgcdc-snapshot-{n}",
+        )
+        backoff = 0.2
+        try:
+            while not self.stop.is_set():
+                try:
+                    pending = self._next(reader)
+                except (psycopg2.Error, PgcdcError) as exc:
+                    log.warning("snapshot_plan_failed", error=str(exc).strip())
+                    reader.close()
+                    self.stop.wait(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                    continue
+                if pending is None:
+                    self.stop.wait(0.2)
+                    continue
+                if not self._read_one(reader, pending):
+                    self.stop.wait(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                    continue
+                backoff = 0.2
+        finally:
+            reader.close()
+
+    def _read_one(self, reader: ChunkReader, p: _Pending) -> bool:
+        payload = {"run": self.run_id, "chunk": p.chunk_id}
+        try:
+            read = reader.read(
+                p.spec,
+                rows=self.cfg.chunk_rows,
+                max_bytes=int(self.cfg.chunk_bytes),
+                low={**payload, "kind": "low"},
+            )
+            self.reads += 1
+            log.info(
+                "snapshot_chunk_read",
+                table=p.spec.table,
+                chunk=p.chunk_id,
+                bounds=p.spec.bounds(),
+                rows=len(read.rows),
+                bytes=read.nbytes,
+                cut=read.cut,
+            )
+            with self.lock:
+                p.read = read
+            read.high_lsn = reader.emit(WATERMARK_PREFIX, {**payload, "kind": "high"})
+        except (psycopg2.Error, PgcdcError) as exc:
+            log.warning("snapshot_chunk_read_failed", table=p.spec.table, error=str(exc).strip())
+            reader.close()
+            with self.lock:
+                p.failed = True
+                p.interval.busy = False
+                self._pending.pop(p.chunk_id, None)
+            return False
+        while not self.stop.is_set() and not p.published.wait(0.5):
+            pass
+        self._throttle(len(read.rows))
+        return True
+
+    def _throttle(self, rows: int) -> None:
+        rate = self.cfg.rate_limit_rows_per_s
+        if rate <= 0:
+            return
+        with self.lock:
+            self._rate_rows += rows
+            ahead = self._rate_rows / rate - (time.monotonic() - self._rate_started)
+        if ahead > 0:
+            self.stop.wait(ahead)
+
+    # --- the worker's side: watermarks ----------------------------------------------
+
+    def on_watermark(self, ctx: PluginContext, lsn: int, payload: bytes) -> None:
+        try:
+            doc = json.loads(payload)
+        except ValueError:
+            log.warning("snapshot_watermark_malformed", lsn=lsn)
+            return
+        if not isinstance(doc, dict) or doc.get("run") != self.run_id:
+            return  # another run's watermark: its chunk is handed out again
+        chunk_id, kind = str(doc.get("chunk")), doc.get("kind")
+        with self.lock:
+            p = self._pending.get(chunk_id)
+        if p is None:
+            return
+        if kind == "low":
+            if not self.tracker.is_open(chunk_id):
+                self.tracker.low(chunk_id, p.spec.table_oid, keyed=p.spec.keyed)
+            return
+        if kind != "high":
+            raise PgcdcError(f"watermark of unknown kind {kind!r}", lsn=lsn)
+        try:
+            self._publish(ctx, lsn, p)
+        finally:
+            with self.lock:
+                self._pending.pop(chunk_id, None)
+                p.interval.busy = False
+            p.published.set()
+
+    def _publish(self, ctx: PluginContext, lsn: int, p: _Pending) -> None:
+        read = p.read
+        if read is None or not self.tracker.is_open(p.chunk_id):
+            self.tracker.abandon(p.chunk_id)
+            return  # the read failed, or the low watermark lay before this run's start
+        assert self.port is not None
+        with self.lock:
+            live = p.job in self.state.jobs and not p.job.done
+        if not live:
+            self.tracker.abandon(p.chunk_id)
+            return  # stopped meanwhile
+        rel = self.port.relation_at(p.spec.table_oid, lsn) if not read.missing else None
+        same = (
+            rel is not None
+            and read.plan is not None
+            and [(c.name, c.type_oid) for c in rel.columns]
+            == [(c.name, c.type_oid) for c in read.plan.relation.columns]
+        )
+        if read.missing or rel is None:
+            self.tracker.abandon(p.chunk_id)
+            with self.lock:
+                p.job.open = [i for i in p.job.open if i.committed]
+                p.job.planned_to = _END
+                self._advance(p.job)
+            self._commit(lsn, p, 0, done_table=True)
+            return
+        assert read.plan is not None
+        names = rel.key_columns if p.spec.keyed else ()
+        # Only the key columns are decoded here; whole rows at emission, one at a time.
+        rows = [(read.key(fields, names) if names else None, fields) for fields in read.rows]
+        outcome = self.tracker.high(p.chunk_id, rows, read.snapshot.xip if read.snapshot else ())
+        if outcome.retry is not None or not same:
+            self.retries += 1
+            if self.metrics is not None:
+                self.metrics.snapshot_chunk_retries.labels(self.slot).inc()
+            log.info(
+                "snapshot_chunk_retry",
+                table=p.spec.table,
+                chunk=p.chunk_id,
+                reason=outcome.retry or "the table's definition changed",
+            )
+            return
+        self._emit_rows(ctx, lsn, p, read, rel, outcome.kept)
+        with self.lock:
+            iv = p.interval
+            real_hi = read.real_hi
+            if read.cut and real_hi != iv.hi:
+                rest = Interval(real_hi, iv.hi)
+                p.job.open.insert(p.job.open.index(iv) + 1, rest)
+                iv.hi = real_hi
+            iv.committed = True
+            p.job.rows += len(outcome.kept)
+            p.job.chunks += 1
+            self._advance(p.job)
+        self._commit(lsn, p, len(outcome.kept), dropped=outcome.dropped)
+
+    def _advance(self, job: TableJob) -> None:
+        while job.open and job.open[0].committed:
+            job.committed_to = job.open.pop(0).hi
+        if job.planned_to == _END and not job.open:
+            self._finish(job)
+
+    def _commit(
+        self, lsn: int, p: _Pending, rows: int, *, dropped: int = 0, done_table: bool = False
+    ) -> None:
+        assert self.port is not None
+        with self.lock:
+            last = {
+                "table": p.spec.table,
+                "bounds": [
+                    p.spec.bounds()[0],
+                    list(p.interval.hi) if isinstance(p.interval.hi, tuple) else p.interval.hi,
+                ],
+                "rows": rows,
+                "done": p.job.done or done_table,
+            }
+            value = ProgressRecord(last, self.state.to_json()).encode()
+        self.port.stage_snapshot_progress(progress_topic(self.settings), self.slot.encode(), value)
+        self.port.commit_snapshot_chunk(lsn)
+        if self.metrics is not None:
+            self.metrics.snapshot_chunks.labels(self.slot).inc()
+        log.info(
+            "snapshot_chunk_committed",
+            table=p.spec.table,
+            chunk=p.chunk_id,
+            bounds=last["bounds"],
+            rows=rows,
+            dropped=dropped,
+            done=last["done"],
+        )
+        self._draw(p.job)
+
+    def _emit_rows(
+        self,
+        ctx: PluginContext,
+        lsn: int,
+        p: _Pending,
+        read: ChunkRead,
+        rel: RelationInfo,
+        rows: list[Any],
+    ) -> None:
+        """The kept rows as one pseudo-transaction through the wrapped (inner) plugin."""
+        wrapper = self.emitter
+        assert wrapper is not None
+        txn = TxnInfo(xid=0, first_lsn=lsn, final_lsn=lsn, end_lsn=lsn, commit_time=0, origin=None)
+        job = p.job
+        initial = job.marker == "initial"
+        with self.lock:
+            last_table = initial and not any(
+                j is not job and not j.done and j.marker == "initial" for j in self.state.jobs
+            )
+            table_ends = (
+                job.planned_to == _END
+                and all(i is p.interval or i.committed for i in job.open)
+                and not read.cut
+            )
+        first_of_table = job.chunks == 0
+        wrapper.call("begin", lsn, 0, txn)
+        try:
+            for n, fields in enumerate(rows):
+                values = read.values(fields)
+                if not initial:
+                    marker = "incremental"
+                elif n == len(rows) - 1 and table_ends:
+                    marker = "last" if last_table else "last_in_data_collection"
+                elif n == 0 and first_of_table:
+                    marker = "first_in_data_collection" if self._first_row_done else "first"
+                else:
+                    marker = "true"
+                self._first_row_done = True
+                ctx.state["snapshot"] = marker
+                change = RowChange(ChangeOp.INSERT, lsn, rel, values, None, False)
+                wrapper.call("change", lsn, 0, txn, change)
+            wrapper.call("commit", lsn, 0, txn, lsn)
+        finally:
+            ctx.state.pop("snapshot", None)
+        if self.metrics is not None and rows:
+            self.metrics.snapshot_rows.labels(self.slot, job.table).inc(len(rows))
+            self.metrics.snapshot_current_table.labels(self.slot, job.table).set(1)
+            self.metrics.snapshot_rows_estimate.labels(self.slot, job.table).set(job.estimate)
+
+    # --- the worker's side: signals ---------------------------------------------------
+
+    def on_signal(self, lsn: int, payload: bytes) -> None:
+        """A committed `pgcdc.snapshot.signal` message: change the state, stage it."""
+        try:
+            doc = json.loads(payload)
+        except ValueError:
+            log.warning("snapshot_signal_malformed", lsn=lsn)
+            return
+        if not isinstance(doc, dict):
+            log.warning("snapshot_signal_malformed", lsn=lsn)
+            return
+        with self.lock:
+            offset = doc.get("kafka_offset")
+            if isinstance(offset, int):
+                if offset < self.state.signal_offset:
+                    return  # re-emitted after a restart: acted on already
+                self.state.signal_offset = offset + 1
+            self._apply_signal(doc, lsn)
+            value = ProgressRecord(None, self.state.to_json()).encode()
+        assert self.port is not None
+        self.port.stage_snapshot_progress(progress_topic(self.settings), self.slot.encode(), value)
+
+    def _apply_signal(self, doc: dict[str, Any], lsn: int) -> None:
+        kind = doc.get("type")
+        data = doc.get("data") or {}
+        log.info("snapshot_signal", type=kind, lsn=lsn)
+        match kind:
+            case "execute-snapshot":
+                filters: dict[str, str] = {}
+                for cond in data.get("additional-conditions") or []:
+                    filters[str(cond.get("data-collection"))] = str(cond.get("filter"))
+                for named in data.get("data-collections") or []:
+                    table = str(named) if "." in str(named) else f"public.{named}"
+                    where = filters.get(table) or data.get("additional-condition") or None
+                    self.state.jobs = [
+                        j for j in self.state.jobs if not (j.table == table and not j.done)
+                    ]
+                    self.state.jobs.append(TableJob(table, "incremental", where))
+            case "pause-snapshot":
+                self.state.paused = True
+            case "resume-snapshot":
+                self.state.paused = False
+            case "stop-snapshot":
+                names = set(data.get("data-collections") or [])
+                self.state.jobs = [
+                    j for j in self.state.jobs if j.done or (names and j.table not in names)
+                ]
+            case _:
+                log.warning("snapshot_signal_unknown", type=kind, lsn=lsn)
+
+    def _signals(self) -> None:
+        """Kafka signals into the WAL, so that both kinds are ordered there."""
+        consumer: SignalConsumer | None = None
+        reader: ChunkReader | None = None
+        try:
+            while not self.stop.is_set():
+                try:
+                    if consumer is None:
+                        with self.lock:
+                            start = self.state.signal_offset
+                        consumer = SignalConsumer(self.settings, start)
+                        reader = ChunkReader(self.settings.source.dsn(), self.settings.filters)
+                    for offset, doc in consumer.poll(0.5):
+                        if not isinstance(doc, dict):
+                            log.warning("snapshot_signal_malformed", kafka_offset=offset)
+                            continue
+                        assert reader is not None
+                        reader.emit(
+                            SIGNAL_PREFIX, {**doc, "kafka_offset": offset}, transactional=True
+                        )
+                except Exception as exc:  # a signal source must not stop the worker: retried
+                    log.warning("snapshot_signals_failed", error=str(exc).strip())
+                    if consumer is not None:
+                        consumer.close()
+                    consumer = None
+                    self.stop.wait(2.0)
+        finally:
+            if consumer is not None:
+                consumer.close()
+            if reader is not None:
+                reader.close()
+
+    # --- progress on a terminal -------------------------------------------------------
+
+    def _draw(self, job: TableJob) -> None:
+        if self.terminal is None:
+            return
+        now = time.monotonic()
+        if now - self._drawn < 0.2 and not job.done:
+            return
+        self._drawn = now
+        total = max(job.estimate, job.rows)
+        width = 30
+        filled = width if not total else min(width, width * job.rows // total)
+        elapsed = max(1e-6, now - self._rate_started)
+        rate = sum(j.rows for j in self.state.jobs) / elapsed
+        eta = f"{(total - job.rows) / rate:.0f}s" if rate > 0 and total > job.rows else "-"
+        self.terminal.write(
+            f"\rsnapshot {job.table} [{'#' * filled}{'.' * (width - filled)}]"
+            f" {job.rows}/~{job.estimate} rows, ETA {eta}" + ("\n" if job.done else "")
+        )
+        self.terminal.flush()
+
+
+class SnapshotHooks:
+    """The output plugin, seen through the snapshot: watermarks and signals are taken
+    out, every change and commit is shown to the window tracker first."""
+
+    def __init__(self, plugin: object, snapshotter: Snapshotter) -> None:
+        self._plugin = plugin
+        self._snap = snapshotter
+        self._tracker = snapshotter.tracker
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._plugin, name)
+
+    def startup(self, ctx: PluginContext, options: Any, is_init: bool) -> None:
+        self._snap.ctx = ctx
+        fn: Callable[..., Any] | None = getattr(self._plugin, "startup", None)
+        if fn is not None:
+            fn(ctx, options, is_init)
+
+    def begin(self, ctx: PluginContext, txn: TxnInfo) -> None:
+        self._plugin.begin(ctx, txn)  # type: ignore[attr-defined]
+
+    def change(self, ctx: PluginContext, txn: TxnInfo, change: RowChange) -> None:
+        oid = change.relation.oid
+        tracker = self._tracker
+        if tracker.watches(oid):
+            names = change.relation.key_columns
+            keys: list[Hashable] | None = None
+            if names:
+                found = [key_of(change.new, names), key_of(change.old, names)]
+                keys = [k for k in found if k is not None]
+                if not keys:
+                    keys = None
+            tracker.change(oid, keys)
+        else:
+            tracker.change(oid, ())
+        self._plugin.change(ctx, txn, change)  # type: ignore[attr-defined]
+
+    def truncate(self, ctx: PluginContext, txn: TxnInfo, trunc: Any) -> None:
+        for rel in trunc.relations:
+            self._tracker.truncate(rel.oid)
+        fn = getattr(self._plugin, "truncate", None)
+        if fn is not None:
+            fn(ctx, txn, trunc)
+
+    def commit(self, ctx: PluginContext, txn: TxnInfo, commit_lsn: int) -> None:
+        self._tracker.commit(txn.xid)
+        self._plugin.commit(ctx, txn, commit_lsn)  # type: ignore[attr-defined]
+
+    def message(self, ctx: PluginContext, txn: TxnInfo | None, msg: Any) -> None:
+        if msg.prefix == WATERMARK_PREFIX:
+            self._snap.on_watermark(ctx, msg.lsn, bytes(msg.payload))
+            return
+        if msg.prefix == SIGNAL_PREFIX:
+            if msg.transactional:
+                self._snap.on_signal(msg.lsn, bytes(msg.payload))
+            return
+        fn = getattr(self._plugin, "message", None)
+        if fn is not None:
+            fn(ctx, txn, msg)

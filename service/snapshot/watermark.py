@@ -1,0 +1,183 @@
+"""DBLog's watermark window: which rows of a snapshot chunk the stream overrides.
+
+A chunk of table T is read while the stream keeps flowing (DBLog, as Debezium's
+incremental snapshots and Flink CDC do it):
+
+1. the snapshotter writes a *low* watermark into the WAL (a logical message);
+2. it takes a fresh MVCC snapshot S and reads the chunk's rows in it;
+3. it writes a *high* watermark;
+4. when decoding reaches the high watermark, the chunk's rows are published there, in
+   stream order, minus every row whose key a transaction committed between the two
+   watermarks changed: that transaction's event, already published, is at least as
+   new as the row read, so the stream's change wins.
+
+This module is that bookkeeping, and nothing else: `WindowTracker` receives, in WAL
+order, what the decoder replays (`change` per row change with its key(s), `truncate`,
+`commit` per transaction, as the output plugin sees them at commit), plus `low` and
+`high` for the watermarks, and says at `high` which chunk rows survive. It does no I/O
+and knows nothing of PostgreSQL's types: keys and rows are opaque hashables / values.
+
+The one race the textbook method misses. A transaction's commit record enters the
+WAL before the transaction leaves PostgreSQL's proc array (XLogFlush, and with
+synchronous replication SyncRepWaitForLSN, lie between the two in
+RecordTransactionCommit). So a transaction X can commit *before* the low watermark in
+the WAL and still be invisible to S, which is taken after it: X's event was published
+before the window opened, and S's stale row would overwrite it. Such an X is in S's
+`xip` (it was running when S was taken). `high` therefore also receives S's in-progress
+xids, and the tracker remembers the xids (and tables) of the last `ring_size` commits:
+if one of S's in-progress xids committed before the low watermark and changed T, the
+chunk is not published but re-read (`Outcome.retry`). A transaction with an xid at or
+past S's xmax was not even started when S was taken, after the low watermark was
+written, so it commits after it and is covered by the window. (A commit older than the
+ring, which means one stuck between its commit record and the proc array for more than
+`ring_size` later commits, is not detected: documented, not guessed away.)
+
+Tables without a usable key (chunked by CTID): any change of T inside the window, or
+a TRUNCATE of T, makes every row suspect (`all_changed`), and the chunk is re-read.
+A TRUNCATE of a keyed table drops every row read so far; rows inserted after it in the
+window are dropped by key like any other change.
+
+Memory: per open window, the set of keys changed in it (bounded by the stream's volume
+on T during one chunk read); the commit ring: `ring_size` entries.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Collection, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+Row = TypeVar("Row")
+
+RING_SIZE = 65536
+
+
+@dataclass(slots=True)
+class ChunkWindow:
+    """One open window: from a chunk's low watermark to its high watermark."""
+
+    chunk_id: str
+    table: int
+    keyed: bool
+    # The commit sequence number when the low watermark was decoded: commits numbered
+    # at or below it came before the window.
+    opened_seq: int
+    changed: set[Hashable] = field(default_factory=set)  # keys changed inside the window
+    all_changed: bool = False  # a TRUNCATE, or any change of a keyless table
+    truncated: bool = False
+
+
+@dataclass(slots=True)
+class Outcome(Generic[Row]):
+    """What `high` decided for a chunk."""
+
+    kept: list[Row]
+    dropped: int
+    retry: str | None = None  # why the chunk must be read again (kept is then empty)
+
+
+class WindowTracker:
+    """Open windows plus the recent-commit ring (see the module docstring)."""
+
+    def __init__(self, ring_size: int = RING_SIZE) -> None:
+        self.ring_size = ring_size
+        self.commit_seq = 0
+        # xid -> (commit sequence number, tables it changed); oldest first.
+        self._recent: OrderedDict[int, tuple[int, frozenset[int]]] = OrderedDict()
+        self._open: dict[str, ChunkWindow] = {}
+        self._by_table: dict[int, list[ChunkWindow]] = {}
+        self._txn_tables: set[int] = set()  # tables of the transaction being replayed
+
+    # --- the stream -------------------------------------------------------------------
+
+    def watches(self, table: int) -> bool:
+        """Does a window on `table` want the keys of its changes?"""
+        return table in self._by_table
+
+    def change(self, table: int, keys: Iterable[Hashable] | None) -> None:
+        """A row change of `table` (in a transaction being replayed at its commit).
+
+        `keys`: the row's key before and after (one or two); None when the table has
+        no key or the key cannot be told (every row of a window on it is then suspect).
+        """
+        self._txn_tables.add(table)
+        for window in self._by_table.get(table, ()):
+            if keys is None or not window.keyed:
+                window.all_changed = True
+            else:
+                window.changed.update(keys)
+
+    def truncate(self, table: int) -> None:
+        self._txn_tables.add(table)
+        for window in self._by_table.get(table, ()):
+            window.truncated = True
+            if not window.keyed:
+                window.all_changed = True
+
+    def commit(self, xid: int) -> None:
+        """The transaction whose changes were just replayed has committed."""
+        self.commit_seq += 1
+        if xid:
+            self._recent[xid] = (self.commit_seq, frozenset(self._txn_tables))
+            self._recent.move_to_end(xid)
+            while len(self._recent) > self.ring_size:
+                self._recent.popitem(last=False)
+        self._txn_tables.clear()
+
+    # --- the watermarks ---------------------------------------------------------------
+
+    def low(self, chunk_id: str, table: int, *, keyed: bool) -> None:
+        """The chunk's low watermark was decoded: its window opens."""
+        if chunk_id in self._open:
+            raise ValueError(f"window {chunk_id} is already open")
+        window = ChunkWindow(chunk_id, table, keyed, self.commit_seq)
+        self._open[chunk_id] = window
+        self._by_table.setdefault(table, []).append(window)
+
+    def is_open(self, chunk_id: str) -> bool:
+        return chunk_id in self._open
+
+    def high(
+        self,
+        chunk_id: str,
+        rows: Sequence[tuple[Hashable, Row]],
+        in_progress: Collection[int],
+    ) -> Outcome[Row]:
+        """The chunk's high watermark was decoded: close the window and filter `rows`.
+
+        `rows` are (key, row) as read under S; `in_progress` is S's xip.
+        """
+        window = self._open.pop(chunk_id, None)
+        if window is None:
+            raise ValueError(f"no open window {chunk_id}")
+        siblings = self._by_table[window.table]
+        siblings.remove(window)
+        if not siblings:
+            del self._by_table[window.table]
+        for xid in in_progress:
+            seen = self._recent.get(xid)
+            if seen is not None and seen[0] <= window.opened_seq and window.table in seen[1]:
+                return Outcome(
+                    [], 0, f"xid {xid} committed before the low watermark but not in the read"
+                )
+        if window.all_changed:
+            return Outcome([], 0, "the keyless table changed while the chunk was read")
+        if window.truncated:
+            return Outcome([], len(rows))
+        changed = window.changed
+        kept = [row for key, row in rows if key not in changed]
+        return Outcome(kept, len(rows) - len(kept))
+
+    def abandon(self, chunk_id: str) -> None:
+        """Forget a window whose chunk will not be published (stop, or a failed read)."""
+        window = self._open.pop(chunk_id, None)
+        if window is not None:
+            siblings = self._by_table[window.table]
+            siblings.remove(window)
+            if not siblings:
+                del self._by_table[window.table]
+
+    @property
+    def open_windows(self) -> int:
+        return len(self._open)

@@ -1,0 +1,108 @@
+"""The snapshotter's state without services: JSON round trip, signals, chunk commits.
+
+The state is what a restart resumes from, so it must survive its JSON form exactly;
+signals change it once (a Kafka signal re-emitted after a restart is dropped by its
+offset); chunks committed out of order advance the committed prefix only when the
+chunks before them are committed too.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from connectors.kafka.progress import ProgressRecord
+from service.app.snapshotter import Interval, SnapshotState, Snapshotter, TableJob
+from service.config import load_settings
+
+
+class _Port:
+    def __init__(self) -> None:
+        self.staged: list[bytes] = []
+
+    def snapshot_ready(self) -> bool:
+        return True
+
+    def relation_at(self, oid: int, lsn: int) -> Any:
+        return None
+
+    def stage_snapshot_progress(self, topic: str, key: bytes, value: bytes) -> None:
+        self.staged.append(value)
+
+    def commit_snapshot_chunk(self, lsn: int) -> None:
+        return None
+
+
+def _snapshotter() -> tuple[Snapshotter, _Port]:
+    snap = Snapshotter(load_settings(), None)
+    port = _Port()
+    snap.port = port
+    return snap, port
+
+
+def test_state_round_trips_through_its_progress_record() -> None:
+    """Every field a restart needs comes back from the encoded progress record."""
+    job = TableJob("public.t", "initial", "v > 1", 42, True, ("10",), ("30",))
+    job.open = [Interval(("10",), ("20",), False), Interval(("20",), ("30",), True)]
+    job.rows, job.chunks = 7, 2
+    state = SnapshotState([job, TableJob("public.u", "incremental", keyed=False)], True, 5, ["a"])
+    record = ProgressRecord.decode(ProgressRecord({"x": 1}, state.to_json()).encode())
+    again = SnapshotState.from_json(dict(record.state))
+    assert again.to_json() == state.to_json()
+    assert again.jobs[0].open[1].committed and again.jobs[0].committed_to == ("10",)
+
+
+def test_signals_queue_pause_resume_stop_and_drop_replayed_kafka_copies() -> None:
+    """execute-snapshot queues tables (with a filter), pause/resume flip the flag,
+    stop drops unfinished tables; a Kafka signal's copy re-emitted with an older offset
+    changes nothing; every applied signal stages a progress record."""
+    snap, port = _snapshotter()
+    signal = {
+        "type": "execute-snapshot",
+        "data": {
+            "data-collections": ["public.a", "b"],
+            "additional-conditions": [{"data-collection": "public.b", "filter": "id > 5"}],
+        },
+        "kafka_offset": 3,
+    }
+    snap.on_signal(1, json.dumps(signal).encode())
+    assert [(j.table, j.where, j.marker) for j in snap.state.jobs] == [
+        ("public.a", None, "incremental"),
+        ("public.b", "id > 5", "incremental"),
+    ]
+    assert snap.state.signal_offset == 4
+    snap.on_signal(2, json.dumps(signal).encode())  # the same Kafka offset again
+    assert len(snap.state.jobs) == 2 and len(port.staged) == 1
+    snap.on_signal(3, b'{"type": "pause-snapshot"}')
+    assert snap.state.paused
+    snap.on_signal(4, b'{"type": "resume-snapshot"}')
+    assert not snap.state.paused
+    snap.on_signal(5, b'{"type": "stop-snapshot", "data": {"data-collections": ["public.a"]}}')
+    assert [j.table for j in snap.state.jobs] == ["public.b"]
+    snap.on_signal(6, b"not json")
+    assert len(port.staged) == 4
+
+
+def test_out_of_order_commits_advance_the_committed_prefix_in_plan_order() -> None:
+    """A chunk committed before the one planned ahead of it stays listed; once the
+    earlier one commits, both leave the list and the prefix moves past them."""
+    snap, _ = _snapshotter()
+    job = TableJob("public.t", "initial", oid=1, planned_to="end")
+    first, second = Interval(None, ("10",)), Interval(("10",), None)
+    job.open = [first, second]
+    snap.state.jobs = [job]
+    second.committed = True
+    snap._advance(job)
+    assert job.open == [first, second] and job.committed_to is None and not job.done
+    first.committed = True
+    snap._advance(job)
+    assert job.open == [] and job.committed_to is None and job.done
+
+
+def test_new_tables_are_queued_once() -> None:
+    """A table captured now but not before is queued alone, and only once."""
+    snap, _ = _snapshotter()
+    snap.fresh(["public.a"], snapshot=False)
+    assert snap.add_new_tables(["public.a", "public.b"])
+    assert not snap.add_new_tables(["public.a", "public.b"])
+    assert [j.table for j in snap.state.jobs] == ["public.b"]
