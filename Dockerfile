@@ -1,13 +1,25 @@
 # pgcdc worker image. Build: docker build -t pgcdc:0.1.0 .
+# Stage 1 takes a Rust toolchain from the official image; stage 2 builds the wheel with
+# maturin (the native core, service/native, compiled against crates.io), stage 3 runs it.
+FROM rust:1.95-slim-bookworm AS rust
+
 FROM python:3.11-slim-bookworm AS build
+COPY --from=rust /usr/local/cargo /usr/local/cargo
+COPY --from=rust /usr/local/rustup /usr/local/rustup
+ENV CARGO_HOME=/usr/local/cargo RUSTUP_HOME=/usr/local/rustup PATH=/usr/local/cargo/bin:$PATH
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY service ./service
 COPY connectors ./connectors
-RUN pip install --no-cache-dir --prefix=/install .
+RUN pip install --no-cache-dir "maturin>=1.9,<2" \
+    && maturin build --release --out /wheels \
+    && pip install --no-cache-dir --prefix=/install /wheels/*.whl
 
 FROM python:3.11-slim-bookworm
 ENV PYTHONUNBUFFERED=1 \
+    PGCDC_IMPL=native \
     PGCDC_DECODING__STATE_DIR=/var/lib/pgcdc/state \
     PGCDC_SCHEMAS_DIR=/opt/pgcdc/schemas
 COPY --from=build /install /usr/local
