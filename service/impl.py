@@ -13,9 +13,8 @@ Hands on: `xlog_reader_class()`, the reader class to construct, with one interfa
 (tests/service/wal/test_native_reader.py).
 
 Callers choose the class once per session, e.g.
-`reader = xlog_reader_class()(start_lsn, segment_size=size)`. Nothing here is wired into
-the pipeline yet: `service.app.session` and `connectors.postgres.archive` still construct
-`XLogReader` directly until the package-layout work lands.
+`reader = xlog_reader_class()(start_lsn, segment_size=size)`: the decoding session
+(`service.app.session`) and the archive reader (`connectors.postgres.archive`) do.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Receives: a directory path and a start LSN.
 Hands on: `(start_lsn, bytes)` chunks of raw WAL in LSN order, contiguous, ready for
 `XLogReader.feed`; the first chunk starts at the page holding the start LSN, so that
-page's header is validated too. `read_records` wraps this with an `XLogReader`.
+page's header is validated too. `read_records` wraps this with the reader `service.impl` selects.
 
 Segment files are named `TTTTTTTTXXXXXXXXYYYYYYYY` (timeline, log id, segment);
 `.partial`, `.history`, `.backup` files and `archive_status/` are ignored. When one
@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from service.errors import WalError
+from service.impl import xlog_reader_class
 from service.wal.format import DEFAULT_SEGMENT_SIZE, XLOG_BLCKSZ
-from service.wal.reader import XLogReader
 from service.wal.record import XLogRecord
 
 _NAME = re.compile(r"^([0-9A-F]{8})([0-9A-F]{8})([0-9A-F]{8})$")
@@ -149,7 +149,7 @@ def read_records(
     """Every record from `start_lsn` (a record start, or a page start) up to, not
     including, the first record at or after `end_lsn`, or to the end of valid WAL."""
     size = detect_segment_size(directory) if segment_size is None else segment_size
-    reader = XLogReader(start_lsn, segment_size=size, prev_lsn=prev_lsn)
+    reader = xlog_reader_class()(start_lsn, segment_size=size, prev_lsn=prev_lsn)
     for lsn, data in iter_wal_chunks(directory, start_lsn, segment_size=size):
         reader.feed(data, lsn)
         for rec in reader.records():

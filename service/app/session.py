@@ -29,6 +29,7 @@ from connectors.postgres.catalog import Catalog
 from connectors.postgres.type_loader import TypeLoader
 from service.decode.events import HeapChange
 from service.errors import DecodeError
+from service.impl import xlog_reader_class
 from service.output.api import ColumnValue, PluginContext, PluginWrapper, RelationInfo
 from service.output.logical import Decoding, PluginSink
 from service.reorder.buffer import ReorderBuffer, ReorderBufferSettings
@@ -38,7 +39,6 @@ from service.schema.tabledef import CatalogSnapshot
 from service.snapshot.snapbuild import SnapBuilder
 from service.types.rowdecode import HistoryRows
 from service.wal.format import XLOG_BLCKSZ
-from service.wal.reader import XLogReader
 from service.wal.record import RelFileLocator
 
 END_OF_TIME = (1 << 64) - 1
@@ -201,7 +201,8 @@ class Session:
             rows=self.rows,
             plugin=self.wrapper,
         )
-        self.reader = XLogReader(
+        # The Python reader or its native twin, as PGCDC_IMPL selects (service.impl).
+        self.reader = xlog_reader_class()(
             start_lsn & ~(XLOG_BLCKSZ - 1) if start_lsn % XLOG_BLCKSZ else start_lsn
         )
         self.start_lsn = start_lsn
