@@ -105,6 +105,12 @@ class KafkaSettings(_Section):
     tombstones_on_delete: bool = True
     heartbeat_interval_s: float = Field(10.0, gt=0)
     message_prefixes: list[str] = Field(default_factory=list)  # empty: all messages
+    # Heartbeats go to "<heartbeat_topic_prefix>.<topic_prefix>", as Debezium's
+    # topic.heartbeat.prefix (default "__debezium-heartbeat").
+    heartbeat_topic_prefix: str = Field("__debezium-heartbeat", pattern=r"^[A-Za-z0-9._-]+$")
+    # Also publish pgcdc's own DDL messages (prefix service.schema.history.DDL_PREFIX) on
+    # the message topic as op "m"; off: they only become schema-change events.
+    publish_ddl_messages: bool = False
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
     # How long a broker outage is retried (with exponential backoff up to 5 s) before

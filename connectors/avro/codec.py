@@ -130,9 +130,7 @@ def zoned_timestamp_of_stored(buf: bytes) -> str | None:
         return None
     secs, us = divmod(rest, 1_000_000)
     clock = f"{secs // 3600:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}"
-    if us:
-        return f"{_date_prefix(days)}{clock}{f'.{us:06d}'.rstrip('0')}Z"
-    return f"{_date_prefix(days)}{clock}Z"
+    return f"{_date_prefix(days)}{clock}.{us:06d}Z"
 
 
 def micro_timestamp_of_stored(buf: bytes) -> int | None:

@@ -6,23 +6,47 @@ begin → (change | truncate | message)* → commit; non-transactional messages 
 `wrapper.call("heartbeat", lsn, 0, lsn)`). Hands on, through `ctx.write`, serialized
 `OutputRecord`s (connectors.kafka.sink) in this order per transaction:
 
-- `<prefix>.transaction`: BEGIN (before the transaction's first event) and END (at
-  commit, with `event_count` and per-table `data_collections`), keyed by the transaction
-  id `"<xid>:<commit lsn>"`, as Debezium's transaction metadata;
+- `<prefix>.transaction`: BEGIN (before the transaction's first published event) and
+  END (at commit, with `event_count` and `data_collections`), as Debezium's
+  TransactionMonitor. Transaction ids are Debezium's `"<xid>:<lsn>"` with the LSN of the
+  moment: BEGIN's and each event's `transaction.id` carry that event's LSN, END's the
+  commit's end LSN. Every transaction with a row change, a published logical message
+  or a schema change gets BEGIN/END; a schema-change event is not counted in
+  `event_count` (it lies on no data collection's topic). A logical message counts as an
+  event of its own data collection `MESSAGE_COLLECTION` (Debezium names each message its
+  own collection, with the Java object's identity hash appended; pgcdc leaves the hash
+  off, so the name is stable);
 - `<prefix>.<schema>.<table>`: one envelope per change, keyed by the primary key or
   replica-identity columns (record `<prefix>.<schema>.<table>.Key`; no key when the table
-  has none). Value: record `<...>.Envelope` {before, after, source, op, ts_ms,
-  transaction}; ops c/u/d (r during a snapshot, when the driver sets
-  `ctx.state["snapshot"]` to Debezium's snapshot marker "true"/"last"/...), t for
-  TRUNCATE (one per table, no key). A DELETE is followed by a tombstone (same key, null
-  value) when `kafka.tombstones_on_delete`. An UPDATE that changes the key becomes, as
-  in Debezium, a DELETE (+ tombstone) of the old key with header `__debezium.newkey`
-  and a CREATE of the new key with header `__debezium.oldkey`;
-- `<prefix>.message`: logical messages (op m, {prefix, content}) whose prefix is in
-  `kafka.message_prefixes` (empty: all), keyed by {prefix};
-- `<prefix>.schema-changes`: one schema-change event per `pgcdc.ddl` message (the
-  schema history's DDL messages are never published as op m);
-- `<prefix>.heartbeat`: {ts_ms, lsn}, keyed by {serverName: prefix}.
+  has none). Value: record `<...>.Envelope` (connect.version 2) {before, after, source,
+  transaction, op, ts_ms, ts_us, ts_ns}; ops c/u/d (r during a snapshot, when the driver
+  sets `ctx.state["snapshot"]` to Debezium's snapshot marker "first"/"true"/"last"/...:
+  snapshot events carry no transaction block and get no BEGIN/END), t for TRUNCATE (one
+  per table, no key). A DELETE is followed by a tombstone (same key, null value; a null
+  key for a table without one, as Debezium) when `kafka.tombstones_on_delete`. An UPDATE
+  that changes the key becomes, as in Debezium, a DELETE (+ tombstone), both with header
+  `__debezium.newkey`, and a CREATE of the new key with header `__debezium.oldkey`; the
+  headers hold the key as JSON text. Every change event and tombstone carries Debezium's
+  context headers (`CONTEXT_HEADERS`: connectorLogicalName = the topic prefix, taskId
+  "0", connectorName "postgresql", runId a UUIDv7 per plugin start);
+- `<prefix>.message`: logical messages (op m) whose prefix is in
+  `kafka.message_prefixes` (empty: all), keyed by {prefix}: record
+  `io.debezium.connector.postgresql.MessageValue` {op, ts_ms, source, transaction,
+  message{prefix, content}}, the transaction block set for transactional messages. Their
+  LSN is the end of the message record, as PostgreSQL hands messages to pgoutput;
+- `<prefix>.schema-changes`: one schema-change event per DDL message of pgcdc's own
+  capture (prefix `service.schema.history.DDL_PREFIX`, or the legacy `pgcdc.ddl`).
+  Those messages reach the message topic only with `kafka.publish_ddl_messages`;
+- `__debezium-heartbeat.<prefix>` (`kafka.heartbeat_topic_prefix`): Debezium's
+  {ts_ms}, keyed by {serverName: prefix}.
+
+`source` is Debezium 3.6's PostgreSQL SourceInfo: version (`DEBEZIUM_VERSION`), connector,
+name, ts_ms/ts_us/ts_ns (the commit time), snapshot, db, sequence, schema, table, txId,
+lsn, xmin, origin, origin_lsn. `sequence` is `["<end LSN of the previous commit>",
+"<lsn>"]`, `[null, ...]` until a commit has been seen since the plugin started (and for
+snapshot events); a non-transactional message moves the previous-commit LSN to its own,
+as Debezium's. pgcdc does not resolve replication-origin names, so origin and origin_lsn
+stay null.
 
 Schemas (connectors.avro.schema) are registered under TopicNameStrategy subjects
 (`<topic>-key`, `<topic>-value`) and written in the Confluent wire format with fastavro
@@ -47,10 +71,14 @@ double. Settings: `AvroPlugin(settings)`, else `ctx.state["settings"]`, else
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import structlog
@@ -85,11 +113,17 @@ from service.output.api import (
     TxnInfo,
 )
 from service.output.filters import TableFilter, matches, patterns
-from service.pgconst import UNIX_EPOCH_MSECS
+from service.pgconst import UNIX_EPOCH_USECS
+from service.schema.history import DDL_PREFIXES, INTERNAL_PREFIX
 
 log = structlog.get_logger(__name__)
 
-DDL_PREFIX = "pgcdc.ddl"
+# What Debezium's PostgreSQL connector calls the data collection of a logical message
+# (LogicalDecodingMessageMonitor's id class), without the per-object "@<hash>".
+MESSAGE_COLLECTION = (
+    "io.debezium.connector.postgresql.LogicalDecodingMessageMonitor$LogicalDecodingMessageId"
+)
+TASK_ID = "0"
 RETRY_BUDGET_S = 30.0
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.2, 5.0
 
@@ -223,22 +257,59 @@ class _Table:
     value_name: str  # full Avro name of the Value record
 
 
+def uuid7() -> str:
+    """A UUIDv7 (RFC 9562: 48-bit Unix ms, version 7, random rest), as Debezium's runId."""
+    ms = time.time_ns() // 1_000_000
+    raw = bytearray(ms.to_bytes(6, "big") + os.urandom(10))
+    raw[6] = 0x70 | (raw[6] & 0x0F)
+    raw[8] = 0x80 | (raw[8] & 0x3F)
+    return str(uuid.UUID(bytes=bytes(raw)))
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
+        return _json_value(value[1])  # a named union branch (fastavro's tuple notation)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, Decimal):
+        return float(value) if value.is_finite() else str(value)
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    return value
+
+
+def key_json(datum: Mapping[str, Any]) -> bytes:
+    """A Key record as the JSON text of Debezium's `__debezium.newkey`/`oldkey` headers
+    (Connect's header converter: compact JSON, bytes as base64)."""
+    return json.dumps(_json_value(dict(datum)), separators=(",", ":")).encode()
+
+
 @dataclass(slots=True)
 class _TxnState:
     """Per-transaction counters; `began` says whether BEGIN was written.
 
+    `ts_us` is the commit time (µs since 1970; the clock at BEGIN when unknown).
+    `collections` lists (data collection, event count) in first-event order; a message
+    is a collection of its own (MESSAGE_COLLECTION), so it appears once per message.
     `sources` holds, per (data collection, snapshot marker), the parts of a change's
     `source` record that are the same for every change of the transaction (all but
     lsn and sequence), and the sequence text up to this change's LSN. Only filled when
     the commit time is known: otherwise ts_ms is the clock at each change.
     """
 
-    id: str
-    ts_ms: int
+    xid: int
+    ts_us: int
     began: bool = False
     total: int = 0
     per_table: dict[str, int] = field(default_factory=dict)
+    collections: list[list[Any]] = field(default_factory=list)
     sources: dict[tuple[str, str], tuple[dict[str, Any], str]] = field(default_factory=dict)
+
+    @property
+    def ts_ms(self) -> int:
+        return self.ts_us // 1000
 
 
 class AvroPlugin:
@@ -252,7 +323,10 @@ class AvroPlugin:
         self._tables: dict[tuple[int, int], _Table | None] = {}
         self._statics: dict[str, tuple[Serialize, Serialize]] = {}
         self._txn: _TxnState | None = None
+        # End LSN of the last commit seen since startup (Debezium's lastCommitLsn).
         self._last_commit_lsn: int | None = None
+        self.run_id = uuid7()
+        self.context_headers: tuple[tuple[str, bytes], ...] = ()
         self._warned: set[tuple[str, str]] = set()
         self.registrar: Registrar | None = None
 
@@ -272,6 +346,14 @@ class AvroPlugin:
             )
         self._filter = TableFilter(s.filters)
         self._msg_prefixes = patterns(s.kafka.message_prefixes, "kafka.message_prefixes")
+        self.heartbeat_topic = f"{s.kafka.heartbeat_topic_prefix}.{self.prefix}"
+        # Debezium's CommonConnectorConfig context headers, on every change record.
+        self.context_headers = (
+            ("__debezium.context.connectorLogicalName", self.prefix.encode()),
+            ("__debezium.context.taskId", TASK_ID.encode()),
+            ("__debezium.context.connectorName", CONNECTOR.encode()),
+            ("__debezium.context.runId", self.run_id.encode()),
+        )
         self.registrar = Registrar(s, s.registry.retry_budget_s)
 
     def shutdown(self, ctx: PluginContext) -> None:
@@ -341,26 +423,30 @@ class AvroPlugin:
         self, txn: TxnInfo | None, schema: str, table: str, lsn: int, snapshot: str = "false"
     ) -> dict[str, Any]:
         assert self.settings is not None
-        commit_ms = (
-            (txn.commit_time // 1000 + UNIX_EPOCH_MSECS)
+        commit_us = (
+            txn.commit_time + UNIX_EPOCH_USECS
             if txn and txn.commit_time
-            else int(time.time() * 1000)
+            else time.time_ns() // 1000
         )
-        # Debezium's sequence: the JSON array ["<last commit lsn>","<this lsn>"].
+        # Debezium's sequence: the JSON array ["<last commit end lsn>","<this lsn>"].
         last = "null" if self._last_commit_lsn is None else f'"{self._last_commit_lsn}"'
         return {
             "version": DEBEZIUM_VERSION,
             "connector": CONNECTOR,
             "name": self.prefix,
-            "ts_ms": commit_ms,
+            "ts_ms": commit_us // 1000,
             "snapshot": snapshot,
             "db": self.settings.source.dbname,
             "sequence": f'[{last},"{lsn}"]',
+            "ts_us": commit_us,
+            "ts_ns": commit_us * 1000,
             "schema": schema,
             "table": table,
             "txId": txn.xid if txn else None,
             "lsn": lsn,
             "xmin": None,
+            "origin": None,
+            "origin_lsn": None,
         }
 
     def _row_source(
@@ -381,6 +467,8 @@ class AvroPlugin:
             const = self._source(txn, t.schema, t.table, lsn, snapshot)
             const["snapshot"] = ("string", snapshot)
             const["txId"] = ("long", txn.xid)
+            const["ts_us"] = ("long", const["ts_us"])
+            const["ts_ns"] = ("long", const["ts_ns"])
             prefix = const["sequence"][: -len(f'{lsn}"]')]
             found = st.sources[(t.collection, snapshot)] = (const, prefix)
         const, prefix = found
@@ -389,11 +477,54 @@ class AvroPlugin:
         src["lsn"] = ("long", lsn)
         return src
 
-    def _txn_id(self, txn: TxnInfo) -> str:
-        return f"{txn.xid}:{txn.final_lsn}"
-
     def _meta_topic(self) -> str:
         return f"{self.prefix}.transaction"
+
+    def _txn_state(self, lsn: int) -> _TxnState:
+        st = self._txn
+        if st is None:
+            raise PluginError("avro plugin got a change outside a transaction", lsn=lsn)
+        return st
+
+    def _begin_once(self, ctx: PluginContext, st: _TxnState, lsn: int) -> None:
+        """BEGIN, at the transaction's first published event, with that event's id (as
+        Debezium's TransactionMonitor, which begins at the first data event)."""
+        if st.began:
+            return
+        txn_id = f"{st.xid}:{lsn}"
+        ser_key, ser_value = self._static(self._meta_topic(), "transaction")
+        ctx.write(
+            OutputRecord(
+                self._meta_topic(),
+                ser_key({"id": txn_id}),
+                ser_value(
+                    {
+                        "status": "BEGIN",
+                        "id": txn_id,
+                        "event_count": None,
+                        "data_collections": None,
+                        "ts_ms": st.ts_ms,
+                    }
+                ),
+            )
+        )
+        st.began = True
+
+    def _count(self, st: _TxnState, collection: str) -> dict[str, Any]:
+        """Count one event of `collection`; its transaction block's orders."""
+        st.total += 1
+        if collection == MESSAGE_COLLECTION:
+            st.collections.append([collection, 1])
+            order = 1
+        else:
+            order = st.per_table.get(collection, 0) + 1
+            if order == 1:
+                st.collections.append([collection, 0])
+            st.per_table[collection] = order
+            for entry in st.collections:
+                if entry[0] == collection:
+                    entry[1] = order
+        return {"total_order": st.total, "data_collection_order": order}
 
     def _event(
         self,
@@ -406,60 +537,54 @@ class AvroPlugin:
         after: dict[str, Any] | None,
         key: bytes | None,
         lsn: int,
-        headers: tuple[tuple[str, bytes], ...] | None = None,
+        headers: tuple[tuple[str, bytes], ...] = (),
     ) -> None:
-        """Write one envelope, BEGIN first if it is the transaction's first event."""
-        st = self._txn
-        if st is None:
-            raise PluginError("avro plugin got a change outside a transaction", lsn=lsn)
-        if not st.began:
-            ser_key, ser_value = self._static(self._meta_topic(), "transaction")
-            ctx.write(
-                OutputRecord(
-                    self._meta_topic(),
-                    ser_key({"id": st.id}),
-                    ser_value(
-                        {
-                            "status": "BEGIN",
-                            "id": st.id,
-                            "event_count": None,
-                            "data_collections": None,
-                            "ts_ms": st.ts_ms,
-                        }
-                    ),
-                )
-            )
-            st.began = True
-        st.total += 1
-        order = st.per_table.get(t.collection, 0) + 1
-        st.per_table[t.collection] = order
+        """Write one envelope, BEGIN first if it is the transaction's first event.
+
+        Snapshot reads (`ctx.state["snapshot"]` set) are outside any transaction, as
+        Debezium's: no BEGIN, no block, not counted."""
+        st = self._txn_state(lsn)
         snapshot = ctx.state.get("snapshot")
+        block: tuple[str, dict[str, Any]] | None = None
+        if isinstance(snapshot, str):
+            marker = snapshot
+        else:
+            marker = "false"
+            self._begin_once(ctx, st, lsn)
+            block = ("event.block", {"id": f"{st.xid}:{lsn}", **self._count(st, t.collection)})
+        now_ns = time.time_ns()
         # Union branches are named explicitly (fastavro's tuple notation): it skips
         # trying each branch against the datum, a third of the serialization time.
         value = {
             "before": None if before is None else (t.value_name, before),
             "after": None if after is None else (t.value_name, after),
-            "source": self._row_source(
-                st, txn, t, lsn, snapshot if isinstance(snapshot, str) else "false"
-            ),
+            "source": self._row_source(st, txn, t, lsn, marker),
+            "transaction": block,
             "op": op,
-            "ts_ms": int(time.time() * 1000),
-            "transaction": (
-                "event.block",
-                {"id": st.id, "total_order": st.total, "data_collection_order": order},
-            ),
+            "ts_ms": now_ns // 1_000_000,
+            "ts_us": now_ns // 1000,
+            "ts_ns": now_ns,
         }
-        ctx.write(OutputRecord(t.plan.topic, key, t.value(value), headers, op=op))
+        ctx.write(
+            OutputRecord(
+                t.plan.topic, key, t.value(value), (*headers, *self.context_headers), op=op
+            )
+        )
+
+    def _tombstone(
+        self,
+        ctx: PluginContext,
+        t: _Table,
+        key: bytes | None,
+        headers: tuple[tuple[str, bytes], ...] = (),
+    ) -> None:
+        ctx.write(OutputRecord(t.plan.topic, key, None, (*headers, *self.context_headers)))
 
     # --- callbacks -------------------------------------------------------------------
 
     def begin(self, ctx: PluginContext, txn: TxnInfo) -> None:
-        ts_ms = (
-            txn.commit_time // 1000 + UNIX_EPOCH_MSECS
-            if txn.commit_time
-            else int(time.time() * 1000)
-        )
-        self._txn = _TxnState(self._txn_id(txn), ts_ms)
+        ts_us = txn.commit_time + UNIX_EPOCH_USECS if txn.commit_time else time.time_ns() // 1000
+        self._txn = _TxnState(txn.xid, ts_us)
 
     def change(self, ctx: PluginContext, txn: TxnInfo, change: RowChange) -> None:
         t = self._table(change.relation)
@@ -487,8 +612,10 @@ class AvroPlugin:
                     and key_values(key_plans, old) != key_values(key_plans, change.new)
                 ):
                     old_row = rows.datum(old)
-                    old_key = key(key_of.datum(old_row))
+                    old_datum = key_of.datum(old_row)
+                    old_key = key(old_datum)
                     assert new_key is not None
+                    newkey = (("__debezium.newkey", key_json(key_of.datum(after))),)
                     self._event(
                         ctx,
                         txn,
@@ -498,10 +625,10 @@ class AvroPlugin:
                         after=None,
                         key=old_key,
                         lsn=change.lsn,
-                        headers=(("__debezium.newkey", new_key),),
+                        headers=newkey,
                     )
                     if self._tombstones():
-                        ctx.write(OutputRecord(t.plan.topic, old_key, None))
+                        self._tombstone(ctx, t, old_key, newkey)
                     self._event(
                         ctx,
                         txn,
@@ -511,7 +638,7 @@ class AvroPlugin:
                         after=after,
                         key=new_key,
                         lsn=change.lsn,
-                        headers=(("__debezium.oldkey", old_key),),
+                        headers=(("__debezium.oldkey", key_json(old_datum)),),
                     )
                     return
                 before = rows.datum(old) if old is not None and not change.old_is_key else None
@@ -527,8 +654,9 @@ class AvroPlugin:
                 gone = rows.datum(old)
                 gone_key = key(key_of.datum(gone)) if key is not None and key_of else None
                 self._event(ctx, txn, t, "d", before=gone, after=None, key=gone_key, lsn=change.lsn)
-                if gone_key is not None and self._tombstones():
-                    ctx.write(OutputRecord(t.plan.topic, gone_key, None))
+                if self._tombstones():
+                    # A null key too for a table without one, as Debezium writes it.
+                    self._tombstone(ctx, t, gone_key)
             case _:
                 raise PluginError(
                     f"avro plugin got unknown change op {change.op!r}", lsn=change.lsn, xid=txn.xid
@@ -545,31 +673,48 @@ class AvroPlugin:
                 self._event(ctx, txn, t, "t", before=None, after=None, key=None, lsn=change.lsn)
 
     def message(self, ctx: PluginContext, txn: TxnInfo | None, msg: Message) -> None:
-        if msg.prefix == DDL_PREFIX:
+        assert self.settings is not None
+        if msg.prefix in DDL_PREFIXES:
             self._schema_change(ctx, txn, msg)
-            return
+            if not self.settings.kafka.publish_ddl_messages:
+                return
+        elif msg.prefix.startswith(INTERNAL_PREFIX):
+            return  # pgcdc's own snapshot watermarks and signals are not application data
         if self._msg_prefixes and not matches(self._msg_prefixes, msg.prefix):
             return
+        lsn = msg.end_lsn or msg.lsn  # the LSN PostgreSQL hands plugins: the record's end
         topic = f"{self.prefix}.message"
         ser_key, ser_value = self._static(topic, "message")
+        block = None
+        transactional = txn if msg.transactional else None
+        if transactional is not None:
+            st = self._txn_state(lsn)
+            self._begin_once(ctx, st, lsn)
+            block = {"id": f"{st.xid}:{lsn}", **self._count(st, MESSAGE_COLLECTION)}
         value = {
             "op": "m",
-            "ts_ms": int(time.time() * 1000),
-            "source": self._source(txn if msg.transactional else None, "", "", msg.lsn),
+            "ts_ms": time.time_ns() // 1_000_000,
+            "source": self._source(transactional, "", "", lsn),
+            "transaction": block,
             "message": {"prefix": msg.prefix, "content": bytes(msg.payload)},
-            "transaction": None,
         }
         ctx.write(OutputRecord(topic, ser_key({"prefix": msg.prefix}), ser_value(value), op="m"))
+        if transactional is None:
+            # Debezium takes a non-transactional message's LSN as its last commit.
+            self._last_commit_lsn = lsn
 
     def _schema_change(self, ctx: PluginContext, txn: TxnInfo | None, msg: Message) -> None:
-        """A `pgcdc.ddl` message (connectors/postgres/sql/ddl_capture.sql): {"op": "table", "tag",
-        "def": table_def} or {"op": "drop", "oid", "schema", "name"}."""
+        """A DDL message of pgcdc's capture (connectors/postgres/sql/ddl_capture.sql):
+        {"op": "table", "tag", "def": table_def} or {"op": "drop", "oid", "schema", "name"}.
+
+        Its transaction gets BEGIN/END like any other with a published event; the
+        schema-change event itself is not counted (it lies on no data collection)."""
         assert self.settings is not None
         try:
             doc = json.loads(bytes(msg.payload).rstrip(b"\0").decode("utf-8"))
             op = doc["op"]
         except (ValueError, KeyError, TypeError) as exc:
-            raise PluginError(f"malformed {DDL_PREFIX} message: {exc}", lsn=msg.lsn) from exc
+            raise PluginError(f"malformed {msg.prefix} message: {exc}", lsn=msg.lsn) from exc
         db = self.settings.source.dbname
         change: dict[str, Any]
         schema_name: str | None
@@ -610,7 +755,13 @@ class AvroPlugin:
             name = doc.get("name") or doc.get("oid")
             change = {"type": "DROP", "id": f'"{db}"."{schema_name}"."{name}"', "table": None}
         else:
-            raise PluginError(f"{DDL_PREFIX} message with unknown op {op!r}", lsn=msg.lsn)
+            raise PluginError(f"{msg.prefix} message with unknown op {op!r}", lsn=msg.lsn)
+        if (
+            txn is not None
+            and self._txn is not None
+            and not isinstance(ctx.state.get("snapshot"), str)
+        ):
+            self._begin_once(ctx, self._txn, msg.end_lsn or msg.lsn)
         topic = f"{self.prefix}.schema-changes"
         ser_key, ser_value = self._static(topic, "schema_change")
         value = {
@@ -626,19 +777,20 @@ class AvroPlugin:
     def commit(self, ctx: PluginContext, txn: TxnInfo, commit_lsn: int) -> None:
         st = self._txn
         if st is not None and st.began:
+            # END carries the commit's end LSN, as Debezium's (pgoutput's COMMIT position).
+            txn_id = f"{st.xid}:{txn.end_lsn}"
             ser_key, ser_value = self._static(self._meta_topic(), "transaction")
             ctx.write(
                 OutputRecord(
                     self._meta_topic(),
-                    ser_key({"id": st.id}),
+                    ser_key({"id": txn_id}),
                     ser_value(
                         {
                             "status": "END",
-                            "id": st.id,
+                            "id": txn_id,
                             "event_count": st.total,
                             "data_collections": [
-                                {"data_collection": c, "event_count": n}
-                                for c, n in st.per_table.items()
+                                {"data_collection": c, "event_count": n} for c, n in st.collections
                             ],
                             "ts_ms": st.ts_ms,
                         }
@@ -646,17 +798,20 @@ class AvroPlugin:
                 )
             )
         self._txn = None
-        self._last_commit_lsn = commit_lsn
+        if not isinstance(ctx.state.get("snapshot"), str):
+            # A snapshot is no commit: the first streamed event still says [null, ...].
+            self._last_commit_lsn = txn.end_lsn
 
     def heartbeat(self, ctx: PluginContext, lsn: int) -> None:
-        """One heartbeat record; the driver then ends a (source-less) batch at `lsn`."""
-        topic = f"{self.prefix}.heartbeat"
+        """One heartbeat record (Debezium's: {ts_ms} on `__debezium-heartbeat.<prefix>`);
+        the driver then ends a (source-less) batch at `lsn`."""
+        topic = self.heartbeat_topic
         ser_key, ser_value = self._static(topic, "heartbeat")
         ctx.write(
             OutputRecord(
                 topic,
                 ser_key({"serverName": self.prefix}),
-                ser_value({"ts_ms": int(time.time() * 1000), "lsn": lsn}),
+                ser_value({"ts_ms": time.time_ns() // 1_000_000}),
             )
         )
 

@@ -68,7 +68,12 @@ from service.errors import PluginError
 from service.output.api import UNCHANGED_TOAST, ColumnMeta, ColumnValue, RelationInfo
 from service.pgconst import UNIX_EPOCH_DAYS, UNIX_EPOCH_USECS
 
-DEBEZIUM_VERSION = "2.7.0.Final"  # the Debezium release whose formats these mirror
+DEBEZIUM_RELEASE = "3.6.1.Final"  # the Debezium release whose wire format these mirror
+# source.version: Debezium's release, then "-pgcdc". The leading major.minor.micro stay the
+# release's, so consumers that parse or compare them (split on ".", Maven's
+# ComparableVersion, startswith("3.6")) treat pgcdc as that Debezium, while the qualifier
+# says which producer wrote the event.
+DEBEZIUM_VERSION = f"{DEBEZIUM_RELEASE}-pgcdc"
 CONNECTOR = "postgresql"
 UNAVAILABLE = "__debezium_unavailable_value"
 UNAVAILABLE_BYTES = UNAVAILABLE.encode()
@@ -263,11 +268,12 @@ def _iso_year(year: int) -> str:
 
 
 def zoned_timestamp(value: Any) -> str:
-    """ZonedTimestamp text: ISO-8601 in UTC with `Z`, as ISO_OFFSET_DATE_TIME prints it."""
+    """ZonedTimestamp text: ISO-8601 in UTC with `Z` and always six fraction digits, as
+    Debezium 3's ZonedTimestamp formatter prints it (`…05.500000Z`, `…05.000000Z`)."""
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(dt.UTC)
-        return f"{value:%Y-%m-%dT%H:%M:%S}{_fraction(value.microsecond)}Z"
+        return f"{value:%Y-%m-%dT%H:%M:%S}.{value.microsecond:06d}Z"
     infinite = getattr(value, "infinite", 0)
     if infinite:
         return "infinity" if infinite > 0 else "-infinity"
@@ -278,7 +284,7 @@ def zoned_timestamp(value: Any) -> str:
     secs, us = divmod(micros, 1_000_000)
     return (
         f"{_iso_year(year)}-{month:02d}-{day:02d}T{secs // 3600:02d}:"
-        f"{secs // 60 % 60:02d}:{secs % 60:02d}{_fraction(us)}Z"
+        f"{secs // 60 % 60:02d}:{secs % 60:02d}.{us:06d}Z"
     )
 
 
@@ -664,11 +670,14 @@ def build_table_plan(
             {"name": "before", "type": ["null", value_record], "default": None},
             {"name": "after", "type": ["null", f"{ns}.Value"], "default": None},
             {"name": "source", "type": source_schema()},
+            {"name": "transaction", "type": ["null", block_schema()], "default": None},
             {"name": "op", "type": "string"},
             {"name": "ts_ms", "type": ["null", "long"], "default": None},
-            {"name": "transaction", "type": ["null", block_schema()], "default": None},
+            {"name": "ts_us", "type": ["null", "long"], "default": None},
+            {"name": "ts_ns", "type": ["null", "long"], "default": None},
         ],
-        "connect.version": 1,
+        # Debezium 3's envelope (Envelope.SCHEMA_VERSION 2: ts_us and ts_ns).
+        "connect.version": 2,
         "connect.name": f"{ns}.Envelope",
     }
     return TablePlan(

@@ -61,8 +61,8 @@ from service.schema.tabledef import CatalogSnapshot, TableDef
 from service.types.rowdecode import HistoryRows
 from service.types.sendform import snapshot_registry
 
-WATERMARK_PREFIX = "pgcdc.snapshot.watermark"
-SIGNAL_PREFIX = "pgcdc.snapshot.signal"
+WATERMARK_PREFIX = "__pgcdc.snapshot.watermark"
+SIGNAL_PREFIX = "__pgcdc.snapshot.signal"
 
 Bound = tuple[str, ...] | int | None
 _ALIAS = "pgcdc_chunk"

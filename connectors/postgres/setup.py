@@ -33,6 +33,7 @@ from connectors.postgres.server import connect
 from connectors.postgres.slots import drop_slot as drop_slot_named
 from connectors.postgres.slots import ensure_physical_slot
 from service.errors import SourceSetupError
+from service.schema.history import DDL_PREFIX
 
 SUPPORTED_MAJOR_VERSIONS = range(15, 19)
 EVENT_TRIGGERS = ("pgcdc_ddl_command_end", "pgcdc_sql_drop")
@@ -63,10 +64,11 @@ def check_version(server_version_num: int) -> int:
 
 
 def ddl_capture_sql() -> str:
-    """The installation script, with the shared table-definition query inlined."""
+    """The installation script, with the shared table-definition query and the DDL
+    message prefix (service.schema.history.DDL_PREFIX) inlined."""
     sql = resources.files("connectors.postgres").joinpath("sql")
     script = sql.joinpath("ddl_capture.sql").read_text("utf-8")
-    return script.replace("{table_def}", table_def_sql())
+    return script.replace("{table_def}", table_def_sql()).replace("{ddl_prefix}", DDL_PREFIX)
 
 
 def check_source(cur: psycopg2.extensions.cursor) -> tuple[int, str, bool]:

@@ -9,8 +9,15 @@ read here plus the stream give every row exactly once.
 Hands on, through a `RowSink` (normally `PluginEmitter`, the output plugin via its
 wrapper): `begin(snapshot)`, then `row(relation, values)` per row, table after table in
 OID order, then `end()`. `PluginEmitter` makes that one pseudo-transaction
-begin → change(INSERT)* → commit with `ctx.state["snapshot"]` = "true", and "last" for
-the very last row, as Debezium marks snapshot reads (the Avro plugin then writes op `r`).
+begin → change(INSERT)* → commit with `ctx.state["snapshot"]` set to Debezium 3.6's
+marker of each row (the Avro plugin then writes op `r`): "last" for the very last row,
+"first" for the very first, "last_in_data_collection" / "first_in_data_collection" for a
+table's last / first row (in that order of precedence, so a one-row table in the middle
+is "last_in_data_collection", as Debezium gives it), "true" for the rest. The
+pseudo-transaction's xid is the snapshot's xmax: the transaction is read only and holds
+no xid of its own, and xmax is the xid Debezium's `txid_current()` in its snapshot
+transaction gets when nothing else starts meanwhile. Its commit time is the clock at
+`begin`, so every row has the same source.ts_ms, as Debezium's snapshot start.
 
 Tables: the catalog snapshot's user tables (pgcdc's own schema, temp and system schemas
 are never in it), minus those `settings.filters` exclude (anchored regular expressions,
@@ -63,7 +70,7 @@ from service.output.api import (
     TxnInfo,
 )
 from service.output.filters import TableFilter
-from service.pgconst import TEXT_ARRAY_OID, TEXT_OID, XML_OID
+from service.pgconst import TEXT_ARRAY_OID, TEXT_OID, UNIX_EPOCH_USECS, XML_OID
 from service.schema.history import SchemaHistory
 from service.schema.tabledef import CatalogSnapshot, TableDef
 from service.types.convert import to_python, to_text
@@ -101,8 +108,10 @@ class RowSink(Protocol):
 class PluginEmitter:
     """The snapshot as one pseudo-transaction through the output plugin's wrapper.
 
-    Holds one row back so the last one can carry Debezium's "last" marker. `txn.xid` is
-    0 (a read-only snapshot has no xid); every LSN is the snapshot's LSN.
+    Holds one row back so that its marker (module docstring) can depend on the row
+    after it. `txn.xid` is the snapshot's xmax; every LSN is the snapshot's LSN.
+    `_first` is true until a row has been emitted; `_held_first` says whether the held row
+    is the first of its table.
     """
 
     def __init__(self, wrapper: PluginWrapper) -> None:
@@ -110,40 +119,58 @@ class PluginEmitter:
         self.rows = 0
         self._txn: TxnInfo | None = None
         self._held: tuple[RelationInfo, Sequence[ColumnValue]] | None = None
+        self._held_first = False
+        self._first = True
 
     def begin(self, snapshot: CatalogSnapshot) -> None:
         self._txn = TxnInfo(
-            xid=0,
+            xid=snapshot.xmax,
             first_lsn=snapshot.lsn,
             final_lsn=snapshot.lsn,
             end_lsn=snapshot.lsn,
-            commit_time=0,
+            commit_time=time.time_ns() // 1000 - UNIX_EPOCH_USECS,
             origin=None,
         )
+        self._first = True
         self.wrapper.ctx.state["snapshot"] = "true"
-        self.wrapper.call("begin", snapshot.lsn, 0, self._txn)
+        self.wrapper.call("begin", snapshot.lsn, self._txn.xid, self._txn)
 
-    def _emit(self, marker: str) -> None:
+    def _emit(self, *, last_overall: bool, last_in_table: bool) -> None:
         assert self._txn is not None and self._held is not None
         relation, values = self._held
         self._held = None
+        if last_overall:
+            marker = "last"
+        elif self._first:
+            marker = "first"
+        elif last_in_table:
+            marker = "last_in_data_collection"
+        elif self._held_first:
+            marker = "first_in_data_collection"
+        else:
+            marker = "true"
+        self._first = False
         self.wrapper.ctx.state["snapshot"] = marker
         change = RowChange(ChangeOp.INSERT, self._txn.final_lsn, relation, values, None, False)
-        self.wrapper.call("change", change.lsn, 0, self._txn, change)
+        self.wrapper.call("change", change.lsn, self._txn.xid, self._txn, change)
         self.rows += 1
 
     def row(self, relation: RelationInfo, values: Sequence[ColumnValue]) -> None:
+        first_in_table = True
         if self._held is not None:
-            self._emit("true")
+            same = self._held[0].oid == relation.oid
+            first_in_table = not same
+            self._emit(last_overall=False, last_in_table=not same)
         self._held = (relation, values)
+        self._held_first = first_in_table
 
     def end(self) -> None:
         txn = self._txn
         assert txn is not None
         try:
             if self._held is not None:
-                self._emit("last")
-            self.wrapper.call("commit", txn.final_lsn, 0, txn, txn.end_lsn)
+                self._emit(last_overall=True, last_in_table=True)
+            self.wrapper.call("commit", txn.final_lsn, txn.xid, txn, txn.end_lsn)
         finally:
             # Every change after this one is a stream change again (op c, not r).
             self.wrapper.ctx.state.pop("snapshot", None)

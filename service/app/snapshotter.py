@@ -13,14 +13,14 @@ Who does what:
   progress record is staged into the same Kafka transaction, which is committed at once
   with an offset at the watermark (`Worker.commit_snapshot_chunk`).
 
-Watermarks: `pg_logical_emit_message(false, 'pgcdc.snapshot.watermark', {"run","chunk",
+Watermarks: `pg_logical_emit_message(false, '__pgcdc.snapshot.watermark', {"run","chunk",
 "kind"})`. Non-transactional, because a watermark marks a WAL position: a
 transactional one would be decoded at its commit, which is no better ordered (and it
 would take an xid and an fsync per watermark). A watermark of another run (a worker
 that died) is ignored: its chunk was not committed, so the plan hands it out again.
 Both prefixes start with `pgcdc.`, pgcdc's internal namespace: they never reach Kafka.
 
-Signals: `pg_logical_emit_message(true, 'pgcdc.snapshot.signal', json)`, as
+Signals: `pg_logical_emit_message(true, '__pgcdc.snapshot.signal', json)`, as
 `pgcdc snapshot` writes it. Transactional, so a signal exists only if its transaction
 committed, and it is acted on exactly once: its effect (the state) is staged into the
 Kafka transaction of that source transaction's offset. Kafka signals (topic
@@ -644,7 +644,7 @@ class Snapshotter:
     # --- the worker's side: signals ---------------------------------------------------
 
     def on_signal(self, lsn: int, payload: bytes) -> None:
-        """A committed `pgcdc.snapshot.signal` message: change the state, stage it."""
+        """A committed `__pgcdc.snapshot.signal` message: change the state, stage it."""
         try:
             doc = json.loads(payload)
         except ValueError:

@@ -282,10 +282,13 @@ class TruncateChange:
 
 @dataclass(slots=True)
 class Message:
-    lsn: int
+    lsn: int  # the message record's start
     transactional: bool
     prefix: str
     payload: bytes
+    # Just past the record: the message LSN PostgreSQL hands its plugins (decode.c's
+    # logicalmsg_decode queues buf->endptr), so pgoutput's and Debezium's. 0: unknown.
+    end_lsn: int = 0
 
 
 @runtime_checkable

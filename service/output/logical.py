@@ -208,7 +208,7 @@ class PluginSink:
     def _message(rc: ReplayChange) -> Message:
         ev = rc.event
         assert isinstance(ev, MessageEvent)
-        return Message(ev.lsn, ev.transactional, ev.prefix, ev.payload)
+        return Message(ev.lsn, ev.transactional, ev.prefix, ev.payload, ev.end_lsn)
 
     # --- ReplaySink -----------------------------------------------------------------
 

@@ -101,8 +101,26 @@ from service.schema.tabledef import CatalogSnapshot, LiveCatalog, TableDef
 from service.snapshot.snapbuild import xid_precedes
 from service.wal.record import RelFileLocator
 
-DDL_PREFIX = "pgcdc.ddl"
-"""The logical-message prefix of the DDL capture installed by `pgcdc setup`."""
+DDL_PREFIX = "__pgcdc.ddl"
+"""The logical-message prefix of the DDL capture installed by `pgcdc setup`.
+
+The one place it is set: `connectors/postgres/sql/ddl_capture.sql` is rendered with it.
+Two leading underscores, as Kafka's and Debezium's internal names (`__consumer_offsets`,
+`__debezium-heartbeat`): it sorts before application prefixes and reads as internal, so
+other consumers of the database (pgoutput, Debezium) can drop it, e.g. with Debezium's
+`message.prefix.exclude.list=__pgcdc.ddl`.
+"""
+
+LEGACY_DDL_PREFIX = "pgcdc.ddl"
+"""The prefix before 0.x: triggers installed by an older `pgcdc setup` still write it, and
+WAL written then must still decode."""
+
+DDL_PREFIXES = frozenset({DDL_PREFIX, LEGACY_DDL_PREFIX})
+
+INTERNAL_PREFIX = "__pgcdc."
+"""Every logical message pgcdc itself writes starts so: the DDL capture and the chunked
+snapshot's watermarks and signals (`connectors.postgres.chunks`). None is application
+data: the avro plugin never publishes them (the DDL messages only if asked)."""
 
 RELCACHE_INVAL = -2  # SHAREDINVALRELCACHE_ID in sinval.h
 MAIN_FORKNUM = 0
@@ -354,10 +372,10 @@ class SchemaHistory:
         """Take one decoder event, in WAL order (dispatch as decode.c's rmgr switch)."""
         match ev:
             case MessageEvent():
-                if ev.prefix == DDL_PREFIX and ev.db_oid == self.db_oid:
+                if ev.prefix in DDL_PREFIXES and ev.db_oid == self.db_oid:
                     if not ev.transactional:
                         raise DecodeError(
-                            "pgcdc.ddl message is not transactional", lsn=ev.lsn, xid=ev.xid
+                            f"{ev.prefix} message is not transactional", lsn=ev.lsn, xid=ev.xid
                         )
                     self._on_ddl_message(ev)
             case SmgrCreateEvent():

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from connectors.avro.plugin import Registrar
+from connectors.avro.plugin import MESSAGE_COLLECTION, Registrar
 from connectors.avro.schema import UNAVAILABLE
 from service.errors import RegistryUnavailableError
 from service.output.api import UNCHANGED_TOAST, Message, RelationInfo, TruncateChange
+from service.schema.history import DDL_PREFIX, LEGACY_DDL_PREFIX
 from tests.integration.avro_kafka_support import (
     Harness,
     Read,
@@ -171,20 +172,26 @@ def check_envelopes(h: Harness, settings: Any, prefix: str, registry: dict[str, 
         1006,
         0x7000,
         [
-            Message(0x6100, True, "app.audit", b"hello"),
+            Message(0x6100, True, "app.audit", b"hello", 0x6150),
             Message(0x6110, True, "other", b"filtered out"),
-            Message(0x6120, True, "pgcdc.ddl", json.dumps(ddl).encode()),
+            # The legacy prefix still decodes (WAL written before the rename).
+            Message(0x6120, True, LEGACY_DDL_PREFIX, json.dumps(ddl).encode()),
             Message(
                 0x6130,
                 True,
-                "pgcdc.ddl",
+                DDL_PREFIX,
                 json.dumps(
                     {"v": 1, "op": "drop", "oid": 5, "schema": "public", "name": "old"}
                 ).encode(),
             ),
         ],
     )
-    h.wrapper.call("message", 0x7100, 0, None, Message(0x7100, False, "app.ping", b"\x00\x01"))
+    h.wrapper.call(
+        "message", 0x7100, 0, None, Message(0x7100, False, "app.ping", b"\x00\x01", 0x7140)
+    )
+    # A DDL-only transaction: BEGIN/END, no event counted, nothing on the message topic.
+    drop = {"v": 1, "op": "drop", "oid": 6, "schema": "public", "name": "older"}
+    h.txn(1007, 0x7400, [Message(0x7200, True, DDL_PREFIX, json.dumps(drop).encode(), 0x7260)])
     h.wrapper.call("heartbeat", 0x8000, 0, 0x8000)
     h.sink.end_source_txn(0x8000, 0x8000, 1)
     h.sink.flush()
@@ -196,7 +203,7 @@ def check_envelopes(h: Harness, settings: Any, prefix: str, registry: dict[str, 
         f"{prefix}.transaction",
         f"{prefix}.message",
         f"{prefix}.schema-changes",
-        f"{prefix}.heartbeat",
+        f"__debezium-heartbeat.{prefix}",
     ]
     reads = read_topics(settings, topics)
     assert f"{prefix}.public.ignored" not in {r.topic for r in reads}
@@ -218,30 +225,44 @@ def check_envelopes(h: Harness, settings: Any, prefix: str, registry: dict[str, 
     assert c.value["before"] is None
     assert c.value["after"] == {"id": 1, "name": "apple", "price": Decimal("1.50")}  # no secret
     src = c.value["source"]
+    commit_us = 760_000_000_000_000 + 1001 + 946_684_800_000_000
     assert src == {
-        "version": src["version"],
+        "version": "3.6.1.Final-pgcdc",
         "connector": "postgresql",
         "name": prefix,
-        "ts_ms": 760_000_000_000 + 1 + 946_684_800_000,
+        "ts_ms": commit_us // 1000,
         "snapshot": "false",
         "db": "shop",
-        "sequence": '[null,"4096"]',
+        "sequence": '[null,"4096"]',  # no commit seen since start
+        "ts_us": commit_us,
+        "ts_ns": commit_us * 1000,
         "schema": "public",
         "table": "items",
         "txId": 1001,
         "lsn": 0x1000,
         "xmin": None,
+        "origin": None,
+        "origin_lsn": None,
     }
+    # Debezium's transaction id: "<xid>:<the event's lsn>".
     assert c.value["transaction"] == {
-        "id": f"1001:{0x2000 - 16}",
+        "id": f"1001:{0x1000}",
         "total_order": 1,
         "data_collection_order": 1,
     }
-    assert isinstance(c.value["ts_ms"], int)
+    assert ev[0].value["ts_ms"] == ev[0].value["ts_us"] // 1000 == ev[0].value["ts_ns"] // 10**6
     # Update under REPLICA IDENTITY DEFAULT: no before image.
     assert ev[1].value["before"] is None
     assert ev[1].value["after"]["name"] == "apple2"
-    assert ev[1].value["source"]["sequence"] == f'["{0x2000 - 16}","{0x2100}"]'
+    # sequence[0]: the end of the previous commit.
+    assert ev[1].value["source"]["sequence"] == f'["{0x2000}","{0x2100}"]'
+    assert ev[1].value["transaction"]["id"] == f"1002:{0x2100}"
+    # Debezium's context headers on every change record and tombstone.
+    for r in [*ev, *by_topic(reads, f"{prefix}.public.items_full")]:
+        assert r.headers["__debezium.context.connectorLogicalName"] == prefix.encode()
+        assert r.headers["__debezium.context.taskId"] == b"0"
+        assert r.headers["__debezium.context.connectorName"] == b"postgresql"
+        assert len(r.headers["__debezium.context.runId"]) == 36
     # Unchanged TOAST: Debezium's placeholder.
     assert ev[2].value["after"]["name"] == UNAVAILABLE
     assert ev[2].value["transaction"]["total_order"] == 3
@@ -252,10 +273,13 @@ def check_envelopes(h: Harness, settings: Any, prefix: str, registry: dict[str, 
         "name": None,
         "price": None,
     }
-    assert "__debezium.newkey" in ev[3].headers
+    # The key headers are JSON text, and the tombstone carries newkey too (Debezium's).
+    assert ev[3].headers["__debezium.newkey"] == b'{"id":2}'
     assert ev[4].key == {"id": 1} and ev[4].value is None and ev[4].raw_value is None
+    assert ev[4].headers["__debezium.newkey"] == b'{"id":2}'
     assert ev[5].key == {"id": 2} and ev[5].value["after"]["name"] == "apple3"
-    assert "__debezium.oldkey" in ev[5].headers
+    assert ev[5].headers["__debezium.oldkey"] == b'{"id":1}'
+    assert "__debezium.newkey" not in ev[6].headers
     # Delete with only the key: before holds the key; then the tombstone.
     assert ev[6].key == {"id": 2}
     assert ev[6].value["before"] == {"id": 2, "name": None, "price": None}
@@ -273,24 +297,35 @@ def check_envelopes(h: Harness, settings: Any, prefix: str, registry: dict[str, 
 
     meta = by_topic(reads, f"{prefix}.transaction")
     statuses = [(r.value["status"], r.value["id"]) for r in meta]
+    # BEGIN: the first event's lsn; END: the commit's end; message-only and DDL-only
+    # transactions too.
     assert statuses == [
-        (s, f"{x}:{end - 16}")
-        for x, end in [
-            (1001, 0x2000),
-            (1002, 0x3000),
-            (1003, 0x4000),
-            (1004, 0x5000),
-            (1005, 0x6000),
+        (s, f"{x}:{lsn}")
+        for x, first, end in [
+            (1001, 0x1000, 0x2000),
+            (1002, 0x2100, 0x3000),
+            (1003, 0x3100, 0x4000),
+            (1004, 0x4100, 0x5000),
+            (1005, 0x5100, 0x6000),
+            (1006, 0x6150, 0x7000),
+            (1007, 0x7260, 0x7400),
         ]
-        for s in ("BEGIN", "END")
+        for s, lsn in (("BEGIN", first), ("END", end))
     ]
+    assert [r.key for r in meta] == [{"id": r.value["id"]} for r in meta]
+    assert meta[11].value["event_count"] == 1  # 1006: the app.audit message
+    assert meta[11].value["data_collections"] == [
+        {"data_collection": MESSAGE_COLLECTION, "event_count": 1}
+    ]
+    assert meta[13].value["event_count"] == 0 and meta[13].value["data_collections"] == []
+    assert all(not r.headers for r in meta)
     end1 = meta[1].value
     assert end1["event_count"] == 2
     assert end1["data_collections"] == [
         {"data_collection": "public.items", "event_count": 1},
         {"data_collection": "public.items_full", "event_count": 1},
     ]
-    assert meta[1].key == {"id": f"1001:{0x2000 - 16}"}
+    assert meta[1].key == {"id": f"1001:{0x2000}"}
     assert meta[7].value["event_count"] == 2  # 1004: two deletes, tombstones not counted
 
     msgs = by_topic(reads, f"{prefix}.message")
@@ -299,10 +334,19 @@ def check_envelopes(h: Harness, settings: Any, prefix: str, registry: dict[str, 
         ({"prefix": "app.ping"}, "m", {"prefix": "app.ping", "content": b"\x00\x01"}),
     ]
     assert msgs[0].value["source"]["txId"] == 1006
-    assert msgs[1].value["source"]["txId"] is None
+    # A message's lsn is the end of its record, as PostgreSQL hands it to pgoutput.
+    assert msgs[0].value["source"]["lsn"] == 0x6150
+    assert msgs[0].value["transaction"] == {
+        "id": f"1006:{0x6150}",
+        "total_order": 1,
+        "data_collection_order": 1,
+    }
+    assert msgs[1].value["source"]["txId"] is None and msgs[1].value["transaction"] is None
+    assert msgs[1].value["source"]["lsn"] == 0x7140
+    assert all(not m.headers for m in msgs)
 
     changes = by_topic(reads, f"{prefix}.schema-changes")
-    assert len(changes) == 2
+    assert len(changes) == 3
     assert changes[1].value["tableChanges"] == [
         {"type": "DROP", "id": '"shop"."public"."old"', "table": None}
     ]
@@ -318,8 +362,8 @@ def check_envelopes(h: Harness, settings: Any, prefix: str, registry: dict[str, 
         ("name", 2, True),
     ]
 
-    (hb,) = by_topic(reads, f"{prefix}.heartbeat")
-    assert hb.key == {"serverName": prefix} and hb.value["lsn"] == 0x8000
+    (hb,) = by_topic(reads, f"__debezium-heartbeat.{prefix}")
+    assert hb.key == {"serverName": prefix} and set(hb.value) == {"ts_ms"}
 
     # Subjects follow TopicNameStrategy; table subjects are BACKWARD.
     with SchemaRegistryClient({"url": registry["url"]}) as client:

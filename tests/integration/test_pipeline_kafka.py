@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from connectors.avro.plugin import MESSAGE_COLLECTION
 from tests.integration.pipeline_kafka_support import (
     EO_TABLES,
     Pipeline,
@@ -89,14 +90,17 @@ def check_source(
     src = value["source"]
     lo, hi = txn.range(label)
     assert (src["version"], src["connector"], src["name"]) == (
-        "2.7.0.Final",
+        "3.6.1.Final-pgcdc",
         "postgresql",
         p.prefix,
     )
+    assert src["ts_us"] // 1000 == src["ts_ms"] and src["ts_ns"] == src["ts_us"] * 1000
+    assert (src["origin"], src["origin_lsn"]) == (None, None)
     assert (src["db"], src["schema"], src["table"]) == (p.db, "public" if table else "", table)
     assert src["snapshot"] == "false"
     assert src["txId"] == txn.xid
-    assert lo <= src["lsn"] < hi, (label, hex(src["lsn"]), hex(lo), hex(hi))
+    # <= hi: a message's lsn is the end of its record, as PostgreSQL hands it on.
+    assert lo <= src["lsn"] <= hi, (label, hex(src["lsn"]), hex(lo), hex(hi))
     assert txn.now_ms <= src["ts_ms"] <= txn.wall_after_ms, (src["ts_ms"], txn.now_ms)
     assert src["xmin"] is None
     last_commit, this = (
@@ -104,15 +108,18 @@ def check_source(
         for s in src["sequence"].strip("[]").replace('"', "").split(",")
     )
     assert this == src["lsn"]
-    assert last_commit is None or last_commit < txn.commit_from
+    assert last_commit is None or last_commit <= txn.commit_from
     assert src["ts_ms"] <= value["ts_ms"] <= int(time.time() * 1000)
+    block = value.get("transaction")
+    if block is not None:  # Debezium's "<xid>:<lsn>", with this event's lsn
+        assert block["id"] == f"{txn.xid}:{src['lsn']}"
 
 
 def commit_lsn_of(txn: SourceTxn, txn_id: str) -> int:
-    """The commit LSN in a Debezium transaction id "<xid>:<commit lsn>", checked."""
+    """The commit end LSN in an END's id "<xid>:<commit end lsn>", checked."""
     xid, lsn = txn_id.split(":")
     assert int(xid) == txn.xid
-    assert txn.commit_from <= int(lsn) < txn.commit_to
+    assert txn.commit_from < int(lsn) <= txn.commit_to
     return int(lsn)
 
 
@@ -196,8 +203,6 @@ def test_envelopes_through_pgcdc_run(
     for r, label, table in ((c1, "ins", "items"), (c2, "ins", "items"), (cf, "insf", "items_full")):
         check_source(p, r.value, t_ins, label, table)
     assert c1.value["source"]["lsn"] < c2.value["source"]["lsn"] < cf.value["source"]["lsn"]
-    ins_id = c1.value["transaction"]["id"]
-    commit_lsn_of(t_ins, ins_id)
     assert [
         (
             r.value["transaction"]["id"],
@@ -205,7 +210,10 @@ def test_envelopes_through_pgcdc_run(
             r.value["transaction"]["data_collection_order"],
         )
         for r in (c1, c2, cf)
-    ] == [(ins_id, 1, 1), (ins_id, 2, 2), (ins_id, 3, 1)]
+    ] == [
+        (f"{t_ins.xid}:{r.value['source']['lsn']}", i, o)
+        for r, i, o in ((c1, 1, 1), (c2, 2, 2), (cf, 3, 1))
+    ]
     assert len({r.value["source"]["ts_ms"] for r in (c1, c2, cf)}) == 1
 
     # Update, REPLICA IDENTITY DEFAULT: no before; FULL: the old row.
@@ -235,7 +243,17 @@ def test_envelopes_through_pgcdc_run(
         None,
         {"id": 3, "name": "b", "qty": 20},
     )
-    assert set(kd.headers) == {"__debezium.newkey"} and set(kc.headers) == {"__debezium.oldkey"}
+    context = {
+        "__debezium.context.connectorLogicalName",
+        "__debezium.context.taskId",
+        "__debezium.context.connectorName",
+        "__debezium.context.runId",
+    }
+    assert set(kd.headers) == {"__debezium.newkey", *context} == set(kt.headers)
+    assert set(kc.headers) == {"__debezium.oldkey", *context}
+    assert kd.headers["__debezium.newkey"] == b'{"id":3}' == kt.headers["__debezium.newkey"]
+    assert kc.headers["__debezium.oldkey"] == b'{"id":2}'
+    assert all(set(r.headers) >= context for r in (*items, *full))
     for r in (kd, kc):
         check_source(p, r.value, t_key, "key", "items")
     assert [r.value["transaction"]["total_order"] for r in (kd, kc)] == [1, 2]
@@ -268,6 +286,7 @@ def test_envelopes_through_pgcdc_run(
         ({"prefix": "nt"}, "m", {"prefix": "nt", "content": b"world"}),
     ]
     check_source(p, messages[0].value, t_msg, "msg", "")
+    assert messages[1].value["transaction"] is None
     nt = messages[1].value["source"]
     assert nt["txId"] is None and nt_from <= nt["lsn"] < t_trunc.commit_from
 
@@ -289,7 +308,7 @@ def test_envelopes_through_pgcdc_run(
         (t_key, 2, {"public.items": 2}),
         (t_del, 1, {"public.items": 1}),
         (t_delf, 1, {"public.items_full": 1}),
-        (t_msg, 1, {"public.items": 1}),
+        (t_msg, 2, {"public.items": 1, MESSAGE_COLLECTION: 1}),
         (t_trunc, 2, {"public.items": 1, "public.items_full": 1}),
         (t_last, 1, {"public.items": 1}),
     ]
@@ -298,7 +317,15 @@ def test_envelopes_through_pgcdc_run(
         zip(meta[::2], meta[1::2], strict=True), expected, strict=True
     ):
         assert (begin["status"], end["status"]) == ("BEGIN", "END")
-        assert begin["id"] == end["id"]
+        # BEGIN: the first event's "<xid>:<lsn>"; END: the commit's end.
+        first = next(
+            r.value
+            for r in reads
+            if r.value
+            and (r.value.get("transaction") or {}).get("total_order") == 1
+            and r.value["source"]["txId"] == txn.xid
+        )
+        assert begin["id"] == first["transaction"]["id"] != end["id"]
         commit_lsn_of(txn, end["id"])
         assert end["event_count"] == count
         assert {
@@ -378,13 +405,17 @@ def check_exactly_once(p: Pipeline, wl: Workload, reads: list[Rec]) -> None:
     # Per transaction: total_order 1..n exactly once, n = the rows the SQL touched.
     orders: dict[int, list[int]] = defaultdict(list)
     per_table: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    commit_lsn: dict[int, int] = {}
+    # END's id is "<xid>:<commit end lsn>" (an event's carries the event's own lsn).
+    meta = [r.value for r in reads if r.topic == f"{p.prefix}.transaction"]
+    commit_lsn = {
+        int(m["id"].split(":")[0]): int(m["id"].split(":")[1]) for m in meta if m["status"] == "END"
+    }
     for r in data:
         xid = r.value["source"]["txId"]
         assert xid not in aborted, f"aborted transaction {xid} was published"
         orders[xid].append(r.value["transaction"]["total_order"])
         per_table[xid][r.value["source"]["table"]] += 1
-        commit_lsn[xid] = int(r.value["transaction"]["id"].split(":")[1])
+        assert r.value["transaction"]["id"] == f"{xid}:{r.value['source']['lsn']}"
     assert set(orders) == {o.xid for o in committed}
     for o in committed:
         assert sorted(orders[o.xid]) == list(range(1, o.total + 1)), describe(data, o)
@@ -402,7 +433,6 @@ def check_exactly_once(p: Pipeline, wl: Workload, reads: list[Rec]) -> None:
     for run in runs.values():
         assert [commit_lsn[x] for x in run] == sorted(commit_lsn[x] for x in run)
     # Transaction metadata: one BEGIN and one END per transaction, in commit order.
-    meta = [r.value for r in reads if r.topic == f"{p.prefix}.transaction"]
     ends = [(int(m["id"].split(":")[0]), m["event_count"]) for m in meta if m["status"] == "END"]
     assert ends == [(o.xid, o.total) for o in committed]
     assert [m["status"] for m in meta] == ["BEGIN", "END"] * len(committed)

@@ -18,6 +18,7 @@ import pytest
 from connectors.postgres.catalog import Catalog
 from connectors.postgres.setup import EVENT_TRIGGERS, setup, teardown
 from service.errors import SourceSetupError
+from service.schema.history import DDL_PREFIX
 from service.schema.tabledef import TableDef
 
 pytestmark = pytest.mark.integration
@@ -108,7 +109,7 @@ def test_setup_is_idempotent_and_teardown_removes_everything(db: dict[str, Any])
 
 
 def _ddl_messages(dsn: str, slot: str) -> list[list[dict[str, Any]]]:
-    """The pgcdc.ddl messages a test_decoding slot saw, grouped by transaction."""
+    """The DDL capture's messages a test_decoding slot saw, grouped by transaction."""
     rows = _sql(
         dsn,
         f"SELECT data FROM pg_logical_slot_get_changes('{slot}', NULL, NULL, 'include-xids', '0')",
@@ -123,7 +124,7 @@ def _ddl_messages(dsn: str, slot: str) -> list[list[dict[str, Any]]]:
             if current:
                 txns.append(current)
             current = None
-        elif data.startswith("message: transactional: 1 prefix: pgcdc.ddl"):
+        elif data.startswith(f"message: transactional: 1 prefix: {DDL_PREFIX}"):
             assert current is not None, "a DDL message outside a transaction"
             current.append(json.loads(data.split("content:", 1)[1]))
     return txns

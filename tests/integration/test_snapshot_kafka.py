@@ -179,7 +179,22 @@ def test_snapshot_and_stream_exactly_once(
             expected = {r[0]: dict(zip(key_cols, r, strict=True)) for r in rows}
             assert {k: {c: v[c] for c in key_cols} for k, v in state.items()} == expected
             snap = [r.value for r in reads if r.value is not None and r.value["op"] == "r"]
-            assert {s["source"]["snapshot"] for s in snap} <= {"true", "last"}
+            # Debezium 3.6's markers: the first table (a, lowest OID) opens with "first"
+            # and ends "last_in_data_collection"; the last one (b) opens with
+            # "first_in_data_collection" and ends "last".
+            head, tail = (
+                ("first", "last_in_data_collection")
+                if table == "a"
+                else (
+                    "first_in_data_collection",
+                    "last",
+                )
+            )
+            markers = [v["source"]["snapshot"] for v in snap]
+            assert markers == [head, *["true"] * (len(markers) - 2), tail], markers[:3]
+            # No transaction block, one xid for the whole snapshot (its xmax, never 0).
+            assert all(v["transaction"] is None for v in snap)
+            assert len({v["source"]["txId"] for v in snap}) == 1 and snap[0]["source"]["txId"]
         last = [
             r.value
             for t in ("a", "b")

@@ -2,7 +2,8 @@
 -- again to upgrade in place. The function body of pgcdc.table_def is table_def.sql.
 --
 -- For every table a DDL command creates or changes (ddl_command_end) and every table it
--- drops (sql_drop) it writes a transactional logical message with prefix 'pgcdc.ddl':
+-- drops (sql_drop) it writes a transactional logical message with prefix '{ddl_prefix}'
+-- (service.schema.history.DDL_PREFIX, substituted by connectors.postgres.setup):
 --   {"v": 1, "op": "table", "tag": <command tag>, "def": <pgcdc.table_def(oid)>}
 --   {"v": 1, "op": "drop", "oid": <oid>, "schema": <schema>, "name": <name>}
 -- The message lies in the WAL inside the DDL's own transaction, after the DDL, so it
@@ -55,7 +56,7 @@ BEGIN
             LOOP
                 CONTINUE WHEN target = ANY(seen);
                 seen := seen || target;
-                PERFORM pg_logical_emit_message(true, 'pgcdc.ddl', json_build_object(
+                PERFORM pg_logical_emit_message(true, '{ddl_prefix}', json_build_object(
                     'v', 1, 'op', 'table', 'tag', cmd.command_tag,
                     'def', pgcdc.table_def(target))::text);
             END LOOP;
@@ -78,7 +79,7 @@ BEGIN
         END IF;
         CONTINUE WHEN persistence = 't' OR target = ANY(seen);
         seen := seen || target;
-        PERFORM pg_logical_emit_message(true, 'pgcdc.ddl', json_build_object(
+        PERFORM pg_logical_emit_message(true, '{ddl_prefix}', json_build_object(
             'v', 1, 'op', 'table', 'tag', cmd.command_tag,
             'def', pgcdc.table_def(target))::text);
     END LOOP;
@@ -103,7 +104,7 @@ BEGIN
         THEN
             -- a column dropped by a cascade (DROP TYPE ... CASCADE): the table lives on
             seen := seen || obj.objid;
-            PERFORM pg_logical_emit_message(true, 'pgcdc.ddl', json_build_object(
+            PERFORM pg_logical_emit_message(true, '{ddl_prefix}', json_build_object(
                 'v', 1, 'op', 'table', 'tag', TG_TAG,
                 'def', pgcdc.table_def(obj.objid))::text);
             CONTINUE;
@@ -112,7 +113,7 @@ BEGIN
             OR obj.objsubid <> 0
             OR obj.object_type NOT IN ('table')
             OR obj.is_temporary;
-        PERFORM pg_logical_emit_message(true, 'pgcdc.ddl', json_build_object(
+        PERFORM pg_logical_emit_message(true, '{ddl_prefix}', json_build_object(
             'v', 1, 'op', 'drop', 'oid', obj.objid::int8,
             'schema', obj.schema_name, 'name', obj.object_name)::text);
     END LOOP;

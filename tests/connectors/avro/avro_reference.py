@@ -10,11 +10,13 @@ stay what the plugin's output was.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import structlog
@@ -53,10 +55,13 @@ from service.output.api import (
 
 log = structlog.get_logger(__name__)
 
-DDL_PREFIX = "pgcdc.ddl"
+DDL_PREFIXES = ("__pgcdc.ddl", "pgcdc.ddl")
+MESSAGE_COLLECTION = (
+    "io.debezium.connector.postgresql.LogicalDecodingMessageMonitor$LogicalDecodingMessageId"
+)
 RETRY_BUDGET_S = 30.0
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.2, 5.0
-_PG_EPOCH_MS = 946_684_800_000
+_PG_EPOCH_US = 946_684_800_000_000
 
 Serialize = Callable[[Any], bytes]
 
@@ -176,13 +181,30 @@ class _Table:
 
 @dataclass(slots=True)
 class _TxnState:
-    """Per-transaction counters; `began` says whether BEGIN was written."""
+    """Per-transaction counters; `began` says whether BEGIN was written. `collections`:
+    [data collection, events] in first-event order, one entry per message."""
 
-    id: str
+    xid: int
     ts_ms: int
     began: bool = False
     total: int = 0
     per_table: dict[str, int] = field(default_factory=dict)
+    collections: list[list[Any]] = field(default_factory=list)
+
+
+def _key_json(datum: Mapping[str, Any]) -> bytes:
+    def plain(v: Any) -> Any:
+        if isinstance(v, bytes):
+            return base64.b64encode(v).decode()
+        if isinstance(v, Decimal):
+            return float(v) if v.is_finite() else str(v)
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        return v
+
+    return json.dumps(plain(dict(datum)), separators=(",", ":")).encode()
 
 
 def _patterns(items: Sequence[str]) -> list[re.Pattern[str]]:
@@ -197,7 +219,10 @@ def _matches(pats: Sequence[re.Pattern[str]], name: str) -> bool:
 
 
 class ReferencePlugin:
-    """The `avro` output plugin as of 6f25971."""
+    """The `avro` output plugin as of 6f25971, with the Debezium 3.6 envelope of issue 14
+    (connect.version 2, ts_us/ts_ns, the 3.6 source block, per-event transaction ids,
+    message blocks, JSON key headers, context headers, Debezium's heartbeat topic)
+    ported in deliberately."""
 
     can_stream = False
     two_phase = False
@@ -209,6 +234,7 @@ class ReferencePlugin:
         self._statics: dict[str, tuple[Serialize, Serialize]] = {}
         self._txn: _TxnState | None = None
         self._last_commit_lsn: int | None = None
+        self.run_id = "00000000-0000-7000-8000-000000000000"
         self._warned: set[tuple[str, str]] = set()
         self.registrar: Registrar | None = None
 
@@ -237,6 +263,12 @@ class ReferencePlugin:
         )
         self._exc_columns = _patterns(f.exclude_columns)
         self._msg_prefixes = _patterns(s.kafka.message_prefixes)
+        self._context = (
+            ("__debezium.context.connectorLogicalName", self.prefix.encode()),
+            ("__debezium.context.taskId", b"0"),
+            ("__debezium.context.connectorName", b"postgresql"),
+            ("__debezium.context.runId", self.run_id.encode()),
+        )
         self.registrar = Registrar(s, self.registry_retry_budget_s)
 
     def shutdown(self, ctx: PluginContext) -> None:
@@ -305,30 +337,57 @@ class ReferencePlugin:
         self, txn: TxnInfo | None, schema: str, table: str, lsn: int, snapshot: str = "false"
     ) -> dict[str, Any]:
         assert self.settings is not None
-        commit_ms = (
-            (txn.commit_time // 1000 + _PG_EPOCH_MS)
-            if txn and txn.commit_time
-            else int(time.time() * 1000)
+        commit_us = (
+            (txn.commit_time + _PG_EPOCH_US) if txn and txn.commit_time else time.time_ns() // 1000
         )
-        # Debezium's sequence: the JSON array ["<last commit lsn>","<this lsn>"].
+        # Debezium's sequence: ["<last commit end lsn>","<this lsn>"].
         last = "null" if self._last_commit_lsn is None else f'"{self._last_commit_lsn}"'
         return {
             "version": DEBEZIUM_VERSION,
             "connector": CONNECTOR,
             "name": self.prefix,
-            "ts_ms": commit_ms,
+            "ts_ms": commit_us // 1000,
             "snapshot": snapshot,
             "db": self.settings.source.dbname,
             "sequence": f'[{last},"{lsn}"]',
+            "ts_us": commit_us,
+            "ts_ns": commit_us * 1000,
             "schema": schema,
             "table": table,
             "txId": txn.xid if txn else None,
             "lsn": lsn,
             "xmin": None,
+            "origin": None,
+            "origin_lsn": None,
         }
 
-    def _txn_id(self, txn: TxnInfo) -> str:
-        return f"{txn.xid}:{txn.final_lsn}"
+    def _begin_once(self, ctx: PluginContext, st: _TxnState, lsn: int) -> None:
+        if st.began:
+            return
+        ser_key, ser_value = self._static(self._meta_topic(), "transaction")
+        txn_id = f"{st.xid}:{lsn}"
+        begin = {
+            "status": "BEGIN",
+            "id": txn_id,
+            "event_count": None,
+            "data_collections": None,
+            "ts_ms": st.ts_ms,
+        }
+        ctx.write(OutputRecord(self._meta_topic(), ser_key({"id": txn_id}), ser_value(begin)))
+        st.began = True
+
+    def _block(self, st: _TxnState, collection: str, lsn: int) -> dict[str, Any]:
+        st.total += 1
+        if collection == MESSAGE_COLLECTION:
+            st.collections.append([collection, 1])
+            order = 1
+        else:
+            order = st.per_table.get(collection, 0) + 1
+            st.per_table[collection] = order
+            if order == 1:
+                st.collections.append([collection, 0])
+            next(c for c in st.collections if c[0] == collection)[1] = order
+        return {"id": f"{st.xid}:{lsn}", "total_order": st.total, "data_collection_order": order}
 
     def _meta_topic(self) -> str:
         return f"{self.prefix}.transaction"
@@ -344,58 +403,38 @@ class ReferencePlugin:
         after: dict[str, Any] | None,
         key: bytes | None,
         lsn: int,
-        headers: tuple[tuple[str, bytes], ...] | None = None,
+        headers: tuple[tuple[str, bytes], ...] = (),
     ) -> None:
-        """Write one envelope, BEGIN first if it is the transaction's first event."""
+        """Write one envelope, BEGIN first if it is the transaction's first event (not
+        for snapshot reads: they have no transaction block)."""
         st = self._txn
         if st is None:
             raise PluginError("avro plugin got a change outside a transaction", lsn=lsn)
-        if not st.began:
-            ser_key, ser_value = self._static(self._meta_topic(), "transaction")
-            ctx.write(
-                OutputRecord(
-                    self._meta_topic(),
-                    ser_key({"id": st.id}),
-                    ser_value(
-                        {
-                            "status": "BEGIN",
-                            "id": st.id,
-                            "event_count": None,
-                            "data_collections": None,
-                            "ts_ms": st.ts_ms,
-                        }
-                    ),
-                )
-            )
-            st.began = True
-        st.total += 1
-        order = st.per_table.get(t.collection, 0) + 1
-        st.per_table[t.collection] = order
         snapshot = ctx.state.get("snapshot")
-        # Union branches are named explicitly (fastavro's tuple notation): it skips
-        # trying each branch against the datum, a third of the serialization time.
+        block = None
+        if not isinstance(snapshot, str):
+            self._begin_once(ctx, st, lsn)
+            block = ("event.block", self._block(st, t.collection, lsn))
+        now_ns = time.time_ns()
         value = {
             "before": None if before is None else (t.value_name, before),
             "after": None if after is None else (t.value_name, after),
             "source": self._source(
                 txn, t.schema, t.table, lsn, snapshot if isinstance(snapshot, str) else "false"
             ),
+            "transaction": block,
             "op": op,
-            "ts_ms": int(time.time() * 1000),
-            "transaction": (
-                "event.block",
-                {"id": st.id, "total_order": st.total, "data_collection_order": order},
-            ),
+            "ts_ms": now_ns // 1_000_000,
+            "ts_us": now_ns // 1000,
+            "ts_ns": now_ns,
         }
-        ctx.write(OutputRecord(t.plan.topic, key, t.value(value), headers))
+        ctx.write(OutputRecord(t.plan.topic, key, t.value(value), (*headers, *self._context)))
 
     # --- callbacks -------------------------------------------------------------------
 
     def begin(self, ctx: PluginContext, txn: TxnInfo) -> None:
-        ts_ms = (
-            txn.commit_time // 1000 + _PG_EPOCH_MS if txn.commit_time else int(time.time() * 1000)
-        )
-        self._txn = _TxnState(self._txn_id(txn), ts_ms)
+        ts_us = txn.commit_time + _PG_EPOCH_US if txn.commit_time else time.time_ns() // 1000
+        self._txn = _TxnState(txn.xid, ts_us // 1000)
 
     def change(self, ctx: PluginContext, txn: TxnInfo, change: RowChange) -> None:
         t = self._table(change.relation)
@@ -422,6 +461,9 @@ class ReferencePlugin:
                 ):
                     old_key = t.key(row_datum(key_plans, old, warn))
                     assert new_key is not None
+                    newkey = (
+                        ("__debezium.newkey", _key_json(row_datum(key_plans, change.new, warn))),
+                    )
                     self._event(
                         ctx,
                         txn,
@@ -431,10 +473,12 @@ class ReferencePlugin:
                         after=None,
                         key=old_key,
                         lsn=change.lsn,
-                        headers=(("__debezium.newkey", new_key),),
+                        headers=newkey,
                     )
                     if self._tombstones():
-                        ctx.write(OutputRecord(t.plan.topic, old_key, None))
+                        ctx.write(
+                            OutputRecord(t.plan.topic, old_key, None, (*newkey, *self._context))
+                        )
                     self._event(
                         ctx,
                         txn,
@@ -444,7 +488,9 @@ class ReferencePlugin:
                         after=after,
                         key=new_key,
                         lsn=change.lsn,
-                        headers=(("__debezium.oldkey", old_key),),
+                        headers=(
+                            ("__debezium.oldkey", _key_json(row_datum(key_plans, old, warn))),
+                        ),
                     )
                     return
                 before = (
@@ -464,8 +510,8 @@ class ReferencePlugin:
                 before = row_datum(plans, old, warn)
                 key = t.key(row_datum(key_plans, old, warn)) if t.key else None
                 self._event(ctx, txn, t, "d", before=before, after=None, key=key, lsn=change.lsn)
-                if key is not None and self._tombstones():
-                    ctx.write(OutputRecord(t.plan.topic, key, None))
+                if self._tombstones():
+                    ctx.write(OutputRecord(t.plan.topic, key, None, self._context))
             case _:
                 raise PluginError(
                     f"avro plugin got unknown change op {change.op!r}", lsn=change.lsn, xid=txn.xid
@@ -482,21 +528,31 @@ class ReferencePlugin:
                 self._event(ctx, txn, t, "t", before=None, after=None, key=None, lsn=change.lsn)
 
     def message(self, ctx: PluginContext, txn: TxnInfo | None, msg: Message) -> None:
-        if msg.prefix == DDL_PREFIX:
+        assert self.settings is not None
+        if msg.prefix in DDL_PREFIXES:
             self._schema_change(ctx, txn, msg)
-            return
+            if not self.settings.kafka.publish_ddl_messages:
+                return
         if self._msg_prefixes and not _matches(self._msg_prefixes, msg.prefix):
             return
+        lsn = msg.end_lsn or msg.lsn
         topic = f"{self.prefix}.message"
         ser_key, ser_value = self._static(topic, "message")
+        block = None
+        if msg.transactional and txn is not None:
+            assert self._txn is not None
+            self._begin_once(ctx, self._txn, lsn)
+            block = self._block(self._txn, MESSAGE_COLLECTION, lsn)
         value = {
             "op": "m",
-            "ts_ms": int(time.time() * 1000),
-            "source": self._source(txn if msg.transactional else None, "", "", msg.lsn),
+            "ts_ms": time.time_ns() // 1_000_000,
+            "source": self._source(txn if msg.transactional else None, "", "", lsn),
+            "transaction": block,
             "message": {"prefix": msg.prefix, "content": bytes(msg.payload)},
-            "transaction": None,
         }
         ctx.write(OutputRecord(topic, ser_key({"prefix": msg.prefix}), ser_value(value)))
+        if block is None:
+            self._last_commit_lsn = lsn
 
     def _schema_change(self, ctx: PluginContext, txn: TxnInfo | None, msg: Message) -> None:
         """A `pgcdc.ddl` message (connectors/postgres/sql/ddl_capture.sql): {"op": "table", "tag",
@@ -506,7 +562,7 @@ class ReferencePlugin:
             doc = json.loads(bytes(msg.payload).rstrip(b"\0").decode("utf-8"))
             op = doc["op"]
         except (ValueError, KeyError, TypeError) as exc:
-            raise PluginError(f"malformed {DDL_PREFIX} message: {exc}", lsn=msg.lsn) from exc
+            raise PluginError(f"malformed {msg.prefix} message: {exc}", lsn=msg.lsn) from exc
         db = self.settings.source.dbname
         change: dict[str, Any]
         schema_name: str | None
@@ -547,7 +603,9 @@ class ReferencePlugin:
             name = doc.get("name") or doc.get("oid")
             change = {"type": "DROP", "id": f'"{db}"."{schema_name}"."{name}"', "table": None}
         else:
-            raise PluginError(f"{DDL_PREFIX} message with unknown op {op!r}", lsn=msg.lsn)
+            raise PluginError(f"{msg.prefix} message with unknown op {op!r}", lsn=msg.lsn)
+        if txn is not None and self._txn is not None and "snapshot" not in ctx.state:
+            self._begin_once(ctx, self._txn, msg.end_lsn or msg.lsn)
         topic = f"{self.prefix}.schema-changes"
         ser_key, ser_value = self._static(topic, "schema_change")
         value = {
@@ -564,35 +622,25 @@ class ReferencePlugin:
         st = self._txn
         if st is not None and st.began:
             ser_key, ser_value = self._static(self._meta_topic(), "transaction")
-            ctx.write(
-                OutputRecord(
-                    self._meta_topic(),
-                    ser_key({"id": st.id}),
-                    ser_value(
-                        {
-                            "status": "END",
-                            "id": st.id,
-                            "event_count": st.total,
-                            "data_collections": [
-                                {"data_collection": c, "event_count": n}
-                                for c, n in st.per_table.items()
-                            ],
-                            "ts_ms": st.ts_ms,
-                        }
-                    ),
-                )
-            )
+            txn_id = f"{st.xid}:{txn.end_lsn}"
+            end = {
+                "status": "END",
+                "id": txn_id,
+                "event_count": st.total,
+                "data_collections": [
+                    {"data_collection": c, "event_count": n} for c, n in st.collections
+                ],
+                "ts_ms": st.ts_ms,
+            }
+            ctx.write(OutputRecord(self._meta_topic(), ser_key({"id": txn_id}), ser_value(end)))
         self._txn = None
-        self._last_commit_lsn = commit_lsn
+        if "snapshot" not in ctx.state:
+            self._last_commit_lsn = txn.end_lsn
 
     def heartbeat(self, ctx: PluginContext, lsn: int) -> None:
         """One heartbeat record; the driver then ends a (source-less) batch at `lsn`."""
-        topic = f"{self.prefix}.heartbeat"
+        assert self.settings is not None
+        topic = f"{self.settings.kafka.heartbeat_topic_prefix}.{self.prefix}"
         ser_key, ser_value = self._static(topic, "heartbeat")
-        ctx.write(
-            OutputRecord(
-                topic,
-                ser_key({"serverName": self.prefix}),
-                ser_value({"ts_ms": int(time.time() * 1000), "lsn": lsn}),
-            )
-        )
+        value = {"ts_ms": time.time_ns() // 1_000_000}
+        ctx.write(OutputRecord(topic, ser_key({"serverName": self.prefix}), ser_value(value)))

@@ -97,6 +97,10 @@ class FrozenTime:
     def time() -> float:
         return 1_765_432_100.25
 
+    @staticmethod
+    def time_ns() -> int:
+        return 1_765_432_100_250_000_000
+
     monotonic = staticmethod(monotonic)
     sleep = staticmethod(sleep)
 
@@ -183,12 +187,14 @@ def test_records_from_wal_equal_the_reference_plugins(
             expected: list[OutputRecord] = []
             got: list[OutputRecord] = []
             seen = expected
+            ours = AvroPlugin(settings)
+            ours.run_id = ReferencePlugin().run_id  # the context headers must agree
             with tempfile.TemporaryDirectory(prefix="pgcdc-avro-codec-") as spill:
                 sessions = [
                     _session(
                         pg, dsn, slot, start, consistent, spill, ReferencePlugin(settings), expected
                     ),
-                    _session(pg, dsn, slot, start, consistent, spill, AvroPlugin(settings), got),
+                    _session(pg, dsn, slot, start, consistent, spill, ours, got),
                 ]
                 try:
                     for sql in WORKLOAD:
