@@ -41,7 +41,17 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from svc_common import CACHE, Service, file_lock, java_bin, kill_pid_file, pid_running, run, spawn
+from svc_common import (
+    CACHE,
+    Service,
+    file_lock,
+    java_bin,
+    kill_pid_file,
+    pid_running,
+    run,
+    sigkill_pid_file,
+    spawn,
+)
 
 VERSION = os.environ.get("PGCDC_CONNECT_VERSION", "4.1.1")
 DEBEZIUM_POSTGRES = os.environ.get("PGCDC_DEBEZIUM_POSTGRES_VERSION", "3.6.1.Final")
@@ -323,6 +333,9 @@ class Connect(Service):
 
     def stop(self) -> None:
         kill_pid_file(self.pid_file(), timeout=60.0)
+
+    def kill(self) -> int | None:
+        return sigkill_pid_file(self.pid_file())
 
     def info(self) -> dict[str, object]:
         return {
