@@ -48,6 +48,7 @@ from service.schema.history import Classification, RelClass, SchemaHistory
 from service.schema.tabledef import ColumnDef, TableDef
 from service.types.convert import simple_functions, to_python, to_text
 from service.types.deform import Column, Layout, compile_layout, deform, deform_heap
+from service.types.extensions import extension_type
 from service.types.registry import TypeInfo, TypeRegistry, undecodable
 from service.types.sendform import (
     base_type,
@@ -262,6 +263,7 @@ class HistoryRows:
             if info.typelem and info.typlen == -1 and info.output_src == "array_out":
                 kind = "a"
             elem_oid, elem_kind, elem_typmod, labels = info.typelem, "b", -1, info.enum_labels
+            ext = extension_type(info)
             if kind in ("a", "d"):
                 # An array's element, or a domain's base type: what Avro maps it as.
                 elem = (
@@ -277,6 +279,7 @@ class HistoryRows:
                     labels = elem.enum_labels
                 if kind == "d":
                     elem_typmod = info.typtypmod
+                ext = extension_type(elem)
             metas.append(
                 ColumnMeta(
                     name=c.name,
@@ -290,6 +293,7 @@ class HistoryRows:
                     enum_labels=tuple(labels.values()),
                     elem_kind=elem_kind,
                     elem_typmod=elem_typmod,
+                    ext=ext,
                 )
             )
         rel = RelationInfo(
