@@ -337,3 +337,45 @@ def to_python(
         if exc.field is None and column is not None:
             raise UnknownTypeError(exc.message, field=column) from exc
         raise
+
+
+def undecodable_part(
+    typeinfo: TypeInfo, registry: TypeRegistry, _depth: int = 0
+) -> TypeInfo | None:
+    """The type inside `typeinfo` that no decoder knows, or None when every value of it
+    decodes: its domain base, array elements, composite fields, range subtype and
+    multirange range are followed as `to_text` would follow them. The check every
+    captured column gets at start (issue 13 part 5), so that an unknown type is reported
+    before a value of it can stop the stream.
+
+    Raises `UnknownTypeError` when a type it needs is missing from the registry.
+    """
+    if _depth > 32:
+        raise DecodeError(f"type {typeinfo.name} nests too deeply")
+    info = _base(typeinfo, registry)
+    src = info.output_src
+    if _simple(info, _TEXT, _EXT_TEXT) is not None:
+        return None
+
+    def inner(oid: int) -> TypeInfo | None:
+        return undecodable_part(registry.get(oid), registry, _depth + 1)
+
+    match src:
+        case "array_out" | "int2vectorout" | "oidvectorout":
+            return inner(info.typelem)
+        case "record_out":
+            for f in info.fields:
+                found = None if f.dropped else inner(f.typid)
+                if found is not None:
+                    return found
+            return None
+        case "range_out":
+            return inner(info.range_subtype)
+        case "multirange_out":
+            return inner(info.multirange_range)
+        case "enum_out" | "aclitemout":
+            return None
+        case _ if src in REG_OUTPUTS:
+            return None
+        case _:
+            return info
