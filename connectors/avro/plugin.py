@@ -65,8 +65,8 @@ and columns ("schema.table.column"), each entry an anchored regular expression a
 Debezium's *.include.list options. A key column is never excluded.
 
 Plugin options (`ctx.options`): `decimal.handling.mode` = precise (default) | string |
-double. Settings: `AvroPlugin(settings)`, else `ctx.state["settings"]`, else
-`load_settings()` at startup.
+double; `hstore.handling.mode` = json (default) | map. Settings: `AvroPlugin(settings)`,
+else `ctx.state["settings"]`, else `load_settings()` at startup.
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from connectors.avro.codec import AvroEncoder, KeyFromValue, RowEncoder, parse_writer_schema
+from connectors.avro.extension_types import HSTORE_MODES
 from connectors.avro.schema import (
     CONNECTOR,
     DEBEZIUM_VERSION,
@@ -344,6 +345,12 @@ class AvroPlugin:
                 f"decimal.handling.mode must be one of {DECIMAL_MODES}",
                 field="decimal.handling.mode",
             )
+        self.hstore_mode = options.get("hstore.handling.mode", "json")
+        if self.hstore_mode not in HSTORE_MODES:
+            raise ConfigError(
+                f"hstore.handling.mode must be one of {HSTORE_MODES}",
+                field="hstore.handling.mode",
+            )
         self._filter = TableFilter(s.filters)
         self._msg_prefixes = patterns(s.kafka.message_prefixes, "kafka.message_prefixes")
         self.heartbeat_topic = f"{s.kafka.heartbeat_topic_prefix}.{self.prefix}"
@@ -399,7 +406,14 @@ class AvroPlugin:
             excluded = self._filter.excluded_columns(
                 rel.schema, rel.name, [c.name for c in rel.columns]
             )
-            plan = build_table_plan(self.prefix, rel, excluded, self.decimal_mode, self._warn)
+            plan = build_table_plan(
+                self.prefix,
+                rel,
+                excluded,
+                self.decimal_mode,
+                self._warn,
+                hstore_mode=self.hstore_mode,
+            )
             reg = self._registrar()
             key = reg.serializer(plan.topic, True, plan.key_schema) if plan.key_schema else None
             value = reg.serializer(plan.topic, False, plan.envelope_schema)

@@ -25,6 +25,8 @@ Kafka Connect's AvroData writes so Debezium-aware consumers recognise the semant
     xml → string io.debezium.data.Xml; enum → string io.debezium.data.Enum {allowed};
     bytea → bytes; bit(1) → boolean; bit(n), varbit → bytes io.debezium.data.Bits {length}
     (little-endian, as java.util.BitSet.toByteArray);
+    point → record io.debezium.data.geometry.Point {x, y, wkb, srid};
+    extension types (hstore, ltree, PostGIS, pgvector, ...): connectors.avro.extension_types;
     text, varchar, bpchar, char, name, inet, cidr, macaddr, macaddr8, ranges, composites,
     and every other type → string holding PostgreSQL's own text output for the value;
     arrays → Avro array of the element mapping, items nullable; multi-dimensional arrays
@@ -60,9 +62,16 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any
 
 from connectors.avro.array_text import array_elements
+from connectors.avro.extension_types import (
+    HSTORE_MODES,
+    POINT_SCHEMA,
+    extension_mapping,
+    point_datum,
+)
 from connectors.schemas import load_static
 from service.errors import PluginError
 from service.output.api import UNCHANGED_TOAST, ColumnMeta, ColumnValue, RelationInfo
@@ -343,6 +352,7 @@ class TypeMapping:
     use_text: bool
     kind: str
     item_kind: str = ""
+    zero: Any = None  # the NOT NULL placeholder when the kind's default does not fit
 
 
 def _ident(v: Any) -> Any:
@@ -396,7 +406,7 @@ _BY_OID: dict[int, TypeMapping] = {
         _semantic("string", "io.debezium.data.Tsvector"), _to_str, True, "string"
     ),  # tsvector: its text, as Debezium's Tsvector
 }
-_NUMERIC, _MONEY, _BIT, _VARBIT, _BOX = 1700, 790, 1560, 1562, 603
+_NUMERIC, _MONEY, _BIT, _VARBIT, _BOX, _POINT_OID = 1700, 790, 1560, 1562, 603, 600
 
 
 def _numeric_mapping(
@@ -439,8 +449,24 @@ def _numeric_mapping(
     return TypeMapping(load_static("variable_scale_decimal"), variable, False, "record")
 
 
+_EMPTY_GEOMETRY = {"wkb": bytes.fromhex("010700000000000000"), "srid": 0}  # createEmpty
+_ZERO_BY_EXT: dict[str, Any] = {
+    "geometry": _EMPTY_GEOMETRY,
+    "geography": _EMPTY_GEOMETRY,
+    "sparsevec": {"dimensions": 0, "vector": []},
+}
+_POINT = TypeMapping(
+    POINT_SCHEMA, point_datum, False, "record", zero=point_datum(SimpleNamespace(x=0.0, y=0.0))
+)
+
+
 def type_mapping(
-    col: ColumnMeta, decimal_mode: str, warn: Warn, oid: int | None = None
+    col: ColumnMeta,
+    decimal_mode: str,
+    warn: Warn,
+    oid: int | None = None,
+    *,
+    hstore_mode: str = "json",
 ) -> TypeMapping:
     """The Avro mapping of a column's type (see the module docstring)."""
     oid = col.type_oid if oid is None else oid
@@ -464,9 +490,11 @@ def type_mapping(
                     col.notnull,
                     kind=col.elem_kind,
                     enum_labels=col.enum_labels,
+                    ext=col.ext,
                 ),
                 decimal_mode,
                 warn,
+                hstore_mode=hstore_mode,
             )
         return _TEXT
     if col.kind == "a":
@@ -481,8 +509,9 @@ def type_mapping(
             False,
             kind=col.elem_kind,
             enum_labels=col.enum_labels,
+            ext=col.ext,
         )
-        item = type_mapping(elem, decimal_mode, warn)
+        item = type_mapping(elem, decimal_mode, warn, hstore_mode=hstore_mode)
         schema = {"type": "array", "items": ["null", item.schema]}
         if item.use_text:
             # Text-mapped items are each element's own output text, cut from the
@@ -504,6 +533,21 @@ def type_mapping(
         return TypeMapping(schema, array, False, "array", item.kind)
     if col.kind in ("c", "r"):
         return _TEXT
+    if col.ext:
+        if hstore_mode not in HSTORE_MODES:
+            raise PluginError(
+                f"hstore.handling.mode must be one of {HSTORE_MODES}", field="hstore.handling.mode"
+            )
+        ext = extension_mapping(col.ext, hstore_mode)
+        if ext is None:
+            return _STRING  # Debezium has no mapping: the value is PostgreSQL's text
+        schema, convert, kind = ext
+        zero = _ZERO_BY_EXT.get(col.ext)
+        if col.ext == "hstore":
+            zero = {} if hstore_mode == "map" else "{}"
+        return TypeMapping(schema, convert, False, kind, zero=zero)
+    if oid == _POINT_OID:
+        return _POINT
     found = _BY_OID.get(oid)
     if found is not None:
         return found
@@ -557,6 +601,8 @@ class FieldPlan:
 
     @property
     def zero(self) -> Any:
+        if self.mapping.zero is not None:
+            return self.mapping.zero
         if (
             self.mapping.kind == "bytes"
             and isinstance(self.mapping.schema, dict)
@@ -626,7 +672,13 @@ class TablePlan:
 
 
 def build_table_plan(
-    prefix: str, rel: RelationInfo, excluded: frozenset[str], decimal_mode: str, warn: Warn
+    prefix: str,
+    rel: RelationInfo,
+    excluded: frozenset[str],
+    decimal_mode: str,
+    warn: Warn,
+    *,
+    hstore_mode: str = "json",
 ) -> TablePlan:
     """The Key and Envelope schemas of `rel` and how to fill them.
 
@@ -638,7 +690,7 @@ def build_table_plan(
     for col in rel.columns:
         if col.name in excluded and col.name not in rel.key_columns:
             continue
-        mapping = type_mapping(col, decimal_mode, warn)
+        mapping = type_mapping(col, decimal_mode, warn, hstore_mode=hstore_mode)
         plans.append(FieldPlan(col.name, avro_name(col.name), mapping, not col.notnull))
     by_name = {p.column: p for p in plans}
     key_plans = tuple(

@@ -12,7 +12,10 @@ Then, idempotently: creates the physical replication slot if absent
 (`pg_create_physical_replication_slot(name, true)`, reserving WAL at once), and installs
 the DDL capture of `sql/ddl_capture.sql` in the connected database (schema `pgcdc`, the
 SECURITY DEFINER trigger functions with a fixed search_path, and the event triggers on
-`ddl_command_end` and `sql_drop`). Running it twice changes nothing.
+`ddl_command_end` and `sql_drop`). Running it twice changes nothing. Last it lists
+every captured column whose type pgcdc cannot decode (array elements, domain bases,
+composite fields and range subtypes included), naming table, column and type, in
+`SetupReport.undecodable_columns`.
 
 `teardown(dsn, slot_name, drop_slot=True)` removes the event triggers, the functions,
 the schema and (optionally) the slot. It is idempotent too.
@@ -32,6 +35,8 @@ from connectors.postgres.catalog import table_def_sql
 from connectors.postgres.server import connect
 from connectors.postgres.slots import drop_slot as drop_slot_named
 from connectors.postgres.slots import ensure_physical_slot
+from connectors.postgres.type_check import undecodable_columns
+from service.config import FilterSettings
 from service.errors import SourceSetupError
 from service.schema.history import DDL_PREFIX
 
@@ -50,6 +55,9 @@ class SetupReport:
     slot_created: bool  # False: it existed already
     restart_lsn: int | None
     ddl_capture_installed: bool
+    # Captured columns whose type pgcdc cannot decode (connectors.postgres.type_check),
+    # each as "schema.table.column: type ..., cannot be decoded"; empty when none.
+    undecodable_columns: tuple[str, ...] = ()
 
 
 def check_version(server_version_num: int) -> int:
@@ -98,8 +106,9 @@ def check_source(cur: psycopg2.extensions.cursor) -> tuple[int, str, bool]:
     return major, str(database), bool(superuser)
 
 
-def setup(dsn: str, slot_name: str) -> SetupReport:
-    """Check the source, create the physical slot, install the DDL capture."""
+def setup(dsn: str, slot_name: str, filters: FilterSettings | None = None) -> SetupReport:
+    """Check the source, create the physical slot, install the DDL capture, and list the
+    captured columns (by `filters`) whose type pgcdc cannot decode."""
     conn = connect(dsn, "pgcdc-setup")
     try:
         with conn.cursor() as cur:
@@ -120,6 +129,9 @@ def setup(dsn: str, slot_name: str) -> SetupReport:
                 raise SourceSetupError(f"installing the DDL capture failed: {exc}") from exc
             finally:
                 conn.autocommit = True
+        unknown = tuple(
+            c.describe() for c in undecodable_columns(conn, filters or FilterSettings())
+        )
     finally:
         conn.close()
     return SetupReport(
@@ -129,6 +141,7 @@ def setup(dsn: str, slot_name: str) -> SetupReport:
         slot_created=slot_created,
         restart_lsn=restart_lsn,
         ddl_capture_installed=True,
+        undecodable_columns=unknown,
     )
 
 

@@ -84,7 +84,7 @@ from service.types.sendform import (
     text_is_stored,
     to_stored,
 )
-from service.types.snapshot_rewrites import TEXT_VALUED
+from service.types.snapshot_rewrites import text_valued
 
 log = structlog.get_logger(__name__)
 
@@ -550,9 +550,9 @@ class SnapshotReader:
                 expr, mode, info = f"{ident}::text[]", "xml[]", types.get(TEXT_ARRAY_OID)
             elif text_array_is_stored(info, types) is not None and not sendable:
                 expr, mode, info = f"{ident}::text[]", "stored", types.get(TEXT_ARRAY_OID)
-            elif base.output_src in TEXT_VALUED:
+            elif text_valued(base):
                 expr, mode, info = f"{ident}::text", "stored", types.get(TEXT_OID)
-            elif elem is not None and elem.output_src in TEXT_VALUED:
+            elif elem is not None and text_valued(elem):
                 expr, mode, info = f"{ident}::text[]", "stored", types.get(TEXT_ARRAY_OID)
             elif not convertible(info, types, no_send):
                 expr, mode = f"{ident}::text", "text"

@@ -52,7 +52,9 @@ def cmd_setup(args: argparse.Namespace) -> int:
     from connectors.postgres.setup import setup  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
     settings = _settings(args)
-    report = dataclasses.asdict(setup(settings.source.dsn(), settings.source.slot))
+    report = dataclasses.asdict(
+        setup(settings.source.dsn(), settings.source.slot, settings.filters)
+    )
     if report.get("restart_lsn") is not None:
         report["restart_lsn"] = format_lsn(report["restart_lsn"])
     print(json.dumps(report, default=str, indent=2))

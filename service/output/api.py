@@ -227,6 +227,10 @@ class ColumnMeta:
     # typmod (pg_type.typtypmod) when the column has none.
     elem_kind: str = "b"
     elem_typmod: int = -1
+    # The extension type (service.types.extensions: recognised by type name and output
+    # function, e.g. "hstore", "geometry") of the type Avro maps: the column's own, or
+    # for an array or a domain its element or base type's; "" for none.
+    ext: str = ""
 
 
 @dataclass(slots=True, frozen=True)

@@ -48,6 +48,7 @@ from service.schema.history import Classification, RelClass, SchemaHistory
 from service.schema.tabledef import ColumnDef, TableDef
 from service.types.convert import simple_functions, to_python, to_text
 from service.types.deform import Column, Layout, compile_layout, deform, deform_heap
+from service.types.extensions import extension_type
 from service.types.registry import TypeInfo, TypeRegistry, undecodable
 from service.types.sendform import (
     base_type,
@@ -57,7 +58,7 @@ from service.types.sendform import (
     text_is_stored,
     to_stored,
 )
-from service.types.snapshot_rewrites import TEXT_VALUED
+from service.types.snapshot_rewrites import text_valued
 from service.types.varlena import ToastPointer, Unchanged, resolve_toast
 
 _CLASS_CACHE_MAX = 4096
@@ -262,6 +263,7 @@ class HistoryRows:
             if info.typelem and info.typlen == -1 and info.output_src == "array_out":
                 kind = "a"
             elem_oid, elem_kind, elem_typmod, labels = info.typelem, "b", -1, info.enum_labels
+            ext = extension_type(info)
             if kind in ("a", "d"):
                 # An array's element, or a domain's base type: what Avro maps it as.
                 elem = (
@@ -277,6 +279,7 @@ class HistoryRows:
                     labels = elem.enum_labels
                 if kind == "d":
                     elem_typmod = info.typtypmod
+                ext = extension_type(elem)
             metas.append(
                 ColumnMeta(
                     name=c.name,
@@ -290,6 +293,7 @@ class HistoryRows:
                     enum_labels=tuple(labels.values()),
                     elem_kind=elem_kind,
                     elem_typmod=elem_typmod,
+                    ext=ext,
                 )
             )
         rel = RelationInfo(
@@ -515,7 +519,7 @@ class _MissingPlanner:
             base = base_type(info, registry)
             if base.output_src == "array_out":
                 elem = base_type(registry.get(base.typelem), registry)
-                if elem.output_src in TEXT_VALUED:  # elements valued as their text
+                if text_valued(elem):  # elements valued as their text
                     send = self._ask(TEXT_ARRAY_OID, -1, literal)
                     if send is None:
                         return None, None
@@ -533,7 +537,7 @@ class _MissingPlanner:
             if not convertible(info, registry):
                 send = self._ask(TEXT_OID, -1, literal)
                 return None, None if send is None else self._as_text(
-                    info, send, name, type_name, lsn, qualified, base.output_src in TEXT_VALUED
+                    info, send, name, type_name, lsn, qualified, text_valued(base)
                 )
             send = self._ask(oid, col.typmod, literal)
             if send is None:
@@ -557,11 +561,11 @@ class _MissingPlanner:
         type_name: str,
         lsn: int,
         qualified: str,
-        text_valued: bool = False,
+        valued_as_text: bool = False,
     ) -> ColumnValue:
         """An unknown type's default, as the snapshot reads such a column (its text); a
-        type whose value is its output text (`text_valued`) reads it always."""
-        if text_valued or (self._unknown_as_text and info.typlen == -1):
+        type whose value is its output text (`valued_as_text`) reads it always."""
+        if valued_as_text or (self._unknown_as_text and info.typlen == -1):
             value = text.decode("utf-8")
             return ColumnValue.constant(
                 ColumnCodec(name, info.oid, type_name, _no_value, _no_text, shared=False),

@@ -200,7 +200,7 @@ def convertible(
     src = info.output_src
     if info.oid in no_send:
         return False
-    if src in _FIXED:
+    if src in _FIXED or snapshot_rewrites.extension_rewrite(info) is not None:
         return True
     match src:
         case "array_out" | "int2vectorout" | "oidvectorout":
@@ -257,7 +257,7 @@ def to_stored(data: bytes, info: TypeInfo, registry: TypeRegistry) -> bytes:
     if info.oid == JSONB_OID:  # by OID: `snapshot_registry` renames its output function
         return _jsonb(data, info, registry)
     src = info.output_src
-    simple = _FIXED.get(src)
+    simple = _FIXED.get(src) or snapshot_rewrites.extension_rewrite(info)
     if simple is not None:
         return simple(data, info, registry)
     match src:

@@ -17,6 +17,7 @@ import pytest
 
 from connectors.postgres.catalog import Catalog
 from connectors.postgres.setup import EVENT_TRIGGERS, setup, teardown
+from service.config import FilterSettings
 from service.errors import SourceSetupError
 from service.schema.history import DDL_PREFIX
 from service.schema.tabledef import TableDef
@@ -275,3 +276,32 @@ def test_setup_refuses_a_role_without_replication(db: dict[str, Any]) -> None:
             setup(_dsn(db["pg"], db["name"], user=role), f"{role}_slot")
     finally:
         _sql(db["dsn"], f"DROP ROLE {role}")
+
+
+def test_setup_lists_undecodable_columns(db: dict[str, Any]) -> None:
+    """`setup` names every captured column pgcdc cannot decode, looking inside arrays,
+    domains, composites and ranges; excluded tables and decodable types are not listed."""
+    _sql(
+        db["dsn"],
+        "CREATE TYPE opaque_t",
+        "CREATE FUNCTION opaque_t_in(cstring) RETURNS opaque_t AS 'textin'"
+        " LANGUAGE internal IMMUTABLE STRICT",
+        "CREATE FUNCTION opaque_t_out(opaque_t) RETURNS cstring AS 'pg_node_tree_out'"
+        " LANGUAGE internal IMMUTABLE STRICT",
+        "CREATE TYPE opaque_t (INPUT = opaque_t_in, OUTPUT = opaque_t_out, LIKE = text)",
+        "CREATE DOMAIN opaque_d AS opaque_t",
+        "CREATE TYPE opaque_c AS (a int, b opaque_d[])",
+        "CREATE TABLE uc_ok (id int, t text, p point[], j jsonb)",
+        "CREATE TABLE uc_bad (id int, a opaque_t, b opaque_t[], c opaque_d, d opaque_c)",
+        "CREATE TABLE uc_skipped (id int, a opaque_t)",
+    )
+    report = setup(db["dsn"], db["slot"], FilterSettings(exclude_tables=[r"public\.uc_skipped"]))
+    assert report.undecodable_columns == (
+        "public.uc_bad.a: type opaque_t, output function pg_node_tree_out, cannot be decoded",
+        "public.uc_bad.b: type opaque_t[] (inside: opaque_t), output function "
+        "pg_node_tree_out, cannot be decoded",
+        "public.uc_bad.c: type opaque_d (inside: opaque_t), output function "
+        "pg_node_tree_out, cannot be decoded",
+        "public.uc_bad.d: type opaque_c (inside: opaque_t), output function "
+        "pg_node_tree_out, cannot be decoded",
+    )
