@@ -141,10 +141,12 @@ class SnapshotSettings(_Section):
     # initial: snapshot every captured table at the first start; initial_and_new_tables:
     # also, at a later start, every table the filters newly capture; never: stream only.
     mode: Literal["initial", "initial_and_new_tables", "never"] = "initial"
-    # chunked: chunks between DBLog watermarks while streaming goes on, each committed
-    # with a progress record (resumable); blocking: the former single Kafka transaction
-    # read at the consistent point with decoding paused (every r strictly first).
-    method: Literal["chunked", "blocking"] = "chunked"
+    # How the initial snapshot is read. blocking: one Kafka transaction at the consistent
+    # point, decoding paused (every r strictly before its changes). chunked: chunks between
+    # DBLog watermarks while streaming goes on, each committed with a progress record
+    # (resumable; a row changed meanwhile may get u/d before its r). On-demand snapshots
+    # (`pgcdc snapshot`, signals) are always chunked.
+    method: Literal["chunked", "blocking"] = "blocking"
     chunk_rows: int = Field(20_000, ge=1)
     chunk_bytes: ByteSize = Field(ByteSize(8 * 1024 * 1024), ge=64 * 1024)
     rate_limit_rows_per_s: float = Field(0.0, ge=0)  # 0: no limit

@@ -103,10 +103,10 @@ class Worker:
         # has passed this LSN (see `snapshot_horizon`); no offset is written before.
         self._snapshot_until: int | None = None
         self._stop_seen: float | None = None  # when a write first saw `stop` set
-        # snapshot.method = chunked: chunks between watermarks while streaming goes on.
-        self.snapshotter = (
-            Snapshotter(settings, self.metrics) if settings.snapshot.method == "chunked" else None
-        )
+        # Chunks between watermarks while streaming goes on: on-demand snapshots always,
+        # the initial snapshot too when snapshot.method = chunked.
+        self.snapshotter: Snapshotter | None = Snapshotter(settings, self.metrics)
+        self._chunked_initial = settings.snapshot.method == "chunked"
 
     # --- callbacks ------------------------------------------------------------------
 
@@ -203,7 +203,7 @@ class Worker:
         else:
             start = self._slot_restart_lsn()
             reader = None
-            if s.snapshot.mode != "never" and self.snapshotter is None:
+            if s.snapshot.mode != "never" and not self._chunked_initial:
                 reader = SnapshotReader(
                     s.filters,
                     unknown_as_text=s.decoding.unknown_types_as_text,
@@ -271,7 +271,8 @@ class Worker:
                 for t in snapshot.tables
                 if t.relkind == "r" and include(t.schema, t.name)
             ]
-            value = self.snapshotter.fresh(tables, snapshot=self.settings.snapshot.mode != "never")
+            initial = self.settings.snapshot.mode != "never" and self._chunked_initial
+            value = self.snapshotter.fresh(tables, snapshot=initial)
             self.sink.stage(
                 progress_topic(self.settings), self.settings.source.slot.encode(), value
             )

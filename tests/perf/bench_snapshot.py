@@ -76,6 +76,7 @@ def _wait_done(worker: WorkerProcess, timeout: float, on_tick: Any = None) -> in
 def bench(args: argparse.Namespace, pg: dict[str, Any]) -> None:
     for readers in [int(r) for r in args.readers.split(",")]:
         env = {
+            "PGCDC_SNAPSHOT__METHOD": "chunked",
             "PGCDC_SNAPSHOT__PARALLELISM": str(readers),
             "PGCDC_SNAPSHOT__CHUNK_ROWS": str(args.chunk_rows),
             "PGCDC_SNAPSHOT__CHUNK_BYTES": "32MiB",
@@ -106,6 +107,7 @@ def prove(args: argparse.Namespace, pg: dict[str, Any]) -> None:
     rnd = random.Random(args.seed)
     p = Pipeline(pg, ensure_service("kafka"), ensure_service("registry"), unique("psnap"))
     p.extra_env = {
+        "PGCDC_SNAPSHOT__METHOD": "chunked",
         "PGCDC_SNAPSHOT__PARALLELISM": "2",
         "PGCDC_SNAPSHOT__CHUNK_ROWS": str(args.chunk_rows),
     }
