@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import re
+import shutil
 import struct
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import psycopg2
 import pytest
 
 from connectors.postgres.archive import read_records
+from service.errors import UnsupportedVersionError, WalError
+from service.wal.format import FORMATS
 from service.wal.record import XLogRecord
 from tests.fixtures.services import require_features
 from tests.service.realwal import (
@@ -24,6 +28,8 @@ from tests.service.realwal import (
 )
 
 pytestmark = pytest.mark.integration
+
+WAL_PAGE_MAGIC = {fmt.version: magic for magic, fmt in FORMATS.items()}
 
 _workloads: dict[int, Workload] = {}
 
@@ -141,3 +147,57 @@ def test_images_equal_pg_waldump_save_fullpage(pg: dict[str, Any], tmp_path: Pat
             compressed += b.bimg_info & 0x04 != 0
     print(f"\nPostgreSQL {pg['version']}: {compared} images equal to --save-fullpage's")
     assert compared > 10 and compressed > 0
+
+
+def _completed_segment(info: dict[str, Any], tmp_path: Path) -> tuple[Path, int]:
+    """A copy of a whole segment the server has finished (after a WAL switch), alone in
+    a directory of its own, and the segment's start LSN."""
+    conn = psycopg2.connect(info["dsn"])
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            # One statement, so that another test's switch cannot come in between: a
+            # 40 kB message fills a few pages of the segment that is then switched.
+            cur.execute(
+                "SELECT pg_walfile_name(pg_logical_emit_message(false, 'pgcdc.magic',"
+                " repeat('m', 40000))), pg_switch_wal()"
+            )
+            name = cur.fetchone()[0]
+    finally:
+        conn.close()
+    wal = tmp_path / "pg_wal"
+    wal.mkdir()
+    shutil.copyfile(Path(info["pgdata"]) / "pg_wal" / name, wal / name)
+    size = (wal / name).stat().st_size
+    return wal / name, int(name[8:16], 16) * (1 << 32) + int(name[16:24], 16) * size
+
+
+@pytest.mark.parametrize("where", ["first page", "last page"])
+def test_real_segment_with_another_magic_is_refused(
+    pg: dict[str, Any], tmp_path: Path, where: str
+) -> None:
+    """A real segment of this server reads whole, with the version its magic names; with
+    one page's magic changed to 0xD106 (PostgreSQL 13, which has no format table) it is
+    refused with UnsupportedVersionError naming that magic and that page's LSN, and with
+    a later page claiming another supported version, refused as a change of version."""
+    segment, start = _completed_segment(pg, tmp_path)
+    records = list(read_records(segment.parent, start))
+    assert records[-1].rmid == 0 and records[-1].info == 0x40  # XLOG_SWITCH
+    page = 0 if where == "first page" else (records[-1].lsn - start) // 8192
+    assert where == "first page" or page >= 4  # the message's pages came first
+    data = bytearray(segment.read_bytes())
+    assert struct.unpack_from("<H", data, 0)[0] == WAL_PAGE_MAGIC[pg["version"]]
+
+    struct.pack_into("<H", data, page * 8192, 0xD106)
+    segment.write_bytes(data)
+    with pytest.raises(UnsupportedVersionError) as exc:
+        list(read_records(segment.parent, start))
+    assert "0xD106" in str(exc.value)
+    assert exc.value.lsn == start + page * 8192
+
+    if page:
+        other = next(m for v, m in WAL_PAGE_MAGIC.items() if v != pg["version"])
+        struct.pack_into("<H", data, page * 8192, other)
+        segment.write_bytes(data)
+        with pytest.raises(WalError, match=f"page magic 0x{other:04X} differs"):
+            list(read_records(segment.parent, start))
