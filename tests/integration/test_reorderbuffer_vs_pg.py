@@ -139,7 +139,9 @@ def test_subtransactions_and_transactions_without_output(pg: dict[str, Any]) -> 
         # spills that subxact as 15..17 do: one spill_txns and its bytes apart.
         assert r.server_stats["spill_txns"] == 2
         dropped = r.pgcdc_stats["spill_bytes"] - r.server_stats["spill_bytes"]
-        assert dropped > 0 and dropped % (80 + 24 + 28) == 0
+        assert dropped > 0
+        if r.catalog_commits_in_watch == 0:  # else a queued catalog snapshot adds bytes
+            assert dropped % (80 + 24 + 28) == 0
         assert r.server_stats["spill_count"] < r.pgcdc_stats["spill_count"]
     else:
         assert r.server_stats["spill_txns"] == 3

@@ -6,6 +6,8 @@ import re
 import shutil
 import struct
 import subprocess
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +34,30 @@ pytestmark = pytest.mark.integration
 WAL_PAGE_MAGIC = {fmt.version: magic for magic, fmt in FORMATS.items()}
 
 _workloads: dict[int, Workload] = {}
+_pins: list[Any] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _release_pins() -> Iterator[None]:
+    yield
+    while _pins:
+        _pins.pop().close()  # the temporary slots go with their sessions
 
 
 def workload(info: dict[str, Any]) -> Workload:
-    """One workload per server for this module (in its own database)."""
+    """One workload per server for this module (in its own database). Its WAL is kept
+    for the module by a temporary physical slot reserved before it: the servers are
+    shared, and others' checkpoints would otherwise recycle the segments between the
+    tests that read them."""
     if info["version"] not in _workloads:
+        pin = psycopg2.connect(info["dsn"])
+        pin.autocommit = True
+        _pins.append(pin)
+        with pin.cursor() as cur:
+            cur.execute(
+                "SELECT pg_create_physical_replication_slot(%s, true, true)",
+                (f"xlr_pin_{uuid.uuid4().hex[:10]}",),
+            )
         db = fresh_db(info, "xlr")
         _workloads[info["version"]] = run_workload(info, db)
     return _workloads[info["version"]]
