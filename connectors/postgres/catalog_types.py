@@ -8,8 +8,9 @@ element type, a range's subtype, a composite's field types. The cache is explici
 calls these); nothing expires by itself.
 
 This module does I/O (SQL) and is kept out of the pure decoders on purpose. Run as
-`python -m connectors.postgres.catalog_types [DSN...]` it regenerates the built-in type table in
-`service/types/registry.py` from a live server.
+`python -m connectors.postgres.catalog_types [DSN...]` it regenerates the built-in type table
+in `service/types/registry.py` from the live servers (by default pg15..pg18 of
+deploy/local/services.py), with a comment at each type whose facts differ by version.
 """
 
 from __future__ import annotations
@@ -226,18 +227,56 @@ def _without(registry: TypeRegistry, oid: int) -> TypeRegistry:
     return fresh
 
 
+# Why a built-in type's facts or stored form differ between the majors, by type OID:
+# each is printed as a comment at the type's entry in the generated table. A row that
+# differs between the servers and has no note here stops the generator, so every
+# difference is explained where the table holds it.
+_VERSION_NOTES: dict[int, str] = {
+    1033: "aclitem is {Oid grantee; Oid grantor; AclMode ai_privs} (utils/acl.h): AclMode"
+    " is uint32 on 15 (typlen 12, align i) and uint64 from 16 (typlen 16, align d). The"
+    " entry holds 16+'s; registry.CHANGED_IN_16 gives 15 its own, and service.types.acl"
+    " tells the layout from the datum's length.",
+    1034: "_aclitem: align follows its element, i on 15 and d from 16 (see aclitem).",
+    4072: "jsonpath's stored items are JsonPathItemType codes (utils/jsonpath.h); 17 appends"
+    " jpiBigint, jpiBoolean, jpiDate, jpiDecimal, jpiInteger, jpiNumber, jpiStringFunc,"
+    " jpiTime, jpiTimeTz, jpiTimestamp, jpiTimestampTz after jpiLikeRegex (the"
+    " .bigint() ... .timestamp_tz() methods; 15 and 16 reject them), so 15/16 paths read"
+    " the same under 17+. pg_type is the same in all four; service.types.jsonpath reads"
+    " both sets of item kinds.",
+}
+
+
 def render_builtin_table(dsns: list[str]) -> str:
-    """The generated region of registry.py: one TypeInfo per built-in type of any server."""
-    by_oid: dict[int, Any] = {}
+    """The generated region of registry.py: one TypeInfo per built-in type of any server.
+
+    Where the servers disagree on a type, the newest server's row is kept and the
+    type's `_VERSION_NOTES` entry is printed above it (ValueError if it has none)."""
+    by_version: dict[int, dict[int, Any]] = {}
     for dsn in dsns:
         with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+            cur.execute("SELECT current_setting('server_version_num')::int / 10000")
+            found = cur.fetchone()
+            assert found is not None
+            version = int(found[0])
             cur.execute(_BUILTIN_SQL)
-            for row in cur.fetchall():
-                by_oid.setdefault(row[0], row)
+            by_version[version] = {row[0]: row for row in cur.fetchall()}
         conn.close()
-    rows = [by_oid[o] for o in sorted(by_oid)]
-    lines = ["BUILTIN_TYPES: tuple[TypeInfo, ...] = ("]
-    for oid, name, typlen, byval, al, typtype, src, elem, delim, sub, multi in rows:
+    versions = sorted(by_version)
+    by_oid: dict[int, Any] = {}
+    for version in versions:  # the newest server's row wins
+        by_oid.update(by_version[version])
+    lines = [
+        f"# From the servers of PostgreSQL {', '.join(map(str, versions))}.",
+        "BUILTIN_TYPES: tuple[TypeInfo, ...] = (",
+    ]
+    for oid in sorted(by_oid):
+        seen = {by_version[v].get(oid) for v in versions}
+        note = _VERSION_NOTES.get(oid)
+        if len(seen) > 1 and note is None:
+            raise ValueError(f"type OID {oid} differs between the servers: {seen}; explain it")
+        if note is not None:
+            lines += [f"    # {line}" for line in _wrap(note, 92)]
+        _, name, typlen, byval, al, typtype, src, elem, delim, sub, multi = by_oid[oid]
         extra = ""
         if elem:
             extra += f", typelem={elem}"
@@ -256,10 +295,21 @@ def render_builtin_table(dsns: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _wrap(text: str, width: int) -> list[str]:
+    out: list[str] = []
+    line = ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            out.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*out, line] if line else out
+
+
 def main(argv: list[str]) -> int:
     dsns = argv[1:] or [
-        "host=127.0.0.1 port=55415 user=postgres",
-        "host=127.0.0.1 port=55418 user=postgres",
+        f"host=127.0.0.1 port={port} user=postgres" for port in (55415, 55416, 55417, 55418)
     ]
     target = Path(__file__).resolve().parents[2] / "service" / "types" / "registry.py"
     text = target.read_text()

@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""Regenerate service/pg_keywords.py from the running test servers.
+"""Regenerate service/output/pg_keywords.py from the running test servers.
 
 quote_identifier() quotes every keyword that is not UNRESERVED, and that set differs
 between major versions, so the text plugin needs it per version. Run after
-`services.py up pg15 pg18`:  python deploy/local/gen_pg_keywords.py > service/pg_keywords.py
+`services.py up pg15 pg16 pg17 pg18`:
+
+    python deploy/local/gen_pg_keywords.py > service/output/pg_keywords.py
+    ruff format service/output/pg_keywords.py
 """
 
 from __future__ import annotations
 
 import subprocess
 
-SERVERS = {15: 55415, 18: 55418}
+SERVERS = {15: 55415, 16: 55416, 17: 55417, 18: 55418}
 
 
 def keywords(port: int) -> list[str]:

@@ -146,10 +146,26 @@ def _format(version: int, magic: int) -> WalFormat:
     )
 
 
+# XLOG_PAGE_MAGIC of each REL_n_STABLE's xlog_internal.h (measured on 15.18, 16.15,
+# 17.10 and 18.6 too). What each bump changed, as far as pgcdc reads it: the page and
+# record headers, block references and BKPIMAGE bits are the same in all four; the
+# per-version record facts live where they are handled (service/wal/rmgr.py's tables,
+# service/decode/xact.py's stats item, service/decode/heap.py's inplace record).
 FORMATS: dict[int, WalFormat] = {
+    # 15: BKPIMAGE_COMPRESS_PGLZ/LZ4/ZSTD replace BKPIMAGE_IS_COMPRESSED; custom rmgrs
+    # (ids 128..255); xl_xact_* carry dropped stats (XACT_XINFO_HAS_DROPPED_STATS).
     0xD110: _format(15, 0xD110),
+    # 16: RelFileNode renamed RelFileLocator (same 12 bytes: spcOid, dbOid, relNumber);
+    # isCatalogRel added to the prune/freeze/visible and index-delete records (for
+    # logical decoding on a standby), which pgcdc does not decode; XLogRecordMaxSize.
     0xD113: _format(16, 0xD113),
+    # 17: HEAP2 prune/vacuum/freeze records merged into one xl_heap_prune with three
+    # info values; XLOG_CHECKPOINT_REDO; xl_end_of_recovery gains wal_level; clog and
+    # commit_ts truncate page numbers become int64.
     0xD116: _format(17, 0xD116),
+    # 18: xl_xact_stats_item's objid becomes 64-bit; xl_heap_inplace carries the
+    # catalog invalidations. (initdb turns data checksums on by default from 18, which
+    # adds XLOG_FPI_FOR_HINT records but no format change.)
     0xD118: _format(18, 0xD118),
 }
 

@@ -57,7 +57,9 @@ from service.wal.record import BlockRef, RelFileLocator, XLogRecord
 
 _BLK_HDR = struct.Struct("<BBH")  # XLogRecordBlockHeader (id, fork_flags, data_length)
 _IMG_HDR = struct.Struct("<HHB")  # XLogRecordBlockImageHeader
-_LOCATOR = struct.Struct("<III")  # RelFileLocator
+# RelFileLocator (spcOid, dbOid, relNumber): RelFileNode (spcNode, dbNode, relNode)
+# up to 15, renamed in 16 with the same 12-byte layout.
+_LOCATOR = struct.Struct("<III")
 
 _ZERO_PAGE = bytes(BLCKSZ)
 

@@ -134,7 +134,7 @@ XLOG_HEAP2_FREEZE_PAGE = 0x30  # PG15-16; PRUNE_VACUUM_CLEANUP from PG17
 XLOG_HEAP2_VISIBLE = 0x40
 XLOG_HEAP2_MULTI_INSERT = 0x50
 XLOG_HEAP2_LOCK_UPDATED = 0x60
-XLOG_HEAP2_NEW_CID = 0x70
+XLOG_HEAP2_NEW_CID = 0x70  # xl_heap_new_cid: the same 34 bytes in 15..18
 
 # LogicalMessage (message.h)
 XLOG_LOGICAL_MESSAGE = 0x00
@@ -163,14 +163,20 @@ _XLOG_COMMON: InfoTable = {
     XLOG_PARAMETER_CHANGE: ("PARAMETER_CHANGE", D),
     XLOG_RESTORE_POINT: ("RESTORE_POINT", I),
     XLOG_FPW_CHANGE: ("FPW_CHANGE", I),
-    # decode.c makes it a snapshot serialization point, which pgcdc does not keep
+    # decode.c makes it a snapshot serialization point, which pgcdc does not keep.
+    # xl_end_of_recovery gains wal_level in 17; not decoded, so no layout is read.
     XLOG_END_OF_RECOVERY: ("END_OF_RECOVERY", I),
     XLOG_FPI_FOR_HINT: ("FPI_FOR_HINT", I),
     XLOG_FPI: ("FPI", I),
     XLOG_OVERWRITE_CONTRECORD: ("OVERWRITE_CONTRECORD", I),
 }
+# 17 adds XLOG_CHECKPOINT_REDO (0xE0), the redo point an online checkpoint starts at;
+# 15 and 16 have no 0xE0, so there it is a DecodeError like any unknown info value.
 _XLOG_17: InfoTable = {**_XLOG_COMMON, XLOG_CHECKPOINT_REDO: ("CHECKPOINT_REDO", I)}
 
+# The same in 15..18: xl_xact_commit/abort/prepare and their xinfo parts keep their
+# layout, except xl_xact_stats_item (dropped stats), whose objid is 64-bit from 18
+# (service/decode/xact.py stats_item_size).
 _XACT: InfoTable = {
     XLOG_XACT_COMMIT: ("COMMIT", D),
     XLOG_XACT_PREPARE: ("PREPARE", D),
@@ -188,11 +194,18 @@ _SMGR: InfoTable = {
 
 _STANDBY: InfoTable = {
     XLOG_STANDBY_LOCK: ("LOCK", I),
+    # xl_running_xacts is the same in 15..18. Written by the bgwriter about every 15 s
+    # and by CHECKPOINT; from 16 also on demand by pg_log_standby_snapshot(), which
+    # connectors.postgres.server.force_running_xacts uses there (CHECKPOINT on 15).
     XLOG_RUNNING_XACTS: ("RUNNING_XACTS", D),
     # hot-standby invalidations; logical decoding uses XLOG_XACT_INVALIDATIONS
     XLOG_INVALIDATIONS: ("INVALIDATIONS", I),
 }
 
+# xl_heap_insert/delete/update/truncate/confirm and xl_heap_header are laid out alike
+# in 15..18 (checked against pg_waldump's offsets on all four). XLOG_HEAP_INPLACE is
+# not: from 18 xl_heap_inplace carries the invalidation messages (dbId, tsId,
+# relcacheInitFileInval, nmsgs, msgs) after the offnum (service/decode/heap.py).
 _HEAP: InfoTable = {
     XLOG_HEAP_INSERT: ("INSERT", D),
     XLOG_HEAP_DELETE: ("DELETE", D),
@@ -206,6 +219,9 @@ _HEAP: InfoTable = {
 
 _HEAP2_15: InfoTable = {
     XLOG_HEAP2_REWRITE: ("REWRITE", I),
+    # xl_heap_prune / xl_heap_vacuum / xl_heap_freeze_page: 16 adds isCatalogRel to
+    # prune and freeze (and turns freeze's tuples into freeze plans); nothing here
+    # decodes them, only their xid is registered, so the layouts are never read.
     XLOG_HEAP2_PRUNE: ("PRUNE", I),
     XLOG_HEAP2_VACUUM: ("VACUUM", I),
     XLOG_HEAP2_FREEZE_PAGE: ("FREEZE_PAGE", I),
@@ -214,6 +230,9 @@ _HEAP2_15: InfoTable = {
     XLOG_HEAP2_LOCK_UPDATED: ("LOCK_UPDATED", I),
     XLOG_HEAP2_NEW_CID: ("NEW_CID", D),
 }
+# 17 merges prune, vacuum and freeze into one xl_heap_prune (reason, flags, then
+# optional parts) logged under three info values named by why it was written; the
+# other HEAP2 values are unchanged. Still not decoded (IRRELEVANT).
 _HEAP2_17: InfoTable = {
     **_HEAP2_15,
     0x10: ("PRUNE_ON_ACCESS", I),

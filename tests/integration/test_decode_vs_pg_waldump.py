@@ -1,4 +1,4 @@
-"""Differential test: pgcdc's reader + decoder against pg_waldump on real PG15/PG18 WAL.
+"""Differential test: pgcdc's reader + decoder against pg_waldump on real PG15..PG18 WAL.
 
 A workload in a fresh database covers inserts, HOT and non-HOT updates, deletes, COPY
 (multi-insert), TRUNCATE, savepoints with ROLLBACK TO, 2PC, TOAST values, logical
@@ -203,6 +203,7 @@ def test_every_record_matches_pg_waldump(
         else:
             assert prefix == ours, f"\n{line}\n{format_record(rec, info['version'])}"
         assert blkrefs == "".join(blkref_text(ref) for ref in rec.blocks), line
+    print(f"\nPostgreSQL {info['version']}: {len(records)} records equal to pg_waldump's lines")
 
 
 _OFF = re.compile(r"\boff:? (\d+)")

@@ -45,7 +45,7 @@ def _slot_samples(port: int, slot: str) -> dict[str, float]:
     return found
 
 
-def test_spill_counters_scraped_equal_reorder_buffer(pg15: dict[str, Any]) -> None:
+def test_spill_counters_scraped_equal_reorder_buffer(pg: dict[str, Any]) -> None:
     """After sync_slot_stats, pgcdc_slot_<stat>_total{slot} equals the reorder buffer's
     counter (and the server's), the spill counters moved from 0, a second sync changes
     nothing, and /healthz and /readyz answer with the worker's health."""
@@ -53,7 +53,7 @@ def test_spill_counters_scraped_equal_reorder_buffer(pg15: dict[str, Any]) -> No
         "CREATE TABLE small (id int, note text) WITH (autovacuum_enabled = off)",
         "CREATE TABLE big (id int) WITH (autovacuum_enabled = off)",
     ]
-    r = run_vs_pg(pg15, tables, list(small_and_large(10, 5_000)), work_mem_kb=64)
+    r = run_vs_pg(pg, tables, list(small_and_large(10, 5_000)), work_mem_kb=64)
     stats = r.rb_stats
     assert stats.spill_txns == r.server_stats["spill_txns"] == 1
     assert stats.spill_count == r.server_stats["spill_count"] > 1

@@ -112,11 +112,12 @@ def test_many_small_and_one_large_transaction(pg: dict[str, Any]) -> None:
     _assert_sizes(r, exact_total_bytes=True)
 
 
-def test_subtransactions_and_transactions_without_output(pg15: dict[str, Any]) -> None:
+def test_subtransactions_and_transactions_without_output(pg: dict[str, Any]) -> None:
     """A large transaction with a released and a rolled-back subtransaction (each
     spilled), and a DDL, an ANALYZE and a shared-catalog-only transaction: total_txns
     and spill_txns equal the server's, with subtransactions counted in spill_txns as
-    PostgreSQL counts them and the three output-less transactions counted."""
+    PostgreSQL counts them and the three output-less transactions counted (on 18 the
+    server skips spilling the already-aborted subxact, see below)."""
     role = f"rbpg_role_{uuid.uuid4().hex[:8]}"
     workload = [
         *small_and_large(20, 60_000, savepoint=True),
@@ -125,18 +126,31 @@ def test_subtransactions_and_transactions_without_output(pg15: dict[str, Any]) -
         Step(f"BEGIN; CREATE ROLE {role}; DROP ROLE {role}; COMMIT"),
         *NOT_COUNTED,
     ]
-    r = run_vs_pg(pg15, TABLES, workload, work_mem_kb=1024)
+    r = run_vs_pg(pg, TABLES, workload, work_mem_kb=1024)
     _assert_common(r)
-    assert r.server_stats["total_txns"] == 20 + 1 + 3
-    assert r.server_stats["spill_txns"] == 3  # top-level, kept and rolled-back subxacts
-    for name in ("total_txns", "spill_txns"):
-        assert r.pgcdc_stats[name] == r.server_stats[name], name
-    _assert_sizes(r, exact_total_bytes=False)
+    assert r.server_stats["total_txns"] == r.pgcdc_stats["total_txns"] == 20 + 1 + 3
+    # top-level, kept and rolled-back subxacts
+    assert r.pgcdc_stats["spill_txns"] == 3
+    if pg["version"] >= 18:
+        # PG18's ReorderBufferCheckMemoryLimit asks the CLOG before evicting
+        # (ReorderBufferCheckAndTruncateAbortedTXN): the rolled-back subxact, already
+        # aborted on the live server when the slot decodes it, is truncated instead of
+        # spilled. pgcdc knows of the abort only from the WAL it has read, so it
+        # spills that subxact as 15..17 do: one spill_txns and its bytes apart.
+        assert r.server_stats["spill_txns"] == 2
+        dropped = r.pgcdc_stats["spill_bytes"] - r.server_stats["spill_bytes"]
+        assert dropped > 0
+        if r.catalog_commits_in_watch == 0:  # else a queued catalog snapshot adds bytes
+            assert dropped % (80 + 24 + 28) == 0
+        assert r.server_stats["spill_count"] < r.pgcdc_stats["spill_count"]
+    else:
+        assert r.server_stats["spill_txns"] == 3
+        _assert_sizes(r, exact_total_bytes=False)
     # PostgreSQL also buffers the DDL's catalog, command-id and invalidation changes.
     assert 0 < r.server_stats["total_bytes"] - r.pgcdc_stats["total_bytes"] < 64 * 1024
 
 
-def test_catalog_snapshot_queued_by_another_database(pg15: dict[str, Any]) -> None:
+def test_catalog_snapshot_queued_by_another_database(pg: dict[str, Any]) -> None:
     """A DDL committed in another database while the large transaction is open makes
     the server queue a catalog snapshot into it: its spill_bytes and total_bytes exceed
     pgcdc's by exactly that change's size (80 + 120 + 4 per xid on PG15), while
@@ -150,7 +164,7 @@ def test_catalog_snapshot_queued_by_another_database(pg15: dict[str, Any]) -> No
             f"INSERT INTO big SELECT g FROM generate_series(1, {rows // 2}) g; COMMIT", watch=True
         ),
     ]
-    r = run_vs_pg(pg15, TABLES, workload, work_mem_kb=1024)
+    r = run_vs_pg(pg, TABLES, workload, work_mem_kb=1024)
     _assert_common(r)
     assert r.catalog_commits_in_watch >= 1
     assert r.pgcdc_stats["total_txns"] == r.server_stats["total_txns"] == 2

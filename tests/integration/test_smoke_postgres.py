@@ -10,9 +10,11 @@ import psycopg2
 import psycopg2.extras
 import pytest
 
+from service.wal.format import FORMATS
+
 pytestmark = pytest.mark.integration
 
-WAL_PAGE_MAGIC = {15: 0xD110, 18: 0xD118}
+WAL_PAGE_MAGIC = {fmt.version: magic for magic, fmt in FORMATS.items()}
 XLOG_BLCKSZ = 8192
 
 

@@ -13,6 +13,7 @@ equal what the server's output function prints.
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from collections.abc import Sequence
 from decimal import Decimal
@@ -34,6 +35,7 @@ from service.schema.tabledef import CatalogSnapshot
 from service.types.array import PgArray
 from service.types.geometric import Point
 from service.types.range import Range
+from tests.fixtures.services import require_features
 from tests.integration.extension_cases import cases as extension_cases
 from tests.integration.extension_cases import extension_ddl
 from tests.integration.test_types_vs_server import (
@@ -226,8 +228,14 @@ def snapshot_and_wal(
             fed = max(fed, done)
 
         try:
-            force_running_xacts(dsn, version)
-            catch_up()
+            # The servers are shared: a transaction of another test running at the
+            # forced RUNNING_XACTS keeps the builder from consistency; force another.
+            for _ in range(30):
+                force_running_xacts(dsn, version)
+                catch_up()
+                if session.aligned:
+                    break
+                time.sleep(0.5)
             assert session.aligned
             assert sorted(out.snap) == list(range(nrows))
             cur.execute(
@@ -254,33 +262,45 @@ def snapshot_and_wal(
     return out, server
 
 
-def test_snapshot_values_equal_wal_values(pg: dict[str, Any], db: Any, tmp_path: Path) -> None:
+# xml needs a build with libxml (not this pg18 one: there xml values cannot be stored).
+XML_CASES: list[tuple[str, list[str]]] = [
+    *[(t, v) for t, v in CASES if t.startswith("xml")],
+    ("xml[]", ["ARRAY['<a>b</a>'::xml, NULL]"]),
+    ("xml", ['\'<?xml version="1.0" encoding="UTF-8"?><r/>\'']),
+    *CASES_XML,
+]
+
+
+@pytest.mark.parametrize("family", ["core", "xml"])
+def test_snapshot_values_equal_wal_values(
+    pg: dict[str, Any], db: Any, tmp_path: Path, family: str
+) -> None:
     """Every type and edge value: the snapshot path's value and text equal the WAL
-    path's for the same stored rows, and the text equals the server's output."""
+    path's for the same stored rows, and the text equals the server's output (xml's
+    text is compared between the two paths only). `family` xml holds the xml cases,
+    which need libxml; core all the others."""
     dsn, conn = db
     version = int(pg["version"])
     cur = conn.cursor()
     cur.execute(TYPES_DDL)
-    cases = CASES + EXTRA
-    try:
-        cur.execute("SELECT '<a/>'::xml")
-    except psycopg2.errors.FeatureNotSupported:
-        assert version == 18  # this PG18 build has no libxml
-        cases = [(t, v) for t, v in cases if not t.startswith("xml")]
+    if family == "xml":
+        require_features(pg, "libxml")
+        cases = list(XML_CASES)
     else:
-        cases.append(("xml[]", ["ARRAY['<a>b</a>'::xml, NULL]"]))
-        cases.append(("xml", ['\'<?xml version="1.0" encoding="UTF-8"?><r/>\'']))
-        cases += CASES_XML
-    if version >= 17:
-        cases.append(("interval", ["'infinity'", "'-infinity'"]))
-        cases += CASES_17
+        cases = [(t, v) for t, v in CASES + EXTRA if not t.startswith("xml")]
+        if version >= 17:  # interval infinities and the jsonpath methods are new in 17
+            cases.append(("interval", ["'infinity'", "'-infinity'"]))
+            cases += CASES_17
     cols = [f"c{i}" for i in range(len(cases))]
     cur.execute(
         "CREATE TABLE everything (id int PRIMARY KEY, "
         + ", ".join(f"{c} {t}" for c, (t, _) in zip(cols, cases, strict=True))
         + ")"
     )
-    cur.execute(f"ALTER TABLE everything ALTER COLUMN c{len(CASES)} SET STORAGE EXTERNAL")
+    if family == "core":  # the first EXTRA case (large text) stored out of line
+        cur.execute(
+            f"ALTER TABLE everything ALTER COLUMN c{cases.index(EXTRA[0])} SET STORAGE EXTERNAL"
+        )
     nrows = max(len(v) for _, v in cases) + 1  # the last row is all NULLs
     for r in range(nrows):
         exprs = [v[r] if r < len(v) else "NULL" for _, v in cases]
@@ -310,7 +330,11 @@ def test_snapshot_values_equal_wal_values(pg: dict[str, Any], db: Any, tmp_path:
                 bad.append(f"{typ} row {r}: text snapshot {st!r} != server {server[r][i]!r}")
     assert not bad, "\n".join(bad[:40])
     # Every case value (NULLs included) was compared; only `opaque_t` raises on both paths.
-    assert compared >= sum(len(v) for _, v in cases) - 1
+    assert compared >= sum(len(v) for _, v in cases) - (family == "core")
+    print(f"\nPostgreSQL {version} {family}: {compared} values compared snapshot vs WAL")
+    if family == "xml":
+        assert not out.snap_errors
+        return
     opaque = cols[[t for t, _ in cases].index("opaque_t")]
     assert {k[1] for k in out.snap_errors} == {opaque}
 

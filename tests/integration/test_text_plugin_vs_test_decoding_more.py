@@ -15,6 +15,7 @@ import psycopg2
 import pytest
 
 from service.errors import SchemaMismatchError
+from tests.fixtures.services import require_features
 from tests.integration.decoding_support import DRAIN, compare
 from tests.integration.test_text_plugin_vs_test_decoding import assert_same
 
@@ -28,7 +29,7 @@ TYPES_SETUP = [
     " id int PRIMARY KEY, b bool, i2 int2, i4 int4, i8 int8, o oid, f4 float4, f8 float8,"
     " n numeric, n2 numeric(10, 3), m money, c char(5), bc bpchar, vc varchar(10), t text,"
     " nm name, ba bytea, u uuid, d date, tm time, ttz timetz, ts timestamp,"
-    " tstz timestamptz, iv interval, j json, jb jsonb, x xml, ine inet, ci cidr,"
+    " tstz timestamptz, iv interval, j json, jb jsonb, x text, ine inet, ci cidr,"
     " mac macaddr, mac8 macaddr8, bt bit(4), vb varbit, ia int[], ta text[][],"
     ' e mood, dm posint, pr pair, r int4range, tr tstzrange, nr numrange, ch "char")',
 ]
@@ -62,15 +63,10 @@ TYPES_ROWS = [
 
 def test_many_types(pg: dict[str, Any]) -> None:
     """A wide table with every type family of issue 5 (scalars, text, time with
-    infinities, json/jsonb/xml, network, bits, arrays (N-D, NULLs), enum, domain,
+    infinities, json/jsonb, network, bits, arrays (N-D, NULLs), enum, domain,
     composite, ranges): edge values print exactly as the server's output functions.
-    The PG18 build here has no libxml, so its `x` column is text instead of xml."""
-    setup = (
-        TYPES_SETUP
-        if pg["version"] == 15
-        else [sql.replace(" x xml,", " x text,") for sql in TYPES_SETUP]
-    )
-    out = compare(pg, setup, TYPES_ROWS)
+    Its `x` column is text on every build; xml has its own test (libxml builds)."""
+    out = compare(pg, TYPES_SETUP, TYPES_ROWS)
     assert_same(
         out,
         "table public.wide: DELETE: id[integer]:3",
@@ -87,6 +83,45 @@ def test_many_types(pg: dict[str, Any]) -> None:
         'ta[text[]]:\'{{a,"b c"},{NULL,""}}\'',
     ):
         assert piece in first, (piece, first)
+
+
+def test_xml_values(pg: dict[str, Any]) -> None:
+    """xml values (non-ASCII, attributes, a declaration, empty, an xml[] with a NULL),
+    inserted, updated and deleted under REPLICA IDENTITY FULL, on the builds with libxml
+    (not this pg18 build, where xml values cannot even be stored)."""
+    require_features(pg, "libxml")
+    out = compare(
+        pg,
+        ["CREATE TABLE wx (id int, x xml, xs xml[])", "ALTER TABLE wx REPLICA IDENTITY FULL"],
+        [
+            "INSERT INTO wx VALUES (1, '<a x=\"1\">ü</a>', ARRAY['<b/>'::xml, NULL])",
+            "INSERT INTO wx VALUES (2, '<r>t</r>', '{}')",
+            "INSERT INTO wx VALUES (3, '', NULL)",
+            "UPDATE wx SET x = '<c>upd</c>' WHERE id = 1",
+            "DELETE FROM wx WHERE id = 3",
+        ],
+    )
+    assert_same(
+        out,
+        "table public.wx: INSERT: id[integer]:1 x[xml]:'<a x=\"1\">ü</a>' xs[xml[]]:'{<b/>,NULL}'",
+        "table public.wx: DELETE: id[integer]:3 x[xml]:''",
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="pgcdc prints xml's stored text; xml_out drops a declaration that says only"
+    " the defaults (version 1.0, UTF-8, no standalone), as print_xml_decl decides",
+)
+def test_xml_declaration(pg: dict[str, Any]) -> None:
+    """An xml value with a default declaration prints without it, as xml_out does."""
+    require_features(pg, "libxml")
+    out = compare(
+        pg,
+        ["CREATE TABLE wxd (id int, x xml)"],
+        ["INSERT INTO wxd VALUES (1, '<?xml version=\"1.0\"?><r>t</r>')"],
+    )
+    assert_same(out, "table public.wxd: INSERT: id[integer]:1 x[xml]:'<r>t</r>'")
 
 
 def test_many_columns_and_nulls(pg: dict[str, Any]) -> None:

@@ -74,10 +74,12 @@ def test_switch_and_irrelevant_xlog_records() -> None:
 
 
 def test_checkpoint_redo_exists_only_from_pg17() -> None:
-    """XLOG 0xE0 is CHECKPOINT_REDO on PG17+, and not a PG15 record type at all."""
-    assert decode(record(0, 0xE0, b"\x00" * 4), 18) == []
-    with pytest.raises(DecodeError, match=r"XLOG record type 0xE0 for PostgreSQL 15"):
-        decode(record(0, 0xE0, b"\x00" * 4), 15)
+    """XLOG 0xE0 is CHECKPOINT_REDO on PG17+, and not a PG15 or PG16 record type."""
+    for version in (17, 18):
+        assert decode(record(0, 0xE0, b"\x00" * 4), version) == []
+    for version in (15, 16):
+        with pytest.raises(DecodeError, match=rf"XLOG record type 0xE0 for PostgreSQL {version}"):
+            decode(record(0, 0xE0, b"\x00" * 4), version)
     with pytest.raises(DecodeError, match="0xC0"):
         decode(record(0, 0xC0), 18)
 
@@ -208,8 +210,14 @@ def test_identify_names_follow_pg_waldump() -> None:
     """Type names: +INIT variants, the PG17 prune split, xact's INVALIDATION."""
     assert rt.identify(15, rt.RM_HEAP_ID, 0x80) == "INSERT+INIT"
     assert rt.identify(18, rt.RM_HEAP2_ID, 0xD0) == "MULTI_INSERT+INIT"
-    assert rt.identify(15, rt.RM_HEAP2_ID, 0x10) == "PRUNE"
-    assert rt.identify(18, rt.RM_HEAP2_ID, 0x10) == "PRUNE_ON_ACCESS"
+    for version, names in {
+        15: ("PRUNE", "VACUUM", "FREEZE_PAGE"),
+        16: ("PRUNE", "VACUUM", "FREEZE_PAGE"),
+        17: ("PRUNE_ON_ACCESS", "PRUNE_VACUUM_SCAN", "PRUNE_VACUUM_CLEANUP"),
+        18: ("PRUNE_ON_ACCESS", "PRUNE_VACUUM_SCAN", "PRUNE_VACUUM_CLEANUP"),
+    }.items():
+        got = tuple(rt.identify(version, rt.RM_HEAP2_ID, info) for info in (0x10, 0x20, 0x30))
+        assert got == names, version
     assert rt.identify(18, rt.RM_XACT_ID, 0x60 | 0x80) == "INVALIDATION"
     assert rt.identify(18, rt.RM_BTREE_ID, 0x00) is None
     assert rt.rmgr_name(130) == "custom130" and rt.rmgr_name(40) is None

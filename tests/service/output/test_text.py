@@ -112,6 +112,28 @@ def test_skip_empty_xacts_defers_begin_and_drops_empty() -> None:
     assert lines == ["BEGIN 742", "table public.t, s.u: TRUNCATE: cascade", "COMMIT 742"]
 
 
+@pytest.mark.parametrize("version", [15, 16, 17, 18])
+def test_transactional_message_opens_skipped_begin_from_17(version: int) -> None:
+    """With skip-empty-xacts, test_decoding of 17 and 18 prints BEGIN before a
+    transaction's first transactional message; that of 15 and 16 prints none."""
+    msg = Message(5, True, "pfx", b"hi")
+    lines = run(
+        {"skip-empty-xacts": "1", "include-xids": "0", "server-version": str(version)},
+        [("begin", (TXN,)), ("message", (TXN, msg)), ("commit", (TXN, 2))],
+    )
+    line = "message: transactional: 1 prefix: pfx, sz: 2 content:hi"
+    assert lines == (["BEGIN", line, "COMMIT"] if version >= 17 else [line])
+
+
+def test_quote_identifier_differs_per_version() -> None:
+    """Keywords that 16 and 17 made reserved (pg_get_keywords) are quoted from then on."""
+    assert quote_identifier("system_user", 15) == "system_user"
+    assert quote_identifier("system_user", 16) == '"system_user"'
+    assert quote_identifier("json_table", 16) == "json_table"
+    assert quote_identifier("json_table", 17) == '"json_table"'
+    assert quote_identifier("merge_action", 17) == '"merge_action"'
+
+
 def test_messages_and_two_phase_lines() -> None:
     """Messages carry size and content; 2PC lines quote the gid and add the txid."""
     msg = Message(5, False, "pfx", b"hello")

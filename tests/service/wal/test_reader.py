@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import lz4.block
 import pytest
@@ -138,6 +139,31 @@ def test_unknown_magic_is_unsupported_version() -> None:
     with pytest.raises(UnsupportedVersionError) as exc:
         list(read_all(w).records())
     assert exc.value.lsn == w.base
+
+
+GOLDEN = sorted((Path(__file__).resolve().parents[1] / "data").glob("wal*_*.bin"))
+
+
+@pytest.mark.parametrize("window", GOLDEN, ids=lambda f: f.stem)
+@pytest.mark.parametrize("magic", [0xD106, 0xD10D, 0xD11A, 0x0000])
+def test_real_wal_with_unknown_magic_is_refused(window: Path, magic: int) -> None:
+    """Real WAL (the golden windows of PG15 and PG18) whose second page claims a version
+    with no format table (13, 14, a future one, none) reads up to that page, then raises
+    UnsupportedVersionError naming the magic and the page's LSN; nothing after it."""
+    lsn = int(window.stem.split("_")[1], 16)
+    data = bytearray(window.read_bytes())
+    r = XLogReader(lsn)
+    r.feed(bytes(data), lsn)
+    intact = list(r.records())
+    struct.pack_into("<H", data, BLCK, magic)
+    r = XLogReader(lsn)
+    r.feed(bytes(data), lsn)
+    got: list[XLogRecord] = []
+    with pytest.raises(UnsupportedVersionError, match=f"0x{magic:04X}") as exc:
+        got.extend(r.records())
+    assert exc.value.lsn == lsn + BLCK
+    assert got == [rec for rec in intact if rec.end_lsn <= lsn + BLCK][: len(got)]
+    assert got and all(rec.lsn < lsn + BLCK for rec in got)
 
 
 def test_bad_crc() -> None:
