@@ -127,6 +127,8 @@ class RegistrySettings(_Section):
 class MetricsSettings(_Section):
     host: str = "0.0.0.0"
     port: int = Field(9187, ge=0, le=65535)  # 0: pick a free port
+    # /healthz turns 503 after this long without progress of the main loop (0: never).
+    watchdog_s: float = Field(300.0, ge=0)
 
 
 class SnapshotSettings(_Section):

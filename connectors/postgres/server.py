@@ -2,10 +2,17 @@
 
 Every plain (non-replication) connection pgcdc opens goes through `connect`, so how
 pgcdc connects is decided in one place: autocommit, an application name that says
-which part of pgcdc it is, and an unreachable server turned into
-`SourceUnavailableError` (retryable), or `SourceAuthError` (fatal) when the server
-refused the credentials (`connectors.postgres.classify`). Replication connections are
+which part of pgcdc it is, a `statement_timeout` (`-c statement_timeout` in the
+connection's options, so a query the server cannot finish raises instead of blocking
+the worker; the DSN itself, which the replication connection shares, carries none), and
+an unreachable server turned into `SourceUnavailableError` (retryable), or
+`SourceAuthError` (fatal) when the server refused the credentials
+(`connectors.postgres.classify`). Replication connections are
 `connectors.postgres.stream`'s.
+
+The timeout is `source.statement_timeout_s`, set once at start by the worker through
+`set_statement_timeout` (the callers pass only a DSN); until then it is
+`DEFAULT_STATEMENT_TIMEOUT_S`.
 """
 
 from __future__ import annotations
@@ -18,11 +25,24 @@ import psycopg2.extensions
 from connectors.postgres.classify import connect_error
 from service.lsn import parse_lsn
 
+DEFAULT_STATEMENT_TIMEOUT_S = 60.0
+_statement_timeout_ms = int(DEFAULT_STATEMENT_TIMEOUT_S * 1000)
+
+
+def set_statement_timeout(seconds: float) -> None:
+    """The statement_timeout of every SQL connection `connect` opens from now on."""
+    global _statement_timeout_ms  # noqa: PLW0603 (one process-wide setting, set at start)
+    _statement_timeout_ms = max(1, int(seconds * 1000))
+
 
 def connect(dsn: str, application_name: str = "pgcdc") -> psycopg2.extensions.connection:
     """An autocommit connection to the source (`SourceUnavailableError` if unreachable)."""
     try:
-        conn = psycopg2.connect(dsn, application_name=application_name)
+        conn = psycopg2.connect(
+            dsn,
+            application_name=application_name,
+            options=f"-c statement_timeout={_statement_timeout_ms}",
+        )
     except psycopg2.OperationalError as exc:
         raise connect_error(exc, application_name) from exc
     conn.autocommit = True

@@ -44,7 +44,12 @@ from connectors.avro.plugin import AvroPlugin
 from connectors.kafka.schema_store import KafkaSchemaStore
 from connectors.kafka.sink import KafkaSink
 from connectors.postgres.preflight import preflight, source_identity
-from connectors.postgres.server import connect, current_wal_lsn, force_running_xacts
+from connectors.postgres.server import (
+    connect,
+    current_wal_lsn,
+    force_running_xacts,
+    set_statement_timeout,
+)
 from connectors.postgres.slots import advance_when_released, ensure_physical_slot
 from connectors.postgres.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
 from connectors.postgres.stream import PhysicalStream
@@ -220,11 +225,21 @@ class Worker:
         # On a fresh start too the stream begins where the slot was read above, once:
         # a second read (READ_REPLICATION_SLOT) could see a later position.
         self.stream = PhysicalStream(
-            dsn, s.source.slot, start_lsn=start, busy_grace_s=s.source.slot_busy_grace_s
+            dsn,
+            s.source.slot,
+            start_lsn=start,
+            busy_grace_s=s.source.slot_busy_grace_s,
+            receive_timeout=s.source.receive_timeout_s,
         )
         session.decoding.on_committed = self._end_txn
-        session.sink.progress = self.stream.keepalive
+        session.sink.progress = self._replay_progress
         return session, start
+
+    def _replay_progress(self) -> None:
+        """Called from inside a long replay: keep the walsender and the watchdog fed."""
+        self.metrics.health.beat()
+        if self.stream is not None:
+            self.stream.keepalive()
 
     def _aligned(self, snapshot: CatalogSnapshot) -> None:
         """Consistent: from here every transaction not in `snapshot` is published."""
@@ -289,6 +304,7 @@ class Worker:
         try:
             while not self.stop.is_set():
                 for lsn, data in stream.chunks(self.stop, idle_timeout=interval):
+                    m.health.beat()
                     session.feed(lsn, data)
                     self._settle_snapshot()
                     m.received_lsn.labels(slot).set(lsn + len(data))
@@ -413,6 +429,7 @@ class Worker:
         confirmed = max(committed, self._ended_lsn, lsn)
         self.sink.end_source_txn(confirmed, session.restart_lsn(), session.history.version)
         self.sink.flush()
+        self.metrics.health.beat()
 
 
 def snapshot_horizon(snapshot_lsn: int) -> int:
@@ -434,7 +451,9 @@ def run_worker(settings: Settings) -> int:
             f"pgcdc-{source_identity(settings.source.dsn())}-{settings.source.slot}"
         )
     log.info("worker_transactional_id", transactional_id=settings.transactional_id)
+    set_statement_timeout(settings.source.statement_timeout_s)
     metrics = Metrics(settings.source.slot)
+    metrics.health.watchdog_s = settings.metrics.watchdog_s
     port = metrics.serve(settings.metrics.host, settings.metrics.port)
     log.info("metrics_serving", port=port)
     worker = Worker(settings, metrics=metrics)
