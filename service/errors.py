@@ -133,6 +133,11 @@ class WalRemovedError(FatalError):
     """WAL needed to continue without a gap has been removed from the server."""
 
 
+class SlotGapError(WalRemovedError):
+    """The slot no longer covers the restart LSN of the stored offsets (it was moved,
+    dropped and recreated, or invalidated): resuming would skip what lies between."""
+
+
 class BrokerUnavailableError(RetryableError):
     """Kafka cannot be reached or refused the request transiently."""
 

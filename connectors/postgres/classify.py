@@ -73,6 +73,12 @@ _WRONG_TYPE = (
     "with a logical replication slot",
     "is not physical",
 )
+# What to do once WAL pgcdc needed is gone: only a new snapshot closes the gap.
+NEW_SNAPSHOT_REMEDY = (
+    "Remedy: take a new snapshot: stop every worker of this slot, then run "
+    "`pgcdc run --fresh-start` once (snapshot.mode = initial re-reads every captured "
+    "table; consumers should expect each row again as op r)"
+)
 _BUSY = re.compile(r"replication slot \"?[^\"]*\"? is active for pid", re.IGNORECASE)
 _REMOVED = re.compile(r"requested WAL segment (\S+) has already been removed", re.IGNORECASE)
 
@@ -102,9 +108,7 @@ def permanent_error(
         at = f" at {format_lsn(lsn)}" if lsn is not None else ""
         return WalRemovedError(
             f"the server has removed WAL segment {removed.group(1)} that slot {slot} needs "
-            f"to continue{at}; the changes in it are lost to pgcdc. Remedy: take a new "
-            "snapshot (stop the worker, delete its offsets and schema-history topics, "
-            "drop and recreate the slot, start with snapshot.mode = initial)",
+            f"to continue{at}; the changes in it are lost to pgcdc. {NEW_SNAPSHOT_REMEDY}",
             lsn=lsn,
         )
     return None

@@ -10,7 +10,11 @@ stream reports. Slots are looked at and changed two ways:
 - by replication commands on the replication connection (`READ_REPLICATION_SLOT`,
   `CREATE_REPLICATION_SLOT … PHYSICAL RESERVE_WAL`): the stream.
 
-A slot that exists with another type is a `SourceSetupError` naming `slot_name`.
+A slot that exists with another type is a `SourceSetupError` naming `slot_name`. A
+worker resuming from stored offsets first checks that the slot still covers their
+restart LSN (`check_covers`): the slot's restart_lsn only ever moves up to a restart LSN
+already committed to Kafka, so one past it means the slot was moved, dropped and
+recreated, or invalidated while no worker ran, and WAL in between may be gone.
 Functions take an open cursor (or a DSN where they must wait for the walsender) and
 return plain values; they never retry.
 """
@@ -24,8 +28,9 @@ from typing import Any
 import psycopg2
 import psycopg2.errors
 
+from connectors.postgres.classify import NEW_SNAPSHOT_REMEDY
 from connectors.postgres.server import connect
-from service.errors import SlotTypeError, SourceSetupError
+from service.errors import SlotGapError, SlotTypeError, SourceSetupError
 from service.lsn import format_lsn, parse_lsn
 
 
@@ -82,6 +87,33 @@ def ensure_physical_slot(cur: Any, name: str) -> tuple[bool, int | None]:
         raise SourceSetupError(f"cannot create physical replication slot {name!r}: {exc}") from exc
     (lsn,) = cur.fetchone() or (None,)
     return True, parse_lsn(lsn) if lsn else None
+
+
+def check_covers(cur: Any, name: str, stored_restart: int) -> None:
+    """Raise `SlotGapError` unless slot `name` exists with restart_lsn <= `stored_restart`
+    (the restart LSN of the offsets being resumed from), naming both LSNs."""
+    state = slot_state(cur, name)
+    stored = format_lsn(stored_restart)
+    if state is None:
+        problem = f"replication slot {name} does not exist"
+    elif state.restart_lsn is None:
+        problem = (
+            f"replication slot {name} retains no WAL (wal_status {state.wal_status}: "
+            "invalidated, e.g. by max_slot_wal_keep_size)"
+        )
+    elif state.restart_lsn > stored_restart:
+        problem = (
+            f"replication slot {name} has restart_lsn {format_lsn(state.restart_lsn)}, "
+            f"past the stored offsets' restart LSN {stored}"
+        )
+    else:
+        return
+    raise SlotGapError(
+        f"{problem}, but the stored offsets resume from restart LSN {stored}: the WAL in "
+        "between was not kept for pgcdc, so resuming could skip committed transactions. "
+        + NEW_SNAPSHOT_REMEDY,
+        lsn=stored_restart,
+    )
 
 
 def drop_slot(cur: Any, name: str) -> None:

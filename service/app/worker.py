@@ -50,7 +50,7 @@ from connectors.postgres.server import (
     force_running_xacts,
     set_statement_timeout,
 )
-from connectors.postgres.slots import advance_when_released, ensure_physical_slot
+from connectors.postgres.slots import advance_when_released, check_covers, ensure_physical_slot
 from connectors.postgres.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
 from connectors.postgres.stream import PhysicalStream
 from service.app.metrics import Metrics
@@ -181,6 +181,7 @@ class Worker:
             )
         if last is not None and stored is not None:
             start = last.restart_lsn
+            self._check_slot_covers(start)
             session = Session(
                 config,
                 plugin,
@@ -276,6 +277,16 @@ class Worker:
         self.sink.end_source_txn(lsn, session.restart_lsn(), history.version)
         self.sink.flush()
         log.info("snapshot_committed", confirmed_lsn=format_lsn(lsn))
+
+    def _check_slot_covers(self, restart_lsn: int) -> None:
+        """The slot still pins the WAL from the stored restart LSN on (issue 11, defect
+        4): else resuming would silently skip what lies in between (`SlotGapError`)."""
+        conn = connect(self.settings.source.dsn())
+        try:
+            with conn.cursor() as cur:
+                check_covers(cur, self.settings.source.slot, restart_lsn)
+        finally:
+            conn.close()
 
     def _slot_restart_lsn(self) -> int:
         """The slot's restart LSN, creating the slot (reserving WAL) if it is missing."""

@@ -110,11 +110,11 @@ def test_replication_stream_reconnects_after_the_receive_timeout(
             stop.set()
             thread.join(30)
             stream.close()
+            with admin.cursor() as cur:
+                cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+            admin.close()
     for (lsn, size), (nxt, _) in itertools.pairwise(chunks):
         assert lsn + size == nxt, f"gap or overlap at {lsn:X}"
-    with admin.cursor() as cur:
-        cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
-    admin.close()
 
 
 def _healthz(port: int) -> int:
