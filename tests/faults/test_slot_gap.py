@@ -110,7 +110,7 @@ def test_slot_recreated_after_its_wal_was_removed_is_fatal(
                 try:
                     for _ in stream.chunks(idle_timeout=5):
                         pass
-                except BaseException as exc:  # noqa: BLE001 (handed to the test thread)
+                except BaseException as exc:
                     raised.append(exc)
 
             thread = threading.Thread(target=read, daemon=True)
