@@ -133,6 +133,10 @@ class MetricsSettings(_Section):
 
 class SnapshotSettings(_Section):
     mode: Literal["initial", "never"] = "initial"
+    # Allow a new start (a new snapshot with mode `initial`) where the stored state
+    # cannot be resumed: offsets lost while the schema history remains, or a slot that
+    # no longer covers the stored offsets. Valid offsets are resumed all the same.
+    fresh_start: bool = False
 
 
 class FilterSettings(_Section):

@@ -50,14 +50,26 @@ from connectors.postgres.server import (
     force_running_xacts,
     set_statement_timeout,
 )
-from connectors.postgres.slots import advance_when_released, check_covers, ensure_physical_slot
+from connectors.postgres.slots import (
+    advance_when_released,
+    check_covers,
+    drop_slot,
+    ensure_physical_slot,
+)
 from connectors.postgres.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
 from connectors.postgres.stream import PhysicalStream
 from service.app.metrics import Metrics
 from service.app.session import Session, SessionConfig
 from service.config import Settings
 from service.decode.events import CommitEvent
-from service.errors import PgcdcError, RestartableError, SourceSetupError, SourceUnavailableError
+from service.errors import (
+    OffsetsMissingError,
+    PgcdcError,
+    RestartableError,
+    SlotGapError,
+    SourceSetupError,
+    SourceUnavailableError,
+)
 from service.lsn import format_lsn
 from service.output.api import OutputRecord
 from service.pgconst import UNIX_EPOCH_SECS
@@ -170,7 +182,18 @@ class Worker:
             if isinstance(record, OutputRecord):
                 events.labels(slot_name, record.topic, record.op or "-").inc()
 
-        stored = KafkaSchemaStore(s, self.sink).load_latest() if last is not None else None
+        stored = KafkaSchemaStore(s, self.sink).load_latest()
+        if last is None and stored is not None and not s.snapshot.fresh_start:
+            # The history is committed in the same Kafka transaction as the first
+            # offsets: history without offsets means the offsets topic was lost, and a
+            # silent new snapshot would skip the gap's changes (issue 11, defect 5).
+            raise OffsetsMissingError(
+                f"no offsets for slot {s.source.slot} in {self.sink.offsets_topic}, but "
+                f"the schema-history topic holds version {stored[0]} from an earlier "
+                "run: the offsets topic was deleted or truncated. Restore it, or start "
+                "over deliberately with a new snapshot: `pgcdc run --fresh-start` "
+                "(snapshot.fresh_start)",
+            )
         if last is not None and stored is None:
             # Offsets without the history they were committed with: starting fresh would
             # publish everything again, guessing a history would decode wrongly.
@@ -180,8 +203,17 @@ class Worker:
                 lsn=last.confirmed_lsn,
             )
         if last is not None and stored is not None:
+            try:
+                self._check_slot_covers(last.restart_lsn)
+            except SlotGapError as exc:
+                if not s.snapshot.fresh_start:
+                    raise
+                log.warning("worker_fresh_start", reason=str(exc))
+                last = None
+        elif stored is not None:
+            log.warning("worker_fresh_start", reason="offsets missing, history present")
+        if last is not None and stored is not None:
             start = last.restart_lsn
-            self._check_slot_covers(start)
             session = Session(
                 config,
                 plugin,
@@ -295,6 +327,10 @@ class Worker:
         try:
             with conn.cursor() as cur:
                 _, restart = ensure_physical_slot(cur, slot)
+                if restart is None and self.settings.snapshot.fresh_start:
+                    # Invalidated (max_slot_wal_keep_size): a new start needs a new slot.
+                    drop_slot(cur, slot)
+                    _, restart = ensure_physical_slot(cur, slot)
         finally:
             conn.close()
         if restart is None:

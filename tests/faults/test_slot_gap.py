@@ -18,7 +18,7 @@ from connectors.postgres.stream import PhysicalStream
 from service.errors import WalRemovedError
 from service.lsn import format_lsn
 from tests.faults import pgctl
-from tests.integration.pipeline_kafka_support import Pipeline, insert_lsn, pipeline
+from tests.integration.pipeline_kafka_support import Pipeline, insert_lsn, pipeline, read_all
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -54,7 +54,8 @@ def test_slot_moved_past_the_stored_offsets_is_fatal(
     """While the worker is down, rows are inserted and the slot is advanced to the
     server's current position (WAL still there). The next start exits 1 with
     SlotGapError naming the slot's restart_lsn, the stored restart LSN and the remedy,
-    instead of resuming and publishing nothing of the rows in between."""
+    instead of resuming and publishing nothing of the rows in between; `run
+    --fresh-start` then publishes a new snapshot holding them."""
     with pipeline(fault_pg15, kafka, registry, "gap", ["CREATE TABLE t (id int)"]) as p:
         stored = _run_then_stop(p)
         p.execute("INSERT INTO t SELECT generate_series(100, 199)")
@@ -63,6 +64,14 @@ def test_slot_moved_past_the_stored_offsets_is_fatal(
             (p.slot,),
         )[0][0]
         _refuses(p, "SlotGapError", format_lsn(stored), moved, "--fresh-start")
+        # The remedy it names works: a new snapshot holds the rows of the gap.
+        worker = p.start_worker("--fresh-start")
+        worker.wait_ready(90)
+        p.wait_confirmed(insert_lsn(p.connect().cursor()), 60, worker)
+        assert worker.terminate() == 0, worker.tail()
+        reads = read_all(p.settings(), [p.topic("t")])
+        snapshot = [r.value["after"]["id"] for r in reads if r.value and r.value["op"] == "r"]
+        assert sorted(snapshot) == [*range(1, 51), *range(100, 200)]
 
 
 def _remove_wal_of(cur: Any, lsn: int) -> str:
