@@ -16,6 +16,11 @@ failure, or None for one worth retrying:
 - WAL the slot should have kept is gone (`requested WAL segment … has already been
   removed`): `WalRemovedError`, naming the LSN and the remedy (a new snapshot).
 
+`is_transient(exc)` tells the SQL errors that a plain retry of the same statement
+cures: deadlock_detected (40P01), serialization_failure (40001) and
+lock_not_available (55P03), e.g. a live catalog query that met a concurrent VACUUM
+FULL of a catalog table (`connectors.postgres.server.retry_transient` retries them).
+
 `is_slot_busy(exc)` tells the one failure that is permanent only after a while: the slot
 is active under another walsender. The caller retries it for a grace period (a dying
 worker's walsender may take a moment to go), then raises `SlotBusyError`.
@@ -112,6 +117,14 @@ def permanent_error(
             lsn=lsn,
         )
     return None
+
+
+TRANSIENT_SQLSTATES = frozenset({"40P01", "40001", "55P03"})
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether `exc` is a SQL error that running the statement again can cure."""
+    return isinstance(exc, psycopg2.Error) and exc.pgcode in TRANSIENT_SQLSTATES
 
 
 def is_slot_busy(exc: BaseException) -> bool:
