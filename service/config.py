@@ -53,6 +53,11 @@ class SourceSettings(_Section):
     # How long the slot may stay active under another walsender before `run` gives up
     # with a fatal error (the other process is a live worker, not a dying one).
     slot_busy_grace_s: float = Field(60.0, ge=0)
+    # High availability: while the slot is active under another walsender at start,
+    # wait as a standby (/readyz 503, pgcdc_standby 1) for as long as it takes, and
+    # take over once it is released. False: exit 1 (SlotBusyError) after
+    # slot_busy_grace_s instead. Fencing by transactional.id stays the safety net.
+    standby: bool = True
     # Every connection: libpq connect_timeout and TCP keepalives, and statement_timeout
     # on SQL connections, so a stalled server raises instead of blocking forever.
     connect_timeout_s: int = Field(10, ge=1)

@@ -43,26 +43,28 @@ class SlotState:
     restart_lsn: int | None  # None: the slot reserves no WAL yet
     wal_status: str | None
     retained_bytes: int
+    active_pid: int | None = None  # the walsender holding the slot, while active
 
 
 def slot_state(cur: Any, name: str) -> SlotState | None:
     """The slot's row, or None when there is no such slot."""
     cur.execute(
         "SELECT slot_type, active, restart_lsn::text, wal_status,"
-        " pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), restart_lsn)"
-        " FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
+        " pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), restart_lsn),"
+        " active_pid FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
         (name,),
     )
     row = cur.fetchone()
     if row is None:
         return None
-    slot_type, active, restart, wal_status, retained = row
+    slot_type, active, restart, wal_status, retained, pid = row
     return SlotState(
         str(slot_type),
         bool(active),
         parse_lsn(restart) if restart else None,
         wal_status,
         int(retained or 0),
+        int(pid) if pid is not None else None,
     )
 
 

@@ -165,6 +165,12 @@ class Metrics:
             registry=r,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
         )
+        self.standby = Gauge(
+            "pgcdc_standby",
+            "1 while waiting as a standby for the slot another worker holds",
+            lsn,
+            registry=r,
+        )
         self.health = Health()
         self._snapshot_rows_seen = 0.0
         self._server: ThreadingHTTPServer | None = None

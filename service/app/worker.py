@@ -25,6 +25,13 @@ the same Kafka transaction. Slot feedback moves only in `on_committed`, after Ka
 committed. Heartbeats on an idle database write a heartbeat record and an offset, so
 the slot keeps moving.
 
+Standby (`source.standby`, before step 1): while the slot is active under another
+walsender the worker waits, polling once a second, with /readyz 503 and
+`pgcdc_standby` 1, and touches neither Kafka (init_transactions would fence the active
+worker) nor the slot; once the slot is released it starts as above. Two workers
+started at the same moment may both pass the wait: then fencing decides, and the
+fenced one, restarted, waits as the standby.
+
 SIGTERM or SIGINT: stop reading, commit what is complete (or abort the open Kafka
 transaction), send the final slot feedback, exit 0.
 """
@@ -55,6 +62,7 @@ from connectors.postgres.slots import (
     check_covers,
     drop_slot,
     ensure_physical_slot,
+    slot_state,
 )
 from connectors.postgres.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
 from connectors.postgres.stream import PhysicalStream
@@ -337,8 +345,37 @@ class Worker:
             raise SourceSetupError(f"physical slot {slot} reserves no WAL", field="slot_name")
         return restart
 
+    def _wait_as_standby(self) -> bool:
+        """Wait while another walsender holds the slot; False if stopped meanwhile."""
+        m, slot = self.metrics, self.settings.source.slot
+        announced: int | None = None
+        while not self.stop.is_set():
+            conn = connect(self.settings.source.dsn(), "pgcdc-standby")
+            try:
+                with conn.cursor() as cur:
+                    state = slot_state(cur, slot)
+            finally:
+                conn.close()
+            m.health.beat()  # waiting is what a standby is for: it stays live
+            if state is None or not state.active:
+                if announced is not None:
+                    log.info("worker_standby_takes_over", previous_pid=announced)
+                m.standby.labels(slot).set(0)
+                return True
+            if announced != state.active_pid:
+                log.info("worker_standby", slot=slot, active_pid=state.active_pid)
+                announced = state.active_pid
+            m.standby.labels(slot).set(1)
+            m.health.ready = False
+            m.health.reason = f"standby: slot {slot} is active for PID {state.active_pid}"
+            self.stop.wait(1.0)
+        return False
+
     def run(self) -> int:
         m, slot = self.metrics, self.settings.source.slot
+        if self.settings.source.standby and not self._wait_as_standby():
+            log.info("worker_stopped", decoded_lsn=None)
+            return 0
         self.session, _ = self._open()
         session, stream = self.session, self.stream
         assert stream is not None

@@ -66,16 +66,16 @@ def test_logical_slot_of_the_same_name_is_fatal(
 def test_slot_held_by_another_process_is_fatal_after_the_grace(
     fault_pg15: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
 ) -> None:
-    """While another replication connection holds the slot, the worker retries for
-    source.slot_busy_grace_s (here 3 s), then exits 1 with SlotBusyError, instead of
-    exhausting its reconnects into exit 3."""
+    """With source.standby off, while another replication connection holds the slot,
+    the worker retries for source.slot_busy_grace_s (here 3 s), then exits 1 with
+    SlotBusyError, instead of exhausting its reconnects into exit 3."""
     with pipeline(
         fault_pg15,
         kafka,
         registry,
         "busy",
         ["CREATE TABLE t (id int)"],
-        extra_env={"PGCDC_SOURCE__SLOT_BUSY_GRACE_S": "3"},
+        extra_env={"PGCDC_SOURCE__SLOT_BUSY_GRACE_S": "3", "PGCDC_SOURCE__STANDBY": "false"},
     ) as p:
         holder = psycopg2.connect(
             p.dsn, connection_factory=psycopg2.extras.PhysicalReplicationConnection
