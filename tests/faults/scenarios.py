@@ -355,9 +355,16 @@ def registry_outage_during_ddl(ctx: Context) -> None:
 
 
 def spill_disk_full(ctx: Context) -> None:
-    """The spill directory (a 1 MB tmpfs) fills up with a 20k-row transaction; after
-    30 s (10 in quick mode) it grows to 256 MB, as an operator freeing space would."""
+    """The spill directory (a 1 MB tmpfs) fills up with a 100k-row transaction; 30 s
+    (10 in quick mode) after the worker first failed it grows to 256 MB, as an
+    operator freeing space would."""
     mount = ctx.p.state_dir / "small"
+    ctx.wl.big_transaction(100_000, 900_000_000)
+    deadline = time.monotonic() + 120
+    while not ctx.sup.exits and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if not ctx.sup.exits:
+        ctx.notes.append("the spill never failed")
     time.sleep(ctx.seconds(30, 10))
     subprocess.run(["mount", "-o", "remount,size=256m", str(mount)], check=True)
     ctx.end_of_fault()

@@ -121,6 +121,29 @@ class ContinuousWorkload(Workload):
         self.outcomes.append(out)
         return out
 
+    def big_transaction(self, rows: int, first_id: int) -> FaultTxn:
+        """One `rows`-row ledger insert on a connection of its own (ids from `first_id`,
+        apart from the loop's), committed; safe to call while the loop runs."""
+        conn = self.p.connect()
+        try:
+            cur = conn.cursor()
+            cur.execute("BEGIN")
+            cur.execute("SELECT pg_current_xact_id()::text::bigint")
+            xid8 = int(cur.fetchone()[0])
+            out = FaultTxn(xid8 & 0xFFFFFFFF, committed=False, xid8=xid8)
+            cur.execute(
+                "INSERT INTO ledger SELECT g, g % 977, g % 10000, 'huge ' || g "
+                f"FROM generate_series({first_id}, {first_id + rows - 1}) g"
+            )
+            out.events["ledger"] = cur.rowcount
+            out.commit_from = insert_lsn(cur)
+            cur.execute("COMMIT")
+            out.committed = True
+        finally:
+            conn.close()
+        self.outcomes.append(out)
+        return out
+
     def ddl(self, sql: str) -> None:
         """A schema change on a connection of its own, in its own transaction (retried
         while the server is away); safe to call while the loop runs."""
