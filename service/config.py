@@ -53,6 +53,11 @@ class SourceSettings(_Section):
     # How long the slot may stay active under another walsender before `run` gives up
     # with a fatal error (the other process is a live worker, not a dying one).
     slot_busy_grace_s: float = Field(60.0, ge=0)
+    # High availability: while the slot is active under another walsender at start,
+    # wait as a standby (/readyz 503, pgcdc_standby 1) for as long as it takes, and
+    # take over once it is released. False: exit 1 (SlotBusyError) after
+    # slot_busy_grace_s instead. Fencing by transactional.id stays the safety net.
+    standby: bool = True
     # Every connection: libpq connect_timeout and TCP keepalives, and statement_timeout
     # on SQL connections, so a stalled server raises instead of blocking forever.
     connect_timeout_s: int = Field(10, ge=1)
@@ -133,6 +138,8 @@ class RegistrySettings(_Section):
 class MetricsSettings(_Section):
     host: str = "0.0.0.0"
     port: int = Field(9187, ge=0, le=65535)  # 0: pick a free port
+    # /healthz turns 503 after this long without progress of the main loop (0: never).
+    watchdog_s: float = Field(300.0, ge=0)
 
 
 class SnapshotSettings(_Section):
@@ -141,6 +148,10 @@ class SnapshotSettings(_Section):
     # initial: snapshot every captured table at the first start; initial_and_new_tables:
     # also, at a later start, every table the filters newly capture; never: stream only.
     mode: Literal["initial", "initial_and_new_tables", "never"] = "initial"
+    # Allow a new start (a new snapshot with mode `initial`) where the stored state
+    # cannot be resumed: offsets lost while the schema history remains, or a slot that
+    # no longer covers the stored offsets. Valid offsets are resumed all the same.
+    fresh_start: bool = False
     # How the initial snapshot is read. blocking: one Kafka transaction at the consistent
     # point, decoding paused (every r strictly before its changes). chunked: chunks between
     # DBLog watermarks while streaming goes on, each committed with a progress record

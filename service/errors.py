@@ -133,6 +133,17 @@ class WalRemovedError(FatalError):
     """WAL needed to continue without a gap has been removed from the server."""
 
 
+class SlotGapError(WalRemovedError):
+    """The slot no longer covers the restart LSN of the stored offsets (it was moved,
+    dropped and recreated, or invalidated): resuming would skip what lies between."""
+
+
+class OffsetsMissingError(FatalError):
+    """No stored offsets, but the schema-history topic shows that an earlier run
+    published: the offsets topic was lost, and starting over would silently re-snapshot
+    and skip what changed in between."""
+
+
 class BrokerUnavailableError(RetryableError):
     """Kafka cannot be reached or refused the request transiently."""
 

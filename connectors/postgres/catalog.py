@@ -15,7 +15,9 @@ and the initial `CatalogSnapshot`; implements the history's `LiveCatalog` protoc
 The definition query is `sql/table_def.sql`, the same text `pgcdc setup` installs as
 the body of `pgcdc.table_def(oid)` for the DDL trigger, so both sources agree by
 construction. The pure decoder never calls this module; the pipeline injects it.
-Errors of the connection surface as `SourceUnavailableError` (retry).
+Errors of the connection surface as `SourceUnavailableError` (retry); a deadlock,
+serialization failure or lock timeout of a live query is retried with backoff first
+(`server.retry_transient`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 import psycopg2
 import psycopg2.extensions
 
+from connectors.postgres.server import retry_transient
 from service.errors import SourceUnavailableError
 from service.lsn import parse_lsn
 from service.schema.tabledef import CatalogSnapshot, TableDef
@@ -103,11 +106,14 @@ class Catalog:
         return self._conn
 
     def _query(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        self.queries += 1
-        try:
+        def attempt() -> list[tuple[Any, ...]]:
+            self.queries += 1
             with self._connection().cursor() as cur:
                 cur.execute(sql, params)
                 return list(cur.fetchall())
+
+        try:
+            return retry_transient("catalog query", attempt)
         except (psycopg2.OperationalError, psycopg2.InterfaceError) as exc:
             self.close()
             raise SourceUnavailableError(f"catalog query failed: {exc}") from exc

@@ -16,6 +16,11 @@ failure, or None for one worth retrying:
 - WAL the slot should have kept is gone (`requested WAL segment … has already been
   removed`): `WalRemovedError`, naming the LSN and the remedy (a new snapshot).
 
+`is_transient(exc)` tells the SQL errors that a plain retry of the same statement
+cures: deadlock_detected (40P01), serialization_failure (40001) and
+lock_not_available (55P03), e.g. a live catalog query that met a concurrent VACUUM
+FULL of a catalog table (`connectors.postgres.server.retry_transient` retries them).
+
 `is_slot_busy(exc)` tells the one failure that is permanent only after a while: the slot
 is active under another walsender. The caller retries it for a grace period (a dying
 worker's walsender may take a moment to go), then raises `SlotBusyError`.
@@ -73,6 +78,12 @@ _WRONG_TYPE = (
     "with a logical replication slot",
     "is not physical",
 )
+# What to do once WAL pgcdc needed is gone: only a new snapshot closes the gap.
+NEW_SNAPSHOT_REMEDY = (
+    "Remedy: take a new snapshot: stop every worker of this slot, then run "
+    "`pgcdc run --fresh-start` once (snapshot.mode = initial re-reads every captured "
+    "table; consumers should expect each row again as op r)"
+)
 _BUSY = re.compile(r"replication slot \"?[^\"]*\"? is active for pid", re.IGNORECASE)
 _REMOVED = re.compile(r"requested WAL segment (\S+) has already been removed", re.IGNORECASE)
 
@@ -102,12 +113,18 @@ def permanent_error(
         at = f" at {format_lsn(lsn)}" if lsn is not None else ""
         return WalRemovedError(
             f"the server has removed WAL segment {removed.group(1)} that slot {slot} needs "
-            f"to continue{at}; the changes in it are lost to pgcdc. Remedy: take a new "
-            "snapshot (stop the worker, delete its offsets and schema-history topics, "
-            "drop and recreate the slot, start with snapshot.mode = initial)",
+            f"to continue{at}; the changes in it are lost to pgcdc. {NEW_SNAPSHOT_REMEDY}",
             lsn=lsn,
         )
     return None
+
+
+TRANSIENT_SQLSTATES = frozenset({"40P01", "40001", "55P03"})
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether `exc` is a SQL error that running the statement again can cure."""
+    return isinstance(exc, psycopg2.Error) and exc.pgcode in TRANSIENT_SQLSTATES
 
 
 def is_slot_busy(exc: BaseException) -> bool:

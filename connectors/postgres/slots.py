@@ -10,7 +10,11 @@ stream reports. Slots are looked at and changed two ways:
 - by replication commands on the replication connection (`READ_REPLICATION_SLOT`,
   `CREATE_REPLICATION_SLOT … PHYSICAL RESERVE_WAL`): the stream.
 
-A slot that exists with another type is a `SourceSetupError` naming `slot_name`.
+A slot that exists with another type is a `SourceSetupError` naming `slot_name`. A
+worker resuming from stored offsets first checks that the slot still covers their
+restart LSN (`check_covers`): the slot's restart_lsn only ever moves up to a restart LSN
+already committed to Kafka, so one past it means the slot was moved, dropped and
+recreated, or invalidated while no worker ran, and WAL in between may be gone.
 Functions take an open cursor (or a DSN where they must wait for the walsender) and
 return plain values; they never retry.
 """
@@ -24,8 +28,9 @@ from typing import Any
 import psycopg2
 import psycopg2.errors
 
+from connectors.postgres.classify import NEW_SNAPSHOT_REMEDY
 from connectors.postgres.server import connect
-from service.errors import SlotTypeError, SourceSetupError
+from service.errors import SlotGapError, SlotTypeError, SourceSetupError
 from service.lsn import format_lsn, parse_lsn
 
 
@@ -38,26 +43,28 @@ class SlotState:
     restart_lsn: int | None  # None: the slot reserves no WAL yet
     wal_status: str | None
     retained_bytes: int
+    active_pid: int | None = None  # the walsender holding the slot, while active
 
 
 def slot_state(cur: Any, name: str) -> SlotState | None:
     """The slot's row, or None when there is no such slot."""
     cur.execute(
         "SELECT slot_type, active, restart_lsn::text, wal_status,"
-        " pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), restart_lsn)"
-        " FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
+        " pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), restart_lsn),"
+        " active_pid FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
         (name,),
     )
     row = cur.fetchone()
     if row is None:
         return None
-    slot_type, active, restart, wal_status, retained = row
+    slot_type, active, restart, wal_status, retained, pid = row
     return SlotState(
         str(slot_type),
         bool(active),
         parse_lsn(restart) if restart else None,
         wal_status,
         int(retained or 0),
+        int(pid) if pid is not None else None,
     )
 
 
@@ -82,6 +89,33 @@ def ensure_physical_slot(cur: Any, name: str) -> tuple[bool, int | None]:
         raise SourceSetupError(f"cannot create physical replication slot {name!r}: {exc}") from exc
     (lsn,) = cur.fetchone() or (None,)
     return True, parse_lsn(lsn) if lsn else None
+
+
+def check_covers(cur: Any, name: str, stored_restart: int) -> None:
+    """Raise `SlotGapError` unless slot `name` exists with restart_lsn <= `stored_restart`
+    (the restart LSN of the offsets being resumed from), naming both LSNs."""
+    state = slot_state(cur, name)
+    stored = format_lsn(stored_restart)
+    if state is None:
+        problem = f"replication slot {name} does not exist"
+    elif state.restart_lsn is None:
+        problem = (
+            f"replication slot {name} retains no WAL (wal_status {state.wal_status}: "
+            "invalidated, e.g. by max_slot_wal_keep_size)"
+        )
+    elif state.restart_lsn > stored_restart:
+        problem = (
+            f"replication slot {name} has restart_lsn {format_lsn(state.restart_lsn)}, "
+            f"past the stored offsets' restart LSN {stored}"
+        )
+    else:
+        return
+    raise SlotGapError(
+        f"{problem}, but the stored offsets resume from restart LSN {stored}: the WAL in "
+        "between was not kept for pgcdc, so resuming could skip committed transactions. "
+        + NEW_SNAPSHOT_REMEDY,
+        lsn=stored_restart,
+    )
 
 
 def drop_slot(cur: Any, name: str) -> None:

@@ -22,6 +22,11 @@ Behaviour:
   at the end of the bytes already delivered (the slot retains everything from the
   restart LSN, which is never past that point), so the chunks stay contiguous. After
   `max_retries` failed attempts in a row, `SourceUnavailableError` is raised.
+- Receive timeout, as the walreceiver's wal_receiver_timeout (WalReceiverMain): when
+  nothing at all (WAL or keepalive) has come for half of `receive_timeout` the status
+  update asks the walsender for a reply; when nothing has come for the whole of it the
+  connection counts as lost and is re-established as above. A silently stalled
+  network therefore costs at most `receive_timeout`, never a wedged worker.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ class PhysicalStream:
         backoff_initial: float = 0.5,
         backoff_max: float = 30.0,
         busy_grace_s: float = 60.0,
+        receive_timeout: float = 60.0,
     ) -> None:
         self._dsn = dsn
         self.slot_name = slot_name
@@ -74,6 +80,7 @@ class PhysicalStream:
         self._backoff_initial = backoff_initial
         self._backoff_max = backoff_max
         self._busy_grace_s = busy_grace_s
+        self._receive_timeout = receive_timeout
         self.restart_lsn: int = 0  # flush position reported to the server
         self.received_lsn: int | None = None  # end of the bytes delivered so far
         self.server_version: int | None = None
@@ -202,10 +209,30 @@ class PhysicalStream:
     ) -> Iterator[tuple[int, bytes]]:
         last_data = time.monotonic()
         last_feedback = 0.0
+        # When anything (WAL or a keepalive, which read_message swallows) last came
+        # from the server: the socket was readable or a message was returned.
+        heard = last_data
+        asked = False  # a reply was requested since the server was last heard
         self._cur = cur
         while stop is None or not stop.is_set():
             msg = cur.read_message()  # answers keepalives that request a reply
             now = time.monotonic()
+            if msg is not None:
+                heard, asked = now, False
+            elif now - heard >= self._receive_timeout:
+                log.warning(
+                    "replication_receive_timeout",
+                    silent_s=round(now - heard, 1),
+                    received_lsn=format_lsn(self.received_lsn or 0),
+                )
+                raise psycopg2.OperationalError(
+                    f"no message from the walsender for {self._receive_timeout:.0f}s "
+                    "(source.receive_timeout_s)"
+                )
+            elif not asked and now - heard >= self._receive_timeout / 2:
+                # As WalReceiverMain's ping: ask the walsender to answer at once.
+                self._feedback(cur, reply=True)
+                asked = True
             if msg is not None:
                 start = msg.data_start
                 payload: bytes = msg.payload
@@ -230,7 +257,9 @@ class PhysicalStream:
                 if idle_timeout is not None and now - last_data >= idle_timeout:
                     self.close()
                     return
-                select.select([cur], [], [], 0.2)
+                readable, _, _ = select.select([cur], [], [], 0.2)
+                if readable:
+                    heard, asked = time.monotonic(), False
 
     def keepalive(self) -> None:
         """Send a status update if none went out lately, from inside a long replay.
@@ -252,7 +281,7 @@ class PhysicalStream:
             # The next read raises the same and reconnects; nothing is lost here.
             log.warning("replication_keepalive_failed", error=str(exc).strip())
 
-    def _feedback(self, cur: Any, *, force: bool = False) -> None:
+    def _feedback(self, cur: Any, *, force: bool = False, reply: bool = False) -> None:
         self._last_keepalive = time.monotonic()
         flush = self.restart_lsn
         # psycopg2 moves the reported flush position on to a keepalive's wal_end once
@@ -267,5 +296,9 @@ class PhysicalStream:
         # after. The callers throttle (status_interval, KEEPALIVE_INTERVAL_S).
         del force
         cur.send_feedback(
-            write_lsn=self.received_lsn or flush, flush_lsn=flush, apply_lsn=flush, force=True
+            write_lsn=self.received_lsn or flush,
+            flush_lsn=flush,
+            apply_lsn=flush,
+            reply=reply,
+            force=True,
         )

@@ -4,6 +4,8 @@
 (`CatalogTypes`): the facts of type OIDs the row decoder meets for the first time,
 their `format_type()` names, and `MissingSend` for columns filled from attmissingval
 (ADD COLUMN ... DEFAULT), read as the initial snapshot reads values (COPY BINARY).
+A deadlock, serialization failure or lock timeout of these queries is retried with
+backoff (`server.retry_transient`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import psycopg2
 
 from connectors.postgres.catalog_types import CatalogTypes
-from connectors.postgres.server import connect
+from connectors.postgres.server import connect, retry_transient
 from connectors.postgres.snapshot_reader import CopyRows
 from service.errors import DecodeError
 from service.types.registry import TypeRegistry
@@ -27,22 +29,28 @@ class TypeLoader:
         self._types = CatalogTypes(self._conn)
 
     def types(self, oids: Sequence[int]) -> TypeRegistry:
-        return self._types.ensure(oids)
+        # ensure() skips what it has cached, so running it again after a failure is safe.
+        return retry_transient("type query", lambda: self._types.ensure(oids))
 
     def names(self, oids: Sequence[int]) -> Mapping[int, str]:
-        with self._conn.cursor() as cur:
-            cur.execute(
-                "SELECT oid, pg_catalog.format_type(oid, NULL) FROM pg_catalog.pg_type "
-                "WHERE oid = ANY(%s)",
-                (list(oids),),
-            )
-            return {int(oid): str(name) for oid, name in cur.fetchall()}
+        def attempt() -> Mapping[int, str]:
+            with self._conn.cursor() as cur:
+                cur.execute(
+                    "SELECT oid, pg_catalog.format_type(oid, NULL) FROM pg_catalog.pg_type "
+                    "WHERE oid = ANY(%s)",
+                    (list(oids),),
+                )
+                return {int(oid): str(name) for oid, name in cur.fetchall()}
+
+        return retry_transient("type name query", attempt)
 
     def missing_send(self, type_oid: int, typmod: int, literal: str) -> bytes | None:
         """`service.types.rowdecode.MissingSend`: attmissingval's element as the type, in send
         format (COPY BINARY, as the snapshot reads values; UTF-8 like the stored text)."""
         fields: list[bytes | None] = []
-        try:
+
+        def attempt() -> None:
+            fields.clear()
             with self._conn.cursor() as cur:
                 if self._conn.encoding != "UTF8":
                     self._conn.set_client_encoding("UTF8")
@@ -64,6 +72,9 @@ class TypeLoader:
                 target = CopyRows(1, fields.extend)
                 cur.copy_expert(sql, target)
                 target.close()
+
+        try:
+            retry_transient("attmissingval query", attempt)
         except (psycopg2.DataError, psycopg2.ProgrammingError) as exc:
             raise DecodeError(
                 f"the server cannot read {literal!r} as type {type_oid}: {exc}".strip()

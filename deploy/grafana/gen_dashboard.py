@@ -16,6 +16,7 @@ Layout, top to bottom:
 - Kafka and schema registry: commits/aborts, errors by kind, registry calls/errors,
   commit-to-Kafka latency p50/p99 from the histogram.
 - Initial snapshot: tables done of total, rows/s by table.
+- High availability: workers waiting as standbys (pgcdc_standby).
 
 Standard library only.
 """
@@ -523,6 +524,18 @@ def build() -> dict[str, Any]:
             "table whose chunks are being published.",
         ),
         12,
+        8,
+    )
+
+    g.row("High availability")
+    g.add(
+        timeseries(
+            "Standby workers",
+            [target(f"sum by (slot) (pgcdc_standby{sel})", "{{slot}}")],
+            "short",
+            "Workers waiting as a standby for the slot another worker holds (source.standby).",
+        ),
+        24,
         8,
     )
 

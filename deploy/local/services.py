@@ -14,7 +14,8 @@ Services and their ports (all on 127.0.0.1):
     registry 18081: the default set, what `up` with no NAME starts and the suite uses;
     pg18v 55419 (pgvector 18 without contrib; pg18 has pgvector too) and connect 18083
     (Kafka Connect with Debezium's PostgreSQL and JDBC connectors): only when named;
-    fault-pg15 56415, fault-kafka 29092/29093, fault-registry 28081: separate instances
+    fault-pg15 56415, fault-kafka 29092/29093 (+ 29094 advertised as 29095, for a test
+    proxy on 29095), fault-registry 28081: separate instances
     for fault-injection tests, which may kill -9 them at will; started only when named.
 `down`, `status` and `env` with no NAME mean every known service; `kill` needs names.
 

@@ -14,7 +14,10 @@ Contract:
 - `fault-kafka` is a second, independent single-node cluster (own cluster id, log dir
   `state_dir()/fault-kafka`, 127.0.0.1:29092 and controller 29093) for tests that kill -9
   and restart a broker; it starts only when named. `kill()` SIGKILLs the JVM; the next
-  `start()` recovers the log from what was on disk, as after a crash.
+  `start()` recovers the log from what was on disk, as after a crash. It has a third
+  listener, PROXIED on 127.0.0.1:29094, advertised as 127.0.0.1:29095 (`info()`'s
+  `proxied_bootstrap`): a test runs its TCP proxy on 29095 forwarding to 29094, and then
+  every connection a client makes, bootstrap or not, goes through that proxy.
 - `healthy()` is true only when a Kafka Metadata request on 19092 answers with at least one
   live broker: an open port alone is not enough, because the socket server binds before the
   broker has caught up with the metadata log and been unfenced.
@@ -203,19 +206,25 @@ class Kafka(Service):
         if self._cached_classpath() is None:
             raise RuntimeError(f"kafka: {self.classpath_file()} names missing jars after mvn")
 
+    def _listeners(self) -> dict[str, str]:
+        """The listener properties; FaultKafka adds its PROXIED one."""
+        return {
+            "listeners": (
+                f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}"
+            ),
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        }
+
     def _write_config(self) -> Path:
         home = self.home()
         props = {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@{HOST}:{self.controller_port}",
-            "listeners": (
-                f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}"
-            ),
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            **self._listeners(),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(home / "data"),
             "num.partitions": "1",
             "auto.create.topics.enable": "true",
@@ -318,3 +327,26 @@ class FaultKafka(Kafka):
         "-XX:+UseSerialGC",
         "-Djava.awt.headless=true",
     )
+    # A client that bootstraps from the proxy on proxied_port learns proxied_port as the
+    # broker's address (Kafka advertises per listener), so the proxy sees all its traffic.
+    proxied_listen_port = 29094
+    proxied_port = 29095
+
+    def _listeners(self) -> dict[str, str]:
+        plain = super()._listeners()
+        return {
+            "listeners": f"{plain['listeners']},PROXIED://{HOST}:{self.proxied_listen_port}",
+            "advertised.listeners": (
+                f"{plain['advertised.listeners']},PROXIED://{HOST}:{self.proxied_port}"
+            ),
+            "listener.security.protocol.map": (
+                f"{plain['listener.security.protocol.map']},PROXIED:PLAINTEXT"
+            ),
+        }
+
+    def info(self) -> dict[str, object]:
+        return {
+            **super().info(),
+            "proxied_listener": self.proxied_listen_port,
+            "proxied_bootstrap": f"{HOST}:{self.proxied_port}",
+        }

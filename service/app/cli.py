@@ -9,7 +9,8 @@ LSN, table or setting, and exit with a code that tells a supervisor what to do:
 - 1: fatal (`FatalError`): a permanent problem that retrying will not fix (wrong
   password, wal_level not logical, a slot of the wrong type or held by another worker,
   a schema the registry rejects, WAL that is gone, corrupt WAL, fenced by a newer
-  worker). Do not restart blindly: an operator must act;
+  worker, offsets lost or no longer covered by the slot: `run --fresh-start` takes a
+  new snapshot). Do not restart blindly: an operator must act;
 - 2: configuration error (`ConfigError`, a subclass of the fatal ones);
 - 3: retryable (`RetryableError`): a service stayed unreachable for its whole retry
   budget. Restart later, with backoff;
@@ -111,7 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=0, help="stop after N records")
 
     command("status", "show the slot, positions, lag and the last committed offset")
-    command("run", "run the worker: decode and publish to Kafka until SIGTERM")
+    p = command("run", "run the worker: decode and publish to Kafka until SIGTERM")
+    p.add_argument(
+        "--fresh-start",
+        action="store_true",
+        help="start over with a new snapshot where the stored offsets are lost or no "
+        "longer covered by the slot (snapshot.fresh_start); valid offsets are resumed",
+    )
     p = command(
         "snapshot",
         "signal the running worker (through the WAL) to snapshot tables, or to pause, "

@@ -334,7 +334,10 @@ def _snapshot_progress(settings: Settings) -> dict[str, Any] | str:
 def cmd_run(args: argparse.Namespace) -> int:
     from service.app.worker import run_worker  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
-    return run_worker(_settings(args))
+    settings = _settings(args)
+    if getattr(args, "fresh_start", False):
+        settings.snapshot.fresh_start = True
+    return run_worker(settings)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -9,12 +9,19 @@ from zero, as a server restart does for the view).
 
 Every metric name used by deploy/grafana/pgcdc.json and deploy/prometheus/rules.yml is
 defined here; a test checks that.
+
+/healthz is the liveness probe: 200 while the worker says it is live and, with a
+watchdog (`metrics.watchdog_s` > 0), while its main loop has made progress
+(`Health.beat`: WAL received, a heartbeat written, a replay going on, snapshot rows
+read) within that many seconds. A loop wedged on a stalled socket thus turns the
+probe to 503 and a supervisor restarts the worker. /readyz is readiness: streaming.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Protocol
 
@@ -59,6 +66,18 @@ class Health:
     live: bool = True
     ready: bool = False
     reason: str = "starting"
+    # Seconds without a `beat()` after which the worker is no longer live (0: never).
+    watchdog_s: float = 0.0
+    last_beat: float = field(default_factory=time.monotonic)  # time.monotonic()
+
+    def beat(self) -> None:
+        """The main loop made progress."""
+        self.last_beat = time.monotonic()
+
+    def stalled_s(self) -> float | None:
+        """How long the loop has gone without progress, once past the watchdog; else None."""
+        silent = time.monotonic() - self.last_beat
+        return silent if self.watchdog_s > 0 and silent > self.watchdog_s else None
 
 
 class Metrics:
@@ -167,8 +186,34 @@ class Metrics:
             registry=r,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
         )
+        self.standby = Gauge(
+            "pgcdc_standby",
+            "1 while waiting as a standby for the slot another worker holds",
+            lsn,
+            registry=r,
+        )
         self.health = Health()
+        self._snapshot_rows_seen = 0.0
         self._server: ThreadingHTTPServer | None = None
+
+    def alive(self) -> tuple[bool, str]:
+        """What /healthz answers: live, and not stalled past the watchdog."""
+        # Rows read by the initial snapshot are progress too (it runs inside one call).
+        rows = sum(
+            sample.value
+            for metric in self.snapshot_rows.collect()
+            for sample in metric.samples
+            if sample.name.endswith("_total")
+        )
+        if rows != self._snapshot_rows_seen:
+            self._snapshot_rows_seen = rows
+            self.health.beat()
+        if not self.health.live:
+            return False, "dead"
+        stalled = self.health.stalled_s()
+        if stalled is not None:
+            return False, f"stalled: no progress for {stalled:.0f}s"
+        return True, "ok"
 
     def sync_slot_stats(self, stats: SlotStats) -> None:
         """Raise each slot-stats counter to the reorder buffer's current value."""
@@ -193,12 +238,8 @@ class Metrics:
                         CONTENT_TYPE_LATEST,
                     )
                 elif self.path == "/healthz":
-                    ok = metrics.health.live
-                    body, status, ctype = (
-                        (b"ok\n" if ok else b"dead\n"),
-                        (200 if ok else 503),
-                        "text/plain",
-                    )
+                    ok, why = metrics.alive()
+                    body, status, ctype = (why + "\n").encode(), (200 if ok else 503), "text/plain"
                 elif self.path == "/readyz":
                     ok = metrics.health.ready
                     body = (metrics.health.reason + "\n").encode()

@@ -25,6 +25,13 @@ the same Kafka transaction. Slot feedback moves only in `on_committed`, after Ka
 committed. Heartbeats on an idle database write a heartbeat record and an offset, so
 the slot keeps moving.
 
+Standby (`source.standby`, before step 1): while the slot is active under another
+walsender the worker waits, polling once a second, with /readyz 503 and
+`pgcdc_standby` 1, and touches neither Kafka (init_transactions would fence the active
+worker) nor the slot; once the slot is released it starts as above. Two workers
+started at the same moment may both pass the wait: then fencing decides, and the
+fenced one, restarted, waits as the standby.
+
 SIGTERM or SIGINT: stop reading, commit what is complete (or abort the open Kafka
 transaction), send the final slot feedback, exit 0.
 """
@@ -45,8 +52,19 @@ from connectors.kafka.progress import ProgressRecord, progress_topic, read_last_
 from connectors.kafka.schema_store import KafkaSchemaStore
 from connectors.kafka.sink import KafkaSink
 from connectors.postgres.preflight import preflight, source_identity
-from connectors.postgres.server import connect, current_wal_lsn, force_running_xacts
-from connectors.postgres.slots import advance_when_released, ensure_physical_slot
+from connectors.postgres.server import (
+    connect,
+    current_wal_lsn,
+    force_running_xacts,
+    set_statement_timeout,
+)
+from connectors.postgres.slots import (
+    advance_when_released,
+    check_covers,
+    drop_slot,
+    ensure_physical_slot,
+    slot_state,
+)
 from connectors.postgres.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
 from connectors.postgres.stream import PhysicalStream
 from service.app.metrics import Metrics
@@ -54,7 +72,14 @@ from service.app.session import Session, SessionConfig
 from service.app.snapshotter import Snapshotter
 from service.config import Settings
 from service.decode.events import CommitEvent
-from service.errors import PgcdcError, RestartableError, SourceSetupError, SourceUnavailableError
+from service.errors import (
+    OffsetsMissingError,
+    PgcdcError,
+    RestartableError,
+    SlotGapError,
+    SourceSetupError,
+    SourceUnavailableError,
+)
 from service.lsn import format_lsn
 from service.output.api import OutputRecord, PluginWrapper, RelationInfo
 from service.output.filters import TableFilter
@@ -173,7 +198,18 @@ class Worker:
             if isinstance(record, OutputRecord):
                 events.labels(slot_name, record.topic, record.op or "-").inc()
 
-        stored = KafkaSchemaStore(s, self.sink).load_latest() if last is not None else None
+        stored = KafkaSchemaStore(s, self.sink).load_latest()
+        if last is None and stored is not None and not s.snapshot.fresh_start:
+            # The history is committed in the same Kafka transaction as the first
+            # offsets: history without offsets means the offsets topic was lost, and a
+            # silent new snapshot would skip the gap's changes (issue 11, defect 5).
+            raise OffsetsMissingError(
+                f"no offsets for slot {s.source.slot} in {self.sink.offsets_topic}, but "
+                f"the schema-history topic holds version {stored[0]} from an earlier "
+                "run: the offsets topic was deleted or truncated. Restore it, or start "
+                "over deliberately with a new snapshot: `pgcdc run --fresh-start` "
+                "(snapshot.fresh_start)",
+            )
         if last is not None and stored is None:
             # Offsets without the history they were committed with: starting fresh would
             # publish everything again, guessing a history would decode wrongly.
@@ -182,6 +218,16 @@ class Worker:
                 "from Kafka; restore the history topic or reset the offsets topic",
                 lsn=last.confirmed_lsn,
             )
+        if last is not None and stored is not None:
+            try:
+                self._check_slot_covers(last.restart_lsn)
+            except SlotGapError as exc:
+                if not s.snapshot.fresh_start:
+                    raise
+                log.warning("worker_fresh_start", reason=str(exc))
+                last = None
+        elif stored is not None:
+            log.warning("worker_fresh_start", reason="offsets missing, history present")
         if last is not None and stored is not None:
             start = last.restart_lsn
             session = Session(
@@ -228,15 +274,25 @@ class Worker:
         # On a fresh start too the stream begins where the slot was read above, once:
         # a second read (READ_REPLICATION_SLOT) could see a later position.
         self.stream = PhysicalStream(
-            dsn, s.source.slot, start_lsn=start, busy_grace_s=s.source.slot_busy_grace_s
+            dsn,
+            s.source.slot,
+            start_lsn=start,
+            busy_grace_s=s.source.slot_busy_grace_s,
+            receive_timeout=s.source.receive_timeout_s,
         )
         session.decoding.on_committed = self._end_txn
-        session.sink.progress = self.stream.keepalive
+        session.sink.progress = self._replay_progress
         if self.snapshotter is not None:
             self.snapshotter.emitter = PluginWrapper(avro, session.wrapper.ctx)
             if last is not None:
                 self._resume_snapshot()
         return session, start
+
+    def _replay_progress(self) -> None:
+        """Called from inside a long replay: keep the walsender and the watchdog fed."""
+        self.metrics.health.beat()
+        if self.stream is not None:
+            self.stream.keepalive()
 
     def _resume_snapshot(self) -> None:
         """Restore the chunked snapshot's state; queue newly captured tables if asked."""
@@ -344,6 +400,16 @@ class Worker:
         self.sink.end_source_txn(confirmed, session.restart_lsn(), history.version)
         self.sink.flush()
 
+    def _check_slot_covers(self, restart_lsn: int) -> None:
+        """The slot still pins the WAL from the stored restart LSN on (issue 11, defect
+        4): else resuming would silently skip what lies in between (`SlotGapError`)."""
+        conn = connect(self.settings.source.dsn())
+        try:
+            with conn.cursor() as cur:
+                check_covers(cur, self.settings.source.slot, restart_lsn)
+        finally:
+            conn.close()
+
     def _slot_restart_lsn(self) -> int:
         """The slot's restart LSN, creating the slot (reserving WAL) if it is missing."""
         slot = self.settings.source.slot
@@ -351,14 +417,47 @@ class Worker:
         try:
             with conn.cursor() as cur:
                 _, restart = ensure_physical_slot(cur, slot)
+                if restart is None and self.settings.snapshot.fresh_start:
+                    # Invalidated (max_slot_wal_keep_size): a new start needs a new slot.
+                    drop_slot(cur, slot)
+                    _, restart = ensure_physical_slot(cur, slot)
         finally:
             conn.close()
         if restart is None:
             raise SourceSetupError(f"physical slot {slot} reserves no WAL", field="slot_name")
         return restart
 
+    def _wait_as_standby(self) -> bool:
+        """Wait while another walsender holds the slot; False if stopped meanwhile."""
+        m, slot = self.metrics, self.settings.source.slot
+        announced: int | None = None
+        while not self.stop.is_set():
+            conn = connect(self.settings.source.dsn(), "pgcdc-standby")
+            try:
+                with conn.cursor() as cur:
+                    state = slot_state(cur, slot)
+            finally:
+                conn.close()
+            m.health.beat()  # waiting is what a standby is for: it stays live
+            if state is None or not state.active:
+                if announced is not None:
+                    log.info("worker_standby_takes_over", previous_pid=announced)
+                m.standby.labels(slot).set(0)
+                return True
+            if announced != state.active_pid:
+                log.info("worker_standby", slot=slot, active_pid=state.active_pid)
+                announced = state.active_pid
+            m.standby.labels(slot).set(1)
+            m.health.ready = False
+            m.health.reason = f"standby: slot {slot} is active for PID {state.active_pid}"
+            self.stop.wait(1.0)
+        return False
+
     def run(self) -> int:
         m, slot = self.metrics, self.settings.source.slot
+        if self.settings.source.standby and not self._wait_as_standby():
+            log.info("worker_stopped", decoded_lsn=None)
+            return 0
         self.session, _ = self._open()
         session, stream = self.session, self.stream
         assert stream is not None
@@ -373,6 +472,7 @@ class Worker:
         try:
             while not self.stop.is_set():
                 for lsn, data in stream.chunks(self.stop, idle_timeout=interval):
+                    m.health.beat()
                     session.feed(lsn, data)
                     self._settle_snapshot()
                     m.received_lsn.labels(slot).set(lsn + len(data))
@@ -499,6 +599,7 @@ class Worker:
         confirmed = max(committed, self._ended_lsn, lsn)
         self.sink.end_source_txn(confirmed, session.restart_lsn(), session.history.version)
         self.sink.flush()
+        self.metrics.health.beat()
 
 
 def snapshot_horizon(snapshot_lsn: int) -> int:
@@ -520,7 +621,9 @@ def run_worker(settings: Settings) -> int:
             f"pgcdc-{source_identity(settings.source.dsn())}-{settings.source.slot}"
         )
     log.info("worker_transactional_id", transactional_id=settings.transactional_id)
+    set_statement_timeout(settings.source.statement_timeout_s)
     metrics = Metrics(settings.source.slot)
+    metrics.health.watchdog_s = settings.metrics.watchdog_s
     port = metrics.serve(settings.metrics.host, settings.metrics.port)
     log.info("metrics_serving", port=port)
     worker = Worker(settings, metrics=metrics)

@@ -67,7 +67,11 @@ BUILDS = {
 }
 # Shared services the fault tests must leave alone, and what the fault instances use.
 SHARED = ("pg15", "pg18", "kafka", "registry")
-FAULT_PORTS = {"fault-pg15": {56415}, "fault-kafka": {29092, 29093}, "fault-registry": {28081}}
+FAULT_PORTS = {
+    "fault-pg15": {56415},
+    "fault-kafka": {29092, 29093, 29094, 29095},
+    "fault-registry": {28081},
+}
 SHARED_PORTS = {55415, 55416, 55417, 55418, 55419, 55420, 19092, 19093, 18081}
 
 

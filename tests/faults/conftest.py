@@ -1,32 +1,53 @@
-"""Session fixtures for the fault suite: its own services (tests/faults/services.py),
-started on first use and stopped when the session ends."""
+"""Fixtures for the fault suite. Its services are services.py's fault instances
+(fault-pg15, fault-kafka, fault-registry; tests/fixtures/services.py starts them on
+first use); these fixtures only put one of them into a state a test needs and back.
+The fault instances this session started are stopped when it ends, unless
+PGCDC_KEEP_FAULT_SERVICES=1 (for a developer running the suite again and again).
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from tests.faults.services import PG_PORT, FaultPostgres
+from tests.faults import pgctl
+from tests.fixtures import services
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_fault_services() -> Iterator[None]:
+    yield
+    if os.environ.get("PGCDC_KEEP_FAULT_SERVICES") == "1":
+        return
+    started = [name for name in services._started if name.startswith("fault-")]
+    if started:
+        subprocess.run(
+            [sys.executable, str(services.SERVICES), "down", *started],
+            capture_output=True,
+            check=False,
+        )
 
 
 @pytest.fixture
-def replica_pg() -> Iterator[FaultPostgres]:
-    """A PostgreSQL 15 cluster running with wal_level=replica (removed afterwards)."""
-    pg = FaultPostgres("replica", 56516, wal_level="replica")
-    pg.start()
-    try:
-        yield pg
-    finally:
-        pg.remove()
+def replica_pg(fault_pg15: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """fault-pg15 restarted with wal_level=replica, back to logical afterwards.
 
-
-@pytest.fixture(scope="session")
-def fault_pg() -> Iterator[FaultPostgres]:
-    """The fault suite's own PostgreSQL 15 (wal_level=logical), stopped at the end."""
-    pg = FaultPostgres("pg15", PG_PORT)
-    pg.start()
+    A server refuses to start at wal_level=replica while it has a logical slot, so any
+    left by an earlier test are dropped first."""
+    conn = pgctl.admin(fault_pg15)
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+            "WHERE slot_type = 'logical' AND NOT active"
+        )
+    conn.close()
+    pgctl.set_and_restart(fault_pg15, "wal_level", "replica")
     try:
-        yield pg
+        yield fault_pg15
     finally:
-        pg.stop("fast")
+        pgctl.set_and_restart(fault_pg15, "wal_level", None)

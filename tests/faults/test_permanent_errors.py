@@ -11,7 +11,7 @@ import psycopg2
 import psycopg2.extras
 import pytest
 
-from tests.faults.services import FaultPostgres
+from tests.faults import pgctl
 from tests.integration.pipeline_kafka_support import Pipeline, WorkerProcess, pipeline
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
@@ -34,12 +34,13 @@ def _fails_fatally(p: Pipeline, timeout: float, *needles: str) -> None:
 
 
 def test_wrong_password_is_fatal(
-    fault_pg: FaultPostgres, kafka: dict[str, Any], registry: dict[str, Any]
+    fault_pg15: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
 ) -> None:
     """A password the server refuses (scram, role pwuser) exits 1 with SourceAuthError
     at once, instead of exit 3 (SourceUnavailableError) as if the server were down."""
+    pgctl.ensure_password_role(fault_pg15)
     with pipeline(
-        fault_pg.info(),
+        fault_pg15,
         kafka,
         registry,
         "pw",
@@ -50,11 +51,11 @@ def test_wrong_password_is_fatal(
 
 
 def test_logical_slot_of_the_same_name_is_fatal(
-    fault_pg: FaultPostgres, kafka: dict[str, Any], registry: dict[str, Any]
+    fault_pg15: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
 ) -> None:
     """A logical slot where pgcdc expects its physical one exits 1 with SlotTypeError
     naming the slot and the fix, instead of reconnecting and exiting 3."""
-    with pipeline(fault_pg.info(), kafka, registry, "ty", ["CREATE TABLE t (id int)"]) as p:
+    with pipeline(fault_pg15, kafka, registry, "ty", ["CREATE TABLE t (id int)"]) as p:
         p.execute(
             f"SELECT pg_drop_replication_slot('{p.slot}')",
             f"SELECT pg_create_logical_replication_slot('{p.slot}', 'test_decoding')",
@@ -63,18 +64,18 @@ def test_logical_slot_of_the_same_name_is_fatal(
 
 
 def test_slot_held_by_another_process_is_fatal_after_the_grace(
-    fault_pg: FaultPostgres, kafka: dict[str, Any], registry: dict[str, Any]
+    fault_pg15: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
 ) -> None:
-    """While another replication connection holds the slot, the worker retries for
-    source.slot_busy_grace_s (here 3 s), then exits 1 with SlotBusyError, instead of
-    exhausting its reconnects into exit 3."""
+    """With source.standby off, while another replication connection holds the slot,
+    the worker retries for source.slot_busy_grace_s (here 3 s), then exits 1 with
+    SlotBusyError, instead of exhausting its reconnects into exit 3."""
     with pipeline(
-        fault_pg.info(),
+        fault_pg15,
         kafka,
         registry,
         "busy",
         ["CREATE TABLE t (id int)"],
-        extra_env={"PGCDC_SOURCE__SLOT_BUSY_GRACE_S": "3"},
+        extra_env={"PGCDC_SOURCE__SLOT_BUSY_GRACE_S": "3", "PGCDC_SOURCE__STANDBY": "false"},
     ) as p:
         holder = psycopg2.connect(
             p.dsn, connection_factory=psycopg2.extras.PhysicalReplicationConnection

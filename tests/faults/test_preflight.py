@@ -3,28 +3,26 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from typing import Any
 
 import psycopg2
 import pytest
 
-from tests.faults.services import FaultPostgres
 from tests.integration.pipeline_kafka_support import Pipeline, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 
 def test_run_refuses_wal_level_replica(
-    replica_pg: FaultPostgres, kafka: dict[str, Any], registry: dict[str, Any]
+    replica_pg: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
 ) -> None:
     """On a server with wal_level=replica (a real one, started so), `pgcdc run` exits 1
     at start with an error naming wal_level and the fix, instead of reaching
     "consistent" and silently dropping every INSERT."""
-    p = Pipeline(replica_pg.info(), kafka, registry, unique("wl"))
+    p = Pipeline(replica_pg, kafka, registry, unique("wl"))
     # `pgcdc setup` would refuse this server, so the database and slot are made by hand.
-    conn = psycopg2.connect(replica_pg.info()["dsn"])
+    conn = psycopg2.connect(replica_pg["dsn"])
     conn.autocommit = True
     with conn.cursor() as cur:
         cur.execute(f"CREATE DATABASE {p.db}")
@@ -45,7 +43,7 @@ def test_run_refuses_wal_level_replica(
         log = worker.log_text()
     finally:
         worker.kill()
-        shutil.rmtree(p.state_dir, ignore_errors=True)
+        p.drop()
     assert code == 1, log[-3000:]
     assert "SourceSetupError" in log and "wal_level is 'replica'" in log, log[-3000:]
     assert '"worker_consistent"' not in log

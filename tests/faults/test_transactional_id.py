@@ -7,14 +7,16 @@ from typing import Any
 
 import pytest
 
-from tests.faults.services import FaultPostgres
 from tests.integration.pipeline_kafka_support import Pipeline, insert_lsn, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 
 def test_same_slot_name_on_two_servers_does_not_fence(
-    pg15: dict[str, Any], fault_pg: FaultPostgres, kafka: dict[str, Any], registry: dict[str, Any]
+    pg15: dict[str, Any],
+    fault_pg15: dict[str, Any],
+    kafka: dict[str, Any],
+    registry: dict[str, Any],
 ) -> None:
     """Two pipelines with the same slot name on two different servers (the shared
     PostgreSQL 15 and the fault suite's), each with its own topic prefix and the
@@ -23,7 +25,7 @@ def test_same_slot_name_on_two_servers_does_not_fence(
     slot = unique("tid")
     pipes = []
     try:
-        for pg in (pg15, fault_pg.info()):
+        for pg in (pg15, fault_pg15):
             p = Pipeline(pg, kafka, registry, unique("tid"))
             p.slot = slot
             p.create(["CREATE TABLE t (id int PRIMARY KEY)"])

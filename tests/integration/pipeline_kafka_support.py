@@ -222,12 +222,13 @@ class Pipeline:
         env.update(self.extra_env)
         return env
 
-    def start_worker(self) -> WorkerProcess:
-        """`python -m service.app.cli run` with this pipeline's settings in the environment."""
+    def start_worker(self, *args: str) -> WorkerProcess:
+        """`python -m service.app.cli run [args]` with this pipeline's settings in the
+        environment."""
         log_path = self.state_dir / f"worker-{len(self.workers)}.log"
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "service.app.cli", "run"],
+                [sys.executable, "-m", "service.app.cli", "run", *args],
                 cwd=REPO,
                 env=self.env(),
                 stdin=subprocess.DEVNULL,

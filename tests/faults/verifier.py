@@ -1,0 +1,133 @@
+"""The fault suite's verifier: what a read_committed consumer saw, counted per source
+transaction against what the workload did.
+
+`verify(p, outcomes, reads)` takes the workload's outcomes (in-doubt commits already
+resolved with pg_xact_status(), see tests/faults/workload.py) and every committed
+record of the output topics (`read_all`: isolation.level=read_committed), and counts:
+
+- lost: a committed transaction with none of its events published;
+- duplicated: one with an event (a `transaction.total_order`) published more than once;
+- partial: one with some, not all, of its events (orders 1..n, n = rows the SQL touched);
+- out of order: one whose events are not one contiguous run in a topic partition, or
+  whose run comes before that of a transaction that committed earlier;
+- aborted visible: a rolled-back (or in-doubt, then aborted) transaction with events;
+- rows differing: keys whose materialized value (c/u/r upsert, d delete, by key in
+  topic order) differs from `SELECT *` of the table, over the workload's columns.
+
+Counting instead of asserting lets the scenario table show every kind of failure.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tests.integration.pipeline_kafka_support import Pipeline, Rec, TxnOutcome, materialize
+
+TABLES = (
+    ("acct", "id", ("id", "grp", "val", "note")),
+    ("ledger", "id", ("id", "acct", "amount", "memo")),
+    ("kv", "k", ("k", "v")),
+)
+
+
+@dataclass
+class Verdict:
+    committed: int = 0
+    aborted: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    partial: int = 0
+    out_of_order: int = 0
+    aborted_visible: int = 0
+    rows_differing: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not (
+            self.lost
+            or self.duplicated
+            or self.partial
+            or self.out_of_order
+            or self.aborted_visible
+            or self.rows_differing
+        )
+
+    def note(self, text: str) -> None:
+        if len(self.examples) < 5:
+            self.examples.append(text)
+
+
+def topics(p: Pipeline) -> list[str]:
+    return [*(p.topic(t) for t, _, _ in TABLES), f"{p.prefix}.transaction"]
+
+
+def verify(p: Pipeline, outcomes: Sequence[TxnOutcome], reads: Sequence[Rec]) -> Verdict:
+    v = Verdict()
+    committed = [o for o in outcomes if o.committed]
+    aborted = {o.xid for o in outcomes if not o.committed}
+    v.committed, v.aborted = len(committed), len(aborted)
+    data = [
+        r
+        for r in reads
+        if r.value is not None
+        and r.value.get("transaction")
+        and r.topic != f"{p.prefix}.transaction"
+    ]
+    orders: dict[int, list[int]] = defaultdict(list)
+    commit_lsn: dict[int, int] = {}
+    for r in data:
+        xid = r.value["source"]["txId"]
+        orders[xid].append(r.value["transaction"]["total_order"])
+        commit_lsn[xid] = int(r.value["transaction"]["id"].split(":")[1])
+    v.aborted_visible = sum(1 for x in aborted if x in orders)
+    for o in committed:
+        got = orders.get(o.xid, [])
+        if o.total == 0:
+            continue
+        if not got:
+            v.lost += 1
+            v.note(f"lost {o.xid} ({o.total} events)")
+            continue
+        counts = Counter(got)
+        if any(n > 1 for n in counts.values()):
+            v.duplicated += 1
+            v.note(f"duplicated {o.xid}: {len(got)} events for {o.total}")
+        if set(counts) != set(range(1, o.total + 1)):
+            v.partial += 1
+            v.note(f"partial {o.xid}: {len(counts)} of {o.total} events")
+    # Contiguous runs per partition, in commit order.
+    runs: dict[tuple[str, int], list[int]] = defaultdict(list)
+    disordered: set[int] = set()
+    for r in data:
+        run = runs[(r.topic, r.partition)]
+        xid = r.value["source"]["txId"]
+        if not run or run[-1] != xid:
+            if xid in run:
+                disordered.add(xid)
+            run.append(xid)
+    for run in runs.values():
+        highest = -1
+        for xid in run:
+            lsn = commit_lsn.get(xid, 0)
+            if lsn < highest:
+                disordered.add(xid)
+            highest = max(highest, lsn)
+    v.out_of_order = len(disordered)
+    if disordered:
+        v.note(f"out of order: {sorted(disordered)[:5]}")
+    for table, key, cols in TABLES:
+        got = materialize([r for r in reads if r.topic == p.topic(table)], operator.itemgetter(key))
+        want = {
+            row[0]: dict(zip(cols, row, strict=True))
+            for row in p.query(f"SELECT {', '.join(cols)} FROM {table}")
+        }
+        projected = {k: {c: row.get(c) for c in cols} for k, row in got.items()}
+        differing = {k for k in set(want) | set(projected) if want.get(k) != projected.get(k)}
+        v.rows_differing += len(differing)
+        if differing:
+            v.note(f"{table}: {len(differing)} keys differ, e.g. {sorted(differing, key=str)[:3]}")
+    return v
