@@ -230,5 +230,9 @@ def run_workload(info: dict[str, Any], dbname: str, *, compression: bool = True)
         cur.execute("RESET wal_compression")
     cur.execute("DELETE FROM t WHERE id < 100")
     end = _lsn(cur, "SELECT pg_current_wal_flush_lsn()")
+    # A commit after `end` flushes every record before it, other sessions' included:
+    # readers of the range parse the first record at or after `end`, which must not be
+    # one whose continuation page the server has not written yet (zeros on disk).
+    cur.execute("SELECT pg_logical_emit_message(true, 'pgcdc.test.flush', 'end')")
     conn.close()
     return Workload(start, end, dbname)
