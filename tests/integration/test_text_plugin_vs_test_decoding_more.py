@@ -108,11 +108,6 @@ def test_xml_values(pg: dict[str, Any]) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pgcdc prints xml's stored text; xml_out drops a declaration that says only"
-    " the defaults (version 1.0, UTF-8, no standalone), as print_xml_decl decides",
-)
 def test_xml_declaration(pg: dict[str, Any]) -> None:
     """An xml value with a default declaration prints without it, as xml_out does."""
     require_features(pg, "libxml")
