@@ -29,7 +29,7 @@ from typing import Any
 import psycopg2
 import psycopg2.extensions
 
-from connectors.postgres.server import retry_transient
+from connectors.postgres.server import connect, retry_transient
 from service.errors import SourceUnavailableError
 from service.lsn import parse_lsn
 from service.schema.tabledef import CatalogSnapshot, TableDef
@@ -98,11 +98,8 @@ class Catalog:
 
     def _connection(self) -> psycopg2.extensions.connection:
         if self._conn is None or self._conn.closed:
-            try:
-                self._conn = psycopg2.connect(self._dsn, application_name="pgcdc-catalog")
-            except psycopg2.OperationalError as exc:
-                raise SourceUnavailableError(f"cannot connect to the source: {exc}") from exc
-            self._conn.autocommit = True
+            # server.connect: autocommit, statement_timeout, errors classified.
+            self._conn = connect(self._dsn, "pgcdc-catalog")
         return self._conn
 
     def _query(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:

@@ -20,6 +20,7 @@ import psycopg2
 import psycopg2.extras
 import pytest
 
+from connectors.postgres.catalog import Catalog
 from connectors.postgres.server import connect, set_statement_timeout
 from connectors.postgres.stream import PhysicalStream
 from tests.faults.proxy import Proxy
@@ -44,8 +45,8 @@ def test_sql_connections_have_a_statement_timeout_and_replication_has_none(
     fault_pg15: dict[str, Any],
 ) -> None:
     """`server.connect` sets statement_timeout (the setting, here 7 s) on the SQL
-    connection it opens, and the DSN stays without it: a replication connection on the
-    same DSN runs with the server's default (0, no timeout)."""
+    connections it opens, the live catalog's included, and the DSN stays without it:
+    a replication connection on the same DSN runs with the server's default (0)."""
     set_statement_timeout(7)
     try:
         conn = connect(fault_pg15["dsn"])
@@ -53,6 +54,9 @@ def test_sql_connections_have_a_statement_timeout_and_replication_has_none(
             cur.execute("SHOW statement_timeout")
             assert cur.fetchone()[0] == "7s"
         conn.close()
+        catalog = Catalog(fault_pg15["dsn"])  # the live catalog's connection too
+        assert catalog._query("SHOW statement_timeout", {}) == [("7s",)]
+        catalog.close()
     finally:
         set_statement_timeout(60)
     repl = psycopg2.connect(
