@@ -234,7 +234,7 @@ def _without(registry: TypeRegistry, oid: int) -> TypeRegistry:
 _VERSION_NOTES: dict[int, str] = {
     1033: "aclitem is {Oid grantee; Oid grantor; AclMode ai_privs} (utils/acl.h): AclMode"
     " is uint32 on 15 (typlen 12, align i) and uint64 from 16 (typlen 16, align d). The"
-    " entry holds 16+'s; registry.CHANGED_IN_16 gives 15 its own, and service.types.acl"
+    " entry holds 16+'s; registry.BEFORE_16 gives 15 its own, and service.types.acl"
     " tells the layout from the datum's length.",
     1034: "_aclitem: align follows its element, i on 15 and d from 16 (see aclitem).",
     4072: "jsonpath's stored items are JsonPathItemType codes (utils/jsonpath.h); 17 appends"

@@ -56,10 +56,10 @@ class TypeInfo:
 
 
 class TypeRegistry:
-    """Type OID → TypeInfo, preloaded with the built-in types of PostgreSQL 15/18.
+    """Type OID → TypeInfo, preloaded with the built-in types of PostgreSQL 15-18.
 
     `version` (the server's major version) picks the built-in facts that differ between
-    versions (`CHANGED_IN_16`); `oid_names` is the catalog stage's resolver for the
+    versions (`BEFORE_16`); `oid_names` is the catalog stage's resolver for the
     types whose text is a catalog name (service.types.regtypes.OidNames), None in a
     registry that has no catalog behind it. `fresh` makes an empty registry with both.
     """
@@ -74,8 +74,8 @@ class TypeRegistry:
         oid_names: Callable[[str, int], str | None] | None = None,
     ) -> None:
         self._types: dict[int, TypeInfo] = {info.oid: info for info in BUILTIN_TYPES}
-        if version >= 16:
-            self._types.update((info.oid, info) for info in CHANGED_IN_16)
+        if version < 16:
+            self._types.update((info.oid, info) for info in BEFORE_16)
         self.version = version
         self.oid_names = oid_names
         for info in types:
@@ -184,8 +184,8 @@ BUILTIN_TYPES: tuple[TypeInfo, ...] = (
     TypeInfo(1028, "_oid", -1, False, "i", "b", "array_out", typelem=26),
     # aclitem is {Oid grantee; Oid grantor; AclMode ai_privs} (utils/acl.h): AclMode is uint32 on
     # 15 (typlen 12, align i) and uint64 from 16 (typlen 16, align d). The entry holds 16+'s;
-    # registry.CHANGED_IN_16 gives 15 its own, and service.types.acl tells the layout from the
-    # datum's length.
+    # registry.BEFORE_16 gives 15 its own, and service.types.acl tells the layout from the datum's
+    # length.
     TypeInfo(1033, "aclitem", 16, False, "d", "b", "aclitemout"),
     # _aclitem: align follows its element, i on 15 and d from 16 (see aclitem).
     TypeInfo(1034, "_aclitem", -1, False, "d", "b", "array_out", typelem=1033),
@@ -293,8 +293,10 @@ BUILTIN_TYPES: tuple[TypeInfo, ...] = (
 
 _BUILTIN_OIDS = frozenset(t.oid for t in BUILTIN_TYPES)
 
-# Built-in facts that PostgreSQL 16 changed (the generated table has 15's): AclMode
-# became 64 bits, so aclitem grew from 12 bytes (int-aligned) to 16 (double-aligned).
-CHANGED_IN_16: tuple[TypeInfo, ...] = (
-    TypeInfo(1033, "aclitem", 16, False, "d", "b", "aclitemout"),
+# Built-in facts that PostgreSQL 16 changed (the generated table has the newest server's):
+# AclMode was 32 bits on 15, so aclitem was 12 bytes (int-aligned), not 16 (double-
+# aligned), and its array type int-aligned with it.
+BEFORE_16: tuple[TypeInfo, ...] = (
+    TypeInfo(1033, "aclitem", 12, False, "i", "b", "aclitemout"),
+    TypeInfo(1034, "_aclitem", -1, False, "i", "b", "array_out", typelem=1033),
 )

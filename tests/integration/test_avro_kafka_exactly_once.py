@@ -102,7 +102,9 @@ def test_exactly_once_across_sigkills(kafka: dict[str, Any], registry: dict[str,
     assert collections.Counter(ids) == collections.Counter(expected)  # each exactly once
     assert ids == expected  # and in commit order
     meta = [(r.value["status"], r.value["id"]) for r in reads if r.topic.endswith("transaction")]
-    assert meta == [(s, f"{xid}:{end - 16}") for xid, end, _ in load for s in ("BEGIN", "END")]
+    # Debezium's ids: BEGIN names the first event's LSN, END the commit's end LSN.
+    ids_of = [(f"{xid}:{end - 0x80000}", f"{xid}:{end}") for xid, end, _ in load]
+    assert meta == [(s, i) for begin, end in ids_of for s, i in (("BEGIN", begin), ("END", end))]
 
     # The aborted attempts really reached the log: a read_uncommitted view has more.
     raw = read_uncommitted_count(settings, f"{prefix}.public.eo")

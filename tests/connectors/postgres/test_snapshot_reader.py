@@ -107,8 +107,9 @@ def _row(v: int) -> list[ColumnValue]:
 
 
 def test_emitter_marks_last_row_and_clears_state() -> None:
-    """One pseudo-transaction; "true" on every row but the very last, which is "last";
-    afterwards the plugin state says no snapshot (stream inserts are op c again)."""
+    """One pseudo-transaction with Debezium's markers: "first" on the very first row,
+    "last" on the very last, "true" between; afterwards the plugin state says no
+    snapshot (stream inserts are op c again)."""
     emitter, plugin, wrapper = _emitter()
     emitter.begin(SNAP)
     for v in (1, 2, 3):
@@ -116,7 +117,7 @@ def test_emitter_marks_last_row_and_clears_state() -> None:
     emitter.end()
     assert plugin.calls == [
         ("begin", 0x1000),
-        ("change", ("true", 1)),
+        ("change", ("first", 1)),
         ("change", ("true", 2)),
         ("change", ("last", 3)),
         ("commit", 0x1000),
