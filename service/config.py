@@ -105,8 +105,20 @@ class KafkaSettings(_Section):
     topic_prefix: str = Field("pgcdc", pattern=r"^[A-Za-z0-9._-]+$")
     # default: "pgcdc-<system identifier>-<database>-<slot>", unique per source
     transactional_id: str | None = None
-    # At most this many source transactions share one Kafka transaction.
+    # A Kafka transaction commits as soon as the decoder has consumed all the WAL
+    # received so far (the stream is idle), or when one of these caps is reached;
+    # always at a source-transaction boundary. At most this many source transactions
+    # share one Kafka transaction,
     max_batch_txns: int = Field(100, ge=1)
+    # ... or this many bytes of records,
+    max_batch_bytes: ByteSize = Field(ByteSize(16 * 1024 * 1024), ge=1)
+    # ... or it is this old.
+    max_batch_age_s: float = Field(0.5, gt=0)
+    # The producer's transaction.timeout.ms: one source transaction (however large) is
+    # one Kafka transaction and must be published within it, else the worker stops
+    # with TransactionTimeoutError. The broker refuses a value above its
+    # transaction.max.timeout.ms (default 900000, 15 min): raise both together.
+    transaction_timeout_ms: int = Field(900_000, ge=1000)
     tombstones_on_delete: bool = True
     heartbeat_interval_s: float = Field(10.0, gt=0)
     message_prefixes: list[str] = Field(default_factory=list)  # empty: all messages

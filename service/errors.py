@@ -156,6 +156,18 @@ class RegistryRejectedError(FatalError):
     """The schema registry rejected a schema (for example an incompatible change)."""
 
 
+class ReplayFromOffsetsError(RestartableError):
+    """A Kafka transaction failed and was aborted: nothing of it is visible, and the sink
+    keeps no copy of its records. The worker restarts its session from the last
+    committed offsets (in process), re-decoding those transactions from the WAL."""
+
+
+class TransactionTimeoutError(FatalError):
+    """A source transaction could not be published within the Kafka transaction timeout
+    (the producer's transaction.timeout.ms, at most the broker's
+    transaction.max.timeout.ms); retrying would fail the same way."""
+
+
 class FencedError(FatalError):
     """Another worker with the same transactional.id took over this slot."""
 

@@ -15,40 +15,45 @@ Guarantees:
   producer with the same id and aborts its open transaction; the older one then gets
   a fatal "fenced" error on its next call, raised here as `FencedError`.
 - A Kafka transaction begins at the first record after a commit, so records stream to
-  the broker while the source transaction is still being replayed. It commits when
+  the broker while the source transaction is still being replayed. It adapts to load:
+  it commits when the WAL source is idle (`idle`: the decoder has consumed every byte
+  received so far, so latency at low load is about one commit round trip), or when
   `settings.kafka.max_batch_txns` source transactions are in it, or its records exceed
-  `max_batch_bytes` (16 MiB; `settings.kafka.max_batch_bytes` when present), or it is
-  older than `max_batch_age_s` (0.5 s; `settings.kafka.max_batch_age_s`), checked at
-  every `end_source_txn` and `poll`; `flush` commits unconditionally. A batch never
-  ends in the middle of a source transaction.
+  `max_batch_bytes`, or it is older than `max_batch_age_s`, checked at every
+  `end_source_txn` and `poll`; `flush` commits unconditionally. A batch never ends in
+  the middle of a source transaction.
 - Slot feedback: `on_committed(confirmed_lsn, restart_lsn)` is called only after
   `commit_transaction` returned; the driver moves the slot only then.
-- Errors: a broker outage or a transaction the broker aborted is retried with
-  exponential backoff: the open Kafka transaction is aborted and every record of the
-  batch (kept in memory until committed) is produced again in a new one. A retriable
-  failure of `commit_transaction` itself retries the commit, never the records, because
-  the commit may already have happened; so a read_committed reader never sees a record
-  twice. When `retry_budget_s` is spent: `BrokerUnavailableError`, batch kept, so the
-  caller may retry or restart from the stored offsets. Fencing and other fatal producer
-  errors: `FencedError` / `RestartableError`.
+- Errors: the sink keeps no copy of the records it produced (memory stays bounded by
+  librdkafka's queue, `queue.buffering.max.kbytes`, whatever the transaction size).
+  A broker outage before a Kafka transaction holds anything (begin, init) is retried
+  with exponential backoff. Once records were produced, a failure of the Kafka
+  transaction (a produce error, a transaction the broker aborted, a local queue that
+  stays full for `retry_budget_s`) aborts it and raises `ReplayFromOffsetsError`: the
+  worker restarts its session from the last committed offsets and decodes those source
+  transactions again from the WAL (their restart LSN and the reorder buffer's spill),
+  so nothing is published twice. A retriable failure of `commit_transaction` itself
+  retries the commit, never the records, because the commit may already have
+  happened; when that budget is spent the outcome is unknown: `RestartableError`.
+  Fencing and other fatal producer errors: `FencedError` / `RestartableError`.
 
 Large transactions. A source transaction is never split: however large, it is one
-Kafka transaction (Kafka transactions have no size limit, only `transaction.timeout.ms`,
-set here to 15 minutes, the broker's default `transaction.max.timeout.ms`). The records
-of the open batch are kept in memory for replay up to `max_replay_bytes` (256 MiB);
-beyond that the sink stops keeping them, and a failure of that Kafka transaction raises
-`RestartableError`: the transaction is aborted and the worker restarts from the stored
-offsets, re-decoding the transaction from the WAL (or its spill files). Memory stays
-bounded and nothing is published twice. Streaming mode (publishing an in-progress
-source transaction into an open Kafka transaction, stream_abort → abort_transaction) is
-not implemented: with one Kafka transaction per slot it would block every other
-transaction behind the streamed one anyway.
+Kafka transaction. Kafka transactions have no size limit, only a time limit: the
+producer's `transaction.timeout.ms` (`settings.kafka.transaction_timeout_ms`, 15 min
+by default), which the broker caps at its `transaction.max.timeout.ms`. A Kafka
+transaction still open when that time is nearly spent raises `TransactionTimeoutError`
+(fatal: a restart would fail the same way), naming both settings to raise. Streaming
+mode (publishing an in-progress source transaction into an open Kafka transaction,
+stream_abort → abort_transaction) is not implemented: with one Kafka transaction per
+slot it would block every other transaction behind the streamed one anyway.
 
 Driver protocol: `sink = KafkaSink(settings, on_committed)`; `last = sink.start()`
 (resume at `last.restart_lsn`, skip commits with end LSN <= `last.confirmed_lsn`); the
 plugin context's writer is `sink.write`; after each plugin `commit` callback (or
-heartbeat) `sink.end_source_txn(end_lsn, restart_lsn, schema_version)`; `sink.poll()`
-while idle; `sink.close()` on SIGTERM.
+heartbeat) `sink.end_source_txn(end_lsn, restart_lsn, schema_version)`; `sink.idle()`
+when the WAL source has nothing more buffered; `sink.poll()` while idle;
+`sink.close()` on SIGTERM. After `ReplayFromOffsetsError` the sink is spent: close it
+and start a fresh one (its `init_transactions` ends whatever the broker still holds).
 
 Non-transactional logical messages are written into the current batch and committed
 with it; they carry no commit LSN, so a crash between their decoding and the next
@@ -73,17 +78,26 @@ from connectors.kafka.offsets import (
     security_conf,
 )
 from service.config import Settings
-from service.errors import BrokerUnavailableError, FencedError, PgcdcError, RestartableError
+from service.errors import (
+    BrokerUnavailableError,
+    ConfigError,
+    FencedError,
+    PgcdcError,
+    ReplayFromOffsetsError,
+    RestartableError,
+    TransactionTimeoutError,
+)
 from service.lsn import format_lsn
 from service.output.api import OutputRecord
 
 log = structlog.get_logger(__name__)
 
-MAX_BATCH_BYTES = 16 * 1024 * 1024
-MAX_BATCH_AGE_S = 0.5
-MAX_REPLAY_BYTES = 256 * 1024 * 1024
 RETRY_BUDGET_S = 60.0
-TRANSACTION_TIMEOUT_MS = 900_000
+# librdkafka's local queue: the only place produced records wait, so this bounds the
+# sink's memory (the records are not kept anywhere else).
+QUEUE_MAX_KBYTES = 64 * 1024
+# A Kafka transaction this close to its timeout is given up before the broker aborts it.
+_TIMEOUT_MARGIN = 0.9
 _OP_TIMEOUT_S = 30.0
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.2, 5.0
 _POLL_EVERY = 1000
@@ -96,7 +110,7 @@ OnCommitted = Callable[[int, int], None]
 
 
 class _Retry(Exception):
-    """Internal: the Kafka transaction must be aborted and the batch re-sent."""
+    """Internal: a producer call failed in a way that may pass (retry, or abort and replay)."""
 
 
 class KafkaSink:
@@ -116,8 +130,9 @@ class KafkaSink:
         self._op_timeout = min(_OP_TIMEOUT_S, retry_budget_s)
         k = settings.kafka
         self.max_batch_txns = k.max_batch_txns
-        self.max_batch_bytes = int(getattr(k, "max_batch_bytes", MAX_BATCH_BYTES))
-        self.max_batch_age_s = float(getattr(k, "max_batch_age_s", MAX_BATCH_AGE_S))
+        self.max_batch_bytes = int(k.max_batch_bytes)
+        self.max_batch_age_s = float(k.max_batch_age_s)
+        self.transaction_timeout_s = k.transaction_timeout_ms / 1000
         self.offsets_topic = offsets_topic(settings)
         conf: dict[str, Any] = {
             "bootstrap.servers": k.bootstrap_servers,
@@ -126,9 +141,9 @@ class KafkaSink:
             "acks": "all",
             "linger.ms": 5,
             "compression.type": "lz4",
-            "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
+            "transaction.timeout.ms": k.transaction_timeout_ms,
             "queue.buffering.max.messages": 500_000,
-            "queue.buffering.max.kbytes": 512 * 1024,
+            "queue.buffering.max.kbytes": QUEUE_MAX_KBYTES,
             "message.timeout.ms": 300_000,
         }
         conf.update(security_conf(settings))
@@ -136,14 +151,13 @@ class KafkaSink:
         admin_conf = {"bootstrap.servers": k.bootstrap_servers, **security_conf(settings)}
         self._admin = AdminClient(admin_conf)
         self._known_topics: set[str] = set()
-        # The open batch. Invariant: `_records` holds, in produce order, every record of
-        # the Kafka transaction in progress (unless `_replayable` is False), and
-        # `_pending` the offset it will commit, set only at a source-transaction end.
-        self._records: list[OutputRecord] = []
+        # The open batch. Invariant: `_pending` is the offset it will commit, set only at
+        # a source-transaction end; `_bytes` and `_txns` count what was produced into the
+        # Kafka transaction in progress. Its records themselves are not kept: a failed
+        # Kafka transaction is replayed from the WAL (ReplayFromOffsetsError).
         self._staged: list[OutputRecord] = []
         self._bytes = 0
         self._txns = 0
-        self._replayable = True
         self._in_txn = False
         self._doomed = False  # the open Kafka transaction failed and must be aborted
         # True from a source transaction's first record to its `end_source_txn`: the open
@@ -179,6 +193,14 @@ class KafkaSink:
                 break
             except KafkaException as exc:
                 err = exc.args[0]
+                if err.code() == KafkaError.INVALID_TRANSACTION_TIMEOUT:
+                    ms = self.settings.kafka.transaction_timeout_ms
+                    raise ConfigError(
+                        f"Kafka refused transaction.timeout.ms={ms}"
+                        " (kafka.transaction_timeout_ms): it exceeds the broker's "
+                        "transaction.max.timeout.ms; lower the one or raise the other",
+                        field="kafka.transaction_timeout_ms",
+                    ) from exc
                 self._raise_if_fatal(err, "init_transactions")
                 if time.monotonic() + backoff > deadline:
                     raise BrokerUnavailableError(
@@ -214,6 +236,9 @@ class KafkaSink:
                 self._abort()
             except _Retry as exc:
                 log.warning("kafka_abort_failed", error=str(exc))
+        if self._in_txn:  # could not abort: a fresh producer's init_transactions will
+            self._producer.purge()
+            return
         self._producer.flush(self._op_timeout)
 
     # --- topics ----------------------------------------------------------------------
@@ -260,19 +285,13 @@ class KafkaSink:
         if record.topic not in self._known_topics:
             self.ensure_topics([record.topic])
         if not self._in_txn:
-            self._begin_or_retry()
+            self._begin_with_retry()
         self._mid_source_txn = True
-        if self._replayable:
-            self._records.append(record)
         self._bytes += record.size
-        if self._replayable and self._bytes > MAX_REPLAY_BYTES:
-            log.warning("kafka_batch_not_replayable", bytes=self._bytes, lsn=format_lsn(lsn))
-            self._replayable = False
-            self._records.clear()
         try:
             self._produce(record)
-        except _Retry:
-            self._recover()
+        except _Retry as exc:
+            self._abort_for_replay(exc, lsn)
 
     def stage(self, topic: str, key: bytes, value: bytes) -> None:
         """Add a record to the next commit, just before its offset record."""
@@ -305,6 +324,15 @@ class KafkaSink:
             return True
         return False
 
+    def idle(self) -> bool:
+        """The WAL source has nothing more buffered: commit what is complete. True if
+        committed. (The adaptive part of batching: at low load every source transaction
+        is committed as soon as it is decoded; under load the caps decide.)"""
+        if self._pending is None or self._mid_source_txn:
+            return False
+        self.flush()
+        return True
+
     def poll(self) -> bool:
         """Serve producer events; commit a complete batch that is too old. True if committed."""
         self._producer.poll(0)
@@ -330,37 +358,23 @@ class KafkaSink:
         if offset is None:
             raise PgcdcError("Kafka sink asked to commit before any source transaction ended")
         deadline = time.monotonic() + self.retry_budget_s
-        backoff = _BACKOFF_START_S
-        while True:
-            try:
-                if self._in_txn and self._doomed:
-                    self._abort()
-                if not self._in_txn:
-                    self._begin_and_replay()
-                for rec in self._staged:
-                    self._produce(rec)
-                self._produce(OutputRecord(self.offsets_topic, self.slot.encode(), offset.encode()))
-                self._commit(deadline)
-                break
-            except _Retry as exc:
-                self._doomed = self._in_txn
-                self.retries += 1
-                if time.monotonic() + backoff > deadline:
-                    self._gave_up = True
-                    raise BrokerUnavailableError(
-                        f"Kafka transaction up to {format_lsn(offset.confirmed_lsn)} could not "
-                        f"be committed within {self.retry_budget_s:.0f}s: {exc}",
-                        lsn=offset.confirmed_lsn,
-                    ) from exc
-                log.warning("kafka_retry", op="commit", error=str(exc))
-                time.sleep(backoff)
-                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+        if self._doomed:
+            self._abort_for_replay(_Retry("an earlier call failed"), offset.confirmed_lsn)
+        if not self._in_txn:
+            # Only offset or staged records (heartbeat, snapshot progress): nothing to
+            # replay, so a failing begin is retried in place.
+            self._begin_with_retry()
+        try:
+            for rec in self._staged:
+                self._produce(rec)
+            self._produce(OutputRecord(self.offsets_topic, self.slot.encode(), offset.encode()))
+            self._commit(deadline)
+        except _Retry as exc:
+            self._abort_for_replay(exc, offset.confirmed_lsn)
         self.kafka_txns += 1
-        self._records.clear()
         self._staged.clear()
         self._bytes = 0
         self._txns = 0
-        self._replayable = True
         self._pending = None
         self.last_committed = offset
         if self.on_committed is not None:
@@ -371,6 +385,9 @@ class KafkaSink:
     def _raise_if_fatal(self, err: KafkaError, op: str) -> None:
         if err.fatal() or err.code() in _FENCED_CODES:
             self.dead = True
+            # A broker that aborts a timed-out transaction bumps the producer's epoch,
+            # which looks like fencing: say what really happened.
+            self._check_timeout(op, err.str(), margin=1.0)
         if err.code() in _FENCED_CODES or (err.fatal() and "fenced" in err.str().lower()):
             raise FencedError(
                 f"another worker with transactional.id {self.settings.transactional_id} "
@@ -387,6 +404,7 @@ class KafkaSink:
         return _Retry(f"{op}: {err.str()}")
 
     def _produce(self, record: OutputRecord) -> None:
+        full_since: float | None = None  # the local queue has been full since then
         while True:
             try:
                 self._producer.produce(
@@ -396,7 +414,14 @@ class KafkaSink:
                     headers=list(record.headers) if record.headers else None,
                 )
                 break
-            except BufferError:
+            except BufferError as exc:
+                now = time.monotonic()
+                full_since = full_since if full_since is not None else now
+                if now - full_since > self.retry_budget_s:
+                    raise _Retry(
+                        f"produce: librdkafka's queue stayed full for {self.retry_budget_s:.0f}s"
+                    ) from exc
+                self._check_timeout("produce", "the local queue is full")
                 self._producer.poll(0.1)
             except KafkaException as exc:
                 raise self._classify(exc, "produce") from exc
@@ -405,6 +430,30 @@ class KafkaSink:
         if self._since_poll >= _POLL_EVERY:
             self._since_poll = 0
             self._producer.poll(0)
+            self._check_timeout("produce", "still producing")
+
+    def _check_timeout(self, op: str, why: str, *, margin: float = _TIMEOUT_MARGIN) -> None:
+        """Stop before the broker aborts a Kafka transaction for its age (see the module
+        docstring): a restart would replay the same source transaction into the same
+        limit, so this is fatal."""
+        if not self._in_txn:
+            return
+        age = time.monotonic() - self._opened_at
+        if age < self.transaction_timeout_s * margin:
+            return
+        ms = self.settings.kafka.transaction_timeout_ms
+        try:
+            self._producer.abort_transaction(min(self._op_timeout, 5.0))
+            self._in_txn = False
+        except KafkaException as exc:  # the fresh producer of a restart aborts it then
+            log.warning("kafka_abort_failed", error=str(exc))
+        raise TransactionTimeoutError(
+            f"a Kafka transaction was still open after {age:.0f}s ({op}: {why}): the source "
+            f"transaction could not be published within transaction.timeout.ms={ms}. Raise "
+            "the broker's transaction.max.timeout.ms and kafka.transaction_timeout_ms "
+            "(PGCDC_KAFKA__TRANSACTION_TIMEOUT_MS) together, or make the transaction smaller",
+            lsn=self._pending.confirmed_lsn if self._pending is not None else None,
+        )
 
     def _begin(self) -> None:
         try:
@@ -414,43 +463,41 @@ class KafkaSink:
         self._in_txn = True
         self._opened_at = time.monotonic()
 
-    def _begin_or_retry(self) -> None:
-        try:
-            self._begin()
-        except _Retry:
-            self._recover()
-
-    def _begin_and_replay(self) -> None:
-        """Open a new Kafka transaction and produce the batch kept so far again."""
-        if not self._replayable:
-            raise RestartableError(
-                "a Kafka transaction too large to keep in memory failed; restart from the "
-                "stored offsets"
-            )
-        self._begin()
-        for rec in self._records:
-            self._produce(rec)
-
-    def _recover(self) -> None:
-        """Abort and re-send the batch until it is accepted or the budget is spent."""
+    def _begin_with_retry(self) -> None:
+        """begin_transaction, retried with backoff: nothing is in the transaction yet."""
         deadline = time.monotonic() + self.retry_budget_s
         backoff = _BACKOFF_START_S
         while True:
-            self.retries += 1
-            if time.monotonic() + backoff > deadline:
-                self._gave_up = True
-                raise BrokerUnavailableError(
-                    f"Kafka did not accept the batch within {self.retry_budget_s:.0f}s"
-                )
-            time.sleep(backoff)
-            backoff = min(backoff * 2, _BACKOFF_MAX_S)
             try:
-                self._abort()
-                self._begin_and_replay()
+                self._begin()
                 return
             except _Retry as exc:
-                self._doomed = self._in_txn
-                log.warning("kafka_retry", op="replay", error=str(exc))
+                self.retries += 1
+                if time.monotonic() + backoff > deadline:
+                    self._gave_up = True
+                    raise BrokerUnavailableError(
+                        f"Kafka did not begin a transaction within {self.retry_budget_s:.0f}s: "
+                        f"{exc}"
+                    ) from exc
+                log.warning("kafka_retry", op="begin_transaction", error=str(exc))
+                time.sleep(backoff)
+                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+
+    def _abort_for_replay(self, exc: _Retry, lsn: int) -> None:
+        """The open Kafka transaction failed after records went into it: abort it and
+        have the worker decode them again (the sink keeps no copy; see the docstring)."""
+        self.retries += 1
+        try:
+            self._abort()
+        except _Retry as abort_exc:  # the fresh producer's init_transactions aborts it
+            log.warning("kafka_abort_failed", error=str(abort_exc))
+            self._gave_up = True
+        self._mid_source_txn = False
+        log.warning("kafka_txn_replay", error=str(exc), lsn=format_lsn(lsn))
+        raise ReplayFromOffsetsError(
+            f"Kafka transaction aborted ({exc}); replaying from the last committed offsets",
+            lsn=lsn,
+        ) from exc
 
     def _abort(self) -> None:
         """abort_transaction; a failure that may be retried raises _Retry."""

@@ -18,6 +18,9 @@ Behaviour:
   restart LSN handed back by the pipeline, never more: the walsender moves the
   slot's restart_lsn to the flush position. Feedback is sent every
   `status_interval` seconds and whenever a keepalive asks for a reply.
+- `on_idle`, when set, is called whenever every byte received so far has been handed
+  on (the walsender has sent nothing more yet), before waiting for more: the Kafka
+  sink commits then (adaptive batching: low latency at low load).
 - A lost connection is re-established with exponential backoff and streaming resumes
   at the end of the bytes already delivered (the slot retains everything from the
   restart LSN, which is never past that point), so the chunks stay contiguous. After
@@ -34,7 +37,7 @@ from __future__ import annotations
 import select
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg2
@@ -89,6 +92,9 @@ class PhysicalStream:
         self.reconnects = 0  # connections lost and re-established (metrics, tests)
         self._last_data_start = 0  # data_start of the last WAL message received
         self._last_keepalive = 0.0
+        # Called when nothing more is buffered (see the module docstring); exceptions
+        # from it end the iteration of `chunks`, as the consumer's own would.
+        self.on_idle: Callable[[], object] | None = None
 
     def confirm(self, restart_lsn: int) -> None:
         """The pipeline no longer needs WAL before `restart_lsn` (never moves back)."""
@@ -257,6 +263,8 @@ class PhysicalStream:
                 if idle_timeout is not None and now - last_data >= idle_timeout:
                     self.close()
                     return
+                if self.on_idle is not None:
+                    self.on_idle()
                 readable, _, _ = select.select([cur], [], [], 0.2)
                 if readable:
                     heard, asked = time.monotonic(), False

@@ -14,8 +14,8 @@ Start-up:
    that LSN (`_settle_snapshot`). A worker dying before that commit leaves nothing
    visible to read_committed consumers and no offset, so the next start does it all
    again. Bounds: the whole snapshot must fit in the sink's transaction.timeout.ms
-   (15 min); beyond 256 MiB its records are not kept for a re-send, so a broker
-   failure during it means a restart (which redoes the snapshot);
+   (kafka.transaction_timeout_ms, 15 min); a broker failure during it means a replay
+   (below), which redoes the snapshot;
 3. the metrics endpoint serves /metrics, /healthz and /readyz.
 
 Then, per committed source transaction, the Avro plugin writes its records into the
@@ -23,7 +23,16 @@ open Kafka transaction and `end_source_txn(confirmed=commit end, restart=restart
 schema version)` closes it or lets it batch; a changed schema history is staged into
 the same Kafka transaction. Slot feedback moves only in `on_committed`, after Kafka
 committed. Heartbeats on an idle database write a heartbeat record and an offset, so
-the slot keeps moving.
+the slot keeps moving. The sink commits as soon as the stream has nothing more
+buffered (`PhysicalStream.on_idle`), or when its caps say so (adaptive batching).
+
+A Kafka transaction that fails after records went into it is aborted by the sink, which
+keeps no copy of them (`ReplayFromOffsetsError`). `run` then replays in process: the
+session, the stream and the sink are closed, a fresh sink (whose init_transactions ends
+whatever the broker still holds) reads the last committed offsets, and decoding starts
+again from their restart LSN, so the aborted transactions are decoded again from the
+WAL (and the reorder buffer's spill) and published once. At most `MAX_REPLAYS` replays
+in a row without a Kafka commit between them; then the worker exits 3 (retryable).
 
 Standby (`source.standby`, before step 1): while the slot is active under another
 walsender the worker waits, polling once a second, with /readyz 503 and
@@ -73,8 +82,10 @@ from service.app.snapshotter import Snapshotter
 from service.config import Settings
 from service.decode.events import CommitEvent
 from service.errors import (
+    BrokerUnavailableError,
     OffsetsMissingError,
     PgcdcError,
+    ReplayFromOffsetsError,
     RestartableError,
     SlotGapError,
     SourceSetupError,
@@ -88,6 +99,8 @@ from service.schema.tabledef import CatalogSnapshot
 from service.wal.format import XLOG_BLCKSZ
 
 log = structlog.get_logger(__name__)
+
+MAX_REPLAYS = 5  # in-process replays in a row with no Kafka commit between them
 
 
 class ShutdownRequested(PgcdcError):
@@ -128,6 +141,7 @@ class Worker:
         # has passed this LSN (see `snapshot_horizon`); no offset is written before.
         self._snapshot_until: int | None = None
         self._stop_seen: float | None = None  # when a write first saw `stop` set
+        self._replays = 0  # in-process replays since the last Kafka commit
         # Chunks between watermarks while streaming goes on: on-demand snapshots always,
         # the initial snapshot too when snapshot.method = chunked.
         self.snapshotter: Snapshotter | None = Snapshotter(settings, self.metrics)
@@ -139,6 +153,7 @@ class Worker:
         """Kafka committed: only now may the slot move (and the metrics say so)."""
         if self.stream is not None:
             self.stream.confirm(restart_lsn)
+        self._replays = 0
         m, slot = self.metrics, self.settings.source.slot
         m.confirmed_lsn.labels(slot).set(confirmed_lsn)
         m.restart_lsn.labels(slot).set(restart_lsn)
@@ -282,6 +297,7 @@ class Worker:
         )
         session.decoding.on_committed = self._end_txn
         session.sink.progress = self._replay_progress
+        self.stream.on_idle = self.sink.idle  # adaptive batching: commit when caught up
         if self.snapshotter is not None:
             self.snapshotter.emitter = PluginWrapper(avro, session.wrapper.ctx)
             if last is not None:
@@ -454,6 +470,40 @@ class Worker:
         return False
 
     def run(self) -> int:
+        """Run sessions until stopped, replaying in process after an aborted Kafka
+        transaction (see the module docstring)."""
+        while True:
+            try:
+                return self._run_session()
+            except ReplayFromOffsetsError as exc:
+                self._replays += 1
+                if self._replays > MAX_REPLAYS:
+                    raise BrokerUnavailableError(
+                        f"Kafka aborted {MAX_REPLAYS} transactions in a row: {exc}",
+                        lsn=exc.lsn,
+                    ) from exc
+                log.warning("worker_replay_from_offsets", error=str(exc), replays=self._replays)
+                self._fresh_sink()
+                if self.stop.wait(min(0.5 * 2 ** (self._replays - 1), 5.0)):
+                    return 0
+
+    def _fresh_sink(self) -> None:
+        """A new sink (and chunked snapshotter) for the next session; counters carry on."""
+        old = self.sink
+        self.sink = KafkaSink(
+            self.settings,
+            on_committed=self._on_kafka_commit,
+            retry_budget_s=self.settings.kafka.retry_budget_s,
+        )
+        self.sink.aborts, self.sink.retries = old.aborts, old.retries
+        self.sink.kafka_txns, self.sink.records_sent = old.kafka_txns, old.records_sent
+        self.session, self.stream = None, None
+        self._schema_saved, self._ended_lsn = -1, 0
+        self._snapshot_until, self._stop_seen = None, None
+        if self.snapshotter is not None:
+            self.snapshotter = Snapshotter(self.settings, self.metrics)
+
+    def _run_session(self) -> int:
         m, slot = self.metrics, self.settings.source.slot
         if self.settings.source.standby and not self._wait_as_standby():
             log.info("worker_stopped", decoded_lsn=None)

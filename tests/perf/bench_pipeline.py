@@ -13,15 +13,20 @@ transactions of `--txn-rows` rows. For each, over the same WAL:
   what the stages before the reorder buffer cost on their own;
 - PostgreSQL's test_decoding on a logical slot over the same WAL
   (`pg_logical_slot_peek_changes(... upto_lsn)`, counted server-side; the backend's CPU
-  time is read from /proc), with the same options.
+  time is read from /proc), with the same options;
+- PostgreSQL's pgoutput (protocol 1, a publication of the table) on a second logical
+  slot created beside the first, the same way (`pg_logical_slot_peek_binary_changes`).
+
+pgcdc's stages run under each `--impl` in turn (`PGCDC_IMPL`: the Python reference or
+the native core, service.impl), so the table shows both beside the server's decoders.
 
 pgcdc's figures are the process CPU time (the machine is shared; wall time is printed
 too), best of `--repeat`. The text plugin's output is checked line for line (count and
 SHA-256) against test_decoding's.
 
     .venv/bin/python tests/perf/bench_pipeline.py [--pg pg15|pg18] [--rows 200000]
-        [--txns 20] [--txn-rows 10000] [--repeat 1] [--only text,avro,reader,pg]
-        [--profile text|avro]
+        [--txns 20] [--txn-rows 10000] [--repeat 1] [--only text,avro,reader,pg,pgoutput]
+        [--impl python,native] [--profile text|avro]
 
 The services must be up (`python deploy/local/services.py up pg15 registry`).
 """
@@ -56,9 +61,9 @@ from connectors.postgres.setup import setup, teardown  # noqa: E402 (same)
 from service.app.session import Session, SessionConfig  # noqa: E402 (same)
 from service.config import Settings  # noqa: E402 (same)
 from service.decode.dispatch import decoder_for  # noqa: E402 (same)
+from service.impl import selected, xlog_reader_class  # noqa: E402 (same)
 from service.lsn import parse_lsn  # noqa: E402 (same)
 from service.output.text import TestDecodingPlugin  # noqa: E402 (same)
-from service.wal.reader import XLogReader  # noqa: E402 (same)
 
 TABLE = (
     "CREATE TABLE bench (id int PRIMARY KEY, n int, label text, amount numeric(12,2), "
@@ -81,6 +86,7 @@ class Workload:
     consistent: int  # the slot's confirmed_flush LSN: commits from here on are emitted
     end: int  # pg_current_wal_lsn() after the last commit
     slot: str
+    pgoutput_slot: str  # created just after `slot`, before the rows: decodes the same ones
 
 
 @dataclass
@@ -111,6 +117,7 @@ def make_workload(
     slot = f"bench_{uuid.uuid4().hex[:10]}"
     with conn.cursor() as cur:
         cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (slot,))
+        cur.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot + "_po",))
         # pgcdc reads from the slot's restart LSN and emits from its consistent point, so
         # it meets the same RUNNING_XACTS records the server built its snapshot from
         # (others' transactions on the shared server cannot delay its consistency).
@@ -128,7 +135,7 @@ def make_workload(
             cur.execute(INSERT.format(lo=lo, hi=lo + per_txn - 1))
         end = _lsn(cur, "SELECT pg_current_wal_lsn()")
     conn.close()
-    return Workload(name, txns * per_txn, start, consistent, end, slot)
+    return Workload(name, txns * per_txn, start, consistent, end, slot, slot + "_po")
 
 
 class Digest:
@@ -216,7 +223,7 @@ def run_pgcdc(
 def run_reader(pg: dict[str, Any], w: Workload) -> Timing:
     """XLogReader + decoder into events only (the stages other engineers own)."""
     wal = Path(pg["pgdata"]) / "pg_wal"
-    reader = XLogReader(w.start & ~8191 if w.start % 8192 else w.start)
+    reader = xlog_reader_class()(w.start & ~8191 if w.start % 8192 else w.start)
     decode = decoder_for(int(pg["version"])).decode
     events = 0
     c0, t0 = time.process_time(), time.monotonic()
@@ -277,6 +284,30 @@ def run_server(dsn: str, w: Workload, check: bool) -> Timing:
     return Timing(cpu, wall, lines, digest)
 
 
+def run_pgoutput(dsn: str, w: Workload) -> Timing:
+    """pgoutput through peek_binary_changes, protocol 1, publication `bench_pub`."""
+    conn = psycopg2.connect(dsn)
+    conn.autocommit = True
+    upto = f"{w.end >> 32:X}/{w.end & 0xFFFFFFFF:X}"
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        row = cur.fetchone()
+        assert row is not None
+        pid = int(row[0])
+        c0, t0 = _backend_cpu(pid), time.monotonic()
+        cur.execute(
+            "SELECT count(*) FROM pg_logical_slot_peek_binary_changes(%s, %s, NULL, "
+            "'proto_version', '1', 'publication_names', 'bench_pub')",
+            (w.pgoutput_slot, upto),
+        )
+        row = cur.fetchone()
+        assert row is not None
+        messages = int(row[0])
+        cpu, wall = _backend_cpu(pid) - c0, time.monotonic() - t0
+    conn.close()
+    return Timing(cpu, wall, messages, "")
+
+
 def _rate(rows: int, cpu: float) -> float:
     return rows / max(cpu, 0.01)  # /proc and process_time tick at 10 ms at worst
 
@@ -292,7 +323,10 @@ def main() -> int:
     parser.add_argument("--txns", type=int, default=20)
     parser.add_argument("--txn-rows", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--only", default="text,avro,reader,pg")
+    parser.add_argument("--only", default="text,avro,reader,pg,pgoutput")
+    parser.add_argument(
+        "--impl", default="python,native", help="PGCDC_IMPL values to run pgcdc under, in turn"
+    )
     parser.add_argument(
         "--profile",
         choices=["text", "avro"],
@@ -329,6 +363,7 @@ def main() -> int:
         conn = psycopg2.connect(dsn)
         conn.autocommit = True
         conn.cursor().execute(TABLE)
+        conn.cursor().execute("CREATE PUBLICATION bench_pub FOR TABLE bench")
         conn.close()
         t0 = time.monotonic()
         workloads.append(make_workload(pg, dsn, f"1 txn x {args.rows:,} rows", 1, args.rows, 1))
@@ -362,45 +397,70 @@ def main() -> int:
                     f"  cpu {server.cpu:6.2f} s  wall {server.wall:6.2f} s  "
                     f"{server.lines:,} lines"
                 )
-            if "reader" in only:
-                r = _best([run_reader(pg, w) for _ in range(args.repeat)])
+            if "pgoutput" in only:
+                po = _best([run_pgoutput(dsn, w) for _ in range(args.repeat)])
                 print(
-                    f"  {'pgcdc reader+decode only':<28}{_rate(w.rows, r.cpu):>12,.0f} rows/s"
-                    f"  cpu {r.cpu:6.2f} s  wall {r.wall:6.2f} s  {r.lines:,} events"
+                    f"  {'pgoutput (server)':<28}{_rate(w.rows, po.cpu):>12,.0f} rows/s"
+                    f"  cpu {po.cpu:6.2f} s  wall {po.wall:6.2f} s  {po.lines:,} messages"
                 )
-            for name in ("text", "avro"):
-                if name not in only:
-                    continue
-                runs = [
-                    run_pgcdc(pg, dsn, w, name, settings, profile=False) for _ in range(args.repeat)
-                ]
-                t = _best(runs)
-                same = ""
-                if name == "text" and server is not None and server.digest:
-                    equal = t.lines == server.lines and t.digest == server.digest
-                    ok = ok and equal
-                    same = (
-                        "  output identical to test_decoding"
-                        if equal
-                        else "  OUTPUT DIFFERS from test_decoding"
-                    )
-                print(
-                    f"  {'pgcdc ' + name + ' plugin':<28}{_rate(w.rows, t.cpu):>12,.0f} rows/s"
-                    f"  cpu {t.cpu:6.2f} s  wall {t.wall:6.2f} s  {t.lines:,} "
-                    f"{'lines' if name == 'text' else 'records'}{same}"
-                )
-                if args.profile == name:
-                    run_pgcdc(pg, dsn, w, name, settings, profile=True)
+            for impl in args.impl.split(","):
+                os.environ["PGCDC_IMPL"] = impl
+                ok = _run_impl(pg, dsn, w, settings, args, only, server) and ok
     finally:
         conn = psycopg2.connect(dsn)
         conn.autocommit = True
         for w in workloads:
             conn.cursor().execute("SELECT pg_drop_replication_slot(%s)", (w.slot,))
+            conn.cursor().execute("SELECT pg_drop_replication_slot(%s)", (w.pgoutput_slot,))
         conn.close()
         teardown(dsn, phys)
         admin.cursor().execute(f"DROP DATABASE {db} WITH (FORCE)")
         admin.close()
     return 0 if ok else 1
+
+
+def _run_impl(
+    pg: dict[str, Any],
+    dsn: str,
+    w: Workload,
+    settings: Settings,
+    args: argparse.Namespace,
+    only: set[str],
+    server: Timing | None,
+) -> bool:
+    """pgcdc's figures for one workload under the PGCDC_IMPL now set; False on a diff."""
+    ok = True
+    impl = selected()
+    if "reader" in only:
+        r = _best([run_reader(pg, w) for _ in range(args.repeat)])
+        label = f"pgcdc[{impl}] reader+decode"
+        print(
+            f"  {label:<28}{_rate(w.rows, r.cpu):>12,.0f} rows/s"
+            f"  cpu {r.cpu:6.2f} s  wall {r.wall:6.2f} s  {r.lines:,} events"
+        )
+    for name in ("text", "avro"):
+        if name not in only:
+            continue
+        runs = [run_pgcdc(pg, dsn, w, name, settings, profile=False) for _ in range(args.repeat)]
+        t = _best(runs)
+        same = ""
+        if name == "text" and server is not None and server.digest:
+            equal = t.lines == server.lines and t.digest == server.digest
+            ok = ok and equal
+            same = (
+                "  output identical to test_decoding"
+                if equal
+                else "  OUTPUT DIFFERS from test_decoding"
+            )
+        label = f"pgcdc[{impl}] {name} plugin"
+        print(
+            f"  {label:<28}{_rate(w.rows, t.cpu):>12,.0f} rows/s"
+            f"  cpu {t.cpu:6.2f} s  wall {t.wall:6.2f} s  {t.lines:,} "
+            f"{'lines' if name == 'text' else 'records'}{same}"
+        )
+        if args.profile == name:
+            run_pgcdc(pg, dsn, w, name, settings, profile=True)
+    return ok
 
 
 if __name__ == "__main__":

@@ -1,0 +1,161 @@
+"""The Kafka sink's batching and failure rules against a fake producer (no broker).
+
+Checks the adaptive commit (`idle`), that a failed Kafka transaction is aborted and
+handed to the worker for a replay from the WAL (no record is kept for a re-send), and
+the transaction-timeout limit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from connectors.kafka import sink as sink_module
+from connectors.kafka.sink import KafkaSink
+from service.config import load_settings
+from service.errors import ConfigError, ReplayFromOffsetsError, TransactionTimeoutError
+from service.output.api import OutputRecord
+
+
+class FakeProducer:
+    """Records the transactional calls; `fail_produce_at` makes that produce call raise."""
+
+    def __init__(self, conf: dict[str, Any]) -> None:
+        self.conf = conf
+        self.calls: list[str] = []
+        self.produced: list[tuple[str, bytes | None]] = []
+        self.fail_produce_at: int | None = None
+        self.init_error: KafkaError | None = None
+
+    def init_transactions(self, timeout: float) -> None:
+        if self.init_error is not None:
+            raise KafkaException(self.init_error)
+        self.calls.append("init")
+
+    def begin_transaction(self) -> None:
+        self.calls.append("begin")
+
+    def produce(self, topic: str, value: bytes | None, key: bytes | None, **kw: Any) -> None:
+        if self.fail_produce_at is not None and len(self.produced) + 1 == self.fail_produce_at:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT, "broker gone"))
+        self.produced.append((topic, value))
+
+    def commit_transaction(self, timeout: float) -> None:
+        self.calls.append("commit")
+
+    def abort_transaction(self, timeout: float) -> None:
+        self.calls.append("abort")
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+    def purge(self) -> None:
+        self.calls.append("purge")
+
+
+class FakeAdmin:
+    def __init__(self, conf: dict[str, Any]) -> None:
+        self.conf = conf
+
+
+@pytest.fixture
+def make_sink(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setattr(sink_module, "Producer", FakeProducer)
+    monkeypatch.setattr(sink_module, "AdminClient", FakeAdmin)
+
+    def make(**kafka: Any) -> tuple[KafkaSink, FakeProducer, list[tuple[int, int]]]:
+        settings = load_settings(kafka={"transactional_id": "t", **kafka})
+        committed: list[tuple[int, int]] = []
+        sink = KafkaSink(settings, lambda c, r: committed.append((c, r)), retry_budget_s=1.0)
+        sink._known_topics.update({"t.public.a", sink.offsets_topic})
+        producer = sink._producer
+        assert isinstance(producer, FakeProducer)
+        return sink, producer, committed
+
+    return make
+
+
+def rec(i: int) -> OutputRecord:
+    return OutputRecord("t.public.a", str(i).encode(), b"v" * 100)
+
+
+def test_idle_commits_a_complete_batch_at_once(make_sink: Any) -> None:
+    """Below every cap, a finished source transaction waits for the batch, and `idle`
+    (the stream has nothing more buffered) commits it with its offset at once."""
+    sink, producer, committed = make_sink(max_batch_age_s=60)
+    sink.write(100, 7, rec(1))
+    assert sink.end_source_txn(200, 150, 1) is False
+    assert producer.calls == ["begin"]
+    assert sink.idle() is True
+    assert producer.calls == ["begin", "commit"]
+    assert committed == [(200, 150)]
+    assert producer.produced[-1][0] == sink.offsets_topic
+    assert sink.idle() is False  # nothing pending: no empty Kafka transaction
+
+
+def test_idle_never_commits_mid_source_transaction(make_sink: Any) -> None:
+    """Records of a source transaction whose end has not been seen stay uncommitted."""
+    sink, producer, committed = make_sink(max_batch_age_s=60)
+    sink.write(100, 7, rec(1))
+    sink.end_source_txn(200, 150, 1)
+    sink.write(300, 8, rec(2))  # the next source transaction has begun
+    assert sink.idle() is False
+    assert "commit" not in producer.calls
+    assert committed == []
+
+
+def test_caps_still_commit_under_load(make_sink: Any) -> None:
+    """With the stream never idle, the count cap ends the batch."""
+    sink, producer, committed = make_sink(max_batch_txns=3, max_batch_age_s=60)
+    for i in range(7):
+        sink.write(100 * i, i, rec(i))
+        sink.end_source_txn(100 * i + 50, 100 * i, 1)
+    assert producer.calls.count("commit") == 2
+    assert [c for c, _ in committed] == [250, 550]
+
+
+def test_failed_transaction_is_aborted_for_a_replay(make_sink: Any) -> None:
+    """A produce error mid source transaction aborts the Kafka transaction and raises
+    ReplayFromOffsetsError, with nothing committed and no record kept for a re-send."""
+    sink, producer, committed = make_sink(max_batch_age_s=60)
+    producer.fail_produce_at = 5
+    for i in range(4):
+        sink.write(10 + i, 7, rec(i))
+    with pytest.raises(ReplayFromOffsetsError, match="replaying from the last committed"):
+        sink.write(20, 7, rec(99))
+    assert producer.calls == ["begin", "abort"]
+    assert committed == []
+    assert not hasattr(sink, "_records")  # the re-send buffer is gone
+    sink.close(commit=False)
+    assert "commit" not in producer.calls
+
+
+def test_transaction_past_its_timeout_stops_with_the_setting_named(make_sink: Any) -> None:
+    """A Kafka transaction still open near transaction.timeout.ms is aborted and the
+    error names the broker's transaction.max.timeout.ms and the pgcdc setting."""
+    sink, producer, _ = make_sink(transaction_timeout_ms=1000, max_batch_age_s=60)
+    sink.write(1, 7, rec(0))
+    sink._opened_at -= 10  # as if the replay had run for 10 s
+    with pytest.raises(TransactionTimeoutError) as info:
+        for i in range(2000):
+            sink.write(2 + i, 7, rec(i))
+    assert "transaction.max.timeout.ms" in str(info.value)
+    assert "kafka.transaction_timeout_ms" in str(info.value)
+    assert producer.calls[-1] == "abort"
+
+
+def test_broker_refusing_the_timeout_is_a_config_error(
+    make_sink: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """init_transactions refused for a timeout above the broker's maximum: ConfigError."""
+    sink, producer, _ = make_sink(transaction_timeout_ms=3_600_000)
+    producer.init_error = KafkaError(KafkaError.INVALID_TRANSACTION_TIMEOUT, "too long")
+    monkeypatch.setattr(sink, "ensure_topics", lambda topics, compact=False: None)
+    with pytest.raises(ConfigError, match=r"transaction\.max\.timeout\.ms"):
+        sink.start()
+    assert producer.conf["transaction.timeout.ms"] == 3_600_000
