@@ -68,6 +68,19 @@ def test_sql_connections_have_a_statement_timeout_and_replication_has_none(
     repl.close()
 
 
+def _drop_when_released(admin: Any, slot: str) -> None:
+    """Drop `slot` once the walsenders of the closed connections have gone."""
+    deadline = time.monotonic() + 30
+    with admin.cursor() as cur:
+        while True:
+            cur.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+            if not cur.fetchone()[0]:
+                cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+                return
+            assert time.monotonic() < deadline, f"slot {slot} still active"
+            time.sleep(0.2)
+
+
 def test_replication_stream_reconnects_after_the_receive_timeout(
     fault_pg15: dict[str, Any],
 ) -> None:
@@ -114,8 +127,7 @@ def test_replication_stream_reconnects_after_the_receive_timeout(
             stop.set()
             thread.join(30)
             stream.close()
-            with admin.cursor() as cur:
-                cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+            _drop_when_released(admin, slot)
             admin.close()
     for (lsn, size), (nxt, _) in itertools.pairwise(chunks):
         assert lsn + size == nxt, f"gap or overlap at {lsn:X}"
