@@ -32,6 +32,7 @@ from typing import Any
 import psycopg2
 import pytest
 
+from tests.fixtures.services import ensure_service
 from tests.integration.pipeline_kafka_support import Pipeline, insert_lsn, pipeline
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "deploy" / "local"))
@@ -90,15 +91,11 @@ def _http(method: str, url: str, body: Any = None) -> Any:
 
 
 @pytest.fixture(scope="module")
-def connect() -> dict[str, object]:
-    """The Kafka Connect worker (installed and started if needed; left running, as the
-    other services are: `python deploy/local/svc_connect.py down` stops it)."""
-    svc = svc_connect.Connect()
-    svc.install()
-    if not svc.healthy():
-        svc.start()
-        svc.wait_healthy()
-    return svc.info()
+def connect() -> dict[str, Any]:
+    """The Kafka Connect worker, installed and started if needed by the services script
+    (`services.py up connect`, in its own process like every service; left running, and
+    stopped by `.ci/run`'s cleanup or `services.py down connect`)."""
+    return ensure_service("connect")
 
 
 def _converter(prefix: str, registry_api: str) -> dict[str, str]:
@@ -216,7 +213,7 @@ def test_jdbc_sink_target_equals_source(
     pg15: dict[str, Any],
     kafka: dict[str, Any],
     registry: dict[str, Any],
-    connect: dict[str, object],
+    connect: dict[str, Any],
     targets: dict[str, dict[str, Any]],
 ) -> None:
     """Debezium's JDBC sink, fed by pgcdc, ends with the source's tables (values,

@@ -31,6 +31,7 @@ from tests.fixtures.services import (
     ensure_service,
     kill_service,
     restart_service,
+    stop_service,
 )
 
 pytestmark = pytest.mark.integration
@@ -164,11 +165,7 @@ def shared_pids() -> Iterator[dict[str, int | None]]:
     before_healthy = _healthy()
     pids = {name: _pid(name) for name in SHARED}
     yield pids
-    for name in FAULT_PORTS:
-        if name not in before_healthy:
-            subprocess.run(
-                [sys.executable, str(SERVICES), "down", name], capture_output=True, check=False
-            )
+    stop_service(*(name for name in FAULT_PORTS if name not in before_healthy))
 
 
 def test_fault_instances_run_apart_from_the_shared_services(

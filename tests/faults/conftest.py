@@ -8,8 +8,6 @@ PGCDC_KEEP_FAULT_SERVICES=1 (for a developer running the suite again and again).
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,13 +22,7 @@ def _stop_fault_services() -> Iterator[None]:
     yield
     if os.environ.get("PGCDC_KEEP_FAULT_SERVICES") == "1":
         return
-    started = [name for name in services._started if name.startswith("fault-")]
-    if started:
-        subprocess.run(
-            [sys.executable, str(services.SERVICES), "down", *started],
-            capture_output=True,
-            check=False,
-        )
+    services.stop_service(*(name for name in services._started if name.startswith("fault-")))
 
 
 @pytest.fixture

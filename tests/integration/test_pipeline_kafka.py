@@ -545,11 +545,14 @@ def test_exactly_once_under_sigkill(
 def test_second_worker_is_fenced_or_fences(
     pg18: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
 ) -> None:
-    """A second `pgcdc run` with the same configuration, started while the first is
-    publishing: one of them stops with exit code 1 and a FencedError saying another
-    worker took over; the other keeps publishing, and a read_committed reader sees every
-    committed transaction exactly once."""
-    with pipeline(pg18, kafka, registry, "fence", EO_TABLES) as p:
+    """Fencing, the safety net under standby mode: with `source.standby` off, a second
+    `pgcdc run` with the same configuration, started while the first is publishing,
+    makes one of them stop with exit code 1 and a FencedError saying another worker took
+    over; the other keeps publishing, and a read_committed reader sees every committed
+    transaction exactly once. (With standby on, the default, the second waits:
+    tests/faults/test_standby.py.)"""
+    no_standby = {"PGCDC_SOURCE__STANDBY": "false"}
+    with pipeline(pg18, kafka, registry, "fence", EO_TABLES, extra_env=no_standby) as p:
         first = p.start_worker()
         first.wait_ready(90)
         until(lambda: p.last_offset() is not None, 60, "the first offset")
