@@ -78,6 +78,10 @@ def _remove_wal_of(cur: Any, lsn: int) -> str:
     """Switch segments and checkpoint until the segment holding `lsn` is gone."""
     cur.execute("SELECT pg_walfile_name(%s::pg_lsn)", (format_lsn(lsn),))
     segment = str(cur.fetchone()[0])
+    # Slots other fault tests left on this instance would pin the WAL: drop the inactive ones.
+    cur.execute(
+        "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE NOT active"
+    )
     cur.execute("CREATE TABLE IF NOT EXISTS wal_filler (x int)")
     for _ in range(40):
         cur.execute("SELECT count(*) FROM pg_ls_waldir() WHERE name = %s", (segment,))

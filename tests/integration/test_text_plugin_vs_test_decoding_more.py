@@ -247,7 +247,7 @@ def test_skip_empty_xacts_off(pg: dict[str, Any]) -> None:
             for i, e in enumerate(out.expected[:-1])
             if e == "BEGIN" and out.expected[i + 1] == "COMMIT"
         )
-        == 3
+        >= 3  # at least the workload's three; the server may add its own (autoanalyze)
     )
 
 
