@@ -39,6 +39,7 @@ The machine has 2 cores shared with other work: the load average is printed too.
 
 from __future__ import annotations
 
+import abc
 import argparse
 import io
 import json
@@ -121,7 +122,7 @@ class Result:
         return self.rows / self.seconds
 
 
-class System:
+class System(abc.ABC):
     """One CDC system under test: prepares a database, starts, waits, stops."""
 
     name = ""
@@ -153,17 +154,21 @@ class System:
         self.p = p
         return p
 
+    @abc.abstractmethod
     def start(self) -> None:
-        raise NotImplementedError
+        """Each system defines it."""
 
+    @abc.abstractmethod
     def wait_caught_up(self, lsn: int, expected: int, topics: list[str]) -> float:
-        raise NotImplementedError
+        """Each system defines it."""
 
+    @abc.abstractmethod
     def pid(self) -> int:
-        raise NotImplementedError
+        """Each system defines it."""
 
+    @abc.abstractmethod
     def stop(self) -> None:
-        raise NotImplementedError
+        """Each system defines it."""
 
     def topic(self, table: str) -> str:
         assert self.p is not None
