@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ByteSize, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import (
+    BaseModel,
+    ByteSize,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     NestedSecretsSettingsSource,
@@ -96,8 +104,21 @@ class DecodingSettings(_Section):
     state_dir: Path = Path(".state/worker")
     # Decode prepared transactions at PREPARE instead of at COMMIT PREPARED.
     two_phase: bool = False
-    # Emit columns of unknown types as text where the on-disk value is text-like.
-    unknown_types_as_text: bool = False
+    # A captured column of a type pgcdc cannot decode (service.types.unknown), decided
+    # at start and whenever a table definition is first used: "fail" stops with an
+    # error listing the columns, "omit" leaves them out of every event, "bytes"
+    # publishes their stored bytes (Avro bytes, schema parameter __pgcdc.type).
+    unknown_types: Literal["fail", "omit", "bytes"] = "fail"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_option(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "unknown_types_as_text" in data:
+            raise ValueError(
+                "decoding.unknown_types_as_text was removed (it published raw bytes as "
+                "text); use decoding.unknown_types: fail | omit | bytes"
+            )
+        return data
 
 
 class KafkaSettings(_Section):

@@ -26,6 +26,8 @@ Kafka Connect's AvroData writes so Debezium-aware consumers recognise the semant
     bytea → bytes; bit(1) → boolean; bit(n), varbit → bytes io.debezium.data.Bits {length}
     (little-endian, as java.util.BitSet.toByteArray);
     point → record io.debezium.data.geometry.Point {x, y, wkb, srid};
+    a type pgcdc cannot decode, with decoding.unknown_types = bytes → bytes, the stored
+    datum, with connect.parameters {"__pgcdc.type": the type} (omit: no field at all);
     extension types (hstore, ltree, PostGIS, pgvector, ...): connectors.avro.extension_types;
     text, varchar, bpchar, char, name, inet, cidr, macaddr, macaddr8, ranges, composites,
     and every other type → string holding PostgreSQL's own text output for the value;
@@ -76,6 +78,7 @@ from connectors.schemas import load_static
 from service.errors import PluginError
 from service.output.api import UNCHANGED_TOAST, ColumnMeta, ColumnValue, RelationInfo
 from service.pgconst import UNIX_EPOCH_DAYS, UNIX_EPOCH_USECS
+from service.types.unknown import TYPE_PARAMETER
 
 DEBEZIUM_RELEASE = "3.6.1.Final"  # the Debezium release whose wire format these mirror
 # source.version: Debezium's release, then "-pgcdc". The leading major.minor.micro stay the
@@ -470,6 +473,10 @@ def type_mapping(
 ) -> TypeMapping:
     """The Avro mapping of a column's type (see the module docstring)."""
     oid = col.type_oid if oid is None else oid
+    if col.stored_bytes_type:
+        # decoding.unknown_types = bytes: the stored bytes, the type named in a parameter
+        schema = {"type": "bytes", "connect.parameters": {TYPE_PARAMETER: col.stored_bytes_type}}
+        return TypeMapping(schema, _to_bytes, False, "bytes")
     if col.kind == "e":
         allowed = ",".join(col.enum_labels)
         return TypeMapping(

@@ -60,6 +60,7 @@ from service.schema.history import SchemaHistory
 from service.schema.tabledef import CatalogSnapshot, TableDef
 from service.types.rowdecode import HistoryRows
 from service.types.sendform import snapshot_registry
+from service.types.unknown import UnknownTypePolicy
 
 WATERMARK_PREFIX = "__pgcdc.snapshot.watermark"
 SIGNAL_PREFIX = "__pgcdc.snapshot.signal"
@@ -162,11 +163,11 @@ class ChunkReader:
         dsn: str,
         filters: FilterSettings,
         *,
-        unknown_as_text: bool = False,
+        unknown_types: UnknownTypePolicy | None = None,
         application_name: str = "pgcdc-snapshot",
     ) -> None:
         self.dsn = dsn
-        self._columns = SnapshotReader(filters, unknown_as_text=unknown_as_text)
+        self._columns = SnapshotReader(filters, unknown_types=unknown_types)
         self._conn: Any = None
         self._catalog = Catalog(dsn)
         self._application_name = application_name
@@ -218,7 +219,7 @@ class ChunkReader:
             SchemaHistory.from_catalog_snapshot(snapshot),
             types.ensure,
             load_names,
-            unknown_as_text=self._columns.unknown_as_text,
+            unknown_types=self._columns.unknown_types,
         )
         (rel,) = rows.relations_by_oid([oid], snapshot.lsn, 0)
         registry = snapshot_registry(types.registry)

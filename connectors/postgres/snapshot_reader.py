@@ -32,10 +32,17 @@ which would need a parser per type). Every value arrives in its type's send form
 is rewritten into its stored form (`service.types.sendform`), then decoded by the same
 `to_python`/`to_text` the WAL path uses, lazily, like `HistoryRows`. `RelationInfo` is
 built by `HistoryRows` itself over a history made from the same catalog snapshot.
-Special columns: xml is selected as `::text` (its stored text); a type the decoders do
-not know is selected as its output text and raises `UnknownTypeError` on use, or is
-that text with `unknown_types_as_text` (the WAL path's behaviour); a virtual generated
-column (PG18) is NULL, as it is in the heap and so in the WAL.
+Special columns: xml is selected as `::text` (its stored text); a virtual generated
+column (PG18) is NULL, as it is in the heap and so in the WAL. A column of a type the
+decoders do not know is decided by `decoding.unknown_types` when `HistoryRows` plans
+the table, before its first row is read (`service.types.unknown`): `fail` raises
+`UnknownTypeError` listing the columns; `omit` leaves the column out of the SELECT
+and of every row, as the WAL path does; `bytes` selects its output text and hands on
+that text's UTF-8 bytes. That is where the snapshot differs from the WAL, which hands
+on the stored bytes: SQL has no way to read the stored form of a type pgcdc does not
+know (its send function, where it has one, is not the stored form either: ltree's
+`ltxtq_send` is a version byte and the text; intarray's query_int has none). A
+consumer tells the two apart by `source.snapshot`.
 
 Progress: `SnapshotProgress` counts rows and tables into the Prometheus metrics
 (`pgcdc_snapshot_rows_total{slot,table}`, `pgcdc_snapshot_tables_done`,
@@ -75,7 +82,7 @@ from service.schema.history import SchemaHistory
 from service.schema.tabledef import CatalogSnapshot, TableDef
 from service.types.convert import to_python, to_text
 from service.types.registry import TypeInfo, TypeRegistry
-from service.types.rowdecode import HistoryRows
+from service.types.rowdecode import HistoryRows, bytes_text
 from service.types.sendform import (
     base_type,
     convertible,
@@ -85,6 +92,7 @@ from service.types.sendform import (
     to_stored,
 )
 from service.types.snapshot_rewrites import text_valued
+from service.types.unknown import UnknownTypePolicy
 
 log = structlog.get_logger(__name__)
 
@@ -360,7 +368,6 @@ class _ColumnPlan:
         "registry",
         "type_name",
         "type_oid",
-        "unknown_as_text",
     )
 
     def __init__(
@@ -372,25 +379,26 @@ class _ColumnPlan:
         mode: str,
         info: TypeInfo,
         registry: TypeRegistry,
-        unknown_as_text: bool,
     ) -> None:
         self.name = name
         self.type_oid = type_oid
         self.type_name = type_name
         self.expr = expr  # None: not selected (always NULL)
-        # "stored": rewrite + decode; "text": output text; "null"; "xml[]": a text[]
-        # rewritten, then relabelled as an array of xml (its elements decode as xml_out)
+        # "stored": rewrite + decode; "bytes": output text as bytes (unknown_types =
+        # bytes); "null"; "xml[]": a text[] rewritten, then relabelled as an array of
+        # xml (its elements decode as xml_out)
         self.mode = mode
         self.info = info
         self.registry = registry
-        self.unknown_as_text = unknown_as_text
 
     def value(self, data: bytes | None, where: str) -> ColumnValue:
         name, oid, tname = self.name, self.type_oid, self.type_name
         if data is None or self.mode == "null":
             return ColumnValue(name, oid, tname, _none, _none)
+        if self.mode == "bytes":
+            return ColumnValue(name, oid, tname, lambda: data, lambda: bytes_text(data))
         if self.mode == "text":
-            return self._text_value(data, where)
+            return self._text_value(where)
         info, registry = self.info, self.registry
         stored: list[bytes] = []
 
@@ -413,19 +421,16 @@ class _ColumnPlan:
 
         return ColumnValue(name, oid, tname, value, text)
 
-    def _text_value(self, data: bytes, where: str) -> ColumnValue:
+    def _text_value(self, where: str) -> ColumnValue:
         info, name = self.info, self.name
-        as_text = self.unknown_as_text and info.typlen == -1
 
         def text() -> str:
-            if not as_text:
-                raise UnknownTypeError(
-                    f"type {info.name} (OID {info.oid}, output function {info.output_src}) "
-                    "cannot be decoded",
-                    relation=where,
-                    field=name,
-                )
-            return data.decode("utf-8")
+            raise UnknownTypeError(
+                f"type {info.name} (OID {info.oid}, output function {info.output_src}) "
+                "has no send form the snapshot can read",
+                relation=where,
+                field=name,
+            )
 
         return ColumnValue(name, self.type_oid, self.type_name, text, text)
 
@@ -457,12 +462,12 @@ class SnapshotReader:
         *,
         sink: RowSink | None = None,
         progress: SnapshotProgress | None = None,
-        unknown_as_text: bool = False,
+        unknown_types: UnknownTypePolicy | None = None,
     ) -> None:
         self.included = TableFilter(filters)
         self.sink = sink
         self.progress = progress
-        self.unknown_as_text = unknown_as_text
+        self.unknown_types = unknown_types or UnknownTypePolicy()
         self.rows = 0
         self.tables: list[str] = []
 
@@ -486,7 +491,7 @@ class SnapshotReader:
             SchemaHistory.from_catalog_snapshot(snapshot),
             types.ensure,
             load_names,
-            unknown_as_text=self.unknown_as_text,
+            unknown_types=self.unknown_types,
         )
         relations = {
             r.oid: r for r in rows.relations_by_oid([t.oid for t in tables], snapshot.lsn, 0)
@@ -523,8 +528,11 @@ class SnapshotReader:
         no_send: frozenset[int],
     ) -> list[_ColumnPlan]:
         out = []
-        live = [c for c in table.columns if not c.dropped]
-        for col, meta in zip(live, rel.columns, strict=True):
+        metas = {m.attnum: m for m in rel.columns}
+        # the live columns the relation has (unknown_types = omit leaves some out)
+        live = [c for c in table.columns if not c.dropped and c.attnum in metas]
+        for col in live:
+            meta = metas[col.attnum]
             info = types.get(col.type_oid, column=col.name)
             base = base_type(info, types)
             ident = quote_ident(col.name)
@@ -541,6 +549,8 @@ class SnapshotReader:
             sendable = convertible(info, types, no_send)
             if col.generated == "v":
                 expr, mode = None, "null"
+            elif meta.stored_bytes_type:
+                expr, mode = f"{ident}::text", "bytes"
             elif base.output_src == "xml_out":
                 # The stored text, decoded as xml (xml_out drops a plain declaration).
                 expr, mode, info = f"{ident}::text", "stored", base
@@ -555,6 +565,9 @@ class SnapshotReader:
             elif elem is not None and text_valued(elem):
                 expr, mode, info = f"{ident}::text[]", "stored", types.get(TEXT_ARRAY_OID)
             elif not convertible(info, types, no_send):
+                # A type the decoders know whose send form has no rewrite, or without
+                # a send function somewhere inside (every type no decoder knows was
+                # decided by the policy already): its values cannot be read.
                 expr, mode = f"{ident}::text", "text"
             else:
                 expr, mode = ident, "stored"
@@ -568,7 +581,6 @@ class SnapshotReader:
                     mode,
                     registry.get(info.oid),
                     registry,
-                    self.unknown_as_text,
                 )
             )
         return out

@@ -115,6 +115,7 @@ def _session(
     decode_from: int | None = None,
 ) -> Any:
     from service.app.session import Session, SessionConfig  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+    from service.app.unknown_types import make_policy  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
     from service.output.text import TestDecodingPlugin  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
     config = SessionConfig(
@@ -122,7 +123,7 @@ def _session(
         slot=settings.source.slot,
         work_mem=int(settings.decoding.work_mem),
         spill_dir=settings.decoding.state_dir / "spill",
-        unknown_types_as_text=settings.decoding.unknown_types_as_text,
+        unknown_types=make_policy(settings),
         plugin_options={"server-version": str(version), **options},
     )
     return Session(

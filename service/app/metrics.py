@@ -186,6 +186,19 @@ class Metrics:
             registry=r,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
         )
+        unknown = ("slot", "table", "column", "type")
+        self.omitted_columns = Gauge(
+            "pgcdc_omitted_columns",
+            "1 for each captured column left out of every event (decoding.unknown_types=omit)",
+            unknown,
+            registry=r,
+        )
+        self.bytes_columns = Gauge(
+            "pgcdc_bytes_columns",
+            "1 for each captured column published as stored bytes (decoding.unknown_types=bytes)",
+            unknown,
+            registry=r,
+        )
         self.standby = Gauge(
             "pgcdc_standby",
             "1 while waiting as a standby for the slot another worker holds",

@@ -38,6 +38,7 @@ from service.schema.history import SchemaHistory
 from service.schema.tabledef import CatalogSnapshot
 from service.snapshot.snapbuild import SnapBuilder
 from service.types.rowdecode import HistoryRows
+from service.types.unknown import UnknownTypePolicy
 from service.wal.format import XLOG_BLCKSZ
 from service.wal.record import RelFileLocator
 
@@ -52,7 +53,8 @@ class SessionConfig:
     slot: str = "pgcdc"
     work_mem: int = 64 * 1024 * 1024
     spill_dir: Path = Path(".state/spill")
-    unknown_types_as_text: bool = False
+    # decoding.unknown_types, with the worker's warning and metric (default: fail)
+    unknown_types: UnknownTypePolicy | None = None
     plugin_options: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -212,7 +214,7 @@ class Session:
             history,
             self._types.types,
             self._types.names,
-            unknown_as_text=self.config.unknown_types_as_text,
+            unknown_types=self.config.unknown_types,
             missing_send=self._types.missing_send,
         )
 

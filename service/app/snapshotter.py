@@ -73,6 +73,7 @@ from service.errors import PgcdcError
 from service.output.api import ChangeOp, PluginContext, RelationInfo, RowChange, TxnInfo
 from service.output.filters import TableFilter
 from service.snapshot.watermark import WindowTracker
+from service.types.unknown import UnknownTypePolicy
 
 log = structlog.get_logger(__name__)
 
@@ -235,6 +236,8 @@ class Snapshotter:
         # The inner plugin's PluginWrapper: chunk rows bypass the hooks (they are not
         # stream changes), but keep the wrapper's write rules and error context.
         self.emitter: Any = None
+        # decoding.unknown_types (the worker's policy; a fresh `fail` one until set)
+        self.unknown_types: UnknownTypePolicy | None = None
         self._pending: dict[str, _Pending] = {}
         self._seq = 0
         self._threads: list[threading.Thread] = []
@@ -401,7 +404,7 @@ class Snapshotter:
         reader = ChunkReader(
             s.source.dsn(),
             s.filters,
-            unknown_as_text=s.decoding.unknown_types_as_text,
+            unknown_types=self.unknown_types,
             application_name=f"pgcdc-snapshot-{n}",
         )
         backoff = 0.2

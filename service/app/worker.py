@@ -79,6 +79,7 @@ from connectors.postgres.stream import PhysicalStream
 from service.app.metrics import Metrics
 from service.app.session import Session, SessionConfig
 from service.app.snapshotter import Snapshotter
+from service.app.unknown_types import check_at_start, make_policy
 from service.config import Settings
 from service.decode.events import CommitEvent
 from service.errors import (
@@ -145,6 +146,9 @@ class Worker:
         # Chunks between watermarks while streaming goes on: on-demand snapshots always,
         # the initial snapshot too when snapshot.method = chunked.
         self.snapshotter: Snapshotter | None = Snapshotter(settings, self.metrics)
+        # decoding.unknown_types, shared by every row decoder of this worker
+        self.unknown_types = make_policy(settings, self.metrics)
+        self.snapshotter.unknown_types = self.unknown_types
         self._chunked_initial = settings.snapshot.method == "chunked"
 
     # --- callbacks ------------------------------------------------------------------
@@ -186,13 +190,16 @@ class Worker:
         s = self.settings
         dsn = s.source.dsn()
         version = preflight(dsn)  # wal_level, privileges, credentials: fatal if wrong
+        # Every captured column's type, before Kafka, the stream or the snapshot: with
+        # decoding.unknown_types = fail an undecodable one is fatal here, listed.
+        check_at_start(s, self.unknown_types)
         last = self.sink.start()
         config = SessionConfig(
             dsn=dsn,
             slot=s.source.slot,
             work_mem=int(s.decoding.work_mem),
             spill_dir=s.decoding.state_dir / "spill",
-            unknown_types_as_text=s.decoding.unknown_types_as_text,
+            unknown_types=self.unknown_types,
         )
         avro = AvroPlugin(s)
         plugin: object = avro if self.snapshotter is None else self.snapshotter.hooks(avro)
@@ -267,7 +274,7 @@ class Worker:
             if s.snapshot.mode != "never" and not self._chunked_initial:
                 reader = SnapshotReader(
                     s.filters,
-                    unknown_as_text=s.decoding.unknown_types_as_text,
+                    unknown_types=self.unknown_types,
                     progress=SnapshotProgress.auto(self.metrics, s.source.slot),
                 )
             session = Session(

@@ -231,6 +231,9 @@ class ColumnMeta:
     # function, e.g. "hstore", "geometry") of the type Avro maps: the column's own, or
     # for an array or a domain its element or base type's; "" for none.
     ext: str = ""
+    # decoding.unknown_types = bytes: the column's type cannot be decoded and its values
+    # are the stored bytes; this names the type (service.types.unknown). "" otherwise.
+    stored_bytes_type: str = ""
 
 
 @dataclass(slots=True, frozen=True)

@@ -12,11 +12,9 @@ subtypes, enum labels). Hands on:
 
 The decoder is chosen by the output function's internal name (`TypeInfo.output_src`);
 domains resolve to their base type. A type whose output function pgcdc does not know
-raises `UnknownTypeError` naming the column. With `unknown_as_text=True` such a type is
-emitted as text *only* if it is a varlena whose stored bytes are valid UTF-8: that is
-exact for types whose binary form is their text (e.g. a citext-like type whose output
-function is not `textout`), and is the caller's explicit choice otherwise. Fixed-length
-unknown types and non-UTF-8 payloads still raise `UnknownTypeError`.
+raises `UnknownTypeError` naming the column. Such columns are found before any value is
+decoded (`undecodable_part`, the start check) and decided by decoding.unknown_types
+(`service.types.unknown`): stored bytes are never guessed to be text.
 
 Extension types (hstore, ltree/lquery, isn, cube/earth, seg, PostGIS geometry and
 geography, pgvector's vector/halfvec/sparsevec) are recognised by type name and output
@@ -199,16 +197,11 @@ def _enum_label(buf: bytes, info: TypeInfo) -> str:
         raise UnknownTypeError(f"enum {info.name} has no label with OID {oid}") from None
 
 
-def _unknown(buf: bytes, info: TypeInfo, as_text: bool) -> str:
-    if as_text and info.typlen == -1:
-        try:
-            return buf.decode("utf-8")
-        except UnicodeDecodeError:
-            pass  # falls through to the error below: not text after all
+def _unknown(buf: bytes, info: TypeInfo) -> str:
     raise undecodable(info)
 
 
-def _text(buf: bytes, info: TypeInfo, registry: TypeRegistry, as_text: bool) -> str:
+def _text(buf: bytes, info: TypeInfo, registry: TypeRegistry) -> str:
     info = _base(info, registry)
     src = info.output_src
     simple = _simple(info, _TEXT, _EXT_TEXT)
@@ -216,7 +209,7 @@ def _text(buf: bytes, info: TypeInfo, registry: TypeRegistry, as_text: bool) -> 
         return str(simple(buf))
 
     def elem(b: bytes, i: TypeInfo) -> str:
-        return _text(b, i, registry, as_text)
+        return _text(b, i, registry)
 
     match src:
         case "array_out":
@@ -236,10 +229,10 @@ def _text(buf: bytes, info: TypeInfo, registry: TypeRegistry, as_text: bool) -> 
         case _ if src in REG_OUTPUTS:
             return reg_text(buf, src, registry)
         case _:
-            return _unknown(buf, info, as_text)
+            return _unknown(buf, info)
 
 
-def _python(buf: bytes, info: TypeInfo, registry: TypeRegistry, as_text: bool) -> Any:
+def _python(buf: bytes, info: TypeInfo, registry: TypeRegistry) -> Any:
     info = _base(info, registry)
     src = info.output_src
     simple = _simple(info, _PYTHON, _EXT_PYTHON)
@@ -247,7 +240,7 @@ def _python(buf: bytes, info: TypeInfo, registry: TypeRegistry, as_text: bool) -
         return simple(buf)
 
     def elem(b: bytes, i: TypeInfo) -> Any:
-        return _python(b, i, registry, as_text)
+        return _python(b, i, registry)
 
     match src:
         case "array_out" | "int2vectorout" | "oidvectorout":
@@ -265,7 +258,7 @@ def _python(buf: bytes, info: TypeInfo, registry: TypeRegistry, as_text: bool) -
         case _ if src in REG_OUTPUTS:
             return reg_text(buf, src, registry)
         case _:
-            return _unknown(buf, info, as_text)
+            return _unknown(buf, info)
 
 
 def simple_functions(
@@ -307,12 +300,11 @@ def to_text(
     registry: TypeRegistry,
     *,
     column: str | None = None,
-    unknown_as_text: bool = False,
 ) -> str:
     """What the type's output function prints for this (non-NULL, resolved) datum."""
     buf = _checked(datum, column)
     try:
-        return _text(buf, typeinfo, registry, unknown_as_text)
+        return _text(buf, typeinfo, registry)
     except UnknownTypeError as exc:
         if exc.field is None and column is not None:
             raise UnknownTypeError(exc.message, field=column) from exc
@@ -325,14 +317,13 @@ def to_python(
     registry: TypeRegistry,
     *,
     column: str | None = None,
-    unknown_as_text: bool = False,
 ) -> Any:
     """The Python value of a datum; None stays None, the UNCHANGED marker passes through."""
     if datum is None or isinstance(datum, Unchanged):
         return datum
     buf = _checked(datum, column)
     try:
-        return _python(buf, typeinfo, registry, unknown_as_text)
+        return _python(buf, typeinfo, registry)
     except UnknownTypeError as exc:
         if exc.field is None and column is not None:
             raise UnknownTypeError(exc.message, field=column) from exc

@@ -24,6 +24,12 @@ Guarantees:
   type decoders as any stored value. See `_MissingPlanner` for how, and for the two
   kinds of type whose stored form cannot be rebuilt (jsonb inside the type; types the
   decoders do not know), which are read as the initial snapshot reads them.
+- A column whose type (or a type inside it) no decoder knows is decided by the
+  `UnknownTypePolicy` (decoding.unknown_types) when its table definition is first
+  planned, before any row of it is handed on: `fail` raises `UnknownTypeError` listing
+  every such column of the table; `omit` leaves the column out of the relation and of
+  every row; `bytes` hands on its stored datum as the value (`bytes_text` as the text)
+  and names the type in `ColumnMeta.stored_bytes_type`.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from service.output.api import (
 from service.pgconst import JSONB_OID, TEXT_ARRAY_OID, TEXT_OID
 from service.schema.history import Classification, RelClass, SchemaHistory
 from service.schema.tabledef import ColumnDef, TableDef
-from service.types.convert import simple_functions, to_python, to_text
+from service.types.convert import simple_functions, to_python, to_text, undecodable_part
 from service.types.deform import Column, Layout, compile_layout, deform, deform_heap
 from service.types.extensions import extension_type
 from service.types.registry import TypeInfo, TypeRegistry, undecodable
@@ -59,6 +65,7 @@ from service.types.sendform import (
     to_stored,
 )
 from service.types.snapshot_rewrites import text_valued
+from service.types.unknown import UnknownColumn, UnknownTypePolicy
 from service.types.varlena import ToastPointer, Unchanged, resolve_toast
 
 _CLASS_CACHE_MAX = 4096
@@ -118,6 +125,9 @@ class _Plan:
     # attnum -> the value tuples older than the column read, for the columns whose
     # attmissingval is not handed to the deformer as a stored datum (`_Out.missing`)
     missing_values: dict[int, ColumnValue]
+    # decoding.unknown_types: the attnums left out (omit) or handed on as stored bytes
+    omitted: frozenset[int] = frozenset()
+    as_bytes: frozenset[int] = frozenset()
 
 
 class HistoryRows:
@@ -129,18 +139,19 @@ class HistoryRows:
         types: TypeSource,
         type_names: TypeNames,
         *,
-        unknown_as_text: bool = False,
+        unknown_types: UnknownTypePolicy | None = None,
         missing_send: MissingSend | None = None,
     ) -> None:
         """`missing_send` reads attmissingval (the catalog stage's I/O, injected); without
         it, a tuple that lacks a column added with a default raises DecodeError when
-        that column is read (for users that only need `relations_by_oid`)."""
+        that column is read (for users that only need `relations_by_oid`).
+        `unknown_types`: decoding.unknown_types (default: fail)."""
         self.history = history
         self._types = types
         self._type_names = type_names
         self._names: dict[int, str] = {}
-        self._unknown_as_text = unknown_as_text
-        self._missing = _MissingPlanner(missing_send, unknown_as_text)
+        self.unknown_types = unknown_types or UnknownTypePolicy()
+        self._missing = _MissingPlanner(missing_send)
         # id(TableDef) -> its plan (which keeps the TableDef alive)
         self._plans: dict[int, _Plan] = {}
         # Classifications per (relfilenode, top xid): (lo, hi, answer), valid for change
@@ -255,6 +266,12 @@ class HistoryRows:
         missing = [o for o in oids if o not in self._names]
         if missing:
             self._names.update(self._type_names(missing))
+        qualified = f"{table.schema}.{table.name}"
+        unknown = self._unknown_columns(live, registry, qualified)
+        mode = self.unknown_types.decide(list(unknown.values()), lsn=lsn)
+        omitted = frozenset(unknown) if mode == "omit" else frozenset()
+        as_bytes = frozenset(unknown) if mode == "bytes" else frozenset()
+        live = [c for c in live if c.attnum not in omitted]
         key_names = {c.attnum: c.name for c in live}
         metas = []
         for c in live:
@@ -294,6 +311,9 @@ class HistoryRows:
                     elem_kind=elem_kind,
                     elem_typmod=elem_typmod,
                     ext=ext,
+                    stored_bytes_type=(
+                        self._names.get(c.type_oid, info.name) if c.attnum in as_bytes else ""
+                    ),
                 )
             )
         rel = RelationInfo(
@@ -305,14 +325,20 @@ class HistoryRows:
             columns=tuple(metas),
             defined_at=lsn,
         )
-        qualified = f"{table.schema}.{table.name}"
         columns = []
         missing_values: dict[int, ColumnValue] = {}
         for c in table.columns:
             datum = None
-            if c.has_missing and not c.dropped and c.missing_text is not None:
+            if (
+                c.has_missing
+                and not c.dropped
+                and c.missing_text is not None
+                and c.attnum not in omitted
+            ):
                 type_name = next(m.type_name for m in metas if m.attnum == c.attnum)
-                datum, value = self._missing.resolve(c, registry, type_name, lsn, qualified)
+                datum, value = self._missing.resolve(
+                    c, registry, type_name, lsn, qualified, c.attnum in as_bytes
+                )
                 if value is not None:
                     missing_values[c.attnum] = value
             columns.append(
@@ -330,11 +356,33 @@ class HistoryRows:
                 )
             )
         plan = _Plan(
-            rel, table, columns, compile_layout(columns), [], registry, qualified, missing_values
+            rel,
+            table,
+            columns,
+            compile_layout(columns),
+            [],
+            registry,
+            qualified,
+            missing_values,
+            omitted,
+            as_bytes,
         )
         self._prepare(plan, registry)
         self._plans[id(table)] = plan
         return plan
+
+    def _unknown_columns(
+        self, live: Sequence[ColumnDef], registry: TypeRegistry, qualified: str
+    ) -> dict[int, UnknownColumn]:
+        """attnum → the column, for the live columns no decoder can read (the check
+        `pgcdc setup` and the worker's start make: `undecodable_part`)."""
+        out = {}
+        for c in live:
+            found = undecodable_part(registry.get(c.type_oid, column=c.name), registry)
+            if found is not None:
+                type_name = self._names.get(c.type_oid, registry.get(c.type_oid).name)
+                out[c.attnum] = UnknownColumn(qualified, c.name, type_name, found.name)
+        return out
 
     def _prepare(self, plan: _Plan, registry: TypeRegistry) -> None:
         """Resolve each live column's codec against `registry` (as `_decode` did per row:
@@ -342,12 +390,16 @@ class HistoryRows:
         outs: list[_Out | None] = []
         metas = iter(plan.rel.columns)
         for col in plan.columns:
-            if col.dropped:
+            if col.dropped or col.attnum in plan.omitted:
                 outs.append(None)
                 continue
             meta = next(metas)
             info = registry.get(col.typid, column=col.name)
-            fns = simple_functions(info, registry)
+            fns = (
+                (bytes, bytes_text)
+                if col.attnum in plan.as_bytes
+                else simple_functions(info, registry)
+            )
             if fns is not None:
                 codec = ColumnCodec(col.name, col.typid, meta.type_name, fns[0], fns[1])
             else:
@@ -418,12 +470,13 @@ class HistoryRows:
 
     def _bound(self, o: _Out, registry: TypeRegistry, lsn: int, qualified: str) -> ColumnCodec:
         """A codec for one value of a type that needs the registry (arrays, composites,
-        ranges, enums, unknown types): UnknownTypeError gets the change's LSN."""
-        name, info, as_text = o.codec.name, o.info, self._unknown_as_text
+        ranges, enums): UnknownTypeError (a type the start check could not see, e.g. an
+        enum label added later) gets the change's LSN."""
+        name, info = o.codec.name, o.info
 
         def value(d: bytes) -> object:
             try:
-                return to_python(d, info, registry, column=name, unknown_as_text=as_text)
+                return to_python(d, info, registry, column=name)
             except UnknownTypeError as exc:
                 raise UnknownTypeError(
                     exc.message, lsn=lsn, relation=qualified, field=name
@@ -431,13 +484,19 @@ class HistoryRows:
 
         def text(d: bytes) -> str | None:
             try:
-                return to_text(d, info, registry, column=name, unknown_as_text=as_text)
+                return to_text(d, info, registry, column=name)
             except UnknownTypeError as exc:
                 raise UnknownTypeError(
                     exc.message, lsn=lsn, relation=qualified, field=name
                 ) from exc
 
         return ColumnCodec(name, o.codec.type_oid, o.codec.type_name, value, text, shared=False)
+
+
+def bytes_text(datum: bytes) -> str:
+    """The text of a `bytes` column's value (decoding.unknown_types = bytes): the stored
+    bytes as byteaout prints them with bytea_output=hex."""
+    return "\\x" + bytes(datum).hex()
 
 
 def _no_value(datum: object) -> object:
@@ -467,17 +526,18 @@ class _MissingPlanner:
       stored binary tree, so the value is decoded lazily with
       `sendform.snapshot_registry` (jsonb read as its text), as the snapshot does; the
       result equals the WAL decoders' (test_snapshot_vs_wal);
-    - a type the decoders do not know: its element text, under the WAL path's rule
-      (UnknownTypeError on use, or that text with `unknown_as_text` for a varlena), as
-      the snapshot does;
+    - a type the decoders do not know (decoding.unknown_types decided it before: with
+      `fail` the plan is never made, with `omit` the column is not resolved): with
+      `bytes`, the element's output text as bytes, as the initial snapshot reads such a
+      column (SQL gives no access to the stored form of a type pgcdc cannot decode;
+      the README says so); a type whose value is its output text reads that text;
     - anything else: the stored datum, handed to the deformer as `Column.missing`.
     """
 
-    __slots__ = ("_cache", "_send", "_unknown_as_text")
+    __slots__ = ("_cache", "_send")
 
-    def __init__(self, send: MissingSend | None, unknown_as_text: bool) -> None:
+    def __init__(self, send: MissingSend | None) -> None:
         self._send = send
-        self._unknown_as_text = unknown_as_text
         self._cache: dict[tuple[int, int, str], bytes | None] = {}
 
     def _ask(self, type_oid: int, typmod: int, literal: str) -> bytes | None:
@@ -494,9 +554,11 @@ class _MissingPlanner:
         type_name: str,
         lsn: int,
         qualified: str,
+        as_bytes: bool = False,
     ) -> tuple[bytes | None, ColumnValue | None]:
         """(stored datum for the deformer, or None; else the value to read, or None for
-        NULL) for a column with atthasmissing and a non-NULL attmissingval."""
+        NULL) for a column with atthasmissing and a non-NULL attmissingval. `as_bytes`:
+        the column's type cannot be decoded and decoding.unknown_types is `bytes`."""
         name, oid, literal = col.name, col.type_oid, col.missing_text
         assert literal is not None
         if self._send is None:
@@ -537,7 +599,7 @@ class _MissingPlanner:
             if not convertible(info, registry):
                 send = self._ask(TEXT_OID, -1, literal)
                 return None, None if send is None else self._as_text(
-                    info, send, name, type_name, lsn, qualified, text_valued(base)
+                    info, send, name, type_name, lsn, qualified, text_valued(base), as_bytes
                 )
             send = self._ask(oid, col.typmod, literal)
             if send is None:
@@ -562,10 +624,18 @@ class _MissingPlanner:
         lsn: int,
         qualified: str,
         valued_as_text: bool = False,
+        as_bytes: bool = False,
     ) -> ColumnValue:
-        """An unknown type's default, as the snapshot reads such a column (its text); a
-        type whose value is its output text (`valued_as_text`) reads it always."""
-        if valued_as_text or (self._unknown_as_text and info.typlen == -1):
+        """An unknown type's default, as the snapshot reads such a column (with `bytes`:
+        its text as bytes); a type whose value is its output text (`valued_as_text`)
+        reads that text."""
+        if as_bytes:
+            return ColumnValue.constant(
+                ColumnCodec(name, info.oid, type_name, _no_value, _no_text, shared=False),
+                text,
+                bytes_text(text),
+            )
+        if valued_as_text:
             value = text.decode("utf-8")
             return ColumnValue.constant(
                 ColumnCodec(name, info.oid, type_name, _no_value, _no_text, shared=False),

@@ -28,8 +28,9 @@ the *value* is still PostgreSQL's own:
   (binary-coercible, the stored text), which is what the WAL path shows.
 
 Types whose output function the decoders do not know (`convertible` is False) are not
-rewritten: the snapshot selects their output text and treats it as the WAL path treats
-such a type (UnknownTypeError, or text with `unknown_types_as_text`).
+rewritten: decoding.unknown_types decides them before a value is read (`fail`: an
+error at start; `omit`: not selected; `bytes`: their output text, see
+connectors.postgres.snapshot_reader).
 
 Pure; malformed input raises `DecodeError`.
 """
