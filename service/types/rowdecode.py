@@ -270,6 +270,16 @@ class HistoryRows:
         unknown = self._unknown_columns(live, registry, qualified)
         mode = self.unknown_types.decide(list(unknown.values()), lsn=lsn)
         omitted = frozenset(unknown) if mode == "omit" else frozenset()
+        if omitted & set(table.key_attnums):
+            raise UnknownTypeError(
+                f"key column(s) of {qualified} cannot be decoded and cannot be omitted (a "
+                "key without them would merge distinct rows): "
+                + ", ".join(unknown[a].describe() for a in sorted(omitted & set(table.key_attnums)))
+                + "; set decoding.unknown_types to bytes",
+                lsn=lsn,
+                relation=qualified,
+                field="decoding.unknown_types",
+            )
         as_bytes = frozenset(unknown) if mode == "bytes" else frozenset()
         live = [c for c in live if c.attnum not in omitted]
         key_names = {c.attnum: c.name for c in live}
