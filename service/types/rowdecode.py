@@ -541,6 +541,11 @@ class _MissingPlanner:
       `bytes`, the element's output text as bytes, as the initial snapshot reads such a
       column (SQL gives no access to the stored form of a type pgcdc cannot decode;
       the README says so); a type whose value is its output text reads that text;
+    - a type valued as its output text (`snapshot_rewrites.text_valued`: the reg*
+      family, jsonpath, tsquery, ltree, ...): the element's text is the value and the
+      text, never read back into an OID or a tree (a reg* OID 0 prints as `-`, which
+      text_regclass rejects, and an overloaded operator's regoper as a name regoperin
+      finds ambiguous: regproc.c);
     - anything else: the stored datum, handed to the deformer as `Column.missing`.
     """
 
@@ -606,7 +611,12 @@ class _MissingPlanner:
                 stored = to_stored(send, registry.get(TEXT_ARRAY_OID), registry)
                 at = _ARRAY_ELEMTYPE_AT
                 return stored[:at] + U32.pack(stored_elem.oid) + stored[at + 4 :], None
-            if not convertible(info, registry):
+            if text_valued(base) or not convertible(info, registry):
+                # A type valued as its output text (the reg* family among them) reads
+                # the element's text, as the snapshot reads it with ::text: a reg* text
+                # does not always read back as its OID (OID 0 is `-`, which
+                # text_regclass rejects; an overloaded operator prints as a name
+                # regoperin finds ambiguous), and that text is the value anyway.
                 send = self._ask(TEXT_OID, -1, literal)
                 return None, None if send is None else self._as_text(
                     info, send, name, type_name, lsn, qualified, text_valued(base), as_bytes
