@@ -331,10 +331,22 @@ def _bits(text: str) -> bytes:
 
 
 def _flatten(value: Any) -> list[Any]:
+    """An array's elements in row-major order. A decoded array (PgArray) nests one list
+    level per dimension, and only those are flattened: an element whose value is
+    itself a list (pgvector's vector and halfvec) stays whole."""
+    depth = len(getattr(value, "lower_bounds", ())) or None
+    return _flatten_levels(value, depth)
+
+
+def _flatten_levels(value: Any, depth: int | None) -> list[Any]:
+    if depth == 1:
+        return list(value)
     out: list[Any] = []
     for item in value:
-        if isinstance(item, list | tuple):
-            out.extend(_flatten(item))
+        if isinstance(item, list | tuple) and depth is not None:
+            out.extend(_flatten_levels(item, depth - 1))
+        elif isinstance(item, list | tuple) and depth is None:
+            out.extend(_flatten_levels(item, None))
         else:
             out.append(item)
     return out

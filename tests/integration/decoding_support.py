@@ -14,6 +14,8 @@
    the LSN after the workload;
 and returns both outputs as lists of lines.
 
+`unknown_types` is the session's decoding.unknown_types policy (default: fail).
+
 `two_phase=True` creates the slot with two_phase enabled (test_decoding then prints
 PREPARE TRANSACTION / COMMIT PREPARED / ROLLBACK PREPARED) and gives pgcdc's text
 plugin the matching `two-phase` option; by default both decode a prepared transaction
@@ -38,6 +40,7 @@ from connectors.postgres.setup import setup, teardown
 from service.app.session import Session, SessionConfig
 from service.lsn import parse_lsn
 from service.output.text import TestDecodingPlugin
+from service.types.unknown import UnknownTypePolicy
 
 Step = str | tuple[int, str] | Callable[[list[Any]], None]
 
@@ -83,6 +86,7 @@ def compare(
     spill_dir: Path | None = None,
     connections: int = 2,
     two_phase: bool = False,
+    unknown_types: UnknownTypePolicy | None = None,
 ) -> Outcome:
     options = {"include-xids": "0", "skip-empty-xacts": "1", **(options or {})}
     db = f"cmp_{uuid.uuid4().hex[:10]}"
@@ -118,6 +122,7 @@ def compare(
                     "server-version": str(pg["version"]),
                     "two-phase": "1" if two_phase else "0",
                 },
+                unknown_types=unknown_types,
             ),
             TestDecodingPlugin(),
             "text",

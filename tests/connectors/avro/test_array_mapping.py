@@ -132,3 +132,26 @@ def test_tsvector_is_debezium_tsvector() -> None:
     m = _map(ColumnMeta("v", 1, 3614, "tsvector", -1, False))
     assert m.schema["connect.name"] == "io.debezium.data.Tsvector" and m.use_text
     assert m.convert("'a':1 'b'") == "'a':1 'b'"
+
+
+def test_vector_array_items_stay_whole() -> None:
+    """vector[] and halfvec[] items are lists themselves: only the array's dimensions
+    are flattened (a vector used to be spread into its floats and stop the worker)."""
+    from service.types.array import PgArray  # noqa: PLC0415  (this test only)
+
+    for ext in ("vector", "halfvec"):
+        m = _map(
+            ColumnMeta(
+                "a", 1, 900001, "vector[]", -1, False, kind="a", elem_type_oid=900000, ext=ext
+            )
+        )
+        assert m.convert(PgArray([[1.0, 2.5], None, [3.0]], (1,))) == [[1.0, 2.5], None, [3.0]]
+        two_d = PgArray([[[1.0], [2.0]], [[3.0], None]], (1, 1))
+        assert m.convert(two_d) == [[1.0], [2.0], [3.0], None]
+
+
+def test_stored_bytes_column() -> None:
+    """decoding.unknown_types = bytes: Avro bytes naming the type in connect.parameters."""
+    m = _map(ColumnMeta("q", 2, 900002, "query_int", -1, False, stored_bytes_type="query_int"))
+    assert m.schema == {"type": "bytes", "connect.parameters": {"__pgcdc.type": "query_int"}}
+    assert m.convert(b"\x01\x02") == b"\x01\x02" and not m.use_text
