@@ -1,6 +1,11 @@
 """The worker (`pgcdc run`): WAL in, every committed transaction into Kafka, exactly once.
 
 Start-up:
+0. every captured column's type is checked (`service.app.unknown_types`, the check
+   `pgcdc setup` runs): with decoding.unknown_types = fail a column pgcdc cannot decode
+   stops the worker here, listed, before Kafka, the stream or the snapshot; with omit
+   or bytes each is logged and counted. Table definitions met later are decided the
+   same way when first planned (`service.types.rowdecode`), before a row is published;
 1. the Kafka sink starts (`init_transactions` fences an older worker with the same
    transactional.id) and reads the last committed offset of this slot;
 2. with an offset: the schema history is restored from the snapshot committed with it,
