@@ -42,6 +42,8 @@ class UndecodableColumn:
     type_name: str  # format_type of the column
     unknown_type: str  # the undecodable type (the column's own, or one inside it)
     output_function: str
+    schema: str = ""  # the table's schema and name, apart
+    name: str = ""
 
     def describe(self) -> str:
         inner = "" if self.unknown_type == self.type_name else f" (inside: {self.unknown_type})"
@@ -67,7 +69,13 @@ def undecodable_columns(
         if found is not None:
             out.append(
                 UndecodableColumn(
-                    f"{schema}.{table}", column, str(type_name), found.name, found.output_src
+                    f"{schema}.{table}",
+                    column,
+                    str(type_name),
+                    found.name,
+                    found.output_src,
+                    schema,
+                    table,
                 )
             )
     return out

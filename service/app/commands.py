@@ -123,7 +123,7 @@ def _session(
         slot=settings.source.slot,
         work_mem=int(settings.decoding.work_mem),
         spill_dir=settings.decoding.state_dir / "spill",
-        unknown_types=make_policy(settings),
+        unknown_types=make_policy(settings, filtered=False),
         plugin_options={"server-version": str(version), **options},
     )
     return Session(

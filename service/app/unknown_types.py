@@ -22,6 +22,8 @@ import structlog
 
 from connectors.postgres.type_check import undecodable_columns
 from service.config import Settings
+from service.errors import SourceUnavailableError
+from service.output.filters import TableFilter
 from service.types.unknown import UnknownColumn, UnknownTypePolicy
 
 log = structlog.get_logger(__name__)
@@ -38,8 +40,15 @@ class UnknownTypeMetrics(Protocol):
     def bytes_columns(self) -> _Labelled: ...
 
 
-def make_policy(settings: Settings, metrics: UnknownTypeMetrics | None = None) -> UnknownTypePolicy:
-    """The process's policy: settings.decoding.unknown_types, reporting as above."""
+def make_policy(
+    settings: Settings,
+    metrics: UnknownTypeMetrics | None = None,
+    *,
+    filtered: bool = True,
+) -> UnknownTypePolicy:
+    """The process's policy: settings.decoding.unknown_types, reporting as above;
+    `filtered`: only the tables and columns settings.filters captures are decided (the
+    Avro plugin publishes no other; `pgcdc peek` prints everything: False)."""
     slot = settings.source.slot
 
     def report(mode: str, col: UnknownColumn) -> None:
@@ -56,18 +65,28 @@ def make_policy(settings: Settings, metrics: UnknownTypeMetrics | None = None) -
             gauge = metrics.omitted_columns if mode == "omit" else metrics.bytes_columns
             gauge.labels(slot, col.table, col.column, col.type_name).set(1)
 
-    return UnknownTypePolicy(settings.decoding.unknown_types, report)
+    tables = TableFilter(settings.filters)
+
+    def covers(schema: str, table: str, column: str) -> bool:
+        """Captured by filters.include/exclude_*: the table, and the column."""
+        return tables(schema, table) and not tables.excluded_columns(schema, table, [column])
+
+    return UnknownTypePolicy(settings.decoding.unknown_types, report, covers if filtered else None)
 
 
 def check_at_start(settings: Settings, policy: UnknownTypePolicy) -> list[UnknownColumn]:
     """Every captured column of a type pgcdc cannot decode, decided by `policy` (raises
     `UnknownTypeError` with `fail`)."""
-    conn = psycopg2.connect(settings.source.dsn())
+    try:
+        conn = psycopg2.connect(settings.source.dsn())
+    except psycopg2.OperationalError as exc:
+        raise SourceUnavailableError(f"type check at start: {exc}".strip()) from exc
     try:
         conn.set_session(readonly=True, autocommit=True)
         found = [
             UnknownColumn(c.table, c.column, c.type_name, c.unknown_type)
             for c in undecodable_columns(conn, settings.filters)
+            if policy.covers(c.schema, c.name, c.column)  # excluded columns: never read
         ]
     finally:
         conn.close()

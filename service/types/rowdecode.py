@@ -267,7 +267,12 @@ class HistoryRows:
         if missing:
             self._names.update(self._type_names(missing))
         qualified = f"{table.schema}.{table.name}"
-        unknown = self._unknown_columns(live, registry, qualified)
+        covers = self.unknown_types.covers
+        unknown = {
+            attnum: col
+            for attnum, col in self._unknown_columns(live, registry, qualified).items()
+            if covers(table.schema, table.name, col.column)  # else never published
+        }
         mode = self.unknown_types.decide(list(unknown.values()), lsn=lsn)
         omitted = frozenset(unknown) if mode == "omit" else frozenset()
         if omitted & set(table.key_attnums):

@@ -17,7 +17,11 @@ any row of it is published:
   on), Avro `bytes` with the schema parameter `__pgcdc.type` naming the type.
 
 `on_column(mode, column)` is called once per (table, column) with `omit` and
-`bytes`, so that the caller logs a warning and sets a metric. Pure; no I/O.
+`bytes`, so that the caller logs a warning and sets a metric. `covers(schema, table,
+column)` says which columns are published (the worker: its table and column filters);
+a column it excludes is never decided, its values never read (a read would raise
+`UnknownTypeError`).
+Pure; no I/O.
 """
 
 from __future__ import annotations
@@ -66,17 +70,19 @@ def unknown_types_error(
 class UnknownTypePolicy:
     """The configured mode, and the columns already reported under it."""
 
-    __slots__ = ("_seen", "mode", "on_column")
+    __slots__ = ("_seen", "covers", "mode", "on_column")
 
     def __init__(
         self,
         mode: str = "fail",
         on_column: Callable[[str, UnknownColumn], None] | None = None,
+        covers: Callable[[str, str, str], bool] | None = None,
     ) -> None:
         if mode not in MODES:
             raise UnknownTypeError(f"{SETTING} must be one of {MODES}, not {mode!r}", field=SETTING)
         self.mode = mode
         self.on_column = on_column
+        self.covers = covers or _everything
         self._seen: set[tuple[str, str]] = set()  # (table, column)
 
     def decide(self, columns: Sequence[UnknownColumn], *, lsn: int | None = None) -> str:
@@ -91,3 +97,7 @@ class UnknownTypePolicy:
                 if self.on_column is not None:
                     self.on_column(self.mode, col)
         return self.mode
+
+
+def _everything(schema: str, table: str, column: str) -> bool:
+    return True

@@ -261,3 +261,36 @@ def test_later_table_stops_before_commit_and_resumes(
         assert sorted(k for k, _ in _values(p, "good")) == [1, 2]
         late = _values(p, "late")
         assert late[(1, "c")]["q"] == _stored(p, "late", 1)["q"]
+
+
+def test_excluded_columns_are_not_decided(
+    pgv: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
+) -> None:
+    """Under fail, columns the filters exclude (and tables they exclude) never stop the
+    worker: they are never published, so never read."""
+    with pipeline(
+        pgv,
+        kafka,
+        registry,
+        "unkexcl",
+        [*TYPES_DDL, TABLE, "CREATE TABLE hidden (id int PRIMARY KEY, q query_int)"],
+        extra_env={
+            "PGCDC_FILTERS__EXCLUDE_COLUMNS": json.dumps([r"public\.ut\.(q|l|qa|d|c|o)"]),
+            "PGCDC_FILTERS__EXCLUDE_TABLES": json.dumps([r"public\.hidden"]),
+        },
+    ) as p:
+        _insert(p, "ut", 1)
+        p.execute("INSERT INTO hidden VALUES (1, '1')")
+        worker = p.start_worker()
+        worker.wait_event(["snapshot_committed"], 180)
+        with p.connect() as conn, conn.cursor() as cur:
+            cur.execute(f"INSERT INTO ut VALUES (2, {VALUES}, 'n2')")
+            cur.execute("INSERT INTO hidden VALUES (2, '2')")
+            end = insert_lsn(cur)
+        p.wait_confirmed(end - 1, 120, worker)
+        assert worker.terminate() == 0
+        assert _values(p, "ut") == {
+            (1, "r"): {"id": 1, "note": "n1"},
+            (2, "c"): {"id": 2, "note": "n2"},
+        }
+        assert not any(e.get("event") == "unknown_type_column" for e in worker.events())

@@ -108,3 +108,15 @@ def test_the_unknown_type_inside_a_column() -> None:
         found: Any = undecodable_part(reg.get(oid), reg)
         assert found is not None and found.name == "odd", oid
     assert undecodable_part(reg.get(90007), reg) is None
+
+
+def test_worker_policy_covers_only_captured_columns() -> None:
+    """Tables and columns the filters exclude are never published, so never decided."""
+    settings = load_settings(
+        filters={"exclude_tables": [r"public\.hidden"], "exclude_columns": [r"public\.t\.q"]}
+    )
+    policy = make_policy(settings)
+    assert policy.covers("public", "t", "qa")
+    assert not policy.covers("public", "t", "q")
+    assert not policy.covers("public", "hidden", "x")
+    assert make_policy(settings, filtered=False).covers("public", "hidden", "x")
