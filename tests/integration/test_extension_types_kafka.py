@@ -2,7 +2,8 @@
 
 For every extension type of tests/integration/extension_cases.py the build has (hstore,
 ltree, lquery, citext, the isn types, cube, earth, seg, PostGIS geometry and geography
-on pg15, pgvector's vector, halfvec and sparsevec on pg18 and vector on pg16v), with
+on pg15, pgvector's vector, halfvec and sparsevec on pg18 and vector on pg16v; the
+contrib ones on every major 15 to 18), with
 its edge and TOASTed values, arrays and NULLs: one table with a column per type, rows
 written before the worker starts (read by the initial snapshot, op `r`) and the same
 rows again after it streams (op `c`). Each Avro value read back is compared with what
@@ -50,7 +51,7 @@ SEMANTIC = {
 }
 
 
-@pytest.fixture(params=["pg15", "pg18", "pg16v"])
+@pytest.fixture(params=["pg15", "pg16", "pg17", "pg18", "pg16v"])
 def pgx(request: pytest.FixtureRequest) -> dict[str, Any]:
     return ensure_service(str(request.param))
 
