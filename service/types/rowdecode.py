@@ -79,6 +79,20 @@ binary send format: what the server sends for `((literal::text[])[1])::T`, T bei
 _ARRAY_ELEMTYPE_AT = 8  # stored ArrayType payload: ndim, dataoffset, elemtype, ...
 
 
+class DecodedRow(list[ColumnValue]):
+    """A decoded row (its `ColumnValue`s, a plain list to every reader) that also keeps
+    what it was decoded from: the logged `raw` tuple and the `table` definition. The
+    avro plugin's native encoder (connectors.avro.native_rows) deforms `raw` itself
+    against a plan compiled from `table`; nothing else needs them."""
+
+    __slots__ = ("raw", "table")
+
+    def __init__(self, raw: RawTuple, table: TableDef) -> None:
+        super().__init__()
+        self.raw = raw
+        self.table = table
+
+
 @dataclass(slots=True)
 class _Out:
     """How one live column of a definition is handed on (dropped columns have none).
@@ -387,7 +401,7 @@ class HistoryRows:
         if registry is not plan.registry:
             self._prepare(plan, registry)
         natts = raw.natts
-        out: list[ColumnValue] = []
+        out = DecodedRow(raw, plan.table)
         append = out.append
         for o, datum in zip(plan.outs, datums, strict=True):
             if o is None:
