@@ -193,7 +193,7 @@ def _header(serialize: Callable[[Any], bytes] | None) -> bytes | None:
 class _Entry:
     """A `_Table`'s compiled native plan (or why it has none) and its headers."""
 
-    __slots__ = ("key_header", "plan", "reason", "table", "value_header")
+    __slots__ = ("key_header", "plan", "reason", "table", "value_header", "want_key")
 
     def __init__(self, table: TableDef, plan: Any | None, reason: str, t: _Table) -> None:
         self.table = table
@@ -201,6 +201,7 @@ class _Entry:
         self.reason = reason
         self.value_header = _header(t.value)
         self.key_header = _header(t.key) if t.key is not None else None
+        self.want_key = t.key is not None and t.key_of is not None
 
 
 class NativeRows:
@@ -214,7 +215,8 @@ class NativeRows:
         self._envelope = native.envelope
         self._entries: dict[int, tuple[_Table, _Entry]] = {}
         self._parts_for: object = None  # the _TxnState the parts below belong to
-        self._parts: dict[str, tuple[bytes, bytes, bytes, bytes]] = {}
+        self._parts: dict[str, tuple[bytes, bytes, bytes, bytes, bytes]] = {}
+        self._last: tuple[_Table, _Entry] | None = None  # the entry of the last change
         self.native = 0  # rows written natively
         self.fallbacks: Counter[str] = Counter()  # rows left to Python, by reason
 
@@ -235,10 +237,11 @@ class NativeRows:
 
     def _source_parts(
         self, st: Any, txn: TxnInfo, t: _Table, lsn: int
-    ) -> tuple[bytes, bytes, bytes, bytes]:
+    ) -> tuple[bytes, bytes, bytes, bytes, bytes]:
         """The `source` record of this transaction and table around its two changing
         fields: (fields before `sequence`, the sequence text before this LSN, fields
-        between `sequence` and `lsn`, fields after `lsn`)."""
+        between `sequence` and `lsn`, fields after `lsn`), and the transaction block's
+        id before its LSN ("<xid>:")."""
         if self._parts_for is not st:
             self._parts_for, self._parts = st, {}
         found = self._parts.get(t.collection)
@@ -268,7 +271,7 @@ class NativeRows:
         )
         if any(const[k] is not None for k in ("xmin", "origin", "origin_lsn")):
             raise AssertionError("source xmin/origin are always null in pgcdc")
-        found = (head, prefix.encode("utf-8"), mid, b"\x00\x00\x00")
+        found = (head, prefix.encode("utf-8"), mid, b"\x00\x00\x00", f"{st.xid}:".encode())
         self._parts[t.collection] = found
         return found
 
@@ -285,13 +288,17 @@ class NativeRows:
             return False
         if isinstance(ctx.state.get("snapshot"), str):
             return False
-        entry = self._entry(t, change.relation, row.table)
+        last = self._last
+        if last is not None and last[0] is t and last[1].table is row.table:
+            entry = last[1]
+        else:
+            entry = self._entry(t, change.relation, row.table)
+            self._last = (t, entry)
         plan = entry.plan
         if plan is None:
             return False
         raw, lsn = row.raw, change.lsn
-        want_key = t.key is not None and t.key_of is not None
-        out = plan.encode(raw.natts, raw.infomask, raw.hoff, raw.data, lsn, want_key)
+        out = plan.encode(raw.natts, raw.infomask, raw.hoff, raw.data, lsn, entry.want_key)
         if type(out) is str:
             self.fallbacks[out] += 1
             return False
@@ -303,7 +310,7 @@ class NativeRows:
         st = p._txn_state(lsn)
         p._begin_once(ctx, st, lsn)
         order = p._count(st, t.collection)
-        head, sequence_head, mid, tail = self._source_parts(st, txn, t, lsn)
+        head, sequence_head, mid, tail, block_head = self._source_parts(st, txn, t, lsn)
         code = _OPS[op]
         deleting = op is ChangeOp.DELETE
         value = self._envelope(
@@ -315,7 +322,7 @@ class NativeRows:
             lsn,
             mid,
             tail,
-            f"{st.xid}:".encode(),
+            block_head,
             order["total_order"],
             order["data_collection_order"],
             code,
