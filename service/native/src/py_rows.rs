@@ -12,9 +12,13 @@
 //! value in the Confluent wire format from its parts (connectors.avro.native_rows
 //! documents them).
 //!
-//! The GIL is released around a row only when its tuple is large (`DETACH_AT` bytes):
-//! one small row costs about a microsecond, less than giving up and taking back the
-//! GIL; a large row is mostly decompression, worth overlapping with the sink's threads.
+//! The GIL is released around a row only when its tuple is large (`DETACH_AT` bytes, half
+//! a heap page: in practice a row with an inline-compressed value): a small row costs
+//! about a microsecond, and taking the GIL back can wait for another Python thread's
+//! switch interval (the sink's delivery callbacks), so per-row release would cost more
+//! than it overlaps; a large row is mostly decompression, worth running beside them. The
+//! avro plugin hands rows over one change at a time, so there is no batch to release
+//! the GIL around.
 //! A panic never crosses the boundary: it becomes a DecodeError naming the table.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -25,7 +29,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::rows::{avro, Column, Kind, Outcome, Plan, RowError, Tuple};
 
-const DETACH_AT: usize = 32 * 1024;
+const DETACH_AT: usize = 4096;
 
 type ColumnSpec = (String, i16, usize, bool, bool, String, u32, u32, bool);
 
