@@ -1,7 +1,7 @@
 """Type stub of the extension module built from service/native (src/py.rs).
 
-The glue that uses it is `service.wal.native` (and `service.decode.native_heap`); see the
-contract there.
+The glue that uses it is `service.wal.native` (and `service.decode.native_heap`, and
+`connectors.avro.native_rows` for RowPlan/envelope); see the contract there.
 """
 
 from collections.abc import Callable
@@ -54,3 +54,32 @@ class HeapDecoder:
         decode_error: type[PgcdcError],
     ) -> None: ...
     def decode(self, op: str, record: XLogRecord) -> list[Event]: ...
+
+class RowPlan:
+    def __init__(
+        self,
+        columns: list[tuple[str, int, int, bool, bool, str, int, int, bool]],
+        key: list[int],
+        relation: str,
+        mismatch_error: type[PgcdcError],
+        decode_error: type[PgcdcError],
+    ) -> None: ...
+    def encode(
+        self, natts: int, infomask: int, hoff: int, data: bytes, lsn: int, want_key: bool
+    ) -> tuple[bytes, bytes | None] | str: ...
+
+def envelope(
+    header: bytes,
+    before: bytes | None,
+    after: bytes | None,
+    source_head: bytes,
+    sequence_head: bytes,
+    lsn: int,
+    source_mid: bytes,
+    source_tail: bytes,
+    block_head: bytes | None,
+    total: int,
+    order: int,
+    op: str,
+    ts_ns: int,
+) -> bytes: ...

@@ -10,7 +10,10 @@ Receives: the environment variable `PGCDC_IMPL`, read at each call (as psycopg's
   (`native_core_unavailable`), so a checkout without a Rust build still runs.
 Hands on: `xlog_reader_class()`, the reader class to construct, with one interface
 (`XLogReaderLike`) whichever it is. Both produce equal records and equal typed errors
-(tests/service/wal/test_native_reader.py).
+(tests/service/wal/test_native_reader.py). And `native_row_core()`: the extension
+module whose `RowPlan`/`envelope` the avro plugin's native row encoder uses
+(connectors.avro.native_rows), or None for the Python path (fastavro); both write the
+same bytes (tests/connectors/avro/test_native_rows*.py).
 
 Callers choose the class once per session, e.g.
 `reader = xlog_reader_class()(start_lsn, segment_size=size)`: the decoding session
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Protocol
 
 import structlog
@@ -109,3 +113,23 @@ def xlog_reader_class() -> XLogReaderFactory:
 
         return NativeXLogReader
     return XLogReader
+
+
+def native_row_core() -> ModuleType | None:
+    """The native core for the avro plugin's row encoder, or None when `PGCDC_IMPL`
+    selects python. An extension built before the row encoder existed (no `RowPlan`)
+    counts as not built: a ConfigError under `PGCDC_IMPL=native`, else a warning."""
+    if selected() != "native":
+        return None
+    import service._native as core  # noqa: PLC0415 (needs the extension)
+
+    if hasattr(core, "RowPlan") and hasattr(core, "envelope"):
+        return core
+    if os.environ.get(ENV, "").strip().lower() == "native":
+        raise ConfigError(
+            f"{ENV}=native, but the native core (service._native) predates the row "
+            "encoder: rebuild it, or set PGCDC_IMPL=python",
+            field=ENV,
+        )
+    log.warning("native_row_encoder_unavailable", fallback="python", env=ENV)
+    return None

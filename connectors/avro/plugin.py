@@ -87,6 +87,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from connectors.avro.codec import AvroEncoder, KeyFromValue, RowEncoder, parse_writer_schema
 from connectors.avro.extension_types import HSTORE_MODES
+from connectors.avro.native_rows import NativeRows
 from connectors.avro.schema import (
     CONNECTOR,
     DEBEZIUM_VERSION,
@@ -103,6 +104,7 @@ from service.errors import (
     RegistryRejectedError,
     RegistryUnavailableError,
 )
+from service.impl import native_row_core
 from service.output.api import (
     ChangeOp,
     Message,
@@ -258,6 +260,12 @@ class _Table:
     value_name: str  # full Avro name of the Value record
 
 
+def _now_ns() -> int:
+    """The wall clock the envelopes' ts fields read (this module's `time`, for both the
+    Python and the native path)."""
+    return time.time_ns()
+
+
 def uuid7() -> str:
     """A UUIDv7 (RFC 9562: 48-bit Unix ms, version 7, random rest), as Debezium's runId."""
     ms = time.time_ns() // 1_000_000
@@ -330,6 +338,8 @@ class AvroPlugin:
         self.context_headers: tuple[tuple[str, bytes], ...] = ()
         self._warned: set[tuple[str, str]] = set()
         self.registrar: Registrar | None = None
+        # The native row encoder (connectors.avro.native_rows), when PGCDC_IMPL selects it.
+        self.native_rows: NativeRows | None = None
 
     # --- life cycle ------------------------------------------------------------------
 
@@ -362,6 +372,8 @@ class AvroPlugin:
             ("__debezium.context.runId", self.run_id.encode()),
         )
         self.registrar = Registrar(s, s.registry.retry_budget_s)
+        core = native_row_core()
+        self.native_rows = None if core is None else NativeRows(self, core, _now_ns)
 
     def shutdown(self, ctx: PluginContext) -> None:
         self._tables.clear()
@@ -603,6 +615,8 @@ class AvroPlugin:
     def change(self, ctx: PluginContext, txn: TxnInfo, change: RowChange) -> None:
         t = self._table(change.relation)
         if t is None:
+            return
+        if self.native_rows is not None and self.native_rows.change(ctx, txn, t, change):
             return
         rows, key, key_of = t.rows, t.key, t.key_of
         match change.op:

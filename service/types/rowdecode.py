@@ -34,9 +34,11 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from types import MappingProxyType
+from typing import Any, overload
 
 from service._binary import U32
 from service.decode.events import HeapChange, RawTuple
@@ -69,6 +71,7 @@ from service.types.unknown import UnknownColumn, UnknownTypePolicy
 from service.types.varlena import ToastPointer, Unchanged, resolve_toast
 
 _CLASS_CACHE_MAX = 4096
+_NO_TOAST: Mapping[int, bytes] = MappingProxyType({})
 
 TypeSource = Callable[[Sequence[int]], TypeRegistry]
 """Loads type facts for these OIDs (and their dependencies) and returns the registry."""
@@ -84,6 +87,68 @@ binary send format: what the server sends for `((literal::text[])[1])::T`, T bei
 `literal` is `ColumnDef.missing_text` (attmissingval's text, a one-element array)."""
 
 _ARRAY_ELEMTYPE_AT = 8  # stored ArrayType payload: ndim, dataoffset, elemtype, ...
+
+
+class DecodedRow(Sequence[ColumnValue]):
+    """A decoded row: its `ColumnValue`s, as a read-only sequence, plus what it was
+    decoded from, the logged `raw` tuple and the `table` definition. The avro plugin's
+    native encoder (connectors.avro.native_rows) deforms `raw` itself against a plan
+    compiled from `table`, so the Python deform of a row that carried no TOAST chunks
+    waits for its first use (`make`) and is skipped when nothing reads the values.
+
+    A row must be read during the change callback it was handed to (as every plugin
+    does): a deferred deform reads the type registry of that moment. The deform's errors
+    (SchemaMismatchError with the LSN and table) are raised at the first read.
+    """
+
+    __slots__ = ("_items", "_make", "raw", "table")
+
+    def __init__(
+        self,
+        raw: RawTuple,
+        table: TableDef,
+        make: Callable[[], list[ColumnValue]],
+    ) -> None:
+        self.raw = raw
+        self.table = table
+        self._make: Callable[[], list[ColumnValue]] | None = make
+        self._items: list[ColumnValue] | None = None
+
+    def values(self) -> list[ColumnValue]:
+        """The row's values (deformed now if they were not yet)."""
+        items = self._items
+        if items is None:
+            make = self._make
+            assert make is not None
+            items = self._items = make()
+            self._make = None
+        return items
+
+    def __len__(self) -> int:
+        return len(self.values())
+
+    @overload
+    def __getitem__(self, index: int) -> ColumnValue: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[ColumnValue]: ...
+    def __getitem__(self, index: int | slice) -> ColumnValue | list[ColumnValue]:
+        return self.values()[index]
+
+    def __iter__(self) -> Iterator[ColumnValue]:
+        return iter(self.values())
+
+    def __eq__(self, other: object) -> bool:
+        mine = self.values()
+        if isinstance(other, DecodedRow):
+            return mine == other.values()
+        if isinstance(other, list | tuple):
+            return mine == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"DecodedRow({self.values()!r})"
 
 
 @dataclass(slots=True)
@@ -434,6 +499,20 @@ class HistoryRows:
         plan.registry = registry
 
     def _decode(
+        self,
+        plan: _Plan,
+        raw: RawTuple,
+        toast: Mapping[int, bytes],
+        lsn: int,
+    ) -> DecodedRow:
+        """The row of `raw`: deformed now when the change carries TOAST chunks (the
+        reorder buffer resets them after the change), else at its first read."""
+        if toast:
+            values = self._values(plan, raw, toast, lsn)
+            return DecodedRow(raw, plan.table, lambda: values)
+        return DecodedRow(raw, plan.table, partial(self._values, plan, raw, _NO_TOAST, lsn))
+
+    def _values(
         self,
         plan: _Plan,
         raw: RawTuple,

@@ -11,25 +11,51 @@ transaction, then times, on the same WAL range and in the same run:
 - `pg_waldump` over the same range (its stdout read and counted, not printed).
 
 It prints records/s and heap rows/s for each, and cleans up its database and slot.
+
+With `--avro`, it measures instead WAL to Avro bytes, decode only (no Kafka): a pgcdc
+`Session` (reader, decoder, reorder buffer, row decoder, the avro plugin) over the WAL
+of N rows in one transaction and N rows in `--txn-rows`-row transactions, into
+a writer that hashes every record (topic, key, value), once per `--impl` (PGCDC_IMPL:
+the Python reference, fastavro, or the native row encoder), with the plugin's clock
+frozen so that the runs must write identical bytes: the SHA-256 of all records is
+printed and compared. Figures are process CPU time and rows/s on it (the machine is
+shared; wall time is printed too). `--profile` adds a cProfile of each native run.
+
+    .venv/bin/python tests/perf/bench_decode.py --avro [--server pg15|pg18] [--rows N]
+        [--txn-rows 10000] [--impl python,native] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import hashlib
 import json
+import os
+import pstats
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import psycopg2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from connectors.avro import plugin as avro_plugin
+from connectors.avro.plugin import AvroPlugin
+from connectors.postgres.archive import detect_segment_size, iter_wal_chunks
+from connectors.postgres.server import force_running_xacts
+from connectors.postgres.setup import setup, teardown
+from service.app.session import Session, SessionConfig
 from service.app.waldump import lsn_text
+from service.config import Settings
 from service.decode.dispatch import decoder_for
 from service.decode.events import HeapChange
+from service.impl import selected
 from service.wal.reader import XLogReader
 
 SEGMENT = 16 * 1024 * 1024
@@ -74,11 +100,188 @@ def _walk(
     return n, changes
 
 
+_MONOTONIC, _SLEEP = time.monotonic, time.sleep
+
+
+class _FrozenTime:
+    """The avro plugin's `time` with a fixed wall clock (identical bytes across runs)."""
+
+    @staticmethod
+    def time() -> float:
+        return 1_765_432_100.25
+
+    @staticmethod
+    def time_ns() -> int:
+        return 1_765_432_100_250_000_000
+
+    monotonic = staticmethod(_MONOTONIC)
+    sleep = staticmethod(_SLEEP)
+
+
+def _services_env() -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, str(SERVICES), "env"], capture_output=True, text=True, check=True
+    )
+    env: dict[str, Any] = json.loads(out.stdout)
+    return env
+
+
+def _avro_once(
+    info: dict[str, Any],
+    dsn: str,
+    slot: str,
+    span: tuple[int, int, int],
+    settings: Settings,
+    profile: bool,
+) -> tuple[float, float, int, str]:
+    """(cpu s, wall s, records, sha256) of one Session over the WAL span
+    (restart lsn, consistent point, end) into the avro plugin under PGCDC_IMPL."""
+    start, consistent, end = span
+    digest = hashlib.sha256()
+    records = [0]
+
+    def writer(_lsn: int, _xid: int, rec: Any) -> None:
+        records[0] += 1
+        digest.update(rec.topic.encode())
+        for part in (rec.key, rec.value):
+            digest.update(b"-" if part is None else len(part).to_bytes(4, "big") + part)
+
+    wal = Path(info["pgdata"]) / "pg_wal"
+    with tempfile.TemporaryDirectory(prefix="pgcdc-bench-decode-") as spill:
+        session = Session(
+            SessionConfig(dsn=dsn, slot=slot, spill_dir=Path(spill)),
+            AvroPlugin(settings),
+            "avro",
+            writer,
+            version=int(info["version"]),
+            start_lsn=start,
+            decode_from=consistent,
+        )
+        prof = cProfile.Profile() if profile else None
+        try:
+            c0, t0 = time.process_time(), time.monotonic()
+            if prof is not None:
+                prof.enable()
+            reader, process = session.reader, session.decoding.process
+            done = False
+            for lsn, data in iter_wal_chunks(wal, start, segment_size=detect_segment_size(wal)):
+                reader.feed(data, lsn)
+                for record in reader.records():
+                    if record.lsn >= end:
+                        done = True
+                        break
+                    if record.lsn >= start:
+                        process(record)
+                    if record.end_lsn >= end:
+                        done = True
+                        break
+                if done:
+                    break
+            if prof is not None:
+                prof.disable()
+            cpu, wall = time.process_time() - c0, time.monotonic() - t0
+        finally:
+            session.close()
+        if prof is not None:
+            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+    return cpu, wall, records[0], digest.hexdigest()
+
+
+def run_avro(server: str, rows: int, txn_rows: int, impls: str, profile: bool) -> None:
+    """WAL to Avro bytes, decode only, per PGCDC_IMPL (see the module docstring)."""
+    env = _services_env()
+    info = env[server]
+    tag = uuid.uuid4().hex[:8]
+    db = f"pgcdc_bench_avro_{tag}"
+    base = f"host={info['host']} port={info['port']} user={info['user']} dbname="
+    admin = psycopg2.connect(base + "postgres")
+    admin.autocommit = True
+    admin.cursor().execute(f"CREATE DATABASE {db}")
+    dsn, phys = base + db, f"{db}_phys"
+    settings = Settings(
+        source={"slot": "bench", "dbname": db},
+        kafka={"bootstrap_servers": "127.0.0.1:1", "topic_prefix": f"benchdec{tag}"},
+        registry={"url": env["registry"]["url"]},
+    )
+    avro_plugin.time = _FrozenTime  # type: ignore[assignment]
+    slots: list[str] = []
+    try:
+        setup(dsn, phys)
+        conn = psycopg2.connect(dsn)
+        conn.autocommit = True
+        c = conn.cursor()
+        c.execute(
+            "CREATE TABLE bench (id int PRIMARY KEY, a text, b int8, c float8, d timestamptz, "
+            "e numeric(12, 2)) WITH (autovacuum_enabled = off)"
+        )
+        print(
+            f"server {server}: WAL -> Avro bytes, decode only (Session into the avro plugin, "
+            "no Kafka); bench(int pk, text, int8, float8, timestamptz, numeric(12,2)); "
+            "rows/s on process CPU time"
+        )
+        for name, per_txn in (
+            (f"1 txn x {rows:,} rows", rows),
+            (f"{txn_rows:,}-row txns", txn_rows),
+        ):
+            slot = f"bench_dec_{uuid.uuid4().hex[:10]}"
+            c.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (slot,))
+            slots.append(slot)
+            c.execute(
+                "SELECT restart_lsn::text, confirmed_flush_lsn::text "
+                "FROM pg_replication_slots WHERE slot_name = %s",
+                (slot,),
+            )
+            r0, r1 = c.fetchone()  # type: ignore[misc]
+            force_running_xacts(dsn, int(info["version"]))
+            first = len(slots) * 10 * rows
+            for lo in range(first, first + rows, per_txn):
+                c.execute(
+                    "INSERT INTO bench SELECT g, 'row number ' || g, g * 7, g / 3.0, "
+                    "'2024-01-01'::timestamptz + g * interval '1 second', g / 100.0 "
+                    "FROM generate_series(%s, %s) g",
+                    (lo, min(lo + per_txn, first + rows) - 1),
+                )
+            c.execute("SELECT pg_current_wal_lsn()::text")
+            end = _lsn(c.fetchone()[0])  # type: ignore[index]
+            span = (_lsn(r0), _lsn(r1), end)
+            print(f"\n{name} (WAL {end - span[0]:,} bytes)")
+            digests = set()
+            for impl in impls.split(","):
+                os.environ["PGCDC_IMPL"] = impl
+                cpu, wall, n, digest = _avro_once(
+                    info, dsn, slot, span, settings, profile and impl == "native"
+                )
+                digests.add(digest)
+                print(
+                    f"  pgcdc[{selected()}] WAL->Avro  {rows / cpu:>10,.0f} rows/s"
+                    f"  cpu {cpu:6.2f} s"
+                    f"  wall {wall:6.2f} s  {n:,} records  sha256 {digest[:16]}"
+                )
+            print("  records identical across impls" if len(digests) == 1 else "  RECORDS DIFFER")
+        conn.close()
+    finally:
+        conn = psycopg2.connect(dsn)
+        conn.autocommit = True
+        for slot in slots:
+            conn.cursor().execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+        conn.close()
+        teardown(dsn, phys)
+        admin.cursor().execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+        admin.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", default="pg15", choices=["pg15", "pg18"])
     parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--avro", action="store_true", help="WAL to Avro bytes, per --impl")
+    parser.add_argument("--txn-rows", type=int, default=10_000)
+    parser.add_argument("--impl", default="python,native")
+    parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
+    if args.avro:
+        run_avro(args.server, args.rows, args.txn_rows, args.impl, args.profile)
+        return
     env = subprocess.run(
         [sys.executable, str(SERVICES), "env", args.server],
         capture_output=True,

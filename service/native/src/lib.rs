@@ -1,16 +1,21 @@
 //! pgcdc's native core: the Rust twins of the pure Python stages, one module per stage
-//! (`wal`; `decode`, for heap records so far; `types` and `avro` later), each a port of
+//! (`wal`; `decode`, for heap records so far; `rows`, tuple deform straight to Avro
+//! binary against a per-table plan), each a port of
 //! its Python reference with the same contract, results and typed errors.
 //!
 //! Without the `python` feature this crate is plain Rust (what `cargo test` runs). With
 //! it, `py` is the extension module `service._native`: the WAL walk crosses the
 //! Python/Rust boundary once per fed chunk (GIL released) and hands the records over in
-//! slices; `py_heap` decodes one heap record per call, as the Python parsers do.
+//! slices; `py_heap` decodes one heap record per call, as the Python parsers do;
+//! `py_rows` encodes one row per call against a compiled plan.
 
 pub mod decode;
+pub mod rows;
 pub mod wal;
 
 #[cfg(feature = "python")]
 mod py;
 #[cfg(feature = "python")]
 mod py_heap;
+#[cfg(feature = "python")]
+mod py_rows;

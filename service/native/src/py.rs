@@ -357,6 +357,8 @@ impl PyWalReader {
 fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyWalReader>()?;
     m.add_class::<crate::py_heap::PyHeapDecoder>()?;
+    m.add_class::<crate::py_rows::PyRowPlan>()?;
+    m.add_function(wrap_pyfunction!(crate::py_rows::envelope, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

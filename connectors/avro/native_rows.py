@@ -1,0 +1,334 @@
+"""The avro plugin's native fast path: WAL rows straight from the heap tuple to the
+Envelope's wire-format bytes, through the Rust row encoder (service._native.RowPlan).
+
+Receives: from `AvroPlugin.change` (when `service.impl.native_rows()` selected the
+native core at startup), each row change with its registered `_Table`. The rows come
+from the WAL row decoder as `service.types.rowdecode.DecodedRow`s, which keep the
+logged `RawTuple` and the `TableDef` they were decoded against.
+Hands on: through `ctx.write`, exactly the `OutputRecord`s the Python path
+(`AvroPlugin._event`, fastavro) writes for that change, byte for byte: key, value,
+headers, and the DELETE's tombstone. `change` returns False, having done nothing, for
+every change it leaves to the Python path.
+
+How:
+- A plan (`RowPlan`) is compiled once per table definition (per `_Table`, i.e. per
+  relation oid and `defined_at`) from the definition's `ColumnDef`s (attlen, attalign,
+  dropped, atthasmissing) and, per Value field, the encoding the Python schema builder
+  chose: the column's `FieldPlan.mapping` must be exactly the mapping
+  `connectors.avro.schema.type_mapping` gives the built-in type (same object), or for
+  numeric the precise-mode decimal / VariableScaleDecimal. A table with any other
+  mapped column (jsonb, arrays, enums, domains, extension types, intervals, ...) gets
+  no plan: the Python path handles all its rows (`not_native` names why).
+- Per row, Rust deforms the tuple (heap_deform_tuple) and writes the Value and Key
+  records, or says why the row is Python's (a typed fallback: a `str` reason, counted in
+  `fallbacks`): an external or unchanged TOAST pointer, a missing attribute with a
+  default, NaN/±Infinity numerics, text that is not UTF-8, a value outside its Avro
+  type. A fallback row is encoded entirely by the Python path, never mixed.
+- Changes the Python path decides as a whole stay there: an UPDATE carrying an old
+  tuple (a key change or REPLICA IDENTITY FULL: key comparison, headers), a DELETE
+  without an old tuple, snapshot reads, rows not decoded from WAL, transactions without
+  a commit time.
+- The Envelope is concatenated (an Avro record is its fields in order): the
+  before/after unions and records, the `source` record from parts built once per
+  transaction and table (`_source_parts`: everything but `sequence` and `lsn`), the
+  transaction block, op and the ts fields, behind the Confluent header of the
+  registered schema id (`service._native.envelope`).
+
+The transaction bookkeeping (BEGIN, event counts, the source cache) is the plugin's
+own (`_begin_once`, `_count`, `_row_source`), called in the order `_event` calls it, so
+native and Python events interleave within one transaction.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from connectors.avro.codec import AvroEncoder, wire_header
+from connectors.avro.schema import FieldPlan, decimal_schema, type_mapping
+from connectors.schemas import load_static
+from service.errors import DecodeError, SchemaMismatchError
+from service.output.api import (
+    ChangeOp,
+    ColumnMeta,
+    OutputRecord,
+    PluginContext,
+    RelationInfo,
+    RowChange,
+    TxnInfo,
+)
+from service.schema.tabledef import TableDef
+from service.types.rowdecode import DecodedRow
+
+if TYPE_CHECKING:
+    from connectors.avro.plugin import AvroPlugin, _Table
+
+log = structlog.get_logger(__name__)
+
+# Built-in types the native encoder writes, by OID: (kind, attlen of the stored form).
+NATIVE_TYPES: dict[int, tuple[str, int]] = {
+    16: ("bool", 1),
+    17: ("bytea", -1),
+    19: ("name", 64),
+    20: ("int8", 8),
+    21: ("int2", 2),
+    23: ("int4", 4),
+    25: ("text", -1),
+    26: ("oid", 4),
+    114: ("text", -1),  # json: stored as its text
+    700: ("float4", 4),
+    701: ("float8", 8),
+    1042: ("text", -1),  # bpchar
+    1043: ("text", -1),  # varchar
+    1082: ("date", 4),
+    1083: ("time", 8),
+    1114: ("timestamp", 8),
+    1184: ("timestamptz", 8),
+    2950: ("uuid", 16),
+}
+_NUMERIC = 1700
+_ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
+_OPS = {ChangeOp.INSERT: "c", ChangeOp.UPDATE: "u", ChangeOp.DELETE: "d"}
+
+ColumnSpec = tuple[str, int, int, bool, bool, str, int, int, bool]
+
+
+def _noop_warn(event: str, column: str) -> None:
+    """type_mapping's warn for probing a mapping (only the numeric converters warn)."""
+
+
+def _long(n: int) -> bytes:
+    """An Avro long (zig-zag varint)."""
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def _string(s: str) -> bytes:
+    raw = s.encode("utf-8")
+    return _long(len(raw)) + raw
+
+
+def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> tuple[str, int, int] | None:
+    """(kind, scale, precision) of the native encoding of one Value field, or None when
+    the field's mapping is not one the native encoder writes byte-identically."""
+    mapping = plan.mapping
+    if meta.kind != "b" or meta.ext or mapping.use_text:
+        return None
+    if meta.type_oid == _NUMERIC:
+        if decimal_mode != "precise":
+            return None
+        schema = mapping.schema
+        if mapping.kind == "bytes" and meta.typmod >= 4:
+            precision, scale = ((meta.typmod - 4) >> 16) & 0xFFFF, (meta.typmod - 4) & 0x7FF
+            if schema == decimal_schema(precision, scale, True):
+                return "decimal", scale, precision
+            return None
+        if mapping.kind == "record" and schema == load_static("variable_scale_decimal"):
+            return "variable_decimal", 0, 0
+        return None
+    found = NATIVE_TYPES.get(meta.type_oid)
+    if found is None:
+        return None
+    probe = ColumnMeta(meta.name, meta.attnum, meta.type_oid, meta.type_name, -1, False)
+    if mapping is not type_mapping(probe, decimal_mode, _noop_warn):
+        return None
+    return found[0], 0, 0
+
+
+def compile_plan(
+    table: TableDef,
+    rel: RelationInfo,
+    t: _Table,
+    decimal_mode: str,
+    native: Any,
+) -> tuple[Any | None, str]:
+    """(the RowPlan of a table definition, "") or (None, why it has none)."""
+    rel_columns = {m.name: m for m in rel.columns}
+    fields = {p.column: p for p in t.plan.fields}
+    specs: list[ColumnSpec] = []
+    index: dict[str, int] = {}
+    for c in table.columns:
+        align = _ALIGN.get(c.attalign)
+        if align is None:
+            return None, f"column {c.name}: attalign {c.attalign!r}"
+        kind, scale, precision, optional = "", 0, 0, False
+        plan = None if c.dropped else fields.get(c.name)
+        if plan is not None:
+            meta = rel_columns.get(c.name)
+            found = None if meta is None else field_kind(meta, plan, decimal_mode)
+            if found is None:
+                return None, f"column {c.name}: type {c.type_oid} is not native"
+            kind, scale, precision = found
+            if NATIVE_TYPES.get(c.type_oid, ("", -1))[1] != c.attlen and c.type_oid != _NUMERIC:
+                return None, f"column {c.name}: attlen {c.attlen}"
+            optional = plan.optional
+        index[c.name] = len(specs)
+        specs.append(
+            (c.name, c.attlen, align, c.dropped, c.has_missing, kind, scale, precision, optional)
+        )
+    if [p.column for p in t.plan.fields] != [s[0] for s in specs if s[5]]:
+        return None, "value fields are not in attnum order"
+    key = [index[p.column] for p in t.plan.key_fields]
+    relation = f"{table.schema}.{table.name}"
+    plan_obj = native.RowPlan(specs, key, relation, SchemaMismatchError, DecodeError)
+    return plan_obj, ""
+
+
+def _header(serialize: Callable[[Any], bytes] | None) -> bytes | None:
+    """The wire header of a registered serializer (an AvroEncoder's bound encode)."""
+    owner = getattr(serialize, "__self__", None)
+    if isinstance(owner, AvroEncoder):
+        return wire_header(owner.schema_id)
+    return None
+
+
+class _Entry:
+    """A `_Table`'s compiled native plan (or why it has none) and its headers."""
+
+    __slots__ = ("key_header", "plan", "reason", "table", "value_header", "want_key")
+
+    def __init__(self, table: TableDef, plan: Any | None, reason: str, t: _Table) -> None:
+        self.table = table
+        self.plan = plan
+        self.reason = reason
+        self.value_header = _header(t.value)
+        self.key_header = _header(t.key) if t.key is not None else None
+        self.want_key = t.key is not None and t.key_of is not None
+
+
+class NativeRows:
+    """The native fast path of one AvroPlugin (see the module docstring)."""
+
+    def __init__(self, plugin: AvroPlugin, native: Any, clock: Callable[[], int]) -> None:
+        """`native`: the extension module; `clock`: the wall clock in ns (the plugin's)."""
+        self.plugin = plugin
+        self._clock = clock
+        self._native = native
+        self._envelope = native.envelope
+        self._entries: dict[int, tuple[_Table, _Entry]] = {}
+        self._parts_for: object = None  # the _TxnState the parts below belong to
+        self._parts: dict[str, tuple[bytes, bytes, bytes, bytes, bytes]] = {}
+        self._last: tuple[_Table, _Entry] | None = None  # the entry of the last change
+        self.native = 0  # rows written natively
+        self.fallbacks: Counter[str] = Counter()  # rows left to Python, by reason
+
+    def _entry(self, t: _Table, rel: RelationInfo, table: TableDef) -> _Entry:
+        found = self._entries.get(id(t))
+        if found is not None and found[0] is t and found[1].table is table:
+            return found[1]
+        plan, reason = compile_plan(table, rel, t, self.plugin.decimal_mode, self._native)
+        entry = _Entry(table, plan, reason, t)
+        if plan is not None and (
+            entry.value_header is None or (t.key is not None and entry.key_header is None)
+        ):
+            entry.plan, entry.reason = None, "serializer is not an AvroEncoder"
+        if entry.plan is None:
+            log.info("avro_native_rows_off", topic=t.plan.topic, reason=entry.reason)
+        self._entries[id(t)] = (t, entry)
+        return entry
+
+    def _source_parts(
+        self, st: Any, txn: TxnInfo, t: _Table, lsn: int
+    ) -> tuple[bytes, bytes, bytes, bytes, bytes]:
+        """The `source` record of this transaction and table around its two changing
+        fields: (fields before `sequence`, the sequence text before this LSN, fields
+        between `sequence` and `lsn`, fields after `lsn`), and the transaction block's
+        id before its LSN ("<xid>:")."""
+        if self._parts_for is not st:
+            self._parts_for, self._parts = st, {}
+        found = self._parts.get(t.collection)
+        if found is not None:
+            return found
+        self.plugin._row_source(st, txn, t, lsn, "false")
+        const, prefix = st.sources[(t.collection, "false")]
+        snapshot = const["snapshot"]
+        head = b"".join(
+            (
+                _string(const["version"]),
+                _string(const["connector"]),
+                _string(const["name"]),
+                _long(const["ts_ms"]),
+                b"\x00" + _string(snapshot[1]),  # ["string", "null"]: branch 0
+                _string(const["db"]),
+            )
+        )
+        mid = b"".join(
+            (
+                b"\x02" + _long(const["ts_us"][1]),
+                b"\x02" + _long(const["ts_ns"][1]),
+                _string(const["schema"]),
+                _string(const["table"]),
+                b"\x02" + _long(const["txId"][1]),
+            )
+        )
+        if any(const[k] is not None for k in ("xmin", "origin", "origin_lsn")):
+            raise AssertionError("source xmin/origin are always null in pgcdc")
+        found = (head, prefix.encode("utf-8"), mid, b"\x00\x00\x00", f"{st.xid}:".encode())
+        self._parts[t.collection] = found
+        return found
+
+    def change(self, ctx: PluginContext, txn: TxnInfo, t: _Table, change: RowChange) -> bool:
+        """Write `change` natively; False (nothing written) leaves it to Python."""
+        op = change.op
+        if op is ChangeOp.DELETE:
+            row = change.old
+        elif change.old is not None:
+            return False  # an UPDATE with its old tuple: key comparison, headers
+        else:
+            row = change.new
+        if type(row) is not DecodedRow or not txn.commit_time:
+            return False
+        if isinstance(ctx.state.get("snapshot"), str):
+            return False
+        last = self._last
+        if last is not None and last[0] is t and last[1].table is row.table:
+            entry = last[1]
+        else:
+            entry = self._entry(t, change.relation, row.table)
+            self._last = (t, entry)
+        plan = entry.plan
+        if plan is None:
+            return False
+        raw, lsn = row.raw, change.lsn
+        out = plan.encode(raw.natts, raw.infomask, raw.hoff, raw.data, lsn, entry.want_key)
+        if type(out) is str:
+            self.fallbacks[out] += 1
+            return False
+        record, key_record = out
+        self.native += 1
+        key_header = entry.key_header
+        key = None if key_record is None or key_header is None else key_header + key_record
+        p = self.plugin
+        st = p._txn_state(lsn)
+        p._begin_once(ctx, st, lsn)
+        order = p._count(st, t.collection)
+        head, sequence_head, mid, tail, block_head = self._source_parts(st, txn, t, lsn)
+        code = _OPS[op]
+        deleting = op is ChangeOp.DELETE
+        value = self._envelope(
+            entry.value_header,
+            record if deleting else None,
+            None if deleting else record,
+            head,
+            sequence_head,
+            lsn,
+            mid,
+            tail,
+            block_head,
+            order["total_order"],
+            order["data_collection_order"],
+            code,
+            self._clock(),
+        )
+        ctx.write(OutputRecord(t.plan.topic, key, value, p.context_headers, op=code))
+        if deleting and p._tombstones():
+            p._tombstone(ctx, t, key)
+        return True

@@ -1,0 +1,246 @@
+//! The PyO3 boundary of the row encoder: `service._native.RowPlan` and `envelope`.
+//!
+//! Receives: from connectors.avro.native_rows, once per table definition, the plan's
+//! columns as tuples `(name, attlen, align, dropped, has_missing, kind, scale,
+//! precision, optional)` (kind "" for a column outside the Value record), the key's
+//! column indexes, the qualified table name and the SchemaMismatchError and DecodeError
+//! classes; then per row the RawTuple's fields and the change's LSN.
+//! Hands on: `encode` returns `(value_record, key_record | None)` as bytes, or a `str`
+//! naming why the row is the Python path's (the typed fallback signal); a bad tuple
+//! raises SchemaMismatchError / DecodeError with the message, `lsn`, `relation` and
+//! `field` the Python deformer gives. `envelope` concatenates a change event's Envelope
+//! value in the Confluent wire format from its parts (connectors.avro.native_rows
+//! documents them).
+//!
+//! The GIL is released around a row only when its tuple is large (`DETACH_AT` bytes, half
+//! a heap page: in practice a row with an inline-compressed value): a small row costs
+//! about a microsecond, and taking the GIL back can wait for another Python thread's
+//! switch interval (the sink's delivery callbacks), so per-row release would cost more
+//! than it overlaps; a large row is mostly decompression, worth running beside them. The
+//! avro plugin hands rows over one change at a time, so there is no batch to release
+//! the GIL around.
+//! A panic never crosses the boundary: it becomes a DecodeError naming the table.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::rows::{avro, Column, Kind, Outcome, Plan, RowError, Tuple};
+
+const DETACH_AT: usize = 4096;
+
+type ColumnSpec = (String, i16, usize, bool, bool, String, u32, u32, bool);
+
+#[pyclass(module = "service._native", name = "RowPlan", frozen)]
+pub struct PyRowPlan {
+    plan: Plan,
+    relation: String,
+    mismatch_error: Py<PyAny>,
+    decode_error: Py<PyAny>,
+}
+
+#[pymethods]
+impl PyRowPlan {
+    #[new]
+    #[pyo3(signature = (columns, key, relation, mismatch_error, decode_error))]
+    fn new(
+        columns: Vec<ColumnSpec>,
+        key: Vec<usize>,
+        relation: String,
+        mismatch_error: Py<PyAny>,
+        decode_error: Py<PyAny>,
+    ) -> PyResult<Self> {
+        let mut cols = Vec::with_capacity(columns.len());
+        for (name, attlen, align, dropped, has_missing, kind, scale, precision, optional) in columns
+        {
+            if ![1, 2, 4, 8].contains(&align) {
+                return Err(PyValueError::new_err(format!(
+                    "column {name}: alignment {align}"
+                )));
+            }
+            let kind = if kind.is_empty() {
+                None
+            } else {
+                let k = Kind::parse(&kind, scale, precision).ok_or_else(|| {
+                    PyValueError::new_err(format!("column {name}: unknown kind {kind:?}"))
+                })?;
+                if k.attlen() != attlen {
+                    return Err(PyValueError::new_err(format!(
+                        "column {name}: kind {kind} needs attlen {}, not {attlen}",
+                        k.attlen()
+                    )));
+                }
+                Some(k)
+            };
+            cols.push(Column {
+                name,
+                attlen,
+                align,
+                dropped,
+                has_missing,
+                kind,
+                optional,
+            });
+        }
+        if let Some(&bad) = key.iter().find(|&&k| k >= cols.len()) {
+            return Err(PyValueError::new_err(format!(
+                "key column index {bad} out of range"
+            )));
+        }
+        Ok(PyRowPlan {
+            plan: Plan { columns: cols, key },
+            relation,
+            mismatch_error,
+            decode_error,
+        })
+    }
+
+    /// `(value, key | None)`, or the fallback reason; see the module docstring.
+    #[pyo3(signature = (natts, infomask, hoff, data, lsn, want_key))]
+    #[allow(clippy::too_many_arguments)] // the RawTuple's fields, flat: no attribute lookups
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        natts: usize,
+        infomask: u16,
+        hoff: usize,
+        data: &Bound<'py, PyBytes>,
+        lsn: u64,
+        want_key: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let bytes = data.as_bytes();
+        let tuple = Tuple {
+            natts,
+            infomask,
+            hoff,
+            data: bytes,
+        };
+        let plan = &self.plan;
+        let run = || catch_unwind(AssertUnwindSafe(|| plan.encode(&tuple, want_key)));
+        let result = if bytes.len() >= DETACH_AT {
+            py.detach(run)
+        } else {
+            run()
+        };
+        match result {
+            Ok(Ok(Outcome::Encoded { value, key })) => {
+                let v = PyBytes::new(py, &value);
+                let k = if want_key {
+                    Some(PyBytes::new(py, &key))
+                } else {
+                    None
+                };
+                Ok((v, k).into_pyobject(py)?.into_any())
+            }
+            Ok(Ok(Outcome::Fallback(why))) => Ok(why.into_pyobject(py)?.into_any()),
+            Ok(Err(RowError::Mismatch { message, field })) => {
+                Err(self.error(py, &self.mismatch_error, message, field, lsn))
+            }
+            Ok(Err(RowError::Decode { message, field })) => {
+                Err(self.error(py, &self.decode_error, message, field, lsn))
+            }
+            Err(_) => Err(self.error(
+                py,
+                &self.decode_error,
+                "internal error in the native row encoder".to_string(),
+                None,
+                lsn,
+            )),
+        }
+    }
+}
+
+impl PyRowPlan {
+    fn error(
+        &self,
+        py: Python<'_>,
+        class: &Py<PyAny>,
+        message: String,
+        field: Option<String>,
+        lsn: u64,
+    ) -> PyErr {
+        let build = || -> PyResult<PyErr> {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("lsn", lsn)?;
+            kwargs.set_item("relation", &self.relation)?;
+            if let Some(f) = field {
+                kwargs.set_item("field", f)?;
+            }
+            let exc = class.bind(py).call((message,), Some(&kwargs))?;
+            Ok(PyErr::from_value(exc))
+        };
+        build().unwrap_or_else(|e| e)
+    }
+}
+
+/// One change event's Envelope value, wire format included (see native_rows).
+#[pyfunction]
+#[pyo3(signature = (header, before, after, source_head, sequence_head, lsn, source_mid, source_tail, block_head, total, order, op, ts_ns))]
+#[allow(clippy::too_many_arguments)]
+pub fn envelope<'py>(
+    py: Python<'py>,
+    header: &[u8],
+    before: Option<&[u8]>,
+    after: Option<&[u8]>,
+    source_head: &[u8],
+    sequence_head: &[u8],
+    lsn: i64,
+    source_mid: &[u8],
+    source_tail: &[u8],
+    block_head: Option<&[u8]>,
+    total: i64,
+    order: i64,
+    op: &str,
+    ts_ns: i64,
+) -> Bound<'py, PyBytes> {
+    let lsn_text = lsn.to_string();
+    let mut out = Vec::with_capacity(
+        header.len()
+            + before.map_or(0, <[u8]>::len)
+            + after.map_or(0, <[u8]>::len)
+            + source_head.len()
+            + source_mid.len()
+            + 96,
+    );
+    out.extend_from_slice(header);
+    for rec in [before, after] {
+        match rec {
+            None => out.push(avro::NULL_BRANCH),
+            Some(r) => {
+                out.push(avro::SECOND_BRANCH);
+                out.extend_from_slice(r);
+            }
+        }
+    }
+    out.extend_from_slice(source_head);
+    // sequence: ["null", "string"], the JSON array text ending in this LSN
+    out.push(avro::SECOND_BRANCH);
+    let seq_len = sequence_head.len() + lsn_text.len() + 2;
+    avro::long(&mut out, seq_len as i64);
+    out.extend_from_slice(sequence_head);
+    out.extend_from_slice(lsn_text.as_bytes());
+    out.extend_from_slice(b"\"]");
+    out.extend_from_slice(source_mid);
+    out.push(avro::SECOND_BRANCH);
+    avro::long(&mut out, lsn);
+    out.extend_from_slice(source_tail);
+    match block_head {
+        None => out.push(avro::NULL_BRANCH),
+        Some(h) => {
+            out.push(avro::SECOND_BRANCH);
+            avro::long(&mut out, (h.len() + lsn_text.len()) as i64);
+            out.extend_from_slice(h);
+            out.extend_from_slice(lsn_text.as_bytes());
+            avro::long(&mut out, total);
+            avro::long(&mut out, order);
+        }
+    }
+    avro::bytes(&mut out, op.as_bytes());
+    for v in [ts_ns.div_euclid(1_000_000), ts_ns.div_euclid(1000), ts_ns] {
+        out.push(avro::SECOND_BRANCH);
+        avro::long(&mut out, v);
+    }
+    PyBytes::new(py, &out)
+}

@@ -1,0 +1,120 @@
+//! Debezium's time encodings of stored date/time datums, as connectors.avro.codec and
+//! connectors.avro.schema compute them from the same bytes.
+//!
+//! - `date_days`: io.debezium.time.Date, days since 1970 (∓infinity stay INT32_MIN/MAX);
+//! - `micro_timestamp`: io.debezium.time.MicroTimestamp, µs since 1970, ∓infinity as
+//!   INT64_MIN/MAX, a finite value past int64 clamped to INT64_MAX - 1 (clamp_micros:
+//!   timestamps after 294247-01-10 04:00:54.775807);
+//! - `zoned_timestamp`: io.debezium.time.ZonedTimestamp text, UTC with six fraction
+//!   digits and `Z`. Years 1..9999 are printed as Python's strftime `%Y` prints them on
+//!   this platform (glibc: no zero padding, `5-01-01`), since the Python path formats
+//!   those through `datetime.strftime`; other years as java.time's ISO year
+//!   (`_iso_year`: `0000`, `-0001`, `+10000`).
+//!
+//! The calendar is timestamp2tm's: µs floored into days, days since 2000-01-01 turned
+//! into a proleptic Gregorian (year, month, day) with year 0 = 1 BC (j2date).
+
+pub const UNIX_EPOCH_DAYS: i64 = 10_957; // 1970-01-01 .. 2000-01-01
+pub const UNIX_EPOCH_USECS: i64 = UNIX_EPOCH_DAYS * USECS_PER_DAY;
+pub const USECS_PER_DAY: i64 = 86_400_000_000;
+
+/// Date field value; None when days + offset leaves int32 (Avro `int`).
+pub fn date_days(days: i32) -> Option<i32> {
+    if days == i32::MIN || days == i32::MAX {
+        return Some(days);
+    }
+    i32::try_from(days as i64 + UNIX_EPOCH_DAYS).ok()
+}
+
+pub fn micro_timestamp(micros: i64) -> i64 {
+    if micros == i64::MIN || micros == i64::MAX {
+        return micros;
+    }
+    let shifted = micros as i128 + UNIX_EPOCH_USECS as i128;
+    shifted.min((i64::MAX - 1) as i128) as i64
+}
+
+/// (year, month, day) of a day number since 2000-01-01 (civil-from-days, 400-year eras).
+pub fn ymd(days_since_2000: i64) -> (i64, u32, u32) {
+    let z = days_since_2000 + UNIX_EPOCH_DAYS + 719_468; // days since 0000-03-01
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// ZonedTimestamp text of a stored timestamptz (µs since 2000-01-01 UTC).
+pub fn zoned_timestamp(micros: i64) -> String {
+    if micros == i64::MAX {
+        return "infinity".to_string();
+    }
+    if micros == i64::MIN {
+        return "-infinity".to_string();
+    }
+    let days = micros.div_euclid(USECS_PER_DAY);
+    let rest = micros.rem_euclid(USECS_PER_DAY);
+    let (year, month, day) = ymd(days);
+    let secs = rest / 1_000_000;
+    let us = rest % 1_000_000;
+    let year_text = if (1..=9999).contains(&year) {
+        year.to_string()
+    } else if year > 9999 {
+        format!("+{year}")
+    } else if year < 0 {
+        format!("-{:04}", -year)
+    } else {
+        format!("{year:04}")
+    };
+    format!(
+        "{year_text}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{us:06}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calendar_matches_known_days() {
+        assert_eq!(ymd(0), (2000, 1, 1));
+        assert_eq!(ymd(-1), (1999, 12, 31));
+        assert_eq!(ymd(59), (2000, 2, 29));
+        assert_eq!(ymd(-730_119), (1, 1, 1)); // 0001-01-01
+        assert_eq!(ymd(-730_120), (0, 12, 31)); // 1 BC
+    }
+
+    #[test]
+    fn zoned_text_forms() {
+        assert_eq!(zoned_timestamp(0), "2000-01-01T00:00:00.000000Z");
+        assert_eq!(zoned_timestamp(-1), "1999-12-31T23:59:59.999999Z");
+        assert_eq!(zoned_timestamp(i64::MAX), "infinity");
+        assert_eq!(zoned_timestamp(i64::MIN), "-infinity");
+        // year 5: strftime's unpadded %Y
+        let d = -728_658;
+        assert_eq!(
+            zoned_timestamp(d * USECS_PER_DAY),
+            "5-01-01T00:00:00.000000Z"
+        );
+        assert_eq!(
+            zoned_timestamp((-730_120) * USECS_PER_DAY),
+            "0000-12-31T00:00:00.000000Z"
+        );
+    }
+
+    #[test]
+    fn timestamps_clamp_before_infinity() {
+        assert_eq!(micro_timestamp(0), UNIX_EPOCH_USECS);
+        assert_eq!(micro_timestamp(i64::MAX - 5), i64::MAX - 1);
+        assert_eq!(micro_timestamp(i64::MAX), i64::MAX);
+        assert_eq!(date_days(i32::MAX - 5), None);
+        assert_eq!(date_days(0), Some(10_957));
+    }
+}

@@ -1,0 +1,477 @@
+//! The native row encoder: a heap tuple deformed against a per-table plan and written
+//! straight as the Avro binary of the avro plugin's Value and Key records.
+//!
+//! Receives: a `Plan`, compiled once per table definition by connectors.avro.native_rows
+//! from the definition's columns (service.schema.tabledef.ColumnDef: attlen, attalign,
+//! dropped, atthasmissing) and the Avro mapping connectors.avro.schema chose for each
+//! live column (`Kind`, nullability); then per row a `Tuple`: the RawTuple the heap
+//! decoder hands on (natts, infomask, t_hoff, the bytes from t_bits on).
+//! Hands on: `Outcome::Encoded` with the Value record's bytes (its fields in plan order,
+//! a nullable field as the `["null", T]` union) and the Key record's (the key columns,
+//! required: a NULL becomes the type's zero value, as KeyFromValue); or
+//! `Outcome::Fallback(reason)` when the row holds something only the Python path decides
+//! (an external TOAST pointer, a missing attribute with a default, NaN/±Infinity, text
+//! that is not UTF-8, a value an Avro `int` cannot hold, ...). A fallback is the whole
+//! row: the caller encodes it with the Python reference, never half of each.
+//!
+//! Deform mirrors heap_deform_tuple (and service.types.deform.deform_heap, check for
+//! check): the null bitmap, each attribute aligned to its attalign relative to the tuple
+//! start, except a varlena whose first byte is not zero (att_align_pointer); 1-byte and
+//! 4-byte varlena headers; inline-compressed varlenas (toast_decompress_datum: pglz or
+//! lz4, with the decompressors in crate::wal); attributes past natts are NULL (or fall
+//! back when the column has a missing default, getmissingattr).
+//!
+//! Errors: a tuple that does not fit its definition is `RowError::Mismatch` (the Python
+//! SchemaMismatchError) with deform_heap's messages; a malformed varlena header is
+//! `RowError::Decode` (DecodeError). Nothing here panics on any input (fuzzed by
+//! tests/perf/fuzz_native_rows.py); the boundary still catches a panic.
+//!
+//! Pure: no Python, no I/O.
+
+pub mod avro;
+pub mod datetime;
+pub mod numeric;
+
+#[cfg(test)]
+mod tests;
+
+use std::borrow::Cow;
+
+const HEAP_HASNULL: u16 = 0x0001;
+const T_BITS_OFFSET: usize = 23; // offsetof(HeapTupleHeaderData, t_bits)
+const VARLENA_EXTSIZE_MASK: u32 = 0x3FFF_FFFF;
+const TOAST_PGLZ_COMPRESSION_ID: u32 = 0;
+const TOAST_LZ4_COMPRESSION_ID: u32 = 1;
+
+/// The Avro encoding of one column, as connectors.avro.schema maps its type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Bool,
+    Int2,
+    Int4,
+    Int8,
+    Oid,
+    Float4,
+    Float8,
+    /// text, varchar, bpchar, json: the stored UTF-8 as an Avro string.
+    Text,
+    /// name: the bytes before the first NUL of NameData.
+    Name,
+    Bytea,
+    Uuid,
+    Date,
+    Time,
+    Timestamp,
+    TimestampTz,
+    /// numeric(precision, scale) in decimal.handling.mode=precise.
+    Decimal {
+        scale: u32,
+        precision: u32,
+    },
+    /// unconstrained numeric: VariableScaleDecimal {scale int, value bytes}.
+    VarDecimal,
+}
+
+impl Kind {
+    /// The name connectors.avro.native_rows passes for it.
+    pub fn parse(name: &str, scale: u32, precision: u32) -> Option<Kind> {
+        Some(match name {
+            "bool" => Kind::Bool,
+            "int2" => Kind::Int2,
+            "int4" => Kind::Int4,
+            "int8" => Kind::Int8,
+            "oid" => Kind::Oid,
+            "float4" => Kind::Float4,
+            "float8" => Kind::Float8,
+            "text" => Kind::Text,
+            "name" => Kind::Name,
+            "bytea" => Kind::Bytea,
+            "uuid" => Kind::Uuid,
+            "date" => Kind::Date,
+            "time" => Kind::Time,
+            "timestamp" => Kind::Timestamp,
+            "timestamptz" => Kind::TimestampTz,
+            "decimal" => Kind::Decimal { scale, precision },
+            "variable_decimal" => Kind::VarDecimal,
+            _ => return None,
+        })
+    }
+
+    /// The attlen the kind's stored form has (what the plan checks at compile time).
+    pub fn attlen(self) -> i16 {
+        match self {
+            Kind::Bool => 1,
+            Kind::Int2 => 2,
+            Kind::Int4 | Kind::Oid | Kind::Float4 | Kind::Date => 4,
+            Kind::Int8 | Kind::Float8 | Kind::Time | Kind::Timestamp | Kind::TimestampTz => 8,
+            Kind::Uuid => 16,
+            Kind::Name => 64,
+            Kind::Text | Kind::Bytea | Kind::Decimal { .. } | Kind::VarDecimal => -1,
+        }
+    }
+}
+
+/// One attribute of the table definition, dropped ones included.
+#[derive(Clone, Debug)]
+pub struct Column {
+    pub name: String,
+    pub attlen: i16,
+    /// 1, 2, 4 or 8 (attalign c, s, i, d).
+    pub align: usize,
+    pub dropped: bool,
+    pub has_missing: bool,
+    /// The field's encoding when the column is in the Value record (live, not
+    /// excluded by a column filter); None: deformed past, never written.
+    pub kind: Option<Kind>,
+    /// The field is the `["null", T]` union (the column is nullable).
+    pub optional: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub columns: Vec<Column>,
+    /// Indexes into `columns` of the Key record's fields, in key order.
+    pub key: Vec<usize>,
+}
+
+/// A heap tuple as the WAL logs it (service.decode.events.RawTuple).
+pub struct Tuple<'a> {
+    pub natts: usize,
+    pub infomask: u16,
+    pub hoff: usize,
+    pub data: &'a [u8],
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum RowError {
+    /// service.errors.SchemaMismatchError
+    Mismatch {
+        message: String,
+        field: Option<String>,
+    },
+    /// service.errors.DecodeError
+    Decode {
+        message: String,
+        field: Option<String>,
+    },
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Encoded { value: Vec<u8>, key: Vec<u8> },
+    Fallback(&'static str),
+}
+
+/// What a deformed attribute is: NULL (or dropped, or absent) or its stored bytes.
+type Datum<'a> = Option<Cow<'a, [u8]>>;
+
+enum Step<'a> {
+    Datums(Vec<Datum<'a>>),
+    Fallback(&'static str),
+}
+
+fn mismatch(message: String, field: Option<&str>) -> RowError {
+    RowError::Mismatch {
+        message,
+        field: field.map(str::to_string),
+    }
+}
+
+fn decode_err(message: String, field: &str) -> RowError {
+    RowError::Decode {
+        message,
+        field: Some(field.to_string()),
+    }
+}
+
+impl Plan {
+    /// heap_deform_tuple over the plan's columns (see the module docstring).
+    fn deform<'a>(&self, t: &Tuple<'a>) -> Result<Step<'a>, RowError> {
+        let n = self.columns.len();
+        if t.natts > n {
+            return Err(mismatch(
+                format!("tuple has {} attributes, definition has {n}", t.natts),
+                None,
+            ));
+        }
+        let buf = t.data;
+        let nbuf = buf.len();
+        let has_nulls = t.infomask & HEAP_HASNULL != 0;
+        if has_nulls && t.natts.div_ceil(8) > nbuf {
+            return Err(mismatch("null bitmap overruns the tuple".into(), None));
+        }
+        if t.hoff < T_BITS_OFFSET {
+            return Err(mismatch(
+                format!("t_hoff {} lies inside the tuple header", t.hoff),
+                None,
+            ));
+        }
+        let end = nbuf + T_BITS_OFFSET;
+        let mut off = t.hoff;
+        let mut out: Vec<Datum<'a>> = Vec::with_capacity(n);
+        for (i, col) in self.columns.iter().enumerate() {
+            if i >= t.natts {
+                if col.has_missing && !col.dropped {
+                    return Ok(Step::Fallback("attribute missing with a default"));
+                }
+                out.push(None);
+                continue;
+            }
+            if has_nulls && (buf[i >> 3] >> (i & 7)) & 1 == 0 {
+                out.push(None);
+                continue;
+            }
+            let overrun = |off: usize| {
+                mismatch(
+                    format!("column {} overruns the tuple at offset {off}", col.name),
+                    Some(&col.name),
+                )
+            };
+            let mask = col.align - 1;
+            let (value, size): (Cow<'a, [u8]>, usize) = if col.attlen > 0 {
+                off = (off + mask) & !mask;
+                let p = off - T_BITS_OFFSET;
+                let size = col.attlen as usize;
+                if p + size > nbuf {
+                    return Err(overrun(off));
+                }
+                (Cow::Borrowed(&buf[p..p + size]), size)
+            } else if col.attlen == -1 {
+                let mut p = off - T_BITS_OFFSET;
+                let mut b0 = *buf.get(p).ok_or_else(|| overrun(off))?;
+                if b0 == 0 {
+                    off = (off + mask) & !mask;
+                    p = off - T_BITS_OFFSET;
+                    b0 = *buf.get(p).ok_or_else(|| overrun(off))?;
+                }
+                if b0 == 0x01 {
+                    // VARATT_IS_EXTERNAL: the reorder buffer's chunks are Python's.
+                    return Ok(Step::Fallback("external TOAST pointer"));
+                }
+                if b0 & 0x01 != 0 {
+                    let size = (b0 >> 1) as usize;
+                    if p + size > nbuf {
+                        return Err(decode_err(
+                            format!("short varlena of {size} bytes at offset {p} overruns datum"),
+                            &col.name,
+                        ));
+                    }
+                    (Cow::Borrowed(&buf[p + 1..p + size]), size)
+                } else {
+                    if p + 4 > nbuf {
+                        return Err(decode_err(
+                            format!("varlena header at offset {p} overruns datum"),
+                            &col.name,
+                        ));
+                    }
+                    let word = u32::from_le_bytes([buf[p], buf[p + 1], buf[p + 2], buf[p + 3]]);
+                    let size = (word >> 2) as usize;
+                    if size < 4 || p + size > nbuf {
+                        return Err(decode_err(
+                            format!("varlena of {size} bytes at offset {p} overruns datum"),
+                            &col.name,
+                        ));
+                    }
+                    if b0 & 0x03 == 0x02 {
+                        if col.dropped || col.kind.is_none() {
+                            // Nobody reads it: skip without decompressing.
+                            (Cow::Borrowed(&buf[p..p]), size)
+                        } else {
+                            match inline_decompress(&buf[p..p + size]) {
+                                Some(v) => (Cow::Owned(v), size),
+                                None => return Ok(Step::Fallback("inline compression")),
+                            }
+                        }
+                    } else {
+                        (Cow::Borrowed(&buf[p + 4..p + size]), size)
+                    }
+                }
+            } else if col.attlen == -2 {
+                off = (off + mask) & !mask;
+                let p = off - T_BITS_OFFSET;
+                let rest = buf.get(p..).ok_or_else(|| overrun(off))?;
+                let nul = rest
+                    .iter()
+                    .position(|&b| b == 0)
+                    .ok_or_else(|| overrun(off))?;
+                (Cow::Borrowed(&rest[..nul]), nul + 1)
+            } else {
+                return Err(mismatch(
+                    format!("column {} has invalid typlen {}", col.name, col.attlen),
+                    None,
+                ));
+            };
+            if off + size > end {
+                return Err(mismatch(
+                    format!(
+                        "column {} ({size} bytes at {off}) overruns the tuple of {end} bytes",
+                        col.name
+                    ),
+                    Some(&col.name),
+                ));
+            }
+            off += size;
+            out.push(if col.dropped { None } else { Some(value) });
+        }
+        Ok(Step::Datums(out))
+    }
+
+    /// The Value record (and, with `want_key`, the Key record) of one tuple.
+    pub fn encode(&self, t: &Tuple<'_>, want_key: bool) -> Result<Outcome, RowError> {
+        let datums = match self.deform(t)? {
+            Step::Datums(d) => d,
+            Step::Fallback(why) => return Ok(Outcome::Fallback(why)),
+        };
+        let mut value = Vec::with_capacity(t.data.len() + 16);
+        for (col, datum) in self.columns.iter().zip(&datums) {
+            let Some(kind) = col.kind else { continue };
+            if let Err(why) = field(&mut value, kind, col.optional, datum.as_deref()) {
+                return Ok(Outcome::Fallback(why));
+            }
+        }
+        let mut key = Vec::new();
+        if want_key {
+            for &k in &self.key {
+                let Some(kind) = self.columns[k].kind else {
+                    return Ok(Outcome::Fallback("key column not in the value record"));
+                };
+                if let Err(why) = field(&mut key, kind, false, datums[k].as_deref()) {
+                    return Ok(Outcome::Fallback(why));
+                }
+            }
+        }
+        Ok(Outcome::Encoded { value, key })
+    }
+}
+
+/// toast_decompress_datum of a whole 4-byte-header compressed varlena (header, then
+/// va_tcinfo, then the stream). None where Python must decide (a failure: its error).
+fn inline_decompress(varlena: &[u8]) -> Option<Vec<u8>> {
+    if varlena.len() < 8 {
+        return None;
+    }
+    let tcinfo = u32::from_le_bytes([varlena[4], varlena[5], varlena[6], varlena[7]]);
+    let rawsize = (tcinfo & VARLENA_EXTSIZE_MASK) as usize;
+    let stream = &varlena[8..];
+    let out = match tcinfo >> 30 {
+        TOAST_PGLZ_COMPRESSION_ID => crate::wal::pglz::decompress(stream, rawsize).ok()?,
+        TOAST_LZ4_COMPRESSION_ID => crate::wal::lz4::decompress(stream, rawsize).ok()?,
+        _ => return None,
+    };
+    (out.len() == rawsize).then_some(out)
+}
+
+/// The type's zero value, written where a required field meets NULL
+/// (connectors.avro.schema.FieldPlan.zero, as fastavro writes it).
+fn zero(out: &mut Vec<u8>, kind: Kind) {
+    match kind {
+        Kind::Float4 => out.extend_from_slice(&[0; 4]),
+        Kind::Float8 => out.extend_from_slice(&[0; 8]),
+        // Decimal(0): one zero byte of unscaled value.
+        Kind::Decimal { .. } => out.extend_from_slice(&[0x02, 0x00]),
+        // {"scale": 0, "value": b"\x00"}
+        Kind::VarDecimal => out.extend_from_slice(&[0x00, 0x02, 0x00]),
+        // "", b"", 0, false: a single zero byte each
+        _ => out.push(0x00),
+    }
+}
+
+fn fixed<const N: usize>(d: &[u8]) -> Result<[u8; N], &'static str> {
+    d.try_into()
+        .map_err(|_| "stored size differs from the type's")
+}
+
+/// One field: the union branch if `optional`, then the value (or null / zero).
+fn field(
+    out: &mut Vec<u8>,
+    kind: Kind,
+    optional: bool,
+    datum: Option<&[u8]>,
+) -> Result<(), &'static str> {
+    let Some(d) = datum else {
+        if optional {
+            out.push(avro::NULL_BRANCH);
+        } else {
+            zero(out, kind);
+        }
+        return Ok(());
+    };
+    let mark = out.len();
+    if optional {
+        out.push(avro::SECOND_BRANCH);
+    }
+    let done = write_value(out, kind, d);
+    if done.is_err() {
+        out.truncate(mark);
+    }
+    done
+}
+
+fn write_value(out: &mut Vec<u8>, kind: Kind, d: &[u8]) -> Result<(), &'static str> {
+    match kind {
+        Kind::Bool => out.push(u8::from(fixed::<1>(d)?[0] != 0)),
+        Kind::Int2 => avro::long(out, i16::from_le_bytes(fixed(d)?) as i64),
+        Kind::Int4 => avro::long(out, i32::from_le_bytes(fixed(d)?) as i64),
+        Kind::Int8 => avro::long(out, i64::from_le_bytes(fixed(d)?)),
+        Kind::Oid => avro::long(out, u32::from_le_bytes(fixed(d)?) as i64),
+        Kind::Float4 => {
+            let b: [u8; 4] = fixed(d)?;
+            if f32::from_le_bytes(b).is_nan() {
+                // a NaN's payload may not survive float4 -> Python float -> float
+                return Err("float4 NaN");
+            }
+            out.extend_from_slice(&b);
+        }
+        Kind::Float8 => out.extend_from_slice(&fixed::<8>(d)?),
+        Kind::Text => {
+            std::str::from_utf8(d).map_err(|_| "text is not UTF-8")?;
+            avro::bytes(out, d);
+        }
+        Kind::Name => {
+            let end = d.iter().position(|&b| b == 0).unwrap_or(d.len());
+            std::str::from_utf8(&d[..end]).map_err(|_| "name is not UTF-8")?;
+            avro::bytes(out, &d[..end]);
+        }
+        Kind::Bytea => avro::bytes(out, d),
+        Kind::Uuid => {
+            let b: [u8; 16] = fixed(d)?;
+            let mut s = [0u8; 36];
+            let hex = b"0123456789abcdef";
+            let mut j = 0;
+            for (i, byte) in b.iter().enumerate() {
+                if matches!(i, 4 | 6 | 8 | 10) {
+                    s[j] = b'-';
+                    j += 1;
+                }
+                s[j] = hex[(byte >> 4) as usize];
+                s[j + 1] = hex[(byte & 0x0f) as usize];
+                j += 2;
+            }
+            avro::bytes(out, &s);
+        }
+        Kind::Date => {
+            let days =
+                datetime::date_days(i32::from_le_bytes(fixed(d)?)).ok_or("date beyond int")?;
+            avro::long(out, days as i64);
+        }
+        Kind::Time => avro::long(out, i64::from_le_bytes(fixed(d)?)),
+        Kind::Timestamp => avro::long(
+            out,
+            datetime::micro_timestamp(i64::from_le_bytes(fixed(d)?)),
+        ),
+        Kind::TimestampTz => {
+            let text = datetime::zoned_timestamp(i64::from_le_bytes(fixed(d)?));
+            avro::bytes(out, text.as_bytes());
+        }
+        Kind::Decimal { scale, precision } => {
+            let b = numeric::fixed(d, scale, precision).ok_or("numeric Python decides")?;
+            avro::bytes(out, &b);
+        }
+        Kind::VarDecimal => {
+            let (scale, b) = numeric::variable(d).ok_or("numeric Python decides")?;
+            avro::long(out, scale as i64);
+            avro::bytes(out, &b);
+        }
+    }
+    Ok(())
+}

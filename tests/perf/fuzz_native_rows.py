@@ -1,0 +1,284 @@
+"""Fuzz the native row encoder (service._native.RowPlan) with damaged heap tuples.
+
+    python tests/perf/fuzz_native_rows.py [--count N] [--seed S] [--python-every K]
+
+Seeds: tuples laid out as heap_form_tuple lays them out (null bitmap, alignment, 1-byte
+and 4-byte varlena headers, an inline pglz- and an lz4-compressed text, a dropped
+column) over a plan with every native kind, with random values and NULLs. Each case
+damages one seed: flip a bit, set a byte, truncate, insert or delete bytes, or change
+natts, infomask's HEAP_HASNULL or t_hoff; then calls `RowPlan.encode`.
+
+The only acceptable outcomes are an encoding (bytes), a fallback reason (str), or a
+typed error: SchemaMismatchError or DecodeError carrying the case's lsn and the
+table. Anything else is a failure: another exception, and a Rust panic (which the
+boundary turns into a DecodeError "internal error in the native row encoder", so it is
+recognised by that message). Every K-th case (`--python-every`) is also deformed by the
+Python reference (service.types.deform.deform); where the Python deformer raises, the
+native side must raise the same class or fall back, and where the native side raises,
+the Python deformer must raise the same class. Undamaged seeds must encode or fall back
+(never raise). The exit status is 1 if there was any failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import struct
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import lz4.block
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from service import _native  # noqa: E402
+from service.decode.events import RawTuple  # noqa: E402
+from service.errors import DecodeError, SchemaMismatchError  # noqa: E402
+from service.types.deform import Column, deform  # noqa: E402
+
+PANIC = "internal error in the native row encoder"
+RELATION = "public.fuzzed"
+LSN = 0x1_2345_6789
+
+# (name, attlen, typalign, kind, dropped)
+COLUMNS = [
+    ("id", 8, "d", "int8", False),
+    ("b", 1, "c", "bool", False),
+    ("s", 2, "s", "int2", False),
+    ("t", -1, "i", "text", False),
+    ("gone", 8, "d", "", True),
+    ("i", 4, "i", "int4", False),
+    ("o", 4, "i", "oid", False),
+    ("f4", 4, "i", "float4", False),
+    ("f8", 8, "d", "float8", False),
+    ("nm", 64, "c", "name", False),
+    ("by", -1, "i", "bytea", False),
+    ("u", 16, "c", "uuid", False),
+    ("d", 4, "i", "date", False),
+    ("tm", 8, "d", "time", False),
+    ("ts", 8, "d", "timestamp", False),
+    ("tz", 8, "d", "timestamptz", False),
+    ("n", -1, "i", "decimal", False),
+    ("nv", -1, "i", "variable_decimal", False),
+    ("big", -1, "i", "text", False),
+]
+_ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
+
+
+def _numeric(rng: random.Random) -> bytes:
+    """A long-form numeric datum: sign, dscale, weight, base-10000 digits."""
+    ndig = rng.randint(0, 5)
+    weight = rng.randint(-3, 4)
+    dscale = rng.randint(0, 2)
+    sign = 0x4000 if rng.random() < 0.5 else 0
+    if rng.random() < 0.05:
+        return struct.pack("<H", rng.choice([0xC000, 0xD000, 0xF000]))
+    digits = [rng.randint(0, 9999) for _ in range(ndig)]
+    return struct.pack(f"<Hh{ndig}h", sign | dscale, weight, *digits)
+
+
+def _pglz_literals(raw: bytes) -> bytes:
+    """A valid pglz stream of literals only (control byte 0 before each 8 bytes)."""
+    out = bytearray()
+    for k in range(0, len(raw), 8):
+        out.append(0)
+        out += raw[k : k + 8]
+    return bytes(out)
+
+
+def _varlena(payload: bytes, rng: random.Random, compress: bool) -> bytes:
+    if compress:
+        if rng.random() < 0.5:
+            body, method = _pglz_literals(payload), 0
+        else:
+            body, method = lz4.block.compress(payload, store_size=False), 1
+        tcinfo = len(payload) | (method << 30)
+        return struct.pack("<II", ((8 + len(body)) << 2) | 0x02, tcinfo) + body
+    if len(payload) + 1 <= 127 and rng.random() < 0.8:
+        return bytes([((len(payload) + 1) << 1) | 1]) + payload
+    return struct.pack("<I", (len(payload) + 4) << 2) + payload
+
+
+def _value(kind: str, rng: random.Random) -> bytes:
+    if kind in ("int8", "time", "ts", "timestamp", "timestamptz", "float8"):
+        return struct.pack("<q", rng.randint(-(2**63), 2**63 - 1))
+    if kind in ("int4", "oid", "date", "float4"):
+        return struct.pack("<i", rng.randint(-(2**31), 2**31 - 1))
+    if kind == "int2":
+        return struct.pack("<h", rng.randint(-(2**15), 2**15 - 1))
+    if kind == "bool":
+        return bytes([rng.randint(0, 1)])
+    if kind == "name":
+        text = "n" * rng.randint(0, 63)
+        return text.encode().ljust(64, b"\0")
+    if kind == "uuid":
+        return rng.randbytes(16)
+    raise AssertionError(kind)
+
+
+def seed_tuple(rng: random.Random) -> RawTuple:
+    """A tuple as heap_form_tuple writes it, over COLUMNS."""
+    natts = len(COLUMNS) if rng.random() < 0.9 else rng.randint(0, len(COLUMNS))
+    nulls = [rng.random() < 0.15 for _ in range(natts)]
+    has_nulls = any(nulls)
+    bitmap = b""
+    if has_nulls:
+        bits = bytearray((natts + 7) // 8)
+        for i, null in enumerate(nulls):
+            if not null:
+                bits[i >> 3] |= 1 << (i & 7)
+        bitmap = bytes(bits)
+    hoff = (23 + len(bitmap) + 7) & ~7
+    data = bytearray(bitmap + b"\0" * (hoff - 23 - len(bitmap)))
+    off = hoff
+    for i in range(natts):
+        if nulls[i]:
+            continue
+        _name, attlen, align, kind, _dropped = COLUMNS[i]
+        if attlen == -1:
+            if kind == "text":
+                payload = "".join(rng.choice("aé✓x ") for _ in range(rng.randint(0, 60))).encode()
+                compress = _name == "big" and rng.random() < 0.7
+                if compress:
+                    payload = payload * 20 + b"z"
+            elif kind == "bytea":
+                payload = rng.randbytes(rng.randint(0, 40))
+                compress = False
+            else:
+                payload = _numeric(rng)
+                compress = False
+            datum = _varlena(payload, rng, compress)
+            if datum[0] & 1 == 0:  # 4-byte header: aligned
+                a = _ALIGN[align]
+                pad = (-off) % a
+                data += b"\0" * pad
+                off += pad
+        else:
+            a = _ALIGN[align]
+            pad = (-off) % a
+            data += b"\0" * pad
+            off += pad
+            datum = _value(kind or "int8", rng)
+        data += datum
+        off += len(datum)
+    return RawTuple(natts, 1 if has_nulls else 0, natts, hoff, bytes(data))
+
+
+def damage(t: RawTuple, rng: random.Random) -> tuple[str, RawTuple]:
+    data = bytearray(t.data)
+    how = rng.choice(["flip", "byte", "truncate", "insert", "delete", "natts", "nulls", "hoff"])
+    natts, infomask, hoff = t.natts, t.infomask, t.hoff
+    if how in ("flip", "byte", "delete") and not data:
+        how = "natts"
+    if how == "flip":
+        k = rng.randrange(len(data))
+        data[k] ^= 1 << rng.randrange(8)
+    elif how == "byte":
+        data[rng.randrange(len(data))] = rng.randrange(256)
+    elif how == "truncate":
+        del data[rng.randint(0, len(data)) :]
+    elif how == "insert":
+        k = rng.randint(0, len(data))
+        data[k:k] = rng.randbytes(rng.randint(1, 8))
+    elif how == "delete":
+        k = rng.randrange(len(data))
+        del data[k : k + rng.randint(1, 8)]
+    elif how == "natts":
+        natts = rng.randint(0, len(COLUMNS) + 3)
+    elif how == "nulls":
+        infomask ^= 1
+    else:
+        hoff = rng.randint(23, 23 + 40)
+    return how, RawTuple(natts, infomask, natts, hoff, bytes(data))
+
+
+def make_plan() -> tuple[object, list[Column]]:
+    specs = []
+    columns = []
+    for k, (name, attlen, align, kind, dropped) in enumerate(COLUMNS):
+        specs.append((name, attlen, _ALIGN[align], dropped, False, kind, 2, 12, k % 3 != 0))
+        columns.append(
+            Column(
+                k + 1, name, 0 if dropped else 23, -1, attlen, attlen > 0, align, dropped=dropped
+            )
+        )
+    plan = _native.RowPlan(specs, [0, 3], RELATION, SchemaMismatchError, DecodeError)
+    return plan, columns
+
+
+def _outcome(plan: object, t: RawTuple) -> tuple[str, type | None]:
+    try:
+        out = plan.encode(t.natts, t.infomask, t.hoff, t.data, LSN, True)  # type: ignore[attr-defined]
+    except (SchemaMismatchError, DecodeError) as exc:
+        if PANIC in exc.message:
+            return "FAIL panic", None
+        if exc.lsn != LSN or exc.relation != RELATION:
+            return "FAIL error without context", None
+        return f"error {type(exc).__name__}", type(exc)
+    except Exception as exc:
+        return f"FAIL untyped {type(exc).__name__}: {exc}", None
+    if isinstance(out, str):
+        return f"fallback {out}", None
+    value, key = out
+    if not isinstance(value, bytes) or not isinstance(key, bytes):
+        return "FAIL result is not bytes", None
+    return "encoded", None
+
+
+def _python_class(columns: list[Column], t: RawTuple) -> type | None:
+    try:
+        deform(t, columns, relation=RELATION)
+    except (SchemaMismatchError, DecodeError) as exc:
+        return type(exc)
+    except Exception:
+        return Exception
+    return None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--count", type=int, default=1_000_000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--python-every", type=int, default=100)
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    plan, columns = make_plan()
+    seeds = [seed_tuple(rng) for _ in range(500)]
+    counts: Counter[str] = Counter()
+    for s in seeds:
+        what, _ = _outcome(plan, s)
+        counts["seed " + what if not what.startswith("error") else "FAIL seed raised"] += 1
+    started = time.perf_counter()
+    for n in range(a.count):
+        how, t = damage(seeds[n % len(seeds)], rng)
+        what, raised = _outcome(plan, t)
+        counts[what] += 1
+        if a.python_every and n % a.python_every == 0 and t.hoff >= 23:
+            py = _python_class(columns, t)
+            if py is not None and raised is not None and py is not raised:
+                counts[
+                    f"FAIL class differs ({how}): python {py.__name__}, native {raised.__name__}"
+                ] += 1
+            elif py is None and raised is not None:
+                counts[f"FAIL native raised, python did not ({how})"] += 1
+            elif py is not None and raised is None and what == "encoded":
+                counts[f"DIFF python raised {py.__name__}, native encoded ({how})"] += 1
+            else:
+                counts["python agreed"] += 1
+    took = time.perf_counter() - started
+    print(
+        f"inputs: {a.count} damaged tuples through RowPlan.encode in {took:.0f}s "
+        f"({a.count / took:,.0f}/s), plus {len(seeds)} undamaged seeds"
+    )
+    for k, v in sorted(counts.items(), key=lambda kv: -kv[1]):
+        print(f"{v:9d}  {k}")
+    fails = sum(v for k, v in counts.items() if k.startswith("FAIL"))
+    print(f"failures: {fails}")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
