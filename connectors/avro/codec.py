@@ -107,12 +107,14 @@ _day_prefix: dict[int, str] = {}
 
 
 def _date_prefix(days: int) -> str:
-    """'YYYY-MM-DDT' of a day, printed by the strftime that _zoned_timestamp uses."""
+    """'YYYY-MM-DDT' of a day, as zoned_timestamp prints it (a 4-digit year, java.time's
+    ISO_OFFSET_DATE_TIME: year 5 is `0005`)."""
     found = _day_prefix.get(days)
     if found is None:
         if len(_day_prefix) >= _DAY_PREFIX_MAX:
             _day_prefix.clear()
-        found = _day_prefix[days] = f"{PG_EPOCH_DATE + dt.timedelta(days=days):%Y-%m-%d}T"
+        day = PG_EPOCH_DATE + dt.timedelta(days=days)
+        found = _day_prefix[days] = f"{day.year:04d}-{day.month:02d}-{day.day:02d}T"
     return found
 
 
@@ -121,7 +123,7 @@ def zoned_timestamp_of_stored(buf: bytes) -> str | None:
     decide (±infinity, years outside 1..9999, a malformed datum).
 
     Equal to connectors.avro.schema._zoned_timestamp(timestamptz_value(buf)): the same UTC wall
-    clock (µs floored into days, as timestamp2tm) and the same strftime for the date.
+    clock (µs floored into days, as timestamp2tm) and the same 4-digit year.
     """
     if len(buf) != 8:
         return None

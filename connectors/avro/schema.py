@@ -285,7 +285,10 @@ def zoned_timestamp(value: Any) -> str:
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(dt.UTC)
-        return f"{value:%Y-%m-%dT%H:%M:%S}.{value.microsecond:06d}Z"
+        return (
+            f"{_iso_year(value.year)}-{value.month:02d}-{value.day:02d}T"
+            f"{value:%H:%M:%S}.{value.microsecond:06d}Z"
+        )
     infinite = getattr(value, "infinite", 0)
     if infinite:
         return "infinity" if infinite > 0 else "-infinity"

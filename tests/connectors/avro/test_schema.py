@@ -372,3 +372,19 @@ def test_schemas_without_repeated_names_are_unchanged() -> None:
     fields = [field_schema(p) for p in plans]
     again = define_named_once(fields, "p.s.t")
     assert json.dumps(again) == json.dumps(fields)
+
+
+def test_zoned_timestamp_years_have_four_digits_as_java_time_prints_them() -> None:
+    # Debezium formats ZonedTimestamp with ISO_OFFSET_DATE_TIME: year 5 is `0005`, not
+    # strftime's platform-dependent `5`; the stored-datum fast path must agree.
+    import datetime as dt  # noqa: PLC0415
+
+    from connectors.avro.codec import zoned_timestamp_of_stored  # noqa: PLC0415
+    from connectors.avro.schema import zoned_timestamp  # noqa: PLC0415
+
+    for year, text in ((5, "0005"), (999, "0999"), (1000, "1000"), (2024, "2024")):
+        moment = dt.datetime(year, 3, 4, 5, 6, 7, 89, tzinfo=dt.UTC)
+        expected = f"{text}-03-04T05:06:07.000089Z"
+        assert zoned_timestamp(moment) == expected
+        micros = (moment - dt.datetime(2000, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1)
+        assert zoned_timestamp_of_stored(micros.to_bytes(8, "little", signed=True)) == expected

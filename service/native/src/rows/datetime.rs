@@ -6,10 +6,8 @@
 //!   INT64_MIN/MAX, a finite value past int64 clamped to INT64_MAX - 1 (clamp_micros:
 //!   timestamps after 294247-01-10 04:00:54.775807);
 //! - `zoned_timestamp`: io.debezium.time.ZonedTimestamp text, UTC with six fraction
-//!   digits and `Z`. Years 1..9999 are printed as Python's strftime `%Y` prints them on
-//!   this platform (glibc: no zero padding, `5-01-01`), since the Python path formats
-//!   those through `datetime.strftime`; other years as java.time's ISO year
-//!   (`_iso_year`: `0000`, `-0001`, `+10000`).
+//!   digits and `Z`. Years are java.time's ISO year, as Debezium's
+//!   ISO_OFFSET_DATE_TIME prints them (`_iso_year`: `0005`, `0000`, `-0001`, `+10000`).
 //!
 //! The calendar is timestamp2tm's: µs floored into days, days since 2000-01-01 turned
 //! into a proleptic Gregorian (year, month, day) with year 0 = 1 BC (j2date).
@@ -61,9 +59,7 @@ pub fn zoned_timestamp(micros: i64) -> String {
     let (year, month, day) = ymd(days);
     let secs = rest / 1_000_000;
     let us = rest % 1_000_000;
-    let year_text = if (1..=9999).contains(&year) {
-        year.to_string()
-    } else if year > 9999 {
+    let year_text = if year > 9999 {
         format!("+{year}")
     } else if year < 0 {
         format!("-{:04}", -year)
@@ -97,11 +93,11 @@ mod tests {
         assert_eq!(zoned_timestamp(-1), "1999-12-31T23:59:59.999999Z");
         assert_eq!(zoned_timestamp(i64::MAX), "infinity");
         assert_eq!(zoned_timestamp(i64::MIN), "-infinity");
-        // year 5: strftime's unpadded %Y
+        // year 5: four digits, as java.time prints it
         let d = -728_658;
         assert_eq!(
             zoned_timestamp(d * USECS_PER_DAY),
-            "5-01-01T00:00:00.000000Z"
+            "0005-01-01T00:00:00.000000Z"
         );
         assert_eq!(
             zoned_timestamp((-730_120) * USECS_PER_DAY),
