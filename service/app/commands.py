@@ -320,6 +320,7 @@ def _snapshot_progress(settings: Settings) -> dict[str, Any] | str:
             {
                 "table": j.get("table"),
                 "done": j.get("done"),
+                "stopped": bool(j.get("stopped")),
                 "rows": j.get("rows"),
                 "estimate": j.get("estimate"),
                 "chunks": j.get("chunks"),
