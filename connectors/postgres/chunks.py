@@ -344,9 +344,15 @@ class ChunkReader:
                 row = cur.fetchone()
                 cur.execute(f"LOCK TABLE ONLY {row[0]} IN SHARE MODE")
                 out = ChunkRead(spec, None, None, self.emit(WATERMARK_PREFIX, low))
-                self._catalog.snapshot(
-                    inside=lambda c, snap: self._read_in(c, snap, out, rows, max_bytes)
-                )
+
+                def inside(c: Any, snap: CatalogSnapshot) -> None:
+                    # The read's own ACCESS SHARE lock may queue behind an ACCESS
+                    # EXCLUSIVE request that waits for our SHARE lock: a deadlock the
+                    # server cannot see (it runs through this process). Bounded here.
+                    c.execute("SET LOCAL lock_timeout = '10s'")
+                    self._read_in(c, snap, out, rows, max_bytes)
+
+                self._catalog.snapshot(inside=inside)
                 self.reads += 1
                 on_read(out)
                 out.high_lsn = self.emit(WATERMARK_PREFIX, high)

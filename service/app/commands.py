@@ -206,7 +206,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     current = current_wal_lsn(conn)
     with conn.cursor() as cur:
         state = slot_state(cur, settings.source.slot)
-    server = conn.parameter_status("server_version")
+    server = conn.get_parameter_status("server_version")
     conn.close()
     out["server"] = {"version": server, "current_wal_lsn": format_lsn(current)}
     out["slot"] = (

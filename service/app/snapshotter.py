@@ -435,6 +435,11 @@ class Snapshotter:
             reader.close()
 
     def _read_one(self, reader: ChunkReader, p: _Pending) -> bool:
+        with self.lock:
+            if self.state.paused or p.job.done:  # paused or stopped since it was handed out
+                p.interval.busy = False
+                self._pending.pop(p.chunk_id, None)
+                return True
         payload = {"run": self.run_id, "chunk": p.chunk_id}
         # A keyless chunk the stream forced to re-read KEYLESS_OPTIMISTIC_READS times is
         # read under a table lock, whose window no change can enter: progress is certain.
@@ -527,6 +532,7 @@ class Snapshotter:
             live = p.job in self.state.jobs and not p.job.done
         if not live:
             self.tracker.abandon(p.chunk_id)
+            log.info("snapshot_chunk_abandoned", table=p.spec.table, chunk=p.chunk_id)
             return  # stopped meanwhile
         rel = self.port.relation_at(p.spec.table_oid, lsn) if not read.missing else None
         same = (
