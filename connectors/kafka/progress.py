@@ -65,6 +65,29 @@ def read_last_progress(settings: Settings) -> ProgressRecord | None:
     return None if raw is None else ProgressRecord.decode(raw)
 
 
+def ensure_signal_topic(settings: Settings, timeout_s: float = 30.0) -> None:
+    """Create `<prefix>.signals` (one partition) unless it exists: a consumer assigned
+    to a missing topic would wait for the client's next metadata refresh (minutes)
+    after the first signal created it."""
+    from confluent_kafka import KafkaError, KafkaException  # noqa: PLC0415  (only a worker with signals enabled needs the admin client)
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # noqa: PLC0415  (kept beside the import above)
+
+    from connectors.kafka.offsets import security_conf  # noqa: PLC0415  (kept beside the imports above)
+
+    admin = AdminClient(
+        {"bootstrap.servers": settings.kafka.bootstrap_servers, **security_conf(settings)}
+    )
+    topic = signal_topic(settings)
+    if topic in admin.list_topics(timeout=timeout_s).topics:
+        return
+    future = admin.create_topics([NewTopic(topic, num_partitions=1)])[topic]
+    try:
+        future.result(timeout_s)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise
+
+
 class SignalConsumer:
     """Reads `<prefix>.signals` (one partition) from a stored offset on.
 
@@ -78,6 +101,7 @@ class SignalConsumer:
 
         from connectors.kafka.offsets import consumer_conf  # noqa: PLC0415  (kept beside the import above)
 
+        ensure_signal_topic(settings)
         conf = consumer_conf(settings)
         conf["enable.partition.eof"] = False
         self._consumer = Consumer(conf)

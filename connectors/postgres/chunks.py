@@ -20,7 +20,8 @@ nothing); then one REPEATABLE READ transaction reads the catalog and the chunk
 (`Catalog.snapshot(inside=...)`, so the table definition and the rows come from the
 same snapshot, whose xmin/xmax/xip the window check needs); then the high watermark.
 
-Limits. At most `rows` rows (`LIMIT`), and at most `max_bytes` bytes of field data:
+Limits. At most `rows` rows (`LIMIT rows + 1`: the extra row, received and not kept,
+is what says the chunk was cut), and at most `max_bytes` bytes of field data:
 rows past the byte budget are received but not kept, and the chunk is `cut` (its real
 upper bound is the last kept key, or the last kept row's page for CTID chunks); the
 rest becomes a new chunk. Memory: one chunk's fields, plus the COPY parser's tail
@@ -36,7 +37,7 @@ table that is gone at read time gives `ChunkRead.missing`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -251,18 +252,21 @@ class ChunkReader:
     def plan_key_bound(
         self, plan: TablePlan, lo: tuple[str, ...] | None, rows: int, where: str | None
     ) -> tuple[str, ...] | None:
-        """The key `rows` rows after `lo`, or None when fewer remain (the last chunk)."""
+        """The key `rows` rows after `lo`, or None when no more than `rows` remain (the
+        last chunk). One row past the bound is asked for: a table whose rows end exactly
+        at a chunk's bound must not leave an empty chunk behind its real last one, or the
+        last row would lose its `last`/`last_in_data_collection` marker."""
         keys = ", ".join(f"{_ALIAS}.{quote_ident(k)}" for k in plan.key_names)
         conds, params = self._key_conditions(plan, lo, None, where)
         sql = (
             f"SELECT {', '.join(f'{quote_ident(k)}::text' for k in plan.key_names)} "
             f"FROM ONLY {_qualified(plan.table)} AS {_ALIAS}{conds} ORDER BY {keys} "
-            f"OFFSET {max(0, rows - 1)} LIMIT 1"
+            f"OFFSET {max(0, rows - 1)} LIMIT 2"
         )
         with self._sql().cursor() as cur:
             cur.execute(sql, params)
-            row = cur.fetchone()
-        return None if row is None else tuple(str(v) for v in row)
+            found = cur.fetchall()
+        return tuple(str(v) for v in found[0]) if len(found) == 2 else None
 
     @staticmethod
     def _key_conditions(
@@ -285,14 +289,79 @@ class ChunkReader:
     # --- reading ----------------------------------------------------------------------
 
     def read(
-        self, spec: ChunkSpec, *, rows: int, max_bytes: int, low: Mapping[str, Any]
+        self,
+        spec: ChunkSpec,
+        *,
+        rows: int,
+        max_bytes: int,
+        low: Mapping[str, Any],
+        high: Mapping[str, Any],
+        on_read: Callable[[ChunkRead], None],
+        lock: bool = False,
     ) -> ChunkRead:
-        """Low watermark, the chunk in a fresh snapshot; the caller writes the high one."""
+        """Low watermark, the chunk in a fresh snapshot, `on_read(chunk)`, high watermark.
+
+        `on_read` runs before the high watermark exists: whoever decodes the high
+        watermark finds the rows already handed over. With `lock`, the whole sequence
+        runs while this reader holds the table in SHARE mode (see `_locked`)."""
+        if lock:
+            return self._locked(spec, rows, max_bytes, low, high, on_read)
         out = ChunkRead(spec, None, None, self.emit(WATERMARK_PREFIX, low))
         self._catalog.snapshot(
             inside=lambda cur, snap: self._read_in(cur, snap, out, rows, max_bytes)
         )
         self.reads += 1
+        on_read(out)
+        out.high_lsn = self.emit(WATERMARK_PREFIX, high)
+        return out
+
+    def _locked(
+        self,
+        spec: ChunkSpec,
+        rows: int,
+        max_bytes: int,
+        low: Mapping[str, Any],
+        high: Mapping[str, Any],
+        on_read: Callable[[ChunkRead], None],
+    ) -> ChunkRead:
+        """The read of a chunk whose window the stream cannot touch (LockTableCommand).
+
+        For tables without a key (CTID chunks), where any change of the table inside
+        the window forces a re-read, so that a table under constant writes would be read
+        again and again: SHARE mode conflicts with the ROW EXCLUSIVE lock of every
+        writer, and a writer keeps its lock until after it left the proc array
+        (CommitTransaction: ProcArrayEndTransaction, then the resource owner releases
+        the locks). So once the lock is granted, every writer of the table is committed
+        and visible to the snapshot taken next, and none can commit until the high
+        watermark is written: the window holds no change of the table. Writers of the
+        table wait for one chunk read; `lock_timeout` bounds the wait for the lock (a
+        psycopg2 error: the caller retries the chunk)."""
+        conn = self._sql()
+        with conn.cursor() as cur:
+            cur.execute("BEGIN")
+            try:
+                cur.execute("SET LOCAL lock_timeout = '10s'")
+                cur.execute("SELECT %s::oid::regclass::text", (spec.table_oid,))
+                row = cur.fetchone()
+                cur.execute(f"LOCK TABLE ONLY {row[0]} IN SHARE MODE")
+                out = ChunkRead(spec, None, None, self.emit(WATERMARK_PREFIX, low))
+
+                def inside(c: Any, snap: CatalogSnapshot) -> None:
+                    # The read's own ACCESS SHARE lock may queue behind an ACCESS
+                    # EXCLUSIVE request that waits for our SHARE lock: a deadlock the
+                    # server cannot see (it runs through this process). Bounded here.
+                    c.execute("SET LOCAL lock_timeout = '10s'")
+                    self._read_in(c, snap, out, rows, max_bytes)
+
+                self._catalog.snapshot(inside=inside)
+                self.reads += 1
+                on_read(out)
+                out.high_lsn = self.emit(WATERMARK_PREFIX, high)
+            except BaseException:
+                if not conn.closed:
+                    conn.rollback()
+                raise
+            cur.execute("COMMIT")
         return out
 
     def _read_in(
@@ -326,24 +395,24 @@ class ChunkReader:
             conds, params = (" WHERE " + " AND ".join(parts) if parts else ""), []
             order = f"{_ALIAS}.ctid"
         columns = ", ".join([*selected, *extra])
-        # Key chunks stop at `rows` rows; page chunks are bounded by their pages.
-        limit = f" LIMIT {int(rows)}" if spec.keyed else ""
+        # Key chunks stop at `rows` rows; page chunks are bounded by their pages. One row
+        # more is asked for, and only received: it tells a chunk cut by the limit from one
+        # that ends exactly there (which is then not cut, and may be the table's last).
+        limit = f" LIMIT {int(rows) + 1}" if spec.keyed else ""
         sql = (
             f"COPY (SELECT {columns} FROM ONLY {_qualified(plan.table)} AS {_ALIAS}{conds} "
             f"ORDER BY {order}{limit}) TO STDOUT (FORMAT binary)"
         )
         sql = cursor.mogrify(sql, params).decode() if params else sql
         kept = out.rows
-        received = [0]
 
         def on_row(fields: list[bytes | None]) -> None:
-            received[0] += 1
             if out.cut:
                 return  # past the budget: received, not kept
             size = sum(len(f) for f in fields if f is not None)
             tail = fields[nsel:]
             if spec.keyed:
-                if kept and out.nbytes + size > max_bytes:
+                if len(kept) >= rows or (kept and out.nbytes + size > max_bytes):
                     out.cut = True
                     return
                 out.last_keys = tuple((t or b"").decode() for t in tail)
@@ -362,8 +431,6 @@ class ChunkReader:
             cursor.execute("SET LOCAL client_encoding = 'UTF8'")
         cursor.copy_expert(sql, target)
         target.close()
-        if spec.keyed and received[0] >= rows and not out.cut:
-            out.cut = True  # LIMIT reached: more rows may follow the last one in (lo, hi]
 
 
 def conn_encoding(cursor: Any) -> str:

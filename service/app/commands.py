@@ -207,7 +207,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     current = current_wal_lsn(conn)
     with conn.cursor() as cur:
         state = slot_state(cur, settings.source.slot)
-    server = conn.parameter_status("server_version")
+    server = conn.get_parameter_status("server_version")
     conn.close()
     out["server"] = {"version": server, "current_wal_lsn": format_lsn(current)}
     out["slot"] = (
@@ -321,6 +321,7 @@ def _snapshot_progress(settings: Settings) -> dict[str, Any] | str:
             {
                 "table": j.get("table"),
                 "done": j.get("done"),
+                "stopped": bool(j.get("stopped")),
                 "rows": j.get("rows"),
                 "estimate": j.get("estimate"),
                 "chunks": j.get("chunks"),

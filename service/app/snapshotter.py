@@ -50,7 +50,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
@@ -78,6 +78,10 @@ from service.types.unknown import UnknownTypePolicy
 log = structlog.get_logger(__name__)
 
 _END = "end"  # planned_to once planning reached the table's end
+# Reads of a keyless (CTID) chunk under the plain window before it is read under a
+# SHARE lock of its table (ChunkReader.read, lock): any change of such a table inside
+# the window forces a re-read, so a table under constant writes needs the lock.
+KEYLESS_OPTIMISTIC_READS = 2
 
 
 # --- state -------------------------------------------------------------------------------
@@ -89,6 +93,7 @@ class Interval:
     hi: Bound
     committed: bool = False
     busy: bool = False  # handed to a reader (not persisted)
+    retries: int = 0  # reads whose window forced a re-read (not persisted)
 
 
 @dataclass(slots=True)
@@ -108,6 +113,7 @@ class TableJob:
     chunks: int = 0
     estimate: int = 0
     done: bool = False
+    stopped: bool = False  # ended by a stop signal before it was complete (done too)
 
     def to_json(self) -> dict[str, Any]:
         def b(x: Any) -> Any:
@@ -126,6 +132,7 @@ class TableJob:
             "chunks": self.chunks,
             "estimate": self.estimate,
             "done": self.done,
+            "stopped": self.stopped,
         }
 
     @classmethod
@@ -147,6 +154,7 @@ class TableJob:
             chunks=int(d.get("chunks", 0)),
             estimate=int(d.get("estimate", 0)),
             done=bool(d.get("done", False)),
+            stopped=bool(d.get("stopped", False)),
         )
 
 
@@ -430,14 +438,17 @@ class Snapshotter:
             reader.close()
 
     def _read_one(self, reader: ChunkReader, p: _Pending) -> bool:
+        with self.lock:
+            if self.state.paused or p.job.done:  # paused or stopped since it was handed out
+                p.interval.busy = False
+                self._pending.pop(p.chunk_id, None)
+                return True
         payload = {"run": self.run_id, "chunk": p.chunk_id}
-        try:
-            read = reader.read(
-                p.spec,
-                rows=self.cfg.chunk_rows,
-                max_bytes=int(self.cfg.chunk_bytes),
-                low={**payload, "kind": "low"},
-            )
+        # A keyless chunk the stream forced to re-read KEYLESS_OPTIMISTIC_READS times is
+        # read under a table lock, whose window no change can enter: progress is certain.
+        locked = not p.spec.keyed and p.interval.retries >= KEYLESS_OPTIMISTIC_READS
+
+        def hand_over(read: ChunkRead) -> None:
             self.reads += 1
             log.info(
                 "snapshot_chunk_read",
@@ -447,10 +458,21 @@ class Snapshotter:
                 rows=len(read.rows),
                 bytes=read.nbytes,
                 cut=read.cut,
+                locked=locked,
             )
             with self.lock:
                 p.read = read
-            read.high_lsn = reader.emit(WATERMARK_PREFIX, {**payload, "kind": "high"})
+
+        try:
+            read = reader.read(
+                p.spec,
+                rows=self.cfg.chunk_rows,
+                max_bytes=int(self.cfg.chunk_bytes),
+                low={**payload, "kind": "low"},
+                high={**payload, "kind": "high"},
+                on_read=hand_over,
+                lock=locked,
+            )
         except (psycopg2.Error, PgcdcError) as exc:
             log.warning("snapshot_chunk_read_failed", table=p.spec.table, error=str(exc).strip())
             reader.close()
@@ -513,6 +535,7 @@ class Snapshotter:
             live = p.job in self.state.jobs and not p.job.done
         if not live:
             self.tracker.abandon(p.chunk_id)
+            log.info("snapshot_chunk_abandoned", table=p.spec.table, chunk=p.chunk_id)
             return  # stopped meanwhile
         rel = self.port.relation_at(p.spec.table_oid, lsn) if not read.missing else None
         same = (
@@ -536,6 +559,8 @@ class Snapshotter:
         outcome = self.tracker.high(p.chunk_id, rows, read.snapshot.xip if read.snapshot else ())
         if outcome.retry is not None or not same:
             self.retries += 1
+            with self.lock:
+                p.interval.retries += 1
             if self.metrics is not None:
                 self.metrics.snapshot_chunk_retries.labels(self.slot).inc()
             log.info(
@@ -545,7 +570,7 @@ class Snapshotter:
                 reason=outcome.retry or "the table's definition changed",
             )
             return
-        self._emit_rows(ctx, lsn, p, read, rel, outcome.kept)
+        self._emit_rows(ctx, lsn, p, read, rel, outcome.kept, outcome.filled)
         with self.lock:
             iv = p.interval
             real_hi = read.real_hi
@@ -554,10 +579,16 @@ class Snapshotter:
                 p.job.open.insert(p.job.open.index(iv) + 1, rest)
                 iv.hi = real_hi
             iv.committed = True
-            p.job.rows += len(outcome.kept)
+            p.job.rows += len(outcome.kept) + len(outcome.filled)
             p.job.chunks += 1
             self._advance(p.job)
-        self._commit(lsn, p, len(outcome.kept), dropped=outcome.dropped)
+        self._commit(
+            lsn,
+            p,
+            len(outcome.kept) + len(outcome.filled),
+            dropped=outcome.dropped,
+            filled=len(outcome.filled),
+        )
 
     def _advance(self, job: TableJob) -> None:
         while job.open and job.open[0].committed:
@@ -566,7 +597,14 @@ class Snapshotter:
             self._finish(job)
 
     def _commit(
-        self, lsn: int, p: _Pending, rows: int, *, dropped: int = 0, done_table: bool = False
+        self,
+        lsn: int,
+        p: _Pending,
+        rows: int,
+        *,
+        dropped: int = 0,
+        filled: int = 0,
+        done_table: bool = False,
     ) -> None:
         assert self.port is not None
         with self.lock:
@@ -591,6 +629,7 @@ class Snapshotter:
             bounds=last["bounds"],
             rows=rows,
             dropped=dropped,
+            filled=filled,
             done=last["done"],
         )
         self._draw(p.job)
@@ -603,8 +642,13 @@ class Snapshotter:
         read: ChunkRead,
         rel: RelationInfo,
         rows: list[Any],
+        filled: Sequence[tuple[list[Any], frozenset[int], Any]] = (),
     ) -> None:
-        """The kept rows as one pseudo-transaction through the wrapped (inner) plugin."""
+        """The kept rows as one pseudo-transaction through the wrapped (inner) plugin.
+
+        `filled` (service.snapshot.watermark, Unchanged TOAST): dropped rows whose latest
+        stream state lacks unchanged-TOAST values, published first as that state with
+        the missing positions taken from the chunk row."""
         wrapper = self.emitter
         assert wrapper is not None
         txn = TxnInfo(xid=0, first_lsn=lsn, final_lsn=lsn, end_lsn=lsn, commit_time=0, origin=None)
@@ -622,6 +666,12 @@ class Snapshotter:
         first_of_table = job.chunks == 0
         wrapper.call("begin", lsn, 0, txn)
         try:
+            for latest, missing, fields in filled:
+                read_values = read.values(fields)
+                values = [read_values[i] if i in missing else v for i, v in enumerate(latest)]
+                ctx.state["snapshot"] = "true" if initial else "incremental"
+                change = RowChange(ChangeOp.INSERT, lsn, rel, values, None, False)
+                wrapper.call("change", lsn, 0, txn, change)
             for n, fields in enumerate(rows):
                 values = read.values(fields)
                 if not initial:
@@ -639,8 +689,8 @@ class Snapshotter:
             wrapper.call("commit", lsn, 0, txn, lsn)
         finally:
             ctx.state.pop("snapshot", None)
-        if self.metrics is not None and rows:
-            self.metrics.snapshot_rows.labels(self.slot, job.table).inc(len(rows))
+        if self.metrics is not None and (rows or filled):
+            self.metrics.snapshot_rows.labels(self.slot, job.table).inc(len(rows) + len(filled))
             self.metrics.snapshot_current_table.labels(self.slot, job.table).set(1)
             self.metrics.snapshot_rows_estimate.labels(self.slot, job.table).set(job.estimate)
 
@@ -688,10 +738,20 @@ class Snapshotter:
             case "resume-snapshot":
                 self.state.paused = False
             case "stop-snapshot":
-                names = set(data.get("data-collections") or [])
-                self.state.jobs = [
-                    j for j in self.state.jobs if j.done or (names and j.table not in names)
-                ]
+                # The tables named (all when none is) end where they are: done, marked
+                # stopped, their uncommitted chunks forgotten (a chunk being read is not
+                # published: `_publish` sees the job done).
+                names = {
+                    str(t) if "." in str(t) else f"public.{t}"
+                    for t in data.get("data-collections") or []
+                }
+                stopped = []
+                for j in self.state.jobs:
+                    if not j.done and (not names or j.table in names):
+                        j.done = j.stopped = True
+                        j.open = []
+                        stopped.append(j.table)
+                log.info("snapshot_stopped", tables=stopped, lsn=lsn)
             case _:
                 log.warning("snapshot_signal_unknown", type=kind, lsn=lsn)
 
@@ -777,11 +837,20 @@ class SnapshotHooks:
             names = change.relation.key_columns
             keys: list[Hashable] | None = None
             if names:
-                found = [key_of(change.new, names), key_of(change.old, names)]
-                keys = [k for k in found if k is not None]
-                if not keys:
-                    keys = None
-            tracker.change(oid, keys)
+                new_key, old_key = key_of(change.new, names), key_of(change.old, names)
+                keys = [k for k in (new_key, old_key) if k is not None] or None
+                if keys is not None and change.new is not None and new_key is not None:
+                    # The new row and its unchanged-TOAST positions, for the window's fill.
+                    new = change.new
+                    missing = [i for i, c in enumerate(new) if c.unchanged]
+                    moved = old_key if old_key is not None and old_key != new_key else None
+                    tracker.change(
+                        oid, keys, old_key=moved, new_key=new_key, values=new, missing=missing
+                    )
+                else:
+                    tracker.change(oid, keys, old_key=old_key)
+            else:
+                tracker.change(oid, keys)
         else:
             tracker.change(oid, ())
         self._plugin.change(ctx, txn, change)  # type: ignore[attr-defined]

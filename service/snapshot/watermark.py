@@ -34,11 +34,32 @@ ring, which means one stuck between its commit record and the proc array for mor
 
 Tables without a usable key (chunked by CTID): any change of T inside the window, or
 a TRUNCATE of T, makes every row suspect (`all_changed`), and the chunk is re-read.
+The stream gives no key, and pgcdc's decoded changes carry no TID, so the window cannot
+be narrowed to the chunk's pages: under constant writes every read would be re-read
+again. DBLog and Debezium require a key (or a surrogate one) for this reason. pgcdc
+bounds the re-reads instead: after `KEYLESS_OPTIMISTIC_READS` (service.app.snapshotter)
+the chunk is read under a SHARE lock of T, whose window no change of T can enter
+(connectors.postgres.chunks, `ChunkReader._locked`).
 A TRUNCATE of a keyed table drops every row read so far; rows inserted after it in the
 window are dropped by key like any other change.
 
-Memory: per open window, the set of keys changed in it (bounded by the stream's volume
-on T during one chunk read); the commit ring: `ring_size` entries.
+Unchanged TOAST. An UPDATE that leaves a TOASTed value unchanged logs only the rest of
+the row: its event carries a placeholder for that column (Debezium's
+`__debezium_unavailable_value`), and a consumer keeps the value it had. A row the
+window drops was never published before, so the consumer has no value to keep, and
+the row would end as the placeholder. The tracker therefore keeps, per key changed in
+a window, the latest state the stream gave it (`Latest`: the values, merged over the
+window's changes of that key, and the positions no change in the window logged) and
+the key whose chunk row holds what is missing (the old key, across a key change). At
+`high`, every such state with positions still missing whose chunk row was read is
+handed back (`Outcome.filled`): the caller publishes it, the missing positions taken
+from the chunk row, after the stream's event. The chunk row's value is the latest
+one: no change inside the window logged that column, so none changed it, and a change
+before the window is in S.
+
+Memory: per open window, the set of keys changed in it and their latest states
+(bounded by the stream's volume on T during one chunk read); the commit ring:
+`ring_size` entries.
 """
 
 from __future__ import annotations
@@ -46,11 +67,20 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 Row = TypeVar("Row")
 
 RING_SIZE = 65536
+
+
+@dataclass(slots=True)
+class Latest:
+    """The latest state the stream gave one key inside a window (see Unchanged TOAST)."""
+
+    values: list[Any]
+    missing: frozenset[int]  # positions no change of the key in the window logged
+    fill_key: Hashable  # whose chunk row holds the missing positions
 
 
 @dataclass(slots=True)
@@ -66,6 +96,7 @@ class ChunkWindow:
     changed: set[Hashable] = field(default_factory=set)  # keys changed inside the window
     all_changed: bool = False  # a TRUNCATE, or any change of a keyless table
     truncated: bool = False
+    latest: dict[Hashable, Latest] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -75,6 +106,9 @@ class Outcome(Generic[Row]):
     kept: list[Row]
     dropped: int
     retry: str | None = None  # why the chunk must be read again (kept is then empty)
+    # Dropped rows whose stream state lacks unchanged-TOAST values: (the stream's latest
+    # values, the positions to take from the chunk row, the chunk row), in chunk order.
+    filled: list[tuple[list[Any], frozenset[int], Row]] = field(default_factory=list)
 
 
 class WindowTracker:
@@ -95,23 +129,53 @@ class WindowTracker:
         """Does a window on `table` want the keys of its changes?"""
         return table in self._by_table
 
-    def change(self, table: int, keys: Iterable[Hashable] | None) -> None:
+    def change(
+        self,
+        table: int,
+        keys: Iterable[Hashable] | None,
+        *,
+        old_key: Hashable | None = None,
+        new_key: Hashable | None = None,
+        values: Sequence[Any] | None = None,
+        missing: Collection[int] = (),
+    ) -> None:
         """A row change of `table` (in a transaction being replayed at its commit).
 
         `keys`: the row's key before and after (one or two); None when the table has
         no key or the key cannot be told (every row of a window on it is then suspect).
+        For the unchanged-TOAST fill, an INSERT or UPDATE also gives `new_key`, its new
+        row's `values` and the positions among them that were `missing` (unchanged
+        TOAST), and an UPDATE whose key changed its `old_key`; a DELETE gives only
+        `old_key`.
         """
         self._txn_tables.add(table)
         for window in self._by_table.get(table, ()):
             if keys is None or not window.keyed:
                 window.all_changed = True
+                continue
+            window.changed.update(keys)
+            latest = window.latest
+            if new_key is None or values is None:
+                if old_key is not None:
+                    latest.pop(old_key, None)  # deleted: its delete event is final
+                continue
+            prev = latest.pop(old_key, None) if old_key is not None else None
+            if prev is None:
+                prev = latest.get(new_key)
+            gaps = frozenset(missing)
+            if prev is None:
+                latest[new_key] = Latest(
+                    list(values), gaps, new_key if old_key is None else old_key
+                )
             else:
-                window.changed.update(keys)
+                merged = [prev.values[i] if i in gaps else v for i, v in enumerate(values)]
+                latest[new_key] = Latest(merged, gaps & prev.missing, prev.fill_key)
 
     def truncate(self, table: int) -> None:
         self._txn_tables.add(table)
         for window in self._by_table.get(table, ()):
             window.truncated = True
+            window.latest.clear()  # rows before the TRUNCATE are gone: nothing to fill
             if not window.keyed:
                 window.all_changed = True
 
@@ -167,7 +231,14 @@ class WindowTracker:
             return Outcome([], len(rows))
         changed = window.changed
         kept = [row for key, row in rows if key not in changed]
-        return Outcome(kept, len(rows) - len(kept))
+        filled: list[tuple[list[Any], frozenset[int], Row]] = []
+        gaps = {st.fill_key: st for st in window.latest.values() if st.missing}
+        if gaps:
+            for key, row in rows:
+                st = gaps.get(key)
+                if st is not None:
+                    filled.append((st.values, st.missing, row))
+        return Outcome(kept, len(rows) - len(kept), filled=filled)
 
     def abandon(self, chunk_id: str) -> None:
         """Forget a window whose chunk will not be published (stop, or a failed read)."""

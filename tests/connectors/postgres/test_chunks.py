@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import psycopg2
+import psycopg2.errors
 import pytest
 
 from connectors.postgres.chunks import ChunkReader, ChunkSpec
@@ -65,10 +66,16 @@ def test_key_chunks_cover_the_table_once_with_cuts(db: str) -> None:
         lo: Any = None
         cuts = 0
         while True:
+            handed: list[Any] = []
             read = reader.read(
-                ChunkSpec(oid, "public.k", True, lo, None), rows=300, max_bytes=4096, low={}
+                ChunkSpec(oid, "public.k", True, lo, None),
+                rows=300,
+                max_bytes=4096,
+                low={},
+                high={},
+                on_read=handed.append,
             )
-            read.high_lsn = reader.emit("pgcdc.test", {})
+            assert handed == [read]
             assert read.low_lsn < read.high_lsn
             assert read.nbytes <= 4096
             for fields in read.rows:
@@ -102,8 +109,15 @@ def test_ctid_chunks_cover_a_keyless_table_once(db: str) -> None:
         while True:
             hi = lo + step if lo + step < plan.pages else None
             read = reader.read(
-                ChunkSpec(oid, "public.n", False, lo, hi), rows=10**6, max_bytes=8192, low={}
+                ChunkSpec(oid, "public.n", False, lo, hi),
+                rows=10**6,
+                max_bytes=8192,
+                low={},
+                high={},
+                on_read=lambda _: None,
+                lock=len(seen) % 2 == 0,  # some chunks under the table lock: same rows
             )
+            assert read.low_lsn < read.high_lsn
             seen.extend(int(read.values(f)[0].value) for f in read.rows)  # type: ignore[call-overload]
             nxt = read.real_hi
             if nxt is None:
@@ -112,4 +126,80 @@ def test_ctid_chunks_cover_a_keyless_table_once(db: str) -> None:
             lo = nxt
         assert sorted(seen) == list(range(1, 1501))
     finally:
+        reader.close()
+
+
+def test_a_table_ending_at_the_row_limit_leaves_no_empty_chunk(db: str) -> None:
+    """2000 rows in chunks of 1000: the first bound planned is the 1000th key, the next
+    planning says "to the end" (not the 2000th key, which would leave an empty third
+    chunk), and a chunk of exactly `rows` rows is not cut."""
+    reader = ChunkReader(db, FilterSettings())
+    try:
+        oid = _oid(db, "k")
+        plan = reader.describe(oid)
+        assert plan is not None
+        first = reader.plan_key_bound(plan, None, 1000, None)
+        assert first is not None
+        assert reader.plan_key_bound(plan, first, 1000, None) is None
+        assert reader.plan_key_bound(plan, None, 2000, None) is None
+        reads = [
+            reader.read(
+                ChunkSpec(oid, "public.k", True, lo, hi),
+                rows=1000,
+                max_bytes=10**6,
+                low={},
+                high={},
+                on_read=lambda _: None,
+            )
+            for lo, hi in ((None, first), (first, None))
+        ]
+        assert [len(r.rows) for r in reads] == [1000, 1000]
+        assert [r.cut for r in reads] == [False, False]
+        cut = reader.read(
+            ChunkSpec(oid, "public.k", True, None, None),
+            rows=1999,
+            max_bytes=10**6,
+            low={},
+            high={},
+            on_read=lambda _: None,
+        )
+        assert len(cut.rows) == 1999 and cut.cut
+    finally:
+        reader.close()
+
+
+def test_a_locked_read_keeps_writers_out_until_the_high_watermark(db: str) -> None:
+    """While a locked chunk read hands its rows over (before the high watermark), a
+    writer of the table cannot get its ROW EXCLUSIVE lock; once read() returned, it can."""
+    reader = ChunkReader(db, FilterSettings())
+    writer = psycopg2.connect(db)
+    writer.autocommit = True
+    blocked: list[str] = []
+
+    def try_insert(_: Any) -> None:
+        with writer.cursor() as cur:
+            cur.execute("SET lock_timeout = '200ms'")
+            try:
+                cur.execute("INSERT INTO n VALUES (-1, 'w')")
+            except psycopg2.errors.LockNotAvailable as exc:
+                blocked.append(str(exc))
+
+    try:
+        oid = _oid(db, "n")
+        read = reader.read(
+            ChunkSpec(oid, "public.n", False, 0, 2),
+            rows=10**6,
+            max_bytes=10**6,
+            low={},
+            high={},
+            on_read=try_insert,
+            lock=True,
+        )
+        assert blocked, "the writer was not kept out during the locked read"
+        assert read.rows and read.low_lsn < read.high_lsn
+        with writer.cursor() as cur:
+            cur.execute("INSERT INTO n VALUES (-1, 'w')")
+            assert cur.rowcount == 1
+    finally:
+        writer.close()
         reader.close()

@@ -78,7 +78,11 @@ def test_signals_queue_pause_resume_stop_and_drop_replayed_kafka_copies() -> Non
     snap.on_signal(4, b'{"type": "resume-snapshot"}')
     assert not snap.state.paused
     snap.on_signal(5, b'{"type": "stop-snapshot", "data": {"data-collections": ["public.a"]}}')
-    assert [j.table for j in snap.state.jobs] == ["public.b"]
+    assert [(j.table, j.done, j.stopped) for j in snap.state.jobs] == [
+        ("public.a", True, True),
+        ("public.b", False, False),
+    ]
+    assert [j.table for j in snap.state.pending()] == ["public.b"]
     snap.on_signal(6, b"not json")
     assert len(port.staged) == 4
 

@@ -209,3 +209,31 @@ def test_ring_is_bounded() -> None:
     assert tracker.high("c", [], {5}).retry is None
     tracker.low("d", TABLE, keyed=True)
     assert tracker.high("d", [], {95}).retry is not None
+
+
+def test_unchanged_toast_of_a_dropped_row_is_filled_from_the_chunk_row() -> None:
+    """Values are (v, big); position 1 unchanged in an UPDATE. Key 1: one such update in
+    the window: filled from the chunk row. Key 2: a full update, then one leaving big
+    unchanged: merged, nothing to fill. Key 3: key changed to 30 by an update leaving
+    big unchanged: filled from key 3's chunk row. Key 4: deleted: nothing."""
+    t = WindowTracker()
+    t.low("c", TABLE, keyed=True)
+    t.change(TABLE, [1], new_key=1, values=["v1", "?"], missing=[1])
+    t.change(TABLE, [2], new_key=2, values=["v2", "b2-new"], missing=[])
+    t.change(TABLE, [2], new_key=2, values=["v2b", "?"], missing=[1])
+    t.change(TABLE, [30, 3], old_key=3, new_key=30, values=["v3", "?"], missing=[1])
+    t.change(TABLE, [4], new_key=4, values=["v4", "?"], missing=[1])
+    t.change(TABLE, [4], old_key=4)
+    t.commit(100)
+    rows = [(k, f"row{k}") for k in (1, 2, 3, 4, 5)]
+    out = t.high("c", rows, ())
+    assert out.kept == ["row5"] and out.dropped == 4
+    assert out.filled == [
+        (["v1", "?"], frozenset({1}), "row1"),
+        (["v3", "?"], frozenset({1}), "row3"),
+    ]
+    t.low("d", TABLE, keyed=True)
+    t.change(TABLE, [2], new_key=2, values=["v2c", "?"], missing=[1])
+    t.truncate(TABLE)
+    t.commit(101)
+    assert t.high("d", [(2, "row2")], ()).filled == []

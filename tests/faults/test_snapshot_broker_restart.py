@@ -1,0 +1,169 @@
+"""A broker restart in the middle of a chunked snapshot (issue 16, "a broker restart
+mid-chunk"), on the fault instances fault-pg15, fault-kafka and fault-registry.
+
+A chunked initial snapshot (two readers, small chunks) runs under inserts, updates and
+deletes. When a chunk has been read but not yet committed, fault-kafka is SIGKILLed and
+started again from its data. The worker must come through as a transient fault (it
+retries in process, or exits 3/4 and is started again; never 1 or 2); the chunk in
+flight is either committed once or aborted with its Kafka transaction and read again;
+no committed chunk is read twice, no key is read (op r) twice, and the materialized
+topics equal SELECT at the end.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from tests.fixtures import services
+from tests.integration.avro_kafka_support import read_topics
+from tests.integration.pipeline_kafka_support import Pipeline, WorkerProcess, insert_lsn, pipeline
+from tests.integration.snapshot_chunked_support import Writer, reads_after_commit, replay
+
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
+
+BIG = 40_000
+
+TABLES = [
+    "CREATE TABLE big (id int PRIMARY KEY, v int NOT NULL, note text)",
+    "CREATE TABLE small (id bigint PRIMARY KEY, v int NOT NULL, note text)",
+    "CREATE TABLE nokey (n int, note text)",
+    f"INSERT INTO big SELECT i, i, 'pre ' || i FROM generate_series(1, {BIG}) i",
+    "INSERT INTO small SELECT i, i, 'pre' FROM generate_series(1, 3000) i",
+    "INSERT INTO nokey SELECT i, repeat('x', 50) FROM generate_series(1, 5000) i",
+    "ANALYZE",
+]
+
+ENV = {
+    "PGCDC_SNAPSHOT__METHOD": "chunked",
+    "PGCDC_SNAPSHOT__CHUNK_ROWS": "1000",
+    "PGCDC_SNAPSHOT__PARALLELISM": "2",
+    "PGCDC_KAFKA__RETRY_BUDGET_S": "120",
+}
+
+TRANSIENT = (3, 4)  # RetryableError, RestartableError (service.app.cli)
+
+
+def _count(worker: WorkerProcess, name: str) -> int:
+    return sum(1 for e in worker.events() if e.get("event") == name)
+
+
+def _in_flight(worker: WorkerProcess) -> dict[str, Any] | None:
+    """A chunk read whose publication (commit or retry) is not logged yet."""
+    done = {
+        e["chunk"]
+        for e in worker.events()
+        if e.get("event")
+        in ("snapshot_chunk_committed", "snapshot_chunk_retry", "snapshot_chunk_abandoned")
+    }
+    reads = [e for e in worker.events() if e.get("event") == "snapshot_chunk_read"]
+    pending = [e for e in reads if e["chunk"] not in done]
+    return pending[-1] if pending else None
+
+
+def _check(p: Pipeline, table: str) -> int:
+    state, twice, nr = replay(read_topics(p.settings(), [p.topic(table)], timeout_s=120))
+    assert not twice, f"{table}: keys read twice: {twice[:10]}"
+    rows = p.query(f"SELECT id, v, note FROM {table}")
+    expected = {r[0]: {"id": r[0], "v": r[1], "note": r[2]} for r in rows}
+    got = {k: {c: v[c] for c in ("id", "v", "note")} for k, v in state.items()}
+    missing = sorted(set(expected) - set(got))[:10]
+    extra = sorted(set(got) - set(expected))[:10]
+    wrong = [k for k in expected if k in got and got[k] != expected[k]][:10]
+    assert got == expected, f"{table}: missing {missing}, extra {extra}, wrong {wrong}"
+    return nr
+
+
+def test_broker_restart_mid_chunk(
+    fault_pg15: dict[str, Any], fault_kafka: dict[str, Any], fault_registry: dict[str, Any]
+) -> None:
+    with pipeline(fault_pg15, fault_kafka, fault_registry, "fsnapk", TABLES, extra_env=ENV) as p:
+        writer = Writer(p, {"big": BIG, "small": 3000}, seed=17)
+        writer.start()
+        worker = p.start_worker()
+        deadline = time.monotonic() + 240
+        while _count(worker, "snapshot_chunk_committed") < 4:
+            assert time.monotonic() < deadline and worker.proc.poll() is None, worker.tail()
+            time.sleep(0.1)
+        flight = _in_flight(worker)
+        while flight is None:
+            assert time.monotonic() < deadline and worker.proc.poll() is None, worker.tail()
+            time.sleep(0.005)
+            flight = _in_flight(worker)
+        assert not worker.has_event("snapshot_done")
+        services.kill_service("fault-kafka")
+        time.sleep(5.0)
+        services.restart_service("fault-kafka")
+        exits: list[int] = []
+        deadline = time.monotonic() + 420
+        while not any(w.has_event("snapshot_done") for w in p.workers):
+            assert time.monotonic() < deadline, worker.tail()
+            code = worker.proc.poll()
+            if code is not None:
+                exits.append(code)
+                assert code in TRANSIENT, f"the worker exited with {code}:\n{worker.tail()}"
+                time.sleep(1.0)
+                worker = p.start_worker()
+            time.sleep(0.5)
+        time.sleep(1.0)
+        writer.stop.set()
+        writer.join(30)
+        assert writer.error is None, writer.error
+        assert writer.commits > 100
+        conn = p.connect()
+        end = insert_lsn(conn.cursor())
+        conn.close()
+        p.wait_confirmed(end - 1, 240, worker)
+
+        # The outage was seen, and came through as a transient fault.
+        seen = {
+            e.get("event")
+            for w in p.workers
+            for e in w.events()
+            if e.get("event")
+            in (
+                "kafka_retry",
+                "kafka_txn_replay",
+                "worker_replay_from_offsets",
+                "kafka_abort_failed",
+            )
+        }
+        assert seen or exits, "the worker saw nothing of the broker's restart"
+        assert all(code in TRANSIENT for code in exits), exits
+        # The chunk in flight: committed exactly once, whether it was aborted or not.
+        commits = [
+            e for w in p.workers for e in w.events() if e.get("event") == "snapshot_chunk_committed"
+        ]
+        same = [
+            c
+            for c in commits
+            if c["table"] == flight["table"] and c["bounds"][0] == flight["bounds"][0]
+        ]
+        assert len(same) == 1, (flight, same)
+        flight_reads = sum(
+            1
+            for w in p.workers
+            for e in w.events()
+            if e.get("event") == "snapshot_chunk_read"
+            and e["table"] == flight["table"]
+            and e["bounds"][0] == flight["bounds"][0]
+        )
+        print(  # the figures of the run, for the report (pytest -s)
+            f"broker restart mid-chunk: chunk {flight['table']} {flight['bounds']} read "
+            f"{flight_reads}x, committed {len(same)}x; worker exits {exits}; events {sorted(seen)}"
+        )
+        again, reads, ncommits = reads_after_commit(p.workers)
+        assert not again, again[:10]
+        assert reads >= ncommits
+        print(f"chunk reads {reads}, commits {ncommits}, writer commits {writer.commits}")
+        assert _check(p, "big") > BIG // 2
+        _check(p, "small")
+        nokey = [
+            r.value["after"]["n"]
+            for r in read_topics(p.settings(), [p.topic("nokey")], timeout_s=120)
+            if r.value is not None and r.value["op"] == "r"
+        ]
+        assert sorted(nokey) == list(range(1, 5001))
+        assert worker.terminate() == 0
