@@ -151,7 +151,11 @@ class Read:
 def read_topics(
     settings: Settings, topics: Sequence[str], *, deserialize: bool = True, timeout_s: float = 30.0
 ) -> list[Read]:
-    """Every committed record of `topics` (read_committed, from the start, to the end)."""
+    """Every committed record of `topics` (read_committed, from the start, to the end).
+
+    `timeout_s` bounds the time without progress (no record and no end of a partition),
+    not the whole read: a large topic on a loaded machine takes longer than any fixed
+    total, but a stalled one still fails."""
     consumer = Consumer(
         {
             "bootstrap.servers": settings.kafka.bootstrap_servers,
@@ -182,6 +186,7 @@ def read_topics(
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
+            deadline = time.monotonic() + timeout_s
             err = msg.error()
             if err is not None:
                 assert err.code() == KafkaError._PARTITION_EOF, err.str()
