@@ -25,8 +25,13 @@ Guarantees:
   yields a wrong record and never skips one. (A record whose body fails to decode is
   the exception: the position has already moved past it when the error is raised.)
 - End of WAL: a zero `xl_tot_len` at a record boundary, or an all-zero page header
-  where a record would start, is how a pg_wal tail looks. `records()` then stops and
-  `end_of_wal` becomes true (sticky); it is not an error.
+  where the walk next needs a page (where a record would start, or on a page a record
+  continues on), is how the live tail of pg_wal looks: a segment PostgreSQL
+  pre-allocated or recycled and zero-filled, not yet written that far. `records()`
+  then stops and `end_of_wal` becomes true (sticky); it is not an error, and the
+  position stays at the record that is not complete (PostgreSQL's recovery likewise
+  ends the WAL where XLogReaderValidatePageHeader rejects such a page). A page header
+  that is not all zeros but has a bad magic is still `UnsupportedVersionError`.
 - After `XLOG_SWITCH` the next record is read at the next segment start; the bytes in
   between are not examined (as XLogDecodeNextRecord).
 - Start position: a page-aligned `start_lsn` gets `XLogFindNextRecord` semantics (a
@@ -267,7 +272,7 @@ class XLogReader:
         else:
             assembled = self._assemble(pos, tot_len)
             if assembled is None:
-                return None
+                return None  # more bytes needed, or end of WAL (_assemble set it)
             record, end_lsn = assembled
         _, _, prev, info, rmid, crc = _REC_HDR.unpack_from(record)
         self._check_header(pos, prev, rmid)
@@ -385,20 +390,27 @@ class XLogReader:
 
     def _assemble(self, lsn: int, tot_len: int) -> tuple[bytes, int] | None:
         """Gather a record that crosses page boundaries (XLogDecodeNextRecord's
-        reassembly); None if bytes are missing.
+        reassembly); None if bytes are missing, or at the end of WAL (`end_of_wal` is
+        then set and the position stays at `lsn`).
 
         Returns the record bytes and NextRecPtr. Each continuation page must carry
-        XLP_FIRST_IS_CONTRECORD with xlp_rem_len equal to what is still missing.
+        XLP_FIRST_IS_CONTRECORD with xlp_rem_len equal to what is still missing; an
+        all-zero continuation page is the end of WAL (the record's tail was never
+        written), once the pages before it are validated.
         """
         buf = self._buf
         base = self._buf_lsn
         avail_end = base + len(buf)
         first = XLOG_BLCKSZ - (lsn & _PAGE_MASK)
         # Cheap availability check first, so that a huge record fed in small chunks
-        # is not re-assembled once per chunk.
+        # is not re-assembled once per chunk. It stops early at a zero page.
+        zero_page: int | None = None
         got = first
         page = (lsn & ~_PAGE_MASK) + XLOG_BLCKSZ
         while got < tot_len:
+            if page + SIZE_OF_SHORT_PHD <= avail_end and self._is_zero_page(page - base):
+                zero_page = page
+                break
             hsize = SIZE_OF_LONG_PHD if page % self._seg == 0 else SIZE_OF_SHORT_PHD
             take = min(tot_len - got, XLOG_BLCKSZ - hsize)
             if page + hsize + take > avail_end:
@@ -411,6 +423,9 @@ class XLogReader:
         page = (lsn & ~_PAGE_MASK) + XLOG_BLCKSZ
         nxt = page
         while got < tot_len:
+            if page == zero_page:
+                self.end_of_wal = True
+                return None
             hoff = page - base
             info, rem_len, hsize = self._check_page(buf, hoff, page)
             if not info & XLP_FIRST_IS_CONTRECORD:
