@@ -16,6 +16,7 @@ import pytest
 
 from connectors.postgres.archive import read_records
 from service.errors import UnsupportedVersionError, WalError
+from service.impl import xlog_reader_class
 from service.wal.format import FORMATS
 from service.wal.record import XLogRecord
 from tests.fixtures.services import require_features
@@ -235,3 +236,42 @@ def test_real_segment_with_another_magic_is_refused(
         segment.write_bytes(data)
         with pytest.raises(WalError, match=f"page magic 0x{other:04X} differs"):
             list(read_records(segment.parent, start))
+
+
+def test_real_segment_zeroed_under_a_record_ends_where_pg_waldump_stops(
+    pg: dict[str, Any], tmp_path: Path
+) -> None:
+    """The live tail of pg_wal: a real segment whose pages from the middle of a record
+    on are zeros (never written yet). Our reader yields exactly the records pg_waldump
+    prints, then reports the end of WAL at that record (not an unsupported version
+    0x0000), where pg_waldump stops on XLogReaderValidatePageHeader's "invalid magic
+    number 0000" at the first zeroed page."""
+    segment, start = _completed_segment(pg, tmp_path)
+    whole = list(read_records(segment.parent, start))
+    message = next(r for r in whole if r.rmid == 21 and len(r.main_data) > 40000)
+    zero_page = (message.lsn & ~8191) + 8192
+    data = bytearray(segment.read_bytes())
+    data[zero_page - start :] = bytes(len(data) - (zero_page - start))
+    segment.write_bytes(data)
+
+    reader = xlog_reader_class()(start, segment_size=len(data))
+    reader.feed(bytes(data), start)
+    mine = [r.lsn for r in reader.records()]
+    assert reader.end_of_wal and reader.next_lsn == message.lsn
+    assert mine == [r.lsn for r in whole if r.lsn < message.lsn]
+
+    proc = subprocess.run(
+        [pg["bin"] + "/pg_waldump", "-p", str(segment.parent), "-s", lsn_str(start), segment.name],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    theirs = [
+        (int(m.group(1), 16) << 32) | int(m.group(2), 16)
+        for m in re.finditer(r"lsn: ([0-9A-F]+)/([0-9A-F]+),", proc.stdout)
+    ]
+    assert theirs == mine
+    assert "invalid magic number 0000" in proc.stderr, proc.stderr
+    # "... in log segment S, offset N" (PG15), "... in WAL segment S, LSN L, offset N"
+    at = re.search(r"invalid magic number 0000 in \w+ segment \w+, .*offset (\d+)", proc.stderr)
+    assert at is not None and int(at.group(1)) == zero_page - start, proc.stderr
