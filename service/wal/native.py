@@ -136,9 +136,10 @@ class NativeXLogReader:
 
     def walk_headers(self) -> Iterator[HeaderTuple]:
         """Yield `(lsn, tot_len, rmid, info, xid)` per record: pages, headers and CRCs
-        checked exactly as `records()`, without decoding block references. As with the
-        Python reader, the position properties are up to date when the walk pauses,
-        raises or is closed, not after every record."""
+        checked exactly as `records()`, without decoding block references. The position
+        properties are up to date when the walk pauses, raises or is closed, not after
+        every record (the Python reader's follow every record; a caller that reads them
+        only after the walk, as every caller does, sees the same values)."""
         return self._walk_headers()
 
     # --- the batch, yielded -----------------------------------------------------------
