@@ -184,9 +184,13 @@ def test_images_equal_pg_waldump_save_fullpage(pg: dict[str, Any], tmp_path: Pat
     assert not saved, f"pg_waldump saved images we did not restore: {sorted(saved)[:5]}"
 
 
-def _completed_segment(info: dict[str, Any], tmp_path: Path) -> tuple[Path, int]:
+def _completed_segment(
+    info: dict[str, Any], tmp_path: Path, *, lead: bool = False
+) -> tuple[Path, int]:
     """A copy of a whole segment the server has finished (after a WAL switch), alone in
-    a directory of its own, and the segment's start LSN."""
+    a directory of its own, and the segment's start LSN. With `lead`, a small message
+    comes before the big one (else, right after another switch, the big message is the
+    segment's first record)."""
     conn = psycopg2.connect(info["dsn"])
     conn.autocommit = True
     try:
@@ -194,10 +198,12 @@ def _completed_segment(info: dict[str, Any], tmp_path: Path) -> tuple[Path, int]
             # One statement, so that another test's switch cannot come in between: a
             # 40 kB message fills a few pages of the segment that is then switched.
             cur.execute(
-                "SELECT pg_walfile_name(pg_logical_emit_message(false, 'pgcdc.magic',"
-                " repeat('m', 40000))), pg_switch_wal()"
+                "SELECT pg_logical_emit_message(false, 'pgcdc.lead', %s::text),"
+                " pg_walfile_name(pg_logical_emit_message(false, 'pgcdc.magic',"
+                " repeat('m', 40000))), pg_switch_wal()",
+                ("x" if lead else None,),
             )
-            name = cur.fetchone()[0]
+            name = cur.fetchone()[1]
     finally:
         conn.close()
     wal = tmp_path / "pg_wal"
@@ -246,9 +252,10 @@ def test_real_segment_zeroed_under_a_record_ends_where_pg_waldump_stops(
     prints, then reports the end of WAL at that record (not an unsupported version
     0x0000), where pg_waldump stops on XLogReaderValidatePageHeader's "invalid magic
     number 0000" at the first zeroed page."""
-    segment, start = _completed_segment(pg, tmp_path)
+    segment, start = _completed_segment(pg, tmp_path, lead=True)
     whole = list(read_records(segment.parent, start))
     message = next(r for r in whole if r.rmid == 21 and len(r.main_data) > 40000)
+    assert whole[0].lsn < message.lsn, "the small message leads (a segment boundary came between)"
     zero_page = (message.lsn & ~8191) + 8192
     data = bytearray(segment.read_bytes())
     data[zero_page - start :] = bytes(len(data) - (zero_page - start))
