@@ -55,7 +55,7 @@ from service.pgconst import JSONB_OID, TEXT_ARRAY_OID, TEXT_OID
 from service.schema.history import Classification, RelClass, SchemaHistory
 from service.schema.tabledef import ColumnDef, TableDef
 from service.types.convert import simple_functions, to_python, to_text, undecodable_part
-from service.types.deform import Column, Layout, compile_layout, deform, deform_heap
+from service.types.deform import Column, deform
 from service.types.extensions import extension_type
 from service.types.registry import TypeInfo, TypeRegistry, undecodable
 from service.types.sendform import (
@@ -183,7 +183,6 @@ class _Plan:
     rel: RelationInfo
     table: TableDef  # kept alive: plans are cached by id(table)
     columns: list[Column]  # for the deformer, dropped included
-    layout: Layout | None  # compile_layout(columns): None leaves the tuple to deform()
     outs: list[_Out | None]  # parallel to `columns`; None for dropped columns
     registry: TypeRegistry
     qualified: str
@@ -436,16 +435,7 @@ class HistoryRows:
                 )
             )
         plan = _Plan(
-            rel,
-            table,
-            columns,
-            compile_layout(columns),
-            [],
-            registry,
-            qualified,
-            missing_values,
-            omitted,
-            as_bytes,
+            rel, table, columns, [], registry, qualified, missing_values, omitted, as_bytes
         )
         self._prepare(plan, registry)
         self._plans[id(table)] = plan
@@ -521,12 +511,7 @@ class HistoryRows:
     ) -> list[ColumnValue]:
         qualified = plan.qualified
         try:
-            layout = plan.layout
-            datums = (
-                deform_heap(raw, plan.columns, layout, relation=qualified)
-                if layout is not None
-                else deform(raw, plan.columns, relation=qualified)
-            )
+            datums = deform(raw, plan.columns, relation=qualified)
         except SchemaMismatchError as exc:
             raise SchemaMismatchError(exc.message, lsn=lsn, relation=qualified) from exc
         registry = self._types([])

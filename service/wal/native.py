@@ -24,8 +24,8 @@ yields, the position properties describe the record just yielded (as the Python
 reader's do). A caller that stops early (a `break`, a `return`, a closed generator) puts
 the native reader back to just after the last record it took (`rewind`), so the next
 `records()` resumes exactly where the Python reader would.
-Records are built by the Python reader's own constructors (`service.wal.recorddecode`), so the
-two produce the same objects.
+Records are built by the fast constructors of `service.wal.recordbuild`, which give the
+very `XLogRecord` / `BlockRef` objects the Python reader's dataclass constructors give.
 
 Memory: the native reader keeps the last batch's bytes until the next `feed`/`records()`
 call (for `rewind`); `buffered_bytes` still reports what the Python reader would hold.
@@ -41,7 +41,7 @@ from service.errors import PgcdcError, UnsupportedVersionError, WalCorruptionErr
 from service.wal.format import DEFAULT_FORMAT, DEFAULT_SEGMENT_SIZE, FORMATS, WalFormat
 from service.wal.reader import HeaderTuple
 from service.wal.record import RelFileLocator, XLogRecord
-from service.wal.recorddecode import _new_blockref, _new_record
+from service.wal.recordbuild import new_blockref, new_record
 
 # How many walked records become Python objects per `take`: enough to make the call
 # cost vanish, few enough that a 16 MB chunk never lives as 100k+ objects at once.
@@ -79,8 +79,8 @@ class NativeXLogReader:
             segment_size,
             prev_lsn,
             verify_crc,
-            _new_record,
-            _new_blockref,
+            new_record,
+            new_blockref,
             RelFileLocator,
             _ERRORS,
         )
@@ -136,9 +136,10 @@ class NativeXLogReader:
 
     def walk_headers(self) -> Iterator[HeaderTuple]:
         """Yield `(lsn, tot_len, rmid, info, xid)` per record: pages, headers and CRCs
-        checked exactly as `records()`, without decoding block references. As with the
-        Python reader, the position properties are up to date when the walk pauses,
-        raises or is closed, not after every record."""
+        checked exactly as `records()`, without decoding block references. The position
+        properties are up to date when the walk pauses, raises or is closed, not after
+        every record (the Python reader's follow every record; a caller that reads them
+        only after the walk, as every caller does, sees the same values)."""
         return self._walk_headers()
 
     # --- the batch, yielded -----------------------------------------------------------

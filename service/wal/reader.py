@@ -5,8 +5,8 @@ LSN order, in chunks of any size; the first chunk may start anywhere at or befor
 reader's start LSN, including mid-page (a streaming message's `data_start`).
 Hands on: `records()` yields every complete record that the bytes fed so far contain,
 in LSN order, each CRC32C-checked and decoded (`DecodeXLogRecord`), and stops when it
-needs more bytes. `walk_headers()` is the same walk without block decoding, for
-statistics and benchmarks.
+needs more bytes. `walk_headers()` is the same walk, yielding each record's header
+fields instead of decoding its body (for statistics and benchmarks).
 
 Guarantees:
 - Every page header a record touches is validated (`XLogReaderValidatePageHeader`):
@@ -22,10 +22,16 @@ Guarantees:
   one) and every record's CRC32C is verified (`ValidXLogRecord`) before it is yielded.
 - Any failure raises `WalCorruptionError` / `UnsupportedVersionError` / `WalError`
   with `lsn` set, and leaves the reader positioned at the failing record: it never
-  yields a wrong record and never skips one.
+  yields a wrong record and never skips one. (A record whose body fails to decode is
+  the exception: the position has already moved past it when the error is raised.)
 - End of WAL: a zero `xl_tot_len` at a record boundary, or an all-zero page header
-  where a record would start, is how a pg_wal tail looks. `records()` then stops and
-  `end_of_wal` becomes true (sticky); it is not an error.
+  where the walk next needs a page (where a record would start, or on a page a record
+  continues on), is how the live tail of pg_wal looks: a segment PostgreSQL
+  pre-allocated or recycled and zero-filled, not yet written that far. `records()`
+  then stops and `end_of_wal` becomes true (sticky); it is not an error, and the
+  position stays at the record that is not complete (PostgreSQL's recovery likewise
+  ends the WAL where XLogReaderValidatePageHeader rejects such a page). A page header
+  that is not all zeros but has a bad magic is still `UnsupportedVersionError`.
 - After `XLOG_SWITCH` the next record is read at the next segment start; the bytes in
   between are not examined (as XLogDecodeNextRecord).
 - Start position: a page-aligned `start_lsn` gets `XLogFindNextRecord` semantics (a
@@ -35,20 +41,16 @@ Guarantees:
   `walk_headers()` call; the reader holds at most the unconsumed tail plus one record.
 - Pure: no I/O. Not thread-safe. Do not call `feed` while iterating.
 
-Speed (the walk is the hot loop of the service): records that lie wholly inside an
-already validated page go through an inlined fast loop on buffer offsets; anything
-else (page headers, records crossing pages, XLOG records, any failed check) goes
-through the general path, which performs every check itself. The fast loop checks
-the CRC as crc32c(body + whole header) == CRC32C_RESIDUE, which is equivalent to the
-ValidXLogRecord comparison, with header and body taken by one cached Struct per length.
-Record bodies are decoded by `service.wal.recorddecode.RecordDecoder` (DecodeXLogRecord).
+This is the readable reference: one walk, every check in one place, in the order
+xlogreader.c makes them. The fast path is the native reader (`service.wal.native`),
+held to this one by tests/service/wal/. Record bodies are decoded by
+`service.wal.recorddecode.RecordDecoder` (DecodeXLogRecord).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator
-from typing import cast
+from collections.abc import Iterator
 
 from google_crc32c import extend as _crc_extend
 from google_crc32c import value as _crc_value
@@ -57,10 +59,8 @@ from service._binary import U32
 from service.errors import WalCorruptionError, WalError
 from service.lsn import format_lsn
 from service.wal.format import (
-    BLCKSZ,
     DEFAULT_FORMAT,
     DEFAULT_SEGMENT_SIZE,
-    MAXALIGN,
     RM_XLOG_ID,
     SIZE_OF_LONG_PHD,
     SIZE_OF_SHORT_PHD,
@@ -79,50 +79,15 @@ from service.wal.record import XLogRecord
 from service.wal.recorddecode import RecordDecoder
 
 _REC_HDR = struct.Struct("<IIQBBxxI")  # XLogRecord
-_REC_HDR_NO_CRC = struct.Struct("<IIQBB")  # XLogRecord up to xl_rmid
 _PAGE_HDR = struct.Struct("<HHIQI")  # XLogPageHeaderData
 _LONG_PAGE_EXTRA = struct.Struct("<QII")  # xlp_sysid, xlp_seg_size, xlp_xlog_blcksz
 
 _PAGE_MASK = XLOG_BLCKSZ - 1
 _BAD_CRC = "incorrect resource manager data checksum"  # ValidXLogRecord's message
-_ZERO_PAGE = bytes(BLCKSZ)
+_ZERO_HEADER = bytes(SIZE_OF_SHORT_PHD)
 
 # (lsn, tot_len, rmid, info, xid): what walk_headers() yields
 HeaderTuple = tuple[int, int, int, int, int]
-
-
-# CRC32C of any message followed by its own CRC32C (little-endian): the residue. A
-# record's stored header (xl_crc last) thus checks as crc(body + header) == residue,
-# which holds exactly when xl_crc == crc(body + header[:XL_CRC_OFFSET]) (appending 4
-# fixed bytes is a bijection on CRC states), and lets the header be taken whole.
-CRC32C_RESIDUE = 0x48674BC7
-
-# tot_len -> (unpack_from returning (24-byte header, body) of an in-page record, which
-# is one C call instead of two slices; MAXALIGN(tot_len)). Keys are 24..XLOG_BLCKSZ.
-_Splitter = tuple[Callable[[bytes, int], tuple[bytes, bytes]], int]
-_SPLITTERS: dict[int, _Splitter] = {}
-
-
-def _splitter(tot_len: int) -> _Splitter:
-    fmt = f"<{SIZE_OF_XLOG_RECORD}s{tot_len - SIZE_OF_XLOG_RECORD}s"
-    entry = _SPLITTERS[tot_len] = (struct.Struct(fmt).unpack_from, _maxalign(tot_len))
-    return entry
-
-
-# tot_len -> (unpack_from returning the 24-byte header and body of an in-page record
-# followed by xl_tot_len, xl_xid, xl_prev, xl_info, xl_rmid of the record after it,
-# MAXALIGN(tot_len)): the walk carries the next header's fields instead of unpacking
-# them again. Reads _NEXT_FIELDS bytes past the aligned end of the record.
-_Chained = tuple[Callable[[bytes, int], tuple[bytes, bytes, int, int, int, int, int]], int]
-_CHAINED: dict[int, _Chained] = {}
-_NEXT_FIELDS = _REC_HDR_NO_CRC.size
-
-
-def _chained_splitter(tot_len: int) -> _Chained:
-    pad = -tot_len & (MAXALIGN - 1)
-    fmt = f"<{SIZE_OF_XLOG_RECORD}s{tot_len - SIZE_OF_XLOG_RECORD}s{pad}xIIQBB"
-    entry = _CHAINED[tot_len] = (struct.Struct(fmt).unpack_from, tot_len + pad)
-    return entry
 
 
 def _maxalign(n: int) -> int:
@@ -132,7 +97,11 @@ def _maxalign(n: int) -> int:
 class XLogReader:
     """Incremental WAL page/record reader (XLogReaderState + XLogReadRecord).
 
-    `version` is None until the first page header is seen.
+    `version` is None until the first page header is seen. Fields: `_buf` holds the fed
+    bytes from `_buf_lsn` on (up to `_fed_end`); `_next` is NextRecPtr and `_prev` the
+    ReadRecPtr of the last record; pages below `_valid_upto` have a validated (or
+    trusted) header; `_find_first` is true until the first record was found at a
+    page-aligned start (XLogFindNextRecord).
     """
 
     def __init__(
@@ -229,18 +198,15 @@ class XLogReader:
 
     def records(self) -> Iterator[XLogRecord]:
         """Yield every complete record available, fully decoded (DecodeXLogRecord)."""
-        # The walk decodes and yields itself: one generator resume per record.
-        return cast("Iterator[XLogRecord]", self._walk())
+        for lsn, end_lsn, record in self._walk():
+            yield self._decoder.decode(lsn, end_lsn, record)
 
     def walk_headers(self) -> Iterator[HeaderTuple]:
         """Yield `(lsn, tot_len, rmid, info, xid)` per record: pages, headers and CRCs
-        checked exactly as `records()`, without decoding block references.
-
-        For speed, the position properties (`last_lsn`, `next_lsn`, `end_lsn`) are
-        brought up to date when the walk leaves a page, pauses for bytes, raises, or is
-        closed (a `for` loop that breaks closes it), not after every record."""
-        # The walk's own generator, not a delegating one: one frame resume per record.
-        return cast("Iterator[HeaderTuple]", self._walk(headers_only=True))
+        checked exactly as `records()`, without decoding block references."""
+        for lsn, _, record in self._walk():
+            tot_len, xid, _prev, info, rmid, _crc = _REC_HDR.unpack_from(record)
+            yield lsn, tot_len, rmid, info, xid
 
     # --- the page/record walk (XLogDecodeNextRecord) ---------------------------------
 
@@ -253,234 +219,114 @@ class XLogReader:
             self._buf = self._buf[drop:]
             self._buf_lsn += drop
 
-    def _walk(self, headers_only: bool = False) -> Iterator[XLogRecord | HeaderTuple]:
-        # Yields XLogRecords (records()), or HeaderTuples with headers_only (walk_headers).
+    def _walk(self) -> Iterator[tuple[int, int, bytes]]:
+        """Yield `(lsn, end_lsn, record bytes)` for each verified record; the position
+        (`_prev`, `_next`) has moved past a record when it is yielded."""
         if self.end_of_wal:
             return
         self._trim()
-        buf = self._buf
-        base = self._buf_lsn
-        blen = len(buf)
-        seg = self._seg
-        verify = self._verify_crc
-        unpack_rec = _REC_HDR.unpack_from
-        unpack_hdr = _REC_HDR_NO_CRC.unpack_from
-        splitters = _SPLITTERS
-        decode = self._decoder.decode
-        chained = _CHAINED
-        crc_value = _crc_value
-        crc_extend = _crc_extend
-        pos = self._next
-        fmt = self._fmt if self._fmt is not None else DEFAULT_FORMAT
-        rm_max = fmt.rm_max_builtin_id
-        page_mask = _PAGE_MASK
-        blcksz = XLOG_BLCKSZ
-        hdr_size = SIZE_OF_XLOG_RECORD
-        max_size = XLOG_RECORD_MAX_SIZE
-        crc_off = XL_CRC_OFFSET
-        valid_upto = self._valid_upto
-        fed_end = base + blen
-        last = self._prev
-        in_walk = False  # inside the walk_headers fast loop, which defers the position
-        off = 0
         try:
             while True:
-                if pos < valid_upto and last is not None and not base & 7:
-                    # Fast loop over the records that lie wholly in this (validated) page
-                    # and in the bytes fed: the common case, with the checks of the general
-                    # path below inlined. It works on offsets into buf (small ints, cheap
-                    # arithmetic; base is MAXALIGNed so aligning offsets aligns LSNs).
-                    # Anything unusual (a record crossing the page end, a header the fast
-                    # checks reject, an XLOG record, a bad CRC) breaks out to the general
-                    # path, which handles it or raises.
-                    lim = (pos | page_mask) + 1
-                    lim = min(lim, fed_end)
-                    lim -= base
-                    lim_hdr = lim - hdr_size
-                    off = pos - base
-                    if headers_only and verify and lim + _NEXT_FIELDS <= blen:
-                        # As below, but one C call per record takes its header and body
-                        # (for the CRC) and the next record's header fields.
-                        in_walk = True
-                        if off <= lim_hdr:
-                            tot_len, xid, prev, info, rmid = unpack_hdr(buf, off)
-                            while True:
-                                if tot_len < hdr_size or prev != last or not rmid or rmid > rm_max:
-                                    break
-                                try:
-                                    csplit, size = chained[tot_len]
-                                except KeyError:
-                                    if tot_len > blcksz:
-                                        break
-                                    csplit, size = _chained_splitter(tot_len)
-                                nxt = off + size
-                                if nxt > lim:
-                                    break
-                                split_out = csplit(buf, off)
-                                if (
-                                    crc_extend(crc_value(split_out[1]), split_out[0])
-                                    != CRC32C_RESIDUE
-                                ):
-                                    break
-                                last = base + off
-                                off = nxt
-                                yield last, tot_len, rmid, info, xid
-                                if off > lim_hdr:
-                                    break
-                                # the next record's fields, straight out of the split result
-                                _, _, tot_len, xid, prev, info, rmid = split_out
-                    elif headers_only:
-                        # The position is written back when the loop ends, or by the
-                        # finally below if the caller stops while the walk is here.
-                        in_walk = True
-                        while off <= lim_hdr:
-                            tot_len, xid, prev, info, rmid = unpack_hdr(buf, off)
-                            if tot_len < hdr_size or prev != last or not rmid or rmid > rm_max:
-                                break
-                            try:
-                                split, size = splitters[tot_len]
-                            except KeyError:
-                                if tot_len > blcksz:
-                                    break
-                                split, size = _splitter(tot_len)
-                            # MAXALIGNed end; past lim also when only the padding is
-                            # not fed yet (then the general path takes the record).
-                            nxt = off + size
-                            if nxt > lim:
-                                break
-                            if verify:
-                                head, body = split(buf, off)
-                                if crc_extend(crc_value(body), head) != CRC32C_RESIDUE:
-                                    break
-                            last = base + off
-                            off = nxt
-                            yield last, tot_len, rmid, info, xid
-                    else:
-                        while off <= lim_hdr:
-                            tot_len, xid, prev, info, rmid, crc = unpack_rec(buf, off)
-                            if tot_len < hdr_size or prev != last or not rmid or rmid > rm_max:
-                                break
-                            try:
-                                split, size = splitters[tot_len]
-                            except KeyError:
-                                if tot_len > blcksz:
-                                    break
-                                split, size = _splitter(tot_len)
-                            if off + size > lim:
-                                break
-                            if verify:
-                                head, body = split(buf, off)
-                                if crc_extend(crc_value(body), head) != CRC32C_RESIDUE:
-                                    break
-                            last = self._prev = base + off
-                            roff = off
-                            off += size
-                            nxt = self._next = base + off
-                            yield decode(last, nxt, tot_len, xid, prev, info, rmid, crc, buf, roff)
-                    pos = self._next = base + off
-                    self._prev = last
-                    in_walk = False
-                    if pos >= valid_upto:
-                        continue
-                if pos >= valid_upto:
-                    # First touch of this page: validate its header.
-                    page = pos & ~page_mask
-                    hoff = page - base
-                    if hoff < 0:
-                        raise WalError("page header needed but not fed", lsn=page)
-                    if hoff + (SIZE_OF_LONG_PHD if page % seg == 0 else SIZE_OF_SHORT_PHD) > blen:
-                        return
-                    if buf[hoff : hoff + SIZE_OF_SHORT_PHD] == _ZERO_PAGE[:SIZE_OF_SHORT_PHD]:
-                        self.end_of_wal = True
-                        return
-                    info, rem_len, hsize = self._check_page(buf, hoff, page)
-                    valid_upto = self._valid_upto = page + blcksz
-                    if pos == page:
-                        pos = page + hsize
-                        if info & XLP_FIRST_IS_CONTRECORD:
-                            if not self._find_first:
-                                raise WalCorruptionError(
-                                    "page starts with a continuation record where a new "
-                                    "record was expected",
-                                    lsn=page,
-                                )
-                            # XLogFindNextRecord: skip the tail of a record begun earlier.
-                            if rem_len >= blcksz - hsize:
-                                pos = page + blcksz
-                            else:
-                                pos = page + hsize + _maxalign(rem_len)
-                            self._next = pos
-                            continue
-                    self._find_first = False
-                    self._next = pos
-                    rm_max = self.wal_format.rm_max_builtin_id
-                off = pos - base
-                poff = pos & page_mask
-                if poff <= blcksz - hdr_size:
-                    # The whole record header is on this page (the common case).
-                    if off + hdr_size > blen:
-                        return
-                    tot_len, xid, prev, info, rmid, crc = unpack_rec(buf, off)
-                else:
-                    if off + 8 > blen:
-                        return
-                    tot_len = U32.unpack_from(buf, off)[0]
-                    xid = prev = info = rmid = crc = 0
-                if tot_len < hdr_size or tot_len > max_size:
-                    if tot_len == 0:
-                        self.end_of_wal = True
-                        return
-                    raise WalCorruptionError(f"invalid record length {tot_len}", lsn=pos)
-                if poff + tot_len <= blcksz:
-                    # Fast path: the whole record lies on this page.
-                    end = off + tot_len
-                    if end > blen:
-                        return
-                    # ValidXLogRecordHeader, inlined for the common case.
-                    if prev != self._prev or rmid > rm_max:
-                        self._check_header(pos, prev, rmid)
-                    if (
-                        verify
-                        and crc_extend(
-                            crc_value(buf[off + hdr_size : end]), buf[off : off + crc_off]
-                        )
-                        != crc
-                    ):
-                        raise WalCorruptionError(_BAD_CRC, lsn=pos)
-                    nxt = (pos + tot_len + 7) & ~7
-                    rbuf = buf
-                    roff = off
-                else:
-                    got = self._assemble(pos, tot_len)
-                    if got is None:
-                        return
-                    valid_upto = self._valid_upto
-                    rbuf, nxt = got
-                    roff = 0
-                    _, xid, prev, info, rmid, crc = unpack_rec(rbuf, 0)
-                    self._check_header(pos, prev, rmid)
-                    if verify and crc_extend(crc_value(rbuf[hdr_size:]), rbuf[:crc_off]) != crc:
-                        raise WalCorruptionError(_BAD_CRC, lsn=pos)
-                if rmid == RM_XLOG_ID and info & 0xF0 == XLOG_SWITCH:
-                    # Pretend the switch record extends to the end of the segment.
-                    nxt = (nxt + seg - 1) & ~(seg - 1)
-                    valid_upto = self._valid_upto = nxt
-                last = self._prev = pos
-                self._next = nxt
-                if headers_only:
-                    yield pos, tot_len, rmid, info, xid
-                else:
-                    yield decode(pos, nxt, tot_len, xid, prev, info, rmid, crc, rbuf, roff)
-                pos = nxt
+                found = self._next_record()
+                if found is None:
+                    return
+                self._prev, self._next = found[0], found[1]
+                yield found
         finally:
-            if in_walk:
-                self._prev = last
-                self._next = base + off
             # Drop what was read, also when the caller stops early or on an error.
             self._trim()
 
+    def _next_record(self) -> tuple[int, int, bytes] | None:
+        """The record at `_next`, verified (XLogDecodeNextRecord), as (lsn, EndRecPtr,
+        its tot_len bytes); None when more bytes are needed or at the end of WAL."""
+        buf = self._buf
+        base = self._buf_lsn
+        pos = self._next
+        while pos >= self._valid_upto:
+            # First touch of this page: validate its header. The position may move (past
+            # the header, or past a continuation when finding the first record).
+            if not self._enter_page(pos):
+                return None
+            pos = self._next
+        off = pos - base
+        if pos & _PAGE_MASK <= XLOG_BLCKSZ - SIZE_OF_XLOG_RECORD:
+            # The whole record header is on this page: xl_tot_len comes with it.
+            if off + SIZE_OF_XLOG_RECORD > len(buf):
+                return None
+        elif off + 8 > len(buf):
+            # The header continues on the next page; only xl_tot_len is needed here
+            # (the rest is validated once the record is assembled).
+            return None
+        tot_len = U32.unpack_from(buf, off)[0]
+        if tot_len < SIZE_OF_XLOG_RECORD or tot_len > XLOG_RECORD_MAX_SIZE:
+            if tot_len == 0:
+                self.end_of_wal = True
+                return None
+            raise WalCorruptionError(f"invalid record length {tot_len}", lsn=pos)
+        if (pos & _PAGE_MASK) + tot_len <= XLOG_BLCKSZ:
+            # The whole record lies on this page.
+            if off + tot_len > len(buf):
+                return None
+            record = buf[off : off + tot_len]
+            end_lsn = _maxalign(pos + tot_len)
+        else:
+            assembled = self._assemble(pos, tot_len)
+            if assembled is None:
+                return None  # more bytes needed, or end of WAL (_assemble set it)
+            record, end_lsn = assembled
+        _, _, prev, info, rmid, crc = _REC_HDR.unpack_from(record)
+        self._check_header(pos, prev, rmid)
+        if self._verify_crc and not _crc_matches(record, crc):
+            raise WalCorruptionError(_BAD_CRC, lsn=pos)
+        if rmid == RM_XLOG_ID and info & 0xF0 == XLOG_SWITCH:
+            # Pretend the switch record extends to the end of the segment.
+            end_lsn = (end_lsn + self._seg - 1) & ~(self._seg - 1)
+            self._valid_upto = end_lsn
+        return pos, end_lsn, record
+
+    def _enter_page(self, pos: int) -> bool:
+        """Validate the header of the page `pos` is on and step past it (and, when
+        finding the first record, past a continuation). False when its bytes are not
+        fed yet or it is the end of WAL."""
+        page = pos & ~_PAGE_MASK
+        hoff = page - self._buf_lsn
+        if hoff < 0:
+            raise WalError("page header needed but not fed", lsn=page)
+        hsize = SIZE_OF_LONG_PHD if page % self._seg == 0 else SIZE_OF_SHORT_PHD
+        if hoff + hsize > len(self._buf):
+            return False
+        if self._is_zero_page(hoff):
+            self.end_of_wal = True
+            return False
+        info, rem_len, hsize = self._check_page(self._buf, hoff, page)
+        self._valid_upto = page + XLOG_BLCKSZ
+        if pos == page:
+            pos = page + hsize
+            if info & XLP_FIRST_IS_CONTRECORD:
+                if not self._find_first:
+                    raise WalCorruptionError(
+                        "page starts with a continuation record where a new record was expected",
+                        lsn=page,
+                    )
+                # XLogFindNextRecord: skip the tail of a record begun earlier.
+                if rem_len >= XLOG_BLCKSZ - hsize:
+                    pos = page + XLOG_BLCKSZ
+                else:
+                    pos = page + hsize + _maxalign(rem_len)
+                self._next = pos
+                return True
+        self._find_first = False
+        self._next = pos
+        return True
+
+    def _is_zero_page(self, hoff: int) -> bool:
+        # An all-zero page header: a pre-allocated or recycled segment, zero-filled past
+        # the last page PostgreSQL wrote. XLogReaderValidatePageHeader rejects its
+        # magic 0000 and recovery ends there; so does this reader, quietly.
+        return self._buf[hoff : hoff + SIZE_OF_SHORT_PHD] == _ZERO_HEADER
+
     def _check_header(self, lsn: int, prev: int, rmid: int) -> None:
-        # ValidXLogRecordHeader (the full check; the walk inlines the common case)
+        # ValidXLogRecordHeader (its length check is made when xl_tot_len is read)
         fmt = self._fmt if self._fmt is not None else DEFAULT_FORMAT
         if not fmt.rmid_is_valid(rmid):
             raise WalCorruptionError(f"invalid resource manager ID {rmid}", lsn=lsn)
@@ -543,23 +389,29 @@ class XLogReader:
         return info, rem_len, hsize
 
     def _assemble(self, lsn: int, tot_len: int) -> tuple[bytes, int] | None:
-        """Gather a record that crosses page boundaries; None if bytes are missing.
+        """Gather a record that crosses page boundaries (XLogDecodeNextRecord's
+        reassembly); None if bytes are missing, or at the end of WAL (`end_of_wal` is
+        then set and the position stays at `lsn`).
 
         Returns the record bytes and NextRecPtr. Each continuation page must carry
-        XLP_FIRST_IS_CONTRECORD with xlp_rem_len equal to what is still missing.
+        XLP_FIRST_IS_CONTRECORD with xlp_rem_len equal to what is still missing; an
+        all-zero continuation page is the end of WAL (the record's tail was never
+        written), once the pages before it are validated.
         """
         buf = self._buf
         base = self._buf_lsn
-        blen = len(buf)
-        avail_end = base + blen
-        seg = self._seg
+        avail_end = base + len(buf)
         first = XLOG_BLCKSZ - (lsn & _PAGE_MASK)
         # Cheap availability check first, so that a huge record fed in small chunks
-        # is not re-assembled once per chunk.
+        # is not re-assembled once per chunk. It stops early at a zero page.
+        zero_page: int | None = None
         got = first
         page = (lsn & ~_PAGE_MASK) + XLOG_BLCKSZ
         while got < tot_len:
-            hsize = SIZE_OF_LONG_PHD if page % seg == 0 else SIZE_OF_SHORT_PHD
+            if page + SIZE_OF_SHORT_PHD <= avail_end and self._is_zero_page(page - base):
+                zero_page = page
+                break
+            hsize = SIZE_OF_LONG_PHD if page % self._seg == 0 else SIZE_OF_SHORT_PHD
             take = min(tot_len - got, XLOG_BLCKSZ - hsize)
             if page + hsize + take > avail_end:
                 return None
@@ -571,6 +423,9 @@ class XLogReader:
         page = (lsn & ~_PAGE_MASK) + XLOG_BLCKSZ
         nxt = page
         while got < tot_len:
+            if page == zero_page:
+                self.end_of_wal = True
+                return None
             hoff = page - base
             info, rem_len, hsize = self._check_page(buf, hoff, page)
             if not info & XLP_FIRST_IS_CONTRECORD:
@@ -590,3 +445,9 @@ class XLogReader:
             nxt = page + hsize + _maxalign(take)
             page += XLOG_BLCKSZ
         return b"".join(parts), nxt
+
+
+def _crc_matches(record: bytes, crc: int) -> bool:
+    # ValidXLogRecord: CRC32C over the body, then the header up to xl_crc.
+    got: int = _crc_extend(_crc_value(record[SIZE_OF_XLOG_RECORD:]), record[:XL_CRC_OFFSET])
+    return got == crc

@@ -2,10 +2,9 @@
 (DecodeXLogRecord, RestoreBlockImage in xlogreader.c).
 
 Receives: from `XLogReader`'s walk (`service.wal.reader`), one record at a time in LSN
-order, as the buffer that holds it, the offset of its header, and the header fields the
-walk already unpacked. The walk has already validated the record's page headers, its
-header (`ValidXLogRecordHeader`) and its CRC32C; the bytes are those of exactly one
-record (header included, `tot_len` long).
+order: its LSN, its EndRecPtr and its bytes (header included, exactly `xl_tot_len`
+long). The walk has already validated the record's page headers, its header
+(`ValidXLogRecordHeader`) and its CRC32C.
 Hands on: an immutable `XLogRecord` whose `BlockRef`s carry the block data sliced out of
 the record and any full-page image restored to a whole BLCKSZ page (decompressed with
 pglz or lz4, hole zero-filled), plus main data, top-level xid and replication origin.
@@ -17,21 +16,14 @@ Guarantees:
   the headers plus payloads accounting for exactly `tot_len`. Any inconsistency raises
   `WalCorruptionError` with the record's `lsn`; a zstd-compressed image raises
   `WalError` (pgcdc cannot decompress zstd). Nothing is skipped.
-- The result equals what the dataclass constructors would build; the construction
-  twins below are only a faster way to build it.
-- Memory: a cache of `RelFileLocator`s keyed by their 12 WAL bytes, capped at 4096
-  entries per decoder; images are restored per record and not kept.
+- Memory: images are restored per record and not kept.
 - Pure: no I/O. Not thread-safe.
-
-Speed: the commonest record shape (one block with data and its own relation, short main
-data, no image) is parsed by one unpack; every other shape takes the general loop.
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import fields
-from typing import cast
+from dataclasses import dataclass
 
 import lz4.block
 
@@ -55,7 +47,7 @@ from service.wal.format import (
 )
 from service.wal.record import BlockRef, RelFileLocator, XLogRecord
 
-_BLK_HDR = struct.Struct("<BBH")  # XLogRecordBlockHeader (id, fork_flags, data_length)
+_REC_HDR = struct.Struct("<IIQBBxxI")  # XLogRecord
 _IMG_HDR = struct.Struct("<HHB")  # XLogRecordBlockImageHeader
 # RelFileLocator (spcOid, dbOid, relNumber): RelFileNode (spcNode, dbNode, relNode)
 # up to 15, renamed in 16 with the same 12-byte layout.
@@ -64,91 +56,20 @@ _LOCATOR = struct.Struct("<III")
 _ZERO_PAGE = bytes(BLCKSZ)
 
 
-# Construction twins. XLogRecord and BlockRef are frozen slotted dataclasses, whose
-# __init__ sets each field through object.__setattr__ (~0.9 us per object, the largest
-# cost of records()). A twin has the same __slots__, so its plain __init__ stores fast
-# and then retypes the instance (__class__ assignment between layout-identical slotted
-# classes): the result is an ordinary, immutable XLogRecord / BlockRef, equal to one
-# built by the dataclass __init__. The twins take the classes' own __slots__; the check
-# below fails the import if walrecord.py gains a field without the twin following.
-class _XLogRecordInit:
-    __slots__ = XLogRecord.__slots__
+@dataclass(slots=True)
+class _BlockHeader:
+    """One block reference's header, read in the first pass of DecodeXLogRecord; its
+    payloads (image, then data) follow all the headers."""
 
-    def __init__(
-        self,
-        lsn: int,
-        end_lsn: int,
-        total_len: int,
-        xid: int,
-        prev: int,
-        info: int,
-        rmid: int,
-        crc: int,
-        main_data: bytes,
-        blocks: tuple[BlockRef, ...],
-        toplevel_xid: int | None,
-        origin: int | None,
-    ) -> None:
-        self.lsn = lsn
-        self.end_lsn = end_lsn
-        self.total_len = total_len
-        self.xid = xid
-        self.prev = prev
-        self.info = info
-        self.rmid = rmid
-        self.crc = crc
-        self.main_data = main_data
-        self.blocks = blocks
-        self.toplevel_xid = toplevel_xid
-        self.origin = origin
-        # Retype to the layout-identical frozen class (see above).
-        self.__class__ = XLogRecord  # type: ignore[assignment]
-
-
-class _BlockRefInit:
-    __slots__ = BlockRef.__slots__
-
-    def __init__(
-        self,
-        block_id: int,
-        locator: RelFileLocator,
-        fork: int,
-        block: int,
-        flags: int,
-        data: bytes,
-        image: bytes | None,
-        apply_image: bool,
-        image_len: int,
-        hole_offset: int,
-        hole_length: int,
-        bimg_info: int,
-    ) -> None:
-        self.block_id = block_id
-        self.locator = locator
-        self.fork = fork
-        self.block = block
-        self.flags = flags
-        self.data = data
-        self.image = image
-        self.apply_image = apply_image
-        self.image_len = image_len
-        self.hole_offset = hole_offset
-        self.hole_length = hole_length
-        self.bimg_info = bimg_info
-        self.__class__ = BlockRef  # type: ignore[assignment]
-
-
-def _check_twin(twin: type, cls: type) -> None:
-    code = twin.__dict__["__init__"].__code__
-    params = list(code.co_varnames[1 : code.co_argcount])
-    if params != [f.name for f in fields(cls)]:
-        raise RuntimeError(f"{twin.__name__} no longer matches the fields of {cls.__name__}")
-
-
-_check_twin(_XLogRecordInit, XLogRecord)
-_check_twin(_BlockRefInit, BlockRef)
-_new_record = cast("type[XLogRecord]", _XLogRecordInit)
-_new_blockref = cast("type[BlockRef]", _BlockRefInit)
+    block_id: int
+    fork_flags: int
+    data_len: int
+    locator: RelFileLocator
+    block: int
+    img_len: int = 0
+    hole_offset: int = 0
+    hole_length: int = 0
+    bimg_info: int = 0
 
 
 class RecordDecoder:
@@ -156,84 +77,21 @@ class RecordDecoder:
 
     `fmt` is the WAL format of the stream (None until the reader has seen a page header,
     meaning the shared default); `XLogReader` sets it from the first page magic and it
-    never changes after. `_locators` maps 12 WAL bytes to their RelFileLocator (capped
-    at 4096 entries).
+    never changes after.
     """
 
-    __slots__ = ("_locators", "fmt")
+    __slots__ = ("fmt",)
 
     def __init__(self) -> None:
         self.fmt: WalFormat | None = None
-        self._locators: dict[bytes, RelFileLocator] = {}
 
     # --- record body (DecodeXLogRecord) ----------------------------------------------
 
-    def decode(
-        self,
-        lsn: int,
-        end_lsn: int,
-        tot_len: int,
-        xid: int,
-        prev: int,
-        info: int,
-        rmid: int,
-        crc: int,
-        buf: bytes,
-        off: int,
-    ) -> XLogRecord:
-        # The verified record at buf[off:off + tot_len] (header included).
-        p = off + SIZE_OF_XLOG_RECORD
-        if tot_len >= _MIN_ONE_BLOCK:
-            # The commonest shape (a heap insert/update/delete without page image):
-            # block 0 with data and its own relation, then short main data, nothing
-            # else. One unpack parses every header; tot_len must then account for
-            # exactly the two payloads, which is the general path's final check.
-            block_id, flags, data_len, key, blk, main_id, main_len = _unpack_one_block(buf, p)
-            if (
-                not block_id
-                and main_id == XLR_BLOCK_ID_DATA_SHORT
-                and flags & _ONE_BLOCK_FLAGS_MASK == BKPBLOCK_HAS_DATA
-                and data_len
-                and tot_len == _MIN_ONE_BLOCK + data_len + main_len
-            ):
-                locators = self._locators
-                loc = locators.get(key)
-                if loc is None:
-                    loc = RelFileLocator(*_LOCATOR.unpack(key))
-                    if len(locators) < 4096:
-                        locators[key] = loc
-                p += _ONE_BLOCK_HEADERS
-                data_end = p + data_len
-                return _new_record(
-                    lsn,
-                    end_lsn,
-                    tot_len,
-                    xid,
-                    prev,
-                    info,
-                    rmid,
-                    crc,
-                    buf[data_end : data_end + main_len] if main_len else b"",
-                    (
-                        _new_blockref(
-                            0,
-                            loc,
-                            flags & BKPBLOCK_FORK_MASK,
-                            blk,
-                            flags,
-                            buf[p:data_end],
-                            None,
-                            False,
-                            0,
-                            0,
-                            0,
-                            0,
-                        ),
-                    ),
-                    None,
-                    None,
-                )
+    def decode(self, lsn: int, end_lsn: int, record: bytes) -> XLogRecord:
+        """The verified record `record` (header included) that starts at `lsn`."""
         fmt = self.fmt if self.fmt is not None else DEFAULT_FORMAT
+        tot_len, xid, prev, info, rmid, crc = _REC_HDR.unpack_from(record)
+        p = SIZE_OF_XLOG_RECORD
         remaining = tot_len - SIZE_OF_XLOG_RECORD
         datatotal = 0
         origin: int | None = None
@@ -241,17 +99,16 @@ class RecordDecoder:
         main_len = 0
         max_block_id = -1
         last_loc: RelFileLocator | None = None
-        # (block_id, fork_flags, data_len, img_len, hole_off, hole_len, bimg_info, loc, blk)
-        heads: list[tuple[int, int, int, int, int, int, int, RelFileLocator, int]] = []
-        locators = self._locators
+        heads: list[_BlockHeader] = []
+        # First pass: the headers, up to the main data length.
         while remaining > datatotal:
-            block_id = buf[p]
+            block_id = record[p]
             p += 1
             remaining -= 1
             if block_id == XLR_BLOCK_ID_DATA_SHORT:
                 if remaining < 1:
                     raise _short(lsn)
-                main_len = buf[p]
+                main_len = record[p]
                 p += 1
                 remaining -= 1
                 datatotal += main_len
@@ -259,7 +116,7 @@ class RecordDecoder:
             if block_id == XLR_BLOCK_ID_DATA_LONG:
                 if remaining < 4:
                     raise _short(lsn)
-                main_len = U32.unpack_from(buf, p)[0]
+                main_len = U32.unpack_from(record, p)[0]
                 p += 4
                 remaining -= 4
                 datatotal += main_len
@@ -267,14 +124,14 @@ class RecordDecoder:
             if block_id == XLR_BLOCK_ID_ORIGIN:
                 if remaining < 2:
                     raise _short(lsn)
-                origin = U16.unpack_from(buf, p)[0]
+                origin = U16.unpack_from(record, p)[0]
                 p += 2
                 remaining -= 2
                 continue
             if block_id == XLR_BLOCK_ID_TOPLEVEL_XID:
                 if remaining < 4:
                     raise _short(lsn)
-                toplevel = U32.unpack_from(buf, p)[0]
+                toplevel = U32.unpack_from(record, p)[0]
                 p += 4
                 remaining -= 4
                 continue
@@ -285,8 +142,8 @@ class RecordDecoder:
             max_block_id = block_id
             if remaining < 3:
                 raise _short(lsn)
-            fork_flags = buf[p]
-            data_len = U16.unpack_from(buf, p + 1)[0]
+            fork_flags = record[p]
+            data_len = U16.unpack_from(record, p + 1)[0]
             p += 3
             remaining -= 3
             has_data = fork_flags & BKPBLOCK_HAS_DATA
@@ -301,7 +158,7 @@ class RecordDecoder:
             if fork_flags & BKPBLOCK_HAS_IMAGE:
                 if remaining < 5:
                     raise _short(lsn)
-                img_len, hole_off, bimg_info = _IMG_HDR.unpack_from(buf, p)
+                img_len, hole_off, bimg_info = _IMG_HDR.unpack_from(record, p)
                 p += 5
                 remaining -= 5
                 has_hole = bimg_info & fmt.bkpimage_has_hole
@@ -309,7 +166,7 @@ class RecordDecoder:
                 if has_hole and compressed:
                     if remaining < 2:
                         raise _short(lsn)
-                    hole_len = U16.unpack_from(buf, p)[0]
+                    hole_len = U16.unpack_from(record, p)[0]
                     p += 2
                     remaining -= 2
                 elif has_hole:
@@ -332,12 +189,7 @@ class RecordDecoder:
             if not fork_flags & BKPBLOCK_SAME_REL:
                 if remaining < 12:
                     raise _short(lsn)
-                key = buf[p : p + 12]
-                loc = locators.get(key)
-                if loc is None:
-                    loc = RelFileLocator(*_LOCATOR.unpack_from(buf, p))
-                    if len(locators) < 4096:
-                        locators[key] = loc
+                loc = RelFileLocator(*_LOCATOR.unpack_from(record, p))
                 p += 12
                 remaining -= 12
                 last_loc = loc
@@ -347,80 +199,63 @@ class RecordDecoder:
                 loc = last_loc
             if remaining < 4:
                 raise _short(lsn)
-            blk = U32.unpack_from(buf, p)[0]
+            blk = U32.unpack_from(record, p)[0]
             p += 4
             remaining -= 4
             heads.append(
-                (block_id, fork_flags, data_len, img_len, hole_off, hole_len, bimg_info, loc, blk)
+                _BlockHeader(
+                    block_id, fork_flags, data_len, loc, blk, img_len, hole_off, hole_len, bimg_info
+                )
             )
         if remaining != datatotal:
             raise _short(lsn)
+        # Second pass: each block's image and data, in header order, then the main data.
         blocks: list[BlockRef] = []
-        for (
-            block_id,
-            fork_flags,
-            data_len,
-            img_len,
-            hole_off,
-            hole_len,
-            bimg_info,
-            loc,
-            blk,
-        ) in heads:
+        for h in heads:
             image: bytes | None = None
-            if img_len:
+            if h.img_len:
                 image = _restore_image(
                     fmt,
-                    buf[p : p + img_len],
-                    hole_off=hole_off,
-                    hole_len=hole_len,
-                    bimg_info=bimg_info,
+                    record[p : p + h.img_len],
+                    hole_off=h.hole_offset,
+                    hole_len=h.hole_length,
+                    bimg_info=h.bimg_info,
                     lsn=lsn,
-                    block_id=block_id,
+                    block_id=h.block_id,
                 )
-                p += img_len
-            data = buf[p : p + data_len] if data_len else b""
-            p += data_len
+                p += h.img_len
+            data = record[p : p + h.data_len]
+            p += h.data_len
             blocks.append(
-                _new_blockref(
-                    block_id,
-                    loc,
-                    fork_flags & BKPBLOCK_FORK_MASK,
-                    blk,
-                    fork_flags,
-                    data,
-                    image,
-                    bool(bimg_info & fmt.bkpimage_apply),
-                    img_len,
-                    hole_off,
-                    hole_len,
-                    bimg_info,
+                BlockRef(
+                    block_id=h.block_id,
+                    locator=h.locator,
+                    fork=h.fork_flags & BKPBLOCK_FORK_MASK,
+                    block=h.block,
+                    flags=h.fork_flags,
+                    data=data,
+                    image=image,
+                    apply_image=bool(h.bimg_info & fmt.bkpimage_apply),
+                    image_len=h.img_len,
+                    hole_offset=h.hole_offset,
+                    hole_length=h.hole_length,
+                    bimg_info=h.bimg_info,
                 )
             )
-        main_data = buf[p : p + main_len] if main_len else b""
-        return _new_record(
-            lsn,
-            end_lsn,
-            tot_len,
-            xid,
-            prev,
-            info,
-            rmid,
-            crc,
-            main_data,
-            tuple(blocks),
-            toplevel,
-            origin,
+        return XLogRecord(
+            lsn=lsn,
+            end_lsn=end_lsn,
+            total_len=tot_len,
+            xid=xid,
+            prev=prev,
+            info=info,
+            rmid=rmid,
+            crc=crc,
+            main_data=record[p : p + main_len],
+            blocks=tuple(blocks),
+            toplevel_xid=toplevel,
+            origin=origin,
         )
-
-
-# XLogRecordBlockHeader (id, fork_flags, data_length), RelFileLocator (kept as the
-# 12-byte cache key), BlockNumber, then XLR_BLOCK_ID_DATA_SHORT and its length byte.
-_ONE_BLOCK = struct.Struct("<BBH12sIBB")
-_unpack_one_block = _ONE_BLOCK.unpack_from
-_ONE_BLOCK_HEADERS = _ONE_BLOCK.size  # 22
-_MIN_ONE_BLOCK = SIZE_OF_XLOG_RECORD + _ONE_BLOCK_HEADERS
-_ONE_BLOCK_FLAGS_MASK = BKPBLOCK_HAS_IMAGE | BKPBLOCK_HAS_DATA | BKPBLOCK_SAME_REL
 
 
 def _short(lsn: int) -> WalCorruptionError:

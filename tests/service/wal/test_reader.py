@@ -190,22 +190,118 @@ def test_wrong_prev_link() -> None:
     assert exc.value.lsn == b
 
 
-def test_zero_tail_is_end_of_wal_and_zeroed_page_inside_record_is_error() -> None:
-    """Zeros where a record would start end the WAL quietly; a zeroed continuation
-    page inside a record is corruption."""
+def test_zero_tail_is_end_of_wal() -> None:
+    """Zeros where a record would start end the WAL quietly (sticky, no error)."""
     w = WalWriter()
     heap_like(w, 3)
     r = read_all(w)
     assert len(list(r.records())) == 3 and r.end_of_wal
     assert list(r.records()) == []
 
-    w2 = WalWriter()
-    lsn = w2.add(1, 0, 2, record_body(main=b"b" * 9000))
-    data = bytearray(w2.data())
-    data[BLCK : 2 * BLCK] = bytes(BLCK)
-    with pytest.raises(UnsupportedVersionError) as exc:
-        list(read_all(w2, bytes(data)).records())
-    assert exc.value.lsn in (lsn, BLCK + w2.base)
+
+def _zero_from(w: WalWriter, page_lsn: int, pages: int = 2) -> bytes:
+    """The writer's stream with everything from `page_lsn` on zeroed (the live tail of
+    pg_wal: the rest of a pre-allocated or recycled segment), padded by `pages` pages."""
+    data = bytearray(w.data()) + bytes(pages * BLCK)
+    off = page_lsn - w.base
+    data[off:] = bytes(len(data) - off)
+    return bytes(data)
+
+
+@pytest.mark.parametrize("size", [9000, 30000])
+def test_zeroed_continuation_page_is_end_of_wal(size: int) -> None:
+    """A record whose continuation page is all zeros (its tail not yet written to
+    pg_wal) is the end of WAL, not an unsupported version 0x0000: the records before it
+    are yielded, the position stays at that record, and it stays so when read again.
+    With a 30000-byte record the zero page is the third of four: the second page is
+    validated first."""
+    w = WalWriter()
+    before = heap_like(w, 3)
+    lsn = w.add(1, 0, 2, record_body(main=b"b" * size))
+    zero_page = (lsn & ~(BLCK - 1)) + (BLCK if size < 20000 else 2 * BLCK)
+    r = read_all(w, _zero_from(w, zero_page))
+    assert [x.lsn for x in r.records()] == before
+    assert r.end_of_wal
+    assert r.next_lsn == lsn and r.last_lsn == before[-1]
+    assert list(r.records()) == []
+    assert r.next_lsn == lsn
+
+
+def test_zeroed_page_under_a_straddling_record_header_is_end_of_wal() -> None:
+    """A record whose 24-byte header crosses into an all-zero page: end of WAL at it."""
+    w = WalWriter()
+    heap_like(w, 3)
+    w.filler_to(BLCK - 16)
+    lsn = w.add(10, 0x00, 42, record_body([Block(0, blk=7, data=b"z" * 10)], b"main"))
+    assert lsn % BLCK == BLCK - 16
+    r = read_all(w, _zero_from(w, (lsn & ~(BLCK - 1)) + BLCK))
+    got = [x.lsn for x in r.records()]
+    assert got[-1] < lsn and r.end_of_wal and r.next_lsn == lsn
+
+
+def test_zeroed_next_segment_under_a_record_is_end_of_wal() -> None:
+    """A record that continues into the next segment, whose file is still all zeros
+    (the long-header page of a pre-allocated segment): end of WAL at that record."""
+    w = WalWriter()
+    heap_like(w, 500)
+    while (w.pos + 4000) // SEG == w.pos // SEG:
+        heap_like(w, 1)
+    lsn = w.add(1, 0, 2, record_body(main=b"s" * 6000))
+    seg_start = (lsn // SEG + 1) * SEG
+    r = read_all(w, _zero_from(w, seg_start))
+    recs = list(r.records())
+    assert recs[-1].end_lsn == lsn and r.end_of_wal and r.next_lsn == lsn
+
+
+def test_zeroed_continuation_page_fed_alone_is_end_of_wal_at_once() -> None:
+    """Fed in chunks that end with just the zero page's header, the reader reports the
+    end of WAL without waiting for the rest of a record that will never come."""
+    w = WalWriter()
+    before = heap_like(w, 3)
+    lsn = w.add(1, 0, 2, record_body(main=b"b" * 60000))
+    zero_page = (lsn & ~(BLCK - 1)) + 2 * BLCK
+    data = _zero_from(w, zero_page)
+    r = XLogReader(w.base, segment_size=w.seg_size)
+    r.feed(data[: zero_page - w.base + 24], w.base)
+    assert [x.lsn for x in r.records()] == before
+    assert r.end_of_wal and r.next_lsn == lsn
+
+
+def test_damaged_page_before_a_zeroed_page_is_still_an_error() -> None:
+    """A continuation page with a damaged magic, before the zero page, is still
+    UnsupportedVersionError naming that page: the zeros after it do not hide it."""
+    w = WalWriter()
+    heap_like(w, 3)
+    lsn = w.add(1, 0, 2, record_body(main=b"b" * 30000))
+    page = (lsn & ~(BLCK - 1)) + BLCK
+    data = bytearray(_zero_from(w, page + 2 * BLCK))
+    struct.pack_into("<H", data, page - w.base, 0xD0FF)
+    r = read_all(w, bytes(data))
+    with pytest.raises(UnsupportedVersionError, match="0xD0FF") as exc:
+        list(r.records())
+    assert exc.value.lsn == page
+    assert not r.end_of_wal
+
+
+@pytest.mark.parametrize("where", ["continuation", "segment start"])
+def test_zero_magic_on_a_nonzero_page_is_unsupported_version(where: str) -> None:
+    """A page whose magic is 0x0000 but whose header is not all zeros is damage, not the
+    end of WAL: UnsupportedVersionError naming the page's LSN (on a continuation page,
+    and on the long-header page where the record after an XLOG_SWITCH starts)."""
+    w = WalWriter()
+    heap_like(w, 3)
+    if where == "continuation":
+        lsn = w.add(1, 0, 2, record_body(main=b"b" * 9000))
+        page = (lsn & ~(BLCK - 1)) + BLCK
+    else:
+        w.switch()
+        heap_like(w, 3)
+        page = w.base + SEG
+    data = bytearray(w.data())
+    struct.pack_into("<H", data, page - w.base, 0x0000)
+    with pytest.raises(UnsupportedVersionError, match="0x0000") as exc:
+        list(read_all(w, bytes(data)).records())
+    assert exc.value.lsn == page
 
 
 def test_wrong_pageaddr() -> None:

@@ -1,7 +1,7 @@
 //! The page/record walk: fed WAL bytes in, a batch of verified records out
 //! (XLogDecodeNextRecord, ValidXLogRecordHeader, ValidXLogRecord and the
-//! XLogFindNextRecord start rule of xlogreader.c; the native twin of the general path of
-//! `service.wal.reader.XLogReader._walk`, `_check_header` and `_assemble`).
+//! XLogFindNextRecord start rule of xlogreader.c; the native twin of
+//! `service.wal.reader.XLogReader`'s walk, `_check_header` and `_assemble`).
 //!
 //! Receives: `feed(data, at_lsn)` exactly as the Python reader: contiguous chunks, the
 //! first one at or before the start position (possibly mid-page), later ones either
@@ -9,8 +9,12 @@
 //! Hands on: `walk(headers_only)` returns every complete record available, in LSN order,
 //! and the error that stopped the walk after them, if any. A walk stops without error
 //! when it needs more bytes, or at the end of WAL (`end_of_wal`, sticky: a zero
-//! xl_tot_len at a record boundary, or an all-zero page header where a record would
-//! start).
+//! xl_tot_len at a record boundary, or an all-zero page header where the walk next needs
+//! a page: where a record would start, or a page a record continues on. That is the
+//! live tail of pg_wal, a pre-allocated or recycled segment zero-filled past what
+//! PostgreSQL wrote; recovery ends the WAL where XLogReaderValidatePageHeader rejects
+//! such a page. The position then stays at the record that is not complete. A page
+//! header that is not all zeros but has a bad magic stays an error.)
 //!
 //! Guarantees (those of the Python reader, check for check):
 //! - Every page header a record touches is validated (`page::PageState::check_page`),
@@ -302,10 +306,7 @@ impl WalReader {
                     return Ok(());
                 }
                 let h = hoff as usize;
-                if self.buf[h..h + SIZE_OF_SHORT_PHD as usize]
-                    .iter()
-                    .all(|&b| b == 0)
-                {
+                if self.is_zero_page(h) {
                     self.end_of_wal = true;
                     return Ok(());
                 }
@@ -386,6 +387,7 @@ impl WalReader {
                 bytes = Bytes::InBuffer(o);
             } else {
                 let Some((rec, n)) = self.assemble(pos, tl)? else {
+                    // More bytes needed, or the end of WAL (assemble set it).
                     return Ok(());
                 };
                 nxt = n;
@@ -436,7 +438,18 @@ impl WalReader {
         }
     }
 
-    /// Gather a record that crosses page boundaries; None if bytes are missing.
+    /// Whether the page header at `buf[hoff..]` is all zeros: the zero-filled tail of a
+    /// pre-allocated or recycled segment (XLogReader._is_zero_page). The caller has
+    /// checked that SIZE_OF_SHORT_PHD bytes are there.
+    fn is_zero_page(&self, hoff: usize) -> bool {
+        self.buf[hoff..hoff + SIZE_OF_SHORT_PHD as usize]
+            .iter()
+            .all(|&b| b == 0)
+    }
+
+    /// Gather a record that crosses page boundaries; None if bytes are missing, or at
+    /// the end of WAL (an all-zero continuation page, once the pages before it are
+    /// validated: `end_of_wal` is then set and the position stays at `lsn`).
     /// Returns the record bytes and NextRecPtr (XLogReader._assemble).
     fn assemble(&mut self, lsn: u64, tot_len: u64) -> Result<Option<(Vec<u8>, u64)>> {
         let base = self.buf_lsn;
@@ -444,10 +457,15 @@ impl WalReader {
         let seg = self.pages.seg;
         let first = XLOG_BLCKSZ - (lsn & PAGE_MASK);
         // Cheap availability check first, so that a huge record fed in small chunks is
-        // not re-assembled once per chunk.
+        // not re-assembled once per chunk. It stops early at a zero page.
+        let mut zero_page = None;
         let mut got = first;
         let mut page = (lsn & !PAGE_MASK) + XLOG_BLCKSZ;
         while got < tot_len {
+            if page + SIZE_OF_SHORT_PHD <= avail_end && self.is_zero_page((page - base) as usize) {
+                zero_page = Some(page);
+                break;
+            }
             let hsize = if page % seg == 0 {
                 SIZE_OF_LONG_PHD
             } else {
@@ -467,6 +485,10 @@ impl WalReader {
         let mut page = (lsn & !PAGE_MASK) + XLOG_BLCKSZ;
         let mut nxt = page;
         while got < tot_len {
+            if zero_page == Some(page) {
+                self.end_of_wal = true;
+                return Ok(None);
+            }
             let hoff = (page - base) as usize;
             let (info, rem_len, hsize) = self.pages.check_page(&self.buf, hoff, page)?;
             if info & XLP_FIRST_IS_CONTRECORD == 0 {

@@ -191,6 +191,91 @@ fn an_unknown_magic_is_unsupported_at_the_page() {
     assert_eq!(err.lsn, BASE + BLCK);
 }
 
+/// A stream of three small records, then one of `size` bytes that crosses pages; the
+/// result has everything from the `nth` continuation page of that record on zeroed (the
+/// zero-filled tail of a pre-allocated or recycled segment). Returns the data, the LSNs
+/// of the small records, the big record's LSN and the zeroed page's LSN.
+fn zeroed_under_record(size: usize, nth: u64) -> (Vec<u8>, Vec<u64>, u64, u64) {
+    let mut w = Writer::new();
+    for i in 0..3 {
+        w.add(10, i, &one_block_body(i, b"tuple", b"main"));
+    }
+    let before = w.lsns.clone();
+    let mut big = vec![254u8];
+    big.extend_from_slice(&(size as u32).to_le_bytes());
+    big.extend(std::iter::repeat_n(b'b', size));
+    let lsn = w.add(1, 9, &big);
+    let zero = (lsn & !(BLCK - 1)) + nth * BLCK;
+    let mut data = w.data();
+    data.resize(data.len() + 2 * BLCK as usize, 0);
+    let off = (zero - BASE) as usize;
+    data[off..].fill(0);
+    (data, before, lsn, zero)
+}
+
+#[test]
+fn a_zeroed_continuation_page_is_the_end_of_wal() {
+    for (size, nth) in [(9000, 1), (30000, 2)] {
+        let (data, before, lsn, _) = zeroed_under_record(size, nth);
+        let mut r = WalReader::new(BASE, SEG, None, true).unwrap();
+        r.feed(&data, BASE).unwrap();
+        let (recs, err) = r.walk(false);
+        assert_eq!(
+            err, None,
+            "a zero page is not an unsupported version 0x0000"
+        );
+        let got: Vec<u64> = recs.iter().map(|w| w.header.lsn).collect();
+        assert_eq!(got, before);
+        assert!(r.end_of_wal());
+        assert_eq!(
+            r.next_lsn(),
+            lsn,
+            "the position stays at the incomplete record"
+        );
+        let (again, err) = r.walk(false);
+        assert!(again.is_empty() && err.is_none());
+    }
+}
+
+#[test]
+fn a_zeroed_continuation_page_ends_the_wal_before_the_record_is_all_fed() {
+    let (data, before, lsn, zero) = zeroed_under_record(60000, 2);
+    let mut r = WalReader::new(BASE, SEG, None, true).unwrap();
+    r.feed(&data[..(zero - BASE) as usize + 24], BASE).unwrap();
+    let (recs, err) = r.walk(true);
+    assert_eq!(err, None);
+    assert_eq!(recs.len(), before.len());
+    assert!(r.end_of_wal());
+    assert_eq!(r.next_lsn(), lsn);
+}
+
+#[test]
+fn a_damaged_magic_before_a_zeroed_page_is_still_unsupported() {
+    let (mut data, _, lsn, zero) = zeroed_under_record(30000, 2);
+    let page = (lsn & !(BLCK - 1)) + BLCK;
+    assert!(page < zero);
+    data[(page - BASE) as usize] = 0xFF;
+    let (_, err, eow) = read_all(&data, BASE);
+    let err = err.unwrap();
+    assert_eq!(err.kind, ErrorKind::Unsupported);
+    assert_eq!(err.lsn, page);
+    assert!(!eow);
+}
+
+#[test]
+fn a_zero_magic_on_a_nonzero_page_is_unsupported() {
+    let (mut data, _, lsn, _) = zeroed_under_record(9000, 3);
+    let page = (lsn & !(BLCK - 1)) + BLCK;
+    let off = (page - BASE) as usize;
+    data[off] = 0;
+    data[off + 1] = 0;
+    let (_, err, eow) = read_all(&data, BASE);
+    let err = err.unwrap();
+    assert_eq!(err.kind, ErrorKind::Unsupported);
+    assert_eq!(err.lsn, page);
+    assert!(!eow);
+}
+
 #[test]
 fn rewind_resumes_after_the_given_record() {
     let w = stream(50);

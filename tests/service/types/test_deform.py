@@ -1,4 +1,4 @@
-"""deform_heap (the row decoder's fast deformer) against deform, on arbitrary tuples."""
+"""deform on arbitrary (also damaged) heap tuples: a datum per column, or a typed error."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.decode.events import RawTuple
-from service.errors import PgcdcError
-from service.types.deform import Column, compile_layout, deform, deform_heap
+from service.errors import PgcdcError, SchemaMismatchError
+from service.types.deform import Column, deform
+from service.types.varlena import ToastPointer
 
 # (typlen, typalign) shapes a column can have, one of them with a bad typalign
 SHAPES = [
@@ -85,27 +86,44 @@ def tuples(draw: st.DrawFn, cols: list[Column]) -> RawTuple:
     return RawTuple(natts, 1 if nulls else 0, natts, hoff, head + body)
 
 
-def _outcome(fn: object, *args: object) -> object:
-    try:
-        return ("ok", fn(*args, relation="t"))  # type: ignore[operator]
-    except PgcdcError as exc:
-        return ("error", type(exc).__name__, exc.message, exc.field, exc.relation)
-
-
 @settings(max_examples=400, deadline=None)
 @given(st.data())
-def test_deform_heap_equals_deform(data: st.DataObject) -> None:
-    """Same datums, or the same error (type, message, field, relation), as deform."""
+def test_deform_gives_a_datum_per_column_or_a_typed_error(data: st.DataObject) -> None:
+    """On any tuple, deform hands on one datum per column (None for dropped columns and
+    for columns past natts without a missing value, the missing value otherwise,
+    exactly typlen bytes for fixed-length ones), or raises a PgcdcError (a tuple that
+    overruns its columns: SchemaMismatchError naming the relation; a damaged varlena
+    header: DecodeError): never an IndexError or a wrong-length value."""
     cols = data.draw(columns())
     raw = data.draw(tuples(cols))
-    layout = compile_layout(cols)
-    assert layout is not None
-    assert _outcome(deform_heap, raw, cols, layout) == _outcome(deform, raw, cols)
+    try:
+        datums = deform(raw, cols, relation="t")
+    except SchemaMismatchError as exc:
+        assert exc.relation == "t"
+        return
+    except PgcdcError:
+        return
+    assert len(datums) == len(cols)
+    for i, (col, datum) in enumerate(zip(cols, datums, strict=True)):
+        if col.dropped:
+            assert datum is None
+        elif i >= raw.natts:
+            assert datum == col.missing
+        elif datum is not None and col.typlen > 0:
+            assert isinstance(datum, bytes) and len(datum) == col.typlen
+        else:
+            assert datum is None or isinstance(datum, bytes | ToastPointer)
 
 
-def test_compile_layout_refuses_what_deform_rejects() -> None:
-    """An unknown typalign or an invalid typlen leaves the column to deform (None)."""
-    assert compile_layout([Column(1, "a", 23, -1, 4, True, "x")]) is None
-    assert compile_layout([Column(1, "a", 23, -1, 0, True, "i")]) is None
-    assert compile_layout([Column(1, "a", 23, -1, -3, True, "i")]) is None
-    assert compile_layout([Column(1, "a", 23, -1, 4, True, "i")]) == ((4, 3, False, None),)
+def test_invalid_typlen_or_typalign_is_a_typed_error() -> None:
+    """A column with an unknown typalign or an invalid typlen fails when it is reached,
+    with a typed error (a tuple that ends before it still deforms)."""
+    raw = RawTuple(1, 0, 1, 24, b"\x00" + b"\x01\x00\x00\x00")
+    for bad in (Column(1, "a", 23, -1, 4, True, "x"), Column(1, "a", 23, -1, -3, True, "i")):
+        try:
+            deform(raw, [bad], relation="t")
+        except PgcdcError as exc:
+            assert exc.relation == "t" or "typalign" in exc.message
+        else:
+            raise AssertionError(f"{bad} was accepted")
+    assert deform(RawTuple(0, 0, 0, 24, b"\x00"), [Column(1, "a", 23, -1, 0, True, "i")]) == [None]
