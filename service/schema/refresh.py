@@ -48,6 +48,26 @@ from service.schema.tabledef import LiveCatalog, TableDef
 log = structlog.get_logger("service.schema.history")
 
 
+def _own_from(create: Create, relid: int, truncated: bool, st: XactState, commit_lsn: int) -> int:
+    """From which LSN the creating transaction's own changes into `create`'s relfilenode
+    are changes of relation `relid` (which owns it at commit).
+
+    Mirrors what RelidByRelfilenumber answers under the historic snapshot of each change
+    (ReorderBufferProcessTXN): TRUNCATE (ExecuteTruncateGuts ->
+    RelationSetNewRelfilenumber) gives the table its new relfilenode at once. CLUSTER and
+    VACUUM FULL (make_new_heap, finish_heap_swap) create it for a transient heap whose
+    `relrewrite` is set, whose changes are skipped, and swap_relation_files hands it to
+    the table later, in the same command: that updates the table's pg_class row, whose
+    relcache invalidation the transaction logs (XLOG_XACT_INVALIDATIONS) at the end of
+    the command. So the first invalidation of `relid` after the create starts the
+    table's own use of it; without one, only later transactions use it (the commit).
+    """
+    if truncated:
+        return create.own_lsn
+    after = [at for at in st.relcache_at.get(relid, ()) if at > create.own_lsn]
+    return min(after) if after else commit_lsn
+
+
 class RecordMappings(Protocol):
     """The history's writer of a table's heap and toast relfilenode mappings."""
 
@@ -177,9 +197,7 @@ class CatalogFallback:
                 self._add_committed(fresh, owner, ev, xids)
                 changed = True
                 continue
-            # After TRUNCATE the transaction's own inserts go to the new relfilenode and
-            # are real; otherwise (VACUUM FULL, CLUSTER) only later transactions use it.
-            own_lsn = create.own_lsn if owner in st.truncated else ev.lsn
+            own_lsn = _own_from(create, relid, owner in st.truncated, st, ev.lsn)
             self._record(
                 RelMapping(
                     xid=ev.xid,
