@@ -131,11 +131,22 @@ class CatalogFallback:
         return best.table if best is not None else None
 
     def _add_committed(
-        self, table: TableDef | None, oid: int, ev: CommitEvent, xids: frozenset[int]
+        self,
+        table: TableDef | None,
+        oid: int,
+        ev: CommitEvent,
+        xids: frozenset[int],
+        own_lsn: int | None = None,
     ) -> None:
         """A shape (and its mappings) learnt from the live catalog at commit: visible to
-        later transactions only."""
-        owner = {"xid": ev.xid, "top": ev.xid, "own_lsn": ev.lsn, "commit_lsn": ev.lsn}
+        later transactions, and to the committing one's own changes from `own_lsn` on
+        (by default, not at all: the commit)."""
+        owner = {
+            "xid": ev.xid,
+            "top": ev.xid,
+            "own_lsn": ev.lsn if own_lsn is None else own_lsn,
+            "commit_lsn": ev.lsn,
+        }
         self._record(Version(**owner, xids=xids, oid=oid, table=table))
         if table is not None:
             self._record_mappings(table, **owner, xids=xids, only_changed_at=ev.lsn)
@@ -194,7 +205,10 @@ class CatalogFallback:
                     xid=ev.xid,
                     reason="new relation without a DDL message",
                 )
-                self._add_committed(fresh, owner, ev, xids)
+                # A table this transaction created (heap_create_with_catalog, relrewrite
+                # unset): the rows it wrote into it (CREATE TABLE AS, CREATE TABLE then
+                # INSERT, CREATE EXTENSION) are the table's from the create on.
+                self._add_committed(fresh, owner, ev, xids, own_lsn=create.own_lsn)
                 changed = True
                 continue
             own_lsn = _own_from(create, relid, owner in st.truncated, st, ev.lsn)
