@@ -519,26 +519,26 @@ class SchemaHistory:
         relation that owns the relfilenode under each change's historic snapshot
         (RelidByRelfilenumber in ReorderBufferProcessTXN): make_new_heap creates it for a
         transient heap whose `relrewrite` is set, whose changes are skipped, and
-        finish_heap_swap (swap_relation_files) then hands it to table t by updating t's
-        pg_class row; t's old relfilenode is unlinked at commit. pgcdc cannot read those
-        catalog rows (the live catalog does not show a prepared transaction's), so it
+        finish_heap_swap (swap_relation_files) then hands it to table t by updating the
+        pg_class rows of both; t's old relfilenode is unlinked at commit. pgcdc cannot
+        read those rows (the live catalog does not show a prepared transaction's), so it
         reads the same facts off the WAL:
-        - t's relfilenode as the transaction saw it at the create is among the
-          relfilenodes the PREPARE or commit record unlinks (`dropped`);
-        - t's relcache invalidation, logged (XLOG_XACT_INVALIDATIONS) at the end of the
-          command that swapped, is the first of such a table after the create;
-        - the create is the first relfilenode the transaction made since its last
-          relcache invalidation of a known table before it: make_new_heap creates the
-          heap before its toast table and index, and the indexes are rebuilt after the
-          swap, so the later ones of that window are not t's heap.
-        The create's changes are t's from that invalidation on; before it they are the
-        transient heap's, rewrite output. Two such tables in one invalidation record are
-        ambiguous: oid 0, so their changes are UNKNOWN, an error, never a guess.
+        - a new relation's relfilenode is its OID (heap_create_with_catalog), so the
+          transient heap of relfilenode N is relation N;
+        - the swap's relcache invalidations, logged together (XLOG_XACT_INVALIDATIONS)
+          at the end of the command, name t and relation N: the first such record after
+          N's creation, where t is a known table whose relfilenode, as the transaction
+          saw it at the creation, is among those the PREPARE or commit record unlinks;
+        - that record names t's toast table and the transient toast table too; the
+          transient heap is created before its toast table, so of the creates a record
+          names, the first is the heap.
+        The create's changes are t's from that record on; before it they are the
+        transient heap's: rewrite output. Two tables that fit one record are ambiguous:
+        oid 0, so the changes are UNKNOWN, an error, never a guess.
         """
         drops = {(loc.spc_oid, loc.rel_number) for loc in dropped if loc.db_oid == self.db_oid}
         members = list(members)
         states = [self._xacts[m] for m in members if m in self._xacts]
-        tops = {self._top.get(m, m) for m in members}
         creates = sorted(
             (e for st in states for e in st.entries if isinstance(e, Create)),
             key=lambda c: c.own_lsn,
@@ -546,33 +546,29 @@ class SchemaHistory:
         if not drops or not creates:
             return
         truncated = set().union(*(st.truncated for st in states))
-        invals = sorted(
-            (at, oid) for st in states for oid, ats in st.relcache_at.items() for at in ats
-        )
+        named: dict[int, set[int]] = {}  # record LSN -> relations it invalidated
+        for st in states:
+            for oid, ats in st.relcache_at.items():
+                for at in ats:
+                    named.setdefault(at, set()).add(oid)
+        tops = {self._top.get(m, m) for m in members}
         top = next(iter(tops)) if len(tops) == 1 else members[0]
+        claimed: set[int] = set()  # records whose heap was found
         for create in creates:
-            swap: int | None = None
-            found: set[int] = set()
-            for at, oid in invals:
-                if at <= create.own_lsn or oid in truncated:
-                    continue
-                if swap is not None and at != swap:
+            rel = create.key[1]
+            for at in sorted(a for a, oids in named.items() if a > create.own_lsn and rel in oids):
+                found = set()
+                for oid in named[at] - truncated:
+                    seen = pick(self._versions.get(oid, ()), create.own_lsn, top, top)
+                    if seen is None or seen.table is None:
+                        continue
+                    if (seen.table.tablespace, seen.table.relfilenode) in drops:
+                        found.add(oid)
+                if found:
+                    if at not in claimed:
+                        claimed.add(at)
+                        create.swap = (at, found.pop() if len(found) == 1 else 0)
                     break
-                seen = pick(self._versions.get(oid, ()), create.own_lsn, top, top)
-                if seen is None or seen.table is None:
-                    continue
-                if (seen.table.tablespace, seen.table.relfilenode) in drops:
-                    swap = at
-                    found.add(oid)
-            if swap is None:
-                continue
-            before = max(
-                (at for at, oid in invals if at < create.own_lsn and oid in self._versions),
-                default=0,
-            )
-            first = next(c for c in creates if before < c.own_lsn)
-            if first is create:
-                create.swap = (swap, found.pop() if len(found) == 1 else 0)
 
     def _own_create(self, key: Key, top: int) -> Create | None:
         for c in reversed(self._creates.get(key, ())):
