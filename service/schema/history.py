@@ -35,7 +35,11 @@ at replay:
   heap inserts of a rewriting ALTER TABLE (written before its DDL message) or of
   VACUUM FULL/CLUSTER; they must never be emitted (PostgreSQL skips them through
   `pg_class.relrewrite`). Inserts after a TRUNCATE in the same transaction are TABLE,
-  because the truncated table's new relfilenodes are visible to it from their creation.
+  because the truncated table's new relfilenodes are visible to it from their creation;
+  so are changes after the rewrite swapped the relfilenode to its table (CLUSTER, then
+  INSERT, in one transaction), found off the WAL at PREPARE and at commit
+  (`_find_swaps`, `Create.swap`), and rows a transaction writes into a table it created.
+- Catalog relations are not classified here: `HistoryRows` drops their changes.
 - UNKNOWN: none of the above (for example a relation of which no definition is known).
   The pipeline must treat it as an error or a deliberate, logged skip.
 

@@ -17,10 +17,11 @@ Receives, from `SchemaHistory._commit`, a committed transaction's merged `XactSt
 - without the DDL capture, the tables a catalog-changing transaction invalidated in the
   relcache (`refresh_from_catalog`), re-read through `LiveCatalog.table`.
 Hands on: committed `Version` / `RelMapping` entries recorded in the history, visible
-to later transactions from the commit LSN (and, after a TRUNCATE, to the transaction's
-own inserts into the new relfilenode from its creation). An entry is recorded at once,
-so a later relfilenode of the same commit (a table's toast after its heap) starts from
-the shape the earlier one left.
+to later transactions from the commit LSN (and to the transaction's own changes: after
+a TRUNCATE, or into a table it created, from the relfilenode's creation; after CLUSTER
+or VACUUM FULL, from the relcache invalidation of the swap, `_own_from`). An entry is
+recorded at once, so a later relfilenode of the same commit (a table's toast after its
+heap) starts from the shape the earlier one left.
 
 Guarantees: the live catalog shows the present, not the commit's LSN, so every shape
 taken from it is logged (`schema_refreshed_from_catalog`, `relfilenode_remapped`,
