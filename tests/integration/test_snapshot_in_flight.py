@@ -165,12 +165,14 @@ def _run(
             if when == "before-consistent":
                 assert not session.aligned  # the open transaction holds it back
                 tx.execute("COMMIT")
-            for _ in range(30):
+            # The servers are shared: another test's transaction running at a forced
+            # RUNNING_XACTS keeps the builder from consistency too; force more.
+            for _ in range(60):
                 if session.aligned:
                     break
                 force_running_xacts(dsn, version)
                 catch_up()
-                time.sleep(0.3)
+                time.sleep(0.5)
             assert session.aligned
             if when == "after-consistent":
                 tx.execute("BEGIN")
