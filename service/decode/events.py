@@ -235,6 +235,9 @@ class PrepareEvent:
     origin_lsn: int
     origin_time: int
     origin: int | None
+    # The relfilenodes COMMIT PREPARED will unlink (the record's commit rels): those
+    # the transaction dropped, or replaced by a rewrite (CLUSTER, VACUUM FULL).
+    dropped_rels: tuple[RelFileLocator, ...] = ()
 
 
 @dataclass(slots=True, frozen=True)

@@ -292,7 +292,11 @@ def decode_prepare(record: XLogRecord, version: int) -> PrepareEvent:
     gid_bytes = cur.data[gid_start : gid_start + gidlen].split(b"\x00", 1)[0]
     sub_start = cur.need(_maxalign(4 * nsubxacts), "subxacts")
     subxids: tuple[int, ...] = struct.unpack_from(f"<{nsubxacts}I", cur.data, sub_start)
-    cur.need(_maxalign(SIZE_OF_RELFILELOCATOR * ncommitrels), "commit rels")
+    commit_start = cur.need(_maxalign(SIZE_OF_RELFILELOCATOR * ncommitrels), "commit rels")
+    dropped = tuple(
+        RelFileLocator(*_LOCATOR.unpack_from(cur.data, commit_start + SIZE_OF_RELFILELOCATOR * i))
+        for i in range(ncommitrels)
+    )
     cur.need(_maxalign(SIZE_OF_RELFILELOCATOR * nabortrels), "abort rels")
     stat = stats_item_size(version)
     cur.need(_maxalign(stat * ncommitstats), "commit stats")
@@ -310,6 +314,7 @@ def decode_prepare(record: XLogRecord, version: int) -> PrepareEvent:
         origin_lsn=origin_lsn,
         origin_time=origin_time,
         origin=record.origin,
+        dropped_rels=dropped,
     )
 
 

@@ -70,6 +70,10 @@ class Create(Owned):
 
     key: tuple[int, int]
     unresolved: bool = False
+    # (LSN, table oid): from that LSN on, the creating transaction's changes into it
+    # are that table's; before it, rewrite output (`SchemaHistory._find_swaps`).
+    # Oid 0: two tables could own it, so its changes from then on are UNKNOWN.
+    swap: tuple[int, int] | None = None
 
 
 _E = TypeVar("_E", bound=Owned)
@@ -108,6 +112,9 @@ class XactState:
     relcache_all: bool = False
     catalog_changes: bool = False
     ddl_messages: int = 0
+    # oid -> LSNs of this xid's XLOG_XACT_INVALIDATIONS records that invalidated the
+    # relation's relcache entry (its pg_class row changed in an earlier command).
+    relcache_at: dict[int, list[int]] = field(default_factory=dict)
 
 
 Key = tuple[int, int]

@@ -35,7 +35,11 @@ at replay:
   heap inserts of a rewriting ALTER TABLE (written before its DDL message) or of
   VACUUM FULL/CLUSTER; they must never be emitted (PostgreSQL skips them through
   `pg_class.relrewrite`). Inserts after a TRUNCATE in the same transaction are TABLE,
-  because the truncated table's new relfilenodes are visible to it from their creation.
+  because the truncated table's new relfilenodes are visible to it from their creation;
+  so are changes after the rewrite swapped the relfilenode to its table (CLUSTER, then
+  INSERT, in one transaction), found off the WAL at PREPARE and at commit
+  (`_find_swaps`, `Create.swap`), and rows a transaction writes into a table it created.
+- Catalog relations are not classified here: `HistoryRows` drops their changes.
 - UNKNOWN: none of the above (for example a relation of which no definition is known).
   The pipeline must treat it as an error or a deliberate, logged skip.
 
@@ -290,7 +294,7 @@ class SchemaHistory:
             if m.commit_lsn is not None
         ]
         creates = [
-            [c.key[0], c.key[1], *owned(c)]
+            [c.key[0], c.key[1], *owned(c), *(c.swap or ())]
             for lst in self._creates.values()
             for c in lst
             if c.commit_lsn is not None
@@ -353,7 +357,7 @@ class SchemaHistory:
                     toast=bool(toast),
                 )
             )
-        for spc, rel, own_lsn, commit_lsn, xids in doc["creates"]:
+        for spc, rel, own_lsn, commit_lsn, xids, *swap in doc["creates"]:
             history._record(
                 Create(
                     xid=0,
@@ -362,6 +366,7 @@ class SchemaHistory:
                     commit_lsn=commit_lsn,
                     xids=frozenset(xids),
                     key=(spc, rel),
+                    swap=(int(swap[0]), int(swap[1])) if swap else None,
                 )
             )
         return history
@@ -401,7 +406,13 @@ class SchemaHistory:
                 if ev.xid:
                     st = self._state(ev.xid)
                     st.catalog_changes = True
-                    self._collect_relcache(st, ev.invalidations)
+                    self._collect_relcache(st, ev.invalidations, ev.lsn)
+            case PrepareEvent():
+                # The pending state stays until COMMIT/ROLLBACK PREPARED; a decode at
+                # PREPARE replays the transaction's changes now, so its rewrites are
+                # told apart from the rows written after them now (`_find_swaps`).
+                if ev.db_oid == self.db_oid:
+                    self._find_swaps(self._members(ev.xid, ev.subxids), ev.dropped_rels)
             case AssignmentEvent():
                 for sub in ev.subxids:
                     self.assign_child(ev.xid, sub)
@@ -413,14 +424,12 @@ class SchemaHistory:
                 self._abort_old(ev.oldest_running_xid)
             case (
                 HeapChange()
-                | PrepareEvent()
                 | CheckpointEvent()
                 | ParameterChangeEvent()
                 | SwitchEvent()
                 | SmgrTruncateEvent()
             ):
-                # No schema effect: prepared transactions keep their pending state until
-                # COMMIT/ROLLBACK PREPARED; SMGR truncate is VACUUM's physical shrink.
+                # No schema effect; SMGR truncate is VACUUM's physical shrink.
                 return
             case _:
                 raise DecodeError(f"schema history got an unknown event {type(ev).__name__}")
@@ -441,7 +450,11 @@ class SchemaHistory:
             st = self._xacts[xid] = XactState()
         return st
 
-    def _collect_relcache(self, st: XactState, invals: Iterable[Invalidation]) -> None:
+    def _collect_relcache(
+        self, st: XactState, invals: Iterable[Invalidation], lsn: int | None = None
+    ) -> None:
+        """Relcache invalidations of this database; `lsn` is set for those logged
+        mid-transaction (XLOG_XACT_INVALIDATIONS), whose position is kept per oid."""
         for inv in invals:
             if inv.kind != RELCACHE_INVAL or inv.db_oid not in (self.db_oid, 0):
                 continue
@@ -449,6 +462,10 @@ class SchemaHistory:
                 st.relcache_all = True
             else:
                 st.relcache.add(inv.rel_oid)
+                if lsn is not None:
+                    at = st.relcache_at.setdefault(inv.rel_oid, [])
+                    if not at or at[-1] != lsn:
+                        at.append(lsn)
 
     def _members(self, top: int, listed: Iterable[int] = ()) -> list[int]:
         members = [top, *listed]
@@ -497,6 +514,66 @@ class SchemaHistory:
         st.entries.append(version)
         self._record(version)
 
+    def _find_swaps(self, members: Iterable[int], dropped: Iterable[RelFileLocator]) -> None:
+        """At a transaction's PREPARE or commit: for each relfilenode it created, whether
+        a rewrite (CLUSTER, VACUUM FULL, a rewriting ALTER TABLE) swapped it to a known
+        table, and from which LSN (`Create.swap`).
+
+        PostgreSQL tells a rewrite's output from the rows written after it by the
+        relation that owns the relfilenode under each change's historic snapshot
+        (RelidByRelfilenumber in ReorderBufferProcessTXN): make_new_heap creates it for a
+        transient heap whose `relrewrite` is set, whose changes are skipped, and
+        finish_heap_swap (swap_relation_files) then hands it to table t by updating the
+        pg_class rows of both; t's old relfilenode is unlinked at commit. pgcdc cannot
+        read those rows (the live catalog does not show a prepared transaction's), so it
+        reads the same facts off the WAL:
+        - a new relation's relfilenode is its OID (heap_create_with_catalog), so the
+          transient heap of relfilenode N is relation N;
+        - the swap's relcache invalidations, logged together (XLOG_XACT_INVALIDATIONS)
+          at the end of the command, name t and relation N: the first such record after
+          N's creation, where t is a known table whose relfilenode, as the transaction
+          saw it at the creation, is among those the PREPARE or commit record unlinks;
+        - that record names t's toast table and the transient toast table too; the
+          transient heap is created before its toast table, so of the creates a record
+          names, the first is the heap.
+        The create's changes are t's from that record on; before it they are the
+        transient heap's: rewrite output. Two tables that fit one record are ambiguous:
+        oid 0, so the changes are UNKNOWN, an error, never a guess.
+        """
+        drops = {(loc.spc_oid, loc.rel_number) for loc in dropped if loc.db_oid == self.db_oid}
+        members = list(members)
+        states = [self._xacts[m] for m in members if m in self._xacts]
+        creates = sorted(
+            (e for st in states for e in st.entries if isinstance(e, Create)),
+            key=lambda c: c.own_lsn,
+        )
+        if not drops or not creates:
+            return
+        truncated = set().union(*(st.truncated for st in states))
+        named: dict[int, set[int]] = {}  # record LSN -> relations it invalidated
+        for st in states:
+            for oid, ats in st.relcache_at.items():
+                for at in ats:
+                    named.setdefault(at, set()).add(oid)
+        tops = {self._top.get(m, m) for m in members}
+        top = next(iter(tops)) if len(tops) == 1 else members[0]
+        claimed: set[int] = set()  # records whose heap was found
+        for create in creates:
+            rel = create.key[1]
+            for at in sorted(a for a, oids in named.items() if a > create.own_lsn and rel in oids):
+                found = set()
+                for oid in named[at] - truncated:
+                    seen = pick(self._versions.get(oid, ()), create.own_lsn, top, top)
+                    if seen is None or seen.table is None:
+                        continue
+                    if (seen.table.tablespace, seen.table.relfilenode) in drops:
+                        found.add(oid)
+                if found:
+                    if at not in claimed:
+                        claimed.add(at)
+                        create.swap = (at, found.pop() if len(found) == 1 else 0)
+                    break
+
     def _own_create(self, key: Key, top: int) -> Create | None:
         for c in reversed(self._creates.get(key, ())):
             if c.commit_lsn is None and c.top == top:
@@ -537,6 +614,7 @@ class SchemaHistory:
             for member in members:
                 self._discard(member)
             return
+        self._find_swaps(members, ev.dropped_rels)
         merged = XactState()
         for member in members:
             if member not in survivors:
@@ -554,6 +632,8 @@ class SchemaHistory:
             merged.relcache_all |= st.relcache_all
             merged.catalog_changes |= st.catalog_changes
             merged.ddl_messages += st.ddl_messages
+            for oid, ats in st.relcache_at.items():
+                merged.relcache_at.setdefault(oid, []).extend(ats)
         self._collect_relcache(merged, ev.invalidations)
         if ev.invalidations:
             merged.catalog_changes = True
@@ -637,7 +717,15 @@ class SchemaHistory:
             top = self._top.get(xid, xid)
             for c in self._creates.get((locator.spc_oid, locator.rel_number), ()):
                 if c.owned_by(xid, top) and c.own_lsn <= lsn:
-                    return UNKNOWN if c.unresolved else REWRITE
+                    if c.unresolved:
+                        return UNKNOWN
+                    if c.swap is not None and c.swap[0] <= lsn:
+                        # The table's own relfilenode from the swap on (`_find_swaps`).
+                        v = pick(self._versions.get(c.swap[1], ()), lsn, xid, top)
+                        if v is None or v.table is None:
+                            return UNKNOWN
+                        return Classification(RelClass.TABLE, v.table)
+                    return REWRITE
         return UNKNOWN
 
     def classify_span(
@@ -661,6 +749,12 @@ class SchemaHistory:
         for mk in self._by_filenode.get(key, ()):
             lists.append(self._maps.get(mk, ()))
             lists.append(self._versions.get(mk[0], ()))
+        for c in self._creates.get(key, ()):
+            if c.swap is not None and c.owned_by(xid, top):
+                if c.swap[0] <= lsn:
+                    lo = max(lo, c.swap[0])
+                else:
+                    hi = min(hi, c.swap[0])
         for entries in lists:
             for e in entries:
                 if e.owned_by(xid, top):

@@ -17,10 +17,11 @@ Receives, from `SchemaHistory._commit`, a committed transaction's merged `XactSt
 - without the DDL capture, the tables a catalog-changing transaction invalidated in the
   relcache (`refresh_from_catalog`), re-read through `LiveCatalog.table`.
 Hands on: committed `Version` / `RelMapping` entries recorded in the history, visible
-to later transactions from the commit LSN (and, after a TRUNCATE, to the transaction's
-own inserts into the new relfilenode from its creation). An entry is recorded at once,
-so a later relfilenode of the same commit (a table's toast after its heap) starts from
-the shape the earlier one left.
+to later transactions from the commit LSN (and to the transaction's own changes: after
+a TRUNCATE, or into a table it created, from the relfilenode's creation; after CLUSTER
+or VACUUM FULL, from the relcache invalidation of the swap, `_own_from`). An entry is
+recorded at once, so a later relfilenode of the same commit (a table's toast after its
+heap) starts from the shape the earlier one left.
 
 Guarantees: the live catalog shows the present, not the commit's LSN, so every shape
 taken from it is logged (`schema_refreshed_from_catalog`, `relfilenode_remapped`,
@@ -46,6 +47,26 @@ from service.schema.tabledef import LiveCatalog, TableDef
 
 # The history's own logger name: these events are the history's, only the code moved.
 log = structlog.get_logger("service.schema.history")
+
+
+def _own_from(create: Create, relid: int, truncated: bool, st: XactState, commit_lsn: int) -> int:
+    """From which LSN the creating transaction's own changes into `create`'s relfilenode
+    are changes of relation `relid` (which owns it at commit).
+
+    Mirrors what RelidByRelfilenumber answers under the historic snapshot of each change
+    (ReorderBufferProcessTXN): TRUNCATE (ExecuteTruncateGuts ->
+    RelationSetNewRelfilenumber) gives the table its new relfilenode at once. CLUSTER and
+    VACUUM FULL (make_new_heap, finish_heap_swap) create it for a transient heap whose
+    `relrewrite` is set, whose changes are skipped, and swap_relation_files hands it to
+    the table later, in the same command: that updates the table's pg_class row, whose
+    relcache invalidation the transaction logs (XLOG_XACT_INVALIDATIONS) at the end of
+    the command. So the first invalidation of `relid` after the create starts the
+    table's own use of it; without one, only later transactions use it (the commit).
+    """
+    if truncated:
+        return create.own_lsn
+    after = [at for at in st.relcache_at.get(relid, ()) if at > create.own_lsn]
+    return min(after) if after else commit_lsn
 
 
 class RecordMappings(Protocol):
@@ -111,11 +132,22 @@ class CatalogFallback:
         return best.table if best is not None else None
 
     def _add_committed(
-        self, table: TableDef | None, oid: int, ev: CommitEvent, xids: frozenset[int]
+        self,
+        table: TableDef | None,
+        oid: int,
+        ev: CommitEvent,
+        xids: frozenset[int],
+        own_lsn: int | None = None,
     ) -> None:
         """A shape (and its mappings) learnt from the live catalog at commit: visible to
-        later transactions only."""
-        owner = {"xid": ev.xid, "top": ev.xid, "own_lsn": ev.lsn, "commit_lsn": ev.lsn}
+        later transactions, and to the committing one's own changes from `own_lsn` on
+        (by default, not at all: the commit)."""
+        owner = {
+            "xid": ev.xid,
+            "top": ev.xid,
+            "own_lsn": ev.lsn if own_lsn is None else own_lsn,
+            "commit_lsn": ev.lsn,
+        }
         self._record(Version(**owner, xids=xids, oid=oid, table=table))
         if table is not None:
             self._record_mappings(table, **owner, xids=xids, only_changed_at=ev.lsn)
@@ -174,12 +206,13 @@ class CatalogFallback:
                     xid=ev.xid,
                     reason="new relation without a DDL message",
                 )
-                self._add_committed(fresh, owner, ev, xids)
+                # A table this transaction created (heap_create_with_catalog, relrewrite
+                # unset): the rows it wrote into it (CREATE TABLE AS, CREATE TABLE then
+                # INSERT, CREATE EXTENSION) are the table's from the create on.
+                self._add_committed(fresh, owner, ev, xids, own_lsn=create.own_lsn)
                 changed = True
                 continue
-            # After TRUNCATE the transaction's own inserts go to the new relfilenode and
-            # are real; otherwise (VACUUM FULL, CLUSTER) only later transactions use it.
-            own_lsn = create.own_lsn if owner in st.truncated else ev.lsn
+            own_lsn = _own_from(create, relid, owner in st.truncated, st, ev.lsn)
             self._record(
                 RelMapping(
                     xid=ev.xid,

@@ -9,6 +9,9 @@ valid for that change's transaction at that LSN, and the type decoders of
 Guarantees:
 - Rewrite output (heap inserts into a relfilenode its own transaction created before
   any definition named it) is never emitted: `relation` returns None for it.
+- A change of a system catalog (OID below FirstUnpinnedObjectId) is never emitted,
+  even when a DDL message made its definition known: catalogs are not logically
+  logged (`logically_logged`).
 - A change of an unknown relfilenode that carries no tuple data (catalog updates and
   deletes, which wal_level=logical logs without tuples) is dropped, as PostgreSQL drops
   changes of relations that are not logically logged. One that carries data is a
@@ -194,6 +197,18 @@ class _Plan:
     as_bytes: frozenset[int] = frozenset()
 
 
+FIRST_UNPINNED_OBJECT_ID = 12000  # transam.h (PG14+)
+
+
+def logically_logged(relid: int) -> bool:
+    """RelationIsLogicallyLogged for a permanent table: not a system catalog.
+
+    IsCatalogRelationOid: a relation is a catalog (or a catalog's toast table or index)
+    when its OID is pinned, below FirstUnpinnedObjectId. A user_catalog_table has a
+    normal OID, so its changes are decoded like any table's."""
+    return relid >= FIRST_UNPINNED_OBJECT_ID
+
+
 class HistoryRows:
     """Schema history + type decoders behind the RowResolver interface."""
 
@@ -258,6 +273,11 @@ class HistoryRows:
         match cls.kind:
             case RelClass.TABLE:
                 assert cls.table is not None
+                if not logically_logged(cls.table.oid):
+                    # A system catalog, known because a DDL message named it (REINDEX
+                    # TABLE pg_class on 17+): ReorderBufferProcessTXN skips the changes
+                    # of a relation that is not RelationIsLogicallyLogged.
+                    return None
                 plan = self._plan(cls.table, change.lsn)
                 self._last = (change, top_xid, plan)
                 return plan.rel
