@@ -403,6 +403,14 @@ class PluginWrapper:
             return False
         return bool(self.call("filter_by_origin", 0, 0, origin))
 
+    def filter_prepare(self, xid: int, gid: str) -> bool:
+        """FilterPrepare (logical.c): True when the plugin wants this prepared transaction
+        decoded at COMMIT PREPARED as a plain transaction rather than at PREPARE. Without
+        a `filter_prepare` callback nothing is filtered."""
+        if not self.has("filter_prepare"):
+            return False
+        return bool(self.call("filter_prepare", 0, xid, xid, gid))
+
 
 def available_plugins() -> dict[str, Any]:
     """Every installed output plugin by name (entry-point group pgcdc.output_plugins)."""

@@ -478,6 +478,10 @@ class Decoding:
         if self.snap.xact_needs_skip(ev.lsn, ev.xid) or ev.db_oid != self.db_oid:
             self.rb.skip_prepared(ev.xid)
             return
+        if self.plugin.two_phase and self.plugin.filter_prepare(ev.xid, ev.gid):
+            # DecodeXactOp, XLOG_XACT_PREPARE: a filtered prepare is left to COMMIT
+            # PREPARED, which then decodes it as a plain commit (txn.prepared stays unset)
+            return
         self.rb.prepare(
             ev.xid,
             ev.lsn,

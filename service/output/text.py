@@ -153,6 +153,11 @@ class TestDecodingPlugin:
     def filter_by_origin(self, ctx: PluginContext, origin: int) -> bool:
         return self.opts["only-local"] and origin != 0
 
+    def filter_prepare(self, ctx: PluginContext, xid: int, gid: str) -> bool:
+        """pg_decode_filter_prepare: a GID containing `_nodecode` is decoded at COMMIT
+        PREPARED, as a plain transaction."""
+        return "_nodecode" in gid
+
     # --- the transaction callbacks -----------------------------------------------------
 
     def _begin_line(self, txn: TxnInfo) -> str:

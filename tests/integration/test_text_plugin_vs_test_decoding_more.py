@@ -549,18 +549,11 @@ def test_cluster_in_transaction_then_changes(pg: dict[str, Any], mode: str) -> N
 # --- contrib/test_decoding's own regression scripts -----------------------------------
 
 
-_NODECODE = pytest.mark.xfail(
-    strict=True,
-    reason="test_decoding's filter_prepare skips a GID containing '_nodecode' (decoded at"
-    " COMMIT PREPARED as a plain commit); pgcdc's text plugin has no filter_prepare yet",
-)
-
-
 @pytest.mark.parametrize(
     ("script", "rename"),
     [
         ("prepared", {}),
-        pytest.param("twophase", {}, marks=_NODECODE, id="twophase"),
+        pytest.param("twophase", {}, id="twophase"),
         pytest.param("twophase", {"_nodecode": "_decode"}, id="twophase-no-filter"),
         ("rewrite", {}),
         ("truncate", {}),
