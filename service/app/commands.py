@@ -73,6 +73,9 @@ def cmd_teardown(args: argparse.Namespace) -> int:
 # --- waldump -------------------------------------------------------------------------
 
 
+_PAGE_HEADER = 24  # XLogPageHeaderData: magic, info, tli, pageaddr, rem_len (+ padding)
+
+
 def _wal_version(directory: Path, start: int) -> int:
     """The major version, from the page magic of the segment holding `start`."""
     if not directory.is_dir():
@@ -81,6 +84,14 @@ def _wal_version(directory: Path, start: int) -> int:
 
     size = detect_segment_size(directory)
     for lsn, data in iter_wal_chunks(directory, start, segment_size=size):
+        if not any(data[:_PAGE_HEADER]):
+            # A pre-allocated or recycled segment is zero-filled past the written WAL:
+            # the readers end the WAL at such a page, so there is nothing to dump from it.
+            raise WalError(
+                f"no WAL has been written at the start position in {directory} yet "
+                "(its page is zero-filled)",
+                lsn=start,
+            )
         (magic,) = struct.unpack_from("<H", data, 0)
         return format_for_magic(magic, lsn=lsn).version
     raise WalError(f"no WAL at the start position in {directory}", lsn=start)

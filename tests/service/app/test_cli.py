@@ -77,6 +77,17 @@ def test_bad_lsn_argument_is_refused() -> None:
     assert "is not an LSN" in proc.stderr
 
 
+def test_waldump_at_a_zero_filled_page_says_no_wal_was_written(tmp_path: Path) -> None:
+    """A start in a pre-allocated (zero-filled) segment is "no WAL written yet" naming
+    the LSN, not an unsupported version 0x0000."""
+    (tmp_path / "000000010000000000000003").write_bytes(bytes(16 * 1024 * 1024))
+    proc = run_cli("waldump", "--dir", str(tmp_path), "--start", "0/3000100")
+    assert proc.returncode != 0
+    assert "no WAL has been written" in proc.stderr
+    assert "0/3000100" in proc.stderr
+    assert "0x0000" not in proc.stderr
+
+
 def test_replay_of_missing_directory_names_it() -> None:
     """replay on a directory that does not exist is a configuration error naming --dir."""
     proc = run_cli("replay", "--dir", "/nonexistent/wal", "--start", "0/0")
