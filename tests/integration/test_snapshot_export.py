@@ -142,7 +142,8 @@ def test_readers_share_the_exported_snapshot(
         assert {e["snapshot_id"] for e in imported} == {exported["snapshot_id"]}
         _finish(p, worker)
 
-        reads = read_topics(p.settings(), [p.topic(t) for t in ("big", "small", "empty")])
+        topics = [p.topic(t) for t in ("big", "small", "empty")]
+        reads = read_topics(p.settings(), topics, timeout_s=120)
         for table in ("big", "small", "empty"):
             mine = [r for r in reads if r.topic == p.topic(table) and r.value is not None]
             snap = [r.value["after"] for r in mine if r.value["op"] == "r"]
@@ -168,7 +169,7 @@ def test_readers_share_the_exported_snapshot(
         assert len({v["source"]["txId"] for v in big_r}) == 1 and big_r[0]["source"]["txId"]
         nokey = [
             r.value["after"]["n"]
-            for r in read_topics(p.settings(), [p.topic("nokey")])
+            for r in read_topics(p.settings(), [p.topic("nokey")], timeout_s=120)
             if r.value is not None and r.value["op"] == "r"
         ]
         assert sorted(nokey) == list(range(1, 4001))
@@ -216,7 +217,7 @@ def test_sigkill_mid_snapshot_resumes_by_watermarks(
         assert writer.error is None, writer.error
         assert writer.commits > 50
         _finish(p, worker)
-        reads = read_topics(p.settings(), [p.topic(t) for t in ("big", "small")])
+        reads = read_topics(p.settings(), [p.topic(t) for t in ("big", "small")], timeout_s=120)
         for table in ("big", "small"):
             state, twice, nr = _state([r for r in reads if r.topic == p.topic(table)])
             assert not twice, f"{table}: keys read twice: {twice[:10]}"
@@ -230,7 +231,7 @@ def test_sigkill_mid_snapshot_resumes_by_watermarks(
         assert n_reads >= commits >= BIG // CHUNK
         nokey = [
             r.value["after"]["n"]
-            for r in read_topics(p.settings(), [p.topic("nokey")])
+            for r in read_topics(p.settings(), [p.topic("nokey")], timeout_s=120)
             if r.value is not None and r.value["op"] == "r"
         ]
         assert sorted(nokey) == list(range(1, 4001))
