@@ -341,6 +341,7 @@ class Worker:
         if export is not None and confirmed_lsn < snapshot_horizon(int(export["lsn"])):
             session.snap.skip_visible_in(export_visibility(export).xid_visible)
             self._resumed_horizon = snapshot_horizon(int(export["lsn"]))
+        if export is not None and unfinished:
             log.warning(
                 "snapshot_resumed_by_watermarks",
                 snapshot_lsn=format_lsn(int(export["lsn"])),
