@@ -185,15 +185,21 @@ class SnapshotSettings(_Section):
     # cannot be resumed: offsets lost while the schema history remains, or a slot that
     # no longer covers the stored offsets. Valid offsets are resumed all the same.
     fresh_start: bool = False
-    # How the initial snapshot is read. blocking: one Kafka transaction at the consistent
-    # point, decoding paused (every r strictly before its changes). chunked: chunks between
-    # DBLog watermarks while streaming goes on, each committed with a progress record
-    # (resumable; a row changed meanwhile may get u/d before its r). On-demand snapshots
-    # (`pgcdc snapshot`, signals) are always chunked.
+    # How the initial snapshot is read (service.app.snapshot_export, .snapshotter).
+    # blocking: decoding paused at the consistent point; `parallelism` readers share the
+    # aligned snapshot (pg_export_snapshot / SET TRANSACTION SNAPSHOT); one Kafka
+    # transaction per chunk with its progress record, so no size limit. Every r of a
+    # table comes before any change of it; after a restart mid-snapshot the unfinished
+    # tables are finished by watermarks, where a row may get c/u/d before its r.
+    # chunked: chunks between DBLog watermarks while streaming goes on, each committed
+    # with a progress record (resumable; a row changed meanwhile may get c/u/d before
+    # its r). On-demand snapshots (`pgcdc snapshot`, signals) are always chunked.
     method: Literal["chunked", "blocking"] = "blocking"
     chunk_rows: int = Field(20_000, ge=1)
     chunk_bytes: ByteSize = Field(ByteSize(8 * 1024 * 1024), ge=64 * 1024)
     rate_limit_rows_per_s: float = Field(0.0, ge=0)  # 0: no limit
+    # Reader connections: sharing one exported snapshot (blocking initial snapshot) or
+    # each reading its own chunks between watermarks (chunked, on demand).
     parallelism: int = Field(1, ge=1, le=16)
     # Consume the `<prefix>.signals` Kafka topic for snapshot signals.
     kafka_signals: bool = True

@@ -30,8 +30,18 @@ here: `ChunkRead.values(row)` makes the lazily decoded `ColumnValue`s at publica
 with the same column plans (send format rewritten to the stored form) as
 connectors.postgres.snapshot_reader, so values equal the WAL path's.
 
+Shared snapshot (`SharedSnapshotReader`, the default initial snapshot): the readers do
+not take fresh snapshots and write no watermarks. Each one opens a REPEATABLE READ,
+read-only transaction and imports the snapshot the aligned catalog transaction exported
+(`SET TRANSACTION SNAPSHOT`, as pg_dump -j's workers import the leader's and as
+walsender's CREATE_REPLICATION_SLOT ... EXPORT_SNAPSHOT hands one out), checks that
+`pg_current_snapshot()` there is the exported one, and then plans and reads every chunk
+inside that one transaction: all readers see exactly the rows of the aligned snapshot.
+
 Errors: SQL failures surface as psycopg2 errors (the caller retries the chunk); a
-table that is gone at read time gives `ChunkRead.missing`.
+table that is gone at read time gives `ChunkRead.missing`. A shared reader whose
+connection is gone cannot import the snapshot again (its exporter has ended):
+`SourceUnavailableError`.
 """
 
 from __future__ import annotations
@@ -43,7 +53,7 @@ from typing import Any
 
 import psycopg2.extensions
 
-from connectors.postgres.catalog import Catalog
+from connectors.postgres.catalog import Catalog, parse_pg_snapshot
 from connectors.postgres.catalog_types import CatalogTypes
 from connectors.postgres.server import connect
 from connectors.postgres.snapshot_reader import (
@@ -55,6 +65,7 @@ from connectors.postgres.snapshot_reader import (
     quote_ident,
 )
 from service.config import FilterSettings
+from service.errors import SourceSetupError, SourceUnavailableError
 from service.lsn import parse_lsn
 from service.output.api import ColumnValue, RelationInfo
 from service.schema.history import SchemaHistory
@@ -431,6 +442,92 @@ class ChunkReader:
             cursor.execute("SET LOCAL client_encoding = 'UTF8'")
         cursor.copy_expert(sql, target)
         target.close()
+
+
+class SharedSnapshotReader(ChunkReader):
+    """A reader whose one transaction imported the aligned snapshot (module docstring).
+
+    Planning (`describe`, `plan_key_bound`) and reads (`read_shared`) all run in that
+    transaction, against `snapshot`, the aligned `CatalogSnapshot` it imported. Not
+    thread-safe: one thread per reader.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        filters: FilterSettings,
+        snapshot: CatalogSnapshot,
+        snapshot_id: str,
+        *,
+        unknown_types: UnknownTypePolicy | None = None,
+        application_name: str = "pgcdc-snapshot-export",
+    ) -> None:
+        super().__init__(
+            dsn, filters, unknown_types=unknown_types, application_name=application_name
+        )
+        self.snapshot = snapshot
+        self.snapshot_id = snapshot_id
+        self.backend_pid = 0
+        self._imported = False
+
+    def import_snapshot(self) -> str:
+        """Open the transaction and import the snapshot (ImportSnapshot in snapmgr.c);
+        returns its `pg_current_snapshot()`. Must run while the exporter is open."""
+        conn = connect(self.dsn, self._application_name)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                cur.execute("SET TRANSACTION SNAPSHOT %s", (self.snapshot_id,))
+                cur.execute("SELECT pg_catalog.pg_current_snapshot()::text, pg_backend_pid()")
+                text, pid = cur.fetchone() or ("", 0)
+        except psycopg2.Error as exc:
+            conn.close()
+            raise SourceSetupError(
+                f"importing the exported snapshot {self.snapshot_id} failed: {exc}".strip(),
+                lsn=self.snapshot.lsn,
+            ) from exc
+        snap = self.snapshot
+        if parse_pg_snapshot(str(text)) != (snap.xmin, snap.xmax, snap.xip):
+            conn.close()
+            raise SourceSetupError(
+                f"the imported snapshot {text} is not the exported one "
+                f"({snap.xmin}:{snap.xmax}:{sorted(snap.xip)})",
+                lsn=snap.lsn,
+            )
+        self._conn, self.backend_pid, self._imported = conn, int(pid), True
+        return str(text)
+
+    def _sql(self) -> Any:
+        if not self._imported or self._conn is None or self._conn.closed:
+            raise SourceUnavailableError(
+                f"the connection holding the exported snapshot {self.snapshot_id} is gone;"
+                " it cannot be imported again (its exporter has ended)",
+                lsn=self.snapshot.lsn,
+            )
+        return self._conn
+
+    def describe(self, oid: int) -> TablePlan | None:
+        with self._sql().cursor() as cur:
+            return self.table_plan(cur, self.snapshot, oid)
+
+    def read_shared(self, spec: ChunkSpec, *, rows: int, max_bytes: int) -> ChunkRead:
+        """The chunk as the shared snapshot sees it (no watermarks)."""
+        out = ChunkRead(spec, None, self.snapshot, self.snapshot.lsn)
+        try:
+            with self._sql().cursor() as cur:
+                self._read_in(cur, self.snapshot, out, rows, max_bytes)
+        except psycopg2.Error as exc:
+            raise SourceUnavailableError(
+                f"reading chunk {spec.bounds()} in the exported snapshot failed: {exc}".strip(),
+                lsn=self.snapshot.lsn,
+                relation=spec.table,
+            ) from exc
+        self.reads += 1
+        return out
+
+    def close(self) -> None:
+        self._imported = False
+        super().close()
 
 
 def conn_encoding(cursor: Any) -> str:

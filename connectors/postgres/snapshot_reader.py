@@ -1,4 +1,9 @@
-"""The initial data snapshot: every existing row of the captured tables, read once.
+"""The initial data snapshot in one transaction: every existing row of the captured
+tables, read once.
+
+The worker's initial snapshot reads chunks instead (connectors.postgres.chunks,
+`SharedSnapshotReader`, with the column plans defined here); this single-transaction
+reader remains the reference the tests prove against the WAL path and the server.
 
 Receives (as `Session(snapshot_reader=...)` calls it at the consistent point): a cursor
 inside the one REPEATABLE READ transaction that also read the catalog, and that

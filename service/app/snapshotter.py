@@ -164,22 +164,32 @@ class SnapshotState:
     paused: bool = False
     signal_offset: int = 0
     captured: list[str] = field(default_factory=list)
+    # The shared snapshot of the initial snapshot (service.app.snapshot_export): its
+    # LSN, xmin, xmax, xip, the stream position it was aligned at (`confirmed`) and the
+    # snapshot's ts (`time`, microseconds since 2000). A restart before the stream
+    # passed `lsn` skips the transactions visible in it, as the aligned session did.
+    export: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "jobs": [j.to_json() for j in self.jobs],
             "paused": self.paused,
             "signal_offset": self.signal_offset,
             "captured": sorted(self.captured),
         }
+        if self.export is not None:
+            out["export"] = self.export
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> SnapshotState:
+        export = d.get("export")
         return cls(
             [TableJob.from_json(j) for j in d.get("jobs", [])],
             bool(d.get("paused", False)),
             int(d.get("signal_offset", 0)),
             [str(t) for t in d.get("captured", [])],
+            dict(export) if isinstance(export, dict) else None,
         )
 
     def pending(self) -> list[TableJob]:
@@ -258,6 +268,7 @@ class Snapshotter:
         self._first_row_done = False
         self.reads = 0
         self.retries = 0
+        self._announce: list[TableJob] = []  # finished, logged after their commit
 
     # --- set-up ---------------------------------------------------------------------
 
@@ -319,9 +330,14 @@ class Snapshotter:
 
     # --- planning (under the lock) ----------------------------------------------------
 
-    def _next(self, reader: ChunkReader) -> _Pending | None:
+    def _next(self, reader: ChunkReader, *, shared: bool = False) -> _Pending | None:
+        """The next chunk to read. `shared`: for the shared-snapshot readers of the
+        initial snapshot (service.app.snapshot_export), which run while decoding is
+        paused at the consistent point, so neither the port nor a pause applies."""
         with self.lock:
-            if self.state.paused or self.port is None or not self.port.snapshot_ready():
+            if not shared and (
+                self.state.paused or self.port is None or not self.port.snapshot_ready()
+            ):
                 return None
             for job in self.state.pending():
                 if not job.oid and not self._resolve(reader, job):
@@ -395,15 +411,25 @@ class Snapshotter:
         self._pending[chunk_id] = pending
         return pending
 
-    def _finish(self, job: TableJob) -> None:
+    def _finish(self, job: TableJob, *, committing: bool = False) -> None:
+        """`committing`: the table's last chunk is about to be committed; its
+        `snapshot_table_done` (and `snapshot_done`) is logged once that commit is done."""
         job.done = True
         done = sum(1 for j in self.state.jobs if j.done)
         if self.metrics is not None:
             self.metrics.snapshot_tables_done.labels(self.slot).set(done)
             self.metrics.snapshot_current_table.labels(self.slot, job.table).set(0)
-        log.info("snapshot_table_done", table=job.table, rows=job.rows, chunks=job.chunks)
-        if not self.state.pending():
+        self._announce.append(job)
+        if not committing:
+            self._announce_done()
+
+    def _announce_done(self) -> None:
+        with_all = not self.state.pending()
+        for job in self._announce:
+            log.info("snapshot_table_done", table=job.table, rows=job.rows, chunks=job.chunks)
+        if self._announce and with_all:
             log.info("snapshot_done", tables=len(self.state.jobs))
+        self._announce.clear()
 
     # --- readers ----------------------------------------------------------------------
 
@@ -591,10 +617,11 @@ class Snapshotter:
         )
 
     def _advance(self, job: TableJob) -> None:
+        """Move the committed prefix on (under the lock; a `_commit` follows)."""
         while job.open and job.open[0].committed:
             job.committed_to = job.open.pop(0).hi
         if job.planned_to == _END and not job.open:
-            self._finish(job)
+            self._finish(job, committing=True)
 
     def _commit(
         self,
@@ -632,6 +659,8 @@ class Snapshotter:
             filled=filled,
             done=last["done"],
         )
+        with self.lock:
+            self._announce_done()
         self._draw(p.job)
 
     def _emit_rows(
@@ -651,9 +680,26 @@ class Snapshotter:
         the missing positions taken from the chunk row."""
         wrapper = self.emitter
         assert wrapper is not None
-        txn = TxnInfo(xid=0, first_lsn=lsn, final_lsn=lsn, end_lsn=lsn, commit_time=0, origin=None)
         job = p.job
         initial = job.marker == "initial"
+        export = self.state.export
+        if initial and export is not None:
+            # The initial snapshot's rows, shared snapshot or finished by watermarks
+            # after a restart, carry one xid and one ts: the shared snapshot's xmax (the
+            # xid txid_current() in Debezium's snapshot transaction gets when nothing
+            # else starts meanwhile) and the clock when it was exported.
+            txn = TxnInfo(
+                xid=int(export["xmax"]),
+                first_lsn=lsn,
+                final_lsn=lsn,
+                end_lsn=lsn,
+                commit_time=int(export["time"]),
+                origin=None,
+            )
+        else:
+            txn = TxnInfo(
+                xid=0, first_lsn=lsn, final_lsn=lsn, end_lsn=lsn, commit_time=0, origin=None
+            )
         with self.lock:
             last_table = initial and not any(
                 j is not job and not j.done and j.marker == "initial" for j in self.state.jobs
@@ -661,10 +707,16 @@ class Snapshotter:
             table_ends = (
                 job.planned_to == _END
                 and all(i is p.interval or i.committed for i in job.open)
-                and not read.cut
+                # LIMIT reached exactly at the chunk's bound: nothing is left of it.
+                and not (read.cut and read.real_hi != p.interval.hi)
+            )
+            # "first" once per initial snapshot, also across restarts.
+            first_done = self._first_row_done or any(
+                j.rows for j in self.state.jobs if j.marker == "initial"
             )
         first_of_table = job.chunks == 0
-        wrapper.call("begin", lsn, 0, txn)
+        end = len(rows) - 1
+        wrapper.call("begin", lsn, txn.xid, txn)
         try:
             for latest, missing, fields in filled:
                 read_values = read.values(fields)
@@ -674,19 +726,25 @@ class Snapshotter:
                 wrapper.call("change", lsn, 0, txn, change)
             for n, fields in enumerate(rows):
                 values = read.values(fields)
+                # Debezium 3.6's precedence, as connectors.postgres.snapshot_reader:
+                # last, first, last_in_data_collection, first_in_data_collection, true.
                 if not initial:
                     marker = "incremental"
-                elif n == len(rows) - 1 and table_ends:
-                    marker = "last" if last_table else "last_in_data_collection"
+                elif n == end and table_ends and last_table:
+                    marker = "last"
+                elif n == 0 and first_of_table and not first_done:
+                    marker = "first"
+                elif n == end and table_ends:
+                    marker = "last_in_data_collection"
                 elif n == 0 and first_of_table:
-                    marker = "first_in_data_collection" if self._first_row_done else "first"
+                    marker = "first_in_data_collection"
                 else:
                     marker = "true"
                 self._first_row_done = True
                 ctx.state["snapshot"] = marker
                 change = RowChange(ChangeOp.INSERT, lsn, rel, values, None, False)
-                wrapper.call("change", lsn, 0, txn, change)
-            wrapper.call("commit", lsn, 0, txn, lsn)
+                wrapper.call("change", lsn, txn.xid, txn, change)
+            wrapper.call("commit", lsn, txn.xid, txn, lsn)
         finally:
             ctx.state.pop("snapshot", None)
         if self.metrics is not None and (rows or filled):

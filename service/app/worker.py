@@ -12,15 +12,18 @@ Start-up:
    WAL is read again from its restart LSN, and every commit whose record starts before
    its confirmed LSN is skipped (`SnapBuilder.restored`); without one: the physical slot
    is created or reused, and RUNNING_XACTS is forced; at the consistent point the
-   catalog snapshot is taken and, with `snapshot.mode = initial`, every existing row of
-   the captured tables is read in it (connectors.postgres.snapshot_reader) and published as
-   op `r`, in one Kafka transaction that also holds every stream transaction committed
-   before the snapshot's LSN and is committed, with its offset, once decoding has passed
-   that LSN (`_settle_snapshot`). A worker dying before that commit leaves nothing
-   visible to read_committed consumers and no offset, so the next start does it all
-   again. Bounds: the whole snapshot must fit in the sink's transaction.timeout.ms
-   (kafka.transaction_timeout_ms, 15 min); a broker failure during it means a replay
-   (below), which redoes the snapshot;
+   catalog snapshot is taken and, with `snapshot.mode = initial` and the default
+   `snapshot.method = blocking`, every existing row of the captured tables is read by
+   `snapshot.parallelism` readers sharing that snapshot (service.app.snapshot_export)
+   and published as op `r`, one chunk per Kafka transaction, each with its progress
+   record and the offset of the consistent point, while decoding stays paused there;
+   then decoding goes on, and every stream transaction committed before the
+   snapshot's LSN shares one Kafka transaction whose offset is committed once decoding
+   has passed that LSN (`_settle_snapshot`). A worker dying before the first chunk's
+   commit leaves nothing and no offset, so the next start does it all again; one dying
+   later resumes from the committed chunks (the rest by watermarks, see
+   service.app.snapshot_export). With `snapshot.method = chunked` the initial snapshot
+   is read by watermarks while streaming goes on (service.app.snapshotter);
 3. the metrics endpoint serves /metrics, /healthz and /readyz.
 
 Then, per committed source transaction, the Avro plugin writes its records into the
@@ -79,10 +82,10 @@ from connectors.postgres.slots import (
     ensure_physical_slot,
     slot_state,
 )
-from connectors.postgres.snapshot_reader import PluginEmitter, SnapshotProgress, SnapshotReader
 from connectors.postgres.stream import PhysicalStream
 from service.app.metrics import Metrics
 from service.app.session import Session, SessionConfig
+from service.app.snapshot_export import SharedSnapshot, export_visibility
 from service.app.snapshotter import Snapshotter
 from service.app.unknown_types import check_at_start, make_policy
 from service.config import Settings
@@ -155,6 +158,12 @@ class Worker:
         self.unknown_types = make_policy(settings, self.metrics)
         self.snapshotter.unknown_types = self.unknown_types
         self._chunked_initial = settings.snapshot.method == "chunked"
+        # The blocking initial snapshot of a first start: readers sharing the aligned
+        # snapshot (service.app.snapshot_export), set up by the session at alignment.
+        self._export: SharedSnapshot | None = None
+        # Resumed in the middle of it: the shared snapshot's horizon, until a commit
+        # past it with every initial table done (then `snapshot_committed` is logged).
+        self._resumed_horizon: int | None = None
 
     # --- callbacks ------------------------------------------------------------------
 
@@ -163,6 +172,13 @@ class Worker:
         if self.stream is not None:
             self.stream.confirm(restart_lsn)
         self._replays = 0
+        horizon, snap = self._resumed_horizon, self.snapshotter
+        if horizon is not None and confirmed_lsn >= horizon and snap is not None:
+            with snap.lock:
+                finished = not any(j.marker == "initial" for j in snap.state.pending())
+            if finished:
+                self._resumed_horizon = None
+                log.info("snapshot_committed", confirmed_lsn=format_lsn(confirmed_lsn))
         m, slot = self.metrics, self.settings.source.slot
         m.confirmed_lsn.labels(slot).set(confirmed_lsn)
         m.restart_lsn.labels(slot).set(restart_lsn)
@@ -275,13 +291,10 @@ class Worker:
             )
         else:
             start = self._slot_restart_lsn()
-            reader = None
+            self._export = None
             if s.snapshot.mode != "never" and not self._chunked_initial:
-                reader = SnapshotReader(
-                    s.filters,
-                    unknown_types=self.unknown_types,
-                    progress=SnapshotProgress.auto(self.metrics, s.source.slot),
-                )
+                assert self.snapshotter is not None
+                self._export = SharedSnapshot(s, self.snapshotter)
             session = Session(
                 config,
                 plugin,
@@ -290,11 +303,9 @@ class Worker:
                 version=version,
                 start_lsn=start,
                 align=True,
-                snapshot_reader=reader,
+                snapshot_reader=self._export,
                 plugin_state={"settings": s},
             )
-            if reader is not None:
-                reader.sink = PluginEmitter(session.wrapper)
             session.on_aligned = self._aligned
             force_running_xacts(dsn, version)
             log.info("worker_started", restart_lsn=format_lsn(start))
@@ -313,7 +324,7 @@ class Worker:
         if self.snapshotter is not None:
             self.snapshotter.emitter = PluginWrapper(avro, session.wrapper.ctx)
             if last is not None:
-                self._resume_snapshot()
+                self._resume_snapshot(session, last.confirmed_lsn)
         return session, start
 
     def _replay_progress(self) -> None:
@@ -322,12 +333,36 @@ class Worker:
         if self.stream is not None:
             self.stream.keepalive()
 
-    def _resume_snapshot(self) -> None:
-        """Restore the chunked snapshot's state; queue newly captured tables if asked."""
+    def _resume_snapshot(self, session: Session, confirmed_lsn: int) -> None:
+        """Restore the chunked snapshot's state; queue newly captured tables if asked.
+
+        A restart in the middle of the shared-snapshot initial snapshot, before the
+        stream passed that snapshot's LSN, skips the transactions visible in it again
+        (`SnapshotState.export`), as the aligned session did: each transaction stays in
+        the snapshot or in the stream, never both. The unfinished tables are then read
+        by watermarks (service.app.snapshot_export, point 3).
+        """
         snap, s = self.snapshotter, self.settings
         assert snap is not None
         progress = read_last_progress(s)
         snap.restore(dict(progress.state) if progress is not None else None)
+        unfinished = [j.table for j in snap.state.pending() if j.marker == "initial"]
+        if unfinished:
+            log.info("snapshot_started", tables=len(unfinished), resumed=True)
+        export = snap.state.export
+        if export is not None and confirmed_lsn < snapshot_horizon(int(export["lsn"])):
+            session.snap.skip_visible_in(export_visibility(export).xid_visible)
+            self._resumed_horizon = snapshot_horizon(int(export["lsn"]))
+        if export is not None and unfinished:
+            log.warning(
+                "snapshot_resumed_by_watermarks",
+                snapshot_lsn=format_lsn(int(export["lsn"])),
+                confirmed_lsn=format_lsn(confirmed_lsn),
+                tables=unfinished,
+                note="the exported snapshot is gone: these tables are finished by DBLog "
+                "watermarks while streaming goes on, so a row changed meanwhile may see "
+                "its change before its r",
+            )
         if progress is None:
             # Offsets from before chunked snapshots (or a blocking one): whatever is
             # captured now counts as captured, so only later additions are new.
@@ -355,11 +390,19 @@ class Worker:
                 for t in snapshot.tables
                 if t.relkind == "r" and include(t.schema, t.name)
             ]
-            initial = self.settings.snapshot.mode != "never" and self._chunked_initial
+            initial = self.settings.snapshot.mode != "never"
             value = self.snapshotter.fresh(tables, snapshot=initial)
             self.sink.stage(
                 progress_topic(self.settings), self.settings.source.slot.encode(), value
             )
+        export, self._export = self._export, None
+        if export is not None:
+            # Decoding stays paused here, at the consistent point, until every chunk
+            # of the shared snapshot is committed (each with the offset of this point).
+            assert self.session is not None
+            confirmed = self.session.decoding.last_end_lsn
+            if not export.run(self, confirmed, self.stop):
+                raise ShutdownRequested("stopping in the middle of the initial snapshot")
         self._settle_snapshot()
 
     def _settle_snapshot(self) -> None:
@@ -400,6 +443,10 @@ class Worker:
             and self._snapshot_until is None
             and self.sink.last_committed is not None
         )
+
+    def snapshot_keepalive(self) -> None:
+        """While the shared snapshot is read (decoding paused): walsender and watchdog."""
+        self._replay_progress()
 
     def relation_at(self, oid: int, lsn: int) -> RelationInfo | None:
         assert self.session is not None
@@ -512,6 +559,7 @@ class Worker:
         self.session, self.stream = None, None
         self._schema_saved, self._ended_lsn = -1, 0
         self._snapshot_until, self._stop_seen = None, None
+        self._resumed_horizon = None
         if self.snapshotter is not None:
             self.snapshotter = Snapshotter(self.settings, self.metrics)
 
@@ -557,6 +605,9 @@ class Worker:
             m.health.ready, m.health.reason = False, "stopping"
             if self.snapshotter is not None:
                 self.snapshotter.close()
+            if self._export is not None:  # aligned never: the importers still open
+                self._export.close()
+                self._export = None
             # On an exception the open Kafka transaction may hold part of a source
             # transaction: abort it, never commit it (issue 11, defect 1).
             self._close_sink(commit=not failed)

@@ -2,11 +2,14 @@
 
     .venv/bin/python -m tests.perf.bench_snapshot [--pg pg15] [--rows 500000]
         [--readers 1,2] [--chunk-rows 20000] [--prove] [--kills 10]
+        [--method chunked|blocking]
 
 Bench (default): one table of `--rows` rows (int8 key, int4, text, numeric(12,2),
 timestamptz), snapshotted by `pgcdc run` with `snapshot.parallelism` = each of
-`--readers`, idle source. rows/s = rows / (first chunk read until the snapshot's last
-chunk committed, from the worker's log); peak RSS = the worker process's VmHWM.
+`--readers`, idle source (`--method`: the initial snapshot's `snapshot.method`,
+chunked by default; blocking is the shared-snapshot one). rows/s = rows / (first
+chunk read until the snapshot's last chunk committed, from the worker's log); peak
+RSS = the worker process's VmHWM.
 
 Prove (`--prove`): the same table plus two small ones, a writer doing inserts, updates
 and deletes throughout, `--kills` SIGKILLs of the worker at random points in the
@@ -76,7 +79,7 @@ def _wait_done(worker: WorkerProcess, timeout: float, on_tick: Any = None) -> in
 def bench(args: argparse.Namespace, pg: dict[str, Any]) -> None:
     for readers in [int(r) for r in args.readers.split(",")]:
         env = {
-            "PGCDC_SNAPSHOT__METHOD": "chunked",
+            "PGCDC_SNAPSHOT__METHOD": args.method,
             "PGCDC_SNAPSHOT__PARALLELISM": str(readers),
             "PGCDC_SNAPSHOT__CHUNK_ROWS": str(args.chunk_rows),
             "PGCDC_SNAPSHOT__CHUNK_BYTES": "32MiB",
@@ -206,6 +209,7 @@ def main() -> int:
     ap.add_argument("--chunk-rows", type=int, default=20_000)
     ap.add_argument("--prove", action="store_true")
     ap.add_argument("--kills", type=int, default=10)
+    ap.add_argument("--method", choices=["chunked", "blocking"], default="chunked")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     pg = ensure_service(args.pg)
