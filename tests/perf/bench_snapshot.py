@@ -1,21 +1,23 @@
 """Benchmark and proof at scale: the chunked snapshot of a large table (real services).
 
     .venv/bin/python -m tests.perf.bench_snapshot [--pg pg15] [--rows 500000]
-        [--readers 1,2] [--chunk-rows 20000] [--prove] [--kills 10]
+        [--readers 1,2] [--chunk-rows 20000] [--prove] [--kills 10] [--writer-pause 0.003]
 
 Bench (default): one table of `--rows` rows (int8 key, int4, text, numeric(12,2),
 timestamptz), snapshotted by `pgcdc run` with `snapshot.parallelism` = each of
 `--readers`, idle source. rows/s = rows / (first chunk read until the snapshot's last
 chunk committed, from the worker's log); peak RSS = the worker process's VmHWM.
 
-Prove (`--prove`): the same table plus two small ones, a writer doing inserts, updates
-and deletes throughout, `--kills` SIGKILLs of the worker at random points spread over
-the whole snapshot (distinct committed-chunk counts drawn from the expected number of
-chunks, each plus a random 0-4 s delay); then prints reads, commits and retries of
-chunks, committed chunks read again (must be 0), keys read twice (must be 0), whether
-the replayed topics equal `SELECT *` for every table (replayed while consuming, so a
-5M-row topic needs memory for the state only), and the largest stream lag (server WAL
-position minus the committed offset) sampled every 2 s during the snapshot.
+Prove (`--prove`): the same table plus two small ones, two writers (one on the small
+tables, one on the big one) doing inserts, updates and deletes throughout, 1-4 per
+transaction with `--writer-pause` seconds between transactions, `--kills` SIGKILLs of
+the worker at random points spread over the whole snapshot (distinct committed-chunk
+counts drawn from the expected number of chunks, each plus a random 0-4 s delay);
+then prints reads, commits and retries of chunks, committed chunks read again (must
+be 0), keys read twice (must be 0), whether the replayed topics equal `SELECT *` for
+every table (replayed while consuming, so a 5M-row topic needs memory for the state
+only), and the largest stream lag (server WAL position minus the committed offset)
+sampled every 2 s during the snapshot.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ import io
 import json
 import os
 import random
+import signal
 import struct
+import sys
 import time
 import urllib.request
 from datetime import datetime
@@ -212,9 +216,9 @@ def prove(args: argparse.Namespace, pg: dict[str, Any]) -> None:
     }
     try:
         p.create(_tables(args.rows))
-        writer = Writer(p, {"s1": 5000, "s2": 2000})
+        writer = Writer(p, {"s1": 5000, "s2": 2000}, pause_s=args.writer_pause)
         writer.start()
-        big_writer = Writer(p, {"big": args.rows}, seed=args.seed + 1)
+        big_writer = Writer(p, {"big": args.rows}, seed=args.seed + 1, pause_s=args.writer_pause)
         big_writer.start()
         worker = p.start_worker()
         lags: list[int] = []
@@ -336,7 +340,13 @@ def main() -> int:
     ap.add_argument("--prove", action="store_true")
     ap.add_argument("--kills", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--writer-pause", type=float, default=0.003, help="seconds between a writer's transactions"
+    )
     args = ap.parse_args()
+    # SIGTERM ends the run through the `finally`s: the slot and the database are dropped
+    # (a background job ignores SIGINT).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     pg = ensure_service(args.pg)
     if args.prove:
         prove(args, pg)
