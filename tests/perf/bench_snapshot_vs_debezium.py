@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
+import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -192,6 +194,8 @@ def main() -> int:
     ap.add_argument("--systems", default="pgcdc-1,pgcdc-2,debezium")
     ap.add_argument("--keep-connect", action="store_true", help="leave Connect running")
     args = ap.parse_args()
+    # SIGTERM ends the run through the `finally`s: connector, slots and databases go.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     systems = args.systems.split(",")
     pg = ensure_service(args.pg)
     started_connect = False
