@@ -5,8 +5,9 @@
         [--systems pgcdc-1,pgcdc-2,debezium] [--keep-connect]
 
 Every run gets a fresh database on `--pg` holding bench_vs_debezium's 5-column table
-(bigint key, int, text, numeric(12,2), timestamptz) with `--rows` rows (ANALYZEd, idle
-source), and snapshots it into the shared Kafka (Avro, schemas in the shared Apicurio):
+(bigint key, int, text, numeric(12,2), timestamptz) with `--rows` rows (VACUUM ANALYZEd
+before the system's slot exists, so neither decodes the load's WAL; idle source), and
+snapshots it into the shared Kafka (Avro, schemas in the shared Apicurio):
 
 - `pgcdc-N`: `pgcdc run` (a subprocess; snapshot.mode initial, snapshot.method chunked,
   snapshot.parallelism N, `--chunk-rows`; the implementation PGCDC_IMPL selects);
@@ -92,12 +93,14 @@ class Run:
         return self.rows / self.snap_seconds
 
 
-def _fill(p: Pipeline, rows: int) -> None:
+def _fill(rows: int) -> list[str]:
+    """The rows, then VACUUM ANALYZE: hint bits and the visibility map are written now,
+    not by an autovacuum in the middle of a run (its WAL would be decoded by pgcdc)."""
     step = 100_000
-    p.execute(
+    return [
         *(INSERT.format(a=a, b=min(a + step - 1, rows)) for a in range(1, rows + 1, step)),
-        "ANALYZE bench",
-    )
+        "VACUUM ANALYZE bench",
+    ]
 
 
 def run_pgcdc(args: argparse.Namespace, system: str, pg: dict[str, Any]) -> Run:
@@ -118,8 +121,7 @@ def run_pgcdc(args: argparse.Namespace, system: str, pg: dict[str, Any]) -> Run:
         },
     )
     try:
-        p.create([TABLE])
-        _fill(p, args.rows)
+        p.create([TABLE, *_fill(args.rows)])  # before the slot: its WAL is not decoded
         t0 = time.time()
         worker = p.start_worker()
         deadline = time.monotonic() + 3600
@@ -155,7 +157,7 @@ def run_debezium(args: argparse.Namespace, pg: dict[str, Any]) -> Run:
     d = Debezium(pg, kafka, registry)
     p = d.new_db(pgbench=False)
     try:
-        _fill(p, args.rows)
+        p.execute(*_fill(args.rows))  # Debezium's slot comes with the connector, after it
         pid = d.pid()
         rss_before = proc_rss_mb(pid)
         c0 = proc_cpu(pid)
