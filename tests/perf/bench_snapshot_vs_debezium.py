@@ -25,7 +25,8 @@ Figures per run:
   Debezium (not transactional), the topic's end offsets reaching `--rows`.
 - snap rows/s: rows over the snapshot alone. pgcdc: first chunk read -> last chunk
   committed (its log); Debezium: the first record in the topic -> the end above.
-- CPU s: the worker's CPU over the run (pgcdc's process; Connect's JVM).
+- CPU s: the worker's CPU over the run (pgcdc's process; Connect's JVM), and rows per
+  CPU second, the figure that depends least on what else the machine runs.
 - peak RSS: pgcdc's worker's VmHWM (its life is this one run). Connect's JVM lives
   across runs, so its VmHWM only grows: the peak VmRSS sampled (every 0.2 s) during the
   run is printed, with the RSS it had before the connector started.
@@ -91,6 +92,10 @@ class Run:
     @property
     def snap_rate(self) -> float:
         return self.rows / self.snap_seconds
+
+    @property
+    def cpu_rate(self) -> float:
+        return self.rows / max(self.cpu, 0.01)
 
 
 def _fill(rows: int) -> list[str]:
@@ -223,8 +228,9 @@ def main() -> int:
                 before = f" (before {r.rss_before_mb:.0f})" if system == "debezium" else ""
                 print(
                     f"rep {rep + 1} {system:<15} {r.rate:>8,.0f} rows/s  snap {r.snap_rate:>8,.0f}"
-                    f" rows/s  {r.seconds:6.1f} s  cpu {r.cpu:6.1f} s  peak rss "
-                    f"{r.rss_mb:5.0f} MB{before}  load {r.load:.2f}",
+                    f" rows/s  {r.seconds:6.1f} s  cpu {r.cpu:6.1f} s"
+                    f" ({r.cpu_rate:,.0f} rows/cpu-s)  peak rss {r.rss_mb:5.0f} MB{before}"
+                    f"  load {r.load:.2f}",
                     flush=True,
                 )
     finally:
@@ -236,13 +242,14 @@ def main() -> int:
     )
     print(
         f"{'system':<16}{'rows/s':>24}{'snap rows/s':>24}{'CPU s':>22}"
-        f"{'peak RSS MB':>20}{'load':>20}"
+        f"{'rows/CPU s':>24}{'peak RSS MB':>20}{'load':>20}"
     )
     for system in systems:
         rs = results[system]
         print(
             f"{system:<16}{fmt([r.rate for r in rs], ',.0f'):>24}"
             f"{fmt([r.snap_rate for r in rs], ',.0f'):>24}{fmt([r.cpu for r in rs], '.1f'):>22}"
+            f"{fmt([r.cpu_rate for r in rs], ',.0f'):>24}"
             f"{fmt([r.rss_mb for r in rs], '.0f'):>20}{fmt([r.load for r in rs], '.2f'):>20}"
         )
     return 0
