@@ -21,8 +21,11 @@ from tests.integration.pipeline_kafka_support import Pipeline, WorkerProcess
 class Writer(threading.Thread):
     """Small random insert/update/delete transactions on keyed tables until `stop`."""
 
-    def __init__(self, p: Pipeline, tables: dict[str, int], seed: int = 11) -> None:
+    def __init__(
+        self, p: Pipeline, tables: dict[str, int], seed: int = 11, pause_s: float = 0.003
+    ) -> None:
         super().__init__(daemon=True)
+        self.pause_s = pause_s  # between transactions
         self.p = p
         self.tables = tables  # name -> highest existing id
         self.stop = threading.Event()
@@ -55,7 +58,7 @@ class Writer(threading.Thread):
                         cur.execute(f"DELETE FROM {table} WHERE id = %s", (rnd.randint(1, top),))
                 conn.commit()
                 self.commits += 1
-                time.sleep(0.003)
+                time.sleep(self.pause_s)
         except BaseException as exc:  # reported by the test
             self.error = exc
         finally:

@@ -211,6 +211,40 @@ class Pgcdc(System):
         self.p.drop()
 
 
+def connector_config(
+    pg: dict[str, Any], registry: dict[str, Any], p: Pipeline, snapshot_mode: str
+) -> dict[str, str]:
+    """Debezium's PostgreSQL connector on `p`'s database: pgoutput, Apicurio's
+    AvroConverter for keys and values, defaults otherwise."""
+    base = registry["url"].split("/apis/")[0]
+    conv: dict[str, str] = {}
+    for side in ("key.converter", "value.converter"):
+        conv |= {
+            side: "io.apicurio.registry.utils.converter.AvroConverter",
+            f"{side}.apicurio.registry.url": f"{base}/apis/registry/v3",
+            f"{side}.apicurio.registry.auto-register": "true",
+            f"{side}.apicurio.registry.find-latest": "true",
+            f"{side}.apicurio.registry.dereference-schema": "true",
+        }
+    return {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "tasks.max": "1",
+        "database.hostname": str(pg["host"]),
+        "database.port": str(pg["port"]),
+        "database.user": str(pg["user"]),
+        "database.password": "",
+        "database.dbname": p.db,
+        "topic.prefix": p.prefix,
+        "plugin.name": "pgoutput",
+        "slot.name": f"{p.name}_dbz",  # p.name is pgcdc's physical slot
+        "publication.name": p.name,
+        "publication.autocreate.mode": "all_tables",
+        "table.include.list": "public\\..*",
+        "snapshot.mode": snapshot_mode,
+        **conv,
+    }
+
+
 class Debezium(System):
     name = "debezium"
 
@@ -218,33 +252,7 @@ class Debezium(System):
         p = self.p
         assert p is not None
         self.connector = f"vsdbz-{p.name}"
-        registry = self.registry["url"].split("/apis/")[0]
-        conv: dict[str, str] = {}
-        for side in ("key.converter", "value.converter"):
-            conv |= {
-                side: "io.apicurio.registry.utils.converter.AvroConverter",
-                f"{side}.apicurio.registry.url": f"{registry}/apis/registry/v3",
-                f"{side}.apicurio.registry.auto-register": "true",
-                f"{side}.apicurio.registry.find-latest": "true",
-                f"{side}.apicurio.registry.dereference-schema": "true",
-            }
-        config = {
-            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-            "tasks.max": "1",
-            "database.hostname": str(self.pg["host"]),
-            "database.port": str(self.pg["port"]),
-            "database.user": str(self.pg["user"]),
-            "database.password": "",
-            "database.dbname": p.db,
-            "topic.prefix": p.prefix,
-            "plugin.name": "pgoutput",
-            "slot.name": f"{p.name}_dbz",  # p.name is pgcdc's physical slot
-            "publication.name": p.name,
-            "publication.autocreate.mode": "all_tables",
-            "table.include.list": "public\\..*",
-            "snapshot.mode": "no_data",
-            **conv,
-        }
+        config = connector_config(self.pg, self.registry, p, "no_data")
         http("PUT", f"{svc_connect.BASE}/connectors/{self.connector}/config", config)
         # Ready when a warm-up row is in Kafka (slot streaming, topic and schema exist);
         # rows written before the task created its slot are not streamed: write again.

@@ -1,0 +1,259 @@
+"""Benchmark (a script, not a test): the initial snapshot of one table, pgcdc beside Debezium.
+
+    PGCDC_STATE_DIR=... python -m tests.perf.bench_snapshot_vs_debezium [--pg pg16]
+        [--rows 500000] [--reps 2] [--chunk-rows 20000]
+        [--systems pgcdc-1,pgcdc-2,debezium] [--keep-connect]
+
+Every run gets a fresh database on `--pg` holding bench_vs_debezium's 5-column table
+(bigint key, int, text, numeric(12,2), timestamptz) with `--rows` rows (VACUUM ANALYZEd
+before the system's slot exists, so neither decodes the load's WAL; idle source), and
+snapshots it into the shared Kafka (Avro, schemas in the shared Apicurio):
+
+- `pgcdc-N`: `pgcdc run` (a subprocess; snapshot.mode initial, snapshot.method chunked,
+  snapshot.parallelism N, `--chunk-rows`; the implementation PGCDC_IMPL selects);
+  `pgcdc-blocking`: the same with snapshot.method blocking (one Kafka transaction);
+- `debezium`: Debezium 3.6.1's PostgreSQL connector in Kafka Connect 4.1.1
+  (deploy/local/svc_connect.py; started here if it is not running and stopped again
+  only then), configured as bench_vs_debezium configures it (`connector_config`:
+  pgoutput, Apicurio's AvroConverter for keys and values, defaults otherwise) with
+  snapshot.mode initial.
+
+Figures per run:
+- rows/s = rows / (start -> every row readable in Kafka). Start: the worker spawned, or
+  the connector's config PUT. End: for pgcdc (transactional), the log line of the last
+  chunk's commit (`snapshot_chunk_committed`, or `snapshot_done` for blocking); for
+  Debezium (not transactional), the topic's end offsets reaching `--rows`.
+- snap rows/s: rows over the snapshot alone. pgcdc: first chunk read -> last chunk
+  committed (its log); Debezium: the first record in the topic -> the end above.
+- CPU s: the worker's CPU over the run (pgcdc's process; Connect's JVM), and rows per
+  CPU second, the figure that depends least on what else the machine runs.
+- peak RSS: pgcdc's worker's VmHWM (its life is this one run). Connect's JVM lives
+  across runs, so its VmHWM only grows: the peak VmRSS sampled (every 0.2 s) during the
+  run is printed, with the RSS it had before the connector started.
+
+The machine has 2 cores shared with other work: each run prints the load average, and
+the table gives the median and the min-max over `--reps`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tests.fixtures.services import ensure_service
+from tests.integration.pipeline_kafka_support import Pipeline, unique
+from tests.perf.bench_vs_debezium import (
+    INSERT,
+    TABLE,
+    Debezium,
+    connector_config,
+    end_offsets,
+    fmt,
+    http,
+    proc_cpu,
+    proc_hwm_mb,
+    svc_connect,
+)
+
+
+def proc_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _ts(event: dict[str, Any]) -> float:
+    return datetime.fromisoformat(str(event["timestamp"]).replace("Z", "+00:00")).timestamp()
+
+
+@dataclass
+class Run:
+    rows: int
+    seconds: float  # start -> every row readable
+    snap_seconds: float  # the snapshot alone (see the module docstring)
+    cpu: float
+    rss_mb: float
+    rss_before_mb: float
+    load: float
+
+    @property
+    def rate(self) -> float:
+        return self.rows / self.seconds
+
+    @property
+    def snap_rate(self) -> float:
+        return self.rows / self.snap_seconds
+
+    @property
+    def cpu_rate(self) -> float:
+        return self.rows / max(self.cpu, 0.01)
+
+
+def _fill(rows: int) -> list[str]:
+    """The rows, then VACUUM ANALYZE: hint bits and the visibility map are written now,
+    not by an autovacuum in the middle of a run (its WAL would be decoded by pgcdc)."""
+    step = 100_000
+    return [
+        *(INSERT.format(a=a, b=min(a + step - 1, rows)) for a in range(1, rows + 1, step)),
+        "VACUUM ANALYZE bench",
+    ]
+
+
+def run_pgcdc(args: argparse.Namespace, system: str, pg: dict[str, Any]) -> Run:
+    kafka, registry = ensure_service("kafka"), ensure_service("registry")
+    method = "blocking" if system == "pgcdc-blocking" else "chunked"
+    readers = 1 if method == "blocking" else int(system.split("-")[1])
+    p = Pipeline(
+        pg,
+        kafka,
+        registry,
+        unique("svpgc"),
+        extra_env={
+            "PGCDC_SNAPSHOT__MODE": "initial",
+            "PGCDC_SNAPSHOT__METHOD": method,
+            "PGCDC_SNAPSHOT__PARALLELISM": str(readers),
+            "PGCDC_SNAPSHOT__CHUNK_ROWS": str(args.chunk_rows),
+            "PGCDC_LOG__LEVEL": "info",
+        },
+    )
+    try:
+        p.create([TABLE, *_fill(args.rows)])  # before the slot: its WAL is not decoded
+        t0 = time.time()
+        worker = p.start_worker()
+        deadline = time.monotonic() + 3600
+        cpu = hwm = 0.0
+        while not worker.has_event("snapshot_done"):
+            if worker.proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"{system}: the worker stopped or timed out:\n{worker.tail()}")
+            cpu, hwm = proc_cpu(worker.pid), proc_hwm_mb(worker.pid)
+            time.sleep(0.2)
+        cpu, hwm = proc_cpu(worker.pid), proc_hwm_mb(worker.pid)
+        events = worker.events()
+        if method == "chunked":
+            first = min(_ts(e) for e in events if e.get("event") == "snapshot_chunk_read")
+            end = max(_ts(e) for e in events if e.get("event") == "snapshot_chunk_committed")
+            got = sum(
+                int(e["rows"]) for e in events if e.get("event") == "snapshot_chunk_committed"
+            )
+        else:
+            done = next(e for e in events if e.get("event") == "snapshot_done")
+            first, end, got = t0, _ts(done), int(done.get("rows", 0))
+        if got != args.rows:
+            raise SystemExit(f"{system}: the snapshot published {got} rows, not {args.rows}")
+        code = worker.terminate()
+        if code != 0:
+            print(f"  {system} exited {code}: {worker.tail(400)}", flush=True)
+        return Run(args.rows, end - t0, end - first, cpu, hwm, 0.0, os.getloadavg()[0])
+    finally:
+        p.drop()
+
+
+def run_debezium(args: argparse.Namespace, pg: dict[str, Any]) -> Run:
+    kafka, registry = ensure_service("kafka"), ensure_service("registry")
+    d = Debezium(pg, kafka, registry)
+    p = d.new_db(pgbench=False)
+    try:
+        p.execute(*_fill(args.rows))  # Debezium's slot comes with the connector, after it
+        pid = d.pid()
+        rss_before = proc_rss_mb(pid)
+        c0 = proc_cpu(pid)
+        topic = d.topic("bench")
+        d.connector = f"svdbz-{p.name}"
+        config = connector_config(pg, registry, p, "initial")
+        t0 = time.time()
+        http("PUT", f"{svc_connect.BASE}/connectors/{d.connector}/config", config)
+        first = 0.0
+        peak = rss_before
+        deadline = time.monotonic() + 3600
+        while True:
+            n = end_offsets([topic], kafka["bootstrap"])
+            now = time.time()
+            peak = max(peak, proc_rss_mb(pid))
+            if n and not first:
+                first = now
+            if n >= args.rows:
+                break
+            if time.monotonic() > deadline:
+                status = http("GET", f"{svc_connect.BASE}/connectors/{d.connector}/status")
+                raise SystemExit(f"debezium: {n} of {args.rows} rows after an hour: {status}")
+            time.sleep(0.2)
+        cpu = proc_cpu(pid) - c0
+        return Run(args.rows, now - t0, now - first, cpu, peak, rss_before, os.getloadavg()[0])
+    finally:
+        d.stop()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pg", default="pg16")
+    ap.add_argument("--rows", type=int, default=500_000)
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--chunk-rows", type=int, default=20_000)
+    ap.add_argument("--systems", default="pgcdc-1,pgcdc-2,debezium")
+    ap.add_argument("--keep-connect", action="store_true", help="leave Connect running")
+    args = ap.parse_args()
+    # SIGTERM ends the run through the `finally`s: connector, slots and databases go.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    systems = args.systems.split(",")
+    pg = ensure_service(args.pg)
+    started_connect = False
+    if "debezium" in systems:
+        connect = svc_connect.Connect()
+        if not connect.healthy():
+            connect.install()
+            connect.start()
+            connect.wait_healthy()
+            started_connect = True
+    print(
+        f"PostgreSQL {pg['version']} ({args.pg}), {args.rows:,} rows, chunk_rows "
+        f"{args.chunk_rows}, PGCDC_IMPL={os.environ.get('PGCDC_IMPL', '(default)')}, "
+        f"load average at start {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
+    results: dict[str, list[Run]] = defaultdict(list)
+    try:
+        for rep in range(args.reps):
+            for system in systems:
+                r = run_debezium(args, pg) if system == "debezium" else run_pgcdc(args, system, pg)
+                results[system].append(r)
+                before = f" (before {r.rss_before_mb:.0f})" if system == "debezium" else ""
+                print(
+                    f"rep {rep + 1} {system:<15} {r.rate:>8,.0f} rows/s  snap {r.snap_rate:>8,.0f}"
+                    f" rows/s  {r.seconds:6.1f} s  cpu {r.cpu:6.1f} s"
+                    f" ({r.cpu_rate:,.0f} rows/cpu-s)  peak rss {r.rss_mb:5.0f} MB{before}"
+                    f"  load {r.load:.2f}",
+                    flush=True,
+                )
+    finally:
+        if started_connect and not args.keep_connect:
+            svc_connect.Connect().stop()
+    print(
+        f"\nmedian (min-max) over {args.reps} repetitions, {args.rows:,} rows; "
+        f"load average now {os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"{'system':<16}{'rows/s':>24}{'snap rows/s':>24}{'CPU s':>22}"
+        f"{'rows/CPU s':>24}{'peak RSS MB':>20}{'load':>20}"
+    )
+    for system in systems:
+        rs = results[system]
+        print(
+            f"{system:<16}{fmt([r.rate for r in rs], ',.0f'):>24}"
+            f"{fmt([r.snap_rate for r in rs], ',.0f'):>24}{fmt([r.cpu for r in rs], '.1f'):>22}"
+            f"{fmt([r.cpu_rate for r in rs], ',.0f'):>24}"
+            f"{fmt([r.rss_mb for r in rs], '.0f'):>20}{fmt([r.load for r in rs], '.2f'):>20}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
