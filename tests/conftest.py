@@ -2,9 +2,11 @@
 suite runs in when it is spread over processes (`.ci/run`: pytest-xdist, `-n 3`).
 
 Groups: each test file runs whole in one process, as the suite's files have always been
-written (module fixtures, names unique per file); the tests that start, stop or kill
-service instances (tests/faults, tests/deploy) share one group, so one process runs them
-one after another; so do the consumer tests, which share one Kafka Connect.
+written (module fixtures, names unique per file); the consumer tests, which share one
+Kafka Connect, run in one process. The tests marked `alone` (below: those that start,
+stop or kill service instances, time recoveries, or read server-wide state such as the
+transactions of other databases) are left out of the distributed pass; `.ci/run` runs
+them afterwards in one process with nothing else running.
 """
 
 from __future__ import annotations
@@ -25,12 +27,23 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 # Scopes of the distributed run: a test file, or one shared scope for the files that
-# stop or kill service instances (and one for those sharing Kafka Connect).
-_SHARED_SCOPES = {
-    "faults": "service-instances",
-    "deploy": "service-instances",
-    "consumers": "connect",
-}
+# share Kafka Connect.
+_SHARED_SCOPES = {"consumers": "connect"}
+# Test files (or directories) that must run with nothing else running (module docstring).
+ALONE = (
+    "tests/faults/",
+    "tests/deploy/",
+    "tests/integration/test_reorderbuffer_vs_pg.py",
+    "tests/integration/test_reorderbuffer_spill_txns_vs_pg.py",
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests of ALONE `alone`."""
+    for item in items:
+        if item.nodeid.startswith(ALONE):
+            item.add_marker(pytest.mark.alone)
 
 
 class _GroupScheduling(LoadFileScheduling):

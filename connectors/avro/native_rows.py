@@ -43,12 +43,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
 from connectors.avro.codec import AvroEncoder, wire_header
 from connectors.avro.schema import FieldPlan, decimal_schema, type_mapping
+from connectors.avro.table import Table as _Table
 from connectors.schemas import load_static
 from service.errors import DecodeError, SchemaMismatchError
 from service.output.api import (
@@ -62,9 +63,6 @@ from service.output.api import (
 )
 from service.schema.tabledef import TableDef
 from service.types.rowdecode import DecodedRow
-
-if TYPE_CHECKING:
-    from connectors.avro.plugin import AvroPlugin, _Table
 
 log = structlog.get_logger(__name__)
 
@@ -207,7 +205,7 @@ class _Entry:
 class NativeRows:
     """The native fast path of one AvroPlugin (see the module docstring)."""
 
-    def __init__(self, plugin: AvroPlugin, native: Any, clock: Callable[[], int]) -> None:
+    def __init__(self, plugin: Any, native: Any, clock: Callable[[], int]) -> None:
         """`native`: the extension module; `clock`: the wall clock in ns (the plugin's)."""
         self.plugin = plugin
         self._clock = clock

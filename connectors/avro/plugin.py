@@ -92,11 +92,12 @@ from connectors.avro.schema import (
     CONNECTOR,
     DEBEZIUM_VERSION,
     DECIMAL_MODES,
-    TablePlan,
     build_table_plan,
     key_values,
     static_with_refs,
 )
+from connectors.avro.table import Serialize
+from connectors.avro.table import Table as _Table
 from service.config import Settings, load_settings
 from service.errors import (
     ConfigError,
@@ -130,7 +131,6 @@ TASK_ID = "0"
 RETRY_BUDGET_S = 30.0
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.2, 5.0
 
-Serialize = Callable[[Any], bytes]
 
 # java.sql.Types codes for the schema-change event's columns (Debezium's jdbcType).
 _JDBC = {
@@ -239,25 +239,6 @@ class Registrar:
         if parsed is None:
             parsed = self._parsed[(subject, schema_id)] = parse_writer_schema(text)
         return AvroEncoder(parsed, schema_id).encode
-
-
-@dataclass(slots=True)
-class _Table:
-    """A table plan with its registered serializers and row encoders.
-
-    `rows` builds the Value record of a row; `key_of` takes the Key record from a Value
-    record of the same row (set iff `key` is).
-    """
-
-    plan: TablePlan
-    key: Serialize | None
-    value: Serialize
-    rows: RowEncoder
-    key_of: KeyFromValue | None
-    schema: str
-    table: str
-    collection: str  # "schema.table", as Debezium names a data collection
-    value_name: str  # full Avro name of the Value record
 
 
 def _now_ns() -> int:

@@ -527,6 +527,30 @@ def build() -> dict[str, Any]:
         8,
     )
 
+    g.row("Column types")
+    g.add(
+        timeseries(
+            "Columns of types pgcdc cannot decode",
+            [
+                target(
+                    f"sum by (table, column, type) (pgcdc_omitted_columns{sel})",
+                    "omitted: {{table}}.{{column}} ({{type}})",
+                ),
+                target(
+                    f"sum by (table, column, type) (pgcdc_bytes_columns{sel})",
+                    "stored bytes: {{table}}.{{column}} ({{type}})",
+                    ref="B",
+                ),
+            ],
+            "short",
+            "Captured columns whose type pgcdc cannot decode, as decoding.unknown_types "
+            "decided at start or when the table was first seen: left out of every event "
+            "(omit), or published as their stored bytes (bytes).",
+        ),
+        24,
+        8,
+    )
+
     g.row("High availability")
     g.add(
         timeseries(
