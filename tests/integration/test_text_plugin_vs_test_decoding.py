@@ -558,6 +558,9 @@ def test_logical_messages(pg: dict[str, Any]) -> None:
             " SELECT pg_logical_emit_message(true, 'pfx', ''); COMMIT",
             "SELECT pg_logical_emit_message(true, 'ünï', 'ĉontent ✓')",
             "SELECT pg_logical_emit_message(false, 'bytes', '\\x00ff'::bytea)",
+            # A commit after it, so the workload's end lies past the non-transactional
+            # message whichever decoder reads first (it is the tail of the WAL otherwise).
+            "INSERT INTO msg VALUES (3)",
         ],
     )
     assert_same(
