@@ -115,8 +115,9 @@ class Proxy:
         """Forward src → dst; EOF is passed on as a half-close, so a peer that shuts
         down its writing side still gets the answer. The last pump of a connection
         closes both sockets."""
-        src.settimeout(_TICK_S)
         try:
+            # inside the try: the connection may be cut before this thread starts
+            src.settimeout(_TICK_S)
             while not self._closed:
                 self._running.wait()
                 try:
