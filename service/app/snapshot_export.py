@@ -48,7 +48,7 @@ from typing import Any, Protocol
 import structlog
 
 from connectors.postgres.chunks import SharedSnapshotReader
-from service.app.snapshotter import _END, Interval, Snapshotter, _Pending
+from service.app.snapshotter import _END, Interval, Snapshotter, _Pending, log_chunk_read
 from service.config import Settings
 from service.errors import PgcdcError, SourceUnavailableError
 from service.lsn import format_lsn
@@ -217,16 +217,7 @@ class SharedSnapshot:
                 with snap.lock:
                     snap.reads += 1
                     p.read = read
-                log.info(
-                    "snapshot_chunk_read",
-                    table=p.spec.table,
-                    chunk=p.chunk_id,
-                    bounds=p.spec.bounds(),
-                    rows=len(read.rows),
-                    bytes=read.nbytes,
-                    cut=read.cut,
-                    reader=n,
-                )
+                log_chunk_read(p, read, reader=n)
                 self._ready.put(p)
                 while not p.published.wait(0.5):
                     if self._halt.is_set():

@@ -236,6 +236,20 @@ def key_of(values: Any, names: tuple[str, ...]) -> tuple[str | None, ...] | None
         return None
 
 
+def log_chunk_read(p: _Pending, read: ChunkRead, **extra: Any) -> None:
+    """The `snapshot_chunk_read` event of one chunk (shared with snapshot_export)."""
+    log.info(
+        "snapshot_chunk_read",
+        table=p.spec.table,
+        chunk=p.chunk_id,
+        bounds=p.spec.bounds(),
+        rows=len(read.rows),
+        bytes=read.nbytes,
+        cut=read.cut,
+        **extra,
+    )
+
+
 class Snapshotter:
     """Plans and reads chunks, and publishes them at their high watermark."""
 
@@ -476,16 +490,7 @@ class Snapshotter:
 
         def hand_over(read: ChunkRead) -> None:
             self.reads += 1
-            log.info(
-                "snapshot_chunk_read",
-                table=p.spec.table,
-                chunk=p.chunk_id,
-                bounds=p.spec.bounds(),
-                rows=len(read.rows),
-                bytes=read.nbytes,
-                cut=read.cut,
-                locked=locked,
-            )
+            log_chunk_read(p, read, locked=locked)
             with self.lock:
                 p.read = read
 
