@@ -72,6 +72,10 @@ def _one(cur: Any) -> Any:
     return row[0]
 
 
+def _lines(rows: list[Any]) -> list[str]:
+    return [bytes(row[0]).decode("utf-8", errors="replace") for row in rows]
+
+
 def _dsn(pg: dict[str, Any], db: str) -> str:
     return f"host={pg['host']} port={pg['port']} user={pg['user']} dbname={db}"
 
@@ -135,8 +139,12 @@ def compare(
         for key, value in options.items():
             args += [key, value]
         placeholders = ", ".join(["%s"] * len(args))
+        # The binary variant: the text one goes through textout, which ends the line at
+        # its first NUL byte (a message's payload may hold any bytes); pgcdc's plugin
+        # decodes payloads as UTF-8 with replacement, and so do these lines.
         get_changes = (
-            f"SELECT data FROM pg_logical_slot_get_changes(%s, NULL, NULL, {placeholders})"
+            "SELECT data FROM pg_logical_slot_get_binary_changes"
+            f"(%s, NULL, NULL, {placeholders})"
         )
         expected: list[str] = []
         wal = Path(pg["pgdata"]) / "pg_wal"
@@ -145,7 +153,7 @@ def compare(
         for step in workload:
             if step == DRAIN:
                 cur.execute(get_changes, (db, *args))
-                expected += [row[0] for row in cur.fetchall()]
+                expected += _lines(cur.fetchall())
                 cur.execute("SELECT pg_switch_wal()")
                 switched = parse_lsn(_one(cur))
                 done = -(-switched // segment_size) * segment_size  # whole segments only
@@ -167,7 +175,7 @@ def compare(
         cur.execute("SELECT pg_current_wal_lsn()")
         end = parse_lsn(_one(cur))
         cur.execute(get_changes, (db, *args))
-        expected += [row[0] for row in cur.fetchall()]
+        expected += _lines(cur.fetchall())
         if end > fed:  # else the last DRAIN read it all; the next segment may not exist
             session.pump(iter_wal_chunks(wal, fed, segment_size=segment_size), until_lsn=end)
         return Outcome(expected, lines, session)
