@@ -39,7 +39,7 @@ def _set_compatibility(url: str, subject: str, level: str) -> None:
 
 
 def test_rejected_schema_mid_transaction_commits_nothing_of_it(
-    pg15: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
+    fault_pg15: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
 ) -> None:
     """The issue's reproduction: a and b published, b's registry subject BACKWARD, then
     `ALTER TABLE b ALTER q TYPE text`, `INSERT INTO a VALUES (2)` and one transaction
@@ -49,7 +49,7 @@ def test_rejected_schema_mid_transaction_commits_nothing_of_it(
     read_committed consumer must see none of that transaction. Once the operator allows
     the change (compatibility NONE) a restarted worker publishes every transaction
     exactly once and whole."""
-    with pipeline(pg15, kafka, registry, "half", TABLES) as p:
+    with pipeline(fault_pg15, kafka, registry, "half", TABLES) as p:
         worker = p.start_worker()
         worker.wait_ready(90)
         p.execute("INSERT INTO a VALUES (1)", "INSERT INTO b VALUES (1, 1)")
