@@ -37,7 +37,7 @@ def test_streaming_equals_files(pg: dict[str, Any]) -> None:
         first_lsn, first = next(chunks)  # creates the slot and starts streaming
         cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s", (slot,))
         start = _lsn(cur.fetchone()[0])
-        assert first_lsn == start & ~8191
+        assert first_lsn == start & ~8191, (first_lsn, start)
         w = run_workload(pg, fresh_db(pg, "strm"), compression=False)
         reader = XLogReader(start)
         streamed: list[XLogRecord] = []
@@ -57,20 +57,36 @@ def test_streaming_equals_files(pg: dict[str, Any]) -> None:
             if done:
                 break
         assert done, "stream ended before the workload's end LSN"
+        # Read the files while the slot still pins them: once the feedback has moved
+        # it, any checkpoint (another test's, on the same server) may remove them.
+        files = list(read_records(pg["pgdata"] + "/pg_wal", start, w.end))
         stream.confirm(streamed[-1].lsn)
         # Let one feedback go out, then check that the slot followed (never further).
         stream_feedback = threading.Event()
         stream_feedback.wait(1.0)
         for _ in zip(range(2), chunks, strict=False):
             pass
-        files = list(read_records(pg["pgdata"] + "/pg_wal", start, w.end))
-        assert len(files) > 500
-        assert streamed == files
-        assert max(sizes) <= 128 * 1024
+        assert len(files) > 500, len(files)
+        if streamed != files:  # name the first difference, not two lists of records
+            diff = next(
+                (i for i, (a, b) in enumerate(zip(streamed, files, strict=False)) if a != b),
+                min(len(streamed), len(files)),
+            )
+            raise AssertionError(
+                f"{len(streamed)} records streamed, {len(files)} from the files; first "
+                f"difference at #{diff}: "
+                f"{streamed[diff] if diff < len(streamed) else None} vs "
+                f"{files[diff] if diff < len(files) else None}"
+            )
+        assert max(sizes) <= 128 * 1024, max(sizes)
     finally:
         stream.close()
         cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s", (slot,))
         row = cur.fetchone()
         cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
         admin.close()
-    assert row is not None and start <= _lsn(row[0]) <= streamed[-1].lsn
+    assert row is not None and start <= _lsn(row[0]) <= streamed[-1].lsn, (
+        row,
+        start,
+        streamed[-1].lsn,
+    )
