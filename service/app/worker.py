@@ -31,8 +31,10 @@ open Kafka transaction and `end_source_txn(confirmed=commit end, restart=restart
 schema version)` closes it or lets it batch; a changed schema history is staged into
 the same Kafka transaction. Slot feedback moves only in `on_committed`, after Kafka
 committed. Heartbeats on an idle database write a heartbeat record and an offset, so
-the slot keeps moving. The sink commits as soon as the stream has nothing more
-buffered (`PhysicalStream.on_idle`), or when its caps say so (adaptive batching).
+the slot keeps moving; they go out from the stream's idle callback, so the replication
+connection (and with it the slot) stays held while the database is idle. The sink
+commits as soon as the stream has nothing more buffered (`PhysicalStream.on_idle`), or
+when its caps say so (adaptive batching).
 
 A Kafka transaction that fails after records went into it is aborted by the sink, which
 keeps no copy of them (`ReplayFromOffsetsError`). `run` then replays in process: the
@@ -320,7 +322,7 @@ class Worker:
         )
         session.decoding.on_committed = self._end_txn
         session.sink.progress = self._replay_progress
-        self.stream.on_idle = self.sink.idle  # adaptive batching: commit when caught up
+        self.stream.on_idle = self._on_idle
         if self.snapshotter is not None:
             self.snapshotter.emitter = PluginWrapper(avro, session.wrapper.ctx)
             if last is not None:
@@ -581,7 +583,10 @@ class Worker:
         failed = True  # until the loop ends without an exception
         try:
             while not self.stop.is_set():
-                for lsn, data in stream.chunks(self.stop, idle_timeout=interval):
+                # No idle timeout: the stream stays connected while the database is
+                # idle (heartbeats go out from `_on_idle`). Reconnecting on every idle
+                # interval released the slot each time, and a standby could take it.
+                for lsn, data in stream.chunks(self.stop):
                     m.health.beat()
                     session.feed(lsn, data)
                     self._settle_snapshot()
@@ -689,6 +694,15 @@ class Worker:
         m.server_lsn.labels(slot).set(server)
         confirmed = self.sink.last_committed.confirmed_lsn if self.sink.last_committed else 0
         m.lag_bytes.labels(slot).set(max(0, server - confirmed) if confirmed else 0)
+
+    def _on_idle(self) -> None:
+        """The stream has handed over every byte received: commit what is complete
+        (adaptive batching), serve the producer's events, and send the heartbeat when
+        one is due."""
+        if not self.sink.idle():
+            self.sink.poll()
+        if time.monotonic() - self._last_heartbeat >= self.settings.kafka.heartbeat_interval_s:
+            self._heartbeat()
 
     def _heartbeat(self) -> None:
         """An idle database still moves the slot: heartbeat record plus an offset."""

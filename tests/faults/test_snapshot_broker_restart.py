@@ -125,7 +125,9 @@ def test_broker_restart_mid_chunk(
         # read before the kill comes after it: the chunk was in flight across the
         # broker's restart.
         landed: tuple[dict[str, Any], float] | None = None
-        for _attempt in range(4):
+        attempts = 0
+        for _ in range(4):
+            attempts += 1
             flight = _in_flight(worker)
             while flight is None:
                 assert time.monotonic() < deadline and worker.proc.poll() is None, worker.tail()
@@ -201,7 +203,8 @@ def test_broker_restart_mid_chunk(
         )
         print(  # the figures of the run, for the report (pytest -s)
             f"broker restart mid-chunk: chunk {flight['table']} {flight['bounds']} read "
-            f"{flight_reads}x, committed {len(same)}x; worker exits {exits}; events {sorted(seen)}"
+            f"{flight_reads}x, committed {len(same)}x, {attempts} restart(s) to land one; "
+            f"worker exits {exits}; events {sorted(seen)}"
         )
         again, reads, ncommits = reads_after_commit(p.workers)
         assert not again, again[:10]

@@ -36,7 +36,11 @@ def test_second_worker_waits_as_standby_and_takes_over(
         p.execute("INSERT INTO t SELECT generate_series(1, 100)")
         b = p.start_worker()
         port = int(b.wait_event(["metrics_serving"], 30)["port"])
-        b.wait_event(["worker_standby"], 30)
+        try:
+            b.wait_event(["worker_standby"], 30)
+        except AssertionError:
+            print("A:", a.tail(20000))
+            raise
         for i in range(15):
             p.execute(f"INSERT INTO t VALUES ({1000 + i})")
             time.sleep(1)
