@@ -46,6 +46,18 @@ def test_second_worker_waits_as_standby_and_takes_over(
             time.sleep(1)
             assert a.proc.poll() is None, f"A exited:\n{a.tail()}"
             assert b.proc.poll() is None, f"B exited:\n{b.tail()}"
+        # Idle for 5 heartbeat intervals: A holds the slot throughout, with one walsender
+        # (before: it reconnected on every idle heartbeat interval, releasing the slot for
+        # a moment each time, and B could take it).
+        pids = set()
+        cur = p.connect().cursor()
+        for _ in range(20):
+            cur.execute(
+                "SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", (p.slot,)
+            )
+            pids.add(cur.fetchone()[0])
+            time.sleep(0.25)
+        assert len(pids) == 1 and None not in pids, pids
         status, reason = _get(port, "/readyz")
         assert status == 503 and reason.startswith("standby"), (status, reason)
         assert _get(port, "/healthz")[0] == 200
