@@ -6,9 +6,10 @@ written (module fixtures, names unique per file); the consumer tests, which shar
 Kafka Connect, run in one process. The tests marked `alone` (below: those that start,
 stop or kill service instances, time recoveries, or read server-wide state such as the
 transactions of other databases) are left out of the distributed pass; `.ci/run` runs
-them afterwards in two processes with nothing else running: one for the tests that use
-the fault instances (tests/faults, tests/deploy), one for those that read the shared
-servers' state (no fault test writes to a shared PostgreSQL).
+them afterwards with nothing else of the suite beside them, in two lanes at once: the
+fault-instance tests (tests/faults, tests/deploy: no fault test writes to a shared
+PostgreSQL) and, one pass after another, the shared-server-state tests and the Python
+reference's differential tests.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 # Scopes of the distributed run: a test file, or one shared scope for the files that
 # share Kafka Connect.
-_SHARED_SCOPES = {"consumers": "connect", "faults": "fault-instances", "deploy": "fault-instances"}
+_SHARED_SCOPES = {"consumers": "connect"}
 # Test files (or directories) that must run with nothing else running (module docstring).
 ALONE = (
     "tests/faults/",
@@ -60,8 +61,6 @@ class _GroupScheduling(LoadFileScheduling):
         parts = path.split("/")
         if len(parts) > 1 and parts[0] == "tests" and parts[1] in _SHARED_SCOPES:
             return _SHARED_SCOPES[parts[1]]
-        if path.startswith(ALONE):
-            return "shared-server-state"
         return path
 
 
