@@ -177,7 +177,9 @@ class PluginSink:
                 lsn=getattr(change, "lsn", None),
                 xid=txn.xid,
             )
-        relation = self.rows.relation(change, txn.top.xid)
+        rows = self.rows
+        top = txn.xid if txn.toptxn is None else txn.toptxn.xid  # txn.top.xid
+        relation = rows.relation(change, top)
         if relation is None:
             return None
         op = _OPS.get(change.kind)
@@ -185,9 +187,8 @@ class PluginSink:
             raise DecodeError(
                 f"change kind {change.kind.name} reached replay", lsn=change.lsn, xid=change.xid
             )
-        top = txn.top.xid
-        new = self.rows.row(relation, change, True, rc.toast, top) if change.new_tuple else None
-        old = self.rows.row(relation, change, False, rc.toast, top) if change.old_tuple else None
+        new = rows.row(relation, change, True, rc.toast, top) if change.new_tuple else None
+        old = rows.row(relation, change, False, rc.toast, top) if change.old_tuple else None
         if op is not ChangeOp.DELETE and new is None:
             raise SchemaMismatchError(
                 f"{op.value} without a new tuple",
