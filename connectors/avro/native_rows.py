@@ -327,7 +327,9 @@ class NativeRows:
             return False
         p = self.plugin
         lsn = change.lsn
-        st = p._txn_state(lsn)
+        st = p._txn
+        if st is None:
+            st = p._txn_state(lsn)  # raises: a change outside a transaction
         hot = self._hot
         if hot is None or hot.st is not st or hot.t is not t or hot.table is not row.table:
             hot = self._hot_for(st, txn, t, change.relation, row.table, lsn)

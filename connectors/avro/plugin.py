@@ -241,6 +241,9 @@ class Registrar:
         return AvroEncoder(parsed, schema_id).encode
 
 
+_NOT_BUILT = object()  # AvroPlugin._tables: no entry yet (None is a filtered table)
+
+
 def _now_ns() -> int:
     """The wall clock the envelopes' ts fields read (this module's `time`, for both the
     Python and the native path)."""
@@ -393,8 +396,9 @@ class AvroPlugin:
     def _table(self, rel: RelationInfo) -> _Table | None:
         """The registered plan of this definition, or None when the table is filtered."""
         cache_key = (rel.oid, rel.defined_at)
-        if cache_key in self._tables:
-            return self._tables[cache_key]
+        found = self._tables.get(cache_key, _NOT_BUILT)
+        if found is not _NOT_BUILT:
+            return found  # type: ignore[return-value]
         table: _Table | None = None
         if self.included(rel):
             excluded = self._filter.excluded_columns(

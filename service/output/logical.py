@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from service.decode.dispatch import decoder_for, toplevel_assignment, xid_to_process
+from service.decode.dispatch import decoder_for, toplevel_assignment
 from service.decode.events import (
     AbortEvent,
     AssignmentEvent,
@@ -328,14 +328,16 @@ class Decoding:
 
     def process(self, record: XLogRecord) -> None:
         self.records += 1
-        top = toplevel_assignment(record)
-        if top is not None:
+        if record.toplevel_xid:  # toplevel_assignment(record), tested before the call
+            top = toplevel_assignment(record)
+            assert top is not None
             self.rb.assign_child(top[0], top[1], record.lsn)
             self.rows.assign_child(top[0], top[1])
-        xid = xid_to_process(record)
+        rmid = record.rmid
+        # xid_to_process(record), inlined (it runs for every record)
+        xid = 0 if rmid == rt.RM_XACT_ID else record.xid
         if xid:
             self.rb.process_xid(xid, record.lsn)
-            rmid = record.rmid
             if rmid in (rt.RM_HEAP_ID, rt.RM_HEAP2_ID):
                 self._base_snapshot(record, rmid, xid)
         for event in self.decoder.decode(record):
@@ -355,8 +357,8 @@ class Decoding:
                 return
         elif op != rt.XLOG_HEAP2_MULTI_INSERT:
             return
-        snap = self.snap
-        if snap.decodes_changes and snap.process_change(xid, record.lsn):
+        # process_change is False before FULL_SNAPSHOT (snap.decodes_changes)
+        if self.snap.process_change(xid, record.lsn):
             self.rb.set_base_snapshot(xid, record.lsn, BASE_SNAPSHOT)
 
     def _wanted_db(self, db_oid: int) -> bool:
@@ -366,7 +368,8 @@ class Decoding:
         rb, snap = self.rb, self.snap
         match ev:
             case HeapChange():
-                if not snap.decodes_changes or not self._wanted_db(ev.locator.db_oid):
+                # _wanted_db, inlined: one heap change per replayed row
+                if not snap.decodes_changes or ev.locator.db_oid != self.db_oid:
                     return
                 if ev.origin is not None and self.plugin.filter_by_origin(ev.origin):
                     return

@@ -269,7 +269,13 @@ class HistoryRows:
         return cls
 
     def relation(self, change: HeapChange, top_xid: int) -> RelationInfo | None:
-        cls = self._classify(change, top_xid)
+        # _classify's cache hit, inlined (one lookup per replayed row)
+        loc = change.locator
+        hit = self._classes.get((loc.spc_oid, loc.db_oid, loc.rel_number, top_xid))
+        if hit is not None and hit[0] <= change.lsn < hit[1]:
+            cls = hit[2]
+        else:
+            cls = self._classify(change, top_xid)
         match cls.kind:
             case RelClass.TABLE:
                 assert cls.table is not None
