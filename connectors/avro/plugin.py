@@ -241,9 +241,6 @@ class Registrar:
         return AvroEncoder(parsed, schema_id).encode
 
 
-_NOT_BUILT = object()  # AvroPlugin._tables: no entry yet (None is a filtered table)
-
-
 def _now_ns() -> int:
     """The wall clock the envelopes' ts fields read (this module's `time`, for both the
     Python and the native path)."""
@@ -396,9 +393,8 @@ class AvroPlugin:
     def _table(self, rel: RelationInfo) -> _Table | None:
         """The registered plan of this definition, or None when the table is filtered."""
         cache_key = (rel.oid, rel.defined_at)
-        found = self._tables.get(cache_key, _NOT_BUILT)
-        if found is not _NOT_BUILT:
-            return found  # type: ignore[return-value]
+        if cache_key in self._tables:
+            return self._tables[cache_key]
         table: _Table | None = None
         if self.included(rel):
             excluded = self._filter.excluded_columns(
@@ -602,7 +598,9 @@ class AvroPlugin:
         self._txn = _TxnState(txn.xid, ts_us)
 
     def change(self, ctx: PluginContext, txn: TxnInfo, change: RowChange) -> None:
-        t = self._table(change.relation)
+        rel = change.relation
+        cached, tables = (rel.oid, rel.defined_at), self._tables
+        t = tables[cached] if cached in tables else self._table(rel)  # _table's hit, inlined
         if t is None:
             return
         if self.native_rows is not None and self.native_rows.change(ctx, txn, t, change):

@@ -686,6 +686,15 @@ class SchemaHistory:
         hit = self._lookup(locator, lsn, xid)
         return hit.table if hit is not None else None
 
+    def is_toast_now(self, locator: RelFileLocator) -> bool:
+        """`is_toast(locator, END_OF_TIME)`: the reorder buffer's check, asked for every
+        queued heap insert and every replayed change (the same cache, inlined)."""
+        key = (locator.spc_oid, locator.db_oid, locator.rel_number, _END_OF_TIME)
+        found = self._toast_cache.get(key)
+        if found is None:
+            return self.is_toast(locator, _END_OF_TIME)
+        return found
+
     def is_toast(self, locator: RelFileLocator, lsn: int, xid: int | None = None) -> bool:
         if xid is None:
             # Asked for every heap insert and at every replayed change (the reorder

@@ -284,7 +284,10 @@ class HistoryRows:
                     # TABLE pg_class on 17+): ReorderBufferProcessTXN skips the changes
                     # of a relation that is not RelationIsLogicallyLogged.
                     return None
-                plan = self._plan(cls.table, change.lsn)
+                table = cls.table
+                plan = self._plans.get(id(table))  # _plan's cache hit, inlined
+                if plan is None or plan.table is not table:
+                    plan = self._plan(table, change.lsn)
                 self._last = (change, top_xid, plan)
                 return plan.rel
             case RelClass.REWRITE:
