@@ -370,7 +370,7 @@ class NativeRows:
             code,
             self._clock(),
         )
-        ctx.write(OutputRecord(t.plan.topic, key, value, p.context_headers, op=code))
+        ctx.write(OutputRecord(t.plan.topic, key, value, p.context_headers, code))
         if deleting and p._tombstones():
             p._tombstone(ctx, t, key)
         return True
