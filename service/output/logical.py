@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from service.decode.dispatch import decoder_for, toplevel_assignment
+from service.decode.dispatch import decoder_for
 from service.decode.events import (
     AbortEvent,
     AssignmentEvent,
@@ -328,11 +328,10 @@ class Decoding:
 
     def process(self, record: XLogRecord) -> None:
         self.records += 1
-        if record.toplevel_xid:  # toplevel_assignment(record), tested before the call
-            top = toplevel_assignment(record)
-            assert top is not None
-            self.rb.assign_child(top[0], top[1], record.lsn)
-            self.rows.assign_child(top[0], top[1])
+        top = record.toplevel_xid  # toplevel_assignment(record), inlined (every record)
+        if top:
+            self.rb.assign_child(top, record.xid, record.lsn)
+            self.rows.assign_child(top, record.xid)
         rmid = record.rmid
         # xid_to_process(record), inlined (it runs for every record)
         xid = 0 if rmid == rt.RM_XACT_ID else record.xid
@@ -368,7 +367,7 @@ class Decoding:
         rb, snap = self.rb, self.snap
         match ev:
             case HeapChange():
-                # _wanted_db, inlined: one heap change per replayed row
+                # _wanted_db, inlined: it runs for every heap change
                 if not snap.decodes_changes or ev.locator.db_oid != self.db_oid:
                     return
                 if ev.origin is not None and self.plugin.filter_by_origin(ev.origin):
