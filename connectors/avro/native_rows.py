@@ -89,7 +89,6 @@ NATIVE_TYPES: dict[int, tuple[str, int]] = {
 }
 _NUMERIC = 1700
 _ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
-_OPS = {ChangeOp.INSERT: "c", ChangeOp.UPDATE: "u", ChangeOp.DELETE: "d"}
 
 ColumnSpec = tuple[str, int, int, bool, bool, str, int, int, bool]
 
@@ -202,6 +201,28 @@ class _Entry:
         self.want_key = t.key is not None and t.key_of is not None
 
 
+class _Hot:
+    """What the changes of one table definition in one transaction share (`_hot_for`):
+    checked by identity per change, rebuilt when the transaction, the `_Table` or the
+    definition differs from the last change's."""
+
+    __slots__ = ("entry", "parts", "st", "t", "table")
+
+    def __init__(
+        self,
+        st: Any,
+        t: _Table,
+        table: TableDef,
+        entry: _Entry,
+        parts: tuple[bytes, bytes, bytes, bytes, bytes] | None,
+    ) -> None:
+        self.st = st
+        self.t = t
+        self.table = table
+        self.entry = entry
+        self.parts = parts
+
+
 class NativeRows:
     """The native fast path of one AvroPlugin (see the module docstring)."""
 
@@ -215,6 +236,7 @@ class NativeRows:
         self._parts_for: object = None  # the _TxnState the parts below belong to
         self._parts: dict[str, tuple[bytes, bytes, bytes, bytes, bytes]] = {}
         self._last: tuple[_Table, _Entry] | None = None  # the entry of the last change
+        self._hot: _Hot | None = None  # what the last change's transaction and table share
         self.native = 0  # rows written natively
         self.fallbacks: Counter[str] = Counter()  # rows left to Python, by reason
 
@@ -273,6 +295,23 @@ class NativeRows:
         self._parts[t.collection] = found
         return found
 
+    def _hot_for(
+        self, st: Any, txn: TxnInfo, t: _Table, rel: RelationInfo, table: TableDef, lsn: int
+    ) -> _Hot:
+        """What every change of `t` (as defined by `table`) in transaction `st` shares:
+        its plan and headers, and the `source` parts (the per-transaction work, done at
+        the first such change)."""
+        last = self._last
+        if last is not None and last[0] is t and last[1].table is table:
+            entry = last[1]
+        else:
+            entry = self._entry(t, rel, table)
+            self._last = (t, entry)
+        parts = None if entry.plan is None else self._source_parts(st, txn, t, lsn)
+        hot = _Hot(st, t, table, entry, parts)
+        self._hot = hot
+        return hot
+
     def change(self, ctx: PluginContext, txn: TxnInfo, t: _Table, change: RowChange) -> bool:
         """Write `change` natively; False (nothing written) leaves it to Python."""
         op = change.op
@@ -286,16 +325,19 @@ class NativeRows:
             return False
         if isinstance(ctx.state.get("snapshot"), str):
             return False
-        last = self._last
-        if last is not None and last[0] is t and last[1].table is row.table:
-            entry = last[1]
-        else:
-            entry = self._entry(t, change.relation, row.table)
-            self._last = (t, entry)
+        p = self.plugin
+        lsn = change.lsn
+        st = p._txn
+        if st is None:
+            st = p._txn_state(lsn)  # raises: a change outside a transaction
+        hot = self._hot
+        if hot is None or hot.st is not st or hot.t is not t or hot.table is not row.table:
+            hot = self._hot_for(st, txn, t, change.relation, row.table, lsn)
+        entry = hot.entry
         plan = entry.plan
         if plan is None:
             return False
-        raw, lsn = row.raw, change.lsn
+        raw = row.raw
         out = plan.encode(raw.natts, raw.infomask, raw.hoff, raw.data, lsn, entry.want_key)
         if type(out) is str:
             self.fallbacks[out] += 1
@@ -304,13 +346,15 @@ class NativeRows:
         self.native += 1
         key_header = entry.key_header
         key = None if key_record is None or key_header is None else key_header + key_record
-        p = self.plugin
-        st = p._txn_state(lsn)
-        p._begin_once(ctx, st, lsn)
-        order = p._count(st, t.collection)
-        head, sequence_head, mid, tail, block_head = self._source_parts(st, txn, t, lsn)
-        code = _OPS[op]
+        if not st.began:
+            p._begin_once(ctx, st, lsn)
+        total, order = p._order(st, t.collection)
+        parts = hot.parts
+        assert parts is not None  # built whenever the entry has a plan
+        head, sequence_head, mid, tail, block_head = parts
         deleting = op is ChangeOp.DELETE
+        # Compared, not looked up: a ChangeOp (an Enum) hashes in Python.
+        code = "d" if deleting else "c" if op is ChangeOp.INSERT else "u"
         value = self._envelope(
             entry.value_header,
             record if deleting else None,
@@ -321,12 +365,12 @@ class NativeRows:
             mid,
             tail,
             block_head,
-            order["total_order"],
-            order["data_collection_order"],
+            total,
+            order,
             code,
             self._clock(),
         )
-        ctx.write(OutputRecord(t.plan.topic, key, value, p.context_headers, op=code))
+        ctx.write(OutputRecord(t.plan.topic, key, value, p.context_headers, code))
         if deleting and p._tombstones():
             p._tombstone(ctx, t, key)
         return True

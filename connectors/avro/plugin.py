@@ -283,6 +283,7 @@ class _TxnState:
     `ts_us` is the commit time (µs since 1970; the clock at BEGIN when unknown).
     `collections` lists (data collection, event count) in first-event order; a message
     is a collection of its own (MESSAGE_COLLECTION), so it appears once per message.
+    `entries` finds a table's entry of `collections` (its count is the table's order).
     `sources` holds, per (data collection, snapshot marker), the parts of a change's
     `source` record that are the same for every change of the transaction (all but
     lsn and sequence), and the sequence text up to this change's LSN. Only filled when
@@ -293,8 +294,8 @@ class _TxnState:
     ts_us: int
     began: bool = False
     total: int = 0
-    per_table: dict[str, int] = field(default_factory=dict)
     collections: list[list[Any]] = field(default_factory=list)
+    entries: dict[str, list[Any]] = field(default_factory=dict)  # a table's `collections` entry
     sources: dict[tuple[str, str], tuple[dict[str, Any], str]] = field(default_factory=dict)
 
     @property
@@ -519,19 +520,22 @@ class AvroPlugin:
 
     def _count(self, st: _TxnState, collection: str) -> dict[str, Any]:
         """Count one event of `collection`; its transaction block's orders."""
+        total, order = self._order(st, collection)
+        return {"total_order": total, "data_collection_order": order}
+
+    @staticmethod
+    def _order(st: _TxnState, collection: str) -> tuple[int, int]:
+        """Count one event of `collection`: (total_order, data_collection_order)."""
         st.total += 1
         if collection == MESSAGE_COLLECTION:
             st.collections.append([collection, 1])
-            order = 1
-        else:
-            order = st.per_table.get(collection, 0) + 1
-            if order == 1:
-                st.collections.append([collection, 0])
-            st.per_table[collection] = order
-            for entry in st.collections:
-                if entry[0] == collection:
-                    entry[1] = order
-        return {"total_order": st.total, "data_collection_order": order}
+            return st.total, 1
+        entry = st.entries.get(collection)
+        if entry is None:
+            entry = st.entries[collection] = [collection, 0]
+            st.collections.append(entry)
+        order = entry[1] = entry[1] + 1
+        return st.total, order
 
     def _event(
         self,
@@ -594,7 +598,9 @@ class AvroPlugin:
         self._txn = _TxnState(txn.xid, ts_us)
 
     def change(self, ctx: PluginContext, txn: TxnInfo, change: RowChange) -> None:
-        t = self._table(change.relation)
+        rel = change.relation
+        cached, tables = (rel.oid, rel.defined_at), self._tables
+        t = tables[cached] if cached in tables else self._table(rel)  # _table's hit, inlined
         if t is None:
             return
         if self.native_rows is not None and self.native_rows.change(ctx, txn, t, change):

@@ -193,7 +193,7 @@ class Session:
             ReorderBufferSettings(work_mem=config.work_mem),
             self.sink,
             self.spill,
-            self._is_toast,
+            self._toast_check(),
         )
         self.decoding = Decoding(
             version=version,
@@ -221,6 +221,14 @@ class Session:
     def _is_toast(self, locator: RelFileLocator) -> bool:
         return self.history is not None and self.history.is_toast(locator, END_OF_TIME)
 
+    def _toast_check(self) -> Callable[[RelFileLocator], bool]:
+        """The reorder buffer's toast check: `_is_toast`, bound straight to the history
+        once there is one (`is_toast_now`, one call per check instead of two). Handed
+        to the buffer again whenever `self.history` is replaced (`_align`)."""
+        if self.history is None:
+            return self._is_toast
+        return self.history.is_toast_now
+
     @property
     def aligned(self) -> bool:
         """Whether changes can be emitted (the snapshot is in place)."""
@@ -231,8 +239,14 @@ class Session:
         snapshot = self.catalog.snapshot(inside=self._snapshot_reader)
         self.snapshot_lsn = snapshot.lsn
         self.history = SchemaHistory.from_catalog_snapshot(snapshot, self.catalog)
-        assert isinstance(self.rows, _DeferredRows)
-        self.rows.attach(self._history_rows(self.history))
+        self.rb.set_toast_of(self._toast_check())
+        deferred = self.rows
+        assert isinstance(deferred, _DeferredRows)
+        rows = self._history_rows(self.history)
+        deferred.attach(rows)
+        # From now on the deferred resolver only forwards (two calls per row for every
+        # lookup): the driver and the sink get the history's resolver itself.
+        self.rows = self.sink.rows = self.decoding.rows = rows
         self.snap.skip_visible_in(snapshot.xid_visible)
         self._awaiting_alignment = False
         if self.on_aligned is not None:

@@ -228,6 +228,9 @@ class Worker:
         plugin: object = avro if self.snapshotter is None else self.snapshotter.hooks(avro)
         events, slot_name = self.metrics.events, s.source.slot
         sink_write = self.sink.write
+        # The pgcdc_events child of each (topic, op): labels() locks and builds its key
+        # on every call, once per published record; the child it returns never changes.
+        counters: dict[tuple[str, str], Any] = {}
 
         stop, grace = self.stop, s.kafka.shutdown_timeout_s
 
@@ -241,7 +244,11 @@ class Worker:
                     )
             sink_write(lsn, xid, record)
             if isinstance(record, OutputRecord):
-                events.labels(slot_name, record.topic, record.op or "-").inc()
+                labels = (record.topic, record.op or "-")
+                counter = counters.get(labels)
+                if counter is None:
+                    counter = counters[labels] = events.labels(slot_name, *labels)
+                counter.inc()
 
         stored = KafkaSchemaStore(s, self.sink).load_latest()
         if last is None and stored is not None and not s.snapshot.fresh_start:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from service.decode.dispatch import decoder_for, toplevel_assignment, xid_to_process
+from service.decode.dispatch import decoder_for
 from service.decode.events import (
     AbortEvent,
     AssignmentEvent,
@@ -177,7 +177,9 @@ class PluginSink:
                 lsn=getattr(change, "lsn", None),
                 xid=txn.xid,
             )
-        relation = self.rows.relation(change, txn.top.xid)
+        rows = self.rows
+        top = txn.xid if txn.toptxn is None else txn.toptxn.xid  # txn.top.xid
+        relation = rows.relation(change, top)
         if relation is None:
             return None
         op = _OPS.get(change.kind)
@@ -185,9 +187,8 @@ class PluginSink:
             raise DecodeError(
                 f"change kind {change.kind.name} reached replay", lsn=change.lsn, xid=change.xid
             )
-        top = txn.top.xid
-        new = self.rows.row(relation, change, True, rc.toast, top) if change.new_tuple else None
-        old = self.rows.row(relation, change, False, rc.toast, top) if change.old_tuple else None
+        new = rows.row(relation, change, True, rc.toast, top) if change.new_tuple else None
+        old = rows.row(relation, change, False, rc.toast, top) if change.old_tuple else None
         if op is not ChangeOp.DELETE and new is None:
             raise SchemaMismatchError(
                 f"{op.value} without a new tuple",
@@ -327,14 +328,15 @@ class Decoding:
 
     def process(self, record: XLogRecord) -> None:
         self.records += 1
-        top = toplevel_assignment(record)
-        if top is not None:
-            self.rb.assign_child(top[0], top[1], record.lsn)
-            self.rows.assign_child(top[0], top[1])
-        xid = xid_to_process(record)
+        top = record.toplevel_xid  # toplevel_assignment(record), inlined (every record)
+        if top:
+            self.rb.assign_child(top, record.xid, record.lsn)
+            self.rows.assign_child(top, record.xid)
+        rmid = record.rmid
+        # xid_to_process(record), inlined (it runs for every record)
+        xid = 0 if rmid == rt.RM_XACT_ID else record.xid
         if xid:
             self.rb.process_xid(xid, record.lsn)
-            rmid = record.rmid
             if rmid in (rt.RM_HEAP_ID, rt.RM_HEAP2_ID):
                 self._base_snapshot(record, rmid, xid)
         for event in self.decoder.decode(record):
@@ -354,8 +356,8 @@ class Decoding:
                 return
         elif op != rt.XLOG_HEAP2_MULTI_INSERT:
             return
-        snap = self.snap
-        if snap.decodes_changes and snap.process_change(xid, record.lsn):
+        # process_change is False before FULL_SNAPSHOT (snap.decodes_changes)
+        if self.snap.process_change(xid, record.lsn):
             self.rb.set_base_snapshot(xid, record.lsn, BASE_SNAPSHOT)
 
     def _wanted_db(self, db_oid: int) -> bool:
@@ -365,7 +367,8 @@ class Decoding:
         rb, snap = self.rb, self.snap
         match ev:
             case HeapChange():
-                if not snap.decodes_changes or not self._wanted_db(ev.locator.db_oid):
+                # _wanted_db, inlined: it runs for every heap change
+                if not snap.decodes_changes or ev.locator.db_oid != self.db_oid:
                     return
                 if ev.origin is not None and self.plugin.filter_by_origin(ev.origin):
                     return

@@ -195,9 +195,15 @@ class ReorderBuffer:
         self._last_txn = txn
         return txn
 
+    def set_toast_of(self, toast_of: Callable[[RelFileLocator], bool]) -> None:
+        """Replace the toast check (the same answers, a cheaper callable)."""
+        self._toast_of = toast_of
+        self._state.toast_of = toast_of
+
     def process_xid(self, xid: int, lsn: int) -> None:
         """ReorderBufferProcessXid: note the first LSN at which xid appears."""
-        if xid != 0:
+        # _txn_by_xid's one-entry cache, tested here first: most records repeat the xid
+        if xid != 0 and (xid != self._last_xid or self._last_txn is None):
             self._txn_by_xid(xid, lsn)
 
     def assign_child(self, xid: int, subxid: int, lsn: int) -> None:

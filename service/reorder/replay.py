@@ -175,6 +175,7 @@ class Replayer:
         started = False
         last_lsn = 0
         stats = state.stats
+        apply = sink.stream_change if streaming else sink.change
         for owner, change, size in self._iter_txn(txn):
             stats.total_bytes += size
             if streaming:
@@ -216,9 +217,13 @@ class Replayer:
                         else:
                             release(owner, size)  # toast deletions are not decoded
                     else:
+                        # _apply, inlined: this branch runs once per replayed row.
                         release(owner, size)
-                        self._apply(txn, change, toast, streaming)
-                        if change.clear_toast_afterwards:
+                        apply(
+                            txn,
+                            ReplayChange(change, toast.mapping() if toast.held else EMPTY_TOAST),
+                        )
+                        if change.clear_toast_afterwards and toast.held:
                             toast.reset(state)
                     if spec is not None:  # the speculative insertion was not confirmed
                         release(spec[0], spec[2])
@@ -292,13 +297,16 @@ class Replayer:
 class _ToastState:
     """Per-replay TOAST chunks (the ReorderBufferToastEnt hash), held until reset."""
 
-    __slots__ = ("_cached", "_chunks", "_held", "_last_seq")
+    __slots__ = ("_cached", "_chunks", "_held", "_last_seq", "held")
 
     def __init__(self) -> None:
         self._chunks: dict[int, bytearray] = {}
         self._last_seq: dict[int, int] = {}
         self._held: list[tuple[ReorderBufferTXN, int]] = []
         self._cached: Mapping[int, bytes] | None = None
+        # Whether any chunk arrived since the last reset: without one, `mapping` is
+        # EMPTY_TOAST and `reset` has nothing to do (the replay loop asks per change).
+        self.held = False
 
     def append(self, owner: ReorderBufferTXN, change: HeapChange, size: int) -> None:
         """ReorderBufferToastAppendChunk: chunks of one value arrive in seq order."""
@@ -318,6 +326,7 @@ class _ToastState:
         self._last_seq[chunk_id] = seq
         self._held.append((owner, size))
         self._cached = None
+        self.held = True
 
     def mapping(self) -> Mapping[int, bytes]:
         if not self._chunks:
@@ -335,3 +344,4 @@ class _ToastState:
         self._chunks.clear()
         self._last_seq.clear()
         self._cached = None
+        self.held = False

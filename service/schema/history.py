@@ -165,6 +165,9 @@ class SchemaHistory:
         self._versions: dict[int, list[Version]] = {}
         # (oid, toast) -> relfilenode mappings, in the order they were recorded.
         self._maps: dict[MapKey, list[RelMapping]] = {}
+        # is_toast's answers for everyone; cleared whenever what they depend on moves
+        # (applied_upto, version, `_maps` rebound: see is_toast).
+        self._toast_cache: dict[tuple[int, int, int, int], bool] = {}
         # (tablespace, relfilenode) -> (oid, toast) pairs that ever mapped it.
         self._by_filenode: dict[Key, list[MapKey]] = {}
         # (tablespace, relfilenode) -> smgr creates of it (pending and committed).
@@ -175,19 +178,15 @@ class SchemaHistory:
         # Transactions visible in the initial catalog snapshot are applied already.
         self._initial: CatalogSnapshot | None = None
         # Commits starting at or before this LSN are applied already (restored history).
-        self.applied_upto = 0
+        self._applied_upto = 0
         # Incremented by every commit that changed a definition; stored with offsets.
-        self.version = 0
+        self._version = 0
         # The DDL capture is installed: every command that changes a table's columns,
         # name or key writes a pgcdc.ddl message, so a catalog-changing transaction
         # without one (VACUUM FULL, CLUSTER, TRUNCATE, ANALYZE, CREATE INDEX ...) changed
         # no definition, and the live catalog (which shows the present, possibly later
         # DDL) must not be read for its shape.
         self.ddl_capture = False
-        # is_toast's answers for everyone, valid while the stamp holds (see is_toast).
-        self._toast_cache: dict[tuple[int, int, int, int], bool] = {}
-        self._toast_upto, self._toast_version = -1, -1
-        self._toast_maps: dict[MapKey, list[RelMapping]] | None = None
         # Source 3, the live catalog at commit; it reads `_versions` through a getter
         # because `prune` rebinds it.
         self._fallback = CatalogFallback(
@@ -196,6 +195,26 @@ class SchemaHistory:
             record=self._record,
             record_mappings=self._record_mappings,
         )
+
+    @property
+    def applied_upto(self) -> int:
+        """Commits starting at or before this LSN are applied already."""
+        return self._applied_upto
+
+    @applied_upto.setter
+    def applied_upto(self, lsn: int) -> None:
+        self._applied_upto = lsn
+        self._toast_cache.clear()
+
+    @property
+    def version(self) -> int:
+        """Incremented by every commit that changed a definition."""
+        return self._version
+
+    @version.setter
+    def version(self, version: int) -> None:
+        self._version = version
+        self._toast_cache.clear()
 
     # --- construction and persistence ----------------------------------------------
 
@@ -667,26 +686,29 @@ class SchemaHistory:
         hit = self._lookup(locator, lsn, xid)
         return hit.table if hit is not None else None
 
+    def is_toast_now(self, locator: RelFileLocator) -> bool:
+        """`is_toast(locator, END_OF_TIME)`: the reorder buffer's check, asked for every
+        queued heap insert and every replayed change (the same cache, inlined)."""
+        key = (locator.spc_oid, locator.db_oid, locator.rel_number, _END_OF_TIME)
+        found = self._toast_cache.get(key)
+        if found is None:
+            return self.is_toast(locator, _END_OF_TIME)
+        return found
+
     def is_toast(self, locator: RelFileLocator, lsn: int, xid: int | None = None) -> bool:
         if xid is None:
-            # Asked for every heap insert (the reorder buffer's toast check), so answers
-            # for everyone (xid None) are cached. They depend on committed entries only,
-            # which change only at a commit of this database (_commit, which then moves
-            # `applied_upto`) or at construction; prune keeps every answer still
-            # askable but replaces the maps, so the cache is stamped with both.
-            cache = self._toast_cache
-            if (
-                self._toast_upto != self.applied_upto
-                or self._toast_version != self.version
-                or self._toast_maps is not self._maps
-                or len(cache) > _TOAST_CACHE_MAX
-            ):
-                cache.clear()
-                self._toast_upto, self._toast_version = self.applied_upto, self.version
-                self._toast_maps = self._maps
+            # Asked for every heap insert and at every replayed change (the reorder
+            # buffer's toast check), so answers for everyone (xid None) are cached. They
+            # depend on committed entries only, which change only at a commit of this
+            # database (_commit, which then moves `applied_upto`) or at construction;
+            # prune keeps every answer still askable but rebinds `_maps`. Setting
+            # `applied_upto` or `version`, and prune, clear the cache.
             key = (locator.spc_oid, locator.db_oid, locator.rel_number, lsn)
+            cache = self._toast_cache
             found = cache.get(key)
             if found is None:
+                if len(cache) >= _TOAST_CACHE_MAX:
+                    cache.clear()
                 hit = self._lookup(locator, lsn, None)
                 found = cache[key] = hit is not None and hit.kind is RelClass.TOAST
             return found
@@ -800,6 +822,7 @@ class SchemaHistory:
             self._maps.pop((oid, True), None)
         self._versions = {k: v for k, v in self._versions.items() if v}
         self._maps = {k: v for k, v in self._maps.items() if v}
+        self._toast_cache.clear()
         self._creates = {k: v for k, v in self._creates.items() if v}
         index: dict[Key, list[MapKey]] = {}
         for mk, maps in self._maps.items():

@@ -269,7 +269,13 @@ class HistoryRows:
         return cls
 
     def relation(self, change: HeapChange, top_xid: int) -> RelationInfo | None:
-        cls = self._classify(change, top_xid)
+        # _classify's cache hit, inlined (one lookup per replayed row)
+        loc = change.locator
+        hit = self._classes.get((loc.spc_oid, loc.db_oid, loc.rel_number, top_xid))
+        if hit is not None and hit[0] <= change.lsn < hit[1]:
+            cls = hit[2]
+        else:
+            cls = self._classify(change, top_xid)
         match cls.kind:
             case RelClass.TABLE:
                 assert cls.table is not None
@@ -278,7 +284,10 @@ class HistoryRows:
                     # TABLE pg_class on 17+): ReorderBufferProcessTXN skips the changes
                     # of a relation that is not RelationIsLogicallyLogged.
                     return None
-                plan = self._plan(cls.table, change.lsn)
+                table = cls.table
+                plan = self._plans.get(id(table))  # _plan's cache hit, inlined
+                if plan is None or plan.table is not table:
+                    plan = self._plan(table, change.lsn)
                 self._last = (change, top_xid, plan)
                 return plan.rel
             case RelClass.REWRITE:
