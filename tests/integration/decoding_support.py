@@ -143,8 +143,7 @@ def compare(
         # its first NUL byte (a message's payload may hold any bytes); pgcdc's plugin
         # decodes payloads as UTF-8 with replacement, and so do these lines.
         get_changes = (
-            "SELECT data FROM pg_logical_slot_get_binary_changes"
-            f"(%s, NULL, NULL, {placeholders})"
+            f"SELECT data FROM pg_logical_slot_get_binary_changes(%s, NULL, NULL, {placeholders})"
         )
         expected: list[str] = []
         wal = Path(pg["pgdata"]) / "pg_wal"
