@@ -1,0 +1,118 @@
+"""How `Registrar` classifies the registry's errors (pure logic: the client is a stub
+that answers with the errors the real registry gives; tests/integration covers the real
+one).
+
+- a registration answered 404 "No content with ID" (40403: Apicurio's shared content row,
+  orphaned and deleted by another subject's permanent delete in between) is retried
+  and succeeds once the registry stores the content again;
+- the same 40403 keeps failing: RegistryUnavailableError after the budget, naming it;
+- any other 4xx of a registration, and 40403 of another call, is raised at once;
+- 409 is a rejection (RegistryRejectedError), as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+from connectors.avro import plugin
+from connectors.avro.plugin import Registrar
+from service.config import Settings
+from service.errors import RegistryRejectedError, RegistryUnavailableError
+
+SCHEMA = {"type": "record", "name": "X", "fields": [{"name": "a", "type": "int"}]}
+GONE = SchemaRegistryError(404, 40403, "No content with ID '426' was found.")
+
+
+class _Client:
+    """Answers `register_schema` from `answers` in turn (an exception is raised)."""
+
+    def __init__(self, *answers: Any, compat_error: Exception | None = None) -> None:
+        self.answers = list(answers)
+        self.compat_error = compat_error  # raised by set_compatibility (a new subject)
+        self.registrations = 0
+
+    def get_versions(self, subject: str) -> Any:
+        return [] if self.compat_error is not None else [1]
+
+    def set_compatibility(self, subject: str, level: str) -> None:
+        if self.compat_error is not None:
+            raise self.compat_error
+
+    def register_schema(self, subject: str, schema: Any) -> int:
+        self.registrations += 1
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return int(answer)
+
+    def close(self) -> None:
+        pass
+
+
+def _registrar(client: _Client, budget: float = 5.0) -> Registrar:
+    settings = Settings(
+        source={"slot": "s", "dbname": "d"},
+        kafka={"bootstrap_servers": "127.0.0.1:9", "topic_prefix": "p"},
+        registry={"url": "http://127.0.0.1:9"},
+    )
+    reg = Registrar(settings, retry_budget_s=budget)
+    reg.client = client  # type: ignore[assignment]
+    return reg
+
+
+@pytest.fixture(autouse=True)
+def _fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plugin, "_BACKOFF_START_S", 0.01)
+    monkeypatch.setattr(plugin, "_BACKOFF_MAX_S", 0.05)
+
+
+def test_orphaned_content_at_registration_is_retried() -> None:
+    client = _Client(GONE, GONE, 427)
+    reg = _registrar(client)
+    encode = reg.serializer("t", False, SCHEMA)
+    assert client.registrations == 3
+    assert reg.errors == 2
+    assert encode({"a": 7})[:5] == b"\x00\x00\x00\x01\xab"  # magic byte + schema id 427
+
+
+def test_orphaned_content_that_stays_gone_ends_the_budget() -> None:
+    reg = _registrar(_Client(GONE), budget=0.2)
+    with pytest.raises(RegistryUnavailableError, match=r"registration of t-value.*No content"):
+        reg.serializer("t", False, SCHEMA)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        SchemaRegistryError(404, 40401, "Subject 't-value' not found."),
+        SchemaRegistryError(401, 40101, "Unauthorized"),
+        SchemaRegistryError(400, 40000, "Bad request"),
+    ],
+)
+def test_other_client_errors_at_registration_are_raised_at_once(
+    error: SchemaRegistryError,
+) -> None:
+    client = _Client(error)
+    reg = _registrar(client)
+    with pytest.raises(SchemaRegistryError) as excinfo:
+        reg.serializer("t", False, SCHEMA)
+    assert excinfo.value is error
+    assert client.registrations == 1
+
+
+def test_40403_of_another_call_is_not_retried() -> None:
+    client = _Client(1, compat_error=GONE)
+    reg = _registrar(client)
+    with pytest.raises(SchemaRegistryError) as excinfo:
+        reg.serializer("t", False, SCHEMA)
+    assert excinfo.value is GONE
+    assert client.registrations == 0
+
+
+def test_incompatible_schema_is_a_rejection() -> None:
+    reg = _registrar(_Client(SchemaRegistryError(409, 40901, "incompatible")))
+    with pytest.raises(RegistryRejectedError, match="rejected the registration of subject t-value"):
+        reg.serializer("t", False, SCHEMA)
