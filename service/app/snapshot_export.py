@@ -151,6 +151,13 @@ class SharedSnapshot:
         with snap.lock:
             snap.state.export = export_doc(snapshot, confirmed_lsn, self.ts_us)
             tables = len(snap.state.pending())
+            names = [j.table for j in snap.state.pending() if j.marker == "initial"]
+        # Tables with no row cannot hold the snapshot's last record: known now, the last
+        # row of the last table that has one is marked `last` (as Debezium marks the last
+        # record it emits), also when empty tables come after it.
+        empty = self.readers[0].empty_tables(names)
+        with snap.lock:
+            snap.empty_tables = empty
         if snap.metrics is not None:
             snap.metrics.snapshot_tables_total.labels(snap.slot).set(tables)
             snap.metrics.snapshot_tables_done.labels(snap.slot).set(0)

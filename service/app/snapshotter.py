@@ -280,6 +280,9 @@ class Snapshotter:
         )
         self._drawn = 0.0
         self._first_row_done = False
+        # Initial tables known to have no row (service.app.snapshot_export, under the
+        # shared snapshot): they cannot hold the `last` record (`_emit_rows`).
+        self.empty_tables: set[str] = set()
         self.reads = 0
         self.retries = 0
         self._announce: list[TableJob] = []  # finished, logged after their commit
@@ -707,7 +710,11 @@ class Snapshotter:
             )
         with self.lock:
             last_table = initial and not any(
-                j is not job and not j.done and j.marker == "initial" for j in self.state.jobs
+                j is not job
+                and not j.done
+                and j.marker == "initial"
+                and j.table not in self.empty_tables
+                for j in self.state.jobs
             )
             table_ends = (
                 job.planned_to == _END

@@ -246,3 +246,37 @@ def test_snapshot_never_publishes_no_reads(
         ]
         assert ops == [("a", "c", 3), ("a", "u", 2), ("b", "c", 9)]
         assert not worker.has_event("snapshot_started")
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_last_marker_skips_empty_tables_at_the_end(
+    pg15: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any], parallelism: int
+) -> None:
+    """The snapshot's final record is marked `last` when the tables after it are empty
+    (Debezium marks the last record it emits; before, an empty last table left no `last`
+    at all, and `a` ended with `last_in_data_collection`)."""
+    ddl = [
+        "CREATE TABLE a (id int PRIMARY KEY, v int)",
+        "INSERT INTO a SELECT i, i FROM generate_series(1, 5) i",
+        "CREATE TABLE y (id int PRIMARY KEY)",
+        "CREATE TABLE z (n int)",
+    ]
+    env = {"PGCDC_SNAPSHOT__PARALLELISM": str(parallelism), "PGCDC_SNAPSHOT__CHUNK_ROWS": "2"}
+    with pipeline(pg15, kafka, registry, "snapl", ddl, extra_env=env) as p:
+        worker = p.start_worker()
+        worker.wait_event(["snapshot_done"], 120)
+        worker.wait_event(["snapshot_committed"], 120)
+        conn = p.connect()
+        end = insert_lsn(conn.cursor())
+        conn.close()
+        p.wait_confirmed(end - 1, 120)
+        assert worker.terminate() == 0
+        reads = read_topics(p.settings(), [p.topic("a"), p.topic("y"), p.topic("z")])
+        markers = [(r.value["after"]["id"], r.value["source"]["snapshot"]) for r in reads]
+        assert sorted(markers) == [
+            (1, "first"),
+            (2, "true"),
+            (3, "true"),
+            (4, "true"),
+            (5, "last"),
+        ], markers
