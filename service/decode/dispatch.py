@@ -136,7 +136,7 @@ class Decoder:
         handler = self._dispatch.get(rmid)
         if handler is not None:
             return handler(record)
-        if rmid in rt.RMGR_NAMES or rt.rmgr_name(rmid) is not None:
+        if rt.rmgr_name(rmid) is not None:
             return []  # no rm_decode: the caller registers the xid, nothing else
         raise DecodeError(f"unknown resource manager id {rmid}", lsn=record.lsn)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from service.decode.dispatch import decoder_for
+from service.decode.dispatch import decoder_for, toplevel_assignment, xid_to_process
 from service.decode.events import (
     AbortEvent,
     AssignmentEvent,
@@ -178,7 +178,7 @@ class PluginSink:
                 xid=txn.xid,
             )
         rows = self.rows
-        top = txn.xid if txn.toptxn is None else txn.toptxn.xid  # txn.top.xid
+        top = txn.top.xid
         relation = rows.relation(change, top)
         if relation is None:
             return None
@@ -328,15 +328,14 @@ class Decoding:
 
     def process(self, record: XLogRecord) -> None:
         self.records += 1
-        top = record.toplevel_xid  # toplevel_assignment(record), inlined (every record)
-        if top:
-            self.rb.assign_child(top, record.xid, record.lsn)
-            self.rows.assign_child(top, record.xid)
-        rmid = record.rmid
-        # xid_to_process(record), inlined (it runs for every record)
-        xid = 0 if rmid == rt.RM_XACT_ID else record.xid
+        top = toplevel_assignment(record)
+        if top is not None:
+            self.rb.assign_child(top[0], top[1], record.lsn)
+            self.rows.assign_child(top[0], top[1])
+        xid = xid_to_process(record)
         if xid:
             self.rb.process_xid(xid, record.lsn)
+            rmid = record.rmid
             if rmid in (rt.RM_HEAP_ID, rt.RM_HEAP2_ID):
                 self._base_snapshot(record, rmid, xid)
         for event in self.decoder.decode(record):
@@ -367,8 +366,7 @@ class Decoding:
         rb, snap = self.rb, self.snap
         match ev:
             case HeapChange():
-                # _wanted_db, inlined: it runs for every heap change
-                if not snap.decodes_changes or ev.locator.db_oid != self.db_oid:
+                if not snap.decodes_changes or not self._wanted_db(ev.locator.db_oid):
                     return
                 if ev.origin is not None and self.plugin.filter_by_origin(ev.origin):
                     return

@@ -84,32 +84,31 @@ def test_orphaned_content_that_stays_gone_ends_the_budget() -> None:
         reg.serializer("t", False, SCHEMA)
 
 
+_NOT_FOUND = SchemaRegistryError(404, 40401, "Subject 't-value' not found.")
+_UNAUTHORIZED = SchemaRegistryError(401, 40101, "Unauthorized")
+_BAD = SchemaRegistryError(400, 40000, "Bad request")
+
+
 @pytest.mark.parametrize(
-    "error",
+    ("client", "error", "registrations"),
     [
-        SchemaRegistryError(404, 40401, "Subject 't-value' not found."),
-        SchemaRegistryError(401, 40101, "Unauthorized"),
-        SchemaRegistryError(400, 40000, "Bad request"),
+        # other 4xx of a registration
+        (_Client(_NOT_FOUND), _NOT_FOUND, 1),
+        (_Client(_UNAUTHORIZED), _UNAUTHORIZED, 1),
+        (_Client(_BAD), _BAD, 1),
+        # 40403 of another call (the new subject's compatibility setting)
+        (_Client(1, compat_error=GONE), GONE, 0),
     ],
+    ids=["404-subject", "401", "400", "40403-of-another-call"],
 )
-def test_other_client_errors_at_registration_are_raised_at_once(
-    error: SchemaRegistryError,
+def test_other_client_errors_are_raised_at_once(
+    client: _Client, error: SchemaRegistryError, registrations: int
 ) -> None:
-    client = _Client(error)
     reg = _registrar(client)
     with pytest.raises(SchemaRegistryError) as excinfo:
         reg.serializer("t", False, SCHEMA)
     assert excinfo.value is error
-    assert client.registrations == 1
-
-
-def test_40403_of_another_call_is_not_retried() -> None:
-    client = _Client(1, compat_error=GONE)
-    reg = _registrar(client)
-    with pytest.raises(SchemaRegistryError) as excinfo:
-        reg.serializer("t", False, SCHEMA)
-    assert excinfo.value is GONE
-    assert client.registrations == 0
+    assert client.registrations == registrations
 
 
 def test_incompatible_schema_is_a_rejection() -> None:
