@@ -153,17 +153,6 @@ _JDBC = {
 }
 
 
-def _content_race(what: str, exc: SchemaRegistryError) -> bool:
-    """A registration answered 404 "No content with ID" (error 40403). Apicurio stores
-    one content row per distinct schema text, shared by every subject that registers it,
-    and deletes it as orphaned when the last version referring to it is deleted. A
-    registration that found the row just before another subject's permanent delete
-    orphaned it then refers to a row that is gone (seen in CI, with parallel tests
-    deleting their subjects); made again, the registration stores the content anew. So
-    it is retried like a registry outage, within the same budget; any other 4xx is not."""
-    return what == "registration" and exc.http_status_code == 404 and exc.error_code == 40403
-
-
 class Registrar:
     """Registers schemas and hands out serializers, with BACKWARD compatibility."""
 
@@ -198,11 +187,7 @@ class Registrar:
                         f"error {exc.error_code}); the worker stops without moving its position",
                         field=subject,
                     ) from exc
-                if (
-                    exc.http_status_code < 500
-                    and exc.http_status_code not in (408, 429)
-                    and not _content_race(what, exc)
-                ):
+                if exc.http_status_code < 500 and exc.http_status_code not in (408, 429):
                     raise
                 failure: Exception = exc
             except Exception as exc:  # httpx/socket errors: the registry is down
