@@ -269,8 +269,15 @@ class Kafka(Service):
                 # Kafka's Uuid.toString: URL-safe base64 of 16 random bytes, unpadded.
                 cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
                 run(
+                    # `--cluster-id=ID` in one argument: an id that starts with "-" (one
+                    # in 64) is otherwise taken for an option and the format fails.
                     self._java(
-                        classpath, STORAGE_TOOL, "format", "-t", cluster_id, "-c", str(config)
+                        classpath,
+                        STORAGE_TOOL,
+                        "format",
+                        f"--cluster-id={cluster_id}",
+                        "-c",
+                        str(config),
                     )
                 )
             spawn(
