@@ -16,6 +16,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from connectors.postgres.server import connect, current_wal_lsn
 from connectors.postgres.slots import drop_slot, ensure_physical_slot, slot_state
 from service.app.logging import configure_logging
@@ -23,6 +25,8 @@ from service.config import Settings, load_settings
 from service.errors import ConfigError, SourceSetupError, SourceUnavailableError, WalError
 from service.lsn import format_lsn, parse_lsn
 from service.wal.format import XLOG_BLCKSZ, format_for_magic
+
+log = structlog.get_logger(__name__)
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -205,6 +209,19 @@ def cmd_replay(args: argparse.Namespace) -> int:
         )
     finally:
         session.close()
+    # Silence on stdout is ambiguous: say whether the range ever became decodable
+    # (SnapBuildProcessRunningXacts needs RUNNING_XACTS records with no older xact running).
+    snap = session.snap
+    if snap.consistent_at is None:
+        log.warning(
+            "replay_never_consistent",
+            start=format_lsn(args.start),
+            snapshot_state=snap.state.name,
+            hint="no transaction was decoded: start before a RUNNING_XACTS record "
+            "(a CHECKPOINT writes one) that no older transaction outlives",
+        )
+    else:
+        log.info("replay_consistent", at=format_lsn(snap.consistent_at))
     return 0
 
 

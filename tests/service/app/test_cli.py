@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,30 @@ import psycopg2
 import pytest
 
 from service.app.cli import build_parser, main
+
+
+def checkpoint_until_consistent(cur: Any) -> None:
+    """Write RUNNING_XACTS records (by CHECKPOINT) until decoding from before the first is
+    consistent at the last, whatever other tests run on the shared server.
+
+    Mirrors SnapBuildProcessRunningXacts: a record listing running transactions moves the
+    builder one step (BUILDING, FULL, CONSISTENT), and the next step needs every xid up to
+    that record's nextXid finished. So: three checkpoints, and between two of them wait
+    until the oldest running xid has passed the next xid seen just after the previous one.
+    """
+    for step in range(3):
+        cur.execute("CHECKPOINT")
+        if step == 2:
+            return
+        cur.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())")
+        (after,) = cur.fetchone()
+        deadline = time.monotonic() + 60
+        while True:
+            cur.execute("SELECT pg_snapshot_xmin(pg_current_snapshot()) >= %s::xid8", (after,))
+            if cur.fetchone()[0]:
+                break
+            assert time.monotonic() < deadline, f"a transaction older than xid {after} runs on"
+            time.sleep(0.2)
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -118,7 +143,7 @@ def test_setup_waldump_replay_teardown(pg15: dict[str, Any]) -> None:
         cur.execute("CREATE TABLE cli_t (id int PRIMARY KEY, v text)")
         cur.execute("SELECT pg_current_wal_lsn()")
         (start,) = cur.fetchone()
-        cur.execute("CHECKPOINT")  # a RUNNING_XACTS after start: replay becomes consistent
+        checkpoint_until_consistent(cur)  # RUNNING_XACTS after start: replay becomes consistent
         cur.execute("INSERT INTO cli_t VALUES (1, 'via replay')")
         cur.execute("SELECT pg_current_wal_lsn()")
         (end,) = cur.fetchone()
@@ -136,6 +161,7 @@ def test_setup_waldump_replay_teardown(pg15: dict[str, Any]) -> None:
             "table public.cli_t: INSERT: id[integer]:1 v[text]:'via replay'",
             "COMMIT",
         ]
+        assert "replay_consistent" in proc.stderr
         proc = run_cli("teardown", env=env)
         assert proc.returncode == 0, proc.stderr
     finally:
@@ -146,3 +172,35 @@ def test_setup_waldump_replay_teardown(pg15: dict[str, Any]) -> None:
         )
         admin.cursor().execute(f"DROP DATABASE {db} WITH (FORCE)")
         admin.close()
+
+
+@pytest.mark.integration
+def test_replay_that_never_becomes_consistent_says_so(pg15: dict[str, Any]) -> None:
+    """A range in which an older transaction stays open never becomes decodable: replay
+    prints nothing and says why on stderr, naming the start LSN and the builder's state."""
+    conn = psycopg2.connect(pg15["dsn"])
+    conn.autocommit = True
+    cur = conn.cursor()
+    holder = psycopg2.connect(pg15["dsn"])  # an xid that runs through the whole range
+    try:
+        cur.execute("CREATE TABLE IF NOT EXISTS cli_never (id int)")
+        cur.execute("SELECT pg_current_wal_lsn()")
+        (start,) = cur.fetchone()
+        holder.cursor().execute("SELECT pg_current_xact_id()")
+        cur.execute("CHECKPOINT")
+        cur.execute("INSERT INTO cli_never VALUES (1)")
+        cur.execute("SELECT pg_current_wal_lsn()")
+        (end,) = cur.fetchone()
+        wal = str(Path(pg15["pgdata"]) / "pg_wal")
+        env = {"PGCDC_SOURCE__PORT": str(pg15["port"])}
+        proc = run_cli("replay", "--dir", wal, "--start", start, "--end", end, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == ""
+        assert "replay_never_consistent" in proc.stderr
+        assert start in proc.stderr
+        assert "BUILDING_SNAPSHOT" in proc.stderr
+    finally:
+        holder.rollback()
+        holder.close()
+        cur.execute("DROP TABLE IF EXISTS cli_never")
+        conn.close()
