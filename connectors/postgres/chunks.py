@@ -260,6 +260,34 @@ class ChunkReader:
         )
         return found[0] if found else None
 
+    def empty_tables(self, tables: Sequence[str], *, until_rows: bool = False) -> set[str]:
+        """The tables of `tables` ("schema.name") without a row (one page read each:
+        `SELECT 1 ... LIMIT 1`), as this reader's connection sees them now; with
+        `until_rows`, asking stops at the first table that has one. Under the shared
+        snapshot the answer holds for every reader, so the snapshot's last record is
+        known before it is published. A table not in the catalog is left to the read
+        (which finds it missing)."""
+        empty = set()
+        with self._sql().cursor() as cur:
+            for table in tables:
+                schema, _, name = table.partition(".")
+                cur.execute(
+                    "SELECT pg_catalog.quote_ident(n.nspname) || '.' ||"
+                    " pg_catalog.quote_ident(c.relname) FROM pg_catalog.pg_class c"
+                    " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+                    " WHERE n.nspname = %s AND c.relname = %s",
+                    (schema, name),
+                )
+                row = cur.fetchone()
+                if row is None:
+                    continue
+                cur.execute(f"SELECT 1 FROM ONLY {row[0]} LIMIT 1")
+                if cur.fetchone() is None:
+                    empty.add(table)
+                elif until_rows:
+                    break
+        return empty
+
     def plan_key_bound(
         self, plan: TablePlan, lo: tuple[str, ...] | None, rows: int, where: str | None
     ) -> tuple[str, ...] | None:
@@ -509,31 +537,6 @@ class SharedSnapshotReader(ChunkReader):
     def describe(self, oid: int) -> TablePlan | None:
         with self._sql().cursor() as cur:
             return self.table_plan(cur, self.snapshot, oid)
-
-    def empty_tables(self, tables: Sequence[str]) -> set[str]:
-        """The tables of `tables` ("schema.name") without a row in the imported snapshot
-        (one page read each: `SELECT 1 ... LIMIT 1`). Under the shared snapshot the
-        answer holds for every reader, so the snapshot's last record is known before it
-        is published. A table not in the catalog is left to the read (which finds it
-        missing)."""
-        empty = set()
-        with self._sql().cursor() as cur:
-            for table in tables:
-                schema, _, name = table.partition(".")
-                cur.execute(
-                    "SELECT pg_catalog.quote_ident(n.nspname) || '.' ||"
-                    " pg_catalog.quote_ident(c.relname) FROM pg_catalog.pg_class c"
-                    " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
-                    " WHERE n.nspname = %s AND c.relname = %s",
-                    (schema, name),
-                )
-                row = cur.fetchone()
-                if row is None:
-                    continue
-                cur.execute(f"SELECT 1 FROM ONLY {row[0]} LIMIT 1")
-                if cur.fetchone() is None:
-                    empty.add(table)
-        return empty
 
     def read_shared(self, spec: ChunkSpec, *, rows: int, max_bytes: int) -> ChunkRead:
         """The chunk as the shared snapshot sees it (no watermarks)."""

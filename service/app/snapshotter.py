@@ -280,8 +280,9 @@ class Snapshotter:
         )
         self._drawn = 0.0
         self._first_row_done = False
-        # Initial tables known to have no row (service.app.snapshot_export, under the
-        # shared snapshot): they cannot hold the `last` record (`_emit_rows`).
+        # Initial tables known to have no row (service.app.snapshot_export under the
+        # shared snapshot, `_learn_empty_after` under the chunked method): they cannot
+        # hold the `last` record (`_emit_rows`).
         self.empty_tables: set[str] = set()
         self.reads = 0
         self.retries = 0
@@ -498,6 +499,7 @@ class Snapshotter:
                 p.read = read
 
         try:
+            self._learn_empty_after(reader, p)
             read = reader.read(
                 p.spec,
                 rows=self.cfg.chunk_rows,
@@ -519,6 +521,29 @@ class Snapshotter:
             pass
         self._throttle(len(read.rows))
         return True
+
+    def _learn_empty_after(self, reader: ChunkReader, p: _Pending) -> None:
+        """Before the read of an initial table's final interval, learn which of the
+        initial tables still to come have no row, up to the first that has one: the
+        table's last row is then the snapshot's `last` when only empty tables follow
+        (`_emit_rows`). Under the chunked method a table found empty here may gain rows
+        before its own read; its last row is then marked `last` as well."""
+        if p.job.marker != "initial" or p.interval.hi is not None:
+            return
+        with self.lock:
+            after = [
+                j.table
+                for j in self.state.jobs
+                if j is not p.job
+                and not j.done
+                and j.marker == "initial"
+                and j.table not in self.empty_tables
+            ]
+        if not after:
+            return
+        empty = reader.empty_tables(after, until_rows=True)
+        with self.lock:
+            self.empty_tables |= empty
 
     def _throttle(self, rows: int) -> None:
         rate = self.cfg.rate_limit_rows_per_s

@@ -162,6 +162,13 @@ class ReorderBuffer:
     def txn_count(self) -> int:
         return len(self._by_xid)
 
+    @property
+    def txns_with_changes(self) -> int:
+        """Transactions (top-level or sub) holding queued changes, in memory or spilled:
+        unlike `txn_count`, not those only known by an xid seen in the WAL (another
+        database's transaction still running, say)."""
+        return sum(1 for t in self._by_xid.values() if t.nentries)
+
     def get_txn(self, xid: int) -> ReorderBufferTXN | None:
         """The transaction for xid, if the buffer knows it."""
         return self._by_xid.get(xid)

@@ -248,20 +248,29 @@ def test_snapshot_never_publishes_no_reads(
         assert not worker.has_event("snapshot_started")
 
 
+@pytest.mark.parametrize("method", ["blocking", "chunked"])
 @pytest.mark.parametrize("parallelism", [1, 2])
 def test_last_marker_skips_empty_tables_at_the_end(
-    pg15: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any], parallelism: int
+    pg15: dict[str, Any],
+    kafka: dict[str, Any],
+    registry: dict[str, Any],
+    parallelism: int,
+    method: str,
 ) -> None:
     """The snapshot's final record is marked `last` when the tables after it are empty
     (Debezium marks the last record it emits; before, an empty last table left no `last`
-    at all, and `a` ended with `last_in_data_collection`)."""
+    at all, and `a` ended with `last_in_data_collection`), under either snapshot method."""
     ddl = [
         "CREATE TABLE a (id int PRIMARY KEY, v int)",
         "INSERT INTO a SELECT i, i FROM generate_series(1, 5) i",
         "CREATE TABLE y (id int PRIMARY KEY)",
         "CREATE TABLE z (n int)",
     ]
-    env = {"PGCDC_SNAPSHOT__PARALLELISM": str(parallelism), "PGCDC_SNAPSHOT__CHUNK_ROWS": "2"}
+    env = {
+        "PGCDC_SNAPSHOT__PARALLELISM": str(parallelism),
+        "PGCDC_SNAPSHOT__CHUNK_ROWS": "2",
+        "PGCDC_SNAPSHOT__METHOD": method,
+    }
     with pipeline(pg15, kafka, registry, "snapl", ddl, extra_env=env) as p:
         worker = p.start_worker()
         worker.wait_event(["snapshot_done"], 120)

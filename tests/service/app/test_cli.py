@@ -22,18 +22,29 @@ def checkpoint_until_consistent(cur: Any) -> None:
     Mirrors SnapBuildProcessRunningXacts: a record listing running transactions moves the
     builder one step (BUILDING, FULL, CONSISTENT), and the next step needs every xid up to
     that record's nextXid finished. So: three checkpoints, and between two of them wait
-    until the oldest running xid has passed the next xid seen just after the previous one.
+    until no transaction older than an xid assigned just after the previous one still runs.
+    Running means what RUNNING_XACTS lists (GetRunningTransactionData): every backend's
+    xid, and prepared ones. pg_current_snapshot() is no measure of that: its xmin leaves
+    out the xids of backends doing logical decoding or lazy VACUUM (GetSnapshotData).
     """
+    older = (
+        "SELECT count(*) FROM (SELECT backend_xid AS x FROM pg_catalog.pg_stat_activity"
+        " WHERE backend_xid IS NOT NULL UNION ALL"
+        " SELECT transaction FROM pg_catalog.pg_prepared_xacts) r"
+        " WHERE age(r.x) > age(%s::text::xid)"
+    )
     for step in range(3):
         cur.execute("CHECKPOINT")
         if step == 2:
             return
-        cur.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())")
+        # An xid of our own, assigned after the record: it is at least the record's
+        # nextXid (a snapshot's xmax is latestCompletedXid + 1, which can be less).
+        cur.execute("SELECT pg_current_xact_id()::text::bigint % 4294967296")
         (after,) = cur.fetchone()
         deadline = time.monotonic() + 60
         while True:
-            cur.execute("SELECT pg_snapshot_xmin(pg_current_snapshot()) >= %s::xid8", (after,))
-            if cur.fetchone()[0]:
+            cur.execute(older, (str(after),))
+            if cur.fetchone()[0] == 0:
                 break
             assert time.monotonic() < deadline, f"a transaction older than xid {after} runs on"
             time.sleep(0.2)
@@ -149,7 +160,8 @@ def test_setup_waldump_replay_teardown(pg15: dict[str, Any]) -> None:
         (end,) = cur.fetchone()
         conn.close()
         wal = str(Path(pg15["pgdata"]) / "pg_wal")
-        proc = run_cli("waldump", "--dir", wal, "--start", start, "--limit", "50", env=env)
+        # Up to `end`, not a record count: other tests' records may come in between.
+        proc = run_cli("waldump", "--dir", wal, "--start", start, "--end", end, env=env)
         assert proc.returncode == 0, proc.stderr
         assert "rmgr: Heap" in proc.stdout and "desc: INSERT" in proc.stdout
         proc = run_cli(
@@ -160,7 +172,7 @@ def test_setup_waldump_replay_teardown(pg15: dict[str, Any]) -> None:
             "BEGIN",
             "table public.cli_t: INSERT: id[integer]:1 v[text]:'via replay'",
             "COMMIT",
-        ]
+        ], proc.stderr
         assert "replay_consistent" in proc.stderr
         proc = run_cli("teardown", env=env)
         assert proc.returncode == 0, proc.stderr

@@ -28,6 +28,18 @@ def emitted(sink: RecordingSink, name: str = "change") -> list[int]:
     return [entry[2].lsn for entry in sink.log if entry[0] == name]
 
 
+def test_txns_with_changes_leaves_out_xids_without_changes(tmp_path: Path) -> None:
+    """An xid only seen (another database's running transaction) counts in txn_count
+    but not in txns_with_changes; a spilled transaction still counts."""
+    rb, _, _ = make_buffer(tmp_path, work_mem=1)
+    rb.process_xid(100, 10)
+    assert (rb.txn_count, rb.txns_with_changes) == (1, 0)
+    rb.process_xid(200, 20)
+    rb.queue_change(200, 20, heap(200, 20))  # over work_mem: spilled at once
+    assert rb.get_txn(200) is not None and rb.get_txn(200).serialized  # type: ignore[union-attr]
+    assert (rb.txn_count, rb.txns_with_changes) == (2, 1)
+
+
 def test_commit_replays_begin_changes_commit(tmp_path: Path) -> None:
     """A committed transaction comes out as begin, its changes in LSN order, commit."""
     rb, sink, _ = make_buffer(tmp_path)
