@@ -24,6 +24,7 @@ from connectors.postgres.catalog import Catalog
 from connectors.postgres.server import connect, set_statement_timeout
 from connectors.postgres.stream import PhysicalStream
 from tests.faults.proxy import Proxy
+from tests.fixtures.slots import drop_slot_when_released
 from tests.integration.pipeline_kafka_support import (
     insert_lsn,
     pipeline,
@@ -66,19 +67,6 @@ def test_sql_connections_have_a_statement_timeout_and_replication_has_none(
         cur.execute("SHOW statement_timeout")
         assert cur.fetchone()[0] == "0"
     repl.close()
-
-
-def _drop_when_released(admin: Any, slot: str) -> None:
-    """Drop `slot` once the walsenders of the closed connections have gone."""
-    deadline = time.monotonic() + 30
-    with admin.cursor() as cur:
-        while True:
-            cur.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,))
-            if not cur.fetchone()[0]:
-                cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
-                return
-            assert time.monotonic() < deadline, f"slot {slot} still active"
-            time.sleep(0.2)
 
 
 def test_replication_stream_reconnects_after_the_receive_timeout(
@@ -127,7 +115,7 @@ def test_replication_stream_reconnects_after_the_receive_timeout(
             stop.set()
             thread.join(30)
             stream.close()
-            _drop_when_released(admin, slot)
+            drop_slot_when_released(admin, slot)
             admin.close()
     for (lsn, size), (nxt, _) in itertools.pairwise(chunks):
         assert lsn + size == nxt, f"gap or overlap at {lsn:X}"

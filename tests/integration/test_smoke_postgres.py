@@ -11,6 +11,7 @@ import psycopg2.extras
 import pytest
 
 from service.wal.format import FORMATS
+from tests.fixtures.slots import drop_slot_when_released
 
 pytestmark = pytest.mark.integration
 
@@ -79,6 +80,6 @@ def test_physical_slot_streams_raw_wal(pg: dict[str, Any]) -> None:
         assert pageaddr == start
     finally:
         repl.close()
-        with _connect(pg) as conn, conn.cursor() as sql:
-            sql.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+        with _connect(pg) as conn:
+            drop_slot_when_released(conn, slot)  # the walsender exits after close()
         conn.close()

@@ -17,6 +17,7 @@ import pytest
 
 import connectors.postgres.stream as ws
 from connectors.postgres.stream import PhysicalStream
+from tests.fixtures.slots import drop_slot_when_released
 
 pytestmark = pytest.mark.integration
 
@@ -89,5 +90,5 @@ def test_long_pause_between_reads(
         stream.close()
         admin = psycopg2.connect(pg["dsn"])
         admin.autocommit = True
-        admin.cursor().execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+        drop_slot_when_released(admin, slot)  # the walsender exits after close()
         admin.close()

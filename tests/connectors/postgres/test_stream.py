@@ -13,6 +13,7 @@ from connectors.postgres.archive import read_records
 from connectors.postgres.stream import PhysicalStream
 from service.wal.reader import XLogReader
 from service.wal.record import XLogRecord
+from tests.fixtures.slots import drop_slot_when_released
 from tests.service.realwal import fresh_db, run_workload
 
 pytestmark = pytest.mark.integration
@@ -83,7 +84,7 @@ def test_streaming_equals_files(pg: dict[str, Any]) -> None:
         stream.close()
         cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s", (slot,))
         row = cur.fetchone()
-        cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+        drop_slot_when_released(admin, slot)  # the walsender exits after close()
         admin.close()
     assert row is not None and start <= _lsn(row[0]) <= streamed[-1].lsn, (
         row,
