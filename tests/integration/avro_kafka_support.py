@@ -151,11 +151,15 @@ class Read:
 def read_topics(
     settings: Settings, topics: Sequence[str], *, deserialize: bool = True, timeout_s: float = 30.0
 ) -> list[Read]:
-    """Every committed record of `topics` (read_committed, from the start, to the end).
+    """Every committed record of `topics` (read_committed), from the start up to each
+    partition's end offset when the read begins.
 
-    `timeout_s` bounds the time without progress (no record and no end of a partition),
-    not the whole read: a large topic on a loaded machine takes longer than any fixed
-    total, but a stalled one still fails."""
+    The end is fixed at the start: records a worker still publishes meanwhile (a test's
+    writer may go on) are not chased, which on a loaded machine could outpace this reader
+    for ever. A partition is done once the consumer's position reaches that end offset
+    (past any transaction markers and aborted records) or it reports its end.
+    `timeout_s` bounds the time without progress, not the whole read: a large topic on a
+    loaded machine takes longer than any fixed total, but a stalled one still fails."""
     consumer = Consumer(
         {
             "bootstrap.servers": settings.kafka.bootstrap_servers,
@@ -170,6 +174,7 @@ def read_topics(
     deser = AvroDeserializer(registry)
     try:
         parts = []
+        ends: dict[tuple[str, int], int] = {}
         for topic in topics:
             meta = consumer.list_topics(topic, timeout=10).topics[topic]
             for p in meta.partitions:
@@ -178,13 +183,18 @@ def read_topics(
                 )
                 if high > low:
                     parts.append(TopicPartition(topic, p, 0))
+                    ends[(topic, p)] = high
         consumer.assign(parts)
-        pending = {(tp.topic, tp.partition) for tp in parts}
+        pending = set(ends)
         out: list[Read] = []
         deadline = time.monotonic() + timeout_s
         while pending and time.monotonic() < deadline:
             msg = consumer.poll(0.5)
             if msg is None:
+                for tp in consumer.position([TopicPartition(t, n) for t, n in pending]):
+                    if tp.offset >= ends[(tp.topic, tp.partition)]:
+                        pending.discard((tp.topic, tp.partition))
+                        deadline = time.monotonic() + timeout_s
                 continue
             deadline = time.monotonic() + timeout_s
             err = msg.error()
@@ -194,6 +204,13 @@ def read_topics(
                 continue
             mtopic = msg.topic()
             assert mtopic is not None
+            where = (mtopic, msg.partition())
+            offset = msg.offset()
+            assert offset is not None
+            if where not in pending:
+                continue  # past the end fixed at the start
+            if offset + 1 >= ends[where]:
+                pending.discard(where)
             raw_key, value = msg.key(), msg.value()
             key: Any = raw_key
             dvalue: Any = value

@@ -260,6 +260,7 @@ def test_last_marker_skips_empty_tables_at_the_end(
     """The snapshot's final record is marked `last` when the tables after it are empty
     (Debezium marks the last record it emits; before, an empty last table left no `last`
     at all, and `a` ended with `last_in_data_collection`), under either snapshot method."""
+    # read_topics keeps each partition's order, and each of these topics has one.
     ddl = [
         "CREATE TABLE a (id int PRIMARY KEY, v int)",
         "INSERT INTO a SELECT i, i FROM generate_series(1, 5) i",
@@ -281,11 +282,10 @@ def test_last_marker_skips_empty_tables_at_the_end(
         p.wait_confirmed(end - 1, 120)
         assert worker.terminate() == 0
         reads = read_topics(p.settings(), [p.topic("a"), p.topic("y"), p.topic("z")])
+        # In publication (offset) order: `first` and `last` mark the first and the last
+        # record emitted. Two chunked readers may publish a's chunks out of key order.
         markers = [(r.value["after"]["id"], r.value["source"]["snapshot"]) for r in reads]
-        assert sorted(markers) == [
-            (1, "first"),
-            (2, "true"),
-            (3, "true"),
-            (4, "true"),
-            (5, "last"),
-        ], markers
+        assert [m for _, m in markers] == ["first", "true", "true", "true", "last"], markers
+        assert sorted(i for i, _ in markers) == [1, 2, 3, 4, 5], markers
+        if parallelism == 1:
+            assert [i for i, _ in markers] == [1, 2, 3, 4, 5], markers
