@@ -524,10 +524,17 @@ class Rec:
 
 
 def read_all(
-    settings: Settings, topics: Sequence[str], *, timeout_s: float = 60.0, deserialize: bool = True
+    settings: Settings,
+    topics: Sequence[str],
+    *,
+    timeout_s: float = 60.0,
+    deserialize: bool = True,
+    missing_ok: bool = False,
 ) -> list[Rec]:
     """Every committed record of `topics`, from the start to the end, as a downstream
-    consumer sees them: `isolation.level=read_committed`, AvroDeserializer."""
+    consumer sees them: `isolation.level=read_committed`, AvroDeserializer. A topic that
+    does not exist is an error, unless `missing_ok` (a worker creates a table's topic with
+    its first record, so mid-workload some may not exist yet): then it has no record."""
     from confluent_kafka import KafkaError  # noqa: PLC0415  (only this helper needs it)
     from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: PLC0415  (only this helper needs it)
     from confluent_kafka.schema_registry.avro import AvroDeserializer  # noqa: PLC0415  (only this helper needs it)
@@ -549,6 +556,9 @@ def read_all(
         parts = []
         for topic in topics:
             meta = consumer.list_topics(topic, timeout=10).topics[topic]
+            err = meta.error
+            if missing_ok and err is not None and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                continue
             assert meta.error is None, f"{topic}: {meta.error}"
             for part in meta.partitions:
                 low, high = consumer.get_watermark_offsets(
