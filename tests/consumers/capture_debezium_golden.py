@@ -43,6 +43,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.consumers import golden_workload as wl
+from tests.fixtures.slots import drop_slot_when_released
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -119,16 +120,8 @@ def drop_everything() -> None:
         if name.startswith("dbz-golden"):
             http("DELETE", f"{svc_connect.BASE}/connectors/{name}")
     admin = pg_connect("postgres")
+    drop_slot_when_released(admin, SLOT)  # the deleted connector's walsender may linger
     with admin.cursor() as cur:
-        for _ in range(100):
-            cur.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (SLOT,))
-            row = cur.fetchone()
-            if row is None:
-                break
-            if not row[0]:
-                cur.execute("SELECT pg_drop_replication_slot(%s)", (SLOT,))
-                break
-            time.sleep(0.3)
         cur.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
     admin.close()
 
