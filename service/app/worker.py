@@ -153,6 +153,11 @@ class Worker:
         self._snapshot_until: int | None = None
         self._stop_seen: float | None = None  # when a write first saw `stop` set
         self._replays = 0  # in-process replays since the last Kafka commit
+        # Events written into the open Kafka transaction, per (topic, op): added to the
+        # pgcdc_events counters when it commits (`_on_kafka_commit`), dropped when a new
+        # session replays it. A Counter.inc per record (a lock each) cost ~7% of the
+        # worker's CPU under bulk load (py-spy), and counted records later aborted.
+        self._uncounted: dict[tuple[str, str], int] = {}
         # Chunks between watermarks while streaming goes on: on-demand snapshots always,
         # the initial snapshot too when snapshot.method = chunked.
         self.snapshotter: Snapshotter | None = Snapshotter(settings, self.metrics)
@@ -174,6 +179,11 @@ class Worker:
         if self.stream is not None:
             self.stream.confirm(restart_lsn)
         self._replays = 0
+        if self._uncounted:
+            events, slot_name = self.metrics.events, self.settings.source.slot
+            for (topic, op), n in self._uncounted.items():
+                events.labels(slot_name, topic, op).inc(n)
+            self._uncounted.clear()
         horizon, snap = self._resumed_horizon, self.snapshotter
         if horizon is not None and confirmed_lsn >= horizon and snap is not None:
             with snap.lock:
@@ -226,11 +236,10 @@ class Worker:
         )
         avro = AvroPlugin(s)
         plugin: object = avro if self.snapshotter is None else self.snapshotter.hooks(avro)
-        events, slot_name = self.metrics.events, s.source.slot
         sink_write = self.sink.write
-        # The pgcdc_events child of each (topic, op): labels() locks and builds its key
-        # on every call, once per published record; the child it returns never changes.
-        counters: dict[tuple[str, str], Any] = {}
+        # Whatever the previous session wrote uncommitted is replayed by this one.
+        uncounted = self._uncounted
+        uncounted.clear()
 
         stop, grace = self.stop, s.kafka.shutdown_timeout_s
 
@@ -245,10 +254,7 @@ class Worker:
             sink_write(lsn, xid, record)
             if isinstance(record, OutputRecord):
                 labels = (record.topic, record.op or "-")
-                counter = counters.get(labels)
-                if counter is None:
-                    counter = counters[labels] = events.labels(slot_name, *labels)
-                counter.inc()
+                uncounted[labels] = uncounted.get(labels, 0) + 1
 
         stored = KafkaSchemaStore(s, self.sink).load_latest()
         if last is None and stored is not None and not s.snapshot.fresh_start:

@@ -11,8 +11,10 @@ stopped.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import urllib.request
 from collections import Counter
 from typing import Any
 
@@ -37,7 +39,8 @@ def test_broker_error_mid_transaction_replays_from_offsets(
     """One small transaction, then one of ROWS rows whose 20,000th record fails to
     produce, then another small one. The same worker process (no exit) logs the abort
     and the replay, confirms past the last transaction, and the topic holds each of the
-    ROWS + 2 rows exactly once."""
+    ROWS + 2 rows exactly once, and pgcdc_events counts them once: the records of the
+    aborted Kafka transaction are counted only when their replay commits."""
     with pipeline(
         pg15,
         kafka,
@@ -60,6 +63,7 @@ def test_broker_error_mid_transaction_replays_from_offsets(
         worker = WorkerProcess(proc, log_path)
         p.workers.append(worker)
         worker.wait_ready(90)
+        port = int(worker.wait_event({"metrics_serving"}, 30)["port"])
         worker.wait_event(["snapshot_done"], 90)  # no op r of the workload's rows
         p.execute("INSERT INTO big VALUES (-1, 'before')")
         conn = p.connect()
@@ -83,4 +87,13 @@ def test_broker_error_mid_transaction_replays_from_offsets(
         ids = Counter(r.key["id"] for r in reads if r.value is not None and r.value["op"] == "c")
         assert set(ids) == {-1, -2, *range(1, ROWS + 1)}
         assert max(ids.values()) == 1, [k for k, n in ids.items() if n > 1][:10]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            body = resp.read().decode()
+        topic = re.escape(p.topic("big"))
+        counted = [
+            float(line.rsplit(" ", 1)[1])
+            for line in body.splitlines()
+            if re.match(rf'pgcdc_events_total\{{(?=.*op="c")(?=.*topic="{topic}").*\}} ', line)
+        ]
+        assert counted == [ROWS + 2], counted
         assert worker.terminate(60) == 0
