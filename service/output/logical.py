@@ -313,6 +313,7 @@ class Decoding:
         plugin: PluginWrapper,
     ) -> None:
         self.decoder = decoder_for(version)
+        self._without_decode = self.decoder.without_decode
         self._heap_base_ops = _HEAP_BASE_OPS_15 if version < 16 else _HEAP_BASE_OPS
         self.db_oid = db_oid
         self.rb = reorder
@@ -338,6 +339,10 @@ class Decoding:
             rmid = record.rmid
             if rmid in (rt.RM_HEAP_ID, rt.RM_HEAP2_ID):
                 self._base_snapshot(record, rmid, xid)
+        if record.rmid in self._without_decode:  # no rm_decode: the xid was all
+            self.last_lsn = record.lsn
+            self.last_end_lsn = record.end_lsn
+            return
         for event in self.decoder.decode(record):
             # The history sees every event in WAL order, and a commit before the reorder
             # buffer replays it (its lookups at replay need the commit's resolution).
