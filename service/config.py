@@ -101,6 +101,12 @@ class DecodingSettings(_Section):
 
     # Like logical_decoding_work_mem: memory for buffered changes before spilling/streaming.
     work_mem: ByteSize = Field(ByteSize(64 * 1024 * 1024), ge=64 * 1024)
+    # What work_mem bounds. "process": the worker's memory for buffered changes, each
+    # change counted with its Python objects as well (so it spills earlier than
+    # PostgreSQL would at the same logical_decoding_work_mem); "postgres": exactly
+    # ReorderBufferChangeSize's bytes, so the spill and stream counters equal
+    # pg_stat_replication_slots' for the same setting.
+    memory_accounting: Literal["process", "postgres"] = "process"
     state_dir: Path = Path(".state/worker")
     # Decode prepared transactions at PREPARE instead of at COMMIT PREPARED.
     two_phase: bool = False

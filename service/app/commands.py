@@ -137,6 +137,7 @@ def _session(
         dsn=settings.source.dsn(),
         slot=settings.source.slot,
         work_mem=int(settings.decoding.work_mem),
+        memory_accounting=settings.decoding.memory_accounting,
         spill_dir=settings.decoding.state_dir / "spill",
         unknown_types=make_policy(settings, filtered=False),
         plugin_options={"server-version": str(version), **options},

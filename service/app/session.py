@@ -32,7 +32,7 @@ from service.errors import DecodeError
 from service.impl import xlog_reader_class
 from service.output.api import ColumnValue, PluginContext, PluginWrapper, RelationInfo
 from service.output.logical import Decoding, PluginSink
-from service.reorder.buffer import ReorderBuffer, ReorderBufferSettings
+from service.reorder.buffer import PYTHON_CHANGE_OVERHEAD, ReorderBuffer, ReorderBufferSettings
 from service.reorder.spill import LocalSpillStore
 from service.schema.history import SchemaHistory
 from service.schema.tabledef import CatalogSnapshot
@@ -52,6 +52,9 @@ class SessionConfig:
     dsn: str
     slot: str = "pgcdc"
     work_mem: int = 64 * 1024 * 1024
+    # decoding.memory_accounting; "postgres" (the default here) decides every spill as
+    # PostgreSQL would, which the differential tests compare against.
+    memory_accounting: str = "postgres"
     spill_dir: Path = Path(".state/spill")
     # decoding.unknown_types, with the worker's warning and metric (default: fail)
     unknown_types: UnknownTypePolicy | None = None
@@ -190,7 +193,12 @@ class Session:
         self.sink = PluginSink(self.wrapper, self.rows)
         self.spill = LocalSpillStore(config.spill_dir)
         self.rb = ReorderBuffer(
-            ReorderBufferSettings(work_mem=config.work_mem),
+            ReorderBufferSettings(
+                work_mem=config.work_mem,
+                change_overhead=(
+                    PYTHON_CHANGE_OVERHEAD if config.memory_accounting == "process" else 0
+                ),
+            ),
             self.sink,
             self.spill,
             self._toast_check(),

@@ -231,6 +231,7 @@ class Worker:
             dsn=dsn,
             slot=s.source.slot,
             work_mem=int(s.decoding.work_mem),
+            memory_accounting=s.decoding.memory_accounting,
             spill_dir=s.decoding.state_dir / "spill",
             unknown_types=self.unknown_types,
         )

@@ -22,9 +22,10 @@ Guarantees:
 - **Memory.** Every buffered change is accounted with `change_size` (a stable estimate
   shaped like ReorderBufferChangeSize: 80 bytes per change, plus 47 bytes and the data
   length per tuple, plus the prefix, payload and 16 bytes for a message, 4 bytes per
-  truncated relation, or the stated size of an internal change). Whenever the total
-  reaches `work_mem`, the buffer evicts until it is below it again
-  (ReorderBufferCheckMemoryLimit): it streams the largest complete top-level
+  truncated relation, or the stated size of an internal change). Whenever the total,
+  plus `settings.change_overhead` per change held (0 unless the caller bounds real
+  memory, see `ReorderBufferSettings`), reaches `work_mem`, the buffer evicts until
+  it is below it again (ReorderBufferCheckMemoryLimit): it streams the largest complete top-level
   transaction if the sink can stream and `consistent` is set, otherwise it spills the
   largest (sub)transaction to the `SpillStore`. So while changes are queued, the total
   never exceeds `work_mem` plus one change. At replay, spilled changes are restored in
@@ -85,6 +86,7 @@ from service.reorder.changes import EMPTY_TOAST, Change, InternalChange, ReplayC
 from service.reorder.replay import Replayer
 from service.reorder.spill import SpillStore
 from service.reorder.txn import (
+    PYTHON_CHANGE_OVERHEAD,
     ReorderBufferSettings,
     ReorderBufferState,
     ReorderBufferStats,
@@ -94,6 +96,7 @@ from service.reorder.txn import (
 from service.wal.record import RelFileLocator
 
 __all__ = [
+    "PYTHON_CHANGE_OVERHEAD",
     "ReorderBuffer",
     "ReorderBufferSettings",
     "ReorderBufferStats",
@@ -137,6 +140,7 @@ class ReorderBuffer:
         self._state = ReorderBufferState(settings, sink, spill, toast_of)
         # The state's own objects, never rebound, kept at hand for the hot path.
         self._work_mem = settings.work_mem
+        self._overhead = settings.change_overhead
         self._sink = sink
         self._spill = spill
         self._toast_of = toast_of
@@ -157,6 +161,17 @@ class ReorderBuffer:
     @property
     def peak_memory_bytes(self) -> int:
         return self._state.peak
+
+    @property
+    def held_bytes(self) -> int:
+        """What the memory limit counts: `memory_bytes` plus the settings'
+        `change_overhead` for each change held in memory."""
+        return self._state.held
+
+    @property
+    def held_changes(self) -> int:
+        """How many changes are held in memory (each costs `change_overhead`)."""
+        return self._state.count
 
     @property
     def txn_count(self) -> int:
@@ -292,10 +307,11 @@ class ReorderBuffer:
         top.total_size += size
         state = self._state
         state.size += size
+        state.count += 1
         state.peak = max(state.peak, state.size)
         if self._sink.can_stream:
             self._process_partial_change(txn, top, change, toast_insert)
-        if state.size >= self._work_mem:
+        if state.size + state.count * self._overhead >= self._work_mem:
             self._check_memory_limit()
 
     def _process_partial_change(
@@ -335,9 +351,10 @@ class ReorderBuffer:
         return self.consistent and self._sink.can_stream
 
     def _check_memory_limit(self) -> None:
-        """ReorderBufferCheckMemoryLimit: evict until under work_mem."""
+        """ReorderBufferCheckMemoryLimit: evict until under work_mem (the accounted
+        size plus the settings' per-change overhead, `ReorderBufferState.held`)."""
         state = self._state
-        while state.size >= self._work_mem:
+        while state.held >= self._work_mem:
             txn = self._largest_streamable_top() if self._can_start_streaming() else None
             if txn is not None:
                 self._replayer.stream_txn(txn)
@@ -518,7 +535,7 @@ class ReorderBuffer:
         for sub in subs:
             self._cleanup_txn(sub)
         if txn.changes:
-            self._state.release(txn, sum(change_size(c) for c in txn.changes))
+            self._state.release(txn, sum(change_size(c) for c in txn.changes), len(txn.changes))
             txn.changes.clear()
         if txn.toptxn is not None:
             parent = txn.toptxn
@@ -542,6 +559,7 @@ class ReorderBuffer:
         self._last_xid = 0
         self._last_txn = None
         self._state.size = 0
+        self._state.count = 0
         self._spill.close()
 
 

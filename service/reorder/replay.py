@@ -85,8 +85,9 @@ class Replayer:
             self._truncate_txn(sub)
         if txn.changes:
             size = sum(change_size(c) for c in txn.changes)
+            count = len(txn.changes)
             txn.changes.clear()
-            self._state.release(txn, size)
+            self._state.release(txn, size, count)
         if txn.serialized:
             self._state.spill.remove(txn.xid)
             txn.serialized = False
@@ -150,9 +151,10 @@ class Replayer:
             txn.size += size
             top.total_size += size
             state.size += size
+            state.count += 1
             state.peak = max(state.peak, state.size)
             loaded += 1
-            if loaded >= limit or state.size >= work_mem:
+            if loaded >= limit or state.held >= work_mem:
                 break
         if loaded == 0:
             del readers[txn.xid]

@@ -192,12 +192,18 @@ def make_buffer(
     can_stream: bool = False,
     decode_at_prepare: bool = False,
     consistent: bool = True,
+    change_overhead: int = 0,
 ) -> tuple[ReorderBuffer, RecordingSink, CountingStore]:
     """A buffer over a recording sink and a counting store in tmp_path/spill."""
     sink = RecordingSink(can_stream=can_stream, decode_at_prepare=decode_at_prepare)
     store = CountingStore(tmp_path / "spill")
     rb = ReorderBuffer(
-        ReorderBufferSettings(work_mem=work_mem, restore_batch=restore_batch), sink, store, toast_of
+        ReorderBufferSettings(
+            work_mem=work_mem, restore_batch=restore_batch, change_overhead=change_overhead
+        ),
+        sink,
+        store,
+        toast_of,
     )
     rb.consistent = consistent
     return rb, sink, store

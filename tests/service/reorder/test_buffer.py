@@ -160,6 +160,41 @@ def test_spill_and_restore_in_batches(tmp_path: Path) -> None:
     assert rb.peak_memory_bytes <= 1000 + one
 
 
+def test_change_overhead_counts_against_work_mem_but_not_the_counters(tmp_path: Path) -> None:
+    """With a per-change overhead (the worker's real-memory accounting) the buffer
+    spills once the accounted bytes plus the overhead of every held change reach
+    work_mem, restores no more than that at replay, and still counts spill and total
+    bytes as PostgreSQL does (without the overhead)."""
+    overhead = 100
+    rb, sink, store = make_buffer(tmp_path, work_mem=1000, change_overhead=overhead)
+    one = change_size(heap(1, 1))
+    first = -(-1000 // (one + overhead))  # the change that reaches work_mem
+    for lsn in range(1, 51):
+        rb.queue_change(1, lsn, heap(1, lsn))
+        assert bool(store.files()) == (lsn >= first), lsn
+        assert rb.memory_bytes <= rb.held_bytes < 1000
+    during: list[int] = []
+    change = sink.change
+
+    def watch(txn: object, rc: object) -> None:
+        during.append(rb.held_bytes)
+        change(txn, rc)  # type: ignore[arg-type]
+
+    sink.change = watch  # type: ignore[method-assign]
+    rb.commit(1, 100, 101, 0)
+    assert emitted(sink) == list(range(1, 51))
+    assert max(during) < 1000 + one + overhead  # restored within work_mem, plus one
+    assert rb.held_bytes == 0 and rb.memory_bytes == 0
+    written = [cast(Change, c) for _, batch in store.writes for c in batch]
+    assert rb.stats.spill_bytes == sum(change_size(c) for c in written)
+    assert rb.stats.total_bytes == 50 * one
+    # The same workload without the overhead spills later: PostgreSQL's decisions.
+    pg, _, pg_store = make_buffer(tmp_path / "pg", work_mem=1000)
+    for lsn in range(1, first + 1):
+        pg.queue_change(1, lsn, heap(1, lsn))
+    assert not pg_store.files()
+
+
 def test_spilled_subtransactions_merge_with_memory(tmp_path: Path) -> None:
     """Spilled and in-memory subtransactions merge by LSN; aborted spilled children
     leave no file."""

@@ -244,6 +244,7 @@ def run(data: st.DataObject, tmp: Path, params: tuple[int, bool, bool, int, int]
             stream_commit_ops += 1
             stream_starts_in_commit_ops += sum(1 for e in new if e[0] == "stream_start")
         assert rb.memory_bytes < work_mem or commit_op
+        assert rb.held_changes >= 0 and (rb.held_changes > 0) == (rb.memory_bytes > 0)
 
     def queue(tx: Tx, xid: int, change: Change) -> None:
         nonlocal max_change
@@ -443,6 +444,7 @@ def run(data: st.DataObject, tmp: Path, params: tuple[int, bool, bool, int, int]
     assert consume(log) == expected
     assert rb.txn_count == 0
     assert rb.memory_bytes == 0
+    assert rb.held_changes == 0
     assert store.files() == []
     held = max_change * (max_inputs + MAX_CHUNKS_PER_ROW + 2)
     assert rb.peak_memory_bytes <= max(work_mem, 1) + held
