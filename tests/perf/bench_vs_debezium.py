@@ -373,6 +373,8 @@ def run_inserts(sys_: System, rows: int, per_txn: int, server: bool) -> Result:
     c0 = proc_cpu(pid)
     conn = p.connect()
     cur = conn.cursor()
+    cur.execute("SELECT pg_current_wal_insert_lsn()")
+    wal_start = cur.fetchone()[0]
     t0 = time.monotonic()
     for a in range(1, rows + 1, per_txn):
         cur.execute("BEGIN")
@@ -380,11 +382,14 @@ def run_inserts(sys_: System, rows: int, per_txn: int, server: bool) -> Result:
         last = insert_lsn(cur)
         cur.execute("COMMIT")
     t_src = time.monotonic()
+    cur.execute("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s)", (wal_start,))
+    wal_mb = float(cur.fetchone()[0]) / 1e6  # the workload's WAL (and others' beside it)
     conn.close()
     t_end = sys_.wait_caught_up(last, rows, [sys_.topic("bench")])
     cpu = proc_cpu(pid) - c0
     extra = decoders.drain() if decoders is not None else {}
     extra["source_s"] = t_src - t0
+    extra["wal_mb"] = wal_mb
     return Result(rows, t_end - t0, t_end - t_src, cpu, proc_hwm_mb(pid), extra)
 
 
