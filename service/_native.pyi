@@ -83,3 +83,14 @@ def envelope(
     op: str,
     ts_ns: int,
 ) -> bytes: ...
+
+def avro_long(n: int) -> bytes: ...
+def avro_string(s: str) -> bytes: ...
+def transaction_value(
+    header: bytes,
+    status: str,
+    id: str,
+    event_count: int | None,
+    collections: list[tuple[str, int]] | None,
+    ts_ms: int,
+) -> bytes: ...

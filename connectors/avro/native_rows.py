@@ -97,22 +97,6 @@ def _noop_warn(event: str, column: str) -> None:
     """type_mapping's warn for probing a mapping (only the numeric converters warn)."""
 
 
-def _long(n: int) -> bytes:
-    """An Avro long (zig-zag varint)."""
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
-def _string(s: str) -> bytes:
-    raw = s.encode("utf-8")
-    return _long(len(raw)) + raw
-
-
 def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> tuple[str, int, int] | None:
     """(kind, scale, precision) of the native encoding of one Value field, or None when
     the field's mapping is not one the native encoder writes byte-identically."""
@@ -232,6 +216,7 @@ class NativeRows:
         self._clock = clock
         self._native = native
         self._envelope = native.envelope
+        self._transaction_value = native.transaction_value
         self._entries: dict[int, tuple[_Table, _Entry]] = {}
         self._parts_for: object = None  # the _TxnState the parts below belong to
         self._parts: dict[str, tuple[bytes, bytes, bytes, bytes, bytes]] = {}
@@ -270,6 +255,7 @@ class NativeRows:
         self.plugin._row_source(st, txn, t, lsn, "false")
         const, prefix = st.sources[(t.collection, "false")]
         snapshot = const["snapshot"]
+        _long, _string = self._native.avro_long, self._native.avro_string
         head = b"".join(
             (
                 _string(const["version"]),
@@ -374,3 +360,24 @@ class NativeRows:
         if deleting and p._tombstones():
             p._tombstone(ctx, t, key)
         return True
+
+    def transaction_record(
+        self,
+        serializers: tuple[Callable[[Any], bytes], Callable[[Any], bytes]],
+        status: str,
+        txn_id: str,
+        event_count: int | None,
+        collections: list[tuple[str, int]] | None,
+        ts_ms: int,
+    ) -> tuple[bytes, bytes] | None:
+        """A transaction metadata event's (key, value) wire bytes, equal to what the
+        `serializers` (the topic's AvroEncoders) write for the same datums; None when
+        they are not AvroEncoders."""
+        key_header, value_header = _header(serializers[0]), _header(serializers[1])
+        if key_header is None or value_header is None:
+            return None
+        native = self._native
+        value = self._transaction_value(
+            value_header, status, txn_id, event_count, collections, ts_ms
+        )
+        return key_header + native.avro_string(txn_id), value

@@ -500,23 +500,43 @@ class AvroPlugin:
         if st.began:
             return
         txn_id = f"{st.xid}:{lsn}"
-        ser_key, ser_value = self._static(self._meta_topic(), "transaction")
-        ctx.write(
-            OutputRecord(
-                self._meta_topic(),
-                ser_key({"id": txn_id}),
-                ser_value(
-                    {
-                        "status": "BEGIN",
-                        "id": txn_id,
-                        "event_count": None,
-                        "data_collections": None,
-                        "ts_ms": st.ts_ms,
-                    }
-                ),
+        self._transaction_event(ctx, "BEGIN", txn_id, None, None, st.ts_ms)
+        st.began = True
+
+    def _transaction_event(
+        self,
+        ctx: PluginContext,
+        status: str,
+        txn_id: str,
+        event_count: int | None,
+        collections: list[tuple[str, int]] | None,
+        ts_ms: int,
+    ) -> None:
+        """One transaction metadata event (TransactionMetadataKey/Value), written by the
+        native core when it is built (byte for byte fastavro's), else by fastavro."""
+        topic = self._meta_topic()
+        serializers = self._static(topic, "transaction")
+        native = self.native_rows
+        pair = (
+            None
+            if native is None
+            else native.transaction_record(
+                serializers, status, txn_id, event_count, collections, ts_ms
             )
         )
-        st.began = True
+        if pair is None:
+            ser_key, ser_value = serializers
+            datum = {
+                "status": status,
+                "id": txn_id,
+                "event_count": event_count,
+                "data_collections": None
+                if collections is None
+                else [{"data_collection": c, "event_count": n} for c, n in collections],
+                "ts_ms": ts_ms,
+            }
+            pair = ser_key({"id": txn_id}), ser_value(datum)
+        ctx.write(OutputRecord(topic, pair[0], pair[1]))
 
     def _count(self, st: _TxnState, collection: str) -> dict[str, Any]:
         """Count one event of `collection`; its transaction block's orders."""
@@ -794,23 +814,8 @@ class AvroPlugin:
         if st is not None and st.began:
             # END carries the commit's end LSN, as Debezium's (pgoutput's COMMIT position).
             txn_id = f"{st.xid}:{txn.end_lsn}"
-            ser_key, ser_value = self._static(self._meta_topic(), "transaction")
-            ctx.write(
-                OutputRecord(
-                    self._meta_topic(),
-                    ser_key({"id": txn_id}),
-                    ser_value(
-                        {
-                            "status": "END",
-                            "id": txn_id,
-                            "event_count": st.total,
-                            "data_collections": [
-                                {"data_collection": c, "event_count": n} for c, n in st.collections
-                            ],
-                            "ts_ms": st.ts_ms,
-                        }
-                    ),
-                )
+            self._transaction_event(
+                ctx, "END", txn_id, st.total, [(c, n) for c, n in st.collections], st.ts_ms
             )
         self._txn = None
         if not isinstance(ctx.state.get("snapshot"), str):

@@ -359,6 +359,9 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<crate::py_heap::PyHeapDecoder>()?;
     m.add_class::<crate::py_rows::PyRowPlan>()?;
     m.add_function(wrap_pyfunction!(crate::py_rows::envelope, m)?)?;
+    m.add_function(wrap_pyfunction!(crate::py_rows::avro_long, m)?)?;
+    m.add_function(wrap_pyfunction!(crate::py_rows::avro_string, m)?)?;
+    m.add_function(wrap_pyfunction!(crate::py_rows::transaction_value, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

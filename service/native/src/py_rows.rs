@@ -244,3 +244,65 @@ pub fn envelope<'py>(
     }
     PyBytes::new(py, &out)
 }
+
+/// An Avro `long` (zig-zag varint), as fastavro writes it: the per-transaction parts of
+/// the `source` record (connectors.avro.native_rows) are built from these.
+#[pyfunction]
+pub fn avro_long(py: Python<'_>, n: i64) -> Bound<'_, PyBytes> {
+    let mut out = Vec::with_capacity(10);
+    avro::long(&mut out, n);
+    PyBytes::new(py, &out)
+}
+
+/// An Avro `string`: its UTF-8 length as a long, then the bytes.
+#[pyfunction]
+pub fn avro_string<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(s.len() + 2);
+    avro::bytes(&mut out, s.as_bytes());
+    PyBytes::new(py, &out)
+}
+
+/// A TransactionMetadataValue record (schemas/transaction_value.avsc) behind `header`:
+/// status, id, event_count (`["null", "long"]`), data_collections (`["null", array of
+/// ["null", collection]]`, every item the record branch; written as fastavro writes an
+/// array: one block of all items, then the zero block), ts_ms.
+#[pyfunction]
+#[pyo3(signature = (header, status, id, event_count, collections, ts_ms))]
+pub fn transaction_value<'py>(
+    py: Python<'py>,
+    header: &[u8],
+    status: &str,
+    id: &str,
+    event_count: Option<i64>,
+    collections: Option<Vec<(String, i64)>>,
+    ts_ms: i64,
+) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(header.len() + status.len() + id.len() + 32);
+    out.extend_from_slice(header);
+    avro::bytes(&mut out, status.as_bytes());
+    avro::bytes(&mut out, id.as_bytes());
+    match event_count {
+        None => out.push(avro::NULL_BRANCH),
+        Some(n) => {
+            out.push(avro::SECOND_BRANCH);
+            avro::long(&mut out, n);
+        }
+    }
+    match collections {
+        None => out.push(avro::NULL_BRANCH),
+        Some(items) => {
+            out.push(avro::SECOND_BRANCH);
+            if !items.is_empty() {
+                avro::long(&mut out, items.len() as i64);
+                for (name, n) in &items {
+                    out.push(avro::SECOND_BRANCH);
+                    avro::bytes(&mut out, name.as_bytes());
+                    avro::long(&mut out, *n);
+                }
+            }
+            out.push(0); // the end of the array's blocks
+        }
+    }
+    avro::long(&mut out, ts_ms);
+    PyBytes::new(py, &out)
+}

@@ -33,7 +33,7 @@ import pytest
 
 from connectors.avro.codec import KeyFromValue, RowEncoder
 from connectors.avro.native_rows import compile_plan
-from connectors.avro.schema import build_table_plan, source_schema
+from connectors.avro.schema import build_table_plan, source_schema, static_with_refs
 from service import _native
 from service.decode.events import RawTuple
 from service.errors import DecodeError, PluginError, SchemaMismatchError
@@ -486,3 +486,64 @@ def test_envelope_equals_fastavros() -> None:
         )
         assert got == b"HDR" + want.getvalue(), n
     assert checked > 150
+
+
+def test_transaction_value_and_avro_primitives_equal_fastavros() -> None:
+    """`transaction_value`, `avro_long` and `avro_string` write what fastavro writes for
+    TransactionMetadataValue and for longs and strings (BEGIN's nulls, END's counts,
+    empty and many collections, non-ASCII names, extreme longs)."""
+    schema = fastavro.parse_schema(static_with_refs("transaction_value"))
+    rng = random.Random(5)
+    header = b"\x00\x00\x00\x00\x07"
+    cases: list[tuple[str, str, int | None, list[tuple[str, int]] | None, int]] = [
+        ("BEGIN", "1:2", None, None, 0),
+        ("END", "1:2", 0, [], -1),
+        ("END", "4294967295:18446744073709551615", 2**63 - 1, [("ñ.public.tâble", 1)], -(2**63)),
+    ]
+    for _ in range(200):
+        names = [
+            f"p.s{rng.randrange(50)}.t{'é' * rng.randrange(3)}" for _ in range(rng.randrange(6))
+        ]
+        cases.append(
+            (
+                rng.choice(["BEGIN", "END"]),
+                f"{rng.randrange(2**32)}:{rng.randrange(2**40)}",
+                rng.choice([None, rng.randrange(2**40)]),
+                rng.choice([None, [(n, rng.randrange(1, 10**6)) for n in names]]),
+                rng.randrange(-(2**40), 2**42),
+            )
+        )
+    for status, txn_id, count, collections, ts_ms in cases:
+        want = io.BytesIO()
+        datum = {
+            "status": status,
+            "id": txn_id,
+            "event_count": count,
+            "data_collections": None
+            if collections is None
+            else [{"data_collection": c, "event_count": n} for c, n in collections],
+            "ts_ms": ts_ms,
+        }
+        fastavro.schemaless_writer(want, schema, datum)
+        got = _native.transaction_value(header, status, txn_id, count, collections, ts_ms)
+        assert got == header + want.getvalue(), datum
+    for n in [
+        0,
+        1,
+        -1,
+        63,
+        64,
+        -64,
+        -65,
+        2**31,
+        2**63 - 1,
+        -(2**63),
+        *(rng.randrange(-(2**62), 2**62) for _ in range(50)),
+    ]:
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, "long", n)
+        assert _native.avro_long(n) == buf.getvalue(), n
+    for s in ["", "a", "ñative", "x" * 200, "\U0001f600"]:
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, "string", s)
+        assert _native.avro_string(s) == buf.getvalue(), s
