@@ -112,6 +112,7 @@ from service.wal.format import XLOG_BLCKSZ
 log = structlog.get_logger(__name__)
 
 MAX_REPLAYS = 5  # in-process replays in a row with no Kafka commit between them
+METRICS_EVERY_S = 0.1  # while WAL flows, the gauges and counters follow at this pace
 
 
 class ShutdownRequested(PgcdcError):
@@ -153,6 +154,7 @@ class Worker:
         self._snapshot_until: int | None = None
         self._stop_seen: float | None = None  # when a write first saw `stop` set
         self._replays = 0  # in-process replays since the last Kafka commit
+        self._metrics_due = 0.0  # when `_sync_metrics` is next due while WAL flows
         # Events written into the open Kafka transaction, per (topic, op): added to the
         # pgcdc_events counters when it commits (`_on_kafka_commit`), dropped when a new
         # session replays it. A Counter.inc per record (a lock each) cost ~7% of the
@@ -580,7 +582,7 @@ class Worker:
             self.snapshotter = Snapshotter(self.settings, self.metrics)
 
     def _run_session(self) -> int:
-        m, slot = self.metrics, self.settings.source.slot
+        m = self.metrics
         if self.settings.source.standby and not self._wait_as_standby():
             log.info("worker_stopped", decoded_lsn=None)
             return 0
@@ -604,12 +606,8 @@ class Worker:
                     m.health.beat()
                     session.feed(lsn, data)
                     self._settle_snapshot()
-                    m.received_lsn.labels(slot).set(lsn + len(data))
-                    m.decoded_lsn.labels(slot).set(session.decoding.last_end_lsn)
-                    m.rb_memory.labels(slot).set(session.rb.memory_bytes)
-                    m.rb_txns.labels(slot).set(session.rb.txn_count)
-                    m.sync_slot_stats(session.rb.stats)
-                    self._sync_counters()
+                    if time.monotonic() >= self._metrics_due:
+                        self._sync_metrics()
                     self.sink.poll()
                     if time.monotonic() - self._last_heartbeat >= interval:
                         self._heartbeat()
@@ -709,11 +707,32 @@ class Worker:
         confirmed = self.sink.last_committed.confirmed_lsn if self.sink.last_committed else 0
         m.lag_bytes.labels(slot).set(max(0, server - confirmed) if confirmed else 0)
 
+    def _sync_metrics(self) -> None:
+        """Positions, buffer gauges and counters up to date. At most every
+        METRICS_EVERY_S while WAL flows (a walsender message can be one small commit:
+        updating some 20 labelled series for each cost ~5% of the CPU under pgbench),
+        and whenever the stream runs dry, so an idle worker's figures are exact."""
+        session = self.session
+        if session is None:
+            return
+        self._metrics_due = time.monotonic() + METRICS_EVERY_S
+        m, slot = self.metrics, self.settings.source.slot
+        stream = self.stream
+        if stream is not None and stream.received_lsn is not None:
+            m.received_lsn.labels(slot).set(stream.received_lsn)
+        m.decoded_lsn.labels(slot).set(session.decoding.last_end_lsn)
+        m.rb_memory.labels(slot).set(session.rb.memory_bytes)
+        m.rb_txns.labels(slot).set(session.rb.txn_count)
+        m.sync_slot_stats(session.rb.stats)
+        self._sync_counters()
+
     def _on_idle(self) -> None:
         """The stream has handed over every byte received: commit what is complete
-        (adaptive batching), serve the producer's events, and send the heartbeat when
-        one is due."""
-        if not self.sink.idle():
+        (adaptive batching), bring the metrics up to date, serve the producer's events,
+        and send the heartbeat when one is due."""
+        committed = self.sink.idle()
+        self._sync_metrics()
+        if not committed:
             self.sink.poll()
         if time.monotonic() - self._last_heartbeat >= self.settings.kafka.heartbeat_interval_s:
             self._heartbeat()
