@@ -947,7 +947,7 @@ class SnapshotHooks:
             else:
                 tracker.change(oid, keys)
         else:
-            tracker.change(oid, ())
+            tracker.touch(oid)
         self._plugin.change(ctx, txn, change)  # type: ignore[attr-defined]
 
     def truncate(self, ctx: PluginContext, txn: TxnInfo, trunc: Any) -> None:

@@ -214,7 +214,7 @@ class PluginSink:
     # --- ReplaySink -----------------------------------------------------------------
 
     def begin(self, txn: ReorderBufferTXN) -> None:
-        self.plugin.call("begin", txn.first_lsn, txn.xid, txn_info(txn))
+        self.plugin.call("begin", txn.first_lsn, txn.xid, self._txn_info(txn))
 
     def change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
         self._until_progress -= 1
@@ -246,7 +246,7 @@ class PluginSink:
 
     def commit(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
         self.emitted_txns += 1
-        self.plugin.call("commit", commit_lsn, txn.xid, txn_info(txn), commit_lsn)
+        self.plugin.call("commit", commit_lsn, txn.xid, self._txn_info(txn), commit_lsn)
 
     def stream_start(self, txn: ReorderBufferTXN, first_lsn: int) -> None:
         self.plugin.call("stream_start", first_lsn, txn.xid, txn_info(txn))

@@ -129,6 +129,11 @@ class WindowTracker:
         """Does a window on `table` want the keys of its changes?"""
         return table in self._by_table
 
+    def touch(self, table: int) -> None:
+        """A row change of `table`, which no window watches (`watches` is False): what
+        `change` does then, without its arguments (once per replayed row)."""
+        self._txn_tables.add(table)
+
     def change(
         self,
         table: int,
