@@ -85,6 +85,7 @@ from connectors.postgres.slots import (
     slot_state,
 )
 from connectors.postgres.stream import PhysicalStream
+from service.app import gctune
 from service.app.metrics import Metrics
 from service.app.session import Session, SessionConfig
 from service.app.snapshot_export import SharedSnapshot, export_visibility
@@ -784,6 +785,7 @@ def run_worker(settings: Settings) -> int:
     set_statement_timeout(settings.source.statement_timeout_s)
     metrics = Metrics(settings.source.slot)
     metrics.health.watchdog_s = settings.metrics.watchdog_s
+    gctune.tune()
     port = metrics.serve(settings.metrics.host, settings.metrics.port)
     log.info("metrics_serving", port=port)
     worker = Worker(settings, metrics=metrics)

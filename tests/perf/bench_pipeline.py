@@ -22,11 +22,12 @@ the native core, service.impl), so the table shows both beside the server's deco
 
 pgcdc's figures are the process CPU time (the machine is shared; wall time is printed
 too), best of `--repeat`. The text plugin's output is checked line for line (count and
-SHA-256) against test_decoding's.
+SHA-256) against test_decoding's. The garbage collector is set as `pgcdc run` sets it
+(service.app.gctune) unless `--gc default`.
 
     .venv/bin/python tests/perf/bench_pipeline.py [--pg pg15|pg18] [--rows 200000]
         [--txns 20] [--txn-rows 10000] [--repeat 1] [--only text,avro,reader,pg,pgoutput]
-        [--impl python,native] [--profile text|avro]
+        [--impl python,native] [--profile text|avro] [--gc worker|default]
 
 The services must be up (`python deploy/local/services.py up pg15 registry`).
 """
@@ -58,6 +59,7 @@ from connectors.avro.plugin import AvroPlugin  # noqa: E402 (same)
 from connectors.postgres.archive import detect_segment_size, iter_wal_chunks  # noqa: E402 (same)
 from connectors.postgres.server import force_running_xacts  # noqa: E402 (same)
 from connectors.postgres.setup import setup, teardown  # noqa: E402 (same)
+from service.app import gctune  # noqa: E402 (same)
 from service.app.session import Session, SessionConfig  # noqa: E402 (same)
 from service.config import Settings  # noqa: E402 (same)
 from service.decode.dispatch import decoder_for  # noqa: E402 (same)
@@ -323,6 +325,9 @@ def main() -> int:
     parser.add_argument("--txns", type=int, default=20)
     parser.add_argument("--txn-rows", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument(
+        "--gc", default="worker", choices=["worker", "default"], help="collector settings"
+    )
     parser.add_argument("--only", default="text,avro,reader,pg,pgoutput")
     parser.add_argument(
         "--impl", default="python,native", help="PGCDC_IMPL values to run pgcdc under, in turn"
@@ -334,6 +339,8 @@ def main() -> int:
         help="print a cProfile of one run of this plugin per workload",
     )
     args = parser.parse_args()
+    if args.gc == "worker":
+        gctune.tune()  # the collector as `pgcdc run` sets it (service.app.gctune)
     only = set(args.only.split(","))
 
     env = json.loads(
