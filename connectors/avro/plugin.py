@@ -276,6 +276,26 @@ def key_json(datum: Mapping[str, Any]) -> bytes:
     return json.dumps(_json_value(dict(datum)), separators=(",", ":")).encode()
 
 
+def transaction_datum(
+    status: str,
+    txn_id: str,
+    event_count: int | None,
+    collections: list[tuple[str, int]] | None,
+    ts_ms: int,
+) -> dict[str, Any]:
+    """A TransactionMetadataValue datum (schemas/transaction_value.avsc), as Debezium's
+    TransactionMonitor fills it: BEGIN without counts, END with them."""
+    return {
+        "status": status,
+        "id": txn_id,
+        "event_count": event_count,
+        "data_collections": None
+        if collections is None
+        else [{"data_collection": c, "event_count": n} for c, n in collections],
+        "ts_ms": ts_ms,
+    }
+
+
 @dataclass(slots=True)
 class _TxnState:
     """Per-transaction counters; `began` says whether BEGIN was written.
@@ -526,15 +546,7 @@ class AvroPlugin:
         )
         if pair is None:
             ser_key, ser_value = serializers
-            datum = {
-                "status": status,
-                "id": txn_id,
-                "event_count": event_count,
-                "data_collections": None
-                if collections is None
-                else [{"data_collection": c, "event_count": n} for c, n in collections],
-                "ts_ms": ts_ms,
-            }
+            datum = transaction_datum(status, txn_id, event_count, collections, ts_ms)
             pair = ser_key({"id": txn_id}), ser_value(datum)
         ctx.write(OutputRecord(topic, pair[0], pair[1]))
 

@@ -33,6 +33,7 @@ import pytest
 
 from connectors.avro.codec import KeyFromValue, RowEncoder
 from connectors.avro.native_rows import compile_plan
+from connectors.avro.plugin import transaction_datum
 from connectors.avro.schema import build_table_plan, source_schema, static_with_refs
 from service import _native
 from service.decode.events import RawTuple
@@ -515,15 +516,7 @@ def test_transaction_value_and_avro_primitives_equal_fastavros() -> None:
         )
     for status, txn_id, count, collections, ts_ms in cases:
         want = io.BytesIO()
-        datum = {
-            "status": status,
-            "id": txn_id,
-            "event_count": count,
-            "data_collections": None
-            if collections is None
-            else [{"data_collection": c, "event_count": n} for c, n in collections],
-            "ts_ms": ts_ms,
-        }
+        datum = transaction_datum(status, txn_id, count, collections, ts_ms)
         fastavro.schemaless_writer(want, schema, datum)
         got = _native.transaction_value(header, status, txn_id, count, collections, ts_ms)
         assert got == header + want.getvalue(), datum
