@@ -3,7 +3,9 @@
 Contract: `tune()` moves every object alive at the call into the collector's permanent
 generation (`gc.freeze`: modules, classes, schemas, settings: never garbage) and raises
 the generation thresholds to `THRESHOLDS`. Called once, by a process that is about to
-stream, after its start-up (`run_worker`, and the commands that decode WAL).
+stream, after its start-up: `run_worker` (and tests/perf/bench_pipeline.py, to measure
+the pipeline as the worker runs it). Process-wide, so not called by code that tests
+import in-process.
 
 Why: a decoding process allocates several objects per WAL record and row, and the
 reorder buffer keeps many alive until their commit. With CPython's default thresholds

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from connectors.postgres.catalog import Catalog
 from connectors.postgres.type_loader import TypeLoader
@@ -54,7 +54,7 @@ class SessionConfig:
     work_mem: int = 64 * 1024 * 1024
     # decoding.memory_accounting; "postgres" (the default here) decides every spill as
     # PostgreSQL would, which the differential tests compare against.
-    memory_accounting: str = "postgres"
+    memory_accounting: Literal["process", "postgres"] = "postgres"
     spill_dir: Path = Path(".state/spill")
     # decoding.unknown_types, with the worker's warning and metric (default: fail)
     unknown_types: UnknownTypePolicy | None = None
