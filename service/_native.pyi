@@ -67,6 +67,18 @@ class RowPlan:
     def encode(
         self, natts: int, infomask: int, hoff: int, data: bytes, lsn: int, want_key: bool
     ) -> tuple[bytes, bytes | None] | str: ...
+    def encode_events(
+        self,
+        tuples: list[Any],
+        lsns: list[int],
+        value_header: bytes,
+        key_header: bytes | None,
+        parts: tuple[bytes, bytes, bytes, bytes, bytes | None],
+        total: int,
+        order: int,
+        op: str,
+        ts_ns: int,
+    ) -> tuple[list[bytes | None], list[bytes | None], str | None]: ...
 
 def envelope(
     header: bytes,

@@ -2,13 +2,17 @@
 Envelope's wire-format bytes, through the Rust row encoder (service._native.RowPlan).
 
 Receives: from `AvroPlugin.change` (when `service.impl.native_rows()` selected the
-native core at startup), each row change with its registered `_Table`. The rows come
+native core at startup), each row change with its registered `_Table`; from
+`AvroPlugin.changes`, a run of a transaction's row changes. The rows come
 from the WAL row decoder as `service.types.rowdecode.DecodedRow`s, which keep the
 logged `RawTuple` and the `TableDef` they were decoded against.
 Hands on: through `ctx.write`, exactly the `OutputRecord`s the Python path
 (`AvroPlugin._event`, fastavro) writes for that change, byte for byte: key, value,
 headers, and the DELETE's tombstone. `change` returns False, having done nothing, for
-every change it leaves to the Python path.
+every change it leaves to the Python path. `changes` writes the same records, in the
+same order, the events of consecutive changes of one table definition and op as one
+`RecordRun` of ready bytes (`ctx.write_run`, one Rust call per run:
+`RowPlan.encode_events`); the events of one run share one clock reading.
 
 How:
 - A plan (`RowPlan`) is compiled once per table definition (per `_Table`, i.e. per
@@ -57,6 +61,7 @@ from service.output.api import (
     ColumnMeta,
     OutputRecord,
     PluginContext,
+    RecordRun,
     RelationInfo,
     RowChange,
     TxnInfo,
@@ -300,17 +305,133 @@ class NativeRows:
 
     def change(self, ctx: PluginContext, txn: TxnInfo, t: _Table, change: RowChange) -> bool:
         """Write `change` natively; False (nothing written) leaves it to Python."""
+        out = self._encode(ctx, txn, t, change)
+        if out is None:
+            return False
+        code, key, value = out
+        p = self.plugin
+        ctx.write(OutputRecord(t.plan.topic, key, value, p.context_headers, code))
+        if code == "d" and p._tombstones():
+            p._tombstone(ctx, t, key)
+        return True
+
+    def changes(self, ctx: PluginContext, txn: TxnInfo, changes: list[RowChange]) -> None:
+        """`AvroPlugin.change` for each of a run of changes, in order. Consecutive
+        changes of one table definition and op go to the Rust encoder at once
+        (`_group`: `RowPlan.encode_events`), their events out as one `RecordRun`
+        (`ctx.write_run`); a change it cannot take goes the single way
+        (`AvroPlugin.change`: a DELETE with its tombstone, an UPDATE with an old tuple,
+        a snapshot read, a table without a plan) or is the Python path's (a fallback)."""
+        p = self.plugin
+        tables, table_of = p._tables, p._table
+        tombstones = p._tombstones()
+        plain = bool(txn.commit_time) and not isinstance(ctx.state.get("snapshot"), str)
+        delete = ChangeOp.DELETE
+        n, i = len(changes), 0
+        while i < n:
+            change = changes[i]
+            ctx.write_lsn = change.lsn
+            op = change.op
+            row = change.old if op is delete else change.new if change.old is None else None
+            if not plain or type(row) is not DecodedRow or (tombstones and op is delete):
+                p.change(ctx, txn, change)
+                i += 1
+                continue
+            rel = change.relation
+            cached = (rel.oid, rel.defined_at)
+            t = tables[cached] if cached in tables else table_of(rel)
+            if t is None:
+                i += 1
+                continue
+            table = row.table
+            tuples, lsns = [row.raw], [change.lsn]
+            j = i + 1
+            while j < n:
+                c = changes[j]
+                if c.relation is not rel or c.op is not op:
+                    break
+                r = c.old if op is delete else c.new if c.old is None else None
+                if type(r) is not DecodedRow or r.table is not table:
+                    break
+                tuples.append(r.raw)
+                lsns.append(c.lsn)
+                j += 1
+            done = self._group(ctx, txn, t, rel, table, op, tuples, lsns)
+            if done < j - i:  # change i + done is the Python path's
+                i += done
+                ctx.write_lsn = changes[i].lsn
+                p.change_python(ctx, txn, t, changes[i])
+                i += 1
+            else:
+                i = j
+
+    def _group(
+        self,
+        ctx: PluginContext,
+        txn: TxnInfo,
+        t: _Table,
+        rel: RelationInfo,
+        table: TableDef,
+        op: ChangeOp,
+        tuples: list[Any],
+        lsns: list[int],
+    ) -> int:
+        """Encode and write the events of consecutive changes of `t` (defined by
+        `table`) with op `op`, logged at `lsns`, as one RecordRun; how many it wrote,
+        stopping before the first fallback row (counted in `fallbacks`)."""
+        p = self.plugin
+        st = p._txn
+        if st is None:
+            st = p._txn_state(lsns[0])  # raises: a change outside a transaction
+        hot = self._hot
+        if hot is None or hot.st is not st or hot.t is not t or hot.table is not table:
+            hot = self._hot_for(st, txn, t, rel, table, lsns[0])
+        entry = hot.entry
+        plan, parts, value_header = entry.plan, hot.parts, entry.value_header
+        if plan is None or parts is None or value_header is None:
+            return 0
+        code = "d" if op is ChangeOp.DELETE else "c" if op is ChangeOp.INSERT else "u"
+        total, order = p._next_order(st, t.collection)
+        keys, values, reason = plan.encode_events(
+            tuples,
+            lsns,
+            value_header,
+            entry.key_header if entry.want_key else None,
+            parts,
+            total,
+            order,
+            code,
+            self._clock(),
+        )
+        if reason is not None:
+            self.fallbacks[reason] += 1
+        done = len(values)
+        if done:
+            self.native += done
+            if not st.began:
+                p._begin_once(ctx, st, lsns[0])
+            p._order_run(st, t.collection, done)
+            run = RecordRun(t.plan.topic, keys, values, lsns[:done], p.context_headers, code)
+            ctx.write_run(run)
+        return done
+
+    def _encode(
+        self, ctx: PluginContext, txn: TxnInfo, t: _Table, change: RowChange
+    ) -> tuple[str, bytes | None, bytes] | None:
+        """(op, key, value) of `change`'s event, written by the native encoder and
+        counted in its transaction (BEGIN written first if it is the first event); None,
+        having done nothing, when the change is the Python path's."""
         op = change.op
         if op is ChangeOp.DELETE:
             row = change.old
         elif change.old is not None:
-            return False  # an UPDATE with its old tuple: key comparison, headers
+            return None  # an UPDATE with its old tuple: key comparison, headers
         else:
             row = change.new
         if type(row) is not DecodedRow or not txn.commit_time:
-            return False
+            return None
         if isinstance(ctx.state.get("snapshot"), str):
-            return False
+            return None
         p = self.plugin
         lsn = change.lsn
         st = p._txn
@@ -322,12 +443,12 @@ class NativeRows:
         entry = hot.entry
         plan = entry.plan
         if plan is None:
-            return False
+            return None
         raw = row.raw
         out = plan.encode(raw.natts, raw.infomask, raw.hoff, raw.data, lsn, entry.want_key)
         if type(out) is str:
             self.fallbacks[out] += 1
-            return False
+            return None
         record, key_record = out
         self.native += 1
         key_header = entry.key_header
@@ -356,10 +477,7 @@ class NativeRows:
             code,
             self._clock(),
         )
-        ctx.write(OutputRecord(t.plan.topic, key, value, p.context_headers, code))
-        if deleting and p._tombstones():
-            p._tombstone(ctx, t, key)
-        return True
+        return code, key, value
 
     def transaction_record(
         self,

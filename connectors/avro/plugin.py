@@ -569,6 +569,20 @@ class AvroPlugin:
         order = entry[1] = entry[1] + 1
         return st.total, order
 
+    @staticmethod
+    def _next_order(st: _TxnState, collection: str) -> tuple[int, int]:
+        """The orders `_order` would give the next event of `collection`, uncounted."""
+        entry = st.entries.get(collection)
+        return st.total + 1, (0 if entry is None else entry[1]) + 1
+
+    @classmethod
+    def _order_run(cls, st: _TxnState, collection: str, n: int) -> None:
+        """Count `n` events of `collection` (a table's), as `_order` n times would."""
+        assert n > 0 and collection != MESSAGE_COLLECTION
+        cls._order(st, collection)
+        st.total += n - 1
+        st.entries[collection][1] += n - 1
+
     def _event(
         self,
         ctx: PluginContext,
@@ -637,6 +651,20 @@ class AvroPlugin:
             return
         if self.native_rows is not None and self.native_rows.change(ctx, txn, t, change):
             return
+        self.change_python(ctx, txn, t, change)
+
+    def changes(self, ctx: PluginContext, txn: TxnInfo, changes: list[RowChange]) -> None:
+        """`change` for each of a run of changes (pgcdc's batched callback): through the
+        native encoder's runs when it is on."""
+        if self.native_rows is not None:
+            self.native_rows.changes(ctx, txn, changes)
+            return
+        for change in changes:
+            ctx.write_lsn = change.lsn
+            self.change(ctx, txn, change)
+
+    def change_python(self, ctx: PluginContext, txn: TxnInfo, t: _Table, change: RowChange) -> None:
+        """The Python path of `change`, for table `t` (fastavro through `_event`)."""
         rows, key, key_of = t.rows, t.key, t.key_of
         match change.op:
             case ChangeOp.INSERT:

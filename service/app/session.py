@@ -137,6 +137,7 @@ class Session:
         align: bool = False,
         snapshot_reader: SnapshotReader | None = None,
         plugin_state: Mapping[str, Any] | None = None,
+        run_writer: Any = None,
     ) -> None:
         """Three ways to start:
 
@@ -186,6 +187,7 @@ class Session:
             plugin_name,
             dict(config.plugin_options),
             writer,
+            run_writer=run_writer,
             state=dict(plugin_state or {}),
         )
         self.wrapper = PluginWrapper(plugin, ctx)

@@ -950,6 +950,20 @@ class SnapshotHooks:
             tracker.touch(oid)
         self._plugin.change(ctx, txn, change)  # type: ignore[attr-defined]
 
+    def changes(self, ctx: PluginContext, txn: TxnInfo, changes: list[RowChange]) -> None:
+        """`change` for each: one call of the plugin's `changes` when no window watches
+        any of their tables (the tracker only needs to know they were touched)."""
+        tracker = self._tracker
+        fn: Callable[..., Any] | None = getattr(self._plugin, "changes", None)
+        if fn is None or any(tracker.watches(c.relation.oid) for c in changes):
+            for c in changes:
+                ctx.write_lsn = c.lsn
+                self.change(ctx, txn, c)
+            return
+        for oid in {c.relation.oid for c in changes}:
+            tracker.touch(oid)
+        fn(ctx, txn, changes)
+
     def truncate(self, ctx: PluginContext, txn: TxnInfo, trunc: Any) -> None:
         for rel in trunc.relations:
             self._tracker.truncate(rel.oid)

@@ -104,7 +104,7 @@ from service.errors import (
     SourceUnavailableError,
 )
 from service.lsn import format_lsn
-from service.output.api import OutputRecord, PluginWrapper, RelationInfo
+from service.output.api import OutputRecord, PluginWrapper, RecordRun, RelationInfo
 from service.output.filters import TableFilter
 from service.pgconst import UNIX_EPOCH_SECS
 from service.schema.tabledef import CatalogSnapshot
@@ -240,14 +240,14 @@ class Worker:
         )
         avro = AvroPlugin(s)
         plugin: object = avro if self.snapshotter is None else self.snapshotter.hooks(avro)
-        sink_write = self.sink.write
+        sink_write, sink_write_run = self.sink.write, self.sink.write_run
         # Whatever the previous session wrote uncommitted is replayed by this one.
         uncounted = self._uncounted
         uncounted.clear()
 
         stop, grace = self.stop, s.kafka.shutdown_timeout_s
 
-        def write(lsn: int, xid: int, record: object) -> None:
+        def check_stop(lsn: int, xid: int) -> None:
             if stop.is_set():  # SIGTERM mid replay: finish it only within the grace
                 now = time.monotonic()
                 self._stop_seen = self._stop_seen or now
@@ -255,10 +255,19 @@ class Worker:
                     raise ShutdownRequested(
                         "stopping in the middle of a source transaction", lsn=lsn, xid=xid
                     )
+
+        def write(lsn: int, xid: int, record: object) -> None:
+            check_stop(lsn, xid)
             sink_write(lsn, xid, record)
             if isinstance(record, OutputRecord):
                 labels = (record.topic, record.op or "-")
                 uncounted[labels] = uncounted.get(labels, 0) + 1
+
+        def write_run(lsn: int, xid: int, run: RecordRun) -> None:
+            check_stop(lsn, xid)
+            sink_write_run(lsn, xid, run)
+            labels = (run.topic, run.op or "-")
+            uncounted[labels] = uncounted.get(labels, 0) + len(run.values)
 
         stored = KafkaSchemaStore(s, self.sink).load_latest()
         if last is None and stored is not None and not s.snapshot.fresh_start:
@@ -297,6 +306,7 @@ class Worker:
                 plugin,
                 "avro",
                 write,
+                run_writer=write_run,
                 version=version,
                 start_lsn=start,
                 restore=(last.confirmed_lsn, stored[1]),
@@ -319,6 +329,7 @@ class Worker:
                 plugin,
                 "avro",
                 write,
+                run_writer=write_run,
                 version=version,
                 start_lsn=start,
                 align=True,

@@ -16,10 +16,14 @@ Guarantees of the wrapper (as the *_cb_wrapper functions of logical.c):
 - `begin`, `change` and `commit` are required; a plugin without them is refused at load.
 - Optional callbacks a plugin lacks are skipped, except the streaming and two-phase
   ones, which are only used when the plugin declares `can_stream` / `two_phase`.
-- Writes (`ctx.write`) are accepted only while a callback runs (`accept_writes`);
-  a write at any other time is a PluginError.
+- Writes (`ctx.write`, `ctx.write_run`) are accepted only while a callback runs
+  (`accept_writes`); a write at any other time is a PluginError.
 - An exception from a plugin callback becomes a PluginError naming the slot, the
-  plugin, the callback and the LSN, chained to the original.
+  plugin, the callback and the LSN (`ctx.write_lsn`: a `changes` callback moves it to
+  each change it writes), chained to the original.
+- `changes` is pgcdc's own optional callback, not logical.c's: a run of row changes of
+  one transaction, in order, meaning exactly what `change` called on each would. The
+  wrapper calls `change` per row when a plugin lacks it (`has_changes`).
 
 Plugins are found by name through the `pgcdc.output_plugins` entry-point group.
 """
@@ -317,6 +321,9 @@ class PluginContext:
     plugin_name: str
     options: Mapping[str, str]
     writer: Callable[[int, int, Any], None]  # (lsn, xid, data) -> None
+    # (lsn, xid, run) -> None: a RecordRun at once; without it write_run writes its
+    # records one by one through `writer`.
+    run_writer: Callable[[int, int, RecordRun], None] | None = None
     accept_writes: bool = False
     write_lsn: int = 0
     write_xid: int = 0
@@ -329,6 +336,19 @@ class PluginContext:
                 f"plugin {self.plugin_name} wrote outside a callback", lsn=self.write_lsn
             )
         self.writer(self.write_lsn, self.write_xid, data)
+
+    def write_run(self, run: RecordRun) -> None:
+        """Hand on a run of records (ready bytes) of one topic, as `write` would each."""
+        if not self.accept_writes:
+            raise PluginError(
+                f"plugin {self.plugin_name} wrote outside a callback", lsn=self.write_lsn
+            )
+        if self.run_writer is not None:
+            self.run_writer(self.write_lsn, self.write_xid, run)
+            return
+        for lsn, record in zip(run.lsns, run.records(), strict=True):
+            self.write_lsn = lsn
+            self.writer(lsn, self.write_xid, record)
 
 
 REQUIRED = ("begin", "change", "commit")
@@ -349,6 +369,7 @@ class PluginWrapper:
         self.ctx = ctx
         self.can_stream = False
         self.two_phase = False
+        self.has_changes = callable(getattr(plugin, "changes", None))
         self._settle_capabilities()
 
     def has(self, callback: str) -> bool:
@@ -370,10 +391,11 @@ class PluginWrapper:
         except PgcdcError:
             raise
         except Exception as exc:
+            at = ctx.write_lsn  # the change a `changes` callback was at
             raise PluginError(
                 f"slot {ctx.slot}, output plugin {ctx.plugin_name}, callback {callback} "
-                f"at {format_lsn(lsn)} failed: {exc!r}",
-                lsn=lsn,
+                f"at {format_lsn(at)} failed: {exc!r}",
+                lsn=at,
                 xid=xid,
             ) from exc
         finally:
@@ -458,3 +480,31 @@ class OutputRecord(NamedTuple):
     @property
     def size(self) -> int:
         return len(self.topic) + len(self.key or b"") + len(self.value or b"")
+
+
+class RecordRun(NamedTuple):
+    """Consecutive records of one topic, op and headers, already serialized: what a
+    plugin's `changes` hands on for a run of row changes (`PluginContext.write_run`).
+
+    `lsns[i]` is the LSN of the change `keys[i]`/`values[i]` came from (the error
+    context of a failed write). The lists are the run's own: nobody changes them after.
+    """
+
+    topic: str
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    lsns: list[int]
+    headers: tuple[tuple[str, bytes], ...] | None = None
+    op: str = ""
+
+    def records(self) -> Iterator[OutputRecord]:
+        """The run as the OutputRecords `write` would have had."""
+        topic, headers, op = self.topic, self.headers, self.op
+        for key, value in zip(self.keys, self.values, strict=True):
+            yield OutputRecord(topic, key, value, headers, op)
+
+    @property
+    def size(self) -> int:
+        """The bytes OutputRecord.size counts, over the run."""
+        n = len(self.topic) * len(self.keys)
+        return n + sum(len(k or b"") for k in self.keys) + sum(len(v or b"") for v in self.values)

@@ -54,7 +54,7 @@ from service.output.api import (
     TxnInfo,
 )
 from service.reorder.buffer import ReorderBuffer, ReorderBufferTXN
-from service.reorder.changes import ReplayChange
+from service.reorder.changes import EMPTY_TOAST, ReplayChange
 from service.snapshot.snapbuild import SnapBuilder
 from service.wal import rmgr as rt
 from service.wal.record import XLogRecord
@@ -170,7 +170,11 @@ class PluginSink:
     # --- conversions --------------------------------------------------------------
 
     def _row_change(self, txn: ReorderBufferTXN, rc: ReplayChange) -> RowChange | None:
-        change = rc.event
+        return self._row_of(txn, rc.event, rc.toast)
+
+    def _row_of(
+        self, txn: ReorderBufferTXN, change: object, toast: Mapping[int, bytes]
+    ) -> RowChange | None:
         if not isinstance(change, HeapChange):
             raise DecodeError(
                 f"{type(change).__name__} where a heap change was expected",
@@ -187,8 +191,8 @@ class PluginSink:
             raise DecodeError(
                 f"change kind {change.kind.name} reached replay", lsn=change.lsn, xid=change.xid
             )
-        new = rows.row(relation, change, True, rc.toast, top) if change.new_tuple else None
-        old = rows.row(relation, change, False, rc.toast, top) if change.old_tuple else None
+        new = rows.row(relation, change, True, toast, top) if change.new_tuple else None
+        old = rows.row(relation, change, False, toast, top) if change.old_tuple else None
         if op is not ChangeOp.DELETE and new is None:
             raise SchemaMismatchError(
                 f"{op.value} without a new tuple",
@@ -226,6 +230,31 @@ class PluginSink:
         if row is not None:
             self.emitted_changes += 1
             self.plugin.call("change", row.lsn, txn.xid, self._txn_info(txn), row)
+
+    def changes(self, txn: ReorderBufferTXN, changes: list[HeapChange]) -> None:
+        """`change` for each of `changes` (no TOAST chunks held): one `changes` call of
+        the plugin when it has one, else its `change` per row."""
+        progress = self.progress
+        rows: list[RowChange] = []
+        for change in changes:
+            self._until_progress -= 1
+            if not self._until_progress:
+                self._until_progress = PROGRESS_EVERY
+                if progress is not None:
+                    progress()
+            row = self._row_of(txn, change, EMPTY_TOAST)
+            if row is not None:
+                rows.append(row)
+        if not rows:
+            return
+        self.emitted_changes += len(rows)
+        info = self._txn_info(txn)
+        plugin = self.plugin
+        if plugin.has_changes:
+            plugin.call("changes", rows[0].lsn, txn.xid, info, rows)
+        else:
+            for row in rows:
+                plugin.call("change", row.lsn, txn.xid, info, row)
 
     def truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
         trunc = self._truncate(txn, change)

@@ -17,7 +17,10 @@ LSN order (a k-way heap merge over the transaction and its subtransactions, spil
 ones restored in batches), then `commit` (or `prepare`); or, streaming,
 `stream_start`, the changes so far, `stream_stop`, and at the end `stream_commit` /
 `stream_prepare`. It never forgets a transaction: after `replay` the buffer cleans it
-up (ReorderBufferCleanupTXN) unless it is a decoded prepare.
+up (ReorderBufferCleanupTXN) unless it is a decoded prepare. Outside streaming, plain
+main-table changes (no TOAST chunks held for them) go to `changes` in runs of up to
+`RUN_MAX`, each run handed on before any other callback; the sink treats a run as
+`change` on each of its changes.
 
 Guarantees:
 - Changes of one input keep their order; inputs are merged by LSN.
@@ -52,6 +55,11 @@ _INSERT = ChangeKind.INSERT
 _SPEC_INSERT = ChangeKind.SPEC_INSERT
 _SPEC_CONFIRM = ChangeKind.SPEC_CONFIRM
 _SPEC_ABORT = ChangeKind.SPEC_ABORT
+
+
+# The most changes handed to the sink in one `changes` call: they are released from
+# the memory accounting as they join the run, so a run is memory the limit does not see.
+RUN_MAX = 256
 
 
 class Replayer:
@@ -178,6 +186,9 @@ class Replayer:
         last_lsn = 0
         stats = state.stats
         apply = sink.stream_change if streaming else sink.change
+        # Plain main-table changes with no TOAST held go to the sink in runs
+        # (sink.changes); the run is handed on before anything else reaches the sink.
+        run: list[HeapChange] | None = None if streaming else []
         for owner, change, size in self._iter_txn(txn):
             stats.total_bytes += size
             if streaming:
@@ -189,6 +200,9 @@ class Replayer:
             if isinstance(change, HeapChange):
                 kind = change.kind
                 if kind is _SPEC_CONFIRM:
+                    if run:  # the confirmed insertion is handed on (_apply) after it
+                        sink.changes(txn, run)
+                        run = []
                     if spec is None:
                         raise DecodeError(
                             "invalid ordering of speculative insertion changes",
@@ -218,9 +232,17 @@ class Replayer:
                             toast.append(owner, change, size)  # held until reset
                         else:
                             release(owner, size)  # toast deletions are not decoded
+                    elif run is not None and not toast.held:
+                        release(owner, size)  # this branch runs once per replayed row
+                        run.append(change)
+                        if len(run) >= RUN_MAX:
+                            sink.changes(txn, run)
+                            run = []
                     else:
-                        # _apply, inlined: this branch runs once per replayed row.
                         release(owner, size)
+                        if run:
+                            sink.changes(txn, run)
+                            run = []
                         apply(
                             txn,
                             ReplayChange(change, toast.mapping() if toast.held else EMPTY_TOAST),
@@ -232,6 +254,9 @@ class Replayer:
                         spec = None
             else:
                 release(owner, size)
+                if run:
+                    sink.changes(txn, run)
+                    run = []
                 wrapped = ReplayChange(change, EMPTY_TOAST)
                 if isinstance(change, TruncateEvent):
                     (sink.stream_truncate if streaming else sink.truncate)(txn, wrapped)
@@ -239,6 +264,8 @@ class Replayer:
                     (sink.stream_message if streaming else sink.message)(txn, wrapped)
                 else:
                     sink.internal(txn, wrapped)
+        if run:
+            sink.changes(txn, run)
         if spec is not None:  # a pending speculative insertion never confirmed
             release(spec[0], spec[2])
         toast.reset(state)

@@ -7,7 +7,8 @@
 //! it, `py` is the extension module `service._native`: the WAL walk crosses the
 //! Python/Rust boundary once per fed chunk (GIL released) and hands the records over in
 //! slices; `py_heap` decodes one heap record per call, as the Python parsers do;
-//! `py_rows` encodes one row per call against a compiled plan.
+//! `py_rows` encodes one row, or a run of one table's rows into their ready events, per
+//! call against a compiled plan.
 
 pub mod decode;
 pub mod rows;

@@ -4,28 +4,31 @@
 //! columns as tuples `(name, attlen, align, dropped, has_missing, kind, scale,
 //! precision, optional)` (kind "" for a column outside the Value record), the key's
 //! column indexes, the qualified table name and the SchemaMismatchError and DecodeError
-//! classes; then per row the RawTuple's fields and the change's LSN.
+//! classes; then per row the RawTuple's fields and the change's LSN, or per run of rows
+//! of one table and op (`encode_events`) the RawTuples, their LSNs and the Envelope's
+//! per-transaction parts.
 //! Hands on: `encode` returns `(value_record, key_record | None)` as bytes, or a `str`
 //! naming why the row is the Python path's (the typed fallback signal); a bad tuple
 //! raises SchemaMismatchError / DecodeError with the message, `lsn`, `relation` and
 //! `field` the Python deformer gives. `envelope` concatenates a change event's Envelope
 //! value in the Confluent wire format from its parts (connectors.avro.native_rows
-//! documents them).
+//! documents them). `encode_events` does both for each row of a run, returning the
+//! ready key and value bytes of the rows up to the first fallback, and its reason.
 //!
 //! The GIL is released around a row only when its tuple is large (`DETACH_AT` bytes, half
 //! a heap page: in practice a row with an inline-compressed value): a small row costs
 //! about a microsecond, and taking the GIL back can wait for another Python thread's
 //! switch interval (the sink's delivery callbacks), so per-row release would cost more
-//! than it overlaps; a large row is mostly decompression, worth running beside them. The
-//! avro plugin hands rows over one change at a time, so there is no batch to release
-//! the GIL around.
+//! than it overlaps; a large row is mostly decompression, worth running beside them.
+//! `encode_events` keeps that rule per row: it reads each RawTuple's fields and builds
+//! each `bytes` under the GIL, so only a large row's encoding runs without it.
 //! A panic never crosses the boundary: it becomes a DecodeError naming the table.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::rows::{avro, Column, Kind, Outcome, Plan, RowError, Tuple};
 
@@ -110,22 +113,14 @@ impl PyRowPlan {
         lsn: u64,
         want_key: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let bytes = data.as_bytes();
         let tuple = Tuple {
             natts,
             infomask,
             hoff,
-            data: bytes,
+            data: data.as_bytes(),
         };
-        let plan = &self.plan;
-        let run = || catch_unwind(AssertUnwindSafe(|| plan.encode(&tuple, want_key)));
-        let result = if bytes.len() >= DETACH_AT {
-            py.detach(run)
-        } else {
-            run()
-        };
-        match result {
-            Ok(Ok(Outcome::Encoded { value, key })) => {
+        match self.encode_one(py, &tuple, want_key, lsn)? {
+            Outcome::Encoded { value, key } => {
                 let v = PyBytes::new(py, &value);
                 let k = if want_key {
                     Some(PyBytes::new(py, &key))
@@ -134,7 +129,128 @@ impl PyRowPlan {
                 };
                 Ok((v, k).into_pyobject(py)?.into_any())
             }
-            Ok(Ok(Outcome::Fallback(why))) => Ok(why.into_pyobject(py)?.into_any()),
+            Outcome::Fallback(why) => Ok(why.into_pyobject(py)?.into_any()),
+        }
+    }
+
+    /// The change events of a run of rows of one table and op, in order, as `encode`
+    /// and `envelope` give them one by one: row i (`tuples[i]`, a RawTuple, logged at
+    /// `lsns[i]`) gets the orders `total + i`, `order + i`; the value is the row's
+    /// record behind `value_header` (in `before` for op "d", else `after`), the key
+    /// `key_header` + its key record (None without `key_header`). Stops before the first
+    /// row that is the Python path's: returns `(keys, values, reason)`, `reason` None
+    /// when every row was encoded, else why row `len(values)` falls back. A bad tuple
+    /// raises as `encode` does, with its LSN.
+    #[pyo3(signature = (tuples, lsns, value_header, key_header, parts, total, order, op, ts_ns))]
+    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::type_complexity)]
+    fn encode_events<'py>(
+        &self,
+        py: Python<'py>,
+        tuples: &Bound<'py, PyList>,
+        lsns: Vec<i64>,
+        value_header: &[u8],
+        key_header: Option<&[u8]>,
+        parts: (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, Option<Vec<u8>>),
+        total: i64,
+        order: i64,
+        op: &str,
+        ts_ns: i64,
+    ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Option<&'static str>)> {
+        if lsns.len() != tuples.len() {
+            return Err(PyValueError::new_err(format!(
+                "{} tuples but {} LSNs",
+                tuples.len(),
+                lsns.len()
+            )));
+        }
+        let source = SourceParts {
+            head: &parts.0,
+            sequence_head: &parts.1,
+            mid: &parts.2,
+            tail: &parts.3,
+            block_head: parts.4.as_deref(),
+        };
+        let deleting = op == "d";
+        let want_key = key_header.is_some();
+        let keys = PyList::empty(py);
+        let values = PyList::empty(py);
+        let names = intern_names(py);
+        for (i, (raw, &lsn)) in tuples.iter().zip(&lsns).enumerate() {
+            let data = raw.getattr(&names[3])?;
+            let data = data.cast::<PyBytes>()?;
+            let tuple = Tuple {
+                natts: raw.getattr(&names[0])?.extract()?,
+                infomask: raw.getattr(&names[1])?.extract()?,
+                hoff: raw.getattr(&names[2])?.extract()?,
+                data: data.as_bytes(),
+            };
+            let (record, key) = match self.encode_one(py, &tuple, want_key, lsn as u64)? {
+                Outcome::Encoded { value, key } => (value, key),
+                Outcome::Fallback(why) => return Ok((keys, values, Some(why))),
+            };
+            let mut out = Vec::with_capacity(value_header.len() + record.len() + 160);
+            out.extend_from_slice(value_header);
+            let (before, after) = if deleting {
+                (Some(&record[..]), None)
+            } else {
+                (None, Some(&record[..]))
+            };
+            let n = i as i64;
+            write_envelope(
+                &mut out,
+                before,
+                after,
+                &source,
+                lsn,
+                total + n,
+                order + n,
+                op,
+                ts_ns,
+            );
+            values.append(PyBytes::new(py, &out))?;
+            match key_header {
+                Some(h) => {
+                    let mut k = Vec::with_capacity(h.len() + key.len());
+                    k.extend_from_slice(h);
+                    k.extend_from_slice(&key);
+                    keys.append(PyBytes::new(py, &k))?;
+                }
+                None => keys.append(py.None())?,
+            }
+        }
+        Ok((keys, values, None))
+    }
+}
+
+/// The RawTuple attribute names `encode_events` reads, interned once.
+fn intern_names(py: Python<'_>) -> [Bound<'_, pyo3::types::PyString>; 4] {
+    [
+        pyo3::intern!(py, "natts").clone(),
+        pyo3::intern!(py, "infomask").clone(),
+        pyo3::intern!(py, "hoff").clone(),
+        pyo3::intern!(py, "data").clone(),
+    ]
+}
+
+impl PyRowPlan {
+    /// `encode` of one tuple, a panic turned into the DecodeError naming the table.
+    fn encode_one(
+        &self,
+        py: Python<'_>,
+        t: &Tuple<'_>,
+        want_key: bool,
+        lsn: u64,
+    ) -> PyResult<Outcome> {
+        let plan = &self.plan;
+        let run = || catch_unwind(AssertUnwindSafe(|| plan.encode(t, want_key)));
+        let result = if t.data.len() >= DETACH_AT {
+            py.detach(run)
+        } else {
+            run()
+        };
+        match result {
+            Ok(Ok(outcome)) => Ok(outcome),
             Ok(Err(RowError::Mismatch { message, field })) => {
                 Err(self.error(py, &self.mismatch_error, message, field, lsn))
             }
@@ -150,9 +266,7 @@ impl PyRowPlan {
             )),
         }
     }
-}
 
-impl PyRowPlan {
     fn error(
         &self,
         py: Python<'_>,
@@ -172,6 +286,69 @@ impl PyRowPlan {
             Ok(PyErr::from_value(exc))
         };
         build().unwrap_or_else(|e| e)
+    }
+}
+
+/// The `source` record and transaction block around a change's two varying fields: the
+/// parts connectors.avro.native_rows builds once per transaction and table.
+struct SourceParts<'a> {
+    head: &'a [u8],
+    sequence_head: &'a [u8],
+    mid: &'a [u8],
+    tail: &'a [u8],
+    block_head: Option<&'a [u8]>,
+}
+
+/// Append one change event's Envelope value (after its wire header) to `out`.
+#[allow(clippy::too_many_arguments)]
+fn write_envelope(
+    out: &mut Vec<u8>,
+    before: Option<&[u8]>,
+    after: Option<&[u8]>,
+    parts: &SourceParts<'_>,
+    lsn: i64,
+    total: i64,
+    order: i64,
+    op: &str,
+    ts_ns: i64,
+) {
+    let lsn_text = lsn.to_string();
+    for rec in [before, after] {
+        match rec {
+            None => out.push(avro::NULL_BRANCH),
+            Some(r) => {
+                out.push(avro::SECOND_BRANCH);
+                out.extend_from_slice(r);
+            }
+        }
+    }
+    out.extend_from_slice(parts.head);
+    // sequence: ["null", "string"], the JSON array text ending in this LSN
+    out.push(avro::SECOND_BRANCH);
+    let seq_len = parts.sequence_head.len() + lsn_text.len() + 2;
+    avro::long(out, seq_len as i64);
+    out.extend_from_slice(parts.sequence_head);
+    out.extend_from_slice(lsn_text.as_bytes());
+    out.extend_from_slice(b"\"]");
+    out.extend_from_slice(parts.mid);
+    out.push(avro::SECOND_BRANCH);
+    avro::long(out, lsn);
+    out.extend_from_slice(parts.tail);
+    match parts.block_head {
+        None => out.push(avro::NULL_BRANCH),
+        Some(h) => {
+            out.push(avro::SECOND_BRANCH);
+            avro::long(out, (h.len() + lsn_text.len()) as i64);
+            out.extend_from_slice(h);
+            out.extend_from_slice(lsn_text.as_bytes());
+            avro::long(out, total);
+            avro::long(out, order);
+        }
+    }
+    avro::bytes(out, op.as_bytes());
+    for v in [ts_ns.div_euclid(1_000_000), ts_ns.div_euclid(1000), ts_ns] {
+        out.push(avro::SECOND_BRANCH);
+        avro::long(out, v);
     }
 }
 
@@ -195,7 +372,6 @@ pub fn envelope<'py>(
     op: &str,
     ts_ns: i64,
 ) -> Bound<'py, PyBytes> {
-    let lsn_text = lsn.to_string();
     let mut out = Vec::with_capacity(
         header.len()
             + before.map_or(0, <[u8]>::len)
@@ -205,43 +381,16 @@ pub fn envelope<'py>(
             + 96,
     );
     out.extend_from_slice(header);
-    for rec in [before, after] {
-        match rec {
-            None => out.push(avro::NULL_BRANCH),
-            Some(r) => {
-                out.push(avro::SECOND_BRANCH);
-                out.extend_from_slice(r);
-            }
-        }
-    }
-    out.extend_from_slice(source_head);
-    // sequence: ["null", "string"], the JSON array text ending in this LSN
-    out.push(avro::SECOND_BRANCH);
-    let seq_len = sequence_head.len() + lsn_text.len() + 2;
-    avro::long(&mut out, seq_len as i64);
-    out.extend_from_slice(sequence_head);
-    out.extend_from_slice(lsn_text.as_bytes());
-    out.extend_from_slice(b"\"]");
-    out.extend_from_slice(source_mid);
-    out.push(avro::SECOND_BRANCH);
-    avro::long(&mut out, lsn);
-    out.extend_from_slice(source_tail);
-    match block_head {
-        None => out.push(avro::NULL_BRANCH),
-        Some(h) => {
-            out.push(avro::SECOND_BRANCH);
-            avro::long(&mut out, (h.len() + lsn_text.len()) as i64);
-            out.extend_from_slice(h);
-            out.extend_from_slice(lsn_text.as_bytes());
-            avro::long(&mut out, total);
-            avro::long(&mut out, order);
-        }
-    }
-    avro::bytes(&mut out, op.as_bytes());
-    for v in [ts_ns.div_euclid(1_000_000), ts_ns.div_euclid(1000), ts_ns] {
-        out.push(avro::SECOND_BRANCH);
-        avro::long(&mut out, v);
-    }
+    let parts = SourceParts {
+        head: source_head,
+        sequence_head,
+        mid: source_mid,
+        tail: source_tail,
+        block_head,
+    };
+    write_envelope(
+        &mut out, before, after, &parts, lsn, total, order, op, ts_ns,
+    );
     PyBytes::new(py, &out)
 }
 

@@ -29,7 +29,7 @@ from connectors.postgres.setup import setup, teardown
 from service.app.session import Session, SessionConfig
 from service.config import Settings
 from service.lsn import parse_lsn
-from service.output.api import OutputRecord
+from service.output.api import OutputRecord, RecordRun
 from tests.connectors.avro import avro_reference
 from tests.connectors.avro.avro_reference import ReferencePlugin
 from tests.connectors.avro.test_codec import drop_subjects
@@ -118,9 +118,17 @@ def _session(
     spill: str,
     plugin: object,
     out: list[OutputRecord],
+    runs: list[int] | None = None,
 ) -> Session:
     """A session whose catalog snapshot is taken now, before the workload (as a live
-    worker's), writing `plugin`'s records into `out`."""
+    worker's), writing `plugin`'s records into `out`. With `runs`, record runs come
+    through a run writer (as the worker's), each run's length appended to `runs`."""
+
+    def write_run(_l: int, _x: int, run: RecordRun) -> None:
+        assert runs is not None and run.values
+        runs.append(len(run.values))
+        out.extend(run.records())
+
     return Session(
         SessionConfig(dsn=dsn, slot=slot, spill_dir=Path(spill)),
         plugin,
@@ -129,6 +137,7 @@ def _session(
         version=int(pg["version"]),
         start_lsn=start,
         decode_from=consistent,
+        run_writer=None if runs is None else write_run,
     )
 
 

@@ -194,6 +194,7 @@ def test_native_rows_equal_python_and_reference(
             expected: list[OutputRecord] = []
             python: list[OutputRecord] = []
             got: list[OutputRecord] = []
+            runs: list[int] = []  # the native path's record runs (ctx.write_run)
             seen = expected
             reference = ReferencePlugin(settings)
             on_python = AvroPlugin(settings)
@@ -203,7 +204,7 @@ def test_native_rows_equal_python_and_reference(
                 sessions = [
                     _session(pg, dsn, slot, start, consistent, spill, reference, expected),
                     _session(pg, dsn, slot, start, consistent, spill, on_python, python),
-                    _session(pg, dsn, slot, start, consistent, spill, ours, got),
+                    _session(pg, dsn, slot, start, consistent, spill, ours, got, runs),
                 ]
                 on_python.native_rows = None  # the Python path, whatever PGCDC_IMPL says
                 assert (ours.native_rows is not None) == native
@@ -236,6 +237,9 @@ def test_native_rows_equal_python_and_reference(
             counts = ours.native_rows
             assert counts is not None
             assert counts.native > 400, counts.native
+            # Runs between single records (BEGIN/END, fallbacks, tombstones), and long
+            # ones: the 300-row INSERT is one run, cut where a fallback row falls.
+            assert sum(runs) < counts.native and max(runs) > 100 and len(runs) > 5, runs
             reasons = set(counts.fallbacks)
             assert {
                 "external TOAST pointer",

@@ -16,7 +16,7 @@ from connectors.kafka import sink as sink_module
 from connectors.kafka.sink import KafkaSink
 from service.config import load_settings
 from service.errors import ConfigError, ReplayFromOffsetsError, TransactionTimeoutError
-from service.output.api import OutputRecord
+from service.output.api import OutputRecord, RecordRun
 
 
 class FakeProducer:
@@ -26,6 +26,7 @@ class FakeProducer:
         self.conf = conf
         self.calls: list[str] = []
         self.produced: list[tuple[str, bytes | None]] = []
+        self.headers: list[Any] = []  # each produce call's headers argument
         self.fail_produce_at: int | None = None
         self.init_error: KafkaError | None = None
 
@@ -41,6 +42,7 @@ class FakeProducer:
         if self.fail_produce_at is not None and len(self.produced) + 1 == self.fail_produce_at:
             raise KafkaException(KafkaError(KafkaError._TRANSPORT, "broker gone"))
         self.produced.append((topic, value))
+        self.headers.append(kw.get("headers"))
 
     def commit_transaction(self, timeout: float) -> None:
         self.calls.append("commit")
@@ -133,6 +135,38 @@ def test_failed_transaction_is_aborted_for_a_replay(make_sink: Any) -> None:
     assert not hasattr(sink, "_records")  # the re-send buffer is gone
     sink.close(commit=False)
     assert "commit" not in producer.calls
+
+
+def run_of(lsns: list[int]) -> RecordRun:
+    keys: list[bytes | None] = [str(n).encode() for n in lsns]
+    values: list[bytes | None] = [b"v%d" % n for n in lsns]
+    return RecordRun("t.public.a", keys, values, lsns, (("h", b"1"),), "c")
+
+
+def test_a_run_goes_out_as_its_records_would(make_sink: Any) -> None:
+    """write_run produces each record of the run in order, with the run's headers,
+    between single records, and counts them as written."""
+    sink, producer, committed = make_sink(max_batch_age_s=60)
+    sink.write(10, 7, rec(1))
+    sink.write_run(11, 7, run_of([11, 12, 13]))
+    sink.write(14, 7, rec(2))
+    assert [v for _, v in producer.produced] == [b"v" * 100, b"v11", b"v12", b"v13", b"v" * 100]
+    assert producer.headers[1:4] == [[("h", b"1")]] * 3
+    assert sink.records_sent == 5
+    assert sink.end_source_txn(20, 15, 1) is False and sink.idle() is True
+    assert committed == [(20, 15)]
+
+
+def test_a_run_failing_midway_is_aborted_for_a_replay_at_that_record(make_sink: Any) -> None:
+    """A produce error on a run's third record aborts the Kafka transaction; the
+    ReplayFromOffsetsError carries the LSN of that record's change."""
+    sink, producer, committed = make_sink(max_batch_age_s=60)
+    producer.fail_produce_at = 3
+    with pytest.raises(ReplayFromOffsetsError) as info:
+        sink.write_run(100, 7, run_of([100, 101, 102, 103]))
+    assert info.value.lsn == 102
+    assert producer.calls == ["begin", "abort"]
+    assert len(producer.produced) == 2 and committed == []
 
 
 def test_transaction_past_its_timeout_stops_with_the_setting_named(make_sink: Any) -> None:

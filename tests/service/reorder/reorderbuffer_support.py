@@ -10,7 +10,7 @@ from typing import Any
 
 from service.decode.events import ChangeKind, HeapChange, MessageEvent, RawTuple, TruncateEvent
 from service.reorder.buffer import ReorderBuffer, ReorderBufferSettings, ReorderBufferTXN
-from service.reorder.changes import ReplayChange
+from service.reorder.changes import EMPTY_TOAST, ReplayChange
 from service.reorder.spill import LocalSpillStore
 from service.wal.record import RelFileLocator
 
@@ -109,12 +109,19 @@ class RecordingSink:
     can_stream: bool = False
     decode_at_prepare: bool = False
     log: list[tuple[Any, ...]] = field(default_factory=list)
+    runs: list[int] = field(default_factory=list)  # the length of each `changes` run
 
     def begin(self, txn: ReorderBufferTXN) -> None:
         self.log.append(("begin", txn.xid))
 
     def change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
         self.log.append(("change", txn.xid, change.event, dict(change.toast)))
+
+    def changes(self, txn: ReorderBufferTXN, changes: list[HeapChange]) -> None:
+        assert changes, "an empty run"
+        self.runs.append(len(changes))
+        for c in changes:
+            self.change(txn, ReplayChange(c, EMPTY_TOAST))
 
     def truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
         self.log.append(("truncate", txn.xid, change.event))

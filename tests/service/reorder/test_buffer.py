@@ -11,6 +11,7 @@ from service.decode.events import ChangeKind, CheckpointEvent
 from service.errors import ConfigError, DecodeError
 from service.reorder.buffer import ReorderBuffer, ReorderBufferSettings, xid_precedes
 from service.reorder.changes import Change, InternalChange, change_size
+from service.reorder.replay import RUN_MAX
 from tests.service.reorder.reorderbuffer_support import (
     MAIN,
     TOAST,
@@ -467,3 +468,38 @@ def test_unconfirmed_speculative_insert_is_dropped(tmp_path: Path) -> None:
     rb.commit(1, 10, 11, 0)
     assert [(e[2].lsn, e[2].kind) for e in sink.log if e[0] == "change"] == [(2, ChangeKind.INSERT)]
     assert rb.memory_bytes == 0
+
+
+def test_plain_changes_reach_the_sink_in_runs_that_keep_the_order(tmp_path: Path) -> None:
+    """Plain main-table changes go to `sink.changes` in runs of at most RUN_MAX; a run
+    is handed on before a truncate, a message, a confirmed speculative insertion or a
+    change carrying TOAST chunks, so every callback keeps its LSN order."""
+    rb, sink, _ = make_buffer(tmp_path)
+    lsn = 0
+
+    def next_lsn() -> int:
+        nonlocal lsn
+        lsn += 1
+        return lsn
+
+    for _ in range(RUN_MAX + 3):
+        rb.queue_change(1, lsn + 1, heap(1, next_lsn()))
+    rb.queue_change(1, lsn + 1, truncate(1, next_lsn()))
+    for _ in range(2):
+        rb.queue_change(1, lsn + 1, heap(1, next_lsn(), ChangeKind.UPDATE))
+    rb.queue_change(1, lsn + 1, message(1, next_lsn()))
+    rb.queue_change(1, lsn + 1, heap(1, next_lsn(), ChangeKind.DELETE))
+    rb.queue_change(1, lsn + 1, heap(1, next_lsn(), ChangeKind.SPEC_INSERT))
+    rb.queue_change(1, lsn + 1, heap(1, next_lsn(), ChangeKind.SPEC_CONFIRM))
+    rb.queue_change(1, lsn + 1, heap(1, next_lsn()))
+    rb.queue_change(1, lsn + 1, toast_insert(1, next_lsn(), 77, 0, b"x" * 300))
+    rb.queue_change(1, lsn + 1, heap(1, next_lsn()))  # gets the chunk: a single call
+    rb.queue_change(1, lsn + 1, heap(1, next_lsn()))
+    rb.commit(1, 1000, 1001, 0)
+    assert sink.runs == [RUN_MAX, 3, 2, 1, 1, 1]
+    assert [entry[0] for entry in sink.log].count("change") == RUN_MAX + 3 + 2 + 1 + 1 + 1 + 2
+    order = [entry[2].lsn for entry in sink.log if entry[0] != "begin" and entry[0] != "commit"]
+    assert order == sorted(order) and len(order) == len(set(order))
+    with_toast = [entry for entry in sink.log if entry[0] == "change" and entry[3]]
+    assert len(with_toast) == 1 and with_toast[0][2].lsn == lsn - 1
+    assert rb.memory_bytes == 0 and rb.held_bytes == 0
