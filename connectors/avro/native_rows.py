@@ -66,6 +66,7 @@ from service.output.api import (
     RowChange,
     TxnInfo,
 )
+from service.pgconst import UNIX_EPOCH_USECS
 from service.schema.tabledef import TableDef
 from service.types.rowdecode import DecodedRow
 
@@ -225,6 +226,10 @@ class NativeRows:
         self._entries: dict[int, tuple[_Table, _Entry]] = {}
         self._parts_for: object = None  # the _TxnState the parts below belong to
         self._parts: dict[str, tuple[bytes, bytes, bytes, bytes, bytes]] = {}
+        self._txn_parts: tuple[bytes, bytes, bytes, bytes] = (b"",) * 4
+        self._by_table: dict[str, tuple[bytes, bytes, bytes]] = {}  # _table_parts
+        # transaction_record's last serializers, with their wire headers
+        self._tx_headers: tuple[object, bytes | None, bytes | None] | None = None
         self._last: tuple[_Table, _Entry] | None = None  # the entry of the last change
         self._hot: _Hot | None = None  # what the last change's transaction and table share
         self.native = 0  # rows written natively
@@ -251,40 +256,54 @@ class NativeRows:
         """The `source` record of this transaction and table around its two changing
         fields: (fields before `sequence`, the sequence text before this LSN, fields
         between `sequence` and `lsn`, fields after `lsn`), and the transaction block's
-        id before its LSN ("<xid>:")."""
+        id before its LSN ("<xid>:"). Joined from a part per table (`_table_parts`) and
+        one per transaction (`_transaction_parts`)."""
         if self._parts_for is not st:
             self._parts_for, self._parts = st, {}
+            self._txn_parts = self._transaction_parts(st, txn)
         found = self._parts.get(t.collection)
         if found is not None:
             return found
-        self.plugin._row_source(st, txn, t, lsn, "false")
-        const, prefix = st.sources[(t.collection, "false")]
-        snapshot = const["snapshot"]
-        _long, _string = self._native.avro_long, self._native.avro_string
-        head = b"".join(
-            (
-                _string(const["version"]),
-                _string(const["connector"]),
-                _string(const["name"]),
-                _long(const["ts_ms"]),
-                b"\x00" + _string(snapshot[1]),  # ["string", "null"]: branch 0
-                _string(const["db"]),
-            )
-        )
-        mid = b"".join(
-            (
-                b"\x02" + _long(const["ts_us"][1]),
-                b"\x02" + _long(const["ts_ns"][1]),
-                _string(const["schema"]),
-                _string(const["table"]),
-                b"\x02" + _long(const["txId"][1]),
-            )
-        )
-        if any(const[k] is not None for k in ("xmin", "origin", "origin_lsn")):
-            raise AssertionError("source xmin/origin are always null in pgcdc")
-        found = (head, prefix.encode("utf-8"), mid, b"\x00\x00\x00", f"{st.xid}:".encode())
+        ts_ms, ts_mid, xid, block_head = self._txn_parts
+        ident, db, names = self._table_parts(t)
+        # The sequence's last commit, as `_row_source` takes it: at the table's first event.
+        last = self.plugin._last_commit_lsn
+        prefix = b'[null,"' if last is None else f'["{last}","'.encode()
+        found = (ident + ts_ms + db, prefix, ts_mid + names + xid, b"\x00\x00\x00", block_head)
         self._parts[t.collection] = found
         return found
+
+    def _table_parts(self, t: _Table) -> tuple[bytes, bytes, bytes]:
+        """What `AvroPlugin._source` gives every streamed event of table `t`, encoded:
+        (version, connector, name), (snapshot "false", db), (schema, table). The source's
+        xmin, origin and origin_lsn are always null in pgcdc: the parts' tail."""
+        found = self._by_table.get(t.collection)
+        if found is not None:
+            return found
+        const = self.plugin._source(None, t.schema, t.table, 0)
+        if any(const[k] is not None for k in ("xmin", "origin", "origin_lsn")):
+            raise AssertionError("source xmin/origin are always null in pgcdc")
+        _string = self._native.avro_string
+        found = (
+            b"".join(_string(const[k]) for k in ("version", "connector", "name")),
+            b"\x00" + _string("false") + _string(const["db"]),  # ["string", "null"]: branch 0
+            _string(const["schema"]) + _string(const["table"]),
+        )
+        self._by_table[t.collection] = found
+        return found
+
+    def _transaction_parts(self, st: Any, txn: TxnInfo) -> tuple[bytes, bytes, bytes, bytes]:
+        """What `AvroPlugin._source` gives every event of this committed transaction,
+        encoded: ts_ms, (ts_us, ts_ns), txId, and the transaction block's id before its
+        LSN."""
+        _long = self._native.avro_long
+        commit_us = txn.commit_time + UNIX_EPOCH_USECS
+        return (
+            _long(commit_us // 1000),
+            b"\x02" + _long(commit_us) + b"\x02" + _long(commit_us * 1000),
+            b"\x02" + _long(txn.xid),
+            f"{st.xid}:".encode(),
+        )
 
     def _hot_for(
         self, st: Any, txn: TxnInfo, t: _Table, rel: RelationInfo, table: TableDef, lsn: int
@@ -491,7 +510,12 @@ class NativeRows:
         """A transaction metadata event's (key, value) wire bytes, equal to what the
         `serializers` (the topic's AvroEncoders) write for the same datums; None when
         they are not AvroEncoders."""
-        key_header, value_header = _header(serializers[0]), _header(serializers[1])
+        cached = self._tx_headers
+        if cached is not None and cached[0] is serializers:
+            key_header, value_header = cached[1], cached[2]
+        else:
+            key_header, value_header = _header(serializers[0]), _header(serializers[1])
+            self._tx_headers = (serializers, key_header, value_header)
         if key_header is None or value_header is None:
             return None
         native = self._native

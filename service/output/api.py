@@ -506,5 +506,5 @@ class RecordRun(NamedTuple):
     @property
     def size(self) -> int:
         """The bytes OutputRecord.size counts, over the run."""
-        n = len(self.topic) * len(self.keys)
-        return n + sum(len(k or b"") for k in self.keys) + sum(len(v or b"") for v in self.values)
+        keys = sum(len(k) for k in self.keys if k is not None)
+        return len(self.topic) * len(self.keys) + keys + sum(len(v or b"") for v in self.values)
