@@ -14,6 +14,7 @@ from typing import Any
 from connectors.kafka.progress import ProgressRecord
 from service.app.snapshotter import Interval, SnapshotState, Snapshotter, TableJob
 from service.config import load_settings
+from service.output.api import ChangeOp, PluginContext, RelationInfo, RowChange, TxnInfo
 
 
 class _Port:
@@ -110,3 +111,46 @@ def test_new_tables_are_queued_once() -> None:
     assert snap.add_new_tables(["public.a", "public.b"])
     assert not snap.add_new_tables(["public.a", "public.b"])
     assert [j.table for j in snap.state.jobs] == ["public.b"]
+
+
+class _Recorder:
+    """An output plugin that records which callback got which change LSNs."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[int]]] = []
+
+    def begin(self, ctx: PluginContext, txn: TxnInfo) -> None:
+        return None
+
+    def change(self, ctx: PluginContext, txn: TxnInfo, change: RowChange) -> None:
+        self.calls.append(("change", [change.lsn]))
+
+    def changes(self, ctx: PluginContext, txn: TxnInfo, changes: list[RowChange]) -> None:
+        self.calls.append(("changes", [c.lsn for c in changes]))
+
+    def commit(self, ctx: PluginContext, txn: TxnInfo, commit_lsn: int) -> None:
+        return None
+
+
+def test_a_run_of_changes_passes_the_window_tracker_row_by_row_only_when_watched() -> None:
+    """SnapshotHooks.changes hands a run to the plugin's `changes` when no window
+    watches its tables; once a window on one of them is open, every change of the run
+    goes through `change` (the tracker records it), in order."""
+    snap, _ = _snapshotter()
+    plugin = _Recorder()
+    hooks = snap.hooks(plugin)
+    a = RelationInfo(41, "public", "a", "d", ())
+    b = RelationInfo(42, "public", "b", "d", ())
+    run = [
+        RowChange(ChangeOp.INSERT, lsn, rel, (), None, False)
+        for lsn, rel in ((1, a), (2, b), (3, a))
+    ]
+    ctx = PluginContext("s", "avro", {}, lambda _l, _x, _d: None)
+    txn = TxnInfo(7, 1, 10, 11, 1, None)
+    hooks.changes(ctx, txn, run)
+    assert plugin.calls == [("changes", [1, 2, 3])]
+    snap.tracker.low("c1", 42, keyed=False)
+    hooks.changes(ctx, txn, run)
+    assert plugin.calls[1:] == [("change", [1]), ("change", [2]), ("change", [3])]
+    window = snap.tracker._open["c1"]
+    assert window.all_changed  # the keyless table's change reached the window
