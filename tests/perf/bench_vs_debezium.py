@@ -9,8 +9,10 @@ Both read the shared PostgreSQL 15 (127.0.0.1:55415) and write Avro to the share
 
 - pgcdc: `python -m service.app.cli run` (a subprocess, snapshot.mode=never, work_mem
   64MB, the implementation PGCDC_IMPL selects), a fresh worker per workload;
-- Debezium 3.6.1's PostgreSQL connector (pgoutput, defaults otherwise, snapshot.mode
-  no_data) in Kafka Connect 4.1.1 (deploy/local/svc_connect.py, started here if it is not
+- Debezium 3.6.1's PostgreSQL connector (pgoutput, snapshot.mode no_data,
+  provide.transaction.metadata=true so that it writes what pgcdc always writes: the
+  BEGIN/END events and each event's `transaction` block; defaults otherwise) in Kafka
+  Connect 4.1.1 (deploy/local/svc_connect.py, started here if it is not
   running and stopped again only then), with Apicurio's AvroConverter for keys and values
   (`apicurio.registry.url=<registry>/apis/registry/v3`, auto-register, find-latest,
   dereference-schema), a fresh connector, slot and publication per workload.
@@ -252,7 +254,11 @@ class Debezium(System):
         p = self.p
         assert p is not None
         self.connector = f"vsdbz-{p.name}"
-        config = connector_config(self.pg, self.registry, p, "no_data")
+        # pgcdc always publishes transaction metadata: the same work for Debezium.
+        config = {
+            **connector_config(self.pg, self.registry, p, "no_data"),
+            "provide.transaction.metadata": "true",
+        }
         http("PUT", f"{svc_connect.BASE}/connectors/{self.connector}/config", config)
         # Ready when a warm-up row is in Kafka (slot streaming, topic and schema exist);
         # rows written before the task created its slot are not streamed: write again.
