@@ -283,12 +283,7 @@ class KafkaSink:
             raise PgcdcError(
                 f"Kafka sink got {type(record).__name__}, not an OutputRecord", lsn=lsn, xid=xid
             )
-        if record.topic not in self._known_topics:
-            self.ensure_topics([record.topic])
-        if not self._in_txn:
-            self._begin_with_retry()
-        self._mid_source_txn = True
-        self._bytes += record.size
+        self._enter(record.topic, record.size)
         try:
             self._produce(record)
         except _Retry as exc:
@@ -297,13 +292,8 @@ class KafkaSink:
     def write_run(self, lsn: int, xid: int, run: RecordRun) -> None:
         """The PluginContext run writer: `write` for each record of `run`, in order, with
         the checks done once (one topic) and the headers converted once."""
-        if run.topic not in self._known_topics:
-            self.ensure_topics([run.topic])
-        if not self._in_txn:
-            self._begin_with_retry()
-        self._mid_source_txn = True
-        self._bytes += run.size
         topic = run.topic
+        self._enter(topic, run.size)
         headers: _Headers = list(run.headers) if run.headers else None
         produce = self._producer.produce
         at = 0
@@ -316,6 +306,16 @@ class KafkaSink:
         except _Retry as exc:
             self._abort_for_replay(exc, run.lsns[at])
         self._sent(len(run.values))
+
+    def _enter(self, topic: str, size: int) -> None:
+        """Before producing `size` bytes to `topic`: the topic exists, a Kafka
+        transaction is open, and the batch is mid source transaction."""
+        if topic not in self._known_topics:
+            self.ensure_topics([topic])
+        if not self._in_txn:
+            self._begin_with_retry()
+        self._mid_source_txn = True
+        self._bytes += size
 
     def stage(self, topic: str, key: bytes, value: bytes) -> None:
         """Add a record to the next commit, just before its offset record."""
