@@ -46,7 +46,7 @@ native and Python events interleave within one transaction.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
@@ -59,6 +59,7 @@ from service.errors import DecodeError, SchemaMismatchError
 from service.output.api import (
     ChangeOp,
     ColumnMeta,
+    ColumnValue,
     OutputRecord,
     PluginContext,
     RecordRun,
@@ -175,6 +176,20 @@ def _header(serialize: Callable[[Any], bytes] | None) -> bytes | None:
     if isinstance(owner, AvroEncoder):
         return wire_header(owner.schema_id)
     return None
+
+
+def _encoded_row(change: RowChange) -> Sequence[ColumnValue] | None:
+    """The row whose record an event of `change` carries natively: the old row of a
+    DELETE, the new one of an INSERT or UPDATE, None for an UPDATE with its old tuple
+    (a key change or REPLICA IDENTITY FULL: the Python path's key comparison)."""
+    if change.op is ChangeOp.DELETE:
+        return change.old
+    return change.new if change.old is None else None
+
+
+def _op_code(op: ChangeOp) -> str:
+    """The Envelope's op of a change: compared, not looked up (an Enum hashes in Python)."""
+    return "d" if op is ChangeOp.DELETE else "c" if op is ChangeOp.INSERT else "u"
 
 
 class _Entry:
@@ -322,6 +337,20 @@ class NativeRows:
         self._hot = hot
         return hot
 
+    def _hot_of(
+        self, txn: TxnInfo, t: _Table, rel: RelationInfo, table: TableDef, lsn: int
+    ) -> _Hot:
+        """The current transaction's state with `t` as defined by `table` (`_Hot`), the
+        last change's when it is the same."""
+        p = self.plugin
+        st = p._txn
+        if st is None:
+            st = p._txn_state(lsn)  # raises: a change outside a transaction
+        hot = self._hot
+        if hot is None or hot.st is not st or hot.t is not t or hot.table is not table:
+            hot = self._hot_for(st, txn, t, rel, table, lsn)
+        return hot
+
     def change(self, ctx: PluginContext, txn: TxnInfo, t: _Table, change: RowChange) -> bool:
         """Write `change` natively; False (nothing written) leaves it to Python."""
         out = self._encode(ctx, txn, t, change)
@@ -351,7 +380,7 @@ class NativeRows:
             change = changes[i]
             ctx.write_lsn = change.lsn
             op = change.op
-            row = change.old if op is delete else change.new if change.old is None else None
+            row = _encoded_row(change)
             if not plain or type(row) is not DecodedRow or (tombstones and op is delete):
                 p.change(ctx, txn, change)
                 i += 1
@@ -369,7 +398,7 @@ class NativeRows:
                 c = changes[j]
                 if c.relation is not rel or c.op is not op:
                     break
-                r = c.old if op is delete else c.new if c.old is None else None
+                r = _encoded_row(c)
                 if type(r) is not DecodedRow or r.table is not table:
                     break
                 tuples.append(r.raw)
@@ -399,17 +428,12 @@ class NativeRows:
         `table`) with op `op`, logged at `lsns`, as one RecordRun; how many it wrote,
         stopping before the first fallback row (counted in `fallbacks`)."""
         p = self.plugin
-        st = p._txn
-        if st is None:
-            st = p._txn_state(lsns[0])  # raises: a change outside a transaction
-        hot = self._hot
-        if hot is None or hot.st is not st or hot.t is not t or hot.table is not table:
-            hot = self._hot_for(st, txn, t, rel, table, lsns[0])
-        entry = hot.entry
+        hot = self._hot_of(txn, t, rel, table, lsns[0])
+        st, entry = hot.st, hot.entry
         plan, parts, value_header = entry.plan, hot.parts, entry.value_header
         if plan is None or parts is None or value_header is None:
             return 0
-        code = "d" if op is ChangeOp.DELETE else "c" if op is ChangeOp.INSERT else "u"
+        code = _op_code(op)
         total, order = p._next_order(st, t.collection)
         keys, values, reason = plan.encode_events(
             tuples,
@@ -429,7 +453,7 @@ class NativeRows:
             self.native += done
             if not st.began:
                 p._begin_once(ctx, st, lsns[0])
-            p._order_run(st, t.collection, done)
+            p._order(st, t.collection, done)
             run = RecordRun(t.plan.topic, keys, values, lsns[:done], p.context_headers, code)
             ctx.write_run(run)
         return done
@@ -440,26 +464,15 @@ class NativeRows:
         """(op, key, value) of `change`'s event, written by the native encoder and
         counted in its transaction (BEGIN written first if it is the first event); None,
         having done nothing, when the change is the Python path's."""
-        op = change.op
-        if op is ChangeOp.DELETE:
-            row = change.old
-        elif change.old is not None:
-            return None  # an UPDATE with its old tuple: key comparison, headers
-        else:
-            row = change.new
+        row = _encoded_row(change)
         if type(row) is not DecodedRow or not txn.commit_time:
             return None
         if isinstance(ctx.state.get("snapshot"), str):
             return None
         p = self.plugin
         lsn = change.lsn
-        st = p._txn
-        if st is None:
-            st = p._txn_state(lsn)  # raises: a change outside a transaction
-        hot = self._hot
-        if hot is None or hot.st is not st or hot.t is not t or hot.table is not row.table:
-            hot = self._hot_for(st, txn, t, change.relation, row.table, lsn)
-        entry = hot.entry
+        hot = self._hot_of(txn, t, change.relation, row.table, lsn)
+        st, entry = hot.st, hot.entry
         plan = entry.plan
         if plan is None:
             return None
@@ -478,9 +491,8 @@ class NativeRows:
         parts = hot.parts
         assert parts is not None  # built whenever the entry has a plan
         head, sequence_head, mid, tail, block_head = parts
-        deleting = op is ChangeOp.DELETE
-        # Compared, not looked up: a ChangeOp (an Enum) hashes in Python.
-        code = "d" if deleting else "c" if op is ChangeOp.INSERT else "u"
+        code = _op_code(change.op)
+        deleting = code == "d"
         value = self._envelope(
             entry.value_header,
             record if deleting else None,

@@ -556,32 +556,27 @@ class AvroPlugin:
         return {"total_order": total, "data_collection_order": order}
 
     @staticmethod
-    def _order(st: _TxnState, collection: str) -> tuple[int, int]:
-        """Count one event of `collection`: (total_order, data_collection_order)."""
-        st.total += 1
+    def _order(st: _TxnState, collection: str, n: int = 1) -> tuple[int, int]:
+        """Count `n` events of `collection` (one of the message collection): the first's
+        (total_order, data_collection_order)."""
+        st.total += n
         if collection == MESSAGE_COLLECTION:
+            assert n == 1
             st.collections.append([collection, 1])
             return st.total, 1
         entry = st.entries.get(collection)
         if entry is None:
             entry = st.entries[collection] = [collection, 0]
             st.collections.append(entry)
-        order = entry[1] = entry[1] + 1
-        return st.total, order
+        order = entry[1] + 1
+        entry[1] += n
+        return st.total - n + 1, order
 
     @staticmethod
     def _next_order(st: _TxnState, collection: str) -> tuple[int, int]:
         """The orders `_order` would give the next event of `collection`, uncounted."""
         entry = st.entries.get(collection)
         return st.total + 1, (0 if entry is None else entry[1]) + 1
-
-    @classmethod
-    def _order_run(cls, st: _TxnState, collection: str, n: int) -> None:
-        """Count `n` events of `collection` (a table's), as `_order` n times would."""
-        assert n > 0 and collection != MESSAGE_COLLECTION
-        cls._order(st, collection)
-        st.total += n - 1
-        st.entries[collection][1] += n - 1
 
     def _event(
         self,

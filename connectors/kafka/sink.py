@@ -302,7 +302,7 @@ class KafkaSink:
                 try:
                     produce(topic, value, run.keys[at], headers=headers)
                 except (BufferError, KafkaException):
-                    self._produce_slow(topic, value, run.keys[at], headers)
+                    self._produce_retrying(topic, value, run.keys[at], headers)
         except _Retry as exc:
             self._abort_for_replay(exc, run.lsns[at])
         self._sent(len(run.values))
@@ -428,7 +428,7 @@ class KafkaSink:
         return _Retry(f"{op}: {err.str()}")
 
     def _produce(self, record: OutputRecord) -> None:
-        self._produce_slow(
+        self._produce_retrying(
             record.topic,
             record.value,
             record.key,
@@ -436,7 +436,7 @@ class KafkaSink:
         )
         self._sent(1)
 
-    def _produce_slow(
+    def _produce_retrying(
         self,
         topic: str,
         value: bytes | None,

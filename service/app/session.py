@@ -30,7 +30,7 @@ from connectors.postgres.type_loader import TypeLoader
 from service.decode.events import HeapChange
 from service.errors import DecodeError
 from service.impl import xlog_reader_class
-from service.output.api import ColumnValue, PluginContext, PluginWrapper, RelationInfo
+from service.output.api import ColumnValue, PluginContext, PluginWrapper, RecordRun, RelationInfo
 from service.output.logical import Decoding, PluginSink
 from service.reorder.buffer import PYTHON_CHANGE_OVERHEAD, ReorderBuffer, ReorderBufferSettings
 from service.reorder.spill import LocalSpillStore
@@ -137,7 +137,7 @@ class Session:
         align: bool = False,
         snapshot_reader: SnapshotReader | None = None,
         plugin_state: Mapping[str, Any] | None = None,
-        run_writer: Any = None,
+        run_writer: Callable[[int, int, RecordRun], None] | None = None,
     ) -> None:
         """Three ways to start:
 

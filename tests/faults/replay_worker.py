@@ -6,7 +6,7 @@ Runs the real CLI, configured by the same `PGCDC_*` environment as a plain worke
 the sink's librdkafka producer subclassed: the `PGCDC_TEST_FAIL_AT`-th record produced to
 a topic whose name ends in `PGCDC_TEST_FAIL_TOPIC` raises the KafkaException librdkafka
 raises for a lost broker (`_TRANSPORT`), once per process, and so does the sink's
-immediate retry of that same record (`KafkaSink._produce_slow`). The failure is injected
+immediate retry of that same record (`KafkaSink._produce_retrying`). The failure is injected
 under both the single-record path (`write`) and the record runs (`write_run`).
 Everything else is the production code.
 """
