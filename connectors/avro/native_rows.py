@@ -69,7 +69,7 @@ from service.output.api import (
 )
 from service.pgconst import UNIX_EPOCH_USECS
 from service.schema.tabledef import TableDef
-from service.types.rowdecode import DecodedRow
+from service.types.rowdecode import DecodedRow, RowRun
 
 log = structlog.get_logger(__name__)
 
@@ -363,19 +363,62 @@ class NativeRows:
             p._tombstone(ctx, t, key)
         return True
 
-    def changes(self, ctx: PluginContext, txn: TxnInfo, changes: list[RowChange]) -> None:
+    def changes(self, ctx: PluginContext, txn: TxnInfo, changes: Sequence[RowChange]) -> None:
         """`AvroPlugin.change` for each of a run of changes, in order. Consecutive
         changes of one table definition and op go to the Rust encoder at once
         (`_group`: `RowPlan.encode_events`), their events out as one `RecordRun`
         (`ctx.write_run`); a change it cannot take goes the single way
         (`AvroPlugin.change`: a DELETE with its tombstone, an UPDATE with an old tuple,
-        a snapshot read, a table without a plan) or is the Python path's (a fallback)."""
+        a snapshot read, a table without a plan) or is the Python path's (a fallback).
+        A `RowRun` is one such group already: its raw tuples go to Rust as they are,
+        and a row of it is built only for the Python path."""
+        p = self.plugin
+        plain = bool(txn.commit_time) and not isinstance(ctx.state.get("snapshot"), str)
+        if not plain or type(changes) is not RowRun:
+            self._rows(ctx, txn, changes, 0, plain)
+            return
+        op, rel = changes.op, changes.relation
+        if op is ChangeOp.DELETE and p._tombstones():
+            self._rows(ctx, txn, changes, 0, plain)
+            return
+        cached = (rel.oid, rel.defined_at)
+        t = p._tables[cached] if cached in p._tables else p._table(rel)
+        if t is None:
+            return  # not published
+        ctx.write_lsn = changes.lsns[0]
+        done = self._group(ctx, txn, t, rel, changes.table, op, changes.raws, changes.lsns)
+        if done < 0:  # no plan: every row is the Python path's
+            self._python(ctx, txn, t, changes, 0, len(changes))
+        elif done < len(changes):  # row `done` fell back; the rest go on as a list
+            self._python(ctx, txn, t, changes, done, done + 1)
+            self._rows(ctx, txn, changes[done + 1 :], 0, plain)
+
+    def _python(
+        self,
+        ctx: PluginContext,
+        txn: TxnInfo,
+        t: _Table,
+        changes: Sequence[RowChange],
+        i: int,
+        j: int,
+    ) -> None:
+        """changes[i:j] (of table `t`) through the Python path."""
+        p = self.plugin
+        for k in range(i, j):
+            change = changes[k]
+            ctx.write_lsn = change.lsn
+            p.change_python(ctx, txn, t, change)
+
+    def _rows(
+        self, ctx: PluginContext, txn: TxnInfo, changes: Sequence[RowChange], i: int, plain: bool
+    ) -> None:
+        """`changes` from `i` on, grouped here: consecutive rows of one table
+        definition and op to `_group`, any other one the single way."""
         p = self.plugin
         tables, table_of = p._tables, p._table
         tombstones = p._tombstones()
-        plain = bool(txn.commit_time) and not isinstance(ctx.state.get("snapshot"), str)
         delete = ChangeOp.DELETE
-        n, i = len(changes), 0
+        n = len(changes)
         while i < n:
             change = changes[i]
             ctx.write_lsn = change.lsn
@@ -405,10 +448,12 @@ class NativeRows:
                 lsns.append(c.lsn)
                 j += 1
             done = self._group(ctx, txn, t, rel, table, op, tuples, lsns)
-            if done < j - i:  # change i + done is the Python path's
+            if done < 0:  # no plan: the whole group is the Python path's
+                self._python(ctx, txn, t, changes, i, j)
+                i = j
+            elif done < j - i:  # change i + done is the Python path's
                 i += done
-                ctx.write_lsn = changes[i].lsn
-                p.change_python(ctx, txn, t, changes[i])
+                self._python(ctx, txn, t, changes, i, i + 1)
                 i += 1
             else:
                 i = j
@@ -426,13 +471,14 @@ class NativeRows:
     ) -> int:
         """Encode and write the events of consecutive changes of `t` (defined by
         `table`) with op `op`, logged at `lsns`, as one RecordRun; how many it wrote,
-        stopping before the first fallback row (counted in `fallbacks`)."""
+        stopping before the first fallback row (counted in `fallbacks`); -1, having done
+        nothing, when the definition has no native plan."""
         p = self.plugin
         hot = self._hot_of(txn, t, rel, table, lsns[0])
         st, entry = hot.st, hot.entry
         plan, parts, value_header = entry.plan, hot.parts, entry.value_header
         if plan is None or parts is None or value_header is None:
-            return 0
+            return -1
         code = _op_code(op)
         total, order = p._next_order(st, t.collection)
         keys, values, reason = plan.encode_events(

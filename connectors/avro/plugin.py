@@ -76,7 +76,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -648,7 +648,7 @@ class AvroPlugin:
             return
         self.change_python(ctx, txn, t, change)
 
-    def changes(self, ctx: PluginContext, txn: TxnInfo, changes: list[RowChange]) -> None:
+    def changes(self, ctx: PluginContext, txn: TxnInfo, changes: Sequence[RowChange]) -> None:
         """`change` for each of a run of changes (pgcdc's batched callback): through the
         native encoder's runs when it is on."""
         if self.native_rows is not None:

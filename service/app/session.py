@@ -30,7 +30,14 @@ from connectors.postgres.type_loader import TypeLoader
 from service.decode.events import HeapChange
 from service.errors import DecodeError
 from service.impl import xlog_reader_class
-from service.output.api import ColumnValue, PluginContext, PluginWrapper, RecordRun, RelationInfo
+from service.output.api import (
+    ColumnValue,
+    PluginContext,
+    PluginWrapper,
+    RecordRun,
+    RelationInfo,
+    RowChange,
+)
 from service.output.logical import Decoding, PluginSink
 from service.reorder.buffer import PYTHON_CHANGE_OVERHEAD, ReorderBuffer, ReorderBufferSettings
 from service.reorder.spill import LocalSpillStore
@@ -115,6 +122,14 @@ class _DeferredRows:
         top_xid: int,
     ) -> Sequence[ColumnValue] | None:
         return self._rows().row(relation, change, new, toast, top_xid)
+
+    def run(
+        self,
+        changes: list[HeapChange],
+        top_xid: int,
+        make: Callable[[HeapChange], RowChange | None],
+    ) -> Sequence[RowChange] | None:
+        return self._rows().run(changes, top_xid, make)
 
     def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:
         return self._rows().relations_by_oid(relids, lsn, xid)

@@ -73,6 +73,7 @@ from service.errors import PgcdcError
 from service.output.api import ChangeOp, PluginContext, RelationInfo, RowChange, TxnInfo
 from service.output.filters import TableFilter
 from service.snapshot.watermark import WindowTracker
+from service.types.rowdecode import RowRun
 from service.types.unknown import UnknownTypePolicy
 
 log = structlog.get_logger(__name__)
@@ -950,17 +951,21 @@ class SnapshotHooks:
             tracker.touch(oid)
         self._plugin.change(ctx, txn, change)  # type: ignore[attr-defined]
 
-    def changes(self, ctx: PluginContext, txn: TxnInfo, changes: list[RowChange]) -> None:
+    def changes(self, ctx: PluginContext, txn: TxnInfo, changes: Sequence[RowChange]) -> None:
         """`change` for each: one call of the plugin's `changes` when no window watches
         any of their tables (the tracker only needs to know they were touched)."""
         tracker = self._tracker
         fn: Callable[..., Any] | None = getattr(self._plugin, "changes", None)
-        if fn is None or any(tracker.watches(c.relation.oid) for c in changes):
+        # a RowRun is of one table: its rows are built only if something reads them
+        oids = (
+            {changes.relation.oid} if type(changes) is RowRun else {c.relation.oid for c in changes}
+        )
+        if fn is None or any(tracker.watches(oid) for oid in oids):
             for c in changes:
                 ctx.write_lsn = c.lsn
                 self.change(ctx, txn, c)
             return
-        for oid in {c.relation.oid for c in changes}:
+        for oid in oids:
             tracker.touch(oid)
         fn(ctx, txn, changes)
 

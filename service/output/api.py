@@ -23,7 +23,9 @@ Guarantees of the wrapper (as the *_cb_wrapper functions of logical.c):
   each change it writes), chained to the original.
 - `changes` is pgcdc's own optional callback, not logical.c's: a run of row changes of
   one transaction, in order, meaning exactly what `change` called on each would. The
-  wrapper calls `change` per row when a plugin lacks it (`has_changes`).
+  wrapper calls `change` per row when a plugin lacks it (`has_changes`). The run is a
+  read-only sequence of `RowChange`s; it may build each when it is read (a
+  `service.types.rowdecode.RowRun`, whose raw tuples a native encoder reads instead).
 
 Plugins are found by name through the `pgcdc.output_plugins` entry-point group.
 """

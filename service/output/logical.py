@@ -106,6 +106,16 @@ class RowResolver(Protocol):
     ) -> Sequence[ColumnValue] | None:
         """The new (or old) tuple of `change` decoded against `relation`."""
 
+    def run(
+        self,
+        changes: list[HeapChange],
+        top_xid: int,
+        make: Callable[[HeapChange], RowChange | None],
+    ) -> Sequence[RowChange] | None:
+        """`changes` (no TOAST chunks held) as one sequence of rows that builds each row
+        with `make` when it is read, when they are alike enough to be one run of one
+        table definition and op; else None (convert them one by one)."""
+
     def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:
         """Definitions of truncated tables (TRUNCATE names relation OIDs)."""
 
@@ -233,15 +243,25 @@ class PluginSink:
 
     def changes(self, txn: ReorderBufferTXN, changes: list[HeapChange]) -> None:
         """`change` for each of `changes` (no TOAST chunks held): one `changes` call of
-        the plugin when it has one, else its `change` per row."""
-        progress = self.progress
+        the plugin when it has one, else its `change` per row. A run of one table
+        definition and op goes as the resolver's lazy run (`RowResolver.run`), so a
+        plugin that reads its raw tuples builds no rows."""
+        if not changes:
+            return
+        self._until_progress -= len(changes)
+        if self._until_progress <= 0:
+            self._until_progress = PROGRESS_EVERY
+            if self.progress is not None:
+                self.progress()
+        plugin = self.plugin
+        if plugin.has_changes:
+            run = self.rows.run(changes, txn.top.xid, lambda c: self._row_of(txn, c, EMPTY_TOAST))
+            if run is not None:
+                self.emitted_changes += len(changes)
+                plugin.call("changes", changes[0].lsn, txn.xid, self._txn_info(txn), run)
+                return
         rows: list[RowChange] = []
         for change in changes:
-            self._until_progress -= 1
-            if not self._until_progress:
-                self._until_progress = PROGRESS_EVERY
-                if progress is not None:
-                    progress()
             row = self._row_of(txn, change, EMPTY_TOAST)
             if row is not None:
                 rows.append(row)
@@ -249,7 +269,6 @@ class PluginSink:
             return
         self.emitted_changes += len(rows)
         info = self._txn_info(txn)
-        plugin = self.plugin
         if plugin.has_changes:
             plugin.call("changes", rows[0].lsn, txn.xid, info, rows)
         else:

@@ -44,14 +44,16 @@ from types import MappingProxyType
 from typing import Any, overload
 
 from service._binary import U32
-from service.decode.events import HeapChange, RawTuple
+from service.decode.events import ChangeKind, HeapChange, RawTuple
 from service.errors import DecodeError, SchemaMismatchError, UnknownTypeError
 from service.output.api import (
     UNCHANGED_TOAST,
+    ChangeOp,
     ColumnCodec,
     ColumnMeta,
     ColumnValue,
     RelationInfo,
+    RowChange,
     StoredValue,
 )
 from service.pgconst import JSONB_OID, TEXT_ARRAY_OID, TEXT_OID
@@ -152,6 +154,72 @@ class DecodedRow(Sequence[ColumnValue]):
 
     def __repr__(self) -> str:
         return f"DecodedRow({self.values()!r})"
+
+
+class RowRun(Sequence[RowChange]):
+    """Consecutive changes of one table definition with one op, handed to a plugin's
+    `changes` callback as its `RowChange`s (`HistoryRows.run` builds it).
+
+    No change of a run carries TOAST chunks, none is an UPDATE with an old tuple, and
+    each has the tuple its op logs. An item is built when it is read (`make`: the
+    driver's own change-to-row conversion), so every consumer sees the same rows it
+    would see in a list. A native encoder reads `raws` (each change's logged tuple: the
+    new one, or a DELETE's old one) and `lsns` instead and builds none of them. The
+    lists are the run's own: nobody changes them after.
+    """
+
+    __slots__ = ("_make", "changes", "lsns", "op", "raws", "relation", "table")
+
+    def __init__(
+        self,
+        op: ChangeOp,
+        relation: RelationInfo,
+        table: TableDef,
+        changes: list[HeapChange],
+        raws: list[RawTuple],
+        lsns: list[int],
+        make: Callable[[HeapChange], RowChange | None],
+    ) -> None:
+        self.op = op
+        self.relation = relation
+        self.table = table
+        self.changes = changes
+        self.raws = raws
+        self.lsns = lsns
+        self._make = make
+
+    def __len__(self) -> int:
+        return len(self.changes)
+
+    @overload
+    def __getitem__(self, index: int) -> RowChange: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[RowChange]: ...
+    def __getitem__(self, index: int | slice) -> RowChange | list[RowChange]:
+        if isinstance(index, slice):
+            return [self._item(c) for c in self.changes[index]]
+        return self._item(self.changes[index])
+
+    def _item(self, change: HeapChange) -> RowChange:
+        row = self._make(change)
+        if row is None:  # its first change's relation was emitted: so is every one's
+            raise SchemaMismatchError(
+                "a change of a run lost its relation",
+                lsn=change.lsn,
+                relation=f"{self.relation.schema}.{self.relation.name}",
+            )
+        return row
+
+    def __repr__(self) -> str:
+        return f"RowRun({self.op.value} {self.relation.name} x{len(self.changes)})"
+
+
+# The ops a RowRun holds, and whether the logged tuple it reads is the old one.
+_RUN_OPS = {
+    ChangeKind.INSERT: (ChangeOp.INSERT, False),
+    ChangeKind.UPDATE: (ChangeOp.UPDATE, False),
+    ChangeKind.DELETE: (ChangeOp.DELETE, True),
+}
 
 
 @dataclass(slots=True)
@@ -309,6 +377,52 @@ class HistoryRows:
                 )
             case _:
                 raise SchemaMismatchError(f"unexpected classification {cls.kind}", lsn=change.lsn)
+
+    def run(
+        self,
+        changes: list[HeapChange],
+        top_xid: int,
+        make: Callable[[HeapChange], RowChange | None],
+    ) -> RowRun | None:
+        """`changes` as one RowRun, when they are all of one table definition (the same
+        relfilenode, classified alike) with one op, each with its logged tuple and no
+        UPDATE with an old tuple; else None (the caller converts them one by one, which
+        also raises their errors). One classification answers for the whole run."""
+        first = changes[0]
+        spec = _RUN_OPS.get(first.kind)
+        if spec is None:
+            return None
+        relation = self.relation(first, top_xid)
+        last = self._last
+        if relation is None or last is None or last[0] is not first:
+            return None
+        plan = last[2]
+        loc, kind = first.locator, first.kind
+        hit = self._classes.get((loc.spc_oid, loc.db_oid, loc.rel_number, top_xid))
+        if hit is None:
+            return None
+        lo, hi = hit[0], hit[1]
+        spc, db, number = loc.spc_oid, loc.db_oid, loc.rel_number
+        op, of_old = spec
+        raws: list[RawTuple] = []
+        lsns: list[int] = []
+        for c in changes:  # once per replayed row
+            at = c.locator
+            if c.kind is not kind or not lo <= c.lsn < hi:
+                return None
+            if at is not loc and (at.rel_number != number or at.db_oid != db or at.spc_oid != spc):
+                return None
+            if of_old:
+                raw = c.old_tuple
+            elif c.old_tuple is None:
+                raw = c.new_tuple
+            else:
+                return None
+            if raw is None:
+                return None
+            raws.append(raw)
+            lsns.append(c.lsn)
+        return RowRun(op, relation, plan.table, changes, raws, lsns, make)
 
     def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:
         out = []

@@ -15,6 +15,7 @@
 and returns both outputs as lists of lines.
 
 `unknown_types` is the session's decoding.unknown_types policy (default: fail).
+`plugin` makes pgcdc's plugin (default: the text plugin, TestDecodingPlugin).
 
 `two_phase=True` creates the slot with two_phase enabled (test_decoding then prints
 PREPARE TRANSACTION / COMMIT PREPARED / ROLLBACK PREPARED) and gives pgcdc's text
@@ -91,6 +92,7 @@ def compare(
     connections: int = 2,
     two_phase: bool = False,
     unknown_types: UnknownTypePolicy | None = None,
+    plugin: Callable[[], object] = TestDecodingPlugin,
 ) -> Outcome:
     options = {"include-xids": "0", "skip-empty-xacts": "1", **(options or {})}
     db = f"cmp_{uuid.uuid4().hex[:10]}"
@@ -128,7 +130,7 @@ def compare(
                 },
                 unknown_types=unknown_types,
             ),
-            TestDecodingPlugin(),
+            plugin(),
             "text",
             lambda lsn, xid, data: lines.append(data),
             version=int(pg["version"]),

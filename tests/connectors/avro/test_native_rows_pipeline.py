@@ -30,6 +30,7 @@ import psycopg2
 import pytest
 
 from connectors.avro import plugin as avro_plugin
+from connectors.avro.native_rows import NativeRows
 from connectors.avro.plugin import AvroPlugin
 from connectors.postgres.server import force_running_xacts
 from connectors.postgres.setup import setup, teardown
@@ -139,6 +140,10 @@ WORKLOAD = [
        INSERT INTO n_all (id, t) VALUES (5000, 'mixed');
        INSERT INTO n_python VALUES (2, '[]'); COMMIT""",
     "INSERT INTO n_all (id, t) SELECT 6000 + g, 'tail' FROM generate_series(1, 5) g",
+    # many rows without a plan: one run of them (RowRun), and one inside a mixed run
+    "INSERT INTO n_python SELECT g, jsonb_build_object('g', g) FROM generate_series(10, 209) g",
+    """BEGIN; INSERT INTO n_python SELECT g, '[1]' FROM generate_series(300, 499) g;
+       INSERT INTO n_keyed VALUES ('last', 999, 'after the jsonb rows'); COMMIT""",
 ]
 
 _LZ4 = """SELECT 'lz4' = ANY(enumvals) FROM pg_settings
@@ -152,6 +157,15 @@ def test_native_rows_equal_python_and_reference(
     monkeypatch.setattr(avro_plugin, "time", FrozenTime)
     monkeypatch.setattr(avro_reference, "time", FrozenTime)
     native = native_row_core() is not None
+    groups: list[tuple[str, int, int]] = []  # NativeRows._group: (table, rows, result)
+    group = NativeRows._group
+
+    def counted(self: NativeRows, *args: Any) -> int:
+        done = group(self, *args)
+        groups.append((args[2].plan.topic.rsplit(".", 1)[-1], len(args[6]), done))
+        return done
+
+    monkeypatch.setattr(NativeRows, "_group", counted)
     db = f"avronative_{uuid.uuid4().hex[:10]}"
     admin = psycopg2.connect(_dsn(pg, "postgres"))
     admin.autocommit = True
@@ -240,6 +254,11 @@ def test_native_rows_equal_python_and_reference(
             # Runs between single records (BEGIN/END, fallbacks, tombstones), and long
             # ones: the 300-row INSERT is one run, cut where a fallback row falls.
             assert sum(runs) < counts.native and max(runs) > 100 and len(runs) > 5, runs
+            # A table without a plan goes to Python a whole group at a time (one
+            # _group call per run of its rows, not one per row).
+            jsonb = [(n, done) for table, n, done in groups if table == "n_python"]
+            assert sum(n for n, _ in jsonb) == 400 + 2 and len(jsonb) <= 6, jsonb
+            assert all(done == -1 for _, done in jsonb), jsonb
             reasons = set(counts.fallbacks)
             assert {
                 "external TOAST pointer",
