@@ -23,9 +23,9 @@ Callers choose the class once per session, e.g.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
@@ -33,6 +33,9 @@ from service.errors import ConfigError
 from service.wal.format import WalFormat
 from service.wal.reader import HeaderTuple, XLogReader
 from service.wal.record import XLogRecord
+
+if TYPE_CHECKING:
+    from service.decode.events import PredecodedRecord
 
 log = structlog.get_logger(__name__)
 
@@ -73,6 +76,23 @@ class XLogReaderFactory(Protocol):
         prev_lsn: int | None = ...,
         verify_crc: bool = ...,
     ) -> XLogReaderLike: ...
+
+
+def predecoding(
+    reader: XLogReaderLike,
+) -> Callable[[], Iterator[XLogRecord | PredecodedRecord]] | None:
+    """Arm `reader`, when it is the native one, to decode table-change heap records in
+    its walk (`service.decode.native_heap.predecode`): its `decoded_records`, whose
+    items the decoding driver takes as they come (`Decoding.process`); None, having done
+    nothing, for the Python reader."""
+    if isinstance(reader, XLogReader):
+        return None
+    from service.decode.native_heap import predecode  # noqa: PLC0415 (needs the extension)
+    from service.wal.native import NativeXLogReader  # noqa: PLC0415 (needs the extension)
+
+    if not isinstance(reader, NativeXLogReader) or not predecode(reader):
+        return None
+    return reader.decoded_records
 
 
 def native_available() -> bool:

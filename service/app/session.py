@@ -20,16 +20,16 @@ a transaction still in the reorder buffer, or the decoded position when none is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from connectors.postgres.catalog import Catalog
 from connectors.postgres.type_loader import TypeLoader
-from service.decode.events import HeapChange
+from service.decode.events import HeapChange, PredecodedRecord
 from service.errors import DecodeError
-from service.impl import xlog_reader_class
+from service.impl import predecoding, xlog_reader_class
 from service.output.api import (
     ColumnValue,
     PluginContext,
@@ -47,7 +47,7 @@ from service.snapshot.snapbuild import SnapBuilder
 from service.types.rowdecode import HistoryRows
 from service.types.unknown import UnknownTypePolicy
 from service.wal.format import XLOG_BLCKSZ
-from service.wal.record import RelFileLocator
+from service.wal.record import RelFileLocator, XLogRecord
 
 END_OF_TIME = (1 << 64) - 1
 
@@ -232,6 +232,12 @@ class Session:
         self.reader = xlog_reader_class()(
             start_lsn & ~(XLOG_BLCKSZ - 1) if start_lsn % XLOG_BLCKSZ else start_lsn
         )
+        # The native reader decodes table-change heap records in its walk.
+        self.records: Callable[[], Iterator[XLogRecord | PredecodedRecord]] = (
+            predecoding(self.reader) or self.reader.records
+        )
+        """The fed WAL's complete records, as `feed` decodes them (`Decoding.process`
+        takes each): XLogRecords, and PredecodedRecords from the native reader."""
         self.start_lsn = start_lsn
 
     def _history_rows(self, history: SchemaHistory) -> HistoryRows:
@@ -280,7 +286,7 @@ class Session:
     def feed(self, lsn: int, data: bytes) -> None:
         """Decode every complete record in this chunk of raw WAL."""
         self.reader.feed(data, lsn)
-        for record in self.reader.records():
+        for record in self.records():
             if record.lsn < self.start_lsn:
                 continue
             self.decoding.process(record)

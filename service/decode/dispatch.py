@@ -44,6 +44,7 @@ from service.decode.events import (
     Event,
     MessageEvent,
     ParameterChangeEvent,
+    PredecodedRecord,
     RunningXactsEvent,
     SmgrCreateEvent,
     SmgrTruncateEvent,
@@ -86,7 +87,7 @@ def _short(record: XLogRecord, size: int, what: str) -> DecodeError:
     )
 
 
-def toplevel_assignment(record: XLogRecord) -> tuple[int, int] | None:
+def toplevel_assignment(record: XLogRecord | PredecodedRecord) -> tuple[int, int] | None:
     """(top-level xid, subxact xid) when the record carries block 252, else None.
 
     LogicalDecodingProcessRecord calls ReorderBufferAssignChild with these for every
@@ -98,7 +99,7 @@ def toplevel_assignment(record: XLogRecord) -> tuple[int, int] | None:
     return None
 
 
-def xid_to_process(record: XLogRecord) -> int:
+def xid_to_process(record: XLogRecord | PredecodedRecord) -> int:
     """The xid to pass to ReorderBufferProcessXid for this record (0: none).
 
     Every rmgr's decode routine (or the default path) registers the record's xid,

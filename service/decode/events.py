@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 from service.wal.record import RelFileLocator
 
@@ -325,3 +326,25 @@ Event = (
     | SmgrTruncateEvent
 )
 """Everything the decoder can emit."""
+
+
+class PredecodedRecord(NamedTuple):
+    """A heap record the native XLog reader decoded itself (once armed: see
+    `service.decode.native_heap.predecode`): the header fields the decoding driver reads,
+    and exactly the events `Decoder.decode` gives for that record.
+
+    Only table-change records are handed on like this (Heap INSERT, DELETE, UPDATE,
+    HOT_UPDATE; Heap2 MULTI_INSERT: decoded in every supported version); every other
+    record, and one whose parse fails, still comes as an `XLogRecord`, so that the
+    Python decoder raises its errors. A NamedTuple: immutable, and cheap to build from
+    Rust (once per record)."""
+
+    lsn: int
+    end_lsn: int
+    total_len: int
+    xid: int
+    info: int  # full xl_info byte
+    rmid: int
+    toplevel_xid: int | None
+    origin: int | None
+    events: list[Event]

@@ -13,19 +13,30 @@ need the decode_xact parser, which has no twin in Rust yet.
 One call per record, as the Python parsers are called; the parse runs in Rust
 (service/native/src/decode/heap.rs). Pure: no I/O, no state.
 
-Not a speed-up by itself, and so not offered by `service.impl`: called with Python
-`XLogRecord`s it must read their attributes back, which costs what the Python parse
-costs (423k vs 672k inserts/s measured). Its parsers are meant to run inside the native
-walk, on the record bytes, so that heap records never become `XLogRecord` objects; that
-needs the decoder to accept pre-decoded events, a pipeline change still to be made.
+Called per record with Python `XLogRecord`s (the functions below), it is not a speed-up:
+it must read their attributes back, which costs what the Python parse costs (423k vs
+672k inserts/s measured), so `service.impl` does not offer it that way. `predecode`
+instead arms the native XLog reader to run the same parsers inside its walk, on the
+record bytes: a table-change heap record then never becomes an `XLogRecord` (nor its
+block references and byte strings), and reaches the decoding driver as a
+`PredecodedRecord` carrying these very events (`service.impl.predecode_heap`, the
+session's reader under the native core). Held to the Python decoder by
+tests/service/decode/test_native_heap.py (real and damaged WAL).
 """
 
 from __future__ import annotations
 
 from service import _native
-from service.decode.events import ChangeKind, Event, NewCidEvent, TruncateEvent
+from service.decode.events import (
+    ChangeKind,
+    Event,
+    NewCidEvent,
+    PredecodedRecord,
+    TruncateEvent,
+)
 from service.decode.heap import _new_heap_change, _new_raw_tuple, decode_inplace
 from service.errors import DecodeError
+from service.wal.native import NativeXLogReader
 from service.wal.record import RelFileLocator, XLogRecord
 
 __all__ = [
@@ -37,6 +48,7 @@ __all__ = [
     "decode_new_cid",
     "decode_truncate",
     "decode_update",
+    "predecode",
 ]
 
 _DECODER = _native.HeapDecoder(
@@ -84,3 +96,14 @@ def decode_multi_insert(record: XLogRecord) -> list[Event]:
 def decode_new_cid(record: XLogRecord) -> list[Event]:
     """XLOG_HEAP2_NEW_CID (`xl_heap_new_cid`)."""
     return _decode("new_cid", record)
+
+
+def predecode(reader: object) -> bool:
+    """Arm `reader`, when it is the native XLog reader, to hand on every table-change
+    heap record as a `PredecodedRecord` whose events these parsers give (a record they
+    refuse still comes as an `XLogRecord`); False, having done nothing, for any other
+    reader."""
+    if not isinstance(reader, NativeXLogReader):
+        return False
+    reader.predecode_heap(_DECODER, PredecodedRecord)
+    return True

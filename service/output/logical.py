@@ -35,6 +35,7 @@ from service.decode.events import (
     MessageEvent,
     NewCidEvent,
     ParameterChangeEvent,
+    PredecodedRecord,
     PrepareEvent,
     RunningXactsEvent,
     SmgrCreateEvent,
@@ -375,7 +376,10 @@ class Decoding:
         # Called after a transaction was handed to the plugin and left the buffer.
         self.on_committed: Callable[[CommitEvent], None] | None = None
 
-    def process(self, record: XLogRecord) -> None:
+    def process(self, record: XLogRecord | PredecodedRecord) -> None:
+        """LogicalDecodingProcessRecord for one record. A PredecodedRecord (the native
+        reader's, for a table-change heap record) brings the events the decoder would
+        give it; everything else about it is processed as its XLogRecord would be."""
         self.records += 1
         top = toplevel_assignment(record)
         if top is not None:
@@ -391,7 +395,10 @@ class Decoding:
             self.last_lsn = record.lsn
             self.last_end_lsn = record.end_lsn
             return
-        for event in self.decoder.decode(record):
+        events = (
+            record.events if isinstance(record, PredecodedRecord) else self.decoder.decode(record)
+        )
+        for event in events:
             # The history sees every event in WAL order, and a commit before the reorder
             # buffer replays it (its lookups at replay need the commit's resolution).
             self.rows.apply(event)
@@ -399,7 +406,7 @@ class Decoding:
         self.last_lsn = record.lsn
         self.last_end_lsn = record.end_lsn
 
-    def _base_snapshot(self, record: XLogRecord, rmid: int, xid: int) -> None:
+    def _base_snapshot(self, record: XLogRecord | PredecodedRecord, rmid: int, xid: int) -> None:
         """heap_decode / heap2_decode: SnapBuildProcessChange before any Decode* routine,
         whatever the database and whether or not the record carries a tuple."""
         op = record.info & rt.XLOG_HEAP_OPMASK

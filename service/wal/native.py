@@ -34,7 +34,8 @@ Pure: no I/O. Not thread-safe. Do not call `feed` while iterating.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from service import _native
 from service.errors import PgcdcError, UnsupportedVersionError, WalCorruptionError, WalError
@@ -42,6 +43,9 @@ from service.wal.format import DEFAULT_FORMAT, DEFAULT_SEGMENT_SIZE, FORMATS, Wa
 from service.wal.reader import HeaderTuple
 from service.wal.record import RelFileLocator, XLogRecord
 from service.wal.recordbuild import new_blockref, new_record
+
+if TYPE_CHECKING:
+    from service.decode.events import PredecodedRecord  # built by the caller's `make`
 
 # How many walked records become Python objects per `take`: enough to make the call
 # cost vanish, few enough that a 16 MB chunk never lives as 100k+ objects at once.
@@ -64,7 +68,7 @@ class NativeXLogReader:
     buffer as trimmed when the walk began).
     """
 
-    __slots__ = ("_at", "_held", "_native")
+    __slots__ = ("_armed", "_at", "_held", "_native")
 
     def __init__(
         self,
@@ -84,8 +88,9 @@ class NativeXLogReader:
             RelFileLocator,
             _ERRORS,
         )
-        self._at: XLogRecord | None = None
+        self._at: XLogRecord | PredecodedRecord | None = None
         self._held = 0
+        self._armed = False  # predecode_heap
 
     # --- public API (as XLogReader) ---------------------------------------------------
 
@@ -131,7 +136,24 @@ class NativeXLogReader:
         self._native.feed(data if type(data) is bytes else bytes(data), at_lsn)
 
     def records(self) -> Iterator[XLogRecord]:
-        """Yield every complete record available, fully decoded (DecodeXLogRecord)."""
+        """Yield every complete record available, fully decoded (DecodeXLogRecord).
+        Not for an armed reader (`predecode_heap`): its records are `decoded_records`'."""
+        if self._armed:
+            raise RuntimeError("a reader armed by predecode_heap yields decoded_records()")
+        return self._records()  # type: ignore[return-value]  # unarmed: XLogRecords only
+
+    def predecode_heap(self, decoder: object, make: Callable[..., PredecodedRecord]) -> None:
+        """Arm the reader: from now on every table-change heap record (Heap INSERT,
+        DELETE, UPDATE, HOT_UPDATE; Heap2 MULTI_INSERT) is parsed in the walk by
+        `decoder` (service._native.HeapDecoder, the parsers of
+        `service.decode.native_heap`) and handed on by `decoded_records` as
+        `make(lsn, end_lsn, total_len, xid, info, rmid, toplevel_xid, origin, events)`.
+        A record the parser refuses still comes as its `XLogRecord`."""
+        self._native.predecode_heap(decoder, make)
+        self._armed = True
+
+    def decoded_records(self) -> Iterator[XLogRecord | PredecodedRecord]:
+        """`records()` of an armed reader: table-change heap records come decoded."""
         return self._records()
 
     def walk_headers(self) -> Iterator[HeaderTuple]:
@@ -144,7 +166,7 @@ class NativeXLogReader:
 
     # --- the batch, yielded -----------------------------------------------------------
 
-    def _records(self) -> Iterator[XLogRecord]:
+    def _records(self) -> Iterator[XLogRecord | PredecodedRecord]:
         self._held = self._native.buffered_bytes
         count, error = self._native.records()
         taken = 0

@@ -122,7 +122,7 @@ def _pump_until(session: Session, wal: Path, start: int, end: int) -> None:
             return
         # Bytes past `end` may not be written yet in a live pg_wal: never feed them.
         session.reader.feed(data[: end - lsn], lsn)
-        for record in session.reader.records():
+        for record in session.records():
             if record.lsn >= end:
                 return
             if record.lsn >= session.start_lsn:

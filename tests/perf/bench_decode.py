@@ -166,7 +166,7 @@ def _avro_once(
             done = False
             for lsn, data in iter_wal_chunks(wal, start, segment_size=detect_segment_size(wal)):
                 reader.feed(data, lsn)
-                for record in reader.records():
+                for record in session.records():
                     if record.lsn >= end:
                         done = True
                         break

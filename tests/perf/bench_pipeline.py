@@ -162,7 +162,7 @@ def _pump(session: Session, wal: Path, w: Workload) -> None:
     reader, process = session.reader, session.decoding.process
     for lsn, data in chunks:
         reader.feed(data, lsn)
-        for record in reader.records():
+        for record in session.records():
             if record.lsn >= w.end:
                 return
             if record.lsn >= w.start:

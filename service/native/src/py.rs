@@ -26,7 +26,10 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
+use crate::decode::heap::{self, Event, Input};
+use crate::py_heap::PyHeapDecoder;
 use crate::wal::reader::{WalReader, Walked};
+use crate::wal::record::{Body, Header};
 use crate::wal::{ErrorKind, WalError};
 
 /// The Python side's constructors and error classes, handed over once per reader.
@@ -36,6 +39,31 @@ struct Factory {
     locator: Py<PyAny>,
     /// class name (ErrorKind::class_name) -> class
     errors: Py<PyDict>,
+}
+
+/// What `predecode_heap` armed: the heap parsers' boundary and the constructor of
+/// `service.decode.events.PredecodedRecord`.
+struct Predecode {
+    heap: Py<PyHeapDecoder>,
+    make: Py<PyAny>,
+}
+
+type HeapParser = fn(&Input<'_>) -> heap::Result<Vec<Event>>;
+
+/// The parser of a record the reader decodes itself once armed: the heap records of
+/// every table change (rmgr Heap: INSERT, DELETE, UPDATE, HOT_UPDATE; Heap2:
+/// MULTI_INSERT), which heap_decode and heap2_decode decode in every version.
+fn predecoded_parser(rmid: u8, info: u8) -> Option<HeapParser> {
+    const RM_HEAP2_ID: u8 = 9;
+    const RM_HEAP_ID: u8 = 10;
+    const OPMASK: u8 = 0x70;
+    match (rmid, info & OPMASK) {
+        (RM_HEAP_ID, 0x00) => Some(heap::insert),
+        (RM_HEAP_ID, 0x10) => Some(heap::delete),
+        (RM_HEAP_ID, 0x20 | 0x40) => Some(heap::update),
+        (RM_HEAP2_ID, 0x50) => Some(heap::multi_insert),
+        _ => None,
+    }
 }
 
 /// The native twin of `service.wal.reader.XLogReader`, driven by `service.wal.native`.
@@ -55,6 +83,8 @@ struct PyWalReader {
     /// Test hook: the next walk panics inside the guarded region (`_arm_panic_probe`),
     /// so the tests can see a panic arrive as a typed error and poison the reader.
     panic_probe: bool,
+    /// Set by `predecode_heap`: table-change heap records are handed on decoded.
+    predecode: Option<Predecode>,
 }
 
 const LOCATOR_CACHE: usize = 4096;
@@ -127,6 +157,24 @@ impl PyWalReader {
                 return Err(PyValueError::new_err("walked record without a body"));
             };
             let bytes = self.core.record_bytes(w);
+            if let Some(pd) = &self.predecode {
+                if let Some(parse) = predecoded_parser(h.rmid, h.info) {
+                    let made = predecoded(
+                        py,
+                        &mut self.locators,
+                        &self.factory,
+                        pd,
+                        parse,
+                        h,
+                        body,
+                        bytes,
+                    )?;
+                    if let Some(rec) = made {
+                        list.append(rec)?;
+                        continue;
+                    }
+                }
+            }
             let mut blocks = Vec::with_capacity(body.blocks.len());
             for b in &body.blocks {
                 let loc = locator(&mut self.locators, &self.factory, py, b.locator)?;
@@ -207,6 +255,70 @@ impl PyWalReader {
     }
 }
 
+/// A table-change heap record as a `PredecodedRecord`: its header fields and the
+/// events the Python parser would give for it, built by the same constructors. None
+/// when the parse fails (or panics): the caller then hands on the whole `XLogRecord`,
+/// and the Python decoder raises the parser's `DecodeError` itself.
+#[allow(clippy::too_many_arguments)]
+fn predecoded<'py>(
+    py: Python<'py>,
+    locators: &mut HashMap<(u32, u32, u32), Py<PyAny>>,
+    factory: &Factory,
+    pd: &Predecode,
+    parse: HeapParser,
+    h: &Header,
+    body: &Body,
+    bytes: &[u8],
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let main = &bytes[body.main_data.clone()];
+    // _block0: block ids ascend, so block 0 can only be the first.
+    let b0 = body.blocks.first().filter(|b| b.block_id == 0);
+    let block0 = b0.map(|b| &bytes[b.data.clone()]);
+    let input = Input {
+        info: h.info,
+        main,
+        block0,
+    };
+    let events = match catch_unwind(AssertUnwindSafe(|| parse(&input))) {
+        Ok(Ok(events)) => events,
+        Ok(Err(_)) | Err(_) => return Ok(None),
+    };
+    let ref0 = match b0 {
+        Some(b) => Some((
+            locator(locators, factory, py, b.locator)?,
+            b.block.into_pyobject(py)?.into_any(),
+        )),
+        None if events.iter().any(|e| matches!(e, Event::Change { .. })) => return Ok(None),
+        None => None,
+    };
+    let lsn = h.lsn.into_pyobject(py)?.into_any();
+    let xid = h.xid.into_pyobject(py)?.into_any();
+    let origin = body.origin.into_pyobject(py)?;
+    let decoder = pd.heap.borrow(py);
+    let events = decoder.events_py(
+        py,
+        &events,
+        &lsn,
+        &xid,
+        &origin,
+        main,
+        ref0,
+        block0.unwrap_or(&[]),
+    )?;
+    let rec = pd.make.bind(py).call1((
+        lsn,
+        h.end_lsn,
+        h.total_len,
+        xid,
+        h.info,
+        h.rmid,
+        body.toplevel_xid,
+        origin,
+        events,
+    ))?;
+    Ok(Some(rec))
+}
+
 fn locator<'py>(
     cache: &mut HashMap<(u32, u32, u32), Py<PyAny>>,
     factory: &Factory,
@@ -256,6 +368,7 @@ impl PyWalReader {
             cursor: 0,
             pending_headers: false,
             panic_probe: false,
+            predecode: None,
         })
     }
 
@@ -313,6 +426,16 @@ impl PyWalReader {
                 Err(self.raise(py, &err))
             }
         }
+    }
+
+    /// From now on, hand on each table-change heap record (`predecoded_parser`) as
+    /// `make(lsn, end_lsn, total_len, xid, info, rmid, toplevel_xid, origin, events)`,
+    /// its events parsed here by `decoder`'s parsers, instead of as an `XLogRecord`.
+    fn predecode_heap(&mut self, decoder: Py<PyHeapDecoder>, make: Py<PyAny>) {
+        self.predecode = Some(Predecode {
+            heap: decoder,
+            make,
+        });
     }
 
     /// Test hook: make the next walk panic where a bug would (see `panic_probe`).

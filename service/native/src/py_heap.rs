@@ -112,14 +112,42 @@ impl PyHeapDecoder {
                 return Err(PyErr::from_value(exc));
             }
         };
-        let out = PyList::empty(py);
-        if events.is_empty() {
-            return Ok(out);
-        }
         let xid = record.getattr("xid")?;
         let origin = record.getattr("origin")?;
-        let block0 = block0.unwrap_or(&[]);
-        for ev in &events {
+        let r0 = match &ref0 {
+            Some(r) => Some((r.getattr("locator")?, r.getattr("block")?)),
+            None => None,
+        };
+        self.events_py(
+            py,
+            &events,
+            &lsn,
+            &xid,
+            &origin,
+            main,
+            r0,
+            block0.unwrap_or(&[]),
+        )
+    }
+
+    /// The Python events of parsed `events`, as the Python parser builds them for a
+    /// record logged at `lsn` by `xid` (with `origin`): `main` is its main data; `ref0`
+    /// the locator and block number of its block reference 0, if it has one, and
+    /// `block0` that reference's data.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn events_py<'py>(
+        &self,
+        py: Python<'py>,
+        events: &[Event],
+        lsn: &Bound<'py, PyAny>,
+        xid: &Bound<'py, PyAny>,
+        origin: &Bound<'py, PyAny>,
+        main: &[u8],
+        ref0: Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
+        block0: &[u8],
+    ) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for ev in events {
             match ev {
                 Event::Change {
                     kind,
@@ -130,22 +158,22 @@ impl PyHeapDecoder {
                     clear_toast_afterwards,
                     on_toast_relation,
                 } => {
-                    let Some(r0) = &ref0 else {
+                    let Some((locator, block)) = &ref0 else {
                         return Err(PyValueError::new_err("heap change without block 0"));
                     };
                     let change = self.heap_change.bind(py).call1((
-                        &lsn,
-                        &xid,
+                        lsn,
+                        xid,
                         self.kinds[*kind as usize].bind(py),
-                        r0.getattr("locator")?,
-                        r0.getattr("block")?,
+                        locator,
+                        block,
                         *offset,
                         self.tuple(py, new_tuple, main, block0)?,
                         self.tuple(py, old_tuple, main, block0)?,
                         *old_is_key,
                         *clear_toast_afterwards,
                         *on_toast_relation,
-                        &origin,
+                        origin,
                     ))?;
                     out.append(change)?;
                 }
@@ -156,13 +184,13 @@ impl PyHeapDecoder {
                     restart_seqs,
                 } => {
                     let kw = PyDict::new(py);
-                    kw.set_item("lsn", &lsn)?;
-                    kw.set_item("xid", &xid)?;
+                    kw.set_item("lsn", lsn)?;
+                    kw.set_item("xid", xid)?;
                     kw.set_item("db_oid", *db_oid)?;
                     kw.set_item("relids", PyTuple::new(py, relids)?)?;
                     kw.set_item("cascade", *cascade)?;
                     kw.set_item("restart_seqs", *restart_seqs)?;
-                    kw.set_item("origin", &origin)?;
+                    kw.set_item("origin", origin)?;
                     out.append(self.truncate_event.bind(py).call((), Some(&kw))?)?;
                 }
                 Event::NewCid {
@@ -175,8 +203,8 @@ impl PyHeapDecoder {
                     top_xid,
                 } => {
                     let kw = PyDict::new(py);
-                    kw.set_item("lsn", &lsn)?;
-                    kw.set_item("xid", &xid)?;
+                    kw.set_item("lsn", lsn)?;
+                    kw.set_item("xid", xid)?;
                     kw.set_item("locator", self.locator.bind(py).call1(*locator)?)?;
                     kw.set_item("block", *block)?;
                     kw.set_item("offset", *offset)?;

@@ -147,7 +147,7 @@ def _pump(pg: dict[str, Any], session: Session, start: int, end: int) -> None:
     reader, process = session.reader, session.decoding.process
     for lsn, data in iter_wal_chunks(wal, start, segment_size=detect_segment_size(wal)):
         reader.feed(data, lsn)
-        for record in reader.records():
+        for record in session.records():
             if record.lsn >= end:
                 return
             if record.lsn >= start:
