@@ -460,8 +460,9 @@ fn write_value(out: &mut Vec<u8>, kind: Kind, d: &[u8]) -> Result<(), &'static s
             datetime::micro_timestamp(i64::from_le_bytes(fixed(d)?)),
         ),
         Kind::TimestampTz => {
-            let text = datetime::zoned_timestamp(i64::from_le_bytes(fixed(d)?));
-            avro::bytes(out, text.as_bytes());
+            let mut text = [0u8; datetime::ZONED_MAX];
+            let n = datetime::zoned_timestamp_to(&mut text, i64::from_le_bytes(fixed(d)?));
+            avro::bytes(out, &text[..n]);
         }
         Kind::Decimal { scale, precision } => {
             let b = numeric::fixed(d, scale, precision).ok_or("numeric Python decides")?;
