@@ -23,7 +23,7 @@ Callers choose the class once per session, e.g.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
@@ -79,18 +79,19 @@ class XLogReaderFactory(Protocol):
 
 
 def predecoding(
-    reader: XLogReaderLike,
+    reader: XLogReaderLike, bare_rmids: Collection[int] = ()
 ) -> Callable[[], Iterator[XLogRecord | PredecodedRecord]] | None:
     """Arm `reader`, when it is the native one, to decode table-change heap records in
-    its walk (`service.decode.native_heap.predecode`): its `decoded_records`, whose
-    items the decoding driver takes as they come (`Decoding.process`); None, having done
-    nothing, for the Python reader."""
+    its walk, and to hand on the records of `bare_rmids` (rmgrs the decoder gives no
+    events for) without their bodies (`service.decode.native_heap.predecode`): its
+    `decoded_records`, whose items the decoding driver takes as they come
+    (`Decoding.process`); None, having done nothing, for the Python reader."""
     if isinstance(reader, XLogReader):
         return None
     from service.decode.native_heap import predecode  # noqa: PLC0415 (needs the extension)
     from service.wal.native import NativeXLogReader  # noqa: PLC0415 (needs the extension)
 
-    if not isinstance(reader, NativeXLogReader) or not predecode(reader):
+    if not isinstance(reader, NativeXLogReader) or not predecode(reader, bare_rmids):
         return None
     return reader.decoded_records
 

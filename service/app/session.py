@@ -232,9 +232,10 @@ class Session:
         self.reader = xlog_reader_class()(
             start_lsn & ~(XLOG_BLCKSZ - 1) if start_lsn % XLOG_BLCKSZ else start_lsn
         )
-        # The native reader decodes table-change heap records in its walk.
+        # The native reader decodes table-change heap records in its walk, and hands on
+        # the records of rmgrs without rm_decode (btree, ...) without their bodies.
         self.records: Callable[[], Iterator[XLogRecord | PredecodedRecord]] = (
-            predecoding(self.reader) or self.reader.records
+            predecoding(self.reader, self.decoding.decoder.without_decode) or self.reader.records
         )
         """The fed WAL's complete records, as `feed` decodes them (`Decoding.process`
         takes each): XLogRecords, and PredecodedRecords from the native reader."""

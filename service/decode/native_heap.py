@@ -26,6 +26,8 @@ tests/service/decode/test_native_heap.py (real and damaged WAL).
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from service import _native
 from service.decode.events import (
     ChangeKind,
@@ -98,12 +100,13 @@ def decode_new_cid(record: XLogRecord) -> list[Event]:
     return _decode("new_cid", record)
 
 
-def predecode(reader: object) -> bool:
+def predecode(reader: object, bare_rmids: Collection[int] = ()) -> bool:
     """Arm `reader`, when it is the native XLog reader, to hand on every table-change
     heap record as a `PredecodedRecord` whose events these parsers give (a record they
-    refuse still comes as an `XLogRecord`); False, having done nothing, for any other
-    reader."""
+    refuse still comes as an `XLogRecord`), and every record of an rmgr in `bare_rmids`
+    as one with no events (`Decoder.without_decode`: the rmgrs without rm_decode);
+    False, having done nothing, for any other reader."""
     if not isinstance(reader, NativeXLogReader):
         return False
-    reader.predecode_heap(_DECODER, PredecodedRecord)
+    reader.predecode_heap(_DECODER, PredecodedRecord, bare_rmids)
     return True

@@ -34,7 +34,7 @@ Pure: no I/O. Not thread-safe. Do not call `feed` while iterating.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING
 
 from service import _native
@@ -142,14 +142,21 @@ class NativeXLogReader:
             raise RuntimeError("a reader armed by predecode_heap yields decoded_records()")
         return self._records()  # type: ignore[return-value]  # unarmed: XLogRecords only
 
-    def predecode_heap(self, decoder: object, make: Callable[..., PredecodedRecord]) -> None:
+    def predecode_heap(
+        self,
+        decoder: object,
+        make: Callable[..., PredecodedRecord],
+        bare_rmids: Collection[int] = (),
+    ) -> None:
         """Arm the reader: from now on every table-change heap record (Heap INSERT,
         DELETE, UPDATE, HOT_UPDATE; Heap2 MULTI_INSERT) is parsed in the walk by
         `decoder` (service._native.HeapDecoder, the parsers of
         `service.decode.native_heap`) and handed on by `decoded_records` as
         `make(lsn, end_lsn, total_len, xid, info, rmid, toplevel_xid, origin, events)`.
-        A record the parser refuses still comes as its `XLogRecord`."""
-        self._native.predecode_heap(decoder, make)
+        A record the parser refuses still comes as its `XLogRecord`. A record of an rmgr
+        in `bare_rmids` (one the decoder gives no events for) comes the same way, with
+        no events, and without its block references and data ever being built."""
+        self._native.predecode_heap(decoder, make, sorted(bare_rmids))
         self._armed = True
 
     def decoded_records(self) -> Iterator[XLogRecord | PredecodedRecord]:

@@ -8,6 +8,8 @@ transaction, then times, on the same WAL range and in the same run:
 
 - the XLog reader alone (`records()`: pages, headers, CRC32C, block decoding);
 - the reader plus `Decoder.decode` of every record into events;
+each for the Python reference and, when built, the native reader (whose decode run
+is armed, as a session's is, to decode the heap records in its walk);
 - `pg_waldump` over the same range (its stdout read and counted, not printed).
 
 It prints records/s and heap rows/s for each, and cleans up its database and slot.
@@ -54,8 +56,8 @@ from service.app.session import Session, SessionConfig
 from service.app.waldump import lsn_text
 from service.config import Settings
 from service.decode.dispatch import decoder_for
-from service.decode.events import HeapChange
-from service.impl import selected
+from service.decode.events import HeapChange, PredecodedRecord
+from service.impl import native_available, predecoding, selected
 from service.wal.reader import XLogReader
 
 SEGMENT = 16 * 1024 * 1024
@@ -81,20 +83,32 @@ def _segments(pg_wal: Path, start: int, end: int) -> list[tuple[int, bytes]]:
 
 
 def _walk(
-    segs: list[tuple[int, bytes]], start: int, end: int, version: int | None
+    segs: list[tuple[int, bytes]], start: int, end: int, version: int | None, impl: str
 ) -> tuple[int, int]:
-    """(records, heap changes) read from `segs`; decodes when `version` is given."""
-    reader = XLogReader(start, segment_size=SEGMENT)
-    decode = decoder_for(version).decode if version is not None else None
+    """(records, heap changes) read from `segs` by the `impl` reader (python, native);
+    decodes when `version` is given, the native reader then armed to decode the heap
+    records in its walk (`service.impl.predecoding`, as a session does)."""
+    if impl == "native":
+        from service.wal.native import NativeXLogReader  # noqa: PLC0415 (the extension)
+
+        reader: Any = NativeXLogReader(start, segment_size=SEGMENT)
+    else:
+        reader = XLogReader(start, segment_size=SEGMENT)
+    decoder = decoder_for(version) if version is not None else None
+    decode = decoder.decode if decoder is not None else None
+    records = reader.records
+    if decoder is not None and impl == "native":
+        records = predecoding(reader, decoder.without_decode)
     n = changes = 0
     for at, data in segs:
         reader.feed(data, at)
-        for rec in reader.records():
+        for rec in records():
             if rec.lsn >= end:
                 return n, changes
             n += 1
             if decode is not None:
-                for ev in decode(rec):
+                events = rec.events if type(rec) is PredecodedRecord else decode(rec)
+                for ev in events:
                     if type(ev) is HeapChange:
                         changes += 1
     return n, changes
@@ -322,22 +336,22 @@ def main() -> None:
             f"= {mb:.1f} MB"
         )
 
-        t0 = time.perf_counter()
-        n, _ = _walk(segs, start, end, None)
-        read_s = time.perf_counter() - t0
-        print(
-            f"reader (records, CRC, blocks): {n} records in {read_s:.2f}s = {n / read_s:,.0f} rec/s"
-        )
-
-        t0 = time.perf_counter()
-        n2, changes = _walk(segs, start, end, int(info["version"]))
-        full_s = time.perf_counter() - t0
-        assert n2 == n and changes >= args.rows, (n2, n, changes)
-        print(
-            f"reader + decode into events: {n2} records, {changes} heap changes in {full_s:.2f}s "
-            f"= {n2 / full_s:,.0f} rec/s, {changes / full_s:,.0f} rows/s "
-            f"(decode alone ~{n2 / max(full_s - read_s, 1e-9):,.0f} rec/s)"
-        )
+        for impl in ("python", "native") if native_available() else ("python",):
+            t0 = time.perf_counter()
+            n, _ = _walk(segs, start, end, None, impl)
+            read_s = time.perf_counter() - t0
+            print(
+                f"[{impl}] reader (records, CRC, blocks): {n} records in {read_s:.2f}s = "
+                f"{n / read_s:,.0f} rec/s"
+            )
+            t0 = time.perf_counter()
+            n2, changes = _walk(segs, start, end, int(info["version"]), impl)
+            full_s = time.perf_counter() - t0
+            assert n2 == n and changes >= args.rows, (n2, n, changes)
+            print(
+                f"[{impl}] reader + decode into events: {n2} records, {changes} heap changes "
+                f"in {full_s:.2f}s = {n2 / full_s:,.0f} rec/s, {changes / full_s:,.0f} rows/s"
+            )
 
         t0 = time.perf_counter()
         proc = subprocess.run(

@@ -46,6 +46,9 @@ struct Factory {
 struct Predecode {
     heap: Py<PyHeapDecoder>,
     make: Py<PyAny>,
+    /// By rmid: the rmgr has no rm_decode (btree, sequences, ...), so a record of it is
+    /// handed on with no events and no body (the driver only registers its xid).
+    bare: [bool; 256],
 }
 
 type HeapParser = fn(&Input<'_>) -> heap::Result<Vec<Event>>;
@@ -158,6 +161,21 @@ impl PyWalReader {
             };
             let bytes = self.core.record_bytes(w);
             if let Some(pd) = &self.predecode {
+                if pd.bare[usize::from(h.rmid)] {
+                    let rec = pd.make.bind(py).call1((
+                        h.lsn,
+                        h.end_lsn,
+                        h.total_len,
+                        h.xid,
+                        h.info,
+                        h.rmid,
+                        body.toplevel_xid,
+                        body.origin,
+                        PyList::empty(py),
+                    ))?;
+                    list.append(rec)?;
+                    continue;
+                }
                 if let Some(parse) = predecoded_parser(h.rmid, h.info) {
                     let made = predecoded(
                         py,
@@ -430,11 +448,18 @@ impl PyWalReader {
 
     /// From now on, hand on each table-change heap record (`predecoded_parser`) as
     /// `make(lsn, end_lsn, total_len, xid, info, rmid, toplevel_xid, origin, events)`,
-    /// its events parsed here by `decoder`'s parsers, instead of as an `XLogRecord`.
-    fn predecode_heap(&mut self, decoder: Py<PyHeapDecoder>, make: Py<PyAny>) {
+    /// its events parsed here by `decoder`'s parsers, instead of as an `XLogRecord`;
+    /// and each record of an rmgr in `bare_rmids` (those without rm_decode) the same
+    /// way with no events.
+    fn predecode_heap(&mut self, decoder: Py<PyHeapDecoder>, make: Py<PyAny>, bare_rmids: Vec<u8>) {
+        let mut bare = [false; 256];
+        for rmid in bare_rmids {
+            bare[usize::from(rmid)] = true;
+        }
         self.predecode = Some(Predecode {
             heap: decoder,
             make,
+            bare,
         });
     }
 
