@@ -23,8 +23,6 @@ should be.
 from __future__ import annotations
 
 import struct
-from dataclasses import fields
-from typing import cast
 
 from service._binary import I32, U16
 from service.decode.events import (
@@ -92,68 +90,6 @@ _INSERT_KIND = ChangeKind.INSERT
 _SPEC_INSERT = ChangeKind.SPEC_INSERT
 
 
-# Construction twins (as in xlogreader): RawTuple and HeapChange are frozen slotted
-# dataclasses whose __init__ goes through object.__setattr__ per field, the largest
-# cost of decoding an insert. A twin shares the class's __slots__, stores plainly and
-# retypes the instance to the real class, giving an ordinary frozen, equal value. The
-# import-time check fails if events.py changes a field without the twin following.
-class _RawTupleInit:
-    __slots__ = RawTuple.__slots__
-
-    def __init__(self, natts: int, infomask: int, infomask2: int, hoff: int, data: bytes) -> None:
-        self.natts = natts
-        self.infomask = infomask
-        self.infomask2 = infomask2
-        self.hoff = hoff
-        self.data = data
-        self.__class__ = RawTuple  # type: ignore[assignment]
-
-
-class _HeapChangeInit:
-    __slots__ = HeapChange.__slots__
-
-    def __init__(
-        self,
-        lsn: int,
-        xid: int,
-        kind: ChangeKind,
-        locator: RelFileLocator,
-        block: int,
-        offset: int,
-        new_tuple: RawTuple | None,
-        old_tuple: RawTuple | None,
-        old_is_key: bool,
-        clear_toast_afterwards: bool = True,
-        on_toast_relation: bool = False,
-        origin: int | None = None,
-    ) -> None:
-        self.lsn = lsn
-        self.xid = xid
-        self.kind = kind
-        self.locator = locator
-        self.block = block
-        self.offset = offset
-        self.new_tuple = new_tuple
-        self.old_tuple = old_tuple
-        self.old_is_key = old_is_key
-        self.clear_toast_afterwards = clear_toast_afterwards
-        self.on_toast_relation = on_toast_relation
-        self.origin = origin
-        self.__class__ = HeapChange  # type: ignore[assignment]
-
-
-def _check_twin(twin: type, cls: type) -> None:
-    code = twin.__dict__["__init__"].__code__
-    if list(code.co_varnames[1 : code.co_argcount]) != [f.name for f in fields(cls)]:
-        raise RuntimeError(f"{twin.__name__} no longer matches the fields of {cls.__name__}")
-
-
-_check_twin(_RawTupleInit, RawTuple)
-_check_twin(_HeapChangeInit, HeapChange)
-_new_raw_tuple = cast("type[RawTuple]", _RawTupleInit)
-_new_heap_change = cast("type[HeapChange]", _HeapChangeInit)
-
-
 def _short(record: XLogRecord, size: int, what: str) -> DecodeError:
     return DecodeError(
         f"{what} record truncated: main data has {len(record.main_data)} bytes, needs {size}",
@@ -179,7 +115,7 @@ def decode_tuple(data: bytes, start: int, record: XLogRecord, what: str) -> RawT
             lsn=record.lsn,
         )
     infomask2, infomask, hoff = _unpack_header(data, start)
-    return _new_raw_tuple(
+    return RawTuple(
         natts=infomask2 & HEAP_NATTS_MASK,
         infomask=infomask,
         infomask2=infomask2,
@@ -207,14 +143,14 @@ def decode_insert(record: XLogRecord) -> list[Event]:
         )
     infomask2, infomask, hoff = _unpack_header(data)
     return [
-        _new_heap_change(
+        HeapChange(
             record.lsn,
             record.xid,
             kind,
             ref.locator,
             ref.block,
             offnum,
-            _new_raw_tuple(
+            RawTuple(
                 infomask2 & HEAP_NATTS_MASK, infomask, infomask2, hoff, data[SIZE_OF_HEAP_HEADER:]
             ),
             None,
@@ -247,7 +183,7 @@ def decode_update(record: XLogRecord) -> list[Event]:
         # caution, as in DecodeUpdate: the old tuple follows xl_heap_update unaligned
         old_tuple = decode_tuple(main, SIZE_OF_HEAP_UPDATE, record, "heap update old tuple")
     return [
-        _new_heap_change(
+        HeapChange(
             record.lsn,
             record.xid,
             ChangeKind.UPDATE,
@@ -276,7 +212,7 @@ def decode_delete(record: XLogRecord) -> list[Event]:
         old_tuple = decode_tuple(main, SIZE_OF_HEAP_DELETE, record, "heap delete old tuple")
     kind = ChangeKind.SPEC_ABORT if flags & XLH_DELETE_IS_SUPER else ChangeKind.DELETE
     return [
-        _new_heap_change(
+        HeapChange(
             record.lsn,
             record.xid,
             kind,
@@ -300,7 +236,7 @@ def decode_confirm(record: XLogRecord) -> list[Event]:
         raise _short(record, SIZE_OF_HEAP_CONFIRM, "heap confirm")
     ref = _block0(record, "heap confirm")
     return [
-        _new_heap_change(
+        HeapChange(
             record.lsn,
             record.xid,
             ChangeKind.SPEC_CONFIRM,
@@ -410,12 +346,12 @@ def decode_multi_insert(record: XLogRecord) -> list[Event]:
                 f"heap multi-insert tuple {i} of {ntuples} overruns block data ({size} bytes)",
                 lsn=lsn,
             )
-        tup = _new_raw_tuple(infomask2 & HEAP_NATTS_MASK, infomask, infomask2, hoff, data[body:end])
+        tup = RawTuple(infomask2 & HEAP_NATTS_MASK, infomask, infomask2, hoff, data[body:end])
         # only the last tuple of the last record of one heap_multi_insert() call
         # ends the toast reassembly window
         clear = last_clears and i + 1 == ntuples
         out.append(
-            _new_heap_change(
+            HeapChange(
                 lsn,
                 xid,
                 ChangeKind.INSERT,

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from service import _native
+from service.decode.eventbuild import new_heap_change, new_raw_tuple
 from service.decode.events import (
     ChangeKind,
     Event,
@@ -36,7 +37,7 @@ from service.decode.events import (
     PredecodedRecord,
     TruncateEvent,
 )
-from service.decode.heap import _new_heap_change, _new_raw_tuple, decode_inplace
+from service.decode.heap import decode_inplace
 from service.errors import DecodeError
 from service.wal.native import NativeXLogReader
 from service.wal.record import RelFileLocator, XLogRecord
@@ -54,8 +55,8 @@ __all__ = [
 ]
 
 _DECODER = _native.HeapDecoder(
-    _new_raw_tuple,
-    _new_heap_change,
+    new_raw_tuple,
+    new_heap_change,
     TruncateEvent,
     NewCidEvent,
     RelFileLocator,
