@@ -1,7 +1,7 @@
 """Fuzz the native XLog reader with cheap mutations of real WAL; print counts and outcomes.
 
     python tests/perf/fuzz_native_reader.py [--count N] [--procs P] [--seed S]
-                                            [--python-every K]
+                                            [--python-every K] [--armed]
 
 Inputs: the golden WAL windows in tests/service/data/ (PG15 and PG18, with pglz and lz4
 full-page images; refresh them with tests/perf/fuzz_xlogreader.py --capture). Each case
@@ -21,6 +21,13 @@ a Rust panic (which the boundary turns into a WalError "internal error in the na
 reader", so it is recognised by that message). Every K-th case (`--python-every`) also
 runs through the Python reader, and any difference in records, error class, lsn or
 message is a failure too. The exit status is 1 if there was any failure.
+
+With `--armed`, the reader is armed as a decoding session arms it
+(`service.impl.predecoding`: table-change heap records parsed in the walk, records of
+rmgrs without rm_decode bodiless), and what it yields is held to the undamaged records
+as the armed reader must give them (`armed_view`: the Python decoder's events in a
+PredecodedRecord, or the record itself when the parse fails); body+crc damage then also
+reaches the Rust heap parsers.
 """
 
 from __future__ import annotations
@@ -39,7 +46,10 @@ import google_crc32c
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from service.decode.dispatch import decoder_for  # noqa: E402
+from service.decode.events import PredecodedRecord  # noqa: E402
 from service.errors import PgcdcError  # noqa: E402
+from service.impl import predecoding  # noqa: E402
 from service.wal.native import NativeXLogReader  # noqa: E402
 from service.wal.reader import XLogReader  # noqa: E402
 from service.wal.record import XLogRecord  # noqa: E402
@@ -50,16 +60,44 @@ PANIC = "internal error in the native WAL reader"
 Fixture = tuple[int, bytes, list[XLogRecord]]
 
 
+ARMED = False  # --armed (set in each process before the fixtures load)
+VERSIONS: dict[int, int] = {}  # fixture lsn -> PostgreSQL version
+
+
 def load_fixtures() -> list[Fixture]:
-    """(lsn, bytes, undamaged records) of every golden window (wal<ver>_<lsnhex>.bin)."""
+    """(lsn, bytes, undamaged records) of every golden window (wal<ver>_<lsnhex>.bin);
+    armed, the records as the armed reader gives them (`armed_view`)."""
     out = []
     for f in sorted(DATA.glob("wal*_*.bin")):
         lsn = int(f.stem.split("_")[1], 16)
         data = f.read_bytes()
         r = XLogReader(lsn)
         r.feed(data, lsn)
-        out.append((lsn, data, list(r.records())))
+        version = VERSIONS[lsn] = int(f.stem[3:5])  # wal15_..., wal18_...
+        records = list(r.records())
+        if ARMED:
+            records = [armed_view(rec, version) for rec in records]  # type: ignore[misc]
+        out.append((lsn, data, records))
     return out
+
+
+TABLE_CHANGES = {(10, 0x00), (10, 0x10), (10, 0x20), (10, 0x40), (9, 0x50)}
+
+
+def armed_view(rec: XLogRecord, version: int) -> XLogRecord | PredecodedRecord:
+    """What the armed reader yields for `rec`: the Python decoder's events in a
+    PredecodedRecord for a table-change heap record it parses and for a record of an
+    rmgr without rm_decode; else the record."""
+    decoder = decoder_for(version)
+    bare = rec.rmid in decoder.without_decode
+    if not bare and (rec.rmid, rec.info & 0x70) not in TABLE_CHANGES:
+        return rec
+    try:
+        events = [] if bare else decoder.decode(rec)
+    except PgcdcError:
+        return rec
+    head = (rec.lsn, rec.end_lsn, rec.total_len, rec.xid, rec.info, rec.rmid)
+    return PredecodedRecord(*head, rec.toplevel_xid, rec.origin, events)
 
 
 def mutate(rng: random.Random, window: bytearray, rec_off: int, rec: XLogRecord) -> str:
@@ -109,16 +147,27 @@ def run(
     window: bytes,
     chunk: int,
 ) -> tuple[list[XLogRecord], tuple[str, int | None, str] | str]:
-    """Feed the window in chunks and drain records(); (records, outcome)."""
+    """Feed the window in chunks and drain records(); (records, outcome). Armed, the
+    native reader is armed as a session arms it, and drained by decoded_records()."""
     r = cls(start, prev_lsn=prev)
+    records = r.records
+    if ARMED and cls is NativeXLogReader:
+        armed = predecoding(r, decoder_for(VERSIONS[_window_of(start)]).without_decode)
+        assert armed is not None
+        records = armed  # type: ignore[assignment]
     got: list[XLogRecord] = []
     try:
         for c in range(0, len(window), chunk):
             r.feed(window[c : c + chunk], feed_at + c)
-            got.extend(r.records())
+            got.extend(records())
     except PgcdcError as exc:
         return got, (type(exc).__name__, exc.lsn, str(exc))
     return got, "end_of_wal" if r.end_of_wal else "stop"
+
+
+def _window_of(lsn: int) -> int:
+    """The fixture (its first LSN) that `lsn` lies in."""
+    return max(w for w in VERSIONS if w <= lsn)
 
 
 def one_case(rng: random.Random, fx: Fixture, check_python: bool) -> str:
@@ -146,7 +195,7 @@ def one_case(rng: random.Random, fx: Fixture, check_python: bool) -> str:
         kind == "body+crc" and got[1:] == base[i + 1 : i + len(got)]
     ):
         return f"FAIL:wrong record ({kind}, start {start:X})"
-    if check_python:
+    if check_python and not ARMED:
         theirs = run(XLogReader, start, base[i - 1].lsn, feed_at, raw, chunk)
         if theirs != (got, outcome):
             return f"FAIL:differs from the Python reader ({kind}, start {start:X}, chunk {chunk})"
@@ -157,8 +206,10 @@ def one_case(rng: random.Random, fx: Fixture, check_python: bool) -> str:
 _FIXTURES: list[Fixture] = []
 
 
-def _load() -> None:
+def _load(armed: bool) -> None:
     """Pool initializer: each worker process decodes the fixtures once."""
+    global ARMED  # noqa: PLW0603 (the process-wide mode of this script)
+    ARMED = armed
     _FIXTURES[:] = load_fixtures()
 
 
@@ -180,6 +231,7 @@ def main() -> int:
     ap.add_argument("--procs", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--python-every", type=int, default=200)
+    ap.add_argument("--armed", action="store_true", help="arm the reader as a session does")
     a = ap.parse_args()
     batches = 50
     per = a.count // batches
@@ -189,15 +241,18 @@ def main() -> int:
     ]
     t = time.perf_counter()
     total: Counter[str] = Counter()
-    with multiprocessing.Pool(a.procs, initializer=_load) as pool:
+    with multiprocessing.Pool(a.procs, initializer=_load, initargs=(a.armed,)) as pool:
         for h in pool.imap_unordered(worker, jobs):
             total.update(h)
     took = time.perf_counter() - t
     n = sum(total.values())
     checked = (
-        sum((c + a.python_every - 1) // a.python_every for _, c, _ in jobs) if a.python_every else 0
+        sum((c + a.python_every - 1) // a.python_every for _, c, _ in jobs)
+        if a.python_every and not a.armed
+        else 0
     )
-    print(f"inputs: {n} through the native reader in {took:.0f}s ({n / took:.0f}/s)")
+    mode = "armed native reader" if a.armed else "native reader"
+    print(f"inputs: {n} through the {mode} in {took:.0f}s ({n / took:.0f}/s)")
     print(f"of which also through the Python reader: {checked}")
     for k, v in sorted(total.items(), key=lambda kv: -kv[1]):
         print(f"{v:9d}  {k}")
