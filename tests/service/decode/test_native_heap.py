@@ -197,16 +197,7 @@ def test_armed_reader_on_damaged_heap_records(seed: int, pick: float) -> None:
         del main[rng.randrange(len(main) + 1) :]
     if rng.random() < 0.2:
         main += rng.randbytes(rng.randrange(40))
-    blocks = [
-        Block(
-            b.block_id,
-            rel=(b.locator.spc_oid, b.locator.db_oid, b.locator.rel_number),
-            fork=b.fork,
-            blk=b.block,
-            data=b.data,
-        )
-        for b in rec.blocks
-    ]
+    blocks = _undamaged(rec)[0]
     if blocks and rng.random() < 0.6:
         data = bytearray(blocks[0].data)
         for _ in range(rng.randrange(4)):
@@ -232,6 +223,7 @@ def test_armed_reader_on_damaged_heap_records(seed: int, pick: float) -> None:
 
 
 def _undamaged(rec: XLogRecord) -> tuple[list[Block], bytes]:
+    """`rec`'s block references (their data; no images) and main data, to write again."""
     blocks = [
         Block(
             b.block_id,
