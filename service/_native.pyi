@@ -83,6 +83,18 @@ class RowPlan:
         ts_ns: int,
     ) -> tuple[list[bytes | None], list[bytes | None], str | None]: ...
 
+class TextPlan:
+    def __init__(
+        self,
+        columns: list[tuple[str, int, int, bool, bool, str, str]],
+        relation: str,
+        mismatch_error: type[PgcdcError],
+        decode_error: type[PgcdcError],
+    ) -> None: ...
+    def lines(
+        self, tuples: list[Any], lsns: list[int], start: int, prefix: str, skip_nulls: bool
+    ) -> tuple[list[str], str | None]: ...
+
 def envelope(
     header: bytes,
     before: bytes | None,

@@ -13,7 +13,11 @@ Hands on: `xlog_reader_class()`, the reader class to construct, with one interfa
 (tests/service/wal/test_native_reader.py). And `native_row_core()`: the extension
 module whose `RowPlan`/`envelope` the avro plugin's native row encoder uses
 (connectors.avro.native_rows), or None for the Python path (fastavro); both write the
-same bytes (tests/connectors/avro/test_native_rows*.py).
+same bytes (tests/connectors/avro/test_native_rows*.py). And `native_text_core()`: the
+module whose `TextPlan` the text plugin writes test_decoding's lines with
+(service.output.native_text), or None for the Python path; both write the same lines
+(tests/service/output/test_native_text.py, and the test_decoding differential tests in
+both modes).
 
 Callers choose the class once per session, e.g.
 `reader = xlog_reader_class()(start_lsn, segment_size=size)`: the decoding session
@@ -140,17 +144,27 @@ def native_row_core() -> ModuleType | None:
     """The native core for the avro plugin's row encoder, or None when `PGCDC_IMPL`
     selects python. An extension built before the row encoder existed (no `RowPlan`)
     counts as not built: a ConfigError under `PGCDC_IMPL=native`, else a warning."""
+    return _native_core("row encoder", ("RowPlan", "envelope"))
+
+
+def native_text_core() -> ModuleType | None:
+    """The native core for the text plugin's line writer (`TextPlan`), or None when
+    `PGCDC_IMPL` selects python; an extension that predates it as `native_row_core`."""
+    return _native_core("text writer", ("TextPlan",))
+
+
+def _native_core(part: str, names: tuple[str, ...]) -> ModuleType | None:
     if selected() != "native":
         return None
     import service._native as core  # noqa: PLC0415 (needs the extension)
 
-    if hasattr(core, "RowPlan") and hasattr(core, "envelope"):
+    if all(hasattr(core, name) for name in names):
         return core
     if os.environ.get(ENV, "").strip().lower() == "native":
         raise ConfigError(
-            f"{ENV}=native, but the native core (service._native) predates the row "
-            "encoder: rebuild it, or set PGCDC_IMPL=python",
+            f"{ENV}=native, but the native core (service._native) predates the {part}: "
+            "rebuild it, or set PGCDC_IMPL=python",
             field=ENV,
         )
-    log.warning("native_row_encoder_unavailable", fallback="python", env=ENV)
+    log.warning(f"native_{part.replace(' ', '_')}_unavailable", fallback="python", env=ENV)
     return None

@@ -17,6 +17,11 @@ printed at PREPARE with PREPARE TRANSACTION, then COMMIT/ROLLBACK PREPARED.
 Values are printed as print_literal does: integers, oid, floats and numeric bare; bit
 and varbit as B'...'; bool as true/false; everything else single-quoted with quotes
 doubled. NULL prints `null`; an unchanged TOAST value `unchanged-toast-datum`.
+
+`changes` (pgcdc's run callback) writes what `change` would for each change of the run.
+When `PGCDC_IMPL` selects the native core, a run of one table definition and op goes to
+the native line writer (service.output.native_text), which prints the same lines from
+the raw tuples; otherwise, and for every row it leaves to Python, `change` prints it.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from service import impl
 from service.errors import PluginError
 from service.output.api import (
     ChangeOp,
@@ -40,8 +46,10 @@ from service.output.api import (
     TruncateChange,
     TxnInfo,
 )
+from service.output.native_text import NativeText
 from service.output.pg_keywords import QUOTED_KEYWORDS
 from service.pgconst import BOOL_OID, PG_EPOCH_UTC
+from service.types.rowdecode import RowRun
 
 BARE_TYPES = frozenset({21, 23, 20, 26, 700, 701, 1700})  # int2 int4 int8 oid float4 float8 numeric
 BIT_TYPES = frozenset({1560, 1562})  # bit, varbit
@@ -117,6 +125,8 @@ class TestDecodingPlugin:
         # `version`, so startup() clears them.
         self._formats: dict[ColumnCodec, _ColumnFormat] = {}
         self._prefixes: dict[tuple[str, str], str] = {}
+        # The native line writer, when PGCDC_IMPL selects the native core (startup).
+        self.native_text: NativeText | None = None
 
     # --- options and lifecycle --------------------------------------------------------
 
@@ -149,6 +159,8 @@ class TestDecodingPlugin:
         self.can_stream = self.opts["stream-changes"]
         self._formats.clear()
         self._prefixes.clear()
+        core = impl.native_text_core()
+        self.native_text = None if core is None else NativeText(self, core)
 
     def filter_by_origin(self, ctx: PluginContext, origin: int) -> bool:
         return self.opts["only-local"] and origin != 0
@@ -182,9 +194,24 @@ class TestDecodingPlugin:
             line += f" (at {timestamptz_to_str(txn.commit_time)})"
         ctx.write(line)
 
+    def opened(self, ctx: PluginContext, txn: TxnInfo) -> None:
+        """Before a change's line: the BEGIN that skip-empty-xacts held back."""
+        self._maybe_begin(ctx, txn)
+
     def change(self, ctx: PluginContext, txn: TxnInfo, change: RowChange) -> None:
         self._maybe_begin(ctx, txn)
         ctx.write(self.format_change(change))
+
+    def changes(self, ctx: PluginContext, txn: TxnInfo, changes: Sequence[RowChange]) -> None:
+        """`change` for each of a run of changes, in order; a RowRun through the native
+        line writer when there is one (see the module docstring)."""
+        native = self.native_text
+        if native is not None and type(changes) is RowRun:
+            native.write(ctx, txn, changes)
+            return
+        for change in changes:
+            ctx.write_lsn = change.lsn
+            self.change(ctx, txn, change)
 
     def truncate(self, ctx: PluginContext, txn: TxnInfo, change: TruncateChange) -> None:
         self._maybe_begin(ctx, txn)
@@ -297,13 +324,18 @@ class TestDecodingPlugin:
 
     # --- formatting -------------------------------------------------------------------
 
+    def column_head(self, name: str, type_name: str) -> str:
+        """` name[type]:`, a column's printed head (the name as quote_identifier quotes it
+        for the server version)."""
+        return f" {quote_identifier(name, self.version)}[{type_name}]:"
+
     def _column_format(self, codec: ColumnCodec) -> _ColumnFormat:
         """The printed pieces of one column (` name[type]:` and its literal kind), kept
         per shared codec: every row of a definition prints the same header."""
         fmt = self._formats.get(codec)
         if fmt is not None:
             return fmt
-        head = f" {quote_identifier(codec.name, self.version)}[{codec.type_name}]:"
+        head = self.column_head(codec.name, codec.type_name)
         oid = codec.type_oid
         kind = (
             _BARE
@@ -356,7 +388,8 @@ class TestDecodingPlugin:
                 append(fmt.head + ("true" if text == "t" else "false"))
         return "".join(parts)
 
-    def _table_prefix(self, rel: RelationInfo) -> str:
+    def table_prefix(self, rel: RelationInfo) -> str:
+        """`table schema.name:`, the start of a change's line."""
         key = (rel.schema, rel.name)
         prefix = self._prefixes.get(key)
         if prefix is None:
@@ -368,7 +401,7 @@ class TestDecodingPlugin:
         return prefix
 
     def format_change(self, change: RowChange) -> str:
-        line = self._table_prefix(change.relation)
+        line = self.table_prefix(change.relation)
         match change.op:
             case ChangeOp.INSERT:
                 line += " INSERT:"

@@ -1,6 +1,7 @@
-"""Fuzz the native row encoder (service._native.RowPlan) with damaged heap tuples.
+"""Fuzz the native row encoder (service._native.RowPlan), or with `--text` the native
+text writer (service._native.TextPlan), with damaged heap tuples.
 
-    python tests/perf/fuzz_native_rows.py [--count N] [--seed S] [--python-every K]
+    python tests/perf/fuzz_native_rows.py [--count N] [--seed S] [--python-every K] [--text]
 
 Seeds: tuples laid out as heap_form_tuple lays them out (null bitmap, alignment, 1-byte
 and 4-byte varlena headers, an inline pglz- and an lz4-compressed text, a dropped
@@ -17,6 +18,12 @@ Python reference (service.types.deform.deform); where the Python deformer raises
 native side must raise the same class or fall back, and where the native side raises,
 the Python deformer must raise the same class. Undamaged seeds must encode or fall back
 (never raise). The exit status is 1 if there was any failure.
+
+With `--text` each case goes through `TextPlan.lines` over the same layout (the float
+columns deformed but not printed), with the same rules; and where the Python deformer
+and each column's Python output function (service.types.convert.to_text, then
+print_literal) succeed on a case the native writer printed, the line must be exactly
+the Python one (a difference is a failure).
 """
 
 from __future__ import annotations
@@ -37,9 +44,13 @@ sys.path.insert(0, str(ROOT))
 from service import _native  # noqa: E402
 from service.decode.events import RawTuple  # noqa: E402
 from service.errors import DecodeError, SchemaMismatchError  # noqa: E402
+from service.output.text import print_literal  # noqa: E402
+from service.types.convert import to_text  # noqa: E402
 from service.types.deform import Column, deform  # noqa: E402
+from service.types.registry import TypeRegistry  # noqa: E402
 
 PANIC = "internal error in the native row encoder"
+TEXT_PANIC = "internal error in the native text writer"
 RELATION = "public.fuzzed"
 LSN = 0x1_2345_6789
 
@@ -66,6 +77,25 @@ COLUMNS = [
     ("big", -1, "i", "text", False),
 ]
 _ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
+# The text writer's kind and the type OID of each printed column (by the Avro kind).
+_TEXT = {
+    "int8": ("int8", 20),
+    "bool": ("bool", 16),
+    "int2": ("int2", 21),
+    "text": ("text", 25),
+    "int4": ("int4", 23),
+    "oid": ("oid", 26),
+    "name": ("name", 19),
+    "bytea": ("bytea", 17),
+    "uuid": ("uuid", 2950),
+    "date": ("date", 1082),
+    "time": ("time", 1083),
+    "timestamp": ("timestamp", 1114),
+    "timestamptz": ("timestamptz", 1184),
+    "decimal": ("numeric", 1700),
+    "variable_decimal": ("numeric", 1700),
+}
+REGISTRY = TypeRegistry(version=18)
 
 
 def _numeric(rng: random.Random) -> bytes:
@@ -209,6 +239,54 @@ def make_plan() -> tuple[object, list[Column]]:
     return plan, columns
 
 
+def make_text_plan() -> object:
+    specs = []
+    for name, attlen, align, kind, dropped in COLUMNS:
+        text_kind = "" if dropped or kind not in _TEXT else _TEXT[kind][0]
+        head = f" {name}[{kind}]:" if text_kind else ""
+        specs.append((name, attlen, _ALIGN[align], dropped, False, head, text_kind))
+    return _native.TextPlan(specs, RELATION, SchemaMismatchError, DecodeError)
+
+
+def _python_line(columns: list[Column], t: RawTuple) -> str | None:
+    """The line the Python path prints for `t`, or None where it raises."""
+    try:
+        datums = deform(t, columns, relation=RELATION)
+        parts = ["p:"]
+        for (name, _attlen, _align, kind, dropped), datum in zip(COLUMNS, datums, strict=True):
+            if dropped or kind not in _TEXT:
+                continue
+            oid = _TEXT[kind][1]
+            if datum is None:
+                parts.append(f" {name}[{kind}]:null")
+                continue
+            if not isinstance(datum, bytes):
+                return None
+            text = to_text(datum, REGISTRY.get(oid), REGISTRY)
+            parts.append(f" {name}[{kind}]:" + print_literal(oid, text))
+    except Exception:
+        return None
+    return "".join(parts)
+
+
+def _text_outcome(plan: object, t: RawTuple) -> tuple[str, type | None, str | None]:
+    try:
+        lines, reason = plan.lines([t], [LSN], 0, "p:", False)  # type: ignore[attr-defined]
+    except (SchemaMismatchError, DecodeError) as exc:
+        if TEXT_PANIC in exc.message:
+            return "FAIL panic", None, None
+        if exc.lsn != LSN or exc.relation != RELATION:
+            return "FAIL error without context", None, None
+        return f"error {type(exc).__name__}", type(exc), None
+    except Exception as exc:
+        return f"FAIL untyped {type(exc).__name__}: {exc}", None, None
+    if reason is not None:
+        return f"fallback {reason}", None, None
+    if len(lines) != 1 or not isinstance(lines[0], str):
+        return "FAIL result is not one line", None, None
+    return "encoded", None, lines[0]
+
+
 def _outcome(plan: object, t: RawTuple) -> tuple[str, type | None]:
     try:
         out = plan.encode(t.natts, t.infomask, t.hoff, t.data, LSN, True)  # type: ignore[attr-defined]
@@ -243,20 +321,37 @@ def main() -> int:
     ap.add_argument("--count", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--python-every", type=int, default=100)
+    ap.add_argument("--text", action="store_true", help="fuzz TextPlan.lines instead")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     plan, columns = make_plan()
-    seeds = [seed_tuple(rng) for _ in range(500)]
+    text_plan = make_text_plan()
     counts: Counter[str] = Counter()
+
+    def outcome(t: RawTuple, check: bool) -> tuple[str, type | None]:
+        if not a.text:
+            return _outcome(plan, t)
+        what, raised, line = _text_outcome(text_plan, t)
+        if check and line is not None:
+            expected = _python_line(columns, t)
+            if expected is None:
+                return "DIFF python raised, native printed", None
+            if expected != line:
+                return f"FAIL text differs: {line[:200]!r} != {expected[:200]!r}", None
+            counts["python printed the same line"] += 1
+        return what, raised
+
+    seeds = [seed_tuple(rng) for _ in range(500)]
     for s in seeds:
-        what, _ = _outcome(plan, s)
+        what, _ = outcome(s, True)
         counts["seed " + what if not what.startswith("error") else "FAIL seed raised"] += 1
     started = time.perf_counter()
     for n in range(a.count):
         how, t = damage(seeds[n % len(seeds)], rng)
-        what, raised = _outcome(plan, t)
+        check = bool(a.python_every) and n % a.python_every == 0 and t.hoff >= 23
+        what, raised = outcome(t, check)
         counts[what] += 1
-        if a.python_every and n % a.python_every == 0 and t.hoff >= 23:
+        if check:
             py = _python_class(columns, t)
             if py is not None and raised is not None and py is not raised:
                 counts[
@@ -270,7 +365,8 @@ def main() -> int:
                 counts["python agreed"] += 1
     took = time.perf_counter() - started
     print(
-        f"inputs: {a.count} damaged tuples through RowPlan.encode in {took:.0f}s "
+        f"inputs: {a.count} damaged tuples through "
+        f"{'TextPlan.lines' if a.text else 'RowPlan.encode'} in {took:.0f}s "
         f"({a.count / took:,.0f}/s), plus {len(seeds)} undamaged seeds"
     )
     for k, v in sorted(counts.items(), key=lambda kv: -kv[1]):

@@ -506,6 +506,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyWalReader>()?;
     m.add_class::<crate::py_heap::PyHeapDecoder>()?;
     m.add_class::<crate::py_rows::PyRowPlan>()?;
+    m.add_class::<crate::py_text::PyTextPlan>()?;
     m.add_function(wrap_pyfunction!(crate::py_rows::envelope, m)?)?;
     m.add_function(wrap_pyfunction!(crate::py_rows::avro_long, m)?)?;
     m.add_function(wrap_pyfunction!(crate::py_rows::avro_string, m)?)?;

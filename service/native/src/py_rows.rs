@@ -83,6 +83,7 @@ impl PyRowPlan {
                 align,
                 dropped,
                 has_missing,
+                read: kind.is_some(),
                 kind,
                 optional,
             });
@@ -177,12 +178,11 @@ impl PyRowPlan {
         let values = PyList::empty(py);
         let names = intern_names(py);
         for (i, (raw, &lsn)) in tuples.iter().zip(&lsns).enumerate() {
-            let data = raw.getattr(&names[3])?;
-            let data = data.cast::<PyBytes>()?;
+            let (natts, infomask, hoff, data) = raw_fields(&raw, &names)?;
             let tuple = Tuple {
-                natts: raw.getattr(&names[0])?.extract()?,
-                infomask: raw.getattr(&names[1])?.extract()?,
-                hoff: raw.getattr(&names[2])?.extract()?,
+                natts,
+                infomask,
+                hoff,
                 data: data.as_bytes(),
             };
             let (record, key) = match self.encode_one(py, &tuple, want_key, lsn as u64)? {
@@ -223,8 +223,45 @@ impl PyRowPlan {
     }
 }
 
+/// An instance of the typed error `class` (SchemaMismatchError or DecodeError) with the
+/// row's `lsn`, `relation` and `field`, as the Python deformer raises it.
+pub(crate) fn row_error(
+    py: Python<'_>,
+    class: &Py<PyAny>,
+    relation: &str,
+    message: String,
+    field: Option<String>,
+    lsn: u64,
+) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("lsn", lsn)?;
+        kwargs.set_item("relation", relation)?;
+        if let Some(f) = field {
+            kwargs.set_item("field", f)?;
+        }
+        let exc = class.bind(py).call((message,), Some(&kwargs))?;
+        Ok(PyErr::from_value(exc))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+/// A RawTuple's (natts, infomask, hoff, data), read through the `intern_names`.
+pub(crate) fn raw_fields<'py>(
+    raw: &Bound<'py, PyAny>,
+    names: &[Bound<'py, pyo3::types::PyString>; 4],
+) -> PyResult<(usize, u16, usize, Bound<'py, PyBytes>)> {
+    let data = raw.getattr(&names[3])?.cast_into::<PyBytes>()?;
+    Ok((
+        raw.getattr(&names[0])?.extract()?,
+        raw.getattr(&names[1])?.extract()?,
+        raw.getattr(&names[2])?.extract()?,
+        data,
+    ))
+}
+
 /// The RawTuple attribute names `encode_events` reads, interned once.
-fn intern_names(py: Python<'_>) -> [Bound<'_, pyo3::types::PyString>; 4] {
+pub(crate) fn intern_names(py: Python<'_>) -> [Bound<'_, pyo3::types::PyString>; 4] {
     [
         pyo3::intern!(py, "natts").clone(),
         pyo3::intern!(py, "infomask").clone(),
@@ -251,41 +288,31 @@ impl PyRowPlan {
         };
         match result {
             Ok(Ok(outcome)) => Ok(outcome),
-            Ok(Err(RowError::Mismatch { message, field })) => {
-                Err(self.error(py, &self.mismatch_error, message, field, lsn))
-            }
-            Ok(Err(RowError::Decode { message, field })) => {
-                Err(self.error(py, &self.decode_error, message, field, lsn))
-            }
-            Err(_) => Err(self.error(
+            Ok(Err(RowError::Mismatch { message, field })) => Err(row_error(
+                py,
+                &self.mismatch_error,
+                &self.relation,
+                message,
+                field,
+                lsn,
+            )),
+            Ok(Err(RowError::Decode { message, field })) => Err(row_error(
                 py,
                 &self.decode_error,
+                &self.relation,
+                message,
+                field,
+                lsn,
+            )),
+            Err(_) => Err(row_error(
+                py,
+                &self.decode_error,
+                &self.relation,
                 "internal error in the native row encoder".to_string(),
                 None,
                 lsn,
             )),
         }
-    }
-
-    fn error(
-        &self,
-        py: Python<'_>,
-        class: &Py<PyAny>,
-        message: String,
-        field: Option<String>,
-        lsn: u64,
-    ) -> PyErr {
-        let build = || -> PyResult<PyErr> {
-            let kwargs = PyDict::new(py);
-            kwargs.set_item("lsn", lsn)?;
-            kwargs.set_item("relation", &self.relation)?;
-            if let Some(f) = field {
-                kwargs.set_item("field", f)?;
-            }
-            let exc = class.bind(py).call((message,), Some(&kwargs))?;
-            Ok(PyErr::from_value(exc))
-        };
-        build().unwrap_or_else(|e| e)
     }
 }
 

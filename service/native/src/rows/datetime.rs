@@ -9,6 +9,10 @@
 //!   digits and `Z`. Years are java.time's ISO year, as Debezium's
 //!   ISO_OFFSET_DATE_TIME prints them (`_iso_year`: `0005`, `0000`, `-0001`, `+10000`).
 //!
+//! - `pg_date`, `pg_clock`, `pg_timestamp`: the text date_out, time_out and
+//!   timestamp(tz)_out print with DateStyle=ISO and TimeZone=UTC (test_decoding's text,
+//!   rows::text), as service.types.datetime prints them.
+//!
 //! The calendar is timestamp2tm's: µs floored into days, days since 2000-01-01 turned
 //! into a proleptic Gregorian (year, month, day) with year 0 = 1 BC (j2date).
 
@@ -115,6 +119,74 @@ pub fn zoned_timestamp(micros: i64) -> String {
     let mut buf = [0u8; ZONED_MAX];
     let n = zoned_timestamp_to(&mut buf, micros);
     String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// The fraction `_fraction` prints: `.` and six digits with trailing zeros cut; nothing
+/// for zero.
+fn fraction(out: &mut String, us: i64) {
+    use std::fmt::Write;
+    if us != 0 {
+        let mark = out.len();
+        let _ = write!(out, ".{us:06}");
+        let kept = out[mark..].trim_end_matches('0').len();
+        out.truncate(mark + kept);
+    }
+}
+
+/// time_out of µs since midnight: HH:MM:SS and the fraction (service.types.datetime.
+/// _clock, floored as Python's divmod).
+pub fn pg_clock(out: &mut String, micros: i64) {
+    use std::fmt::Write;
+    let secs = micros.div_euclid(1_000_000);
+    let us = micros.rem_euclid(1_000_000);
+    let (mins, sec) = (secs.div_euclid(60), secs.rem_euclid(60));
+    let (hour, minute) = (mins.div_euclid(60), mins.rem_euclid(60));
+    let _ = write!(out, "{hour:02}:{minute:02}:{sec:02}");
+    fraction(out, us);
+}
+
+/// The date part `_date_part` prints (YYYY-MM-DD, the year of a BC date counted back
+/// from 1); whether it is BC.
+fn pg_date_part(out: &mut String, days: i64) -> bool {
+    use std::fmt::Write;
+    let (year, month, day) = ymd(days);
+    let bc = year <= 0;
+    let shown = if bc { 1 - year } else { year };
+    let _ = write!(out, "{shown:04}-{month:02}-{day:02}");
+    bc
+}
+
+/// date_out with DateStyle ISO (service.types.datetime.date_text).
+pub fn pg_date(out: &mut String, days: i32) {
+    match days {
+        i32::MIN => out.push_str("-infinity"),
+        i32::MAX => out.push_str("infinity"),
+        _ => {
+            if pg_date_part(out, days as i64) {
+                out.push_str(" BC");
+            }
+        }
+    }
+}
+
+/// timestamp_out (or, `with_tz`, timestamptz_out with TimeZone UTC) with DateStyle ISO
+/// (service.types.datetime._timestamp_text).
+pub fn pg_timestamp(out: &mut String, micros: i64, with_tz: bool) {
+    match micros {
+        i64::MIN => out.push_str("-infinity"),
+        i64::MAX => out.push_str("infinity"),
+        _ => {
+            let bc = pg_date_part(out, micros.div_euclid(USECS_PER_DAY));
+            out.push(' ');
+            pg_clock(out, micros.rem_euclid(USECS_PER_DAY));
+            if with_tz {
+                out.push_str("+00");
+            }
+            if bc {
+                out.push_str(" BC");
+            }
+        }
+    }
 }
 
 #[cfg(test)]

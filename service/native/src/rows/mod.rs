@@ -31,6 +31,7 @@
 pub mod avro;
 pub mod datetime;
 pub mod numeric;
+pub mod text;
 
 #[cfg(test)]
 mod tests;
@@ -125,6 +126,9 @@ pub struct Column {
     pub kind: Option<Kind>,
     /// The field is the `["null", T]` union (the column is nullable).
     pub optional: bool,
+    /// Someone reads the value (deform decompresses it): a live column of the Value
+    /// record, or one the text plan prints (rows::text).
+    pub read: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -273,7 +277,7 @@ impl Plan {
                         ));
                     }
                     if b0 & 0x03 == 0x02 {
-                        if col.dropped || col.kind.is_none() {
+                        if col.dropped || !col.read {
                             // Nobody reads it: skip without decompressing.
                             (Cow::Borrowed(&buf[p..p]), size)
                         } else {

@@ -12,6 +12,8 @@
 //!   dscale, the value the unscaled integer in the fewest bytes
 //!   (java.math.BigInteger.toByteArray, connectors.avro.schema.unscaled_bytes).
 //!
+//! - `text`: the text numeric_out prints (test_decoding's text plugin, rows::text).
+//!
 //! `None` means "not mine": NaN/±Infinity, more places than the column's scale, more
 //! digits than its precision, a digit outside 0..9999, a malformed datum, or more than
 //! `MAX_DIGITS` decimal digits. The caller then falls back to the Python path, which
@@ -200,6 +202,45 @@ pub fn variable(buf: &[u8]) -> Option<(u32, Vec<u8>)> {
     };
     let size = ((width + 8) / 8) as usize;
     Some((dscale, twos_complement(&l, negative, size)))
+}
+
+/// numeric_out's text of a finite datum, appended to `out` (service.types.numeric.
+/// numeric_text, step for step: the integer groups `%d` then `%04d`, the fraction's
+/// groups cut at dscale digits, `-` only before a value with a non-zero digit). None,
+/// with `out` untouched, for NaN/±Infinity or a malformed datum: Python decides.
+pub fn text(out: &mut String, buf: &[u8]) -> Option<()> {
+    use std::fmt::Write;
+    let (negative, weight, dscale, digits) = parse(buf)?;
+    let n = digits.len() as i64;
+    let weight = weight as i64;
+    let at = |i: i64| {
+        if (0..n).contains(&i) {
+            digits[i as usize]
+        } else {
+            0
+        }
+    };
+    if negative && digits.iter().any(|&d| d != 0) {
+        out.push('-');
+    }
+    if weight < 0 {
+        out.push('0');
+    } else {
+        let _ = write!(out, "{}", at(0));
+        for i in 1..=weight {
+            let _ = write!(out, "{:04}", at(i));
+        }
+    }
+    if dscale > 0 {
+        out.push('.');
+        let mark = out.len();
+        let count = (dscale as i64 + 3) / 4;
+        for i in weight + 1..weight + 1 + count {
+            let _ = write!(out, "{:04}", at(i));
+        }
+        out.truncate(mark + dscale as usize);
+    }
+    Some(())
 }
 
 #[cfg(test)]

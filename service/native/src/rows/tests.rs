@@ -11,6 +11,7 @@ fn col(name: &str, attlen: i16, align: usize, kind: Option<Kind>, optional: bool
         has_missing: false,
         kind,
         optional,
+        read: kind.is_some(),
     }
 }
 

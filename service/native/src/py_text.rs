@@ -1,0 +1,163 @@
+//! The PyO3 boundary of the text writer: `service._native.TextPlan`.
+//!
+//! Receives: from service.output.native_text, once per table definition, its columns
+//! as tuples `(name, attlen, align, dropped, has_missing, head, kind)` (head and kind ""
+//! for a column that does not print: dropped, or left out of the relation), the
+//! qualified table name and the SchemaMismatchError and DecodeError classes; then per
+//! run of rows of one table and op (`lines`) the RawTuples, their LSNs, where to start
+//! in them (past a row the Python path wrote), the line's prefix (`table s.t: INSERT:`)
+//! and whether NULLs are skipped (a DELETE's old key).
+//! Hands on: `(lines, reason)`: the test_decoding line of each row from `start` up to the first one
+//! that is the Python path's (rows::text), and why that one falls back (None when all
+//! were written). A bad tuple raises SchemaMismatchError / DecodeError with the LSN,
+//! relation and field the Python deformer gives; a panic becomes a DecodeError naming
+//! the table, never crossing the boundary. Rows are small and each line is built as a
+//! Python str under the GIL, so the GIL is held throughout (see py_rows on why a short
+//! row is not worth releasing it for).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString};
+
+use crate::py_rows::{intern_names, raw_fields, row_error};
+use crate::rows::text::{Printed, TextKind, TextPlan};
+use crate::rows::{Column, Plan, RowError, Tuple};
+
+type TextSpec = (String, i16, usize, bool, bool, String, String);
+
+#[pyclass(module = "service._native", name = "TextPlan", frozen)]
+pub struct PyTextPlan {
+    plan: TextPlan,
+    relation: String,
+    mismatch_error: Py<PyAny>,
+    decode_error: Py<PyAny>,
+}
+
+#[pymethods]
+impl PyTextPlan {
+    #[new]
+    #[pyo3(signature = (columns, relation, mismatch_error, decode_error))]
+    fn new(
+        columns: Vec<TextSpec>,
+        relation: String,
+        mismatch_error: Py<PyAny>,
+        decode_error: Py<PyAny>,
+    ) -> PyResult<Self> {
+        let mut layout = Vec::with_capacity(columns.len());
+        let mut printed = Vec::with_capacity(columns.len());
+        for (name, attlen, align, dropped, has_missing, head, kind) in columns {
+            if ![1, 2, 4, 8].contains(&align) {
+                return Err(PyValueError::new_err(format!(
+                    "column {name}: alignment {align}"
+                )));
+            }
+            let shown = if kind.is_empty() || dropped {
+                None
+            } else {
+                let k = TextKind::parse(&kind).ok_or_else(|| {
+                    PyValueError::new_err(format!("column {name}: unknown kind {kind:?}"))
+                })?;
+                if k.attlen() != attlen {
+                    return Err(PyValueError::new_err(format!(
+                        "column {name}: kind {kind} needs attlen {}, not {attlen}",
+                        k.attlen()
+                    )));
+                }
+                Some(Printed { head, kind: k })
+            };
+            layout.push(Column {
+                name,
+                attlen,
+                align,
+                dropped,
+                has_missing,
+                kind: None,
+                optional: true,
+                read: shown.is_some(),
+            });
+            printed.push(shown);
+        }
+        Ok(PyTextPlan {
+            plan: TextPlan {
+                layout: Plan {
+                    columns: layout,
+                    key: vec![],
+                },
+                printed,
+            },
+            relation,
+            mismatch_error,
+            decode_error,
+        })
+    }
+
+    /// `(lines, reason)` of a run of rows; see the module docstring.
+    #[pyo3(signature = (tuples, lsns, start, prefix, skip_nulls))]
+    fn lines<'py>(
+        &self,
+        py: Python<'py>,
+        tuples: &Bound<'py, PyList>,
+        lsns: &Bound<'py, PyList>,
+        start: usize,
+        prefix: &str,
+        skip_nulls: bool,
+    ) -> PyResult<(Bound<'py, PyList>, Option<&'static str>)> {
+        if lsns.len() != tuples.len() {
+            return Err(PyValueError::new_err(format!(
+                "{} tuples but {} LSNs",
+                tuples.len(),
+                lsns.len()
+            )));
+        }
+        let names = intern_names(py);
+        let out = PyList::empty(py);
+        let mut line = String::with_capacity(256);
+        for k in start..tuples.len() {
+            let raw = tuples.get_item(k)?;
+            let lsn: u64 = lsns.get_item(k)?.extract()?;
+            let (natts, infomask, hoff, data) = raw_fields(&raw, &names)?;
+            let tuple = Tuple {
+                natts,
+                infomask,
+                hoff,
+                data: data.as_bytes(),
+            };
+            line.clear();
+            line.push_str(prefix);
+            let plan = &self.plan;
+            let result = catch_unwind(AssertUnwindSafe(|| {
+                plan.tuple(&mut line, &tuple, skip_nulls)
+            }));
+            match result {
+                Ok(Ok(None)) => out.append(PyString::new(py, &line))?,
+                Ok(Ok(Some(why))) => return Ok((out, Some(why))),
+                Ok(Err(RowError::Mismatch { message, field })) => {
+                    return Err(self.error(py, &self.mismatch_error, message, field, lsn))
+                }
+                Ok(Err(RowError::Decode { message, field })) => {
+                    return Err(self.error(py, &self.decode_error, message, field, lsn))
+                }
+                Err(_) => {
+                    let message = "internal error in the native text writer".to_string();
+                    return Err(self.error(py, &self.decode_error, message, None, lsn));
+                }
+            }
+        }
+        Ok((out, None))
+    }
+}
+
+impl PyTextPlan {
+    fn error(
+        &self,
+        py: Python<'_>,
+        class: &Py<PyAny>,
+        message: String,
+        field: Option<String>,
+        lsn: u64,
+    ) -> PyErr {
+        row_error(py, class, &self.relation, message, field, lsn)
+    }
+}

@@ -1,0 +1,385 @@
+//! test_decoding's text of a heap tuple, written natively: what the text plugin
+//! (service.output.text.TestDecodingPlugin._tuple) prints for a row's values.
+//!
+//! Receives: a `TextPlan`, compiled once per table definition by
+//! service.output.native_text: the definition's layout (a `Plan` whose columns carry
+//! attlen, attalign, dropped, atthasmissing; `read` set on the printed ones) and, per
+//! printed column, its head (` name[type]:`, the name quoted as quote_identifier does)
+//! and how its value prints (`TextKind`); then per row a `Tuple`.
+//! Hands on: the tuple's part of the line, appended to a String: per printed column its
+//! head, then `null` (not when `skip_nulls`, the old key of a DELETE) or the literal as
+//! print_literal writes the output function's text: integers, oid and numeric bare;
+//! bool as true/false; every other kind single-quoted with quotes doubled. Or the
+//! reason the row is the Python path's (a fallback, the whole row): an external TOAST
+//! pointer, a missing attribute with a default, NaN/±Infinity numerics, text that is
+//! not UTF-8, a stored size that differs from the type's.
+//!
+//! The text is each output function's under the settings service.types.convert names
+//! (DateStyle=ISO, TimeZone=UTC, bytea_output=hex), as rows::numeric and
+//! rows::datetime write it. Errors are the deform's (`RowError`). Pure, no panics.
+
+use std::fmt::Write;
+
+use super::{datetime, fixed, numeric, Plan, RowError, Step, Tuple};
+
+/// How a printed column's value is written (its output function, then print_literal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextKind {
+    Bool,
+    Int2,
+    Int4,
+    Int8,
+    Oid,
+    /// text, varchar, bpchar, json: the stored UTF-8, quoted.
+    Text,
+    /// name: the bytes before the first NUL of NameData, quoted.
+    Name,
+    Bytea,
+    Uuid,
+    Numeric,
+    Date,
+    Time,
+    Timestamp,
+    TimestampTz,
+}
+
+impl TextKind {
+    /// The name service.output.native_text passes for it.
+    pub fn parse(name: &str) -> Option<TextKind> {
+        Some(match name {
+            "bool" => TextKind::Bool,
+            "int2" => TextKind::Int2,
+            "int4" => TextKind::Int4,
+            "int8" => TextKind::Int8,
+            "oid" => TextKind::Oid,
+            "text" => TextKind::Text,
+            "name" => TextKind::Name,
+            "bytea" => TextKind::Bytea,
+            "uuid" => TextKind::Uuid,
+            "numeric" => TextKind::Numeric,
+            "date" => TextKind::Date,
+            "time" => TextKind::Time,
+            "timestamp" => TextKind::Timestamp,
+            "timestamptz" => TextKind::TimestampTz,
+            _ => return None,
+        })
+    }
+
+    /// The attlen of the kind's stored form (checked when the plan is compiled).
+    pub fn attlen(self) -> i16 {
+        match self {
+            TextKind::Bool => 1,
+            TextKind::Int2 => 2,
+            TextKind::Int4 | TextKind::Oid | TextKind::Date => 4,
+            TextKind::Int8 | TextKind::Time | TextKind::Timestamp | TextKind::TimestampTz => 8,
+            TextKind::Uuid => 16,
+            TextKind::Name => 64,
+            TextKind::Text | TextKind::Bytea | TextKind::Numeric => -1,
+        }
+    }
+}
+
+/// A printed column: its head (` name[type]:`) and value kind.
+#[derive(Clone, Debug)]
+pub struct Printed {
+    pub head: String,
+    pub kind: TextKind,
+}
+
+/// A table definition's layout and what of it prints (`printed[i]` for `layout.columns[i]`;
+/// None for a dropped column or one the relation leaves out).
+#[derive(Clone, Debug)]
+pub struct TextPlan {
+    pub layout: Plan,
+    pub printed: Vec<Option<Printed>>,
+}
+
+impl TextPlan {
+    /// Appends the tuple's text (see the module docstring) to `out`: Ok(None) when
+    /// written, Ok(Some(reason)) with `out` as it was when the row is the Python path's.
+    pub fn tuple(
+        &self,
+        out: &mut String,
+        t: &Tuple<'_>,
+        skip_nulls: bool,
+    ) -> Result<Option<&'static str>, RowError> {
+        let datums = match self.layout.deform(t)? {
+            Step::Datums(d) => d,
+            Step::Fallback(why) => return Ok(Some(why)),
+        };
+        let mark = out.len();
+        for (printed, datum) in self.printed.iter().zip(&datums) {
+            let Some(p) = printed else { continue };
+            match datum {
+                None if skip_nulls => {}
+                None => {
+                    out.push_str(&p.head);
+                    out.push_str("null");
+                }
+                Some(d) => {
+                    out.push_str(&p.head);
+                    if let Err(why) = literal(out, p.kind, d) {
+                        out.truncate(mark);
+                        return Ok(Some(why));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// `'text'` with each quote doubled (print_literal's default case).
+fn quoted(out: &mut String, text: &str) {
+    out.push('\'');
+    for (i, part) in text.split('\'').enumerate() {
+        if i > 0 {
+            out.push_str("''");
+        }
+        out.push_str(part);
+    }
+    out.push('\'');
+}
+
+fn utf8(d: &[u8]) -> Result<&str, &'static str> {
+    std::str::from_utf8(d).map_err(|_| "text is not UTF-8")
+}
+
+/// One value as print_literal writes its output function's text.
+fn literal(out: &mut String, kind: TextKind, d: &[u8]) -> Result<(), &'static str> {
+    match kind {
+        TextKind::Bool => out.push_str(if fixed::<1>(d)?[0] != 0 {
+            "true"
+        } else {
+            "false"
+        }),
+        TextKind::Int2 => {
+            let _ = write!(out, "{}", i16::from_le_bytes(fixed(d)?));
+        }
+        TextKind::Int4 => {
+            let _ = write!(out, "{}", i32::from_le_bytes(fixed(d)?));
+        }
+        TextKind::Int8 => {
+            let _ = write!(out, "{}", i64::from_le_bytes(fixed(d)?));
+        }
+        TextKind::Oid => {
+            let _ = write!(out, "{}", u32::from_le_bytes(fixed(d)?));
+        }
+        TextKind::Numeric => numeric::text(out, d).ok_or("numeric Python decides")?,
+        TextKind::Text => quoted(out, utf8(d)?),
+        TextKind::Name => {
+            let end = d.iter().position(|&b| b == 0).unwrap_or(d.len());
+            quoted(out, utf8(&d[..end])?);
+        }
+        TextKind::Bytea => {
+            // byteaout with bytea_output=hex; print_literal doubles quotes only
+            out.push_str("'\\x");
+            for b in d {
+                let _ = write!(out, "{b:02x}");
+            }
+            out.push('\'');
+        }
+        TextKind::Uuid => {
+            let b: [u8; 16] = fixed(d)?;
+            out.push('\'');
+            for (i, byte) in b.iter().enumerate() {
+                if matches!(i, 4 | 6 | 8 | 10) {
+                    out.push('-');
+                }
+                let _ = write!(out, "{byte:02x}");
+            }
+            out.push('\'');
+        }
+        TextKind::Date => {
+            let days = i32::from_le_bytes(fixed(d)?);
+            out.push('\'');
+            datetime::pg_date(out, days);
+            out.push('\'');
+        }
+        TextKind::Time => {
+            let micros = i64::from_le_bytes(fixed(d)?);
+            out.push('\'');
+            datetime::pg_clock(out, micros);
+            out.push('\'');
+        }
+        TextKind::Timestamp | TextKind::TimestampTz => {
+            let micros = i64::from_le_bytes(fixed(d)?);
+            out.push('\'');
+            datetime::pg_timestamp(out, micros, kind == TextKind::TimestampTz);
+            out.push('\'');
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Column;
+    use super::*;
+
+    fn column(name: &str, attlen: i16, align: usize) -> Column {
+        Column {
+            name: name.into(),
+            attlen,
+            align,
+            dropped: false,
+            has_missing: false,
+            kind: None,
+            optional: true,
+            read: true,
+        }
+    }
+
+    fn plan(cols: &[(&str, i16, usize, TextKind, &str)]) -> TextPlan {
+        TextPlan {
+            layout: Plan {
+                columns: cols.iter().map(|c| column(c.0, c.1, c.2)).collect(),
+                key: vec![],
+            },
+            printed: cols
+                .iter()
+                .map(|c| {
+                    Some(Printed {
+                        head: format!(" {}[{}]:", c.0, c.4),
+                        kind: c.3,
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    fn text(plan: &TextPlan, natts: usize, infomask: u16, data: &[u8], skip: bool) -> String {
+        let mut out = String::new();
+        let t = Tuple {
+            natts,
+            infomask,
+            hoff: 24,
+            data,
+        };
+        assert_eq!(plan.tuple(&mut out, &t, skip).unwrap(), None);
+        out
+    }
+
+    #[test]
+    fn prints_as_print_literal() {
+        // int4 id = -7, text note = "it's" (short varlena), bool ok = true
+        let p = plan(&[
+            ("id", 4, 4, TextKind::Int4, "integer"),
+            ("note", -1, 4, TextKind::Text, "text"),
+            ("ok", 1, 1, TextKind::Bool, "boolean"),
+        ]);
+        let mut data = vec![0u8]; // pad to offset 24
+        data.extend_from_slice(&(-7i32).to_le_bytes());
+        data.push(((4 + 1) << 1) | 1);
+        data.extend_from_slice(b"it's");
+        data.push(1);
+        assert_eq!(
+            text(&p, 3, 0, &data, false),
+            " id[integer]:-7 note[text]:'it''s' ok[boolean]:true"
+        );
+    }
+
+    #[test]
+    fn nulls_print_or_are_skipped() {
+        let p = plan(&[
+            ("id", 4, 4, TextKind::Int4, "integer"),
+            ("note", -1, 4, TextKind::Text, "text"),
+        ]);
+        // HEAP_HASNULL, bitmap 0b01: id present, note NULL; data from offset 24
+        let mut data = vec![0b01u8];
+        data.extend_from_slice(&5i32.to_le_bytes());
+        assert_eq!(
+            text(&p, 2, 1, &data, false),
+            " id[integer]:5 note[text]:null"
+        );
+        assert_eq!(text(&p, 2, 1, &data, true), " id[integer]:5");
+    }
+
+    #[test]
+    fn a_fallback_leaves_the_text_as_it_was() {
+        let p = plan(&[("note", -1, 4, TextKind::Text, "text")]);
+        let mut data = vec![0u8];
+        data.push(((2 + 1) << 1) | 1);
+        data.extend_from_slice(&[0xff, 0xfe]);
+        let mut out = String::from("head");
+        let t = Tuple {
+            natts: 1,
+            infomask: 0,
+            hoff: 24,
+            data: &data,
+        };
+        assert_eq!(
+            p.tuple(&mut out, &t, false).unwrap(),
+            Some("text is not UTF-8")
+        );
+        assert_eq!(out, "head");
+    }
+
+    fn one(kind: TextKind, d: &[u8]) -> String {
+        let mut out = String::new();
+        literal(&mut out, kind, d).unwrap();
+        out
+    }
+
+    #[test]
+    fn literals_of_each_kind() {
+        assert_eq!(one(TextKind::Oid, &u32::MAX.to_le_bytes()), "4294967295");
+        assert_eq!(
+            one(TextKind::Int8, &i64::MIN.to_le_bytes()),
+            i64::MIN.to_string()
+        );
+        assert_eq!(one(TextKind::Bytea, b"\x00\xab'"), "'\\x00ab27'");
+        let mut name = b"ab'c".to_vec();
+        name.resize(64, 0);
+        assert_eq!(one(TextKind::Name, &name), "'ab''c'");
+        let uuid: Vec<u8> = (0u8..16).collect();
+        assert_eq!(
+            one(TextKind::Uuid, &uuid),
+            "'00010203-0405-0607-0809-0a0b0c0d0e0f'"
+        );
+        assert_eq!(one(TextKind::Date, &0i32.to_le_bytes()), "'2000-01-01'");
+        assert_eq!(one(TextKind::Date, &i32::MAX.to_le_bytes()), "'infinity'");
+        // day -730119 is 0001-01-01; the day before it is the last of 1 BC
+        assert_eq!(
+            one(TextKind::Date, &(-730_120i32).to_le_bytes()),
+            "'0001-12-31 BC'"
+        );
+        let t = 86_400_000_000i64 + 3_723_500_000; // 2000-01-02 01:02:03.5
+        assert_eq!(
+            one(TextKind::TimestampTz, &t.to_le_bytes()),
+            "'2000-01-02 01:02:03.5+00'"
+        );
+        assert_eq!(
+            one(TextKind::Timestamp, &(-1i64).to_le_bytes()),
+            "'1999-12-31 23:59:59.999999'"
+        );
+        assert_eq!(
+            one(TextKind::Time, &86_400_000_000i64.to_le_bytes()),
+            "'24:00:00'"
+        );
+        // numeric -12.340 (dscale 3): long form, weight 0, digits 12, 3400
+        let mut n = (0x4000u16 | 3).to_le_bytes().to_vec();
+        n.extend_from_slice(&0i16.to_le_bytes());
+        n.extend_from_slice(&12i16.to_le_bytes());
+        n.extend_from_slice(&3400i16.to_le_bytes());
+        assert_eq!(one(TextKind::Numeric, &n), "-12.340");
+        // 0.000012 (weight -2, digit 1200, dscale 6) and 10000 (weight 1, digit 1)
+        let mut n = 6u16.to_le_bytes().to_vec();
+        n.extend_from_slice(&(-2i16).to_le_bytes());
+        n.extend_from_slice(&1200i16.to_le_bytes());
+        assert_eq!(one(TextKind::Numeric, &n), "0.000012");
+        let mut n = 0u16.to_le_bytes().to_vec();
+        n.extend_from_slice(&1i16.to_le_bytes());
+        n.extend_from_slice(&1i16.to_le_bytes());
+        assert_eq!(one(TextKind::Numeric, &n), "10000");
+    }
+
+    #[test]
+    fn what_python_decides() {
+        let mut out = String::new();
+        assert!(literal(&mut out, TextKind::Numeric, &0xC000u16.to_le_bytes()).is_err());
+        assert!(literal(&mut out, TextKind::Int4, &[1, 2]).is_err());
+        assert!(literal(&mut out, TextKind::Text, &[0xc3]).is_err());
+        assert_eq!(out, "");
+    }
+}

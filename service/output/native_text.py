@@ -1,0 +1,159 @@
+"""The text plugin's native fast path: a run of row changes straight from the heap
+tuples to test_decoding's lines, through the Rust text writer (service._native.TextPlan).
+
+Receives: from `TestDecodingPlugin.changes`, a run of a transaction's row changes. A
+`service.types.rowdecode.RowRun` (one table definition, one op, no TOAST chunks, no
+UPDATE with an old tuple) carries each change's logged tuple (`raws`) and the
+`TableDef` it is deformed against; any other run is a list of `RowChange`s.
+Hands on: through `ctx.write`, exactly the lines `TestDecodingPlugin.change` writes for
+each change, in order, with `ctx.write_lsn` at each change's LSN. The rows of a
+RowRun go to Rust at once (`TextPlan.lines`); a row it leaves to the Python path (a
+typed fallback: an external TOAST pointer, a missing attribute with a default,
+NaN/±Infinity numerics, text that is not UTF-8; counted in `fallbacks`) is written by
+`TestDecodingPlugin.change`, never half of each, and the run goes on natively after it.
+A list goes through `change` row by row.
+
+How: a `TextPlan` is compiled once per table definition (per relation oid and
+`defined_at`, and the `TableDef` itself) from the definition's `ColumnDef`s (attlen,
+attalign, dropped, atthasmissing) and, per printed column, its head (` name[type]:`,
+quote_identifier of the plugin's server version) and the built-in type's kind
+(`TEXT_KINDS`). A relation with a column of any other type (floats, arrays, enums,
+domains, jsonb, extension types, ...) gets no plan: the Python path prints all its rows
+(`reason` says why).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import structlog
+
+from service.errors import DecodeError, SchemaMismatchError
+from service.output.api import ChangeOp, PluginContext, RelationInfo, RowChange, TxnInfo
+from service.schema.tabledef import TableDef
+from service.types.rowdecode import RowRun
+
+log = structlog.get_logger(__name__)
+
+# Built-in types the native writer prints, by OID: (kind, attlen of the stored form).
+TEXT_KINDS: dict[int, tuple[str, int]] = {
+    16: ("bool", 1),
+    17: ("bytea", -1),
+    19: ("name", 64),
+    20: ("int8", 8),
+    21: ("int2", 2),
+    23: ("int4", 4),
+    25: ("text", -1),
+    26: ("oid", 4),
+    114: ("text", -1),  # json: its stored text, quoted
+    1042: ("text", -1),  # bpchar
+    1043: ("text", -1),  # varchar
+    1082: ("date", 4),
+    1083: ("time", 8),
+    1114: ("timestamp", 8),
+    1184: ("timestamptz", 8),
+    1700: ("numeric", -1),
+    2950: ("uuid", 16),
+}
+_ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
+_OPS = {ChangeOp.INSERT: " INSERT:", ChangeOp.UPDATE: " UPDATE:", ChangeOp.DELETE: " DELETE:"}
+
+TextSpec = tuple[str, int, int, bool, bool, str, str]
+
+
+def compile_text_plan(
+    table: TableDef, rel: RelationInfo, head: Callable[[str, str], str], native: ModuleType
+) -> tuple[Any | None, str]:
+    """(the TextPlan of a table definition, "") or (None, why it has none). `head` gives
+    a column's printed head from its name and type name."""
+    metas = {m.name: m for m in rel.columns}
+    specs: list[TextSpec] = []
+    printed: list[str] = []
+    for c in table.columns:
+        align = _ALIGN.get(c.attalign)
+        if align is None:
+            return None, f"column {c.name}: attalign {c.attalign!r}"
+        meta = None if c.dropped else metas.get(c.name)
+        kind, shown = "", ""
+        if meta is not None:
+            found = TEXT_KINDS.get(c.type_oid)
+            if (
+                found is None
+                or meta.type_oid != c.type_oid
+                or meta.kind != "b"
+                or meta.ext
+                or meta.stored_bytes_type
+            ):
+                return None, f"column {c.name}: type {c.type_oid} is not native"
+            if found[1] != c.attlen:
+                return None, f"column {c.name}: attlen {c.attlen}"
+            kind, shown = found[0], head(meta.name, meta.type_name)
+            printed.append(c.name)
+        specs.append((c.name, c.attlen, align, c.dropped, c.has_missing, shown, kind))
+    if printed != [m.name for m in rel.columns]:
+        return None, "printed columns are not the relation's, in attnum order"
+    relation = f"{table.schema}.{table.name}"
+    return native.TextPlan(specs, relation, SchemaMismatchError, DecodeError), ""
+
+
+class NativeText:
+    """The native fast path of one TestDecodingPlugin (see the module docstring)."""
+
+    def __init__(self, plugin: Any, native: ModuleType) -> None:
+        """`plugin`: the TestDecodingPlugin; `native`: the extension module."""
+        self.plugin = plugin
+        self._native = native
+        # (oid, defined_at) -> (the TableDef, its plan or None)
+        self._plans: dict[tuple[int, int], tuple[TableDef, Any | None]] = {}
+        self.native = 0  # rows written natively
+        self.fallbacks: Counter[str] = Counter()  # rows left to Python, by reason
+
+    def _plan(self, rel: RelationInfo, table: TableDef) -> Any | None:
+        key = (rel.oid, rel.defined_at)
+        found = self._plans.get(key)
+        if found is not None and found[0] is table:
+            return found[1]
+        plan, reason = compile_text_plan(table, rel, self.plugin.column_head, self._native)
+        if plan is None:
+            log.info("text_native_off", relation=f"{rel.schema}.{rel.name}", reason=reason)
+        self._plans[key] = (table, plan)
+        return plan
+
+    def write(self, ctx: PluginContext, txn: TxnInfo, run: RowRun) -> None:
+        """The lines of every change of `run`, in order (see the module docstring)."""
+        p = self.plugin
+        plan = self._plan(run.relation, run.table)
+        n = len(run)
+        if plan is None:
+            self._python(ctx, txn, run, 0, n)
+            return
+        prefix = p.table_prefix(run.relation) + _OPS[run.op]
+        skip_nulls = run.op is ChangeOp.DELETE
+        raws, lsns = run.raws, run.lsns
+        i = 0
+        while i < n:
+            lines, reason = plan.lines(raws, lsns, i, prefix, skip_nulls)
+            done = len(lines)
+            if done:
+                self.native += done
+                p.opened(ctx, txn)
+                write = ctx.write
+                for lsn, line in zip(lsns[i : i + done], lines, strict=True):
+                    ctx.write_lsn = lsn
+                    write(line)
+            i += done
+            if reason is not None:
+                self.fallbacks[reason] += 1
+                self._python(ctx, txn, run, i, i + 1)
+                i += 1
+
+    def _python(self, ctx: PluginContext, txn: TxnInfo, run: RowRun, i: int, j: int) -> None:
+        """run[i:j] through the plugin's `change`."""
+        change = self.plugin.change
+        for k in range(i, j):
+            row: RowChange = run[k]
+            ctx.write_lsn = row.lsn
+            change(ctx, txn, row)

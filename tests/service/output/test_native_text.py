@@ -1,0 +1,143 @@
+"""The native text writer (service._native.TextPlan) against the Python reference.
+
+For random datums of every kind the writer prints (service.output.native_text.TEXT_KINDS),
+a one-column tuple's native text must be exactly what the Python path prints for the
+same datum: the type's output function (service.types.convert.to_text) then
+print_literal. A datum the native side leaves to Python (NaN numerics, text that is not
+UTF-8) must come back as a typed fallback, never as different text; a tuple that does not
+fit its definition raises the deformer's typed error with the LSN and relation. The
+line-for-line comparison with a real test_decoding slot, in both modes, is
+tests/integration/test_native_text.py.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from service.decode.events import RawTuple
+from service.errors import DecodeError, SchemaMismatchError
+from service.output.native_text import TEXT_KINDS
+from service.output.text import print_literal
+from service.types.convert import to_text
+from service.types.registry import TypeRegistry
+
+native = pytest.importorskip("service._native")
+
+REGISTRY = TypeRegistry(version=18)
+ALIGN = {1: 1, 2: 2, 4: 4, 8: 8, 16: 1, 64: 1, -1: 4}  # attlen -> attalign in bytes
+HEAD = " c[t]:"
+
+
+def plan_of(oid: int) -> Any:
+    kind, attlen = TEXT_KINDS[oid]
+    spec = ("c", attlen, ALIGN[attlen], False, False, HEAD, kind)
+    return native.TextPlan([spec], "public.t", SchemaMismatchError, DecodeError)
+
+
+def tuple_of(attlen: int, datum: bytes) -> RawTuple:
+    """A one-column heap tuple (t_hoff 24, no nulls) holding `datum`: the payload of a
+    varlena gets a 1-byte header when it fits one, else a 4-byte one."""
+    if attlen == -1:
+        if len(datum) + 1 <= 0x7F:
+            stored = bytes([((len(datum) + 1) << 1) | 1]) + datum
+        else:
+            stored = struct.pack("<I", (len(datum) + 4) << 2) + datum
+    else:
+        stored = datum
+    return RawTuple(natts=1, infomask=0, infomask2=1, hoff=24, data=b"\x00" + stored)
+
+
+def python_text(oid: int, datum: bytes) -> str:
+    return HEAD + print_literal(oid, to_text(datum, REGISTRY.get(oid), REGISTRY))
+
+
+def numeric_datum(negative: bool, weight: int, dscale: int, digits: list[int]) -> bytes:
+    header = (0x4000 if negative else 0) | dscale
+    return struct.pack(f"<Hh{len(digits)}h", header, weight, *digits)
+
+
+def _fixed(fmt: str) -> st.SearchStrategy[bytes]:
+    size = struct.calcsize(fmt)
+    return st.binary(min_size=size, max_size=size)
+
+
+_DATUMS: dict[int, st.SearchStrategy[bytes]] = {
+    16: st.sampled_from([b"\x00", b"\x01"]),
+    17: st.binary(max_size=300),
+    19: st.text(max_size=20).map(lambda s: s.encode()[:63].ljust(64, b"\x00")),
+    20: _fixed("<q"),
+    21: _fixed("<h"),
+    23: _fixed("<i"),
+    25: st.text(max_size=200).map(str.encode),
+    26: _fixed("<I"),
+    114: st.text(alphabet="{}[]'\":,ab1 ", max_size=60).map(str.encode),
+    1042: st.text(max_size=10).map(str.encode),
+    1043: st.text(max_size=10).map(str.encode),
+    1082: st.one_of(
+        st.integers(-(2**31), 2**31 - 1).map(lambda d: struct.pack("<i", d)),
+        st.integers(-3_000_000, 3_000_000).map(lambda d: struct.pack("<i", d)),
+    ),
+    1083: st.integers(0, 86_400_000_000).map(lambda t: struct.pack("<q", t)),
+    1114: st.one_of(
+        _fixed("<q"),
+        st.integers(-(10**17), 10**17).map(lambda t: struct.pack("<q", t)),
+    ),
+    1184: st.integers(-(10**17), 10**17).map(lambda t: struct.pack("<q", t)),
+    1700: st.builds(
+        numeric_datum,
+        st.booleans(),
+        st.integers(-6, 6),
+        st.integers(0, 30),
+        st.lists(st.integers(0, 9999), max_size=8),
+    ),
+    2950: _fixed("16s"),
+}
+
+
+@pytest.mark.parametrize("oid", sorted(TEXT_KINDS), ids=lambda o: TEXT_KINDS[o][0] + str(o))
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_native_text_is_the_python_text(oid: int, data: st.DataObject) -> None:
+    datum = data.draw(_DATUMS[oid])
+    plan = plan_of(oid)
+    raw = tuple_of(TEXT_KINDS[oid][1], datum)
+    lines, reason = plan.lines([raw], [16], 0, "", False)
+    assert reason is None, (datum, reason)
+    assert lines == [python_text(oid, datum)], datum
+
+
+def test_special_numerics_and_bad_text_fall_back() -> None:
+    """What the Python path decides comes back as a fallback, not as text."""
+    for special in (0xC000, 0xD000, 0xF000):  # NaN, +Infinity, -Infinity
+        raw = tuple_of(-1, struct.pack("<H", special))
+        assert plan_of(1700).lines([raw], [1], 0, "", False) == ([], "numeric Python decides")
+    raw = tuple_of(-1, b"\xff\xfe")
+    assert plan_of(25).lines([raw], [1], 0, "", False) == ([], "text is not UTF-8")
+
+
+def test_lines_start_and_stop_at_a_fallback() -> None:
+    """`start` skips the rows already written; the run stops before a fallback row."""
+    plan = plan_of(25)
+    raws = [tuple_of(-1, b"a"), tuple_of(-1, b"\xff"), tuple_of(-1, b"c'd")]
+    assert plan.lines(raws, [1, 2, 3], 0, "p:", False) == (["p: c[t]:'a'"], "text is not UTF-8")
+    assert plan.lines(raws, [1, 2, 3], 2, "p:", False) == (["p: c[t]:'c''d'"], None)
+
+
+def test_a_bad_tuple_raises_the_deformers_error() -> None:
+    plan = plan_of(23)
+    short = RawTuple(natts=1, infomask=0, infomask2=1, hoff=24, data=b"\x00\x01\x02")
+    with pytest.raises(SchemaMismatchError) as info:
+        plan.lines([short], [0x1234], 0, "", False)
+    assert info.value.lsn == 0x1234 and "public.t" in str(info.value)
+    wide = RawTuple(natts=2, infomask=0, infomask2=2, hoff=24, data=b"\x00" + bytes(8))
+    with pytest.raises(SchemaMismatchError, match="2 attributes"):
+        plan.lines([wide], [1], 0, "", False)
+    # a short varlena header promising 63 bytes, with none after it
+    bad = RawTuple(natts=1, infomask=0, infomask2=1, hoff=24, data=b"\x00\x7f")
+    with pytest.raises(DecodeError):
+        plan_of(25).lines([bad], [1], 0, "", False)
