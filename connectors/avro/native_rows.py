@@ -375,14 +375,13 @@ class NativeRows:
         p = self.plugin
         plain = bool(txn.commit_time) and not isinstance(ctx.state.get("snapshot"), str)
         if not plain or type(changes) is not RowRun:
-            self._rows(ctx, txn, changes, 0, plain)
+            self._rows(ctx, txn, changes, plain)
             return
         op, rel = changes.op, changes.relation
         if op is ChangeOp.DELETE and p._tombstones():
-            self._rows(ctx, txn, changes, 0, plain)
+            self._rows(ctx, txn, changes, plain)
             return
-        cached = (rel.oid, rel.defined_at)
-        t = p._tables[cached] if cached in p._tables else p._table(rel)
+        t = p._table(rel)  # once per run
         if t is None:
             return  # not published
         ctx.write_lsn = changes.lsns[0]
@@ -391,7 +390,7 @@ class NativeRows:
             self._python(ctx, txn, t, changes, 0, len(changes))
         elif done < len(changes):  # row `done` fell back; the rest go on as a list
             self._python(ctx, txn, t, changes, done, done + 1)
-            self._rows(ctx, txn, changes[done + 1 :], 0, plain)
+            self._rows(ctx, txn, changes[done + 1 :], plain)
 
     def _python(
         self,
@@ -410,15 +409,15 @@ class NativeRows:
             p.change_python(ctx, txn, t, change)
 
     def _rows(
-        self, ctx: PluginContext, txn: TxnInfo, changes: Sequence[RowChange], i: int, plain: bool
+        self, ctx: PluginContext, txn: TxnInfo, changes: Sequence[RowChange], plain: bool
     ) -> None:
-        """`changes` from `i` on, grouped here: consecutive rows of one table
-        definition and op to `_group`, any other one the single way."""
+        """`changes`, grouped here: consecutive rows of one table definition and op to
+        `_group`, any other one the single way."""
         p = self.plugin
         tables, table_of = p._tables, p._table
         tombstones = p._tombstones()
         delete = ChangeOp.DELETE
-        n = len(changes)
+        n, i = len(changes), 0
         while i < n:
             change = changes[i]
             ctx.write_lsn = change.lsn

@@ -378,8 +378,9 @@ class Decoding:
 
     def process(self, record: XLogRecord | PredecodedRecord) -> None:
         """LogicalDecodingProcessRecord for one record. A PredecodedRecord (the native
-        reader's, for a table-change heap record) brings the events the decoder would
-        give it; everything else about it is processed as its XLogRecord would be."""
+        reader's, for a table-change heap record or a record of an rmgr without
+        rm_decode) brings the events the decoder would give it; everything else about
+        it is processed as its XLogRecord would be."""
         self.records += 1
         top = toplevel_assignment(record)
         if top is not None:

@@ -393,16 +393,14 @@ class HistoryRows:
         if spec is None:
             return None
         relation = self.relation(first, top_xid)
-        last = self._last
-        if relation is None or last is None or last[0] is not first:
+        if relation is None:
             return None
-        plan = last[2]
+        # relation() has left its plan in `_last` and its classification in the cache
+        assert self._last is not None and self._last[0] is first
+        plan = self._last[2]
         loc, kind = first.locator, first.kind
-        hit = self._classes.get((loc.spc_oid, loc.db_oid, loc.rel_number, top_xid))
-        if hit is None:
-            return None
-        lo, hi = hit[0], hit[1]
         spc, db, number = loc.spc_oid, loc.db_oid, loc.rel_number
+        lo, hi, _cls = self._classes[(spc, db, number, top_xid)]
         op, of_old = spec
         raws: list[RawTuple] = []
         lsns: list[int] = []

@@ -162,18 +162,7 @@ impl PyWalReader {
             let bytes = self.core.record_bytes(w);
             if let Some(pd) = &self.predecode {
                 if pd.bare[usize::from(h.rmid)] {
-                    let rec = pd.make.bind(py).call1((
-                        h.lsn,
-                        h.end_lsn,
-                        h.total_len,
-                        h.xid,
-                        h.info,
-                        h.rmid,
-                        body.toplevel_xid,
-                        body.origin,
-                        PyList::empty(py),
-                    ))?;
-                    list.append(rec)?;
+                    list.append(predecoded_record(py, pd, h, body, PyList::empty(py))?)?;
                     continue;
                 }
                 if let Some(parse) = predecoded_parser(h.rmid, h.info) {
@@ -323,18 +312,29 @@ fn predecoded<'py>(
         ref0,
         block0.unwrap_or(&[]),
     )?;
-    let rec = pd.make.bind(py).call1((
-        lsn,
+    Ok(Some(predecoded_record(py, pd, h, body, events)?))
+}
+
+/// `make(lsn, end_lsn, total_len, xid, info, rmid, toplevel_xid, origin, events)`: the
+/// `PredecodedRecord` of a record with these header fields and events.
+fn predecoded_record<'py>(
+    py: Python<'py>,
+    pd: &Predecode,
+    h: &Header,
+    body: &Body,
+    events: Bound<'py, PyList>,
+) -> PyResult<Bound<'py, PyAny>> {
+    pd.make.bind(py).call1((
+        h.lsn,
         h.end_lsn,
         h.total_len,
-        xid,
+        h.xid,
         h.info,
         h.rmid,
         body.toplevel_xid,
-        origin,
+        body.origin,
         events,
-    ))?;
-    Ok(Some(rec))
+    ))
 }
 
 fn locator<'py>(

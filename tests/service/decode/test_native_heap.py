@@ -70,6 +70,19 @@ def test_golden_heap_records() -> None:
     assert decoded > 100
 
 
+def _damaged(rng: random.Random, data: bytes, *, grow: bool) -> bytes:
+    """`data` with up to three bytes flipped, then maybe cut, then (`grow`) maybe grown."""
+    out = bytearray(data)
+    for _ in range(rng.randrange(4)):
+        if out:
+            out[rng.randrange(len(out))] = rng.randrange(256)
+    if rng.random() < 0.3:
+        del out[rng.randrange(len(out) + 1) :]
+    if grow and rng.random() < 0.2:
+        out += rng.randbytes(rng.randrange(40))
+    return bytes(out)
+
+
 @settings(max_examples=400, deadline=None)
 @given(seed=st.integers(0, 2**32), pick=st.floats(0, 1, exclude_max=True))
 def test_damaged_heap_records(seed: int, pick: float) -> None:
@@ -78,27 +91,15 @@ def test_damaged_heap_records(seed: int, pick: float) -> None:
     rng = random.Random(seed)
     recs = heap_records()
     rec = recs[int(pick * len(recs))]
-    main = bytearray(rec.main_data)
-    for _ in range(rng.randrange(4)):
-        if main:
-            main[rng.randrange(len(main))] = rng.randrange(256)
-    if rng.random() < 0.3:
-        del main[rng.randrange(len(main) + 1) :]
-    if rng.random() < 0.2:
-        main += rng.randbytes(rng.randrange(40))
+    main = _damaged(rng, rec.main_data, grow=True)
     blocks = rec.blocks
     if blocks and rng.random() < 0.6:
-        data = bytearray(blocks[0].data)
-        for _ in range(rng.randrange(4)):
-            if data:
-                data[rng.randrange(len(data))] = rng.randrange(256)
-        if rng.random() < 0.3:
-            del data[rng.randrange(len(data) + 1) :]
-        blocks = (dataclasses.replace(blocks[0], data=bytes(data)), *blocks[1:])
+        data = _damaged(rng, blocks[0].data, grow=False)
+        blocks = (dataclasses.replace(blocks[0], data=data), *blocks[1:])
     if blocks and rng.random() < 0.1:
         blocks = blocks[1:]
     info = rec.info ^ (0x80 if rng.random() < 0.2 else 0)
-    same(dataclasses.replace(rec, main_data=bytes(main), blocks=blocks, info=info))
+    same(dataclasses.replace(rec, main_data=main, blocks=blocks, info=info))
 
 
 # --- the armed native reader (predecode): table-change heap records decoded in its walk
@@ -189,28 +190,15 @@ def test_armed_reader_on_damaged_heap_records(seed: int, pick: float) -> None:
     rng = random.Random(seed)
     recs = table_change_records()
     version, rec = recs[int(pick * len(recs))]
-    main = bytearray(rec.main_data)
-    for _ in range(rng.randrange(4)):
-        if main:
-            main[rng.randrange(len(main))] = rng.randrange(256)
-    if rng.random() < 0.3:
-        del main[rng.randrange(len(main) + 1) :]
-    if rng.random() < 0.2:
-        main += rng.randbytes(rng.randrange(40))
+    main = _damaged(rng, rec.main_data, grow=True)
     blocks = _undamaged(rec)[0]
     if blocks and rng.random() < 0.6:
-        data = bytearray(blocks[0].data)
-        for _ in range(rng.randrange(4)):
-            if data:
-                data[rng.randrange(len(data))] = rng.randrange(256)
-        if rng.random() < 0.3:
-            del data[rng.randrange(len(data) + 1) :]
-        blocks[0].data = bytes(data)
+        blocks[0].data = _damaged(rng, blocks[0].data, grow=False)
     if blocks and rng.random() < 0.1:
         blocks = blocks[1:]
     info = rec.info ^ (0x80 if rng.random() < 0.2 else 0)
     writer = WalWriter(magic=_MAGIC[version])
-    body = record_body(blocks, bytes(main), origin=rec.origin, toplevel=rec.toplevel_xid)
+    body = record_body(blocks, main, origin=rec.origin, toplevel=rec.toplevel_xid)
     writer.add(rec.rmid, info, rec.xid, body)
     writer.add(rec.rmid, rec.info, rec.xid, record_body(*_undamaged(rec)))
     data = writer.data()
