@@ -9,7 +9,8 @@ Hands on: through `ctx.write`, exactly the lines `TestDecodingPlugin.change` wri
 each change, in order, with `ctx.write_lsn` at each change's LSN. The rows of a
 RowRun go to Rust at once (`TextPlan.lines`); a row it leaves to the Python path (a
 typed fallback: an external TOAST pointer, a missing attribute with a default,
-NaN/±Infinity numerics, text that is not UTF-8; counted in `fallbacks`) is written by
+NaN/±Infinity numerics, a float whose shortest decimal is a rounding bound, text that is
+not UTF-8; counted in `fallbacks`) is written by
 `TestDecodingPlugin.change`, never half of each, and the run goes on natively after it.
 A list goes through `change` row by row.
 
@@ -17,8 +18,8 @@ How: a `TextPlan` is compiled once per table definition (per relation oid and
 `defined_at`, and the `TableDef` itself) from the definition's `ColumnDef`s (attlen,
 attalign, dropped, atthasmissing) and, per printed column, its head (` name[type]:`,
 quote_identifier of the plugin's server version) and the built-in type's kind
-(`TEXT_KINDS`). A relation with a column of any other type (floats, arrays, enums,
-domains, jsonb, extension types, ...) gets no plan: the Python path prints all its rows
+(`TEXT_KINDS`). A relation with a column of any other type (arrays, enums, domains,
+jsonb, intervals, extension types, ...) gets no plan: the Python path prints all its rows
 (`reason` says why).
 """
 
@@ -49,6 +50,8 @@ TEXT_KINDS: dict[int, tuple[str, int]] = {
     25: ("text", -1),
     26: ("oid", 4),
     114: ("text", -1),  # json: its stored text, quoted
+    700: ("float4", 4),
+    701: ("float8", 8),
     1042: ("text", -1),  # bpchar
     1043: ("text", -1),  # varchar
     1082: ("date", 4),

@@ -4,9 +4,10 @@ A table with a column of every type the native writer prints
 (service.output.native_text.TEXT_KINDS), a dropped column and a column added with a
 default after rows were written, filled with random values (quotes, non-ASCII text,
 NULLs, BC dates, ±infinity, 24:00:00, long and tiny numerics, NaN), then updated and
-deleted in runs; beside it a REPLICA IDENTITY FULL table, a table with a float column
-(which has no native plan) and values the writer leaves to Python (an unchanged TOAST
-value, NaN, a missing attribute). pgcdc's lines must equal a real test_decoding slot's
+deleted in runs; beside it a REPLICA IDENTITY FULL table, a table of floats, a table
+with an interval column (which has no native plan) and values the writer leaves to
+Python (an unchanged TOAST value, NaN, a missing attribute, a float whose shortest
+decimal is a rounding bound or a tie). pgcdc's lines must equal a real test_decoding slot's
 line for line under PGCDC_IMPL=native and =python; under native, most rows must have
 been written by Rust and each fallback must have been for the reason the row carries.
 """
@@ -106,7 +107,8 @@ def test_native_text_equals_test_decoding(
             f"CREATE TABLE nt ({COLUMNS})",
             "CREATE TABLE nf (id int, v text, w numeric)",
             "ALTER TABLE nf REPLICA IDENTITY FULL",
-            "CREATE TABLE nfl (id int PRIMARY KEY, f float8)",
+            "CREATE TABLE nfl (id int PRIMARY KEY, f float8, r real)",
+            "CREATE TABLE niv (id int PRIMARY KEY, i interval)",
             "CREATE TABLE ntoast (id int PRIMARY KEY, k int, big text)",
             "ALTER TABLE ntoast ALTER COLUMN big SET STORAGE EXTERNAL",
         ],
@@ -117,7 +119,10 @@ def test_native_text_equals_test_decoding(
             "INSERT INTO nf SELECT g, 'v''' || g, g / 7.0 FROM generate_series(1, 200) g",
             "INSERT INTO nf VALUES (201, NULL, 'NaN')",
             "DELETE FROM nf WHERE id % 2 = 0",
-            "INSERT INTO nfl SELECT g, g / 3.0 FROM generate_series(1, 50) g",
+            "INSERT INTO nfl SELECT g, g / 3.0, g / 7.0 FROM generate_series(1, 50) g",
+            "INSERT INTO nfl VALUES (51, 'NaN', '-Infinity'), (52, -0.0, 1e-37),"
+            " (53, 1e23, 3.4e38), (54, 2^47 + 0.125, 0.1), (55, 5e-324, NULL)",
+            "INSERT INTO niv SELECT g, g * interval '1 day' FROM generate_series(1, 20) g",
             # Inline-compressed values (compressible, under the TOAST threshold).
             "UPDATE nt SET tx = repeat('ab''c', 500) WHERE id <= 20",
             # A toasted value left alone by an UPDATE: its pointer is logged unchanged.
@@ -146,6 +151,9 @@ def test_native_text_equals_test_decoding(
         " t[time without time zone]:null ts[timestamp without time zone]:null"
         " tz[timestamp with time zone]:null n[numeric]:1.500 nu[numeric]:null u[uuid]:null"
         " extra[integer]:42",
+        "table public.nfl: INSERT: id[integer]:53 f[double precision]:1e+23 r[real]:3.4e+38",
+        "table public.nfl: INSERT: id[integer]:54 f[double precision]:140737488355328.12"
+        " r[real]:0.1",
         min_lines=900,
     )
     (plugin,) = plugins
@@ -154,11 +162,12 @@ def test_native_text_equals_test_decoding(
         assert native is None
         return
     assert native is not None
-    # Rows of nt and nf in runs are Rust's but for the fallbacks below; nfl's are Python's.
+    # Rows in runs are Rust's but for the fallbacks below; niv's are Python's.
     assert native.native >= 900, (native.native, native.fallbacks)
     assert native.fallbacks["numeric Python decides"] >= 1, native.fallbacks  # NaN
     assert native.fallbacks["external TOAST pointer"] >= 1, native.fallbacks
     assert native.fallbacks["attribute missing with a default"] >= 1, native.fallbacks
+    assert native.fallbacks["float Python decides"] >= 2, native.fallbacks  # 1e23, 2^47 + 1/8
     plans = {key: plan for key, (_table, plan) in native._plans.items()}
-    assert any(plan is None for plan in plans.values())  # nfl: a float8 column
-    assert sum(plan is not None for plan in plans.values()) >= 3
+    assert sum(plan is None for plan in plans.values()) == 1  # niv: an interval column
+    assert sum(plan is not None for plan in plans.values()) >= 4

@@ -30,6 +30,7 @@
 
 pub mod avro;
 pub mod datetime;
+pub mod float;
 pub mod numeric;
 pub mod text;
 

@@ -8,19 +8,20 @@
 //! and how its value prints (`TextKind`); then per row a `Tuple`.
 //! Hands on: the tuple's part of the line, appended to a String: per printed column its
 //! head, then `null` (not when `skip_nulls`, the old key of a DELETE) or the literal as
-//! print_literal writes the output function's text: integers, oid and numeric bare;
+//! print_literal writes the output function's text: integers, oid, floats and numeric bare;
 //! bool as true/false; every other kind single-quoted with quotes doubled. Or the
 //! reason the row is the Python path's (a fallback, the whole row): an external TOAST
-//! pointer, a missing attribute with a default, NaN/±Infinity numerics, text that is
-//! not UTF-8, a stored size that differs from the type's.
+//! pointer, a missing attribute with a default, NaN/±Infinity numerics, a float whose
+//! shortest decimal is a rounding bound (rows::float), text that is not UTF-8, a stored
+//! size that differs from the type's.
 //!
 //! The text is each output function's under the settings service.types.convert names
-//! (DateStyle=ISO, TimeZone=UTC, bytea_output=hex), as rows::numeric and
-//! rows::datetime write it. Errors are the deform's (`RowError`). Pure, no panics.
+//! (DateStyle=ISO, TimeZone=UTC, bytea_output=hex, extra_float_digits=1), as
+//! rows::numeric, rows::float and rows::datetime write it. Errors are the deform's (`RowError`). Pure, no panics.
 
 use std::fmt::Write;
 
-use super::{datetime, fixed, numeric, Plan, RowError, Step, Tuple};
+use super::{datetime, fixed, float, numeric, Plan, RowError, Step, Tuple};
 
 /// How a printed column's value is written (its output function, then print_literal).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +31,8 @@ pub enum TextKind {
     Int4,
     Int8,
     Oid,
+    Float4,
+    Float8,
     /// text, varchar, bpchar, json: the stored UTF-8, quoted.
     Text,
     /// name: the bytes before the first NUL of NameData, quoted.
@@ -52,6 +55,8 @@ impl TextKind {
             "int4" => TextKind::Int4,
             "int8" => TextKind::Int8,
             "oid" => TextKind::Oid,
+            "float4" => TextKind::Float4,
+            "float8" => TextKind::Float8,
             "text" => TextKind::Text,
             "name" => TextKind::Name,
             "bytea" => TextKind::Bytea,
@@ -70,8 +75,12 @@ impl TextKind {
         match self {
             TextKind::Bool => 1,
             TextKind::Int2 => 2,
-            TextKind::Int4 | TextKind::Oid | TextKind::Date => 4,
-            TextKind::Int8 | TextKind::Time | TextKind::Timestamp | TextKind::TimestampTz => 8,
+            TextKind::Int4 | TextKind::Oid | TextKind::Float4 | TextKind::Date => 4,
+            TextKind::Int8
+            | TextKind::Float8
+            | TextKind::Time
+            | TextKind::Timestamp
+            | TextKind::TimestampTz => 8,
             TextKind::Uuid => 16,
             TextKind::Name => 64,
             TextKind::Text | TextKind::Bytea | TextKind::Numeric => -1,
@@ -165,6 +174,8 @@ fn literal(out: &mut String, kind: TextKind, d: &[u8]) -> Result<(), &'static st
         TextKind::Oid => {
             let _ = write!(out, "{}", u32::from_le_bytes(fixed(d)?));
         }
+        TextKind::Float4 => float::float4(out, f32::from_le_bytes(fixed(d)?))?,
+        TextKind::Float8 => float::float8(out, f64::from_le_bytes(fixed(d)?))?,
         TextKind::Numeric => numeric::text(out, d).ok_or("numeric Python decides")?,
         TextKind::Text => quoted(out, utf8(d)?),
         TextKind::Name => {
