@@ -34,7 +34,8 @@ Pure: no I/O. Not thread-safe. Do not call `feed` while iterating.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
+from functools import partial
 from typing import TYPE_CHECKING
 
 from service import _native
@@ -145,18 +146,19 @@ class NativeXLogReader:
     def predecode_heap(
         self,
         decoder: object,
-        make: Callable[..., PredecodedRecord],
+        record: type[PredecodedRecord],
         bare_rmids: Collection[int] = (),
     ) -> None:
         """Arm the reader: from now on every table-change heap record (Heap INSERT,
         DELETE, UPDATE, HOT_UPDATE; Heap2 MULTI_INSERT) is parsed in the walk by
         `decoder` (service._native.HeapDecoder, the parsers of
-        `service.decode.native_heap`) and handed on by `decoded_records` as
-        `make(lsn, end_lsn, total_len, xid, info, rmid, toplevel_xid, origin, events)`.
+        `service.decode.native_heap`) and handed on by `decoded_records` as a `record`
+        (the PredecodedRecord NamedTuple, built from its fields' tuple by
+        `tuple.__new__`: its generated `__new__` would cost a Python call per record).
         A record the parser refuses still comes as its `XLogRecord`. A record of an rmgr
         in `bare_rmids` (one the decoder gives no events for) comes the same way, with
         no events, and without its block references and data ever being built."""
-        self._native.predecode_heap(decoder, make, sorted(bare_rmids))
+        self._native.predecode_heap(decoder, partial(tuple.__new__, record), sorted(bare_rmids))
         self._armed = True
 
     def decoded_records(self) -> Iterator[XLogRecord | PredecodedRecord]:

@@ -324,7 +324,7 @@ fn predecoded_record<'py>(
     body: &Body,
     events: Bound<'py, PyList>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    pd.make.bind(py).call1((
+    let fields = (
         h.lsn,
         h.end_lsn,
         h.total_len,
@@ -334,7 +334,9 @@ fn predecoded_record<'py>(
         body.toplevel_xid,
         body.origin,
         events,
-    ))
+    )
+        .into_pyobject(py)?;
+    pd.make.bind(py).call1((fields,))
 }
 
 fn locator<'py>(
@@ -447,7 +449,8 @@ impl PyWalReader {
     }
 
     /// From now on, hand on each table-change heap record (`predecoded_parser`) as
-    /// `make(lsn, end_lsn, total_len, xid, info, rmid, toplevel_xid, origin, events)`,
+    /// `make((lsn, end_lsn, total_len, xid, info, rmid, toplevel_xid, origin, events))`
+    /// (one tuple: `tuple.__new__` of the NamedTuple class, no Python frame per record),
     /// its events parsed here by `decoder`'s parsers, instead of as an `XLogRecord`;
     /// and each record of an rmgr in `bare_rmids` (those without rm_decode) the same
     /// way with no events.
