@@ -19,8 +19,8 @@ native side must raise the same class or fall back, and where the native side ra
 the Python deformer must raise the same class. Undamaged seeds must encode or fall back
 (never raise). The exit status is 1 if there was any failure.
 
-With `--text` each case goes through `TextPlan.lines` over the same layout (the float
-columns deformed but not printed), with the same rules; and where the Python deformer
+With `--text` each case goes through `TextPlan.lines` over the same layout, with the
+same rules; and where the Python deformer
 and each column's Python output function (service.types.convert.to_text, then
 print_literal) succeed on a case the native writer printed, the line must be exactly
 the Python one (a difference is a failure).
@@ -85,6 +85,8 @@ _TEXT = {
     "text": ("text", 25),
     "int4": ("int4", 23),
     "oid": ("oid", 26),
+    "float4": ("float4", 700),
+    "float8": ("float8", 701),
     "name": ("name", 19),
     "bytea": ("bytea", 17),
     "uuid": ("uuid", 2950),

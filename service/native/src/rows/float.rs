@@ -23,81 +23,94 @@ pub const ON_BOUND: &str = "float Python decides";
 
 /// float8out's text, appended to `out`; Err(ON_BOUND) leaves `out` as it was.
 pub fn float8(out: &mut String, v: f64) -> Result<(), &'static str> {
-    let bits = v.to_bits();
-    let field = ((bits >> 52) & 0x7FF) as i32;
-    let frac = bits & ((1 << 52) - 1);
-    let (m, e) = if field == 0 {
-        (frac, -1074)
-    } else {
-        (frac | (1 << 52), field - 1075)
-    };
+    let special = Special::of(v.is_nan(), v.is_infinite(), v.is_sign_negative(), v == 0.0);
     let shortest = format!("{:e}", v.abs());
-    write(
-        out,
-        v.is_nan(),
-        v.is_infinite(),
-        v.is_sign_negative(),
-        v == 0.0,
-        15,
-        &shortest,
-        || (m, e, frac == 0 && field > 1),
-    )
+    write(out, special, 15, &shortest, binary(v.to_bits(), 52, 11))
 }
 
 /// float4out's text, appended to `out`; Err(ON_BOUND) leaves `out` as it was.
 pub fn float4(out: &mut String, v: f32) -> Result<(), &'static str> {
-    let bits = v.to_bits();
-    let field = ((bits >> 23) & 0xFF) as i32;
-    let frac = (bits & ((1 << 23) - 1)) as u64;
-    let (m, e) = if field == 0 {
-        (frac, -149)
-    } else {
-        (frac | (1 << 23), field - 150)
-    };
+    let special = Special::of(v.is_nan(), v.is_infinite(), v.is_sign_negative(), v == 0.0);
     let shortest = format!("{:e}", v.abs());
     write(
         out,
-        v.is_nan(),
-        v.is_infinite(),
-        v.is_sign_negative(),
-        v == 0.0,
+        special,
         6,
         &shortest,
-        || (m, e, frac == 0 && field > 1),
+        binary(v.to_bits().into(), 23, 8),
     )
 }
 
-/// The shared layout; `binary` gives (mantissa, binary exponent, whether the gap below
-/// is half the gap above) of a finite non-zero value.
-#[allow(clippy::too_many_arguments)]
+/// What a value is before its digits matter.
+#[derive(Clone, Copy)]
+enum Special {
+    NaN,
+    Infinity { negative: bool },
+    Zero { negative: bool },
+    Finite { negative: bool },
+}
+
+impl Special {
+    fn of(nan: bool, infinite: bool, negative: bool, zero: bool) -> Special {
+        if nan {
+            Special::NaN
+        } else if infinite {
+            Special::Infinity { negative }
+        } else if zero {
+            Special::Zero { negative }
+        } else {
+            Special::Finite { negative }
+        }
+    }
+}
+
+/// (mantissa, binary exponent, whether the gap below is half the gap above: a power of
+/// two above the smallest normal) of an IEEE 754 binary value's `bits`, with `frac`
+/// fraction bits and `exp` exponent bits.
+fn binary(bits: u64, frac: u32, exp: u32) -> (u64, i32, bool) {
+    let field = ((bits >> frac) & ((1 << exp) - 1)) as i32;
+    let fraction = bits & ((1 << frac) - 1);
+    let bias = (1 << (exp - 1)) - 1 + frac as i32; // 1075 for binary64, 150 for binary32
+    if field == 0 {
+        (fraction, 1 - bias, false)
+    } else {
+        (
+            fraction | (1 << frac),
+            field - bias,
+            fraction == 0 && field > 1,
+        )
+    }
+}
+
+/// The shared layout of a value whose shortest digits are `shortest` (`{:e}` of its
+/// magnitude) and whose binary form is `binary`.
 fn write(
     out: &mut String,
-    nan: bool,
-    infinite: bool,
-    negative: bool,
-    zero: bool,
+    special: Special,
     fixed_below: i32,
     shortest: &str,
-    binary: impl Fn() -> (u64, i32, bool),
+    binary: (u64, i32, bool),
 ) -> Result<(), &'static str> {
-    if nan {
-        out.push_str("NaN");
-        return Ok(());
-    }
-    if infinite {
-        out.push_str(if negative { "-Infinity" } else { "Infinity" });
-        return Ok(());
-    }
+    let negative = match special {
+        Special::NaN => {
+            out.push_str("NaN");
+            return Ok(());
+        }
+        Special::Infinity { negative } => {
+            out.push_str(if negative { "-Infinity" } else { "Infinity" });
+            return Ok(());
+        }
+        Special::Zero { negative } => {
+            out.push_str(if negative { "-0" } else { "0" });
+            return Ok(());
+        }
+        Special::Finite { negative } => negative,
+    };
     let sign = if negative { "-" } else { "" };
-    if zero {
-        out.push_str(sign);
-        out.push('0');
-        return Ok(());
-    }
     let (mantissa, exp) = shortest.split_once('e').ok_or(ON_BOUND)?;
     let exp: i32 = exp.parse().map_err(|_| ON_BOUND)?;
     let digits: String = mantissa.chars().filter(|&c| c != '.').collect();
-    let (m, e, half_below) = binary();
+    let (m, e, half_below) = binary;
     if on_bound(&digits, exp, m, e, half_below) || tie(&digits, exp, m, e) {
         return Err(ON_BOUND);
     }
