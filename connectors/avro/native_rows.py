@@ -69,6 +69,7 @@ from service.output.api import (
 )
 from service.pgconst import UNIX_EPOCH_USECS
 from service.schema.tabledef import TableDef
+from service.types.deform import TYPALIGN_BYTES
 from service.types.rowdecode import DecodedRow, RowRun
 
 log = structlog.get_logger(__name__)
@@ -95,7 +96,6 @@ NATIVE_TYPES: dict[int, tuple[str, int]] = {
     2950: ("uuid", 16),
 }
 _NUMERIC = 1700
-_ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
 
 ColumnSpec = tuple[str, int, int, bool, bool, str, int, int, bool]
 
@@ -144,7 +144,7 @@ def compile_plan(
     specs: list[ColumnSpec] = []
     index: dict[str, int] = {}
     for c in table.columns:
-        align = _ALIGN.get(c.attalign)
+        align = TYPALIGN_BYTES.get(c.attalign)
         if align is None:
             return None, f"column {c.name}: attalign {c.attalign!r}"
         kind, scale, precision, optional = "", 0, 0, False

@@ -35,6 +35,7 @@ import structlog
 from service.errors import DecodeError, SchemaMismatchError
 from service.output.api import ChangeOp, PluginContext, RelationInfo, RowChange, TxnInfo
 from service.schema.tabledef import TableDef
+from service.types.deform import TYPALIGN_BYTES
 from service.types.rowdecode import RowRun
 
 log = structlog.get_logger(__name__)
@@ -61,7 +62,6 @@ TEXT_KINDS: dict[int, tuple[str, int]] = {
     1700: ("numeric", -1),
     2950: ("uuid", 16),
 }
-_ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
 _OPS = {ChangeOp.INSERT: " INSERT:", ChangeOp.UPDATE: " UPDATE:", ChangeOp.DELETE: " DELETE:"}
 
 TextSpec = tuple[str, int, int, bool, bool, str, str]
@@ -76,7 +76,7 @@ def compile_text_plan(
     specs: list[TextSpec] = []
     printed: list[str] = []
     for c in table.columns:
-        align = _ALIGN.get(c.attalign)
+        align = TYPALIGN_BYTES.get(c.attalign)
         if align is None:
             return None, f"column {c.name}: attalign {c.attalign!r}"
         meta = None if c.dropped else metas.get(c.name)
@@ -142,7 +142,7 @@ class NativeText:
             done = len(lines)
             if done:
                 self.native += done
-                p.opened(ctx, txn)
+                p.maybe_begin(ctx, txn)
                 write = ctx.write
                 for lsn, line in zip(lsns[i : i + done], lines, strict=True):
                     ctx.write_lsn = lsn

@@ -175,7 +175,8 @@ class TestDecodingPlugin:
     def _begin_line(self, txn: TxnInfo) -> str:
         return f"BEGIN {txn.xid}" if self.opts["include-xids"] else "BEGIN"
 
-    def _maybe_begin(self, ctx: PluginContext, txn: TxnInfo) -> None:
+    def maybe_begin(self, ctx: PluginContext, txn: TxnInfo) -> None:
+        """Before a change's line: the BEGIN that skip-empty-xacts held back."""
         if self.opts["skip-empty-xacts"] and not self.wrote.get(txn.xid, False):
             ctx.write(self._begin_line(txn))
         self.wrote[txn.xid] = True
@@ -194,12 +195,8 @@ class TestDecodingPlugin:
             line += f" (at {timestamptz_to_str(txn.commit_time)})"
         ctx.write(line)
 
-    def opened(self, ctx: PluginContext, txn: TxnInfo) -> None:
-        """Before a change's line: the BEGIN that skip-empty-xacts held back."""
-        self._maybe_begin(ctx, txn)
-
     def change(self, ctx: PluginContext, txn: TxnInfo, change: RowChange) -> None:
-        self._maybe_begin(ctx, txn)
+        self.maybe_begin(ctx, txn)
         ctx.write(self.format_change(change))
 
     def changes(self, ctx: PluginContext, txn: TxnInfo, changes: Sequence[RowChange]) -> None:
@@ -214,7 +211,7 @@ class TestDecodingPlugin:
             self.change(ctx, txn, change)
 
     def truncate(self, ctx: PluginContext, txn: TxnInfo, change: TruncateChange) -> None:
-        self._maybe_begin(ctx, txn)
+        self.maybe_begin(ctx, txn)
         ctx.write(self.format_truncate(change))
 
     def message(self, ctx: PluginContext, txn: TxnInfo | None, message: Message) -> None:
@@ -222,7 +219,7 @@ class TestDecodingPlugin:
         # message too (pg_decode_message calls pg_output_begin); PG15's and PG16's do
         # not. Measured on 15.18, 16.15, 17.10 and 18.6.
         if self.version >= 17 and message.transactional and txn is not None:
-            self._maybe_begin(ctx, txn)
+            self.maybe_begin(ctx, txn)
         ctx.write(self.format_message(message))
 
     # --- two-phase --------------------------------------------------------------------

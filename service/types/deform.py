@@ -43,7 +43,8 @@ HEAP_HASNULL = 0x0001
 HEAP_NATTS_MASK = 0x07FF
 _T_BITS_OFFSET = 23  # offsetof(HeapTupleHeaderData, t_bits)
 
-_ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
+TYPALIGN_BYTES = {"c": 1, "s": 2, "i": 4, "d": 8}
+"""pg_type.typalign (and attalign) as the alignment in bytes."""
 _COMPOSITE_HEADER = struct.Struct("<iI6xHHB")  # typmod, typeid, ctid, infomask2, infomask, hoff
 
 
@@ -71,7 +72,7 @@ class Column:
 def align(off: int, typalign: str) -> int:
     """Round `off` up to the alignment `typalign` names (att_align_nominal)."""
     try:
-        a = _ALIGN[typalign]
+        a = TYPALIGN_BYTES[typalign]
     except KeyError:
         raise DecodeError(f"unknown typalign {typalign!r}") from None
     return (off + a - 1) & ~(a - 1)

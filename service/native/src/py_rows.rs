@@ -39,9 +39,7 @@ type ColumnSpec = (String, i16, usize, bool, bool, String, u32, u32, bool);
 #[pyclass(module = "service._native", name = "RowPlan", frozen)]
 pub struct PyRowPlan {
     plan: Plan,
-    relation: String,
-    mismatch_error: Py<PyAny>,
-    decode_error: Py<PyAny>,
+    errors: RowErrors,
 }
 
 #[pymethods]
@@ -58,11 +56,7 @@ impl PyRowPlan {
         let mut cols = Vec::with_capacity(columns.len());
         for (name, attlen, align, dropped, has_missing, kind, scale, precision, optional) in columns
         {
-            if ![1, 2, 4, 8].contains(&align) {
-                return Err(PyValueError::new_err(format!(
-                    "column {name}: alignment {align}"
-                )));
-            }
+            check_align(&name, align)?;
             let kind = if kind.is_empty() {
                 None
             } else {
@@ -95,9 +89,11 @@ impl PyRowPlan {
         }
         Ok(PyRowPlan {
             plan: Plan { columns: cols, key },
-            relation,
-            mismatch_error,
-            decode_error,
+            errors: RowErrors {
+                relation,
+                mismatch_error,
+                decode_error,
+            },
         })
     }
 
@@ -223,27 +219,60 @@ impl PyRowPlan {
     }
 }
 
-/// An instance of the typed error `class` (SchemaMismatchError or DecodeError) with the
-/// row's `lsn`, `relation` and `field`, as the Python deformer raises it.
-pub(crate) fn row_error(
-    py: Python<'_>,
-    class: &Py<PyAny>,
-    relation: &str,
-    message: String,
-    field: Option<String>,
-    lsn: u64,
-) -> PyErr {
-    let build = || -> PyResult<PyErr> {
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("lsn", lsn)?;
-        kwargs.set_item("relation", relation)?;
-        if let Some(f) = field {
-            kwargs.set_item("field", f)?;
-        }
-        let exc = class.bind(py).call((message,), Some(&kwargs))?;
-        Ok(PyErr::from_value(exc))
-    };
-    build().unwrap_or_else(|e| e)
+/// A column's alignment in bytes must be 1, 2, 4 or 8 (attalign c, s, i, d).
+pub(crate) fn check_align(name: &str, align: usize) -> PyResult<()> {
+    if [1, 2, 4, 8].contains(&align) {
+        Ok(())
+    } else {
+        Err(PyValueError::new_err(format!(
+            "column {name}: alignment {align}"
+        )))
+    }
+}
+
+/// The typed errors a plan raises (SchemaMismatchError, DecodeError) and the table they
+/// name: a plan's result, panics included, as the Python deformer would raise it.
+pub(crate) struct RowErrors {
+    pub(crate) relation: String,
+    pub(crate) mismatch_error: Py<PyAny>,
+    pub(crate) decode_error: Py<PyAny>,
+}
+
+impl RowErrors {
+    /// `result` of a plan's call (inside catch_unwind) for the row at `lsn`: its value,
+    /// or its RowError as the typed error with `lsn`, `relation` and `field`; a panic is
+    /// the DecodeError "internal error in the native {what}".
+    pub(crate) fn check<T>(
+        &self,
+        py: Python<'_>,
+        result: std::thread::Result<Result<T, RowError>>,
+        what: &str,
+        lsn: u64,
+    ) -> PyResult<T> {
+        let (class, message, field) = match result {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(RowError::Mismatch { message, field })) => {
+                (&self.mismatch_error, message, field)
+            }
+            Ok(Err(RowError::Decode { message, field })) => (&self.decode_error, message, field),
+            Err(_) => (
+                &self.decode_error,
+                format!("internal error in the native {what}"),
+                None,
+            ),
+        };
+        let build = || -> PyResult<PyErr> {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("lsn", lsn)?;
+            kwargs.set_item("relation", &self.relation)?;
+            if let Some(f) = field {
+                kwargs.set_item("field", f)?;
+            }
+            let exc = class.bind(py).call((message,), Some(&kwargs))?;
+            Ok(PyErr::from_value(exc))
+        };
+        Err(build().unwrap_or_else(|e| e))
+    }
 }
 
 /// A RawTuple's (natts, infomask, hoff, data), read through the `intern_names`.
@@ -286,33 +315,7 @@ impl PyRowPlan {
         } else {
             run()
         };
-        match result {
-            Ok(Ok(outcome)) => Ok(outcome),
-            Ok(Err(RowError::Mismatch { message, field })) => Err(row_error(
-                py,
-                &self.mismatch_error,
-                &self.relation,
-                message,
-                field,
-                lsn,
-            )),
-            Ok(Err(RowError::Decode { message, field })) => Err(row_error(
-                py,
-                &self.decode_error,
-                &self.relation,
-                message,
-                field,
-                lsn,
-            )),
-            Err(_) => Err(row_error(
-                py,
-                &self.decode_error,
-                &self.relation,
-                "internal error in the native row encoder".to_string(),
-                None,
-                lsn,
-            )),
-        }
+        self.errors.check(py, result, "row encoder", lsn)
     }
 }
 

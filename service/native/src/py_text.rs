@@ -21,18 +21,16 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
-use crate::py_rows::{intern_names, raw_fields, row_error};
+use crate::py_rows::{check_align, intern_names, raw_fields, RowErrors};
 use crate::rows::text::{Printed, TextKind, TextPlan};
-use crate::rows::{Column, Plan, RowError, Tuple};
+use crate::rows::{Column, Plan, Tuple};
 
 type TextSpec = (String, i16, usize, bool, bool, String, String);
 
 #[pyclass(module = "service._native", name = "TextPlan", frozen)]
 pub struct PyTextPlan {
     plan: TextPlan,
-    relation: String,
-    mismatch_error: Py<PyAny>,
-    decode_error: Py<PyAny>,
+    errors: RowErrors,
 }
 
 #[pymethods]
@@ -48,11 +46,7 @@ impl PyTextPlan {
         let mut layout = Vec::with_capacity(columns.len());
         let mut printed = Vec::with_capacity(columns.len());
         for (name, attlen, align, dropped, has_missing, head, kind) in columns {
-            if ![1, 2, 4, 8].contains(&align) {
-                return Err(PyValueError::new_err(format!(
-                    "column {name}: alignment {align}"
-                )));
-            }
+            check_align(&name, align)?;
             let shown = if kind.is_empty() || dropped {
                 None
             } else {
@@ -87,9 +81,11 @@ impl PyTextPlan {
                 },
                 printed,
             },
-            relation,
-            mismatch_error,
-            decode_error,
+            errors: RowErrors {
+                relation,
+                mismatch_error,
+                decode_error,
+            },
         })
     }
 
@@ -130,34 +126,11 @@ impl PyTextPlan {
             let result = catch_unwind(AssertUnwindSafe(|| {
                 plan.tuple(&mut line, &tuple, skip_nulls)
             }));
-            match result {
-                Ok(Ok(None)) => out.append(PyString::new(py, &line))?,
-                Ok(Ok(Some(why))) => return Ok((out, Some(why))),
-                Ok(Err(RowError::Mismatch { message, field })) => {
-                    return Err(self.error(py, &self.mismatch_error, message, field, lsn))
-                }
-                Ok(Err(RowError::Decode { message, field })) => {
-                    return Err(self.error(py, &self.decode_error, message, field, lsn))
-                }
-                Err(_) => {
-                    let message = "internal error in the native text writer".to_string();
-                    return Err(self.error(py, &self.decode_error, message, None, lsn));
-                }
+            match self.errors.check(py, result, "text writer", lsn)? {
+                None => out.append(PyString::new(py, &line))?,
+                Some(why) => return Ok((out, Some(why))),
             }
         }
         Ok((out, None))
-    }
-}
-
-impl PyTextPlan {
-    fn error(
-        &self,
-        py: Python<'_>,
-        class: &Py<PyAny>,
-        message: String,
-        field: Option<String>,
-        lsn: u64,
-    ) -> PyErr {
-        row_error(py, class, &self.relation, message, field, lsn)
     }
 }

@@ -111,7 +111,12 @@ fn write(
     let exp: i32 = exp.parse().map_err(|_| ON_BOUND)?;
     let digits: String = mantissa.chars().filter(|&c| c != '.').collect();
     let (m, e, half_below) = binary;
-    if on_bound(&digits, exp, m, e, half_below) || tie(&digits, exp, m, e) {
+    // The candidate digits × 10^k; more digits than any shortest float: not ours.
+    let Ok(d) = digits.parse::<u64>() else {
+        return Err(ON_BOUND);
+    };
+    let k = exp - (digits.len() as i32 - 1);
+    if on_bound(d, k, m, e, half_below) || tie(d, k, m, e) {
         return Err(ON_BOUND);
     }
     out.push_str(sign);
@@ -145,14 +150,10 @@ fn write(
     Ok(())
 }
 
-/// Whether the decimal `digits` × 10^(exp - len + 1) is exactly one of the two bounds of
+/// Whether the decimal d × 10^k is exactly one of the two bounds of
 /// the rounding interval of m × 2^e: (2m ± 1) × 2^(e - 1), or below a power of two
 /// whose gap below is half, (4m - 1) × 2^(e - 2).
-fn on_bound(digits: &str, exp: i32, m: u64, e: i32, half_below: bool) -> bool {
-    let Ok(d) = digits.parse::<u64>() else {
-        return true; // more digits than any shortest float: not ours to decide
-    };
-    let k = exp - (digits.len() as i32 - 1);
+fn on_bound(d: u64, k: i32, m: u64, e: i32, half_below: bool) -> bool {
     let below = if half_below {
         (4 * m - 1, e - 2)
     } else {
@@ -161,13 +162,9 @@ fn on_bound(digits: &str, exp: i32, m: u64, e: i32, half_below: bool) -> bool {
     equals(d, k, 2 * m + 1, e - 1) || equals(d, k, below.0, below.1)
 }
 
-/// Whether m × 2^e lies exactly halfway between the decimal `digits` × 10^k and one of
-/// its neighbours at that precision: (2d ± 1) × 10^k == m × 2^(e + 1).
-fn tie(digits: &str, exp: i32, m: u64, e: i32) -> bool {
-    let Ok(d) = digits.parse::<u64>() else {
-        return true;
-    };
-    let k = exp - (digits.len() as i32 - 1);
+/// Whether m × 2^e lies exactly halfway between the decimal d × 10^k and one of its
+/// neighbours at that precision: (2d ± 1) × 10^k == m × 2^(e + 1).
+fn tie(d: u64, k: i32, m: u64, e: i32) -> bool {
     let tz = m.trailing_zeros() as i32;
     let (odd, p) = (m >> tz, e + 1 + tz);
     equals(2 * d - 1, k, odd, p) || equals(2 * d + 1, k, odd, p)
