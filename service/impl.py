@@ -39,7 +39,7 @@ from service.wal.reader import HeaderTuple, XLogReader
 from service.wal.record import XLogRecord
 
 if TYPE_CHECKING:
-    from service.decode.events import PredecodedRecord
+    from service.decode.events import InsertRun, PredecodedRecord
 
 log = structlog.get_logger(__name__)
 
@@ -83,19 +83,20 @@ class XLogReaderFactory(Protocol):
 
 
 def predecoding(
-    reader: XLogReaderLike, bare_rmids: Collection[int] = ()
-) -> Callable[[], Iterator[XLogRecord | PredecodedRecord]] | None:
+    reader: XLogReaderLike, bare_rmids: Collection[int] = (), *, runs: bool = False
+) -> Callable[[], Iterator[XLogRecord | PredecodedRecord | InsertRun]] | None:
     """Arm `reader`, when it is the native one, to decode table-change heap records in
     its walk, and to hand on the records of `bare_rmids` (rmgrs the decoder gives no
-    events for) without their bodies (`service.decode.native_heap.predecode`): its
-    `decoded_records`, whose items the decoding driver takes as they come
-    (`Decoding.process`); None, having done nothing, for the Python reader."""
+    events for) without their bodies (`service.decode.native_heap.predecode`), and with
+    `runs` its plain inserts as InsertRuns: its `decoded_records`, whose items the
+    decoding driver takes as they come (`Decoding.process`); None, having done nothing,
+    for the Python reader."""
     if isinstance(reader, XLogReader):
         return None
     from service.decode.native_heap import predecode  # noqa: PLC0415 (needs the extension)
     from service.wal.native import NativeXLogReader  # noqa: PLC0415 (needs the extension)
 
-    if not isinstance(reader, NativeXLogReader) or not predecode(reader, bare_rmids):
+    if not isinstance(reader, NativeXLogReader) or not predecode(reader, bare_rmids, runs=runs):
         return None
     return reader.decoded_records
 

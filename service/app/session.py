@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from connectors.postgres.catalog import Catalog
 from connectors.postgres.type_loader import TypeLoader
-from service.decode.events import HeapChange, PredecodedRecord
+from service.decode.events import HeapChange, InsertRun, PredecodedRecord
 from service.errors import DecodeError
 from service.impl import predecoding, xlog_reader_class
 from service.output.api import (
@@ -234,11 +234,13 @@ class Session:
         )
         # The native reader decodes table-change heap records in its walk, and hands on
         # the records of rmgrs without rm_decode (btree, ...) without their bodies.
-        self.records: Callable[[], Iterator[XLogRecord | PredecodedRecord]] = (
-            predecoding(self.reader, self.decoding.decoder.without_decode) or self.reader.records
+        self.records: Callable[[], Iterator[XLogRecord | PredecodedRecord | InsertRun]] = (
+            predecoding(self.reader, self.decoding.decoder.without_decode, runs=True)
+            or self.reader.records
         )
         """The fed WAL's complete records, as `feed` decodes them (`Decoding.process`
-        takes each): XLogRecords, and PredecodedRecords from the native reader."""
+        takes each): XLogRecords, and PredecodedRecords and InsertRuns from the native
+        reader."""
         self.start_lsn = start_lsn
 
     def _history_rows(self, history: SchemaHistory) -> HistoryRows:
@@ -290,7 +292,10 @@ class Session:
         for record in self.records():
             if record.lsn < self.start_lsn:
                 continue
-            self.decoding.process(record)
+            if isinstance(record, InsertRun) and record.first_lsn < self.start_lsn:
+                self.decoding.process(record.since(self.start_lsn))
+            else:
+                self.decoding.process(record)
             if self._awaiting_alignment and self.snap.is_consistent:
                 self._align()
 

@@ -348,3 +348,37 @@ class PredecodedRecord(NamedTuple):
     toplevel_xid: int | None
     origin: int | None
     events: list[Event]
+
+
+class InsertRun(NamedTuple):
+    """Consecutive table-change heap records the native XLog reader gathered into one
+    (once armed with runs: see `service.decode.native_heap.predecode`): Heap INSERT and
+    Heap2 MULTI_INSERT records of transaction `xid` into one relation, none with a
+    top-level xid (block 252) or an origin (block 253), whose events are all plain
+    inserts (`ChangeKind.INSERT`, not on a toast relation); and between and after them
+    the records of rmgrs without rm_decode (the index inserts), of `xid` or of none and
+    with no top-level xid, which the driver only counts. `records` counts them all.
+
+    `changes` are exactly the events `Decoder.decode` gives for those records, in WAL
+    order. Every gate the decoding driver passes a record through (ReorderBufferProcessXid,
+    SnapBuildProcessChange, the database and origin filters) answers the same for each
+    of them, so `Decoding.process_run` takes the run as a whole, with the result of
+    `Decoding.process` on each record in turn. `lsn` and `end_lsn` are the last
+    record's (where reading continues), `first_lsn` the first's."""
+
+    first_lsn: int
+    lsn: int
+    end_lsn: int
+    xid: int
+    records: int
+    changes: list[HeapChange]
+
+    def since(self, lsn: int) -> InsertRun:
+        """The run of this run's records logged at or after `lsn` (it must hold an
+        insert there); `records` then counts its inserts' records only."""
+        changes = [c for c in self.changes if c.lsn >= lsn]
+        return self._replace(
+            first_lsn=changes[0].lsn,
+            records=len({c.lsn for c in changes}),
+            changes=changes,
+        )

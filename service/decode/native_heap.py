@@ -33,6 +33,7 @@ from service.decode.eventbuild import new_heap_change, new_raw_tuple
 from service.decode.events import (
     ChangeKind,
     Event,
+    InsertRun,
     NewCidEvent,
     PredecodedRecord,
     TruncateEvent,
@@ -101,13 +102,14 @@ def decode_new_cid(record: XLogRecord) -> list[Event]:
     return _decode("new_cid", record)
 
 
-def predecode(reader: object, bare_rmids: Collection[int] = ()) -> bool:
+def predecode(reader: object, bare_rmids: Collection[int] = (), *, runs: bool = False) -> bool:
     """Arm `reader`, when it is the native XLog reader, to hand on every table-change
     heap record as a `PredecodedRecord` whose events these parsers give (a record they
     refuse still comes as an `XLogRecord`), and every record of an rmgr in `bare_rmids`
     as one with no events (`Decoder.without_decode`: the rmgrs without rm_decode);
-    False, having done nothing, for any other reader."""
+    with `runs`, consecutive plain inserts of one transaction into one relation as one
+    `InsertRun`. False, having done nothing, for any other reader."""
     if not isinstance(reader, NativeXLogReader):
         return False
-    reader.predecode_heap(_DECODER, PredecodedRecord, bare_rmids)
+    reader.predecode_heap(_DECODER, PredecodedRecord, bare_rmids, InsertRun if runs else None)
     return True

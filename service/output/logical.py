@@ -31,6 +31,7 @@ from service.decode.events import (
     CommitEvent,
     HeapChange,
     InplaceEvent,
+    InsertRun,
     InvalidationsEvent,
     MessageEvent,
     NewCidEvent,
@@ -376,11 +377,14 @@ class Decoding:
         # Called after a transaction was handed to the plugin and left the buffer.
         self.on_committed: Callable[[CommitEvent], None] | None = None
 
-    def process(self, record: XLogRecord | PredecodedRecord) -> None:
+    def process(self, record: XLogRecord | PredecodedRecord | InsertRun) -> None:
         """LogicalDecodingProcessRecord for one record. A PredecodedRecord (the native
         reader's, for a table-change heap record or a record of an rmgr without
         rm_decode) brings the events the decoder would give it; everything else about
-        it is processed as its XLogRecord would be."""
+        it is processed as its XLogRecord would be. An InsertRun is `process_run`'s."""
+        if isinstance(record, InsertRun):
+            self.process_run(record)
+            return
         self.records += 1
         top = toplevel_assignment(record)
         if top is not None:
@@ -406,6 +410,25 @@ class Decoding:
             self._route(event)
         self.last_lsn = record.lsn
         self.last_end_lsn = record.end_lsn
+
+    def process_run(self, run: InsertRun) -> None:
+        """`process` of each of `run`'s records in turn, taken as one: every gate answers
+        the same for each of them (see InsertRun), so the xid is registered
+        (ReorderBufferProcessXid) and SnapBuildProcessChange asked once, at the first
+        record, and the changes are queued together (`ReorderBuffer.queue_run`). The
+        history is not told: a heap change has no schema effect."""
+        self.records += run.records
+        xid, lsn, changes = run.xid, run.first_lsn, run.changes
+        self.rb.process_xid(xid, lsn)
+        # heap_decode / heap2_decode's SnapBuildProcessChange (INSERT and MULTI_INSERT
+        # are base-snapshot ops in every version), then _route's gates: True implies
+        # FULL_SNAPSHOT or later (decodes_changes); a run has no origin.
+        if self.snap.process_change(xid, lsn):
+            self.rb.set_base_snapshot(xid, lsn, BASE_SNAPSHOT)
+            if self._wanted_db(changes[0].locator.db_oid):
+                self.rb.queue_run(xid, lsn, changes)
+        self.last_lsn = run.lsn
+        self.last_end_lsn = run.end_lsn
 
     def _base_snapshot(self, record: XLogRecord | PredecodedRecord, rmid: int, xid: int) -> None:
         """heap_decode / heap2_decode: SnapBuildProcessChange before any Decode* routine,

@@ -82,7 +82,15 @@ from service.decode.events import (
     TruncateEvent,
 )
 from service.errors import ConfigError, DecodeError
-from service.reorder.changes import EMPTY_TOAST, Change, InternalChange, ReplayChange, change_size
+from service.reorder.changes import (
+    CHANGE_OVERHEAD,
+    EMPTY_TOAST,
+    TUPLE_OVERHEAD,
+    Change,
+    InternalChange,
+    ReplayChange,
+    change_size,
+)
 from service.reorder.replay import Replayer
 from service.reorder.spill import SpillStore
 from service.reorder.txn import (
@@ -313,6 +321,33 @@ class ReorderBuffer:
             self._process_partial_change(txn, top, change, toast_insert)
         if state.size + state.count * self._overhead >= self._work_mem:
             self._check_memory_limit()
+
+    def queue_run(self, xid: int, lsn: int, inserts: Sequence[HeapChange]) -> None:
+        """`queue_change` of each of `inserts` in turn: an InsertRun's plain inserts of
+        one relation (not a toast relation), the first logged at `lsn`. The
+        transaction is looked up and the toast check made once; the memory limit is
+        still enforced after each change, as ReorderBufferQueueChange does."""
+        if self._sink.can_stream or self._toast_of(inserts[0].locator):
+            for change in inserts:
+                self.queue_change(xid, change.lsn, change)
+            return
+        txn = self._txn_by_xid(xid, lsn)
+        top = txn.toptxn if txn.toptxn is not None else txn
+        state = self._state
+        work_mem, overhead = self._work_mem, self._overhead
+        base = CHANGE_OVERHEAD + TUPLE_OVERHEAD
+        txn.has_changes = top.has_changes = True
+        for change in inserts:
+            size = base + len(change.new_tuple.data)  # type: ignore[union-attr]  # inserts
+            txn.changes.append(change)
+            txn.nentries += 1
+            txn.size += size
+            top.total_size += size
+            state.size += size
+            state.count += 1
+            state.peak = max(state.peak, state.size)
+            if state.size + state.count * overhead >= work_mem:
+                self._check_memory_limit()
 
     def _process_partial_change(
         self, txn: ReorderBufferTXN, top: ReorderBufferTXN, change: Change, toast_insert: bool

@@ -46,7 +46,7 @@ from service.wal.record import RelFileLocator, XLogRecord
 from service.wal.recordbuild import new_blockref, new_record
 
 if TYPE_CHECKING:
-    from service.decode.events import PredecodedRecord  # built by the caller's `make`
+    from service.decode.events import InsertRun, PredecodedRecord  # the caller's classes
 
 # How many walked records become Python objects per `take`: enough to make the call
 # cost vanish, few enough that a 16 MB chunk never lives as 100k+ objects at once.
@@ -69,7 +69,7 @@ class NativeXLogReader:
     buffer as trimmed when the walk began).
     """
 
-    __slots__ = ("_armed", "_at", "_held", "_native")
+    __slots__ = ("_armed", "_at", "_held", "_native", "_run")
 
     def __init__(
         self,
@@ -89,9 +89,10 @@ class NativeXLogReader:
             RelFileLocator,
             _ERRORS,
         )
-        self._at: XLogRecord | PredecodedRecord | None = None
+        self._at: XLogRecord | PredecodedRecord | InsertRun | None = None
         self._held = 0
         self._armed = False  # predecode_heap
+        self._run: type[InsertRun] | None = None  # predecode_heap's, if given
 
     # --- public API (as XLogReader) ---------------------------------------------------
 
@@ -148,6 +149,7 @@ class NativeXLogReader:
         decoder: object,
         record: type[PredecodedRecord],
         bare_rmids: Collection[int] = (),
+        run: type[InsertRun] | None = None,
     ) -> None:
         """Arm the reader: from now on every table-change heap record (Heap INSERT,
         DELETE, UPDATE, HOT_UPDATE; Heap2 MULTI_INSERT) is parsed in the walk by
@@ -157,11 +159,19 @@ class NativeXLogReader:
         `tuple.__new__`: its generated `__new__` would cost a Python call per record).
         A record the parser refuses still comes as its `XLogRecord`. A record of an rmgr
         in `bare_rmids` (one the decoder gives no events for) comes the same way, with
-        no events, and without its block references and data ever being built."""
-        self._native.predecode_heap(decoder, partial(tuple.__new__, record), sorted(bare_rmids))
+        no events, and without its block references and data ever being built.
+        With `run` (the InsertRun NamedTuple), consecutive plain inserts of one
+        transaction into one relation come as one `run` instead of a record each."""
+        self._native.predecode_heap(
+            decoder,
+            partial(tuple.__new__, record),
+            sorted(bare_rmids),
+            None if run is None else partial(tuple.__new__, run),
+        )
         self._armed = True
+        self._run = run
 
-    def decoded_records(self) -> Iterator[XLogRecord | PredecodedRecord]:
+    def decoded_records(self) -> Iterator[XLogRecord | PredecodedRecord | InsertRun]:
         """`records()` of an armed reader: table-change heap records come decoded."""
         return self._records()
 
@@ -175,15 +185,16 @@ class NativeXLogReader:
 
     # --- the batch, yielded -----------------------------------------------------------
 
-    def _records(self) -> Iterator[XLogRecord | PredecodedRecord]:
+    def _records(self) -> Iterator[XLogRecord | PredecodedRecord | InsertRun]:
         self._held = self._native.buffered_bytes
         count, error = self._native.records()
+        run = self._run
         taken = 0
         try:
             while taken < count:
                 for rec in self._native.take(_SLICE):
                     self._at = rec
-                    taken += 1
+                    taken += rec.records if type(rec) is run else 1  # a run: its records
                     yield rec
         except BaseException:
             # The caller stopped (or threw) at a yield: stand where the Python reader

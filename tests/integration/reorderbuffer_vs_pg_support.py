@@ -96,6 +96,7 @@ class Result:
     work_mem: int
     peak_memory: int  # pgcdc's peak buffered bytes
     largest_change: int  # the largest accounted change size pgcdc saw
+    run_changes: int  # of them, how many were queued in InsertRuns (the native reader's)
     spill_left: list[str]  # files left in the spill directory after close
     pgcdc_seconds: float
     server_seconds: float
@@ -171,8 +172,9 @@ class _CatalogCommits:
 
 
 def _largest_change_tracker(session: Session) -> list[int]:
-    """Wrap queue_change to remember the largest accounted change size (instance-only)."""
-    largest = [0]
+    """Wrap queue_change and queue_run to remember the largest accounted change size
+    and count the changes queued in runs (instance-only)."""
+    largest = [0, 0]
     rb = session.rb
     queue = rb.queue_change
 
@@ -181,7 +183,15 @@ def _largest_change_tracker(session: Session) -> list[int]:
         largest[0] = max(largest[0], size)
         queue(xid, lsn, change)
 
+    queue_run = rb.queue_run
+
+    def tracking_run(xid: int, lsn: int, inserts: Any) -> None:
+        largest[0] = max(largest[0], *(change_size(c) for c in inserts))
+        largest[1] += len(inserts)
+        queue_run(xid, lsn, inserts)
+
     rb.queue_change = tracking  # type: ignore[method-assign]
+    rb.queue_run = tracking_run  # type: ignore[method-assign]
     return largest
 
 
@@ -325,6 +335,7 @@ def run_vs_pg(
             work_mem=work_mem_kb * 1024,
             peak_memory=peak,
             largest_change=largest[0],
+            run_changes=largest[1],
             spill_left=spill_left,
             pgcdc_seconds=pgcdc_seconds,
             server_seconds=server_seconds,

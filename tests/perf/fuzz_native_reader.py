@@ -24,10 +24,11 @@ message is a failure too. The exit status is 1 if there was any failure.
 
 With `--armed`, the reader is armed as a decoding session arms it
 (`service.impl.predecoding`: table-change heap records parsed in the walk, records of
-rmgrs without rm_decode bodiless), and what it yields is held to the undamaged records
-as the armed reader must give them (`armed_view`: the Python decoder's events in a
-PredecodedRecord, or the record itself when the parse fails); body+crc damage then also
-reaches the Rust heap parsers.
+rmgrs without rm_decode bodiless, plain inserts gathered into InsertRuns), and what it
+yields is held to the undamaged records as the armed reader must give them
+(`armed_view`: the Python decoder's events in a PredecodedRecord, or the record itself
+when the parse fails; an InsertRun, the events of the records it stands for); body+crc
+damage then also reaches the Rust heap parsers.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import struct
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import google_crc32c
@@ -47,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from service.decode.dispatch import decoder_for  # noqa: E402
-from service.decode.events import PredecodedRecord  # noqa: E402
+from service.decode.events import InsertRun, PredecodedRecord  # noqa: E402
 from service.errors import PgcdcError  # noqa: E402
 from service.impl import predecoding  # noqa: E402
 from service.wal.native import NativeXLogReader  # noqa: E402
@@ -152,7 +154,7 @@ def run(
     r = cls(start, prev_lsn=prev)
     records = r.records
     if ARMED and cls is NativeXLogReader:
-        armed = predecoding(r, decoder_for(VERSIONS[_window_of(start)]).without_decode)
+        armed = predecoding(r, decoder_for(VERSIONS[_window_of(start)]).without_decode, runs=True)
         assert armed is not None
         records = armed  # type: ignore[assignment]
     got: list[XLogRecord] = []
@@ -191,8 +193,8 @@ def one_case(rng: random.Random, fx: Fixture, check_python: bool) -> str:
         return f"FAIL:error without lsn {outcome} ({kind})"
     # body+crc may legitimately yield the damaged record itself (damage in payload bytes
     # that no check can see, as in PostgreSQL): the records after it must still match.
-    if got != base[i : i + len(got)] and not (
-        kind == "body+crc" and got[1:] == base[i + 1 : i + len(got)]
+    if not _match(got, base, i) and not (
+        kind == "body+crc" and got and _match(got[1:], base, i + _covers(got[0]))
     ):
         return f"FAIL:wrong record ({kind}, start {start:X})"
     if check_python and not ARMED:
@@ -201,6 +203,34 @@ def one_case(rng: random.Random, fx: Fixture, check_python: bool) -> str:
             return f"FAIL:differs from the Python reader ({kind}, start {start:X}, chunk {chunk})"
     name = outcome[0] if isinstance(outcome, tuple) else outcome
     return f"{kind}:{name}"
+
+
+def _covers(item: object) -> int:
+    """How many records an item stands for: an InsertRun its `records`, else one."""
+    return item.records if isinstance(item, InsertRun) else 1
+
+
+def _match(got: Sequence[object], base: Sequence[object], at: int) -> bool:
+    """Whether `got` is what the reader must give for the undamaged records from `at`
+    on: each item equal to its record (as `armed_view` gives it), and an InsertRun the
+    events of the records it stands for, ending at the last one's LSNs."""
+    for item in got:
+        n = _covers(item)
+        part = base[at : at + n]
+        if len(part) < n:
+            return False
+        if isinstance(item, InsertRun):
+            events = [e for p in part for e in getattr(p, "events", [None])]
+            last = part[-1]
+            if item.changes != events or (item.lsn, item.end_lsn) != (
+                last.lsn,  # type: ignore[attr-defined]
+                last.end_lsn,  # type: ignore[attr-defined]
+            ):
+                return False
+        elif item != part[0]:
+            return False
+        at += n
+    return True
 
 
 _FIXTURES: list[Fixture] = []

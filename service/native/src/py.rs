@@ -26,10 +26,10 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
-use crate::decode::heap::{self, Event, Input};
+use crate::decode::heap::{self, Event, Input, Kind};
 use crate::py_heap::PyHeapDecoder;
 use crate::wal::reader::{WalReader, Walked};
-use crate::wal::record::{Body, Header};
+use crate::wal::record::{Block, Body, Header};
 use crate::wal::{ErrorKind, WalError};
 
 /// The Python side's constructors and error classes, handed over once per reader.
@@ -49,6 +49,58 @@ struct Predecode {
     /// By rmid: the rmgr has no rm_decode (btree, sequences, ...), so a record of it is
     /// handed on with no events and no body (the driver only registers its xid).
     bare: [bool; 256],
+    /// Set by `predecode_heap(..., make_run)`: consecutive plain inserts (`Run`) are
+    /// handed on as one `InsertRun`, built by this from its fields' tuple.
+    make_run: Option<Py<PyAny>>,
+}
+
+/// Consecutive Heap INSERT / Heap2 MULTI_INSERT records of one transaction into one
+/// relation, with no top-level xid (block 252), no origin (block 253), and only
+/// plain inserts into a table that is not a toast relation, and between and after
+/// them the records of rmgrs without rm_decode (the index inserts) of that xid or of
+/// none, with no top-level xid: the records the decoding driver can take as one
+/// (`Decoding.process_run`), since every gate it passes them through
+/// (ReorderBufferProcessXid, SnapBuildProcessChange, the database and origin filters)
+/// gives the same answer for each of them.
+struct Run<'py> {
+    xid: u32,
+    locator: (u32, u32, u32),
+    first_lsn: u64,
+    lsn: u64,
+    end_lsn: u64,
+    records: usize,
+    changes: Bound<'py, PyList>,
+}
+
+impl<'py> Run<'py> {
+    /// `make_run((first_lsn, lsn, end_lsn, xid, records, changes))`.
+    fn into_py(self, py: Python<'py>, make_run: &Py<PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let fields = (
+            self.first_lsn,
+            self.lsn,
+            self.end_lsn,
+            self.xid,
+            self.records,
+            self.changes,
+        )
+            .into_pyobject(py)?;
+        make_run.bind(py).call1((fields,))
+    }
+}
+
+/// Whether a parsed record may join a `Run`: only plain, non-toast inserts.
+fn runnable(events: &[Event]) -> bool {
+    !events.is_empty()
+        && events.iter().all(|e| {
+            matches!(
+                e,
+                Event::Change {
+                    kind: Kind::Insert,
+                    on_toast_relation: false,
+                    ..
+                }
+            )
+        })
 }
 
 type HeapParser = fn(&Input<'_>) -> heap::Result<Vec<Event>>;
@@ -143,13 +195,16 @@ impl PyWalReader {
         self.factory.raise(py, err)
     }
 
-    /// One `XLogRecord` (or header tuple) per pending record, for the next `n` of them.
+    /// One `XLogRecord` (or header tuple) per pending record, for the next `n` of them;
+    /// once armed, `PredecodedRecord`s and (with `make_run`) `InsertRun`s among them.
     fn build<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
         let headers_only = self.pending_headers;
         let end = self.pending.len().min(self.cursor.saturating_add(n));
         let batch = &self.pending[self.cursor..end];
         self.cursor = end;
+        let make_run = self.predecode.as_ref().and_then(|pd| pd.make_run.as_ref());
+        let mut run: Option<Run<'py>> = None;
         for w in batch {
             let h = &w.header;
             if headers_only {
@@ -162,26 +217,75 @@ impl PyWalReader {
             let bytes = self.core.record_bytes(w);
             if let Some(pd) = &self.predecode {
                 if pd.bare[usize::from(h.rmid)] {
+                    // The index insert after each heap insert: the driver only
+                    // registers its xid, the run's own (or none).
+                    if let Some(r) = &mut run {
+                        if body.toplevel_xid.is_none() && (h.xid == r.xid || h.xid == 0) {
+                            r.lsn = h.lsn;
+                            r.end_lsn = h.end_lsn;
+                            r.records += 1;
+                            continue;
+                        }
+                    }
+                    flush(py, &mut run, make_run, &list)?;
                     list.append(predecoded_record(py, pd, h, body, PyList::empty(py))?)?;
                     continue;
                 }
                 if let Some(parse) = predecoded_parser(h.rmid, h.info) {
-                    let made = predecoded(
-                        py,
-                        &mut self.locators,
-                        &self.factory,
-                        pd,
-                        parse,
-                        h,
-                        body,
-                        bytes,
-                    )?;
-                    if let Some(rec) = made {
-                        list.append(rec)?;
-                        continue;
+                    if let Some((events, b0)) = parse_heap(parse, h, body, bytes) {
+                        let key = b0.map(|b| b.locator);
+                        let joins = make_run.is_some()
+                            && body.toplevel_xid.is_none()
+                            && body.origin.is_none()
+                            && key.is_some()
+                            && runnable(&events);
+                        let into = match &run {
+                            Some(r) if joins && r.xid == h.xid && Some(r.locator) == key => {
+                                r.changes.clone()
+                            }
+                            _ => {
+                                flush(py, &mut run, make_run, &list)?;
+                                PyList::empty(py)
+                            }
+                        };
+                        let made = heap_events(
+                            py,
+                            &mut self.locators,
+                            &self.factory,
+                            pd,
+                            h,
+                            body,
+                            bytes,
+                            &events,
+                            b0,
+                            into,
+                        )?;
+                        if let Some(evs) = made {
+                            match (&mut run, key) {
+                                (Some(r), _) => {
+                                    r.lsn = h.lsn;
+                                    r.end_lsn = h.end_lsn;
+                                    r.records += 1;
+                                }
+                                (None, Some(locator)) if joins => {
+                                    run = Some(Run {
+                                        xid: h.xid,
+                                        locator,
+                                        first_lsn: h.lsn,
+                                        lsn: h.lsn,
+                                        end_lsn: h.end_lsn,
+                                        records: 1,
+                                        changes: evs,
+                                    });
+                                }
+                                _ => list.append(predecoded_record(py, pd, h, body, evs)?)?,
+                            }
+                            continue;
+                        }
                     }
                 }
             }
+            flush(py, &mut run, make_run, &list)?;
             let mut blocks = Vec::with_capacity(body.blocks.len());
             for b in &body.blocks {
                 let loc = locator(&mut self.locators, &self.factory, py, b.locator)?;
@@ -218,6 +322,7 @@ impl PyWalReader {
             ))?;
             list.append(rec)?;
         }
+        flush(py, &mut run, make_run, &list)?;
         Ok(list)
     }
 
@@ -262,34 +367,57 @@ impl PyWalReader {
     }
 }
 
-/// A table-change heap record as a `PredecodedRecord`: its header fields and the
-/// events the Python parser would give for it, built by the same constructors. None
-/// when the parse fails (or panics): the caller then hands on the whole `XLogRecord`,
-/// and the Python decoder raises the parser's `DecodeError` itself.
+/// Hand on the run being gathered, if any, as one `InsertRun`.
+fn flush<'py>(
+    py: Python<'py>,
+    run: &mut Option<Run<'py>>,
+    make_run: Option<&Py<PyAny>>,
+    list: &Bound<'py, PyList>,
+) -> PyResult<()> {
+    if let (Some(r), Some(make)) = (run.take(), make_run) {
+        list.append(r.into_py(py, make)?)?;
+    }
+    Ok(())
+}
+
+/// The parse of a table-change heap record: its events, and its block reference 0 if
+/// it has one. None when the parse fails (or panics): the caller then hands on the
+/// whole `XLogRecord`, and the Python decoder raises the parser's `DecodeError` itself.
+fn parse_heap<'b>(
+    parse: HeapParser,
+    h: &Header,
+    body: &'b Body,
+    bytes: &[u8],
+) -> Option<(Vec<Event>, Option<&'b Block>)> {
+    // _block0: block ids ascend, so block 0 can only be the first.
+    let b0 = body.blocks.first().filter(|b| b.block_id == 0);
+    let input = Input {
+        info: h.info,
+        main: &bytes[body.main_data.clone()],
+        block0: b0.map(|b| &bytes[b.data.clone()]),
+    };
+    match catch_unwind(AssertUnwindSafe(|| parse(&input))) {
+        Ok(Ok(events)) => Some((events, b0)),
+        Ok(Err(_)) | Err(_) => None,
+    }
+}
+
+/// The Python events of a parsed table-change heap record, built by the Python
+/// parser's constructors and appended to `into`; None when a change has no block 0
+/// (the caller then hands on the whole `XLogRecord`).
 #[allow(clippy::too_many_arguments)]
-fn predecoded<'py>(
+fn heap_events<'py>(
     py: Python<'py>,
     locators: &mut HashMap<(u32, u32, u32), Py<PyAny>>,
     factory: &Factory,
     pd: &Predecode,
-    parse: HeapParser,
     h: &Header,
     body: &Body,
     bytes: &[u8],
-) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let main = &bytes[body.main_data.clone()];
-    // _block0: block ids ascend, so block 0 can only be the first.
-    let b0 = body.blocks.first().filter(|b| b.block_id == 0);
-    let block0 = b0.map(|b| &bytes[b.data.clone()]);
-    let input = Input {
-        info: h.info,
-        main,
-        block0,
-    };
-    let events = match catch_unwind(AssertUnwindSafe(|| parse(&input))) {
-        Ok(Ok(events)) => events,
-        Ok(Err(_)) | Err(_) => return Ok(None),
-    };
+    events: &[Event],
+    b0: Option<&Block>,
+    into: Bound<'py, PyList>,
+) -> PyResult<Option<Bound<'py, PyList>>> {
     let ref0 = match b0 {
         Some(b) => Some((
             locator(locators, factory, py, b.locator)?,
@@ -304,15 +432,16 @@ fn predecoded<'py>(
     let decoder = pd.heap.borrow(py);
     let events = decoder.events_py(
         py,
-        &events,
+        into,
+        events,
         &lsn,
         &xid,
         &origin,
-        main,
+        &bytes[body.main_data.clone()],
         ref0,
-        block0.unwrap_or(&[]),
+        b0.map_or(&[][..], |b| &bytes[b.data.clone()]),
     )?;
-    Ok(Some(predecoded_record(py, pd, h, body, events)?))
+    Ok(Some(events))
 }
 
 /// `make(lsn, end_lsn, total_len, xid, info, rmid, toplevel_xid, origin, events)`: the
@@ -453,8 +582,17 @@ impl PyWalReader {
     /// (one tuple: `tuple.__new__` of the NamedTuple class, no Python frame per record),
     /// its events parsed here by `decoder`'s parsers, instead of as an `XLogRecord`;
     /// and each record of an rmgr in `bare_rmids` (those without rm_decode) the same
-    /// way with no events.
-    fn predecode_heap(&mut self, decoder: Py<PyHeapDecoder>, make: Py<PyAny>, bare_rmids: Vec<u8>) {
+    /// way with no events. With `make_run`, each `Run` of consecutive plain inserts is
+    /// handed on as one `make_run((first_lsn, lsn, end_lsn, xid, records, changes))`
+    /// instead of a record per insert.
+    #[pyo3(signature = (decoder, make, bare_rmids, make_run=None))]
+    fn predecode_heap(
+        &mut self,
+        decoder: Py<PyHeapDecoder>,
+        make: Py<PyAny>,
+        bare_rmids: Vec<u8>,
+        make_run: Option<Py<PyAny>>,
+    ) {
         let mut bare = [false; 256];
         for rmid in bare_rmids {
             bare[usize::from(rmid)] = true;
@@ -463,6 +601,7 @@ impl PyWalReader {
             heap: decoder,
             make,
             bare,
+            make_run,
         });
     }
 

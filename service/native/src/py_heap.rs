@@ -120,6 +120,7 @@ impl PyHeapDecoder {
         };
         self.events_py(
             py,
+            PyList::empty(py),
             &events,
             &lsn,
             &xid,
@@ -133,11 +134,12 @@ impl PyHeapDecoder {
     /// The Python events of parsed `events`, as the Python parser builds them for a
     /// record logged at `lsn` by `xid` (with `origin`): `main` is its main data; `ref0`
     /// the locator and block number of its block reference 0, if it has one, and
-    /// `block0` that reference's data.
+    /// `block0` that reference's data; appended to `out`, which is returned.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn events_py<'py>(
         &self,
         py: Python<'py>,
+        out: Bound<'py, PyList>,
         events: &[Event],
         lsn: &Bound<'py, PyAny>,
         xid: &Bound<'py, PyAny>,
@@ -146,7 +148,6 @@ impl PyHeapDecoder {
         ref0: Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
         block0: &[u8],
     ) -> PyResult<Bound<'py, PyList>> {
-        let out = PyList::empty(py);
         for ev in events {
             match ev {
                 Event::Change {

@@ -212,27 +212,42 @@ def test_armed_reader_on_damaged_heap_records(seed: int, pick: float) -> None:
 
 def _undamaged(rec: XLogRecord) -> tuple[list[Block], bytes]:
     """`rec`'s block references (their data; no images) and main data, to write again."""
-    blocks = [
+    return blocks_of(rec), rec.main_data
+
+
+def blocks_of(rec: XLogRecord, rel_number: int | None = None) -> list[Block]:
+    """`rec`'s block references (their data; no images), to write again; on relation
+    `rel_number` of the same tablespace and database, if given."""
+    return [
         Block(
             b.block_id,
-            rel=(b.locator.spc_oid, b.locator.db_oid, b.locator.rel_number),
+            rel=(
+                b.locator.spc_oid,
+                b.locator.db_oid,
+                b.locator.rel_number if rel_number is None else rel_number,
+            ),
             fork=b.fork,
             blk=b.block,
             data=b.data,
         )
         for b in rec.blocks
     ]
-    return blocks, rec.main_data
 
 
 @cache
-def table_change_records() -> list[tuple[int, XLogRecord]]:
-    """(version, record) for every golden table-change heap record."""
+def golden_records() -> list[tuple[int, XLogRecord]]:
+    """(version, record) for every record of the golden PG15/PG18 windows."""
     out: list[tuple[int, XLogRecord]] = []
     for f in sorted(DATA.glob("wal*_*.bin")):
         lsn = int(f.stem.split("_")[1], 16)
         r = XLogReader(lsn)
         r.feed(f.read_bytes(), lsn)
         version = int(f.stem[3:5])
-        out.extend((version, x) for x in r.records() if (x.rmid, x.info & 0x70) in TABLE_CHANGES)
+        out.extend((version, x) for x in r.records())
     return out
+
+
+@cache
+def table_change_records() -> list[tuple[int, XLogRecord]]:
+    """(version, record) for every golden table-change heap record."""
+    return [(v, x) for v, x in golden_records() if (x.rmid, x.info & 0x70) in TABLE_CHANGES]

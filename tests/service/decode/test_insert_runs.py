@@ -1,0 +1,200 @@
+"""InsertRuns: the native reader armed with runs gathers plain inserts into one item
+(`service.decode.events.InsertRun`), and holds to its contract. Every run stands for
+exactly the consecutive records the reader armed without runs hands on in its place:
+their events are its changes, its first and last LSNs are theirs, each of them may join
+a run (a plain, non-toast insert of the run's xid and relation, with no top-level xid
+and no origin; or a record of an rmgr without rm_decode of that xid or of none, with
+no top-level xid), and every other item is the same. On WAL of one slice the runs are
+as long as that rule allows. Checked on real PG15/PG18 WAL and on random record
+sequences written from its records (other xids, relations, top-level xids, origins,
+speculative and toast inserts)."""
+
+from __future__ import annotations
+
+import random
+from functools import cache
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from service.decode import native_heap
+from service.decode.dispatch import decoder_for
+from service.decode.events import ChangeKind, HeapChange, InsertRun, PredecodedRecord
+from service.wal.native import NativeXLogReader
+from service.wal.record import XLogRecord
+from tests.service.decode.test_native_heap import blocks_of, golden_records
+from tests.service.walwriter import WalWriter, record_body
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+_MAGIC = {15: 0xD110, 18: 0xD118}
+_INSERTS = {(10, 0x00), (9, 0x50)}  # Heap INSERT, Heap2 MULTI_INSERT
+
+
+def _items(
+    data: bytes, lsn: int, bare: frozenset[int], *, runs: bool, seg: int = 16 << 20
+) -> list[object]:
+    reader = NativeXLogReader(lsn, segment_size=seg)
+    assert native_heap.predecode(reader, bare, runs=runs)
+    reader.feed(data, lsn)
+    return list(reader.decoded_records())
+
+
+def _plain_insert(item: object) -> bool:
+    """A predecoded insert record that may start or join a run."""
+    return (
+        isinstance(item, PredecodedRecord)
+        and (item.rmid, item.info & 0x70) in _INSERTS
+        and item.toplevel_xid is None
+        and item.origin is None
+        and bool(item.events)
+        and all(
+            isinstance(e, HeapChange) and e.kind is ChangeKind.INSERT and not e.on_toast_relation
+            for e in item.events
+        )
+    )
+
+
+def _joins(run: InsertRun, item: object, bare: frozenset[int]) -> bool:
+    """Whether `item` (an item of the reader armed without runs) may join `run`."""
+    if not isinstance(item, PredecodedRecord) or item.toplevel_xid is not None:
+        return False
+    if item.rmid in bare:
+        return item.xid in (run.xid, 0)
+    return (
+        _plain_insert(item)
+        and item.xid == run.xid
+        and item.events[0].locator == run.changes[0].locator  # type: ignore[attr-defined]
+    )
+
+
+def _check(
+    with_runs: list[object], plain: list[object], bare: frozenset[int], *, maximal: bool
+) -> list[InsertRun]:
+    """The contract above, item by item; the runs."""
+    runs: list[InsertRun] = []
+    at = 0
+    for n, item in enumerate(with_runs):
+        if not isinstance(item, InsertRun):
+            assert item == plain[at], at
+            at += 1
+            continue
+        part = plain[at : at + item.records]
+        assert len(part) == item.records >= 1
+        first = part[0]
+        assert _plain_insert(first), first
+        assert isinstance(first, PredecodedRecord)
+        assert item.xid == first.xid
+        for p in part[1:]:
+            assert _joins(item, p, bare), p
+        assert item.changes == [e for p in part for e in p.events]  # type: ignore[attr-defined]
+        assert item.first_lsn == first.lsn
+        assert (item.lsn, item.end_lsn) == (part[-1].lsn, part[-1].end_lsn)  # type: ignore[attr-defined]
+        if maximal and at + item.records < len(plain):
+            assert not _joins(item, plain[at + item.records], bare), n
+        runs.append(item)
+        at += item.records
+    assert at == len(plain)
+    return runs
+
+
+def test_runs_on_golden_wal() -> None:
+    """Real PG15/PG18 WAL: the runs hold to the contract, and there are long ones (an
+    insert and its index insert, over and over)."""
+    longest = 0
+    total = 0
+    for f in sorted(DATA.glob("wal*_*.bin")):
+        lsn = int(f.stem.split("_")[1], 16)  # wal<version>_<lsn hex>.bin
+        data = f.read_bytes()
+        bare = decoder_for(int(f.stem[3:5])).without_decode
+        plain = _items(data, lsn, bare, runs=False)
+        runs = _check(_items(data, lsn, bare, runs=True), plain, bare, maximal=False)
+        total += len(runs)
+        longest = max([longest, *(r.records for r in runs)])
+    assert total >= 10
+    assert longest >= 200
+
+
+@cache
+def _pool() -> list[tuple[int, XLogRecord]]:
+    """(version, record): the golden WAL's inserts, multi-inserts and btree records."""
+    return [
+        (v, x) for v, x in golden_records() if (x.rmid, x.info & 0x70) in _INSERTS or x.rmid == 11
+    ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32), version=st.sampled_from([15, 18]))
+def test_runs_on_random_sequences(seed: int, version: int) -> None:
+    """Up to 120 records drawn from the golden inserts, multi-inserts and btree records,
+    with their xid, relation, top-level xid, origin and insert flags (speculative,
+    on a toast relation) varied: the runs hold to the contract and are maximal."""
+    rng = random.Random(seed)
+    pool = [rec for v, rec in _pool() if v == version]
+    writer = WalWriter(magic=_MAGIC[version])
+    for _ in range(rng.randrange(1, 120)):
+        rec = rng.choice(pool)
+        main = bytearray(rec.main_data)
+        if (rec.rmid, rec.info & 0x70) == (10, 0x00) and len(main) >= 3:
+            if rng.random() < 0.05:
+                main[2] ^= 1 << 2  # XLH_INSERT_IS_SPECULATIVE
+            if rng.random() < 0.05:
+                main[2] ^= 1 << 4  # XLH_INSERT_ON_TOAST_RELATION
+        xid = (
+            rng.choice([700, 700, 700, 701, 0]) if rec.rmid == 11 else rng.choice([700] * 6 + [701])
+        )
+        rel = rng.choice([None] * 8 + [99_999])
+        body = record_body(
+            blocks_of(rec, rel),
+            bytes(main),
+            origin=1 if rng.random() < 0.05 else None,
+            toplevel=699 if rng.random() < 0.05 else None,
+        )
+        writer.add(rec.rmid, rec.info, xid, body)
+    data = writer.data()
+    bare = decoder_for(version).without_decode
+    seg = writer.seg_size
+    plain = _items(data, writer.base, bare, runs=False, seg=seg)
+    assert len(plain) < 256  # one slice: nothing cuts a run but the rule
+    _check(_items(data, writer.base, bare, runs=True, seg=seg), plain, bare, maximal=True)
+
+
+def test_since_keeps_the_later_records() -> None:
+    """InsertRun.since: the changes logged at or after the LSN, the first LSN theirs."""
+
+    def change(lsn: int) -> HeapChange:
+        loc = _pool()[0][1].blocks[0].locator
+        return HeapChange(lsn, 700, ChangeKind.INSERT, loc, 0, 1, None, None, False)
+
+    run = InsertRun(100, 400, 450, 700, 5, [change(100), change(200), change(200), change(300)])
+    later = run.since(200)
+    assert later.changes == run.changes[1:]
+    assert (later.first_lsn, later.lsn, later.end_lsn, later.records) == (200, 400, 450, 2)
+    assert run.since(100) == run._replace(records=3)
+
+
+def test_a_consumer_that_stops_at_a_run_resumes_after_it() -> None:
+    """An exception at a run's yield leaves the reader after the whole run: the next
+    walk starts with the record that follows it."""
+    f = sorted(DATA.glob("wal15_*.bin"))[0]
+    lsn = int(f.stem.split("_")[1], 16)
+    data = f.read_bytes()
+    bare = decoder_for(15).without_decode
+    plain = _items(data, lsn, bare, runs=False)
+    reader = NativeXLogReader(lsn)
+    native_heap.predecode(reader, bare, runs=True)
+    reader.feed(data, lsn)
+    seen: list[object] = []
+    try:
+        for item in reader.decoded_records():
+            seen.append(item)
+            if isinstance(item, InsertRun) and item.records > 2:
+                raise LookupError
+    except LookupError:
+        pass
+    stop = seen[-1]
+    assert isinstance(stop, InsertRun)
+    assert reader.end_lsn == stop.end_lsn
+    rest = list(reader.decoded_records())
+    after = [p for p in plain if p.lsn > stop.lsn]  # type: ignore[attr-defined]
+    assert rest and rest[0].lsn == after[0].lsn  # type: ignore[attr-defined]
