@@ -50,8 +50,10 @@ from service.decode.events import ChangeKind, HeapChange, MessageEvent, Truncate
 from service.errors import DecodeError
 from service.reorder.changes import EMPTY_TOAST, Change, ReplayChange, change_size, toast_chunk
 from service.reorder.txn import ReorderBufferState, ReorderBufferTXN
+from service.wal.record import RelFileLocator
 
 _INSERT = ChangeKind.INSERT
+_PLAIN = frozenset((ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.DELETE))
 _SPEC_INSERT = ChangeKind.SPEC_INSERT
 _SPEC_CONFIRM = ChangeKind.SPEC_CONFIRM
 _SPEC_ABORT = ChangeKind.SPEC_ABORT
@@ -189,6 +191,10 @@ class Replayer:
         # Plain main-table changes with no TOAST held go to the sink in runs
         # (sink.changes); the run is handed on before anything else reaches the sink.
         run: list[HeapChange] | None = None if streaming else []
+        # The toast check of the last relation seen: the history does not change while
+        # a transaction is replayed (its commit was applied before), nor does the answer.
+        checked: RelFileLocator | None = None
+        is_toast = False
         for owner, change, size in self._iter_txn(txn):
             stats.total_bytes += size
             if streaming:
@@ -197,6 +203,21 @@ class Replayer:
                     started = True
                 owner.streamed = True
             last_lsn = change.lsn
+            if type(change) is HeapChange and change.kind in _PLAIN:
+                locator = change.locator
+                if locator is not checked:
+                    checked, is_toast = locator, toast_of(locator)
+                if run is not None and not (
+                    toast.held or spec or is_toast or change.on_toast_relation
+                ):
+                    # the run branch below, which runs once per replayed row, taken
+                    # without its checks
+                    release(owner, size)
+                    run.append(change)
+                    if len(run) >= RUN_MAX:
+                        sink.changes(txn, run)
+                        run = []
+                    continue
             if isinstance(change, HeapChange):
                 kind = change.kind
                 if kind is _SPEC_CONFIRM:
