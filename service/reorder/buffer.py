@@ -337,17 +337,28 @@ class ReorderBuffer:
         work_mem, overhead = self._work_mem, self._overhead
         base = CHANGE_OVERHEAD + TUPLE_OVERHEAD
         txn.has_changes = top.has_changes = True
-        for change in inserts:
-            size = base + len(change.new_tuple.data)  # type: ignore[union-attr]  # inserts
-            txn.changes.append(change)
-            txn.nentries += 1
-            txn.size += size
-            top.total_size += size
-            state.size += size
-            state.count += 1
+        at, n = 0, len(inserts)
+        while at < n:
+            # The changes from `at` up to the first whose queueing reaches the limit
+            # (state.held: the accounted size plus the per-change overhead), added at
+            # once; the limit is then checked where queue_change would check it.
+            room = work_mem - state.size - state.count * overhead
+            end, added = at, 0
+            while end < n:
+                added += base + len(inserts[end].new_tuple.data)  # type: ignore[union-attr]
+                end += 1
+                if added + (end - at) * overhead >= room:
+                    break
+            txn.changes.extend(inserts[at:end])
+            txn.nentries += end - at
+            txn.size += added
+            top.total_size += added
+            state.size += added
+            state.count += end - at
             state.peak = max(state.peak, state.size)
             if state.size + state.count * overhead >= work_mem:
                 self._check_memory_limit()
+            at = end
 
     def _process_partial_change(
         self, txn: ReorderBufferTXN, top: ReorderBufferTXN, change: Change, toast_insert: bool
