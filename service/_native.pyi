@@ -20,8 +20,8 @@ class WalReader:
         segment_size: int,
         prev_lsn: int | None,
         verify_crc: bool,
-        make_record: Callable[..., Any],
-        make_block: Callable[..., Any],
+        make_record: type,
+        make_block: type,
         make_locator: Callable[..., Any],
         errors: dict[str, type[PgcdcError]],
     ) -> None: ...
@@ -52,8 +52,8 @@ class WalReader:
 class HeapDecoder:
     def __init__(
         self,
-        raw_tuple: Callable[..., Any],
-        heap_change: Callable[..., Any],
+        raw_tuple: type,
+        heap_change: type,
         truncate_event: Callable[..., Any],
         new_cid_event: Callable[..., Any],
         locator: Callable[..., Any],

@@ -3,8 +3,9 @@
 Receives: what `service.decode.heap`'s functions receive, one `XLogRecord` of rmgr Heap
 or Heap2 whose op the caller has already looked up.
 Hands on: the same list of events (`HeapChange` per tuple, `TruncateEvent`,
-`NewCidEvent`), equal field for field, built by the reference's own constructors; or
-the same `DecodeError` (message and lsn). Held to that by
+`NewCidEvent`), equal field for field: `RawTuple` and `HeapChange` instances built in
+Rust slot by slot (service/native/src/py_slots.rs: no Python frame per row), the others
+by the reference's own constructors; or the same `DecodeError` (message and lsn). Held to that by
 tests/service/wal/test_native_decode_heap.py.
 
 `decode_inplace` is the Python reference's own function: its PG18 invalidation messages
@@ -29,13 +30,14 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from service import _native
-from service.decode.eventbuild import new_heap_change, new_raw_tuple
 from service.decode.events import (
     ChangeKind,
     Event,
+    HeapChange,
     InsertRun,
     NewCidEvent,
     PredecodedRecord,
+    RawTuple,
     TruncateEvent,
 )
 from service.decode.heap import decode_inplace
@@ -52,18 +54,27 @@ __all__ = [
     "decode_new_cid",
     "decode_truncate",
     "decode_update",
+    "heap_decoder",
     "predecode",
 ]
 
-_DECODER = _native.HeapDecoder(
-    new_raw_tuple,
-    new_heap_change,
-    TruncateEvent,
-    NewCidEvent,
-    RelFileLocator,
-    sorted(ChangeKind, key=int),
-    DecodeError,
-)
+
+def heap_decoder(raw_tuple: type = RawTuple, heap_change: type = HeapChange) -> _native.HeapDecoder:
+    """The Rust parsers' boundary, building `raw_tuple` and `heap_change` instances slot
+    by slot (service/native/src/py_slots.rs: a TypeError here for a class it cannot
+    fill) and the other events by their constructors."""
+    return _native.HeapDecoder(
+        raw_tuple,
+        heap_change,
+        TruncateEvent,
+        NewCidEvent,
+        RelFileLocator,
+        sorted(ChangeKind, key=int),
+        DecodeError,
+    )
+
+
+_DECODER = heap_decoder()
 _decode = _DECODER.decode
 
 

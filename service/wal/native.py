@@ -24,8 +24,9 @@ yields, the position properties describe the record just yielded (as the Python
 reader's do). A caller that stops early (a `break`, a `return`, a closed generator) puts
 the native reader back to just after the last record it took (`rewind`), so the next
 `records()` resumes exactly where the Python reader would.
-Records are built by the fast constructors of `service.wal.recordbuild`, which give the
-very `XLogRecord` / `BlockRef` objects the Python reader's dataclass constructors give.
+Records are built in Rust slot by slot (service/native/src/py_slots.rs): the very
+`XLogRecord` / `BlockRef` objects the Python reader's dataclass constructors give,
+without a Python frame per object.
 
 Memory: the native reader keeps the last batch's bytes until the next `feed`/`records()`
 call (for `rewind`); `buffered_bytes` still reports what the Python reader would hold.
@@ -42,8 +43,7 @@ from service import _native
 from service.errors import PgcdcError, UnsupportedVersionError, WalCorruptionError, WalError
 from service.wal.format import DEFAULT_FORMAT, DEFAULT_SEGMENT_SIZE, FORMATS, WalFormat
 from service.wal.reader import HeaderTuple
-from service.wal.record import RelFileLocator, XLogRecord
-from service.wal.recordbuild import new_blockref, new_record
+from service.wal.record import BlockRef, RelFileLocator, XLogRecord
 
 if TYPE_CHECKING:
     from service.decode.events import InsertRun, PredecodedRecord  # the caller's classes
@@ -84,8 +84,8 @@ class NativeXLogReader:
             segment_size,
             prev_lsn,
             verify_crc,
-            new_record,
-            new_blockref,
+            XLogRecord,
+            BlockRef,
             RelFileLocator,
             _ERRORS,
         )

@@ -21,4 +21,6 @@ mod py_heap;
 #[cfg(feature = "python")]
 mod py_rows;
 #[cfg(feature = "python")]
+mod py_slots;
+#[cfg(feature = "python")]
 mod py_text;

@@ -24,18 +24,20 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple, PyType};
+use pyo3::IntoPyObjectExt;
 
 use crate::decode::heap::{self, Event, Input, Kind};
 use crate::py_heap::PyHeapDecoder;
+use crate::py_slots::SlotClass;
 use crate::wal::reader::{WalReader, Walked};
 use crate::wal::record::{Block, Body, Header};
 use crate::wal::{ErrorKind, WalError};
 
 /// The Python side's constructors and error classes, handed over once per reader.
 struct Factory {
-    record: Py<PyAny>,
-    block: Py<PyAny>,
+    record: SlotClass,
+    block: SlotClass,
     locator: Py<PyAny>,
     /// class name (ErrorKind::class_name) -> class
     errors: Py<PyDict>,
@@ -290,36 +292,42 @@ impl PyWalReader {
             for b in &body.blocks {
                 let loc = locator(&mut self.locators, &self.factory, py, b.locator)?;
                 let image = b.image.as_ref().map(|img| PyBytes::new(py, img));
-                let block = self.factory.block.bind(py).call1((
-                    b.block_id,
-                    loc,
-                    b.fork,
-                    b.block,
-                    b.flags,
-                    PyBytes::new(py, &bytes[b.data.clone()]),
-                    image,
-                    b.apply_image,
-                    b.image_len,
-                    b.hole_offset,
-                    b.hole_length,
-                    b.bimg_info,
-                ))?;
+                let block = self.factory.block.build(
+                    py,
+                    [
+                        b.block_id.into_bound_py_any(py)?,
+                        loc,
+                        b.fork.into_bound_py_any(py)?,
+                        b.block.into_bound_py_any(py)?,
+                        b.flags.into_bound_py_any(py)?,
+                        PyBytes::new(py, &bytes[b.data.clone()]).into_any(),
+                        image.into_bound_py_any(py)?,
+                        b.apply_image.into_bound_py_any(py)?,
+                        b.image_len.into_bound_py_any(py)?,
+                        b.hole_offset.into_bound_py_any(py)?,
+                        b.hole_length.into_bound_py_any(py)?,
+                        b.bimg_info.into_bound_py_any(py)?,
+                    ],
+                )?;
                 blocks.push(block);
             }
-            let rec = self.factory.record.bind(py).call1((
-                h.lsn,
-                h.end_lsn,
-                h.total_len,
-                h.xid,
-                h.prev,
-                h.info,
-                h.rmid,
-                h.crc,
-                PyBytes::new(py, &bytes[body.main_data.clone()]),
-                PyTuple::new(py, blocks)?,
-                body.toplevel_xid,
-                body.origin,
-            ))?;
+            let rec = self.factory.record.build(
+                py,
+                [
+                    h.lsn.into_bound_py_any(py)?,
+                    h.end_lsn.into_bound_py_any(py)?,
+                    h.total_len.into_bound_py_any(py)?,
+                    h.xid.into_bound_py_any(py)?,
+                    h.prev.into_bound_py_any(py)?,
+                    h.info.into_bound_py_any(py)?,
+                    h.rmid.into_bound_py_any(py)?,
+                    h.crc.into_bound_py_any(py)?,
+                    PyBytes::new(py, &bytes[body.main_data.clone()]).into_any(),
+                    PyTuple::new(py, blocks)?.into_any(),
+                    body.toplevel_xid.into_bound_py_any(py)?,
+                    body.origin.into_bound_py_any(py)?,
+                ],
+            )?;
             list.append(rec)?;
         }
         flush(py, &mut run, make_run, &list)?;
@@ -495,14 +503,14 @@ impl PyWalReader {
         segment_size: u64,
         prev_lsn: Option<u64>,
         verify_crc: bool,
-        make_record: Py<PyAny>,
-        make_block: Py<PyAny>,
+        make_record: &Bound<'_, PyType>,
+        make_block: &Bound<'_, PyType>,
         make_locator: Py<PyAny>,
         errors: Py<PyDict>,
     ) -> PyResult<Self> {
         let factory = Factory {
-            record: make_record,
-            block: make_block,
+            record: SlotClass::of_dataclass(make_record)?.with_fields(py, 12)?,
+            block: SlotClass::of_dataclass(make_block)?.with_fields(py, 12)?,
             locator: make_locator,
             errors,
         };

@@ -7,20 +7,21 @@
 //! Hands on: the list of events `service.decode.heap.decode_<op>(record)` returns, equal
 //! field for field, or raises the same `DecodeError` (message and `lsn`).
 //! A panic never crosses the boundary: it becomes a DecodeError naming the record.
-//! No `unsafe` here.
+//! No `unsafe` here: the objects are built by `py_slots`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyTuple, PyType};
 
 use crate::decode::heap::{self, Event, Input, Source, Tuple};
+use crate::py_slots::SlotClass;
 
 #[pyclass(module = "service._native", name = "HeapDecoder")]
 pub struct PyHeapDecoder {
-    raw_tuple: Py<PyAny>,
-    heap_change: Py<PyAny>,
+    raw_tuple: SlotClass,
+    heap_change: SlotClass,
     truncate_event: Py<PyAny>,
     new_cid_event: Py<PyAny>,
     locator: Py<PyAny>,
@@ -59,11 +60,16 @@ impl PyHeapDecoder {
             Source::Main => main,
             Source::Block0 => block0,
         };
-        let data = PyBytes::new(py, &src[t.data.clone()]);
-        let obj =
-            self.raw_tuple
-                .bind(py)
-                .call1((t.natts, t.infomask, t.infomask2, t.hoff, data))?;
+        let obj = self.raw_tuple.build(
+            py,
+            [
+                t.natts.into_pyobject(py)?.into_any(),
+                t.infomask.into_pyobject(py)?.into_any(),
+                t.infomask2.into_pyobject(py)?.into_any(),
+                t.hoff.into_pyobject(py)?.into_any(),
+                PyBytes::new(py, &src[t.data.clone()]).into_any(),
+            ],
+        )?;
         Ok(Some(obj))
     }
 
@@ -162,20 +168,28 @@ impl PyHeapDecoder {
                     let Some((locator, block)) = &ref0 else {
                         return Err(PyValueError::new_err("heap change without block 0"));
                     };
-                    let change = self.heap_change.bind(py).call1((
-                        lsn,
-                        xid,
-                        self.kinds[*kind as usize].bind(py),
-                        locator,
-                        block,
-                        *offset,
-                        self.tuple(py, new_tuple, main, block0)?,
-                        self.tuple(py, old_tuple, main, block0)?,
-                        *old_is_key,
-                        *clear_toast_afterwards,
-                        *on_toast_relation,
-                        origin,
-                    ))?;
+                    let none = || py.None().into_bound(py);
+                    let change = self.heap_change.build(
+                        py,
+                        [
+                            lsn.clone(),
+                            xid.clone(),
+                            self.kinds[*kind as usize].bind(py).clone(),
+                            locator.clone(),
+                            block.clone(),
+                            (*offset).into_pyobject(py)?.into_any(),
+                            self.tuple(py, new_tuple, main, block0)?
+                                .unwrap_or_else(none),
+                            self.tuple(py, old_tuple, main, block0)?
+                                .unwrap_or_else(none),
+                            PyBool::new(py, *old_is_key).to_owned().into_any(),
+                            PyBool::new(py, *clear_toast_afterwards)
+                                .to_owned()
+                                .into_any(),
+                            PyBool::new(py, *on_toast_relation).to_owned().into_any(),
+                            origin.clone(),
+                        ],
+                    )?;
                     out.append(change)?;
                 }
                 Event::Truncate {
@@ -226,8 +240,8 @@ impl PyHeapDecoder {
     #[new]
     #[pyo3(signature = (raw_tuple, heap_change, truncate_event, new_cid_event, locator, kinds, decode_error))]
     fn new(
-        raw_tuple: Py<PyAny>,
-        heap_change: Py<PyAny>,
+        raw_tuple: &Bound<'_, PyType>,
+        heap_change: &Bound<'_, PyType>,
         truncate_event: Py<PyAny>,
         new_cid_event: Py<PyAny>,
         locator: Py<PyAny>,
@@ -238,8 +252,8 @@ impl PyHeapDecoder {
             return Err(PyValueError::new_err("ChangeKind must have 6 members"));
         }
         Ok(PyHeapDecoder {
-            raw_tuple,
-            heap_change,
+            raw_tuple: SlotClass::of_dataclass(raw_tuple)?.with_fields(raw_tuple.py(), 5)?,
+            heap_change: SlotClass::of_dataclass(heap_change)?.with_fields(heap_change.py(), 12)?,
             truncate_event,
             new_cid_event,
             locator,

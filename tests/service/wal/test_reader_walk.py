@@ -10,8 +10,10 @@ records before it handed over, and records are plain frozen dataclasses.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import pickle
 import struct
+import sys
 
 import google_crc32c
 import pytest
@@ -122,9 +124,10 @@ def test_walk_headers_any_chunking(cuts: list[int]) -> None:
 
 
 def test_records_are_real_frozen_dataclasses() -> None:
-    """Records and block refs (on the native reader built through the construction
-    twins of service.wal.recordbuild) are plain XLogRecord / BlockRef instances: same
-    type, frozen, equal and hash-equal to the dataclass-built value, picklable."""
+    """Records and block refs (on the native reader built slot by slot in Rust,
+    service/native/src/py_slots.rs) are plain XLogRecord / BlockRef instances: same
+    type, frozen, equal and hash-equal to the dataclass-built value, picklable, and
+    tracked by the cyclic collector as any instance."""
     w, _ = _stream(3)
     rec = list(_reader(w).records())[2]
     assert type(rec) is XLogRecord and type(rec.blocks[0]) is BlockRef
@@ -141,6 +144,8 @@ def test_records_are_real_frozen_dataclasses() -> None:
     assert rec == same and hash(rec) == hash(same)
     assert pickle.loads(pickle.dumps(rec)) == rec
     assert dataclasses.replace(rec, xid=5).xid == 5
+    assert gc.is_tracked(rec) and gc.is_tracked(rec.blocks[0])
+    assert sys.getrefcount(rec.main_data) >= 2  # the slot holds its own reference
 
 
 def test_one_block_record_with_wrong_data_length_is_refused() -> None:
