@@ -17,7 +17,7 @@
 //! This is the one `unsafe` part of the boundary: the slot offsets are read from the
 //! member descriptors (CPython's `PyMemberDescrObject`, whose layout is part of its
 //! non-limited C API; the extension is built for one interpreter, not abi3), and each
-//! value is written at its offset, as CPython's own `member_set` does.
+//! value is written at its offset, as CPython's own `PyMember_SetOne` does.
 
 use std::ffi::CStr;
 
@@ -145,7 +145,7 @@ impl SlotClass {
         for (offset, value) in self.offsets.iter().zip(values) {
             // SAFETY: `offset` is a checked slot of this type within its basicsize, and
             // NULL in a fresh instance; the slot takes over the reference `into_ptr`
-            // gives up, as member_set stores a new reference.
+            // gives up, as PyMember_SetOne stores a new reference.
             unsafe {
                 *obj.cast::<u8>()
                     .offset(*offset)
