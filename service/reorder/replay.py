@@ -203,24 +203,38 @@ class Replayer:
                     started = True
                 owner.streamed = True
             last_lsn = change.lsn
-            if type(change) is HeapChange and change.kind in _PLAIN:
-                locator = change.locator
-                if locator is not checked:
-                    checked, is_toast = locator, toast_of(locator)
-                if run is not None and not (
-                    toast.held or spec or is_toast or change.on_toast_relation
-                ):
-                    # the run branch below, which runs once per replayed row, taken
-                    # without its checks
-                    release(owner, size)
-                    run.append(change)
-                    if len(run) >= RUN_MAX:
-                        sink.changes(txn, run)
-                        run = []
-                    continue
             if isinstance(change, HeapChange):
                 kind = change.kind
-                if kind is _SPEC_CONFIRM:
+                if kind in _PLAIN:  # first: once per replayed row
+                    locator = change.locator
+                    if locator is not checked:
+                        checked, is_toast = locator, toast_of(locator)
+                    if change.on_toast_relation or is_toast:
+                        if kind is _INSERT:
+                            toast.append(owner, change, size)  # held until reset
+                        else:
+                            release(owner, size)  # toast deletions are not decoded
+                    elif run is not None and not toast.held:
+                        release(owner, size)
+                        run.append(change)
+                        if len(run) >= RUN_MAX:
+                            sink.changes(txn, run)
+                            run = []
+                    else:
+                        release(owner, size)
+                        if run:
+                            sink.changes(txn, run)
+                            run = []
+                        apply(
+                            txn,
+                            ReplayChange(change, toast.mapping() if toast.held else EMPTY_TOAST),
+                        )
+                        if change.clear_toast_afterwards and toast.held:
+                            toast.reset(state)
+                    if spec is not None:  # the speculative insertion was not confirmed
+                        release(spec[0], spec[2])
+                        spec = None
+                elif kind is _SPEC_CONFIRM:
                     if run:  # the confirmed insertion is handed on (_apply) after it
                         sink.changes(txn, run)
                         run = []
@@ -247,32 +261,6 @@ class Replayer:
                     if spec is not None:
                         release(spec[0], spec[2])
                     spec = (owner, change, size)
-                else:
-                    if change.on_toast_relation or toast_of(change.locator):
-                        if kind is _INSERT:
-                            toast.append(owner, change, size)  # held until reset
-                        else:
-                            release(owner, size)  # toast deletions are not decoded
-                    elif run is not None and not toast.held:
-                        release(owner, size)  # this branch runs once per replayed row
-                        run.append(change)
-                        if len(run) >= RUN_MAX:
-                            sink.changes(txn, run)
-                            run = []
-                    else:
-                        release(owner, size)
-                        if run:
-                            sink.changes(txn, run)
-                            run = []
-                        apply(
-                            txn,
-                            ReplayChange(change, toast.mapping() if toast.held else EMPTY_TOAST),
-                        )
-                        if change.clear_toast_afterwards and toast.held:
-                            toast.reset(state)
-                    if spec is not None:  # the speculative insertion was not confirmed
-                        release(spec[0], spec[2])
-                        spec = None
             else:
                 release(owner, size)
                 if run:

@@ -241,14 +241,18 @@ impl PyWalReader {
                             && body.origin.is_none()
                             && key.is_some()
                             && runnable(&events);
+                        // Whether this record extends the run being gathered; if not,
+                        // that run is handed on before anything of this record.
+                        let extends = joins
+                            && run
+                                .as_ref()
+                                .is_some_and(|r| r.xid == h.xid && Some(r.locator) == key);
+                        if !extends {
+                            flush(py, &mut run, make_run, &list)?;
+                        }
                         let into = match &run {
-                            Some(r) if joins && r.xid == h.xid && Some(r.locator) == key => {
-                                r.changes.clone()
-                            }
-                            _ => {
-                                flush(py, &mut run, make_run, &list)?;
-                                PyList::empty(py)
-                            }
+                            Some(r) => r.changes.clone(),
+                            None => PyList::empty(py),
                         };
                         let made = heap_events(
                             py,
@@ -263,24 +267,22 @@ impl PyWalReader {
                             into,
                         )?;
                         if let Some(evs) = made {
-                            match (&mut run, key) {
-                                (Some(r), _) => {
-                                    r.lsn = h.lsn;
-                                    r.end_lsn = h.end_lsn;
-                                    r.records += 1;
-                                }
-                                (None, Some(locator)) if joins => {
-                                    run = Some(Run {
-                                        xid: h.xid,
-                                        locator,
-                                        first_lsn: h.lsn,
-                                        lsn: h.lsn,
-                                        end_lsn: h.end_lsn,
-                                        records: 1,
-                                        changes: evs,
-                                    });
-                                }
-                                _ => list.append(predecoded_record(py, pd, h, body, evs)?)?,
+                            if let Some(r) = run.as_mut() {
+                                r.lsn = h.lsn;
+                                r.end_lsn = h.end_lsn;
+                                r.records += 1;
+                            } else if let (true, Some(locator)) = (joins, key) {
+                                run = Some(Run {
+                                    xid: h.xid,
+                                    locator,
+                                    first_lsn: h.lsn,
+                                    lsn: h.lsn,
+                                    end_lsn: h.end_lsn,
+                                    records: 1,
+                                    changes: evs,
+                                });
+                            } else {
+                                list.append(predecoded_record(py, pd, h, body, evs)?)?;
                             }
                             continue;
                         }
@@ -509,8 +511,8 @@ impl PyWalReader {
         errors: Py<PyDict>,
     ) -> PyResult<Self> {
         let factory = Factory {
-            record: SlotClass::of_dataclass(make_record)?.with_fields(py, 12)?,
-            block: SlotClass::of_dataclass(make_block)?.with_fields(py, 12)?,
+            record: SlotClass::of_dataclass(make_record, 12)?,
+            block: SlotClass::of_dataclass(make_block, 12)?,
             locator: make_locator,
             errors,
         };

@@ -13,7 +13,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyTuple, PyType};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple, PyType};
+use pyo3::IntoPyObjectExt;
 
 use crate::decode::heap::{self, Event, Input, Source, Tuple};
 use crate::py_slots::SlotClass;
@@ -63,10 +64,10 @@ impl PyHeapDecoder {
         let obj = self.raw_tuple.build(
             py,
             [
-                t.natts.into_pyobject(py)?.into_any(),
-                t.infomask.into_pyobject(py)?.into_any(),
-                t.infomask2.into_pyobject(py)?.into_any(),
-                t.hoff.into_pyobject(py)?.into_any(),
+                t.natts.into_bound_py_any(py)?,
+                t.infomask.into_bound_py_any(py)?,
+                t.infomask2.into_bound_py_any(py)?,
+                t.hoff.into_bound_py_any(py)?,
                 PyBytes::new(py, &src[t.data.clone()]).into_any(),
             ],
         )?;
@@ -168,7 +169,6 @@ impl PyHeapDecoder {
                     let Some((locator, block)) = &ref0 else {
                         return Err(PyValueError::new_err("heap change without block 0"));
                     };
-                    let none = || py.None().into_bound(py);
                     let change = self.heap_change.build(
                         py,
                         [
@@ -177,16 +177,14 @@ impl PyHeapDecoder {
                             self.kinds[*kind as usize].bind(py).clone(),
                             locator.clone(),
                             block.clone(),
-                            (*offset).into_pyobject(py)?.into_any(),
+                            (*offset).into_bound_py_any(py)?,
                             self.tuple(py, new_tuple, main, block0)?
-                                .unwrap_or_else(none),
+                                .into_bound_py_any(py)?,
                             self.tuple(py, old_tuple, main, block0)?
-                                .unwrap_or_else(none),
-                            PyBool::new(py, *old_is_key).to_owned().into_any(),
-                            PyBool::new(py, *clear_toast_afterwards)
-                                .to_owned()
-                                .into_any(),
-                            PyBool::new(py, *on_toast_relation).to_owned().into_any(),
+                                .into_bound_py_any(py)?,
+                            old_is_key.into_bound_py_any(py)?,
+                            clear_toast_afterwards.into_bound_py_any(py)?,
+                            on_toast_relation.into_bound_py_any(py)?,
                             origin.clone(),
                         ],
                     )?;
@@ -252,8 +250,8 @@ impl PyHeapDecoder {
             return Err(PyValueError::new_err("ChangeKind must have 6 members"));
         }
         Ok(PyHeapDecoder {
-            raw_tuple: SlotClass::of_dataclass(raw_tuple)?.with_fields(raw_tuple.py(), 5)?,
-            heap_change: SlotClass::of_dataclass(heap_change)?.with_fields(heap_change.py(), 12)?,
+            raw_tuple: SlotClass::of_dataclass(raw_tuple, 5)?,
+            heap_change: SlotClass::of_dataclass(heap_change, 12)?,
             truncate_event,
             new_cid_event,
             locator,

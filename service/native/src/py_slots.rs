@@ -33,8 +33,8 @@ pub(crate) struct SlotClass {
 
 impl SlotClass {
     /// The builder of a dataclass's instances, its fields as `dataclasses.fields` lists
-    /// them.
-    pub(crate) fn of_dataclass(cls: &Bound<'_, PyType>) -> PyResult<Self> {
+    /// them; a TypeError unless it has the `n` fields its caller's `build` calls give.
+    pub(crate) fn of_dataclass(cls: &Bound<'_, PyType>, n: usize) -> PyResult<Self> {
         let fields = cls
             .py()
             .import("dataclasses")?
@@ -44,7 +44,14 @@ impl SlotClass {
         for f in fields.try_iter()? {
             names.push(f?.getattr("name")?.extract::<String>()?);
         }
-        SlotClass::new(cls, &names)
+        let slots = SlotClass::new(cls, &names)?;
+        if names.len() != n {
+            return Err(PyTypeError::new_err(format!(
+                "{cls} has {} fields, not the {n} the native core fills",
+                names.len()
+            )));
+        }
+        Ok(slots)
     }
 
     /// The builder of `cls` instances whose fields are `names`, in the order `build`
@@ -108,19 +115,6 @@ impl SlotClass {
             ty: cls.clone().unbind(),
             offsets,
         })
-    }
-
-    /// This builder, if its class has `n` fields (what its caller's `build` calls give),
-    /// else a TypeError naming the class.
-    pub(crate) fn with_fields(self, py: Python<'_>, n: usize) -> PyResult<Self> {
-        if self.offsets.len() != n {
-            return Err(PyTypeError::new_err(format!(
-                "{} has {} fields, not the {n} the native core fills",
-                self.ty.bind(py),
-                self.offsets.len()
-            )));
-        }
-        Ok(self)
     }
 
     /// A new instance with `values` in its fields (in the order given to `new`).
