@@ -5,9 +5,9 @@ The glue that uses it is `service.wal.native` (and `service.decode.native_heap`,
 """
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, final
 
-from service.decode.events import Event
+from service.decode.events import Event, HeapChange
 from service.errors import PgcdcError
 from service.wal.record import XLogRecord
 
@@ -35,8 +35,9 @@ class WalReader:
         decoder: object,
         make: Callable[..., Any],
         bare_rmids: list[int],
-        make_run: Callable[..., Any] | None = None,
-    ) -> None: ...
+        make_run: Callable[[tuple[int, int, int, int, int, HeapRows]], Any] | None = None,
+    ) -> None:
+        """`make_run` gets `(first_lsn, lsn, end_lsn, xid, records, rows)` per run."""
     def _arm_panic_probe(self) -> None: ...
     @property
     def end_of_wal(self) -> bool: ...
@@ -62,6 +63,38 @@ class HeapDecoder:
     ) -> None: ...
     def decode(self, op: str, record: XLogRecord) -> list[Event]: ...
 
+@final
+class HeapRows:
+    """The rows of an insert run (src/py_batch.rs), or a window of them sharing the
+    run's buffers; indices are relative to the window. Frozen; no sequence protocol
+    beyond `len`."""
+
+    def __len__(self) -> int: ...
+    @property
+    def xid(self) -> int: ...
+    @property
+    def locator(self) -> Any: ...  # the RelFileLocator of the rows' HeapChanges
+    @property
+    def first_lsn(self) -> int: ...  # ValueError for an empty window
+    @property
+    def last_lsn(self) -> int: ...  # ValueError for an empty window
+    @property
+    def data_bytes(self) -> int: ...  # sum of len(change.new_tuple.data)
+    def change(self, i: int) -> HeapChange: ...  # IndexError outside [0, len)
+    def changes(self) -> list[HeapChange]: ...
+    def lsns(self) -> list[int]: ...
+    def slice(self, i: int, j: int) -> HeapRows: ...  # ValueError unless 0 <= i <= j <= len
+    def fill(self, at: int, room: int, base: int, overhead: int) -> tuple[int, int]:
+        """(end, added) of this loop (ValueError unless 0 <= at <= len):
+
+        end, added = at, 0
+        while end < len(self):
+            added += base + len(self.change(end).new_tuple.data)
+            end += 1
+            if added + (end - at) * overhead >= room:
+                break
+        """
+
 class RowPlan:
     def __init__(
         self,
@@ -86,6 +119,17 @@ class RowPlan:
         op: str,
         ts_ns: int,
     ) -> tuple[list[bytes | None], list[bytes | None], str | None]: ...
+    def encode_rows(
+        self,
+        rows: HeapRows,
+        value_header: bytes,
+        key_header: bytes | None,
+        parts: tuple[bytes, bytes, bytes, bytes, bytes | None],
+        total: int,
+        order: int,
+        op: str,
+        ts_ns: int,
+    ) -> tuple[list[bytes | None], list[bytes | None], str | None]: ...
 
 class TextPlan:
     def __init__(
@@ -97,6 +141,9 @@ class TextPlan:
     ) -> None: ...
     def lines(
         self, tuples: list[Any], lsns: list[int], start: int, prefix: str, skip_nulls: bool
+    ) -> tuple[list[str], str | None]: ...
+    def rows_lines(
+        self, rows: HeapRows, start: int, prefix: str, skip_nulls: bool
     ) -> tuple[list[str], str | None]: ...
 
 def envelope(

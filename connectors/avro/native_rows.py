@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -71,6 +71,9 @@ from service.pgconst import UNIX_EPOCH_USECS
 from service.schema.tabledef import TableDef
 from service.types.deform import TYPALIGN_BYTES
 from service.types.rowdecode import DecodedRow, RowRun
+
+if TYPE_CHECKING:
+    from service._native import HeapRows  # an InsertRows' rows in the native core
 
 log = structlog.get_logger(__name__)
 
@@ -465,7 +468,7 @@ class NativeRows:
         rel: RelationInfo,
         table: TableDef,
         op: ChangeOp,
-        tuples: list[Any],
+        tuples: list[Any] | HeapRows,
         lsns: list[int],
     ) -> int:
         """Encode and write the events of consecutive changes of `t` (defined by
@@ -480,17 +483,15 @@ class NativeRows:
             return -1
         code = _op_code(op)
         total, order = p._next_order(st, t.collection)
-        keys, values, reason = plan.encode_events(
-            tuples,
-            lsns,
-            value_header,
-            entry.key_header if entry.want_key else None,
-            parts,
-            total,
-            order,
-            code,
-            self._clock(),
-        )
+        key_header = entry.key_header if entry.want_key else None
+        if isinstance(tuples, list):
+            keys, values, reason = plan.encode_events(
+                tuples, lsns, value_header, key_header, parts, total, order, code, self._clock()
+            )
+        else:  # an InsertRows' rows (HeapRows), read where they are
+            keys, values, reason = plan.encode_rows(
+                tuples, value_header, key_header, parts, total, order, code, self._clock()
+            )
         if reason is not None:
             self.fallbacks[reason] += 1
         done = len(values)

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from connectors.postgres.catalog import Catalog
 from connectors.postgres.type_loader import TypeLoader
-from service.decode.events import HeapChange, InsertRun, PredecodedRecord
+from service.decode.events import HeapChange, InsertRows, InsertRun, PredecodedRecord
 from service.errors import DecodeError
 from service.impl import predecoding, xlog_reader_class
 from service.output.api import (
@@ -125,7 +125,7 @@ class _DeferredRows:
 
     def run(
         self,
-        changes: list[HeapChange],
+        changes: list[HeapChange] | InsertRows,
         top_xid: int,
         make: Callable[[HeapChange], RowChange | None],
     ) -> Sequence[RowChange] | None:

@@ -15,11 +15,16 @@ disk, and must not be mutated after the decoder emits them.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 from service.wal.record import RelFileLocator
+
+if TYPE_CHECKING:
+    from service._native import HeapRows  # the native core's rows of a run
 
 
 class ChangeKind(IntEnum):
@@ -350,6 +355,57 @@ class PredecodedRecord(NamedTuple):
     events: list[Event]
 
 
+class InsertRows(Sequence[HeapChange]):
+    """The plain inserts of an `InsertRun`, held by the native core (`HeapRows`): one
+    (sub)transaction's inserts into one relation, in WAL order, none on a toast relation,
+    none with an origin. Item `i` is built when it is read, as exactly the `HeapChange`
+    the unbatched reader gives for that row; until then a row is its logged tuple in Rust,
+    so a run crosses the reorder buffer and reaches a native encoder without a Python
+    object per row.
+
+    The reorder buffer queues one as a single entry (ReorderBufferQueueChange of each of
+    its rows: `nrows` changes, `data_bytes` of tuple data), and replay hands it on whole
+    where it would hand on each of its rows in turn. `lsn` is the first row's LSN (where
+    the k-way merge places it: no change of any other transaction lies between its first
+    and last row); `last_lsn` the last's. Immutable; slicing (`window`) shares the rows.
+    """
+
+    __slots__ = ("data_bytes", "last_lsn", "locator", "lsn", "nrows", "rows", "xid")
+
+    def __init__(self, rows: HeapRows) -> None:
+        self.rows = rows
+        self.lsn: int = rows.first_lsn
+        self.last_lsn: int = rows.last_lsn
+        self.xid: int = rows.xid
+        self.locator: RelFileLocator = rows.locator
+        self.nrows: int = len(rows)
+        self.data_bytes: int = rows.data_bytes
+
+    def __len__(self) -> int:
+        return self.nrows
+
+    @overload
+    def __getitem__(self, index: int) -> HeapChange: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[HeapChange]: ...
+    def __getitem__(self, index: int | slice) -> HeapChange | list[HeapChange]:
+        if isinstance(index, slice):
+            return self.rows.changes()[index]
+        if index < 0:
+            index += self.nrows
+        return self.rows.change(index)
+
+    def __iter__(self) -> Iterator[HeapChange]:
+        return iter(self.rows.changes())
+
+    def window(self, start: int, stop: int) -> InsertRows:
+        """Rows [start, stop) (0 <= start < stop <= nrows), sharing this one's."""
+        return InsertRows(self.rows.slice(start, stop))
+
+    def __repr__(self) -> str:
+        return f"InsertRows(xid={self.xid} {self.locator} x{self.nrows} at {self.lsn:X})"
+
+
 class InsertRun(NamedTuple):
     """Consecutive table-change heap records the native XLog reader gathered into one
     (once armed with runs: see `service.decode.native_heap.predecode`): Heap INSERT and
@@ -360,25 +416,28 @@ class InsertRun(NamedTuple):
     with no top-level xid, which the driver only counts. `records` counts them all.
 
     `changes` are exactly the events `Decoder.decode` gives for those records, in WAL
-    order. Every gate the decoding driver passes a record through (ReorderBufferProcessXid,
-    SnapBuildProcessChange, the database and origin filters) answers the same for each
-    of them, so `Decoding.process_run` takes the run as a whole, with the result of
-    `Decoding.process` on each record in turn. `lsn` and `end_lsn` are the last
-    record's (where reading continues), `first_lsn` the first's."""
+    order, kept in Rust until read (`InsertRows`). Every gate the decoding driver passes
+    a record through (ReorderBufferProcessXid, SnapBuildProcessChange, the database and
+    origin filters) answers the same for each of them, so `Decoding.process_run` takes
+    the run as a whole, with the result of `Decoding.process` on each record in turn.
+    `lsn` and `end_lsn` are the last record's (where reading continues), `first_lsn` the
+    first's."""
 
     first_lsn: int
     lsn: int
     end_lsn: int
     xid: int
     records: int
-    changes: list[HeapChange]
+    changes: InsertRows
 
     def since(self, lsn: int) -> InsertRun:
         """The run of this run's records logged at or after `lsn` (it must hold an
         insert there); `records` then counts its inserts' records only."""
-        changes = [c for c in self.changes if c.lsn >= lsn]
+        lsns = self.changes.rows.lsns()
+        start = bisect_left(lsns, lsn)
+        changes = self.changes.window(start, len(lsns))
         return self._replace(
-            first_lsn=changes[0].lsn,
-            records=len({c.lsn for c in changes}),
+            first_lsn=changes.lsn,
+            records=len(set(lsns[start:])),
             changes=changes,
         )

@@ -34,6 +34,7 @@ from service.decode.events import (
     ChangeKind,
     Event,
     HeapChange,
+    InsertRows,
     InsertRun,
     NewCidEvent,
     PredecodedRecord,
@@ -122,5 +123,8 @@ def predecode(reader: object, bare_rmids: Collection[int] = (), *, runs: bool = 
     `InsertRun`. False, having done nothing, for any other reader."""
     if not isinstance(reader, NativeXLogReader):
         return False
-    reader.predecode_heap(_DECODER, PredecodedRecord, bare_rmids, InsertRun if runs else None)
+    if runs:
+        reader.predecode_heap(_DECODER, PredecodedRecord, bare_rmids, InsertRun, InsertRows)
+    else:
+        reader.predecode_heap(_DECODER, PredecodedRecord, bare_rmids)
     return True

@@ -31,6 +31,7 @@ from service.decode.events import (
     CommitEvent,
     HeapChange,
     InplaceEvent,
+    InsertRows,
     InsertRun,
     InvalidationsEvent,
     MessageEvent,
@@ -110,7 +111,7 @@ class RowResolver(Protocol):
 
     def run(
         self,
-        changes: list[HeapChange],
+        changes: list[HeapChange] | InsertRows,
         top_xid: int,
         make: Callable[[HeapChange], RowChange | None],
     ) -> Sequence[RowChange] | None:
@@ -243,11 +244,12 @@ class PluginSink:
             self.emitted_changes += 1
             self.plugin.call("change", row.lsn, txn.xid, self._txn_info(txn), row)
 
-    def changes(self, txn: ReorderBufferTXN, changes: list[HeapChange]) -> None:
+    def changes(self, txn: ReorderBufferTXN, changes: list[HeapChange] | InsertRows) -> None:
         """`change` for each of `changes` (no TOAST chunks held): one `changes` call of
         the plugin when it has one, else its `change` per row. A run of one table
         definition and op goes as the resolver's lazy run (`RowResolver.run`), so a
-        plugin that reads its raw tuples builds no rows."""
+        plugin that reads its raw tuples builds no rows (of an InsertRows, not even
+        its HeapChanges)."""
         if not changes:
             return
         self._until_progress -= len(changes)
@@ -260,7 +262,8 @@ class PluginSink:
             run = self.rows.run(changes, txn.top.xid, lambda c: self._row_of(txn, c, EMPTY_TOAST))
             if run is not None:
                 self.emitted_changes += len(changes)
-                plugin.call("changes", changes[0].lsn, txn.xid, self._txn_info(txn), run)
+                first = changes.lsn if type(changes) is InsertRows else changes[0].lsn
+                plugin.call("changes", first, txn.xid, self._txn_info(txn), run)
                 return
         rows: list[RowChange] = []
         for change in changes:
@@ -425,7 +428,7 @@ class Decoding:
         # FULL_SNAPSHOT or later (decodes_changes); a run has no origin.
         if self.snap.process_change(xid, lsn):
             self.rb.set_base_snapshot(xid, lsn, BASE_SNAPSHOT)
-            if self._wanted_db(changes[0].locator.db_oid):
+            if self._wanted_db(changes.locator.db_oid):
                 self.rb.queue_run(xid, lsn, changes)
         self.last_lsn = run.lsn
         self.last_end_lsn = run.end_lsn

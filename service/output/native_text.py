@@ -138,7 +138,10 @@ class NativeText:
         raws, lsns = run.raws, run.lsns
         i = 0
         while i < n:
-            lines, reason = plan.lines(raws, lsns, i, prefix, skip_nulls)
+            if isinstance(raws, list):
+                lines, reason = plan.lines(raws, lsns, i, prefix, skip_nulls)
+            else:  # an InsertRows' rows, read where they are
+                lines, reason = plan.rows_lines(raws, i, prefix, skip_nulls)
             done = len(lines)
             if done:
                 self.native += done

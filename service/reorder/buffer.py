@@ -77,6 +77,7 @@ from collections.abc import Callable, Sequence
 from service.decode.events import (
     ChangeKind,
     HeapChange,
+    InsertRows,
     Invalidation,
     MessageEvent,
     TruncateEvent,
@@ -90,6 +91,7 @@ from service.reorder.changes import (
     InternalChange,
     ReplayChange,
     change_size,
+    held,
 )
 from service.reorder.replay import Replayer
 from service.reorder.spill import SpillStore
@@ -322,12 +324,14 @@ class ReorderBuffer:
         if state.size + state.count * self._overhead >= self._work_mem:
             self._check_memory_limit()
 
-    def queue_run(self, xid: int, lsn: int, inserts: Sequence[HeapChange]) -> None:
+    def queue_run(self, xid: int, lsn: int, inserts: InsertRows) -> None:
         """`queue_change` of each of `inserts` in turn: an InsertRun's plain inserts of
         one relation (not a toast relation), the first logged at `lsn`. The
         transaction is looked up and the toast check made once; the memory limit is
-        still enforced after each change, as ReorderBufferQueueChange does."""
-        if self._sink.can_stream or self._toast_of(inserts[0].locator):
+        still enforced after each change, as ReorderBufferQueueChange does. The rows up
+        to each point where it is enforced are queued as one entry (a window of
+        `inserts`), accounted as the changes they stand for."""
+        if self._sink.can_stream or self._toast_of(inserts.locator):
             for change in inserts:
                 self.queue_change(xid, change.lsn, change)
             return
@@ -337,19 +341,15 @@ class ReorderBuffer:
         work_mem, overhead = self._work_mem, self._overhead
         base = CHANGE_OVERHEAD + TUPLE_OVERHEAD
         txn.has_changes = top.has_changes = True
-        at, n = 0, len(inserts)
+        rows = inserts.rows
+        at, n = 0, inserts.nrows
         while at < n:
-            # The changes from `at` up to the first whose queueing reaches the limit
+            # The rows from `at` up to the first whose queueing reaches the limit
             # (state.held: the accounted size plus the per-change overhead), added at
             # once; the limit is then checked where queue_change would check it.
             room = work_mem - state.size - state.count * overhead
-            end, added = at, 0
-            while end < n:
-                added += base + len(inserts[end].new_tuple.data)  # type: ignore[union-attr]
-                end += 1
-                if added + (end - at) * overhead >= room:
-                    break
-            txn.changes.extend(inserts[at:end])
+            end, added = rows.fill(at, room, base, overhead)
+            txn.changes.append(inserts if at == 0 and end == n else inserts.window(at, end))
             txn.nentries += end - at
             txn.size += added
             top.total_size += added
@@ -581,7 +581,7 @@ class ReorderBuffer:
         for sub in subs:
             self._cleanup_txn(sub)
         if txn.changes:
-            self._state.release(txn, sum(change_size(c) for c in txn.changes), len(txn.changes))
+            self._state.release(txn, *held(txn.changes))
             txn.changes.clear()
         if txn.toptxn is not None:
             parent = txn.toptxn

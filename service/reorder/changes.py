@@ -3,11 +3,15 @@
 Part of the reorder buffer stage (`service.reorder.buffer`, reorderbuffer.c); no state.
 
 Receives: the decoder's changes (`HeapChange`, `TruncateEvent`, transactional
-`MessageEvent`) and the snapshot/schema stage's `InternalChange`.
+`MessageEvent`, and an `InsertRun`'s rows as one `InsertRows`) and the snapshot/schema
+stage's `InternalChange`.
 Hands on:
 - `Change`, the union of what a transaction can queue;
 - `change_size`, the accounted size of one change (shaped like ReorderBufferChangeSize;
-  the figures are pinned against a real test_decoding slot's spill_bytes);
+  the figures are pinned against a real test_decoding slot's spill_bytes), and of an
+  `InsertRows` the sum over its rows;
+- `held`, the size and the number of changes a queue of them holds, and `one_by_one`,
+  the changes of such a queue with each InsertRows spelled out as its rows;
 - `ReplayChange`, a change as the sink receives it with the TOAST data it may point to;
 - `toast_chunk`, which deforms a toast-table tuple into (chunk_id, chunk_seq, data).
 
@@ -20,12 +24,12 @@ and xid for a tuple that is not a plain inline chunk. Pure: no I/O.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import NamedTuple
 
-from service.decode.events import HeapChange, MessageEvent, TruncateEvent
+from service.decode.events import HeapChange, InsertRows, MessageEvent, TruncateEvent
 from service.errors import DecodeError
 
 # --- changes and their size ---------------------------------------------------------
@@ -45,7 +49,8 @@ class InternalChange:
     size: int
 
 
-Change = HeapChange | TruncateEvent | MessageEvent | InternalChange
+# An InsertRows entry stands for `count` HeapChanges queued one after the other.
+Change = HeapChange | TruncateEvent | MessageEvent | InternalChange | InsertRows
 
 # sizeof(ReorderBufferChange) on a 64-bit build, PG15 to PG18: lsn 8, action 4 + pad,
 # txn 8, origin_id 2 + pad, a 32-byte union, a 16-byte dlist_node. Measured, not just
@@ -67,6 +72,10 @@ def change_size(change: Change) -> int:
         if change.old_tuple is not None:
             size += TUPLE_OVERHEAD + len(change.old_tuple.data)
         return size
+    if kind is InsertRows:
+        assert isinstance(change, InsertRows)
+        # each row: a HeapChange with a new tuple and no old one
+        return change.nrows * (CHANGE_OVERHEAD + TUPLE_OVERHEAD) + change.data_bytes
     if kind is MessageEvent:
         assert isinstance(change, MessageEvent)
         return (
@@ -85,6 +94,25 @@ def change_size(change: Change) -> int:
     raise DecodeError(
         f"reorder buffer cannot hold a {kind.__name__}", lsn=getattr(change, "lsn", None)
     )
+
+
+def held(changes: Iterable[Change]) -> tuple[int, int]:
+    """(accounted size, number of changes) of a transaction's queued `changes`: an
+    InsertRows counts as its rows."""
+    size = count = 0
+    for change in changes:
+        size += change_size(change)
+        count += change.nrows if type(change) is InsertRows else 1
+    return size, count
+
+
+def one_by_one(changes: Iterable[Change]) -> Iterator[Change]:
+    """`changes` with each InsertRows replaced by its rows (HeapChanges), in order."""
+    for change in changes:
+        if type(change) is InsertRows:
+            yield from change
+        else:
+            yield change
 
 
 EMPTY_TOAST: Mapping[int, bytes] = MappingProxyType({})

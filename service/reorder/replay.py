@@ -20,7 +20,10 @@ ones restored in batches), then `commit` (or `prepare`); or, streaming,
 up (ReorderBufferCleanupTXN) unless it is a decoded prepare. Outside streaming, plain
 main-table changes (no TOAST chunks held for them) go to `changes` in runs of up to
 `RUN_MAX`, each run handed on before any other callback; the sink treats a run as
-`change` on each of its changes.
+`change` on each of its changes. A queued `InsertRows` (an InsertRun's rows, still in
+the native core) is such a run already and goes to `changes` as it is, in windows of
+up to `RUN_MAX`; where its rows could not all join a run (TOAST chunks held, streaming,
+a toast relation) they come one by one instead, exactly as if queued one by one.
 
 Guarantees:
 - Changes of one input keep their order; inputs are merged by LSN.
@@ -43,12 +46,19 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 
-from service.decode.events import ChangeKind, HeapChange, MessageEvent, TruncateEvent
+from service.decode.events import ChangeKind, HeapChange, InsertRows, MessageEvent, TruncateEvent
 from service.errors import DecodeError
-from service.reorder.changes import EMPTY_TOAST, Change, ReplayChange, change_size, toast_chunk
+from service.reorder.changes import (
+    EMPTY_TOAST,
+    Change,
+    ReplayChange,
+    change_size,
+    held,
+    toast_chunk,
+)
 from service.reorder.txn import ReorderBufferState, ReorderBufferTXN
 from service.wal.record import RelFileLocator
 
@@ -94,8 +104,7 @@ class Replayer:
         for sub in txn.subtxns:
             self._truncate_txn(sub)
         if txn.changes:
-            size = sum(change_size(c) for c in txn.changes)
-            count = len(txn.changes)
+            size, count = held(txn.changes)
             txn.changes.clear()
             self._state.release(txn, size, count)
         if txn.serialized:
@@ -107,12 +116,17 @@ class Replayer:
 
     # --- replay ---------------------------------------------------------------------
 
-    def _iter_txn(self, txn: ReorderBufferTXN) -> Iterator[tuple[ReorderBufferTXN, Change, int]]:
+    def _iter_txn(
+        self, txn: ReorderBufferTXN, whole: Callable[[InsertRows], bool]
+    ) -> Iterator[tuple[ReorderBufferTXN, Change, int]]:
         """ReorderBufferIterTXNInit/Next: LSN-ordered k-way merge over txn and children.
 
         Yields (owner, change, size); the change is still accounted to its owner, and
         the consumer releases it. Restoring the next batch waits until the consumer
-        resumes the iterator, so a released change never overlaps the next batch.
+        resumes the iterator, so a released change never overlaps the next batch. An
+        InsertRows comes whole when `whole` says so at the moment it is due (asked
+        after the consumer has taken everything before it), else as its rows one by
+        one, each with its own size: the sizes add up to the entry's.
         """
         state = self._state
         if txn.serialized:
@@ -130,7 +144,11 @@ class Replayer:
                 if not changes and not (t.xid in readers and self._restore(t, readers)):
                     return
                 change = changes.popleft()
-                yield t, change, change_size(change)
+                if type(change) is InsertRows and not whole(change):
+                    for row in change:
+                        yield t, row, change_size(row)
+                else:
+                    yield t, change, change_size(change)
         heap: list[tuple[int, int]] = []
         for index, t in enumerate(inputs):
             if t.changes or (t.xid in readers and self._restore(t, readers)):
@@ -140,7 +158,12 @@ class Replayer:
             index = heap[0][1]
             t = inputs[index]
             change = t.changes.popleft()
-            yield t, change, change_size(change)
+            # No change of another input lies between an InsertRows' first and last row.
+            if type(change) is InsertRows and not whole(change):
+                for row in change:
+                    yield t, row, change_size(row)
+            else:
+                yield t, change, change_size(change)
             if t.changes or (t.xid in readers and self._restore(t, readers)):
                 heapq.heapreplace(heap, (t.changes[0].lsn, index))
             else:
@@ -195,7 +218,13 @@ class Replayer:
         # a transaction is replayed (its commit was applied before), nor does the answer.
         checked: RelFileLocator | None = None
         is_toast = False
-        for owner, change, size in self._iter_txn(txn):
+
+        def whole(rows: InsertRows) -> bool:
+            # As its rows would go: all into the run (none of a toast relation, no TOAST
+            # chunks held); else the rows go one by one, down the branches below.
+            return run is not None and not toast.held and not toast_of(rows.locator)
+
+        for owner, change, size in self._iter_txn(txn, whole):
             stats.total_bytes += size
             if streaming:
                 if not started:
@@ -261,6 +290,20 @@ class Replayer:
                     if spec is not None:
                         release(spec[0], spec[2])
                     spec = (owner, change, size)
+            elif type(change) is InsertRows:  # whole(change): the run, in pieces
+                release(owner, size, change.nrows)
+                if spec is not None:  # the speculative insertion was not confirmed
+                    release(spec[0], spec[2])
+                    spec = None
+                if run:
+                    sink.changes(txn, run)
+                    run = []
+                n = change.nrows
+                if n <= RUN_MAX:
+                    sink.changes(txn, change)
+                else:
+                    for at in range(0, n, RUN_MAX):
+                        sink.changes(txn, change.window(at, min(at + RUN_MAX, n)))
             else:
                 release(owner, size)
                 if run:

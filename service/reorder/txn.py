@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from service.decode.events import HeapChange, Invalidation
-from service.reorder.changes import Change, ReplayChange
+from service.decode.events import HeapChange, InsertRows, Invalidation
+from service.reorder.changes import Change, ReplayChange, one_by_one
 from service.reorder.spill import SpillStore
 from service.wal.record import RelFileLocator
 
@@ -95,7 +95,7 @@ class ReplaySink(Protocol):
     def change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None: ...
     # A run of consecutive main-table changes with no TOAST chunks held: the same as
     # `change(txn, ReplayChange(c, EMPTY_TOAST))` for each, in order.
-    def changes(self, txn: ReorderBufferTXN, changes: list[HeapChange]) -> None: ...
+    def changes(self, txn: ReorderBufferTXN, changes: list[HeapChange] | InsertRows) -> None: ...
     def truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None: ...
     def message(self, txn: ReorderBufferTXN | None, change: ReplayChange) -> None: ...
     def internal(self, txn: ReorderBufferTXN, change: ReplayChange) -> None: ...
@@ -198,9 +198,9 @@ class ReorderBufferState:
             self.serialize_txn(sub)
         if txn.changes:
             size = txn.size
-            written = self.spill.write(txn.xid, txn.changes)
-            txn.spilled += written
-            count = len(txn.changes)
+            # The store holds HeapChanges: an InsertRows entry is written row by row.
+            count = self.spill.write(txn.xid, one_by_one(txn.changes))
+            txn.spilled += count
             txn.changes.clear()
             self.release(txn, size, count)
             self.stats.spill_count += 1

@@ -41,10 +41,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from service._binary import U32
-from service.decode.events import ChangeKind, HeapChange, RawTuple
+from service.decode.events import ChangeKind, HeapChange, InsertRows, RawTuple
 from service.errors import DecodeError, SchemaMismatchError, UnknownTypeError
 from service.output.api import (
     UNCHANGED_TOAST,
@@ -58,6 +58,9 @@ from service.output.api import (
 )
 from service.pgconst import JSONB_OID, TEXT_ARRAY_OID, TEXT_OID
 from service.schema.history import Classification, RelClass, SchemaHistory
+
+if TYPE_CHECKING:
+    from service._native import HeapRows  # an InsertRows' rows in the native core
 from service.schema.tabledef import ColumnDef, TableDef
 from service.types.convert import simple_functions, to_python, to_text, undecodable_part
 from service.types.deform import Column, deform
@@ -164,8 +167,9 @@ class RowRun(Sequence[RowChange]):
     each has the tuple its op logs. An item is built when it is read (`make`: the
     driver's own change-to-row conversion), so every consumer sees the same rows it
     would see in a list. A native encoder reads `raws` (each change's logged tuple: the
-    new one, or a DELETE's old one) and `lsns` instead and builds none of them. The
-    lists are the run's own: nobody changes them after.
+    new one, or a DELETE's old one) and `lsns` instead and builds none of them; of a run
+    of an `InsertRows`, `raws` is its native `HeapRows`, whose tuples never become
+    Python objects. The lists are the run's own: nobody changes them after.
     """
 
     __slots__ = ("_make", "changes", "lsns", "op", "raws", "relation", "table")
@@ -175,8 +179,8 @@ class RowRun(Sequence[RowChange]):
         op: ChangeOp,
         relation: RelationInfo,
         table: TableDef,
-        changes: list[HeapChange],
-        raws: list[RawTuple],
+        changes: Sequence[HeapChange],
+        raws: list[RawTuple] | HeapRows,
         lsns: list[int],
         make: Callable[[HeapChange], RowChange | None],
     ) -> None:
@@ -380,7 +384,7 @@ class HistoryRows:
 
     def run(
         self,
-        changes: list[HeapChange],
+        changes: list[HeapChange] | InsertRows,
         top_xid: int,
         make: Callable[[HeapChange], RowChange | None],
     ) -> RowRun | None:
@@ -388,6 +392,7 @@ class HistoryRows:
         relfilenode, classified alike) with one op, each with its logged tuple and no
         UPDATE with an old tuple; else None (the caller converts them one by one, which
         also raises their errors). One classification answers for the whole run."""
+        rows = changes if type(changes) is InsertRows else None
         first = changes[0]
         spec = _RUN_OPS.get(first.kind)
         if spec is None:
@@ -401,6 +406,12 @@ class HistoryRows:
         loc, kind = first.locator, first.kind
         spc, db, number = loc.spc_oid, loc.db_oid, loc.rel_number
         lo, hi, _cls = self._classes[(spc, db, number, top_xid)]
+        if rows is not None:
+            # Inserts of one relation in LSN order: one classification covers them all
+            # when it covers the first and the last.
+            if not lo <= rows.lsn <= rows.last_lsn < hi:
+                return None
+            return RowRun(spec[0], relation, plan.table, rows, rows.rows, rows.rows.lsns(), make)
         op, of_old = spec
         raws: list[RawTuple] = []
         lsns: list[int] = []

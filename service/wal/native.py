@@ -46,7 +46,12 @@ from service.wal.reader import HeaderTuple
 from service.wal.record import BlockRef, RelFileLocator, XLogRecord
 
 if TYPE_CHECKING:
-    from service.decode.events import InsertRun, PredecodedRecord  # the caller's classes
+    from service._native import HeapRows
+    from service.decode.events import (  # the caller's classes
+        InsertRows,
+        InsertRun,
+        PredecodedRecord,
+    )
 
 # How many walked records become Python objects per `take`: enough to make the call
 # cost vanish, few enough that a 16 MB chunk never lives as 100k+ objects at once.
@@ -150,6 +155,7 @@ class NativeXLogReader:
         record: type[PredecodedRecord],
         bare_rmids: Collection[int] = (),
         run: type[InsertRun] | None = None,
+        rows: type[InsertRows] | None = None,
     ) -> None:
         """Arm the reader: from now on every table-change heap record (Heap INSERT,
         DELETE, UPDATE, HOT_UPDATE; Heap2 MULTI_INSERT) is parsed in the walk by
@@ -160,13 +166,19 @@ class NativeXLogReader:
         A record the parser refuses still comes as its `XLogRecord`. A record of an rmgr
         in `bare_rmids` (one the decoder gives no events for) comes the same way, with
         no events, and without its block references and data ever being built.
-        With `run` (the InsertRun NamedTuple), consecutive plain inserts of one
-        transaction into one relation come as one `run` instead of a record each."""
+        With `run` (the InsertRun NamedTuple) and `rows` (InsertRows), consecutive plain
+        inserts of one transaction into one relation come as one `run` instead of a
+        record each, its inserts as the `rows` of the native core's HeapRows."""
+        make_run = None
+        if run is not None:
+            if rows is None:
+                raise TypeError("predecode_heap: a run needs the class of its rows")
+            make_run = partial(_make_run, run, rows)
         self._native.predecode_heap(
             decoder,
             partial(tuple.__new__, record),
             sorted(bare_rmids),
-            None if run is None else partial(tuple.__new__, run),
+            make_run,
         )
         self._armed = True
         self._run = run
@@ -219,3 +231,14 @@ class NativeXLogReader:
             raise
         if error is not None:
             raise error
+
+
+def _make_run(
+    run: type[InsertRun],
+    rows: type[InsertRows],
+    fields: tuple[int, int, int, int, int, HeapRows],
+) -> InsertRun:
+    """`run` from the walk's `(first_lsn, lsn, end_lsn, xid, records, heap_rows)`, its
+    rows wrapped as `rows` (once per run, not per row)."""
+    first_lsn, lsn, end_lsn, xid, records, heap_rows = fields
+    return tuple.__new__(run, (first_lsn, lsn, end_lsn, xid, records, rows(heap_rows)))

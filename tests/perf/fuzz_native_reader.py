@@ -222,7 +222,7 @@ def _match(got: Sequence[object], base: Sequence[object], at: int) -> bool:
         if isinstance(item, InsertRun):
             events = [e for p in part for e in getattr(p, "events", [None])]
             last = part[-1]
-            if item.changes != events or (item.lsn, item.end_lsn) != (
+            if list(item.changes) != events or (item.lsn, item.end_lsn) != (
                 last.lsn,  # type: ignore[attr-defined]
                 last.end_lsn,  # type: ignore[attr-defined]
             ):

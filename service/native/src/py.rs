@@ -7,7 +7,8 @@
 //! Hands on: per `records()` / `walk_headers()` call, one walk over every record the fed
 //! bytes hold, answered with the count and the error instance that ended it (or None);
 //! `take(n)` then hands the records over as Python objects in slices. The glue yields
-//! them, then raises the error.
+//! them, then raises the error. Armed with runs, a run's inserts cross as one
+//! `HeapRows` (py_batch): no Python object per row until one is read.
 //!
 //! Guarantees:
 //! - The walk runs with the GIL released (`Python::detach`); only building the result
@@ -28,6 +29,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple, PyType};
 use pyo3::IntoPyObjectExt;
 
 use crate::decode::heap::{self, Event, Input, Kind};
+use crate::py_batch::RowsBuilder;
 use crate::py_heap::PyHeapDecoder;
 use crate::py_slots::SlotClass;
 use crate::wal::reader::{WalReader, Walked};
@@ -64,33 +66,49 @@ struct Predecode {
 /// (`Decoding.process_run`), since every gate it passes them through
 /// (ReorderBufferProcessXid, SnapBuildProcessChange, the database and origin filters)
 /// gives the same answer for each of them.
+/// Its inserts' rows stay in Rust (`py_batch`) until the run is handed on.
 struct Run<'py> {
     xid: u32,
     locator: (u32, u32, u32),
+    /// The RelFileLocator object of `locator` (the reader's cached one).
+    locator_obj: Bound<'py, PyAny>,
     first_lsn: u64,
     lsn: u64,
     end_lsn: u64,
     records: usize,
-    changes: Bound<'py, PyList>,
+    rows: RowsBuilder,
 }
 
 impl<'py> Run<'py> {
-    /// `make_run((first_lsn, lsn, end_lsn, xid, records, changes))`.
-    fn into_py(self, py: Python<'py>, make_run: &Py<PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    /// `make_run((first_lsn, lsn, end_lsn, xid, records, heap_rows))`, the rows a
+    /// `HeapRows` whose HeapChanges `decoder` builds.
+    fn into_py(
+        self,
+        py: Python<'py>,
+        make_run: &Py<PyAny>,
+        decoder: &Py<PyHeapDecoder>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let rows = self.rows.finish(
+            py,
+            self.xid,
+            self.locator_obj.unbind(),
+            decoder.clone_ref(py),
+        )?;
         let fields = (
             self.first_lsn,
             self.lsn,
             self.end_lsn,
             self.xid,
             self.records,
-            self.changes,
+            rows,
         )
             .into_pyobject(py)?;
         make_run.bind(py).call1((fields,))
     }
 }
 
-/// Whether a parsed record may join a `Run`: only plain, non-toast inserts.
+/// Whether a parsed record may join a `Run`: only plain, non-toast inserts (which
+/// always carry a new tuple, and never an old one).
 fn runnable(events: &[Event]) -> bool {
     !events.is_empty()
         && events.iter().all(|e| {
@@ -99,6 +117,9 @@ fn runnable(events: &[Event]) -> bool {
                 Event::Change {
                     kind: Kind::Insert,
                     on_toast_relation: false,
+                    new_tuple: Some(_),
+                    old_tuple: None,
+                    old_is_key: false,
                     ..
                 }
             )
@@ -205,7 +226,10 @@ impl PyWalReader {
         let end = self.pending.len().min(self.cursor.saturating_add(n));
         let batch = &self.pending[self.cursor..end];
         self.cursor = end;
-        let make_run = self.predecode.as_ref().and_then(|pd| pd.make_run.as_ref());
+        let make_run = self
+            .predecode
+            .as_ref()
+            .and_then(|pd| pd.make_run.as_ref().map(|m| (m, &pd.heap)));
         let mut run: Option<Run<'py>> = None;
         for w in batch {
             let h = &w.header;
@@ -250,10 +274,39 @@ impl PyWalReader {
                         if !extends {
                             flush(py, &mut run, make_run, &list)?;
                         }
-                        let into = match &run {
-                            Some(r) => r.changes.clone(),
-                            None => PyList::empty(py),
-                        };
+                        if let (true, Some(b)) = (joins, b0) {
+                            let r = match &mut run {
+                                Some(r) => r,
+                                None => run.insert(Run {
+                                    xid: h.xid,
+                                    locator: b.locator,
+                                    locator_obj: locator(
+                                        &mut self.locators,
+                                        &self.factory,
+                                        py,
+                                        b.locator,
+                                    )?,
+                                    first_lsn: h.lsn,
+                                    lsn: h.lsn,
+                                    end_lsn: h.end_lsn,
+                                    records: 0,
+                                    rows: RowsBuilder::default(),
+                                }),
+                            };
+                            r.rows
+                                .push_record(
+                                    h.lsn,
+                                    b.block,
+                                    &events,
+                                    &bytes[body.main_data.clone()],
+                                    &bytes[b.data.clone()],
+                                )
+                                .map_err(PyValueError::new_err)?;
+                            r.lsn = h.lsn;
+                            r.end_lsn = h.end_lsn;
+                            r.records += 1;
+                            continue;
+                        }
                         let made = heap_events(
                             py,
                             &mut self.locators,
@@ -264,26 +317,9 @@ impl PyWalReader {
                             bytes,
                             &events,
                             b0,
-                            into,
                         )?;
                         if let Some(evs) = made {
-                            if let Some(r) = run.as_mut() {
-                                r.lsn = h.lsn;
-                                r.end_lsn = h.end_lsn;
-                                r.records += 1;
-                            } else if let (true, Some(locator)) = (joins, key) {
-                                run = Some(Run {
-                                    xid: h.xid,
-                                    locator,
-                                    first_lsn: h.lsn,
-                                    lsn: h.lsn,
-                                    end_lsn: h.end_lsn,
-                                    records: 1,
-                                    changes: evs,
-                                });
-                            } else {
-                                list.append(predecoded_record(py, pd, h, body, evs)?)?;
-                            }
+                            list.append(predecoded_record(py, pd, h, body, evs)?)?;
                             continue;
                         }
                     }
@@ -381,11 +417,11 @@ impl PyWalReader {
 fn flush<'py>(
     py: Python<'py>,
     run: &mut Option<Run<'py>>,
-    make_run: Option<&Py<PyAny>>,
+    make_run: Option<(&Py<PyAny>, &Py<PyHeapDecoder>)>,
     list: &Bound<'py, PyList>,
 ) -> PyResult<()> {
-    if let (Some(r), Some(make)) = (run.take(), make_run) {
-        list.append(r.into_py(py, make)?)?;
+    if let (Some(r), Some((make, decoder))) = (run.take(), make_run) {
+        list.append(r.into_py(py, make, decoder)?)?;
     }
     Ok(())
 }
@@ -413,8 +449,8 @@ fn parse_heap<'b>(
 }
 
 /// The Python events of a parsed table-change heap record, built by the Python
-/// parser's constructors and appended to `into`; None when a change has no block 0
-/// (the caller then hands on the whole `XLogRecord`).
+/// parser's constructors; None when a change has no block 0 (the caller then hands on
+/// the whole `XLogRecord`).
 #[allow(clippy::too_many_arguments)]
 fn heap_events<'py>(
     py: Python<'py>,
@@ -426,7 +462,6 @@ fn heap_events<'py>(
     bytes: &[u8],
     events: &[Event],
     b0: Option<&Block>,
-    into: Bound<'py, PyList>,
 ) -> PyResult<Option<Bound<'py, PyList>>> {
     let ref0 = match b0 {
         Some(b) => Some((
@@ -442,7 +477,7 @@ fn heap_events<'py>(
     let decoder = pd.heap.borrow(py);
     let events = decoder.events_py(
         py,
-        into,
+        PyList::empty(py),
         events,
         &lsn,
         &xid,
@@ -593,8 +628,8 @@ impl PyWalReader {
     /// its events parsed here by `decoder`'s parsers, instead of as an `XLogRecord`;
     /// and each record of an rmgr in `bare_rmids` (those without rm_decode) the same
     /// way with no events. With `make_run`, each `Run` of consecutive plain inserts is
-    /// handed on as one `make_run((first_lsn, lsn, end_lsn, xid, records, changes))`
-    /// instead of a record per insert.
+    /// handed on as one `make_run((first_lsn, lsn, end_lsn, xid, records, rows))`
+    /// instead of a record per insert, `rows` its inserts as one `HeapRows`.
     #[pyo3(signature = (decoder, make, bare_rmids, make_run=None))]
     fn predecode_heap(
         &mut self,
@@ -657,6 +692,7 @@ impl PyWalReader {
 fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyWalReader>()?;
     m.add_class::<crate::py_heap::PyHeapDecoder>()?;
+    m.add_class::<crate::py_batch::PyHeapRows>()?;
     m.add_class::<crate::py_rows::PyRowPlan>()?;
     m.add_class::<crate::py_text::PyTextPlan>()?;
     m.add_function(wrap_pyfunction!(crate::py_rows::envelope, m)?)?;

@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple, PyType};
 use pyo3::IntoPyObjectExt;
 
-use crate::decode::heap::{self, Event, Input, Source, Tuple};
+use crate::decode::heap::{self, Event, Input, Kind, Source, Tuple};
 use crate::py_slots::SlotClass;
 
 #[pyclass(module = "service._native", name = "HeapDecoder")]
@@ -61,17 +61,85 @@ impl PyHeapDecoder {
             Source::Main => main,
             Source::Block0 => block0,
         };
-        let obj = self.raw_tuple.build(
+        let obj = self.raw_tuple_py(
             py,
-            [
-                t.natts.into_bound_py_any(py)?,
-                t.infomask.into_bound_py_any(py)?,
-                t.infomask2.into_bound_py_any(py)?,
-                t.hoff.into_bound_py_any(py)?,
-                PyBytes::new(py, &src[t.data.clone()]).into_any(),
-            ],
+            t.natts,
+            t.infomask,
+            t.infomask2,
+            t.hoff,
+            &src[t.data.clone()],
         )?;
         Ok(Some(obj))
+    }
+
+    /// A `RawTuple` of these header fields and tuple data.
+    pub(crate) fn raw_tuple_py<'py>(
+        &self,
+        py: Python<'py>,
+        natts: u16,
+        infomask: u16,
+        infomask2: u16,
+        hoff: u8,
+        data: &[u8],
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.raw_tuple.build(
+            py,
+            [
+                natts.into_bound_py_any(py)?,
+                infomask.into_bound_py_any(py)?,
+                infomask2.into_bound_py_any(py)?,
+                hoff.into_bound_py_any(py)?,
+                PyBytes::new(py, data).into_any(),
+            ],
+        )
+    }
+
+    /// A `HeapChange` of these fields, its kind the ChangeKind member of `kind`.
+    #[allow(clippy::too_many_arguments)] // the dataclass's fields, in order
+    pub(crate) fn change_py<'py>(
+        &self,
+        py: Python<'py>,
+        lsn: Bound<'py, PyAny>,
+        xid: Bound<'py, PyAny>,
+        kind: Kind,
+        locator: Bound<'py, PyAny>,
+        block: Bound<'py, PyAny>,
+        offset: u16,
+        new_tuple: Option<Bound<'py, PyAny>>,
+        old_tuple: Option<Bound<'py, PyAny>>,
+        old_is_key: bool,
+        clear_toast_afterwards: bool,
+        on_toast_relation: bool,
+        origin: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.heap_change.build(
+            py,
+            [
+                lsn,
+                xid,
+                self.kinds[kind as usize].bind(py).clone(),
+                locator,
+                block,
+                offset.into_bound_py_any(py)?,
+                new_tuple.into_bound_py_any(py)?,
+                old_tuple.into_bound_py_any(py)?,
+                old_is_key.into_bound_py_any(py)?,
+                clear_toast_afterwards.into_bound_py_any(py)?,
+                on_toast_relation.into_bound_py_any(py)?,
+                origin,
+            ],
+        )
+    }
+
+    /// The DecodeError `message`, at `lsn`.
+    pub(crate) fn decode_error(&self, py: Python<'_>, message: &str, lsn: u64) -> PyErr {
+        let build = || -> PyResult<PyErr> {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("lsn", lsn)?;
+            let exc = self.decode_error.bind(py).call((message,), Some(&kwargs))?;
+            Ok(PyErr::from_value(exc))
+        };
+        build().unwrap_or_else(|e| e)
     }
 
     fn decode_inner<'py>(
@@ -169,24 +237,20 @@ impl PyHeapDecoder {
                     let Some((locator, block)) = &ref0 else {
                         return Err(PyValueError::new_err("heap change without block 0"));
                     };
-                    let change = self.heap_change.build(
+                    let change = self.change_py(
                         py,
-                        [
-                            lsn.clone(),
-                            xid.clone(),
-                            self.kinds[*kind as usize].bind(py).clone(),
-                            locator.clone(),
-                            block.clone(),
-                            (*offset).into_bound_py_any(py)?,
-                            self.tuple(py, new_tuple, main, block0)?
-                                .into_bound_py_any(py)?,
-                            self.tuple(py, old_tuple, main, block0)?
-                                .into_bound_py_any(py)?,
-                            old_is_key.into_bound_py_any(py)?,
-                            clear_toast_afterwards.into_bound_py_any(py)?,
-                            on_toast_relation.into_bound_py_any(py)?,
-                            origin.clone(),
-                        ],
+                        lsn.clone(),
+                        xid.clone(),
+                        *kind,
+                        locator.clone(),
+                        block.clone(),
+                        *offset,
+                        self.tuple(py, new_tuple, main, block0)?,
+                        self.tuple(py, old_tuple, main, block0)?,
+                        *old_is_key,
+                        *clear_toast_afterwards,
+                        *on_toast_relation,
+                        origin.clone(),
                     )?;
                     out.append(change)?;
                 }

@@ -13,7 +13,8 @@
 //! `field` the Python deformer gives. `envelope` concatenates a change event's Envelope
 //! value in the Confluent wire format from its parts (connectors.avro.native_rows
 //! documents them). `encode_events` does both for each row of a run, returning the
-//! ready key and value bytes of the rows up to the first fallback, and its reason.
+//! ready key and value bytes of the rows up to the first fallback, and its reason;
+//! `encode_rows` is the same for the rows of a `HeapRows` (py_batch), read in place.
 //!
 //! The GIL is released around a row only when its tuple is large (`DETACH_AT` bytes, half
 //! a heap page: in practice a row with an inline-compressed value): a small row costs
@@ -30,11 +31,16 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
+use crate::py_batch::PyHeapRows;
 use crate::rows::{avro, Column, Kind, Outcome, Plan, RowError, Tuple};
 
 const DETACH_AT: usize = 4096;
 
 type ColumnSpec = (String, i16, usize, bool, bool, String, u32, u32, bool);
+
+/// The `source` parts as the glue passes them: (head, sequence_head, mid, tail,
+/// block_head); see `SourceParts`.
+type SourceTuple = (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, Option<Vec<u8>>);
 
 #[pyclass(module = "service._native", name = "RowPlan", frozen)]
 pub struct PyRowPlan {
@@ -148,7 +154,7 @@ impl PyRowPlan {
         lsns: Vec<i64>,
         value_header: &[u8],
         key_header: Option<&[u8]>,
-        parts: (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, Option<Vec<u8>>),
+        parts: SourceTuple,
         total: i64,
         order: i64,
         op: &str,
@@ -161,32 +167,111 @@ impl PyRowPlan {
                 lsns.len()
             )));
         }
-        let source = SourceParts {
-            head: &parts.0,
-            sequence_head: &parts.1,
-            mid: &parts.2,
-            tail: &parts.3,
-            block_head: parts.4.as_deref(),
+        let names = intern_names(py);
+        let rows = tuples.iter().zip(lsns).map(|(raw, lsn)| {
+            let fields = raw_fields(&raw, &names)?;
+            Ok((fields, lsn as u64))
+        });
+        let events = Events {
+            value_header,
+            key_header,
+            source: SourceParts::of(&parts),
+            total,
+            order,
+            op,
+            ts_ns,
         };
-        let deleting = op == "d";
-        let want_key = key_header.is_some();
+        self.events_of(py, rows, &events)
+    }
+
+    /// `encode_events` of the rows of a `HeapRows` window (their tuples and LSNs),
+    /// read in place: the same `(keys, values, reason)`.
+    #[pyo3(signature = (rows, value_header, key_header, parts, total, order, op, ts_ns))]
+    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::type_complexity)]
+    fn encode_rows<'py>(
+        &self,
+        py: Python<'py>,
+        rows: &Bound<'py, PyHeapRows>,
+        value_header: &[u8],
+        key_header: Option<&[u8]>,
+        parts: SourceTuple,
+        total: i64,
+        order: i64,
+        op: &str,
+        ts_ns: i64,
+    ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Option<&'static str>)> {
+        let events = Events {
+            value_header,
+            key_header,
+            source: SourceParts::of(&parts),
+            total,
+            order,
+            op,
+            ts_ns,
+        };
+        self.events_of(py, rows.get().tuples().map(Ok), &events)
+    }
+}
+
+/// A row of a run as the run encoders read it: something that lends its tuple.
+pub(crate) trait AsTuple {
+    fn as_tuple(&self) -> Tuple<'_>;
+}
+
+impl AsTuple for Tuple<'_> {
+    fn as_tuple(&self) -> Tuple<'_> {
+        Tuple { ..*self }
+    }
+}
+
+/// A RawTuple's fields as `raw_fields` reads them: its data stays the `bytes` object.
+impl AsTuple for (usize, u16, usize, Bound<'_, PyBytes>) {
+    fn as_tuple(&self) -> Tuple<'_> {
+        Tuple {
+            natts: self.0,
+            infomask: self.1,
+            hoff: self.2,
+            data: self.3.as_bytes(),
+        }
+    }
+}
+
+/// What `encode_events` puts around each row's records: everything but the rows.
+struct Events<'a> {
+    value_header: &'a [u8],
+    key_header: Option<&'a [u8]>,
+    source: SourceParts<'a>,
+    total: i64,
+    order: i64,
+    op: &'a str,
+    ts_ns: i64,
+}
+
+impl PyRowPlan {
+    /// The loop of `encode_events` / `encode_rows` over `rows`, each (tuple, LSN) in
+    /// order, read one at a time (an error reading row i is raised only after the rows
+    /// before it were encoded, and never if one of them falls back).
+    #[allow(clippy::type_complexity)]
+    fn events_of<'py, T: AsTuple>(
+        &self,
+        py: Python<'py>,
+        rows: impl Iterator<Item = PyResult<(T, u64)>>,
+        ev: &Events<'_>,
+    ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Option<&'static str>)> {
+        let deleting = ev.op == "d";
+        let want_key = ev.key_header.is_some();
         let keys = PyList::empty(py);
         let values = PyList::empty(py);
-        let names = intern_names(py);
-        for (i, (raw, &lsn)) in tuples.iter().zip(&lsns).enumerate() {
-            let (natts, infomask, hoff, data) = raw_fields(&raw, &names)?;
-            let tuple = Tuple {
-                natts,
-                infomask,
-                hoff,
-                data: data.as_bytes(),
-            };
-            let (record, key) = match self.encode_one(py, &tuple, want_key, lsn as u64)? {
+        for (i, row) in rows.enumerate() {
+            let (raw, lsn) = row?;
+            let tuple = raw.as_tuple();
+            let (record, key) = match self.encode_one(py, &tuple, want_key, lsn)? {
                 Outcome::Encoded { value, key } => (value, key),
                 Outcome::Fallback(why) => return Ok((keys, values, Some(why))),
             };
-            let mut out = Vec::with_capacity(value_header.len() + record.len() + 160);
-            out.extend_from_slice(value_header);
+            let mut out = Vec::with_capacity(ev.value_header.len() + record.len() + 160);
+            out.extend_from_slice(ev.value_header);
             let (before, after) = if deleting {
                 (Some(&record[..]), None)
             } else {
@@ -197,15 +282,15 @@ impl PyRowPlan {
                 &mut out,
                 before,
                 after,
-                &source,
-                lsn,
-                total + n,
-                order + n,
-                op,
-                ts_ns,
+                &ev.source,
+                lsn as i64,
+                ev.total + n,
+                ev.order + n,
+                ev.op,
+                ev.ts_ns,
             );
             values.append(PyBytes::new(py, &out))?;
-            match key_header {
+            match ev.key_header {
                 Some(h) => {
                     let mut k = Vec::with_capacity(h.len() + key.len());
                     k.extend_from_slice(h);
@@ -327,6 +412,19 @@ struct SourceParts<'a> {
     mid: &'a [u8],
     tail: &'a [u8],
     block_head: Option<&'a [u8]>,
+}
+
+impl<'a> SourceParts<'a> {
+    /// The parts as `encode_events` takes them.
+    fn of(parts: &'a SourceTuple) -> Self {
+        SourceParts {
+            head: &parts.0,
+            sequence_head: &parts.1,
+            mid: &parts.2,
+            tail: &parts.3,
+            block_head: parts.4.as_deref(),
+        }
+    }
 }
 
 /// Append one change event's Envelope value (after its wire header) to `out`.

@@ -6,7 +6,8 @@
 //! qualified table name and the SchemaMismatchError and DecodeError classes; then per
 //! run of rows of one table and op (`lines`) the RawTuples, their LSNs, where to start
 //! in them (past a row the Python path wrote), the line's prefix (`table s.t: INSERT:`)
-//! and whether NULLs are skipped (a DELETE's old key).
+//! and whether NULLs are skipped (a DELETE's old key); or (`rows_lines`) the same for
+//! the rows of a `HeapRows` (py_batch), read in place.
 //! Hands on: `(lines, reason)`: the test_decoding line of each row from `start` up to the first one
 //! that is the Python path's (rows::text), and why that one falls back (None when all
 //! were written). A bad tuple raises SchemaMismatchError / DecodeError with the LSN,
@@ -21,9 +22,10 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
-use crate::py_rows::{check_align, intern_names, raw_fields, RowErrors};
+use crate::py_batch::PyHeapRows;
+use crate::py_rows::{check_align, intern_names, raw_fields, AsTuple, RowErrors};
 use crate::rows::text::{Printed, TextKind, TextPlan};
-use crate::rows::{Column, Plan, Tuple};
+use crate::rows::{Column, Plan};
 
 type TextSpec = (String, i16, usize, bool, bool, String, String);
 
@@ -108,18 +110,45 @@ impl PyTextPlan {
             )));
         }
         let names = intern_names(py);
-        let out = PyList::empty(py);
-        let mut line = String::with_capacity(256);
-        for k in start..tuples.len() {
+        let rows = (start..tuples.len()).map(|k| {
             let raw = tuples.get_item(k)?;
             let lsn: u64 = lsns.get_item(k)?.extract()?;
-            let (natts, infomask, hoff, data) = raw_fields(&raw, &names)?;
-            let tuple = Tuple {
-                natts,
-                infomask,
-                hoff,
-                data: data.as_bytes(),
-            };
+            Ok((raw_fields(&raw, &names)?, lsn))
+        });
+        self.lines_of(py, rows, prefix, skip_nulls)
+    }
+
+    /// `lines` of the rows of a `HeapRows` window (their tuples and LSNs), read in
+    /// place, from row `start` of the window: the same `(lines, reason)`.
+    #[pyo3(signature = (rows, start, prefix, skip_nulls))]
+    fn rows_lines<'py>(
+        &self,
+        py: Python<'py>,
+        rows: &Bound<'py, PyHeapRows>,
+        start: usize,
+        prefix: &str,
+        skip_nulls: bool,
+    ) -> PyResult<(Bound<'py, PyList>, Option<&'static str>)> {
+        let rows = rows.get().tuples().skip(start).map(Ok);
+        self.lines_of(py, rows, prefix, skip_nulls)
+    }
+}
+
+impl PyTextPlan {
+    /// The loop of `lines` / `rows_lines` over `rows`, each (tuple, LSN) in order, read
+    /// one at a time: the line of each up to the first that falls back.
+    fn lines_of<'py, T: AsTuple>(
+        &self,
+        py: Python<'py>,
+        rows: impl Iterator<Item = PyResult<(T, u64)>>,
+        prefix: &str,
+        skip_nulls: bool,
+    ) -> PyResult<(Bound<'py, PyList>, Option<&'static str>)> {
+        let out = PyList::empty(py);
+        let mut line = String::with_capacity(256);
+        for row in rows {
+            let (raw, lsn) = row?;
+            let tuple = raw.as_tuple();
             line.clear();
             line.push_str(prefix);
             let plan = &self.plan;

@@ -64,7 +64,7 @@ def _joins(run: InsertRun, item: object, bare: frozenset[int]) -> bool:
     return (
         _plain_insert(item)
         and item.xid == run.xid
-        and item.events[0].locator == run.changes[0].locator  # type: ignore[attr-defined]
+        and item.events[0].locator == run.changes.locator  # type: ignore[attr-defined]
     )
 
 
@@ -87,7 +87,12 @@ def _check(
         assert item.xid == first.xid
         for p in part[1:]:
             assert _joins(item, p, bare), p
-        assert item.changes == [e for p in part for e in p.events]  # type: ignore[attr-defined]
+        events = [e for p in part for e in p.events]  # type: ignore[attr-defined]
+        rows = item.changes
+        assert list(rows) == events
+        assert (len(rows), rows.lsn, rows.last_lsn) == (len(events), events[0].lsn, events[-1].lsn)
+        assert (rows.xid, rows.locator) == (item.xid, events[0].locator)
+        assert rows.data_bytes == sum(len(e.new_tuple.data) for e in events)
         assert item.first_lsn == first.lsn
         assert (item.lsn, item.end_lsn) == (part[-1].lsn, part[-1].end_lsn)  # type: ignore[attr-defined]
         if maximal and at + item.records < len(plain):
@@ -160,17 +165,27 @@ def test_runs_on_random_sequences(seed: int, version: int) -> None:
 
 
 def test_since_keeps_the_later_records() -> None:
-    """InsertRun.since: the changes logged at or after the LSN, the first LSN theirs."""
-
-    def change(lsn: int) -> HeapChange:
-        loc = _pool()[0][1].blocks[0].locator
-        return HeapChange(lsn, 700, ChangeKind.INSERT, loc, 0, 1, None, None, False)
-
-    run = InsertRun(100, 400, 450, 700, 5, [change(100), change(200), change(200), change(300)])
-    later = run.since(200)
-    assert later.changes == run.changes[1:]
-    assert (later.first_lsn, later.lsn, later.end_lsn, later.records) == (200, 400, 450, 2)
-    assert run.since(100) == run._replace(records=3)
+    """InsertRun.since: the rows logged at or after the LSN (a window of the same rows),
+    the first LSN theirs, `records` counting their records; from the first LSN, all."""
+    f = sorted(DATA.glob("wal15_*.bin"))[0]
+    lsn = int(f.stem.split("_")[1], 16)
+    items = _items(f.read_bytes(), lsn, decoder_for(15).without_decode, runs=True)
+    run = next(
+        i for i in items if isinstance(i, InsertRun) and len({c.lsn for c in i.changes}) >= 3
+    )
+    rows = list(run.changes)
+    lsns = sorted({c.lsn for c in rows})
+    later = run.since(lsns[1])
+    assert list(later.changes) == [c for c in rows if c.lsn >= lsns[1]]
+    assert (later.first_lsn, later.lsn, later.end_lsn, later.records) == (
+        lsns[1],
+        run.lsn,
+        run.end_lsn,
+        len(lsns) - 1,
+    )
+    assert later.changes.lsn == lsns[1]
+    whole = run.since(lsns[0])
+    assert list(whole.changes) == rows and whole.records == len(lsns)
 
 
 def test_a_consumer_that_stops_at_a_run_resumes_after_it() -> None:

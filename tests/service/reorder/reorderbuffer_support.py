@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from service.decode.events import ChangeKind, HeapChange, MessageEvent, RawTuple, TruncateEvent
+from service.decode.events import (
+    ChangeKind,
+    HeapChange,
+    InsertRows,
+    MessageEvent,
+    RawTuple,
+    TruncateEvent,
+)
 from service.reorder.buffer import ReorderBuffer, ReorderBufferSettings, ReorderBufferTXN
 from service.reorder.changes import EMPTY_TOAST, ReplayChange
 from service.reorder.spill import LocalSpillStore
@@ -21,6 +28,51 @@ TOAST = RelFileLocator(1663, 5, 16390)
 def toast_of(locator: RelFileLocator) -> bool:
     """The toast relations of the test schema."""
     return locator == TOAST
+
+
+class ListRows:
+    """The native core's HeapRows interface over a list of HeapChanges (plain inserts of
+    one xid into one relation), for the pure reorder-buffer tests: what `InsertRows`
+    wraps. tests/service/decode/test_heap_rows.py holds the native HeapRows to the
+    same semantics (`fill` included) on real WAL."""
+
+    def __init__(self, changes: list[HeapChange]) -> None:
+        assert changes and all(c.kind is ChangeKind.INSERT for c in changes)
+        self._changes = changes
+        self.xid = changes[0].xid
+        self.locator = changes[0].locator
+        self.first_lsn = changes[0].lsn
+        self.last_lsn = changes[-1].lsn
+        self.data_bytes = sum(len(c.new_tuple.data) for c in changes)  # type: ignore[union-attr]
+
+    def __len__(self) -> int:
+        return len(self._changes)
+
+    def change(self, i: int) -> HeapChange:
+        return self._changes[i]
+
+    def changes(self) -> list[HeapChange]:
+        return list(self._changes)
+
+    def lsns(self) -> list[int]:
+        return [c.lsn for c in self._changes]
+
+    def slice(self, i: int, j: int) -> ListRows:
+        return ListRows(self._changes[i:j])
+
+    def fill(self, at: int, room: int, base: int, overhead: int) -> tuple[int, int]:
+        end, added = at, 0
+        while end < len(self._changes):
+            added += base + len(self._changes[end].new_tuple.data)  # type: ignore[union-attr]
+            end += 1
+            if added + (end - at) * overhead >= room:
+                break
+        return end, added
+
+
+def insert_rows(changes: list[HeapChange]) -> InsertRows:
+    """`changes` as the InsertRows an InsertRun would carry."""
+    return InsertRows(ListRows(changes))  # type: ignore[arg-type]
 
 
 def tup(data: bytes) -> RawTuple:

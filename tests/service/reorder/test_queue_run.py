@@ -13,7 +13,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from service.decode.events import ChangeKind, InsertRows
 from service.reorder.buffer import ReorderBuffer
+from service.reorder.replay import RUN_MAX
 from service.wal.record import RelFileLocator
 from tests.service.reorder.reorderbuffer_support import (
     MAIN,
@@ -21,6 +23,7 @@ from tests.service.reorder.reorderbuffer_support import (
     CountingStore,
     RecordingSink,
     heap,
+    insert_rows,
     make_buffer,
     toast_insert,
 )
@@ -71,7 +74,7 @@ def _run(
         rb.process_xid(xid, changes[0].lsn)
         rb.set_base_snapshot(xid, changes[0].lsn, object())
         if batched:
-            rb.queue_run(xid, changes[0].lsn, changes)
+            rb.queue_run(xid, changes[0].lsn, insert_rows(changes))
         else:
             for c in changes:
                 rb.queue_change(xid, c.lsn, c)
@@ -108,7 +111,111 @@ def test_a_run_crossing_the_limit_spills_where_each_change_would() -> None:
         rb, _sink, store = make_buffer(Path(d), work_mem=2000)
         changes = [heap(100, 1000 + 10 * i, data=b"y" * 100, locator=rel) for i in range(100)]
         rb.process_xid(100, 1000)
-        rb.queue_run(100, 1000, changes)
+        rb.queue_run(100, 1000, insert_rows(changes))
         size = 80 + 47 + 101
         assert len(store.writes) == 100 // (2000 // size + 1)
         assert rb._state.peak < 2000 + size
+
+
+def _replayed(tmp: Path, queue: list[tuple[str, int, Any]], batched: bool) -> dict[str, Any]:
+    """Queue `queue` ((what, xid, payload) steps) into a fresh buffer, commit top-level
+    xid 100, and return what the sink saw and the runs it was handed."""
+    rb, sink, store = make_buffer(tmp)
+    rb.process_xid(100, 1000)
+    rb.set_base_snapshot(100, 1000, object())
+    for what, xid, payload in queue:
+        if what == "child":
+            rb.assign_child(100, xid, payload)
+        elif what == "one":
+            rb.process_xid(xid, payload.lsn)
+            rb.queue_change(xid, payload.lsn, payload)
+        else:
+            rb.process_xid(xid, payload[0].lsn)
+            if batched:
+                rb.queue_run(xid, payload[0].lsn, insert_rows(payload))
+            else:
+                for c in payload:
+                    rb.queue_change(xid, c.lsn, c)
+    rb.commit(100, 90_000, 90_008, commit_time=0, origin=None, subxids=[101, 102])
+    return {"log": list(sink.log), "held": (rb._state.size, rb._state.count), "store": store}
+
+
+def _inserts(xid: int, lsn: int, n: int) -> list[Any]:
+    return [heap(xid, lsn + 10 * i, data=bytes([i % 251]) * 9) for i in range(n)]
+
+
+def test_rows_after_a_pending_speculative_insert_drop_it_as_each_row_would() -> None:
+    """An InsertRows replayed while a SPEC_INSERT waits for its confirmation drops the
+    speculative insertion, as its first row does when queued alone, and releases it."""
+    spec = heap(100, 1005, ChangeKind.SPEC_INSERT)
+    queue = [("one", 100, spec), ("rows", 100, _inserts(100, 1010, 5))]
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        one = _replayed(Path(a), queue, batched=False)
+        run = _replayed(Path(b), queue, batched=True)
+    assert run["log"] == one["log"]
+    assert all(entry[0] != "change" or entry[2] is not spec for entry in run["log"])
+    assert run["held"] == one["held"] == (0, 0)
+
+
+def test_rows_of_subtransactions_merge_by_lsn_as_their_rows_would() -> None:
+    """InsertRows of a transaction and two subtransactions, interleaved in WAL order,
+    replay in LSN order exactly as their rows queued one by one (the k-way merge places
+    an entry by its first row: no other change lies between its first and last)."""
+    queue: list[tuple[str, int, Any]] = [
+        ("child", 101, 1001),
+        ("child", 102, 1002),
+        ("rows", 100, _inserts(100, 1010, 3)),
+        ("rows", 101, _inserts(101, 1100, 4)),
+        ("one", 102, heap(102, 1150, ChangeKind.DELETE)),
+        ("rows", 100, _inserts(100, 1200, 2)),
+        ("rows", 102, _inserts(102, 1300, 6)),
+        ("rows", 101, _inserts(101, 1400, 1)),
+    ]
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        one = _replayed(Path(a), queue, batched=False)
+        run = _replayed(Path(b), queue, batched=True)
+    assert run["log"] == one["log"]
+    lsns = [entry[2].lsn for entry in run["log"] if entry[0] == "change"]
+    assert lsns == sorted(lsns) and len(lsns) == 17
+    assert run["held"] == (0, 0)
+
+
+def test_rows_longer_than_a_run_go_on_in_windows_of_run_max() -> None:
+    """An InsertRows of more rows than RUN_MAX reaches the sink whole, in windows of at
+    most RUN_MAX rows, in order; the sink is handed InsertRows, not HeapChange lists."""
+    n = 2 * RUN_MAX + 7
+    with tempfile.TemporaryDirectory() as d:
+        rb, sink, _store = make_buffer(Path(d))
+        seen: list[object] = []
+        plain = sink.changes
+
+        def spy(txn: Any, changes: Any) -> None:
+            seen.append(changes)
+            plain(txn, changes)
+
+        sink.changes = spy  # type: ignore[method-assign]
+        rb.process_xid(100, 1000)
+        rb.set_base_snapshot(100, 1000, object())
+        rows = _inserts(100, 1000, n)
+        rb.queue_run(100, 1000, insert_rows(rows))
+        rb.commit(100, 90_000, 90_008, commit_time=0, origin=None)
+    assert [len(x) for x in seen] == [RUN_MAX, RUN_MAX, 7]  # type: ignore[arg-type]
+    assert all(type(x) is InsertRows for x in seen)
+    assert [entry[2] for entry in sink.log if entry[0] == "change"] == rows
+
+
+def test_spilled_rows_are_written_row_by_row_and_restored() -> None:
+    """An InsertRows entry spilled at the memory limit is written as its HeapChanges
+    (the spill format is unchanged), counted as its rows, and replays the same rows."""
+    with tempfile.TemporaryDirectory() as d:
+        rb, sink, store = make_buffer(Path(d), work_mem=3000)
+        rb.process_xid(100, 1000)
+        rb.set_base_snapshot(100, 1000, object())
+        rows = _inserts(100, 1000, 60)
+        rb.queue_run(100, 1000, insert_rows(rows))
+        written = [c for _xid, batch in store.writes for c in batch]
+        assert written and all(type(c) is not InsertRows for c in written)
+        assert written == rows[: len(written)]
+        rb.commit(100, 90_000, 90_008, commit_time=0, origin=None)
+    assert [entry[2] for entry in sink.log if entry[0] == "change"] == rows
+    assert rb._state.size == rb._state.count == 0

@@ -1,0 +1,423 @@
+//! The rows of an insert run kept in Rust: `service._native.HeapRows`.
+//!
+//! Mirrors (PostgreSQL): the ReorderBufferChange / HeapTuple of each plain insert that
+//! DecodeInsert and DecodeMultiInsert queue for one transaction and relation (the rows
+//! of a run, `py::Run`): per row its LSN, its ctid (block, offset), its xl_heap_header
+//! (t_infomask2, t_infomask, t_hoff) and the tuple bytes after it, and
+//! `clear_toast_afterwards`. Python reference: the `HeapChange`s (with their
+//! `RawTuple`s) that `PyHeapDecoder::events_py` builds for those records
+//! (service.decode.events).
+//!
+//! Receives: from the armed reader's walk (`py::PyWalReader::build`), per record of a
+//! run, its LSN, block 0's block number and the parsed events of a runnable record
+//! (plain inserts only: kind INSERT, not on a toast relation, no old tuple, no origin);
+//! each tuple's data bytes are copied out of the record into one buffer of the run.
+//! Then, at the run's end, its xid, the RelFileLocator object of block 0 (the reader's
+//! cached one, as in its HeapChanges) and the heap decoder whose classes build them.
+//! Hands on: one frozen `HeapRows` per run (shared, by `Arc`, with every `slice` of it,
+//! each a window [lo, hi) of the rows). `change(i)` / `changes()` build the very
+//! `HeapChange` objects `events_py` builds for those rows, only when asked; the
+//! encoders (`py_rows::encode_rows`, `py_text::rows_lines`) read the tuples in place
+//! (`tuples`), with no Python object per row.
+//!
+//! A panic never crosses the boundary: it becomes the heap decoder's DecodeError at the
+//! window's first LSN. No `unsafe` here: the objects are built by `py_slots`.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use pyo3::IntoPyObjectExt;
+
+use crate::decode::heap::{Event, Kind, Source};
+use crate::py_heap::PyHeapDecoder;
+use crate::rows::Tuple;
+
+/// One row: the fields of its HeapChange and RawTuple that vary per row, and where its
+/// tuple data ends in the run's buffer (it starts where the previous row's ends).
+#[derive(Clone, Copy)]
+struct Row {
+    lsn: u64,
+    end: usize,
+    block: u32,
+    offset: u16,
+    natts: u16,
+    infomask: u16,
+    infomask2: u16,
+    hoff: u8,
+    clear_toast_afterwards: bool,
+}
+
+/// The rows of a run while the walk gathers them.
+#[derive(Default)]
+pub(crate) struct RowsBuilder {
+    rows: Vec<Row>,
+    data: Vec<u8>,
+}
+
+impl RowsBuilder {
+    /// Append the rows of one runnable record logged at `lsn`, whose block reference 0
+    /// is block `block` with data `block0`, and whose main data is `main`. An event
+    /// that is not a plain insert is an error (the caller only passes runnable ones).
+    pub(crate) fn push_record(
+        &mut self,
+        lsn: u64,
+        block: u32,
+        events: &[Event],
+        main: &[u8],
+        block0: &[u8],
+    ) -> Result<(), &'static str> {
+        for ev in events {
+            let Event::Change {
+                kind: Kind::Insert,
+                offset,
+                new_tuple: Some(t),
+                old_tuple: None,
+                old_is_key: false,
+                clear_toast_afterwards,
+                on_toast_relation: false,
+            } = ev
+            else {
+                return Err("an insert run row that is not a plain insert");
+            };
+            let src = match t.source {
+                Source::Main => main,
+                Source::Block0 => block0,
+            };
+            let bytes = src
+                .get(t.data.clone())
+                .ok_or("an insert run row's tuple lies outside its record")?;
+            self.data.extend_from_slice(bytes);
+            self.rows.push(Row {
+                lsn,
+                end: self.data.len(),
+                block,
+                offset: *offset,
+                natts: t.natts,
+                infomask: t.infomask,
+                infomask2: t.infomask2,
+                hoff: t.hoff,
+                clear_toast_afterwards: *clear_toast_afterwards,
+            });
+        }
+        Ok(())
+    }
+
+    /// The `HeapRows` of all gathered rows, of transaction `xid` into `locator`.
+    pub(crate) fn finish<'py>(
+        self,
+        py: Python<'py>,
+        xid: u32,
+        locator: Py<PyAny>,
+        decoder: Py<PyHeapDecoder>,
+    ) -> PyResult<Bound<'py, PyHeapRows>> {
+        let hi = self.rows.len();
+        let shared = Shared {
+            rows: self.rows,
+            data: self.data,
+            xid,
+            locator,
+            decoder,
+        };
+        Bound::new(
+            py,
+            PyHeapRows {
+                shared: Arc::new(shared),
+                lo: 0,
+                hi,
+            },
+        )
+    }
+}
+
+/// What every window of one run shares.
+struct Shared {
+    rows: Vec<Row>,
+    data: Vec<u8>,
+    xid: u32,
+    locator: Py<PyAny>,
+    decoder: Py<PyHeapDecoder>,
+}
+
+impl Shared {
+    /// Where row `k`'s tuple data starts in `data`.
+    fn start(&self, k: usize) -> usize {
+        match k.checked_sub(1) {
+            Some(prev) => self.rows[prev].end,
+            None => 0,
+        }
+    }
+
+    fn data_of(&self, k: usize) -> &[u8] {
+        &self.data[self.start(k)..self.rows[k].end]
+    }
+}
+
+#[pyclass(module = "service._native", name = "HeapRows", frozen)]
+pub struct PyHeapRows {
+    shared: Arc<Shared>,
+    lo: usize,
+    hi: usize,
+}
+
+impl PyHeapRows {
+    /// The window's rows as the encoders read them: (tuple, LSN), in order.
+    pub(crate) fn tuples(&self) -> impl Iterator<Item = (Tuple<'_>, u64)> + '_ {
+        let s = &*self.shared;
+        (self.lo..self.hi).map(move |k| {
+            let r = &s.rows[k];
+            let tuple = Tuple {
+                natts: usize::from(r.natts),
+                infomask: r.infomask,
+                hoff: usize::from(r.hoff),
+                data: s.data_of(k),
+            };
+            (tuple, r.lsn)
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.hi - self.lo
+    }
+
+    /// `f()`, a panic in it turned into the DecodeError at the window's first LSN.
+    fn guarded<T>(&self, py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+        match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(r) => r,
+            Err(_) => {
+                let s = &*self.shared;
+                let lsn = s.rows.get(self.lo).map_or(0, |r| r.lsn);
+                Err(s.decoder.borrow(py).decode_error(
+                    py,
+                    "internal error in the native heap rows",
+                    lsn,
+                ))
+            }
+        }
+    }
+
+    /// A window-relative index `i` as an absolute row, if 0 <= i < len.
+    fn row_index(&self, i: isize) -> Option<usize> {
+        usize::try_from(i)
+            .ok()
+            .filter(|&i| i < self.len())
+            .map(|i| self.lo + i)
+    }
+
+    /// A window-relative bound (0 <= i <= len), else the ValueError naming `what`.
+    fn bound(&self, i: isize, what: &str) -> PyResult<usize> {
+        usize::try_from(i)
+            .ok()
+            .filter(|&i| i <= self.len())
+            .ok_or_else(|| {
+                PyValueError::new_err(format!("HeapRows {what} {i} outside [0, {}]", self.len()))
+            })
+    }
+
+    fn lsn_at(&self, k: Option<usize>) -> PyResult<u64> {
+        k.map(|k| self.shared.rows[k].lsn)
+            .ok_or_else(|| PyValueError::new_err("an empty HeapRows has no LSN"))
+    }
+}
+
+/// Builds the window's HeapChanges, sharing the objects consecutive rows share (the
+/// xid always; the LSN and block within a record), as `events_py` shares them.
+struct Materializer<'a, 'py> {
+    py: Python<'py>,
+    rows: &'a PyHeapRows,
+    decoder: PyRef<'py, PyHeapDecoder>,
+    xid: Bound<'py, PyAny>,
+    locator: Bound<'py, PyAny>,
+    none: Bound<'py, PyAny>,
+    lsn: Option<(u64, Bound<'py, PyAny>)>,
+    block: Option<(u32, Bound<'py, PyAny>)>,
+}
+
+impl<'a, 'py> Materializer<'a, 'py> {
+    fn new(py: Python<'py>, rows: &'a PyHeapRows) -> PyResult<Self> {
+        let s = &*rows.shared;
+        Ok(Materializer {
+            py,
+            rows,
+            decoder: s.decoder.bind(py).borrow(),
+            xid: s.xid.into_bound_py_any(py)?,
+            locator: s.locator.bind(py).clone(),
+            none: py.None().into_bound(py),
+            lsn: None,
+            block: None,
+        })
+    }
+
+    /// The HeapChange of absolute row `k`.
+    fn change(&mut self, k: usize) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        let s = &*self.rows.shared;
+        let r = s.rows[k];
+        let lsn = match &self.lsn {
+            Some((v, obj)) if *v == r.lsn => obj.clone(),
+            _ => {
+                let obj = r.lsn.into_bound_py_any(py)?;
+                self.lsn = Some((r.lsn, obj.clone()));
+                obj
+            }
+        };
+        let block = match &self.block {
+            Some((v, obj)) if *v == r.block => obj.clone(),
+            _ => {
+                let obj = r.block.into_bound_py_any(py)?;
+                self.block = Some((r.block, obj.clone()));
+                obj
+            }
+        };
+        let tuple = self.decoder.raw_tuple_py(
+            py,
+            r.natts,
+            r.infomask,
+            r.infomask2,
+            r.hoff,
+            s.data_of(k),
+        )?;
+        self.decoder.change_py(
+            py,
+            lsn,
+            self.xid.clone(),
+            Kind::Insert,
+            self.locator.clone(),
+            block,
+            r.offset,
+            Some(tuple),
+            None,
+            false,
+            r.clear_toast_afterwards,
+            false,
+            self.none.clone(),
+        )
+    }
+}
+
+#[pymethods]
+impl PyHeapRows {
+    fn __len__(&self) -> usize {
+        self.len()
+    }
+
+    /// The transaction that logged the rows.
+    #[getter]
+    fn xid(&self) -> u32 {
+        self.shared.xid
+    }
+
+    /// The RelFileLocator of the rows' relation (the object their HeapChanges hold).
+    #[getter]
+    fn locator<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.shared.locator.bind(py).clone()
+    }
+
+    /// The first row's LSN (a ValueError for an empty window).
+    #[getter]
+    fn first_lsn(&self) -> PyResult<u64> {
+        self.lsn_at((self.lo < self.hi).then_some(self.lo))
+    }
+
+    /// The last row's LSN (a ValueError for an empty window).
+    #[getter]
+    fn last_lsn(&self) -> PyResult<u64> {
+        self.lsn_at((self.lo < self.hi).then(|| self.hi - 1))
+    }
+
+    /// The window's tuple data, in bytes: the sum of its rows' `len(new_tuple.data)`.
+    #[getter]
+    fn data_bytes(&self) -> usize {
+        if self.lo == self.hi {
+            return 0;
+        }
+        let s = &*self.shared;
+        s.rows[self.hi - 1].end - s.start(self.lo)
+    }
+
+    /// Row `i` of the window as its HeapChange (an IndexError outside [0, len)).
+    fn change<'py>(&self, py: Python<'py>, i: isize) -> PyResult<Bound<'py, PyAny>> {
+        let Some(k) = self.row_index(i) else {
+            return Err(PyIndexError::new_err("HeapRows index out of range"));
+        };
+        self.guarded(py, || Materializer::new(py, self)?.change(k))
+    }
+
+    /// Every row of the window as its HeapChange, in order.
+    fn changes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.guarded(py, || {
+            let mut m = Materializer::new(py, self)?;
+            let out = PyList::empty(py);
+            for k in self.lo..self.hi {
+                out.append(m.change(k)?)?;
+            }
+            Ok(out)
+        })
+    }
+
+    /// Each row's LSN, in order.
+    fn lsns(&self) -> Vec<u64> {
+        self.shared.rows[self.lo..self.hi]
+            .iter()
+            .map(|r| r.lsn)
+            .collect()
+    }
+
+    /// Rows [i, j) of this window, sharing its buffers (a ValueError unless
+    /// 0 <= i <= j <= len).
+    fn slice(&self, i: isize, j: isize) -> PyResult<PyHeapRows> {
+        let (i, j) = (self.bound(i, "start")?, self.bound(j, "stop")?);
+        if i > j {
+            return Err(PyValueError::new_err(format!(
+                "HeapRows slice start {i} after its stop {j}"
+            )));
+        }
+        Ok(PyHeapRows {
+            shared: Arc::clone(&self.shared),
+            lo: self.lo + i,
+            hi: self.lo + j,
+        })
+    }
+
+    /// How far from row `at` the rows fill `room`: `(end, added)`, where each row adds
+    /// `base + len(its tuple data)` to `added` and each row taken counts `overhead`
+    /// more, and the rows stop after the first one that brings
+    /// `added + (end - at) * overhead` to `room` or past it (or at the window's end).
+    /// Exactly the Python loop the stub documents, without its overflow.
+    fn fill(
+        &self,
+        py: Python<'_>,
+        at: isize,
+        room: i64,
+        base: i64,
+        overhead: i64,
+    ) -> PyResult<(usize, i128)> {
+        let at = self.bound(at, "position")?;
+        self.guarded(py, || {
+            let s = &*self.shared;
+            let (room, base, overhead) = (i128::from(room), i128::from(base), i128::from(overhead));
+            let mut end = at;
+            let mut added: i128 = 0;
+            while end < self.len() {
+                let k = self.lo + end;
+                added += base + (s.rows[k].end - s.start(k)) as i128;
+                end += 1;
+                if added + (end - at) as i128 * overhead >= room {
+                    break;
+                }
+            }
+            Ok((end, added))
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "HeapRows(xid={} x{} of {})",
+            self.shared.xid,
+            self.len(),
+            self.shared.rows.len()
+        )
+    }
+}
