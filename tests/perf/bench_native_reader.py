@@ -16,6 +16,10 @@ message for the native reader):
 - `XLogReader.records()` (service.wal.reader: pages, headers, CRC32C, DecodeXLogRecord
   into XLogRecord objects), and `walk_headers()`;
 - `NativeXLogReader.records()` (service.wal.native, the Rust core), and `walk_headers()`;
+- reader plus decode as a decoding session runs them (`service.impl.predecoding` with
+  runs: table-change heap records decoded in the walk, plain inserts gathered into
+  InsertRuns, records of rmgrs without rm_decode bodiless, every other record decoded
+  by the Python decoder into its events), counted in the records they stand for;
 - `pg_waldump -s -e > /dev/null` (which decodes and prints every record).
 
 Each figure is records/s, best of `--repeat` runs. Both readers' record lists are
@@ -41,7 +45,9 @@ import psycopg2
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from connectors.postgres.archive import iter_wal_chunks, list_segments
-from service.impl import XLogReaderFactory
+from service.decode.dispatch import decoder_for
+from service.decode.events import InsertRun, PredecodedRecord
+from service.impl import XLogReaderFactory, predecoding
 from service.lsn import format_lsn, parse_lsn
 from service.wal.native import NativeXLogReader
 from service.wal.reader import XLogReader
@@ -155,6 +161,37 @@ def main() -> None:
 
         return run
 
+    probe = NativeXLogReader(start)
+    probe.feed(big[0][1], big[0][0])
+    next(iter(probe.records()), None)
+    version = probe.version
+    assert version is not None, "no page header in the first chunk"
+
+    def decoded(chunks: list[tuple[int, bytes]], version: int) -> Callable[[], int]:
+        """Reader + decode as `service.app.session.Session` arms and drives them."""
+        decoder = decoder_for(version)
+
+        def run() -> int:
+            r = NativeXLogReader(start)
+            items = predecoding(r, decoder.without_decode, runs=True)
+            assert items is not None
+            decode = decoder.decode
+            n = 0
+            for lsn, data in chunks:
+                r.feed(data, lsn)
+                for item in items():
+                    if item.lsn >= end:
+                        return n
+                    if type(item) is InsertRun:
+                        n += item.records
+                    else:
+                        if type(item) is not PredecodedRecord:
+                            decode(item)  # type: ignore[arg-type]
+                        n += 1
+            return n
+
+        return run
+
     def all_records(cls: XLogReaderFactory) -> list[object]:
         r = cls(start)
         out: list[object] = []
@@ -171,6 +208,8 @@ def main() -> None:
         ("native records(), 128 KB", records(NativeXLogReader, small)),
         ("python walk_headers()", headers(XLogReader)),
         ("native walk_headers()", headers(NativeXLogReader)),
+        ("native reader + decode", decoded(big, version)),
+        ("native reader + decode, 128 KB", decoded(small, version)),
     ):
         results[name] = best(fn, a.repeat)
     segs = list_segments(str(waldir))
@@ -200,9 +239,11 @@ def main() -> None:
     n = results["python records()"][1]
     print(f"records in range: {n:,} (pg_waldump --stats: {total:,})")
     for name, (took, count) in results.items():
-        print(f"  {name:26s} {count / took:>12,.0f} records/s  ({took:.3f}s)")
+        print(f"  {name:30s} {count / took:>12,.0f} records/s  ({took:.3f}s, {count:,} records)")
     name = "pg_waldump > /dev/null"
-    print(f"  {name:26s} {total / dump_took:>12,.0f} records/s  ({dump_took:.3f}s)")
+    print(
+        f"  {name:30s} {total / dump_took:>12,.0f} records/s  ({dump_took:.3f}s, {total:,} records)"
+    )
     py, native = results["python records()"], results["native records()"]
     print(f"native / python records(): {(native[1] / native[0]) / (py[1] / py[0]):.1f}x")
     if tmp is not None:
