@@ -62,6 +62,11 @@ class HeapDecoder:
         decode_error: type[PgcdcError],
     ) -> None: ...
     def decode(self, op: str, record: XLogRecord) -> list[Event]: ...
+    def load_rows(self, data: bytes, xid: int, locator: Any) -> HeapRows:
+        """The HeapRows whose `dump()` is `data` (src/run_rows.rs), of `xid`, its
+        HeapChanges holding `locator`: equal `changes()`. DecodeError (with xid, and an
+        LSN once the rows are read) for anything else: damaged, short, trailing bytes,
+        another version or xid."""
 
 @final
 class HeapRows:
@@ -84,6 +89,10 @@ class HeapRows:
     def changes(self) -> list[HeapChange]: ...
     def lsns(self) -> list[int]: ...
     def slice(self, i: int, j: int) -> HeapRows: ...  # ValueError unless 0 <= i <= j <= len
+    def dump(self) -> bytes:
+        """The rows as bytes for a spill record (src/run_rows.rs: version, xid, count,
+        per row lsn/block/offset/natts/infomask/infomask2/hoff/clear_toast/length,
+        then the data; no locator), for `HeapDecoder.load_rows`. ValueError if empty."""
     def fill(self, at: int, room: int, base: int, overhead: int) -> tuple[int, int]:
         """(end, added) of this loop (ValueError unless 0 <= at <= len):
 

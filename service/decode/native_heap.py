@@ -23,6 +23,9 @@ block references and byte strings), and reaches the decoding driver as a
 `PredecodedRecord` carrying these very events (`service.impl.predecode_heap`, the
 session's reader under the native core). Held to the Python decoder by
 tests/service/decode/test_native_heap.py (real and damaged WAL).
+
+`load_rows` turns an InsertRows' spilled dump back into an InsertRows (the spill store
+calls it, importing this module only when a file holds such a record).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ __all__ = [
     "decode_truncate",
     "decode_update",
     "heap_decoder",
+    "load_rows",
     "predecode",
 ]
 
@@ -112,6 +116,14 @@ def decode_multi_insert(record: XLogRecord) -> list[Event]:
 def decode_new_cid(record: XLogRecord) -> list[Event]:
     """XLOG_HEAP2_NEW_CID (`xl_heap_new_cid`)."""
     return _decode("new_cid", record)
+
+
+def load_rows(data: bytes, xid: int, locator: RelFileLocator) -> InsertRows:
+    """The InsertRows whose rows' `HeapRows.dump()` is `data`, of `xid` into `locator`
+    (what the spill store reads back, `service.reorder.spill`): its rows' HeapChanges
+    equal the dumped ones'. `DecodeError` (with xid, and an LSN once the rows are
+    read) for bytes that are not such a dump."""
+    return InsertRows(_DECODER.load_rows(data, xid, locator))
 
 
 def predecode(reader: object, bare_rmids: Collection[int] = (), *, runs: bool = False) -> bool:

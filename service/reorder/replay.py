@@ -36,7 +36,13 @@ Guarantees:
   `DecodeError` with the LSN.
 - Memory: each change is released from the state's accounting once handed on (TOAST
   chunks when reset); restoring from the spill store stops at `restore_batch` changes
-  or at `work_mem`, and the next batch is read only when the merge needs it.
+  or at `work_mem`, and the next batch is read only when the merge needs it. A spilled
+  InsertRows is one record, read back whole as an InsertRows, and restored as its
+  rows would be one by one (they count toward `restore_batch`): where a bound falls
+  inside it, the rows up to that point join the batch and the rest waits, loaded but
+  not accounted, for the next one. So the accounting (and `peak`) is that of the same
+  changes restored one by one; beyond it, each spilled input may hold the rest of one
+  record in native form (at most one run, 256 WAL records, of compact rows).
 - Counters: `total_bytes`, `total_txns`, and the `stream_*` counters of the state's
   `stats`, as described in `service.reorder.buffer`.
 - Pure: no I/O except through the `SpillStore` interface.
@@ -52,7 +58,9 @@ from types import MappingProxyType
 from service.decode.events import ChangeKind, HeapChange, InsertRows, MessageEvent, TruncateEvent
 from service.errors import DecodeError
 from service.reorder.changes import (
+    CHANGE_OVERHEAD,
     EMPTY_TOAST,
+    TUPLE_OVERHEAD,
     Change,
     ReplayChange,
     change_size,
@@ -68,6 +76,10 @@ _SPEC_INSERT = ChangeKind.SPEC_INSERT
 _SPEC_CONFIRM = ChangeKind.SPEC_CONFIRM
 _SPEC_ABORT = ChangeKind.SPEC_ABORT
 
+
+# What each row of an InsertRows adds to the accounted size beyond its tuple data (a
+# HeapChange with a new tuple and no old one: `change_size`).
+_ROW_BASE = CHANGE_OVERHEAD + TUPLE_OVERHEAD
 
 # The most changes handed to the sink in one `changes` call: they are released from
 # the memory accounting as they join the run, so a run is memory the limit does not see.
@@ -170,23 +182,46 @@ class Replayer:
                 heapq.heappop(heap)
 
     def _restore(self, txn: ReorderBufferTXN, readers: dict[int, Iterator[object]]) -> bool:
-        """ReorderBufferRestoreChanges: load the next batch of txn's spilled changes."""
+        """ReorderBufferRestoreChanges: load the next batch of txn's spilled changes.
+
+        A spilled InsertRows is one record, read back whole (`service.reorder.spill`,
+        tag 2), but it is restored as its rows would be one by one: the rows up to the
+        one that reaches `restore_batch` or `work_mem` join the batch (a window, counted
+        as its rows, accounted with their `change_size`), and the rest of the record
+        waits for the next batch, unaccounted but compact (native rows: at most one run
+        per spilled input). So batches, sizes, counts and `peak` are those of the same
+        changes spilled and restored one by one."""
         reader = readers[txn.xid]
         state = self._state
         limit = state.settings.restore_batch
         work_mem = state.settings.work_mem
+        overhead = state.settings.change_overhead
         top = txn.top
         loaded = 0
         for obj in reader:
             change: Change = obj  # type: ignore[assignment]
+            n = 1
+            if type(change) is InsertRows:
+                # As the rows one by one: stop at the row whose loading brings the batch
+                # to `limit` rows or the held memory to work_mem (`fill`, as queue_run).
+                n = change.nrows
+                end, _ = change.rows.fill(0, work_mem - state.held, _ROW_BASE, overhead)
+                end = min(end, limit - loaded)
+                if end < n:
+                    rest = change.window(end, n)
+                    change = change.window(0, end)
+                    n = end
+                    if type(reader) is not _Pending:
+                        reader = readers[txn.xid] = _Pending(reader)
+                    reader.rest = rest
             size = change_size(change)
             txn.changes.append(change)
             txn.size += size
             top.total_size += size
             state.size += size
-            state.count += 1
+            state.count += n
             state.peak = max(state.peak, state.size)
-            loaded += 1
+            loaded += n
             if loaded >= limit or state.held >= work_mem:
                 break
         if loaded == 0:
@@ -373,6 +408,27 @@ class Replayer:
         self._process_txn(txn, streaming=False, commit_lsn=commit_lsn)
         if txn.prepared:
             self._truncate_txn(txn)
+
+
+class _Pending:
+    """A spill reader with the rest of an InsertRows record that `_restore` split: that
+    rest comes first, then the reader's next records."""
+
+    __slots__ = ("reader", "rest")
+
+    def __init__(self, reader: Iterator[object]) -> None:
+        self.reader = reader
+        self.rest: InsertRows | None = None
+
+    def __iter__(self) -> _Pending:
+        return self
+
+    def __next__(self) -> object:
+        rest = self.rest
+        if rest is not None:
+            self.rest = None
+            return rest
+        return next(self.reader)
 
 
 class _ToastState:

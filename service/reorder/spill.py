@@ -18,14 +18,31 @@ Contract:
   streamed run). `close()` deletes the run directory.
 - **Format.** A file starts with a 24-byte header: the magic `b"PGCDCSP1"` and the
   16-byte run id. Then records, each `<u32 length><u32 crc32>` (little-endian) followed
-  by `length` bytes of payload. A payload starting with byte 1 is a `HeapChange` in a
-  fixed binary layout (`_HEAP`, then per present tuple `_TUPLE` + its data), the hot
-  case; one starting with byte 0 is a `pickle` (protocol 5) of any other change object
-  (`TruncateEvent`, `MessageEvent`, the buffer's `InternalChange`).
-- **Truncation is detected.** `read(xid, count)` yields exactly `count` records (the
-  buffer knows how many it wrote) and raises `SpillFileError` if the header is not this
-  run's, a record is short or fails its CRC, or the file ends before `count` records
-  or holds more than that. A half-written file is never taken as valid.
+  by `length` bytes of payload, whose first byte is its tag:
+  - 1: a `HeapChange` in a fixed binary layout (`_HEAP`, then per present tuple
+    `_TUPLE` + its data), the hot case;
+  - 2: an `InsertRows` (an InsertRun's plain inserts, held by the native core) as ONE
+    record for all its rows: the tag, the locator (`_ROWS`: spc, db, rel, u32 each),
+    then its rows' `HeapRows.dump()` (service/native/src/run_rows.rs: version, xid,
+    count, per row its LSN, ctid, tuple header, clear_toast flag and data length, then
+    the data). Read back, it is an InsertRows again (`HeapDecoder.load_rows`, through
+    `service.decode.native_heap.load_rows`, imported only when such a record is read,
+    or the `load_rows` the store was given), equal row for row. An InsertRows whose
+    rows cannot dump (a pure-Python double) or that is not of the file's xid is
+    written as its rows, one tag-1 record each, as it was before tag 2;
+  - 0: a `pickle` (protocol 5) of any other change object (`TruncateEvent`,
+    `MessageEvent`, the buffer's `InternalChange`).
+  `write` returns the number of RECORDS written, which is what `read` needs; the
+  changes they stand for (an InsertRows, its rows) are the buffer's to count
+  (`service.reorder.changes.held`). Without the native extension nothing here needs it:
+  only tag 2 does, and only the native reader makes InsertRows.
+- **Truncation and damage are detected.** `read(xid, count)` yields exactly `count`
+  records (the buffer knows how many it wrote) and raises `SpillFileError` (with the
+  xid, and the LSN where known) if the header is not this run's, a record is short,
+  fails its CRC or has an unknown tag, a tag-2 record's dump is not one (short,
+  trailing bytes, wrong version, count or xid: the native `DecodeError`, chained), or
+  the file ends before `count` records or holds more than that. A half-written file is
+  never taken as valid.
 - No fsync: a spill file is worthless after a crash (it is deleted at the next start),
   so durability would only cost time.
 """
@@ -38,17 +55,22 @@ import shutil
 import struct
 import uuid
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from service.decode.events import ChangeKind, HeapChange, RawTuple
-from service.errors import SpillFileError
+from service.decode.events import ChangeKind, HeapChange, InsertRows, RawTuple
+from service.errors import DecodeError, SpillFileError
 from service.wal.record import RelFileLocator
+
+# (dump bytes, xid, locator) -> the InsertRows of that dump (`HeapDecoder.load_rows`)
+LoadRows = Callable[[bytes, int, RelFileLocator], InsertRows]
 
 MAGIC = b"PGCDCSP1"
 _TAG_PICKLE = b"\x00"
 _TAG_HEAP = 1
+_TAG_ROWS = 2
+_ROWS = struct.Struct("<BIII")  # tag, spc, db, rel; then the HeapRows dump
 # tag, lsn, xid, kind, spc, db, rel, block, offset, flags, origin
 _HEAP = struct.Struct("<BQIBIIIIHBI")
 _TUPLE = struct.Struct("<HHHBI")  # natts, infomask, infomask2, hoff, data length
@@ -63,11 +85,13 @@ class SpillStore(Protocol):
     """What the reorder buffer needs from a spill-file store."""
 
     def write(self, xid: int, changes: Iterable[object]) -> int:
-        """Append `changes` (in LSN order) to xid's file; return how many were written."""
+        """Append `changes` (in LSN order) to xid's file; return how many records were
+        written (an InsertRows may be one record for all its rows)."""
         ...
 
     def read(self, xid: int, count: int) -> Iterator[object]:
-        """Yield the `count` changes spilled for xid, in the order they were written."""
+        """Yield the `count` records spilled for xid, each as the change it holds, in
+        the order they were written."""
         ...
 
     def remove(self, xid: int) -> None:
@@ -82,9 +106,14 @@ class SpillStore(Protocol):
 class LocalSpillStore:
     """`SpillStore` on a local directory (one run subdirectory, one file per xid)."""
 
-    __slots__ = ("_closed", "_run_dir", "_run_id", "directory")
+    __slots__ = ("_closed", "_load_rows", "_run_dir", "_run_id", "directory")
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, directory: str | os.PathLike[str], *, load_rows: LoadRows | None = None
+    ) -> None:
+        """`load_rows` reads a tag-2 record's dump back; by default the native core's
+        (`service.decode.native_heap.load_rows`), imported when first needed."""
+        self._load_rows = load_rows
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         # As ReorderBufferCleanupSerializedTXNs: whatever an earlier run left is garbage.
@@ -127,6 +156,23 @@ class LocalSpillStore:
         for change in changes:
             if type(change) is HeapChange:
                 payload = _encode_heap(change)
+            elif type(change) is InsertRows:
+                dump = getattr(change.rows, "dump", None)
+                if dump is None or change.xid != xid:  # its rows, one record each
+                    for row in change:
+                        payload = _encode_heap(row)
+                        out += pack(len(payload), crc32(payload))
+                        out += payload
+                    count += change.nrows
+                    continue
+                loc = change.locator
+                head = _ROWS.pack(_TAG_ROWS, loc.spc_oid, loc.db_oid, loc.rel_number)
+                body: bytes = dump()
+                out += pack(len(head) + len(body), crc32(body, crc32(head)))
+                out += head
+                out += body
+                count += 1
+                continue
             else:
                 payload = _TAG_PICKLE + dumps(change, protocol=5)
             out += pack(len(payload), crc32(payload))
@@ -187,11 +233,48 @@ class LocalSpillStore:
                 pos += length
                 if crc32(payload) != crc:
                     raise SpillFileError(f"spill file {path} record {index} fails its CRC", xid=xid)
-                yield _decode_heap(payload) if payload[0] == _TAG_HEAP else loads(payload[1:])
+                tag = payload[0] if payload else -1
+                if tag == _TAG_HEAP:
+                    yield _decode_heap(payload)
+                elif tag == _TAG_ROWS:
+                    yield self._rows(payload, path, xid, index)
+                elif tag == 0:
+                    yield loads(payload[1:])
+                else:
+                    raise SpillFileError(
+                        f"spill file {path} record {index} has unknown tag {tag}", xid=xid
+                    )
             if fill(1):
                 raise SpillFileError(f"spill file {path} holds more than {count} records", xid=xid)
         finally:
             fh.close()
+
+    def _rows(self, payload: bytes, path: Path, xid: int, index: int) -> InsertRows:
+        """The InsertRows of tag-2 record `index` of xid's file."""
+        if len(payload) < _ROWS.size:
+            raise SpillFileError(
+                f"spill file {path} record {index} is too short for insert rows", xid=xid
+            )
+        _, spc, db, rel = _ROWS.unpack_from(payload)
+        load = self._load_rows
+        if load is None:
+            try:
+                from service.decode.native_heap import load_rows  # noqa: PLC0415 (lazily)
+            except ImportError as exc:
+                raise SpillFileError(
+                    f"spill file {path} record {index} holds native insert rows, but the "
+                    f"native core is unavailable: {exc}",
+                    xid=xid,
+                ) from exc
+            load = self._load_rows = load_rows
+        try:
+            return load(payload[_ROWS.size :], xid, _locator(spc, db, rel))
+        except DecodeError as exc:
+            raise SpillFileError(
+                f"spill file {path} record {index} holds damaged insert rows: {exc.message}",
+                xid=xid,
+                lsn=exc.lsn,
+            ) from exc
 
     def remove(self, xid: int) -> None:
         try:
@@ -231,12 +314,18 @@ def _encode_heap(c: HeapChange) -> bytes:
 _locators: dict[tuple[int, int, int], RelFileLocator] = {}
 
 
-def _decode_heap(payload: bytes) -> HeapChange:
-    _, lsn, xid, kind, spc, db, rel, block, offset, flags, origin = _HEAP.unpack_from(payload)
+def _locator(spc: int, db: int, rel: int) -> RelFileLocator:
+    """One RelFileLocator object per relation read back (shared by its changes)."""
     key = (spc, db, rel)
     locator = _locators.get(key)
     if locator is None:
         locator = _locators[key] = RelFileLocator(spc, db, rel)
+    return locator
+
+
+def _decode_heap(payload: bytes) -> HeapChange:
+    _, lsn, xid, kind, spc, db, rel, block, offset, flags, origin = _HEAP.unpack_from(payload)
+    locator = _locator(spc, db, rel)
     pos = _HEAP.size
     tuples: list[RawTuple | None] = []
     for bit in (_NEW, _OLD):

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from service.decode.events import HeapChange, InsertRows, Invalidation
-from service.reorder.changes import Change, ReplayChange, one_by_one
+from service.reorder.changes import Change, ReplayChange, held
 from service.reorder.spill import SpillStore
 from service.wal.record import RelFileLocator
 
@@ -36,11 +36,12 @@ class ReorderBufferTXN:
     """One (sub)transaction (ReorderBufferTXN).
 
     Invariants: `changes` holds the in-memory changes in LSN order, all later than the
-    `spilled` ones on disk; `nentries` counts both. `size` is the accounted size of
-    `changes` (plus changes taken out at replay and still held); `total_size`, on a
-    top-level transaction, is that summed over it and its subtransactions. A known
-    subtransaction has `toptxn` set and sits in its parent's `subtxns`, never in the
-    top-level list.
+    ones on disk; `nentries` counts both, as changes (an InsertRows entry as its rows),
+    while `spilled` counts the records in the spill file (an InsertRows may be one).
+    `size` is the accounted size of `changes` (plus changes taken out at replay and
+    still held); `total_size`, on a top-level transaction, is that summed over it and
+    its subtransactions. A known subtransaction has `toptxn` set and sits in its
+    parent's `subtxns`, never in the top-level list.
     """
 
     xid: int
@@ -66,7 +67,7 @@ class ReorderBufferTXN:
     has_spec_insert: bool = False  # SPEC_INSERT queued, not yet confirmed (partial)
     changes: deque[Change] = field(default_factory=deque)
     nentries: int = 0
-    spilled: int = 0  # records in this xid's spill file
+    spilled: int = 0  # records (not changes) in this xid's spill file
     size: int = 0
     total_size: int = 0
 
@@ -117,7 +118,10 @@ class ReplaySink(Protocol):
 @dataclass(slots=True, frozen=True)
 class ReorderBufferSettings:
     """`work_mem`: bytes of buffered changes before eviction (logical_decoding_work_mem).
-    `restore_batch`: most changes restored from disk at once per merge input.
+    `restore_batch`: most changes restored from disk at once per merge input (a
+    spilled InsertRows, one record, counts as its rows: where a batch ends inside it,
+    the rest waits, read but not yet accounted, for the next batch; at most one run of
+    256 WAL records per merge input, see `service.reorder.replay`).
     `change_overhead`: bytes each change held in memory costs beyond its accounted size
     (ReorderBufferChangeSize), counted against `work_mem` only: the Python objects of a
     decoded change (`PYTHON_CHANGE_OVERHEAD`, measured). 0, the default, makes every
@@ -192,15 +196,20 @@ class ReorderBufferState:
 
         Every (sub)transaction visited is flagged, even with nothing to write, and
         spill_txns skips a flagged one later, as PostgreSQL does (pg_stat_replication_slots
-        agrees; tests/integration/test_reorderbuffer_spill_txns_vs_pg.py shows it).
+        agrees; tests/integration/test_reorderbuffer_spill_txns_vs_pg.py shows it). An
+        InsertRows entry may be written as one record (`service.reorder.spill`, tag 2):
+        `spilled` grows by the records written, the state's `count` falls by the changes
+        held (`held`); spill_count and spill_bytes are the same either way.
         """
         for sub in txn.subtxns:
             self.serialize_txn(sub)
         if txn.changes:
             size = txn.size
-            # The store holds HeapChanges: an InsertRows entry is written row by row.
-            count = self.spill.write(txn.xid, one_by_one(txn.changes))
-            txn.spilled += count
+            # The store may write an InsertRows entry as one record for all its rows:
+            # `spilled` counts the file's records (what `read` needs), while the state's
+            # `count` (and `nentries`, unchanged) count the changes they stand for.
+            _, count = held(txn.changes)
+            txn.spilled += self.spill.write(txn.xid, txn.changes)
             txn.changes.clear()
             self.release(txn, size, count)
             self.stats.spill_count += 1

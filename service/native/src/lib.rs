@@ -6,13 +6,15 @@
 //! Without the `python` feature this crate is plain Rust (what `cargo test` runs). With
 //! it, `py` is the extension module `service._native`: the WAL walk crosses the
 //! Python/Rust boundary once per fed chunk (GIL released) and hands the records over in
-//! slices, a run of plain inserts as one `py_batch::HeapRows` whose rows stay in Rust;
+//! slices, a run of plain inserts as one `py_batch::HeapRows` whose rows stay in Rust
+//! (and spill as one record: `run_rows`, the rows as plain data and their dump);
 //! `py_heap` decodes one heap record per call, as the Python parsers do;
 //! `py_rows` encodes one row, or a run of one table's rows into their ready events, per
 //! call against a compiled plan; `py_text` writes a run's test_decoding lines per call.
 
 pub mod decode;
 pub mod rows;
+pub mod run_rows;
 pub mod wal;
 
 #[cfg(feature = "python")]

@@ -18,37 +18,28 @@
 //! each a window [lo, hi) of the rows). `change(i)` / `changes()` build the very
 //! `HeapChange` objects `events_py` builds for those rows, only when asked; the
 //! encoders (`py_rows::encode_rows`, `py_text::rows_lines`) read the tuples in place
-//! (`tuples`), with no Python object per row.
+//! (`tuples`), with no Python object per row. When the reorder buffer spills a window,
+//! `dump` lays its rows out as bytes (`run_rows`: one spill record for all of them) and
+//! `HeapDecoder.load_rows` (`load_rows` here) makes an equal HeapRows of them again,
+//! with the locator object and decoder it is handed; it refuses any input that is not
+//! such a dump with the decoder's DecodeError.
 //!
 //! A panic never crosses the boundary: it becomes the heap decoder's DecodeError at the
-//! window's first LSN. No `unsafe` here: the objects are built by `py_slots`.
+//! window's first LSN (in `load_rows`, with the xid). No `unsafe` here: the objects are
+//! built by `py_slots`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyBytes, PyList};
 use pyo3::IntoPyObjectExt;
 
 use crate::decode::heap::{Event, Kind, Source};
 use crate::py_heap::PyHeapDecoder;
 use crate::rows::Tuple;
-
-/// One row: the fields of its HeapChange and RawTuple that vary per row, and where its
-/// tuple data ends in the run's buffer (it starts where the previous row's ends).
-#[derive(Clone, Copy)]
-struct Row {
-    lsn: u64,
-    end: usize,
-    block: u32,
-    offset: u16,
-    natts: u16,
-    infomask: u16,
-    infomask2: u16,
-    hoff: u8,
-    clear_toast_afterwards: bool,
-}
+use crate::run_rows::{self, Row};
 
 /// The rows of a run while the walk gathers them.
 #[derive(Default)]
@@ -130,6 +121,50 @@ impl RowsBuilder {
             },
         )
     }
+}
+
+/// `HeapDecoder.load_rows`: the HeapRows of a `HeapRows.dump()` (`run_rows::load`) of
+/// transaction `xid`, into `locator`, built by `decoder`; any input that is not such a
+/// dump (or a panic) is the decoder's DecodeError with the xid and what LSN is known.
+pub(crate) fn load_rows(
+    decoder: &Bound<'_, PyHeapDecoder>,
+    data: &[u8],
+    xid: u32,
+    locator: Py<PyAny>,
+) -> PyResult<PyHeapRows> {
+    let py = decoder.py();
+    let refuse = |message: &str, lsn: Option<u64>| {
+        decoder
+            .borrow()
+            .decode_error_of(py, message, lsn, Some(xid))
+    };
+    let loaded = match catch_unwind(|| run_rows::load(data)) {
+        Ok(Ok(loaded)) => loaded,
+        Ok(Err(e)) => return Err(refuse(&e.message, e.lsn)),
+        Err(_) => return Err(refuse("internal error loading native heap rows", None)),
+    };
+    if loaded.xid != xid {
+        let lsn = loaded.rows.first().map(|r| r.lsn);
+        return Err(refuse(
+            &format!(
+                "insert run dump of xid {} read back for xid {xid}",
+                loaded.xid
+            ),
+            lsn,
+        ));
+    }
+    let hi = loaded.rows.len();
+    Ok(PyHeapRows {
+        shared: Arc::new(Shared {
+            rows: loaded.rows,
+            data: loaded.data,
+            xid,
+            locator,
+            decoder: decoder.clone().unbind(),
+        }),
+        lo: 0,
+        hi,
+    })
 }
 
 /// What every window of one run shares.
@@ -354,6 +389,20 @@ impl PyHeapRows {
                 out.append(m.change(k)?)?;
             }
             Ok(out)
+        })
+    }
+
+    /// The window's rows as bytes (`run_rows::dump`: its xid, then per row its LSN,
+    /// ctid, tuple header fields, clear_toast_afterwards and data length, then the
+    /// data), which `HeapDecoder.load_rows` takes back; the locator is not in it.
+    fn dump<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        if self.lo == self.hi {
+            return Err(PyValueError::new_err("an empty HeapRows has no dump"));
+        }
+        self.guarded(py, || {
+            let s = &*self.shared;
+            let bytes = run_rows::dump(s.xid, &s.rows[self.lo..self.hi], &s.data, s.start(self.lo));
+            Ok(PyBytes::new(py, &bytes))
         })
     }
 

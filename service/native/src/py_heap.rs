@@ -3,9 +3,11 @@
 //! Receives: from `service.decode.native_heap` (the glue), once, the constructors the
 //! Python parsers use (service.decode.heap's RawTuple and HeapChange twins,
 //! TruncateEvent, NewCidEvent, RelFileLocator), the ChangeKind members and DecodeError;
-//! then per call an op and one `XLogRecord`.
+//! then per call an op and one `XLogRecord`; or (`load_rows`) the bytes of a
+//! `HeapRows.dump()` read back from a spill file, with its xid and locator object.
 //! Hands on: the list of events `service.decode.heap.decode_<op>(record)` returns, equal
-//! field for field, or raises the same `DecodeError` (message and `lsn`).
+//! field for field, or raises the same `DecodeError` (message and `lsn`); `load_rows`,
+//! a `HeapRows` equal to the one dumped (py_batch, run_rows), or a DecodeError.
 //! A panic never crosses the boundary: it becomes a DecodeError naming the record.
 //! No `unsafe` here: the objects are built by `py_slots`.
 
@@ -133,9 +135,25 @@ impl PyHeapDecoder {
 
     /// The DecodeError `message`, at `lsn`.
     pub(crate) fn decode_error(&self, py: Python<'_>, message: &str, lsn: u64) -> PyErr {
+        self.decode_error_of(py, message, Some(lsn), None)
+    }
+
+    /// The DecodeError `message`, with the `lsn` and `xid` context that is known.
+    pub(crate) fn decode_error_of(
+        &self,
+        py: Python<'_>,
+        message: &str,
+        lsn: Option<u64>,
+        xid: Option<u32>,
+    ) -> PyErr {
         let build = || -> PyResult<PyErr> {
             let kwargs = PyDict::new(py);
-            kwargs.set_item("lsn", lsn)?;
+            if let Some(lsn) = lsn {
+                kwargs.set_item("lsn", lsn)?;
+            }
+            if let Some(xid) = xid {
+                kwargs.set_item("xid", xid)?;
+            }
             let exc = self.decode_error.bind(py).call((message,), Some(&kwargs))?;
             Ok(PyErr::from_value(exc))
         };
@@ -322,6 +340,20 @@ impl PyHeapDecoder {
             kinds,
             decode_error,
         })
+    }
+
+    /// The `HeapRows` `HeapRows.dump()` gave `data` for, of transaction `xid` into the
+    /// relation `locator` (the object its HeapChanges are to hold): equal rows, the
+    /// same `changes()`. Anything else (damaged, short, trailing, another version,
+    /// another xid) is this decoder's DecodeError, with the xid and, once the rows are
+    /// read, an LSN.
+    fn load_rows(
+        slf: &Bound<'_, Self>,
+        data: &[u8],
+        xid: u32,
+        locator: Py<PyAny>,
+    ) -> PyResult<crate::py_batch::PyHeapRows> {
+        crate::py_batch::load_rows(slf, data, xid, locator)
     }
 
     /// The events of one heap/heap2 record, as service.decode.heap.decode_<op>.

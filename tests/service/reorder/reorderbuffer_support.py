@@ -17,7 +17,7 @@ from service.decode.events import (
     TruncateEvent,
 )
 from service.reorder.buffer import ReorderBuffer, ReorderBufferSettings, ReorderBufferTXN
-from service.reorder.changes import EMPTY_TOAST, ReplayChange
+from service.reorder.changes import EMPTY_TOAST, ReplayChange, one_by_one
 from service.reorder.spill import LocalSpillStore
 from service.wal.record import RelFileLocator
 
@@ -34,7 +34,11 @@ class ListRows:
     """The native core's HeapRows interface over a list of HeapChanges (plain inserts of
     one xid into one relation), for the pure reorder-buffer tests: what `InsertRows`
     wraps. tests/service/decode/test_heap_rows.py holds the native HeapRows to the
-    same semantics (`fill` included) on real WAL."""
+    same semantics (`fill` included) on real WAL.
+
+    It has no `dump`: the spill store writes its InsertRows row by row (one tag-1
+    record per row), so these tests hold that path; the one-record path (tag 2) needs
+    the native HeapRows and is tested on real WAL in test_spill_rows.py."""
 
     def __init__(self, changes: list[HeapChange]) -> None:
         assert changes and all(c.kind is ChangeKind.INSERT for c in changes)
@@ -228,16 +232,23 @@ class RecordingSink:
 
 
 class CountingStore(LocalSpillStore):
-    """A LocalSpillStore that records each write (xid, changes) for the oracle."""
+    """A LocalSpillStore that records each write for the oracle: `writes` holds (xid,
+    the changes written, each InsertRows spelled out as its rows), `entries` the
+    entries as handed over, `records` how many records each write made."""
 
     def __init__(self, directory: Path) -> None:
         super().__init__(directory)
         self.writes: list[tuple[int, list[object]]] = []
+        self.entries: list[tuple[int, list[object]]] = []
+        self.records: list[int] = []
 
     def write(self, xid: int, changes: Iterable[object]) -> int:
         batch = list(changes)
-        self.writes.append((xid, batch))
-        return super().write(xid, batch)
+        self.writes.append((xid, list(one_by_one(batch))))  # type: ignore[arg-type]
+        self.entries.append((xid, batch))
+        written = super().write(xid, batch)
+        self.records.append(written)
+        return written
 
     def read(self, xid: int, count: int) -> Iterator[object]:
         return super().read(xid, count)

@@ -204,18 +204,22 @@ def test_rows_longer_than_a_run_go_on_in_windows_of_run_max() -> None:
     assert [entry[2] for entry in sink.log if entry[0] == "change"] == rows
 
 
-def test_spilled_rows_are_written_row_by_row_and_restored() -> None:
-    """An InsertRows entry spilled at the memory limit is written as its HeapChanges
-    (the spill format is unchanged), counted as its rows, and replays the same rows."""
+def test_rows_that_cannot_dump_are_spilled_row_by_row_and_restored() -> None:
+    """An InsertRows entry whose rows have no `dump` (ListRows, the pure-Python double)
+    is handed to the store whole, written as its HeapChanges, one record each (so the
+    file's record count, `spilled`, is its rows), counted as its rows, and replays the
+    same rows. (Native rows spill as one record: test_spill_rows.py.)"""
     with tempfile.TemporaryDirectory() as d:
         rb, sink, store = make_buffer(Path(d), work_mem=3000)
         rb.process_xid(100, 1000)
         rb.set_base_snapshot(100, 1000, object())
         rows = _inserts(100, 1000, 60)
         rb.queue_run(100, 1000, insert_rows(rows))
+        entries = [c for _xid, batch in store.entries for c in batch]
+        assert entries and all(type(c) is InsertRows for c in entries)
         written = [c for _xid, batch in store.writes for c in batch]
-        assert written and all(type(c) is not InsertRows for c in written)
         assert written == rows[: len(written)]
+        assert rb._by_xid[100].spilled == sum(store.records) == len(written)
         rb.commit(100, 90_000, 90_008, commit_time=0, origin=None)
     assert [entry[2] for entry in sink.log if entry[0] == "change"] == rows
     assert rb._state.size == rb._state.count == 0
