@@ -83,7 +83,7 @@ _ROW_BASE = CHANGE_OVERHEAD + TUPLE_OVERHEAD
 
 # The most changes handed to the sink in one `changes` call: they are released from
 # the memory accounting as they join the run, so a run is memory the limit does not see.
-RUN_MAX = 256
+RUN_MAX = 1024
 
 
 class Replayer:

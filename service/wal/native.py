@@ -54,8 +54,11 @@ if TYPE_CHECKING:
     )
 
 # How many walked records become Python objects per `take`: enough to make the call
-# cost vanish, few enough that a 16 MB chunk never lives as 100k+ objects at once.
-_SLICE = 256
+# cost vanish, few enough that a 16 MB chunk never lives as 100k+ objects at once. An
+# InsertRun ends at a slice's end, so this also bounds a run (512 inserts with their
+# index inserts): the per-run Python of the driver, the reorder buffer and the plugin
+# is paid once per that many rows.
+_SLICE = 1024
 
 # The classes a native error kind becomes (wal::ErrorKind::class_name in Rust).
 _ERRORS: dict[str, type[PgcdcError]] = {

@@ -7,8 +7,9 @@ transactions of `--txn-rows` rows. For each, over the same WAL:
 - pgcdc with the text plugin (`include-xids` off), from the WAL files in pg_wal to
   output lines: reader, decoder, reorder buffer, schema history, row decoding, type
   conversion, plugin;
-- pgcdc with the avro plugin, serialization only: every OutputRecord is built and
-  serialized, then dropped by the writer (the registry is contacted once per schema);
+- pgcdc with the avro plugin, serialization only: every record is built and
+  serialized, then dropped by the writer, which takes a run of ready records at once as
+  the worker's Kafka sink does (the registry is contacted once per schema);
 - reader + decoder only (records decoded into events, nothing queued), for reference:
   what the stages before the reorder buffer cost on their own;
 - PostgreSQL's test_decoding on a logical slot over the same WAL
@@ -65,6 +66,7 @@ from service.config import Settings  # noqa: E402 (same)
 from service.decode.dispatch import decoder_for  # noqa: E402 (same)
 from service.impl import selected, xlog_reader_class  # noqa: E402 (same)
 from service.lsn import parse_lsn  # noqa: E402 (same)
+from service.output.api import RecordRun  # noqa: E402 (same)
 from service.output.text import TestDecodingPlugin  # noqa: E402 (same)
 
 TABLE = (
@@ -180,6 +182,7 @@ def run_pgcdc(
     dropped = [0]
     plugin: object
     writer: Callable[[int, int, Any], None]
+    run_writer: Callable[[int, int, RecordRun], None] | None = None
     if plugin_name == "text":
         plugin = TestDecodingPlugin()
 
@@ -193,6 +196,11 @@ def run_pgcdc(
         def writer(lsn: int, xid: int, data: Any) -> None:
             dropped[0] += 1
 
+        def count_run(lsn: int, xid: int, run: RecordRun) -> None:
+            dropped[0] += len(run.values)
+
+        run_writer = count_run
+
         options = {}
     with tempfile.TemporaryDirectory(prefix="pgcdc-bench-spill-") as spill:
         session = Session(
@@ -203,6 +211,8 @@ def run_pgcdc(
             version=int(pg["version"]),
             start_lsn=w.start,
             decode_from=w.consistent,
+            # As the worker hands the sink a run of ready records at once.
+            run_writer=run_writer,
         )
         try:
             prof = cProfile.Profile() if profile else None

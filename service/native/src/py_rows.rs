@@ -263,6 +263,11 @@ impl PyRowPlan {
         let want_key = ev.key_header.is_some();
         let keys = PyList::empty(py);
         let values = PyList::empty(py);
+        // One envelope buffer and one key buffer for the whole run, cleared per row: each
+        // row's bytes are copied into its PyBytes, so after the first rows no row
+        // allocates or grows them.
+        let mut out = Vec::new();
+        let mut k = Vec::new();
         for (i, row) in rows.enumerate() {
             let (raw, lsn) = row?;
             let tuple = raw.as_tuple();
@@ -270,7 +275,7 @@ impl PyRowPlan {
                 Outcome::Encoded { value, key } => (value, key),
                 Outcome::Fallback(why) => return Ok((keys, values, Some(why))),
             };
-            let mut out = Vec::with_capacity(ev.value_header.len() + record.len() + 160);
+            out.clear();
             out.extend_from_slice(ev.value_header);
             let (before, after) = if deleting {
                 (Some(&record[..]), None)
@@ -292,7 +297,7 @@ impl PyRowPlan {
             values.append(PyBytes::new(py, &out))?;
             match ev.key_header {
                 Some(h) => {
-                    let mut k = Vec::with_capacity(h.len() + key.len());
+                    k.clear();
                     k.extend_from_slice(h);
                     k.extend_from_slice(&key);
                     keys.append(PyBytes::new(py, &k))?;

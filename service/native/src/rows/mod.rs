@@ -14,7 +14,7 @@
 //! that is not UTF-8, a value an Avro `int` cannot hold, ...). A fallback is the whole
 //! row: the caller encodes it with the Python reference, never half of each.
 //!
-//! Deform mirrors heap_deform_tuple (and service.types.deform.deform_heap, check for
+//! Deform mirrors heap_deform_tuple (and service.types.deform.deform_at, check for
 //! check): the null bitmap, each attribute aligned to its attalign relative to the tuple
 //! start, except a varlena whose first byte is not zero (att_align_pointer); 1-byte and
 //! 4-byte varlena headers; inline-compressed varlenas (toast_decompress_datum: pglz or
@@ -22,7 +22,7 @@
 //! back when the column has a missing default, getmissingattr).
 //!
 //! Errors: a tuple that does not fit its definition is `RowError::Mismatch` (the Python
-//! SchemaMismatchError) with deform_heap's messages; a malformed varlena header is
+//! SchemaMismatchError) with deform_at's messages; a malformed varlena header is
 //! `RowError::Decode` (DecodeError). Nothing here panics on any input (fuzzed by
 //! tests/perf/fuzz_native_rows.py); the boundary still catches a panic.
 //!
