@@ -4,7 +4,9 @@ Receives, in WAL order, from the decoder driver: every record's xid (`process_xi
 subtransaction assignments (`assign_child`, from block 252 or XLOG_XACT_ASSIGNMENT),
 the decoded changes of each (sub)transaction (`queue_change`: `HeapChange`,
 `TruncateEvent`, transactional `MessageEvent`, or an `InternalChange` from the
-snapshot/schema stage), catalog-change marks and invalidations, and the transaction
+snapshot/schema stage; `queue_run`: an InsertRun's plain inserts as one `InsertRows`,
+queued as its rows would be one by one but held as few entries, its rows still in the
+native core), catalog-change marks and invalidations, and the transaction
 ends: `commit`, `abort`, `forget`, `prepare`, `finish_prepared`, and `abort_old` for
 RUNNING_XACTS.
 
@@ -32,7 +34,9 @@ Guarantees:
   batches of at most `restore_batch` changes and stop once the total reaches
   `work_mem`; each spilled merge input needs at least its head change, so replay
   stays within `work_mem` plus one change per spilled input, plus the TOAST chunks of
-  the one row being reassembled.
+  the one row being reassembled. (A spilled InsertRows is one record: where a batch
+  ends inside it, the rest of its rows waits unaccounted, in native form, for the next
+  batch: at most one InsertRun per spilled input, see `service.reorder.replay`.)
 - **TOAST.** Changes to a toast relation (`HeapChange.on_toast_relation`, or
   `toast_of(locator)` for the records that carry no such flag) are never handed on. At
   replay their chunks are collected per chunk_id in chunk_seq order

@@ -42,7 +42,7 @@ Guarantees:
   inside it, the rows up to that point join the batch and the rest waits, loaded but
   not accounted, for the next one. So the accounting (and `peak`) is that of the same
   changes restored one by one; beyond it, each spilled input may hold the rest of one
-  record in native form (at most one run, 256 WAL records, of compact rows).
+  record in native form (at most one InsertRun, 1024 WAL records, of compact rows).
 - Counters: `total_bytes`, `total_txns`, and the `stream_*` counters of the state's
   `stats`, as described in `service.reorder.buffer`.
 - Pure: no I/O except through the `SpillStore` interface.

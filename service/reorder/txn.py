@@ -121,7 +121,7 @@ class ReorderBufferSettings:
     `restore_batch`: most changes restored from disk at once per merge input (a
     spilled InsertRows, one record, counts as its rows: where a batch ends inside it,
     the rest waits, read but not yet accounted, for the next batch; at most one run of
-    256 WAL records per merge input, see `service.reorder.replay`).
+    1024 WAL records per merge input, see `service.reorder.replay`).
     `change_overhead`: bytes each change held in memory costs beyond its accounted size
     (ReorderBufferChangeSize), counted against `work_mem` only: the Python objects of a
     decoded change (`PYTHON_CHANGE_OVERHEAD`, measured). 0, the default, makes every

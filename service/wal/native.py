@@ -17,7 +17,7 @@ tests/service/wal/test_native_reader.py.
 
 How it crosses the boundary: once per `records()` call for the walk, which runs in Rust
 with the GIL released over every record the fed bytes hold and returns how many it found
-plus the error that ended it, if any; then once per slice of 256 records to turn them
+plus the error that ended it, if any; then once per slice of 1024 records to turn them
 into Python objects (never once per record or field). This generator yields them and
 then raises that error, so a caller sees what the Python generator shows. While it
 yields, the position properties describe the record just yielded (as the Python
