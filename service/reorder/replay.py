@@ -22,8 +22,9 @@ main-table changes (no TOAST chunks held for them) go to `changes` in runs of up
 `RUN_MAX`, each run handed on before any other callback; the sink treats a run as
 `change` on each of its changes. A queued `InsertRows` (an InsertRun's rows, still in
 the native core) is such a run already and goes to `changes` as it is, in windows of
-up to `RUN_MAX`; where its rows could not all join a run (TOAST chunks held, streaming,
-a toast relation) they come one by one instead, exactly as if queued one by one.
+up to `RUN_MAX` (one of fewer than `ROWS_ALONE` rows joins the run around it as its
+rows); where its rows could not all join a run (TOAST chunks held, streaming, a toast
+relation) they come one by one instead, exactly as if queued one by one.
 
 Guarantees:
 - Changes of one input keep their order; inputs are merged by LSN.
@@ -84,6 +85,11 @@ _ROW_BASE = CHANGE_OVERHEAD + TUPLE_OVERHEAD
 # The most changes handed to the sink in one `changes` call: they are released from
 # the memory accounting as they join the run, so a run is memory the limit does not see.
 RUN_MAX = 1024
+
+# An InsertRows of fewer rows goes on as its rows, joining the run of changes around it:
+# below this, the per-run cost of handing it on alone (the sink's grouping, an encoder
+# call) outweighs building its rows.
+ROWS_ALONE = 64
 
 
 class Replayer:
@@ -330,15 +336,23 @@ class Replayer:
                 if spec is not None:  # the speculative insertion was not confirmed
                     release(spec[0], spec[2])
                     spec = None
-                if run:
-                    sink.changes(txn, run)
-                    run = []
                 n = change.nrows
-                if n <= RUN_MAX:
-                    sink.changes(txn, change)
+                assert run is not None  # whole(): not streaming
+                if n < ROWS_ALONE:
+                    # A short piece (its InsertRun cut by other transactions' records)
+                    # joins the run as its rows: runs stay long under concurrent writers.
+                    for row in change:
+                        run.append(row)
+                        if len(run) >= RUN_MAX:
+                            sink.changes(txn, run)
+                            run = []
                 else:
+                    if run:
+                        sink.changes(txn, run)
+                        run = []
                     for at in range(0, n, RUN_MAX):
-                        sink.changes(txn, change.window(at, min(at + RUN_MAX, n)))
+                        end = min(at + RUN_MAX, n)
+                        sink.changes(txn, change if n <= RUN_MAX else change.window(at, end))
             else:
                 release(owner, size)
                 if run:

@@ -10,12 +10,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.decode.events import ChangeKind, InsertRows
+from service.errors import DecodeError
 from service.reorder.buffer import ReorderBuffer
-from service.reorder.replay import RUN_MAX
+from service.reorder.replay import ROWS_ALONE, RUN_MAX
 from service.wal.record import RelFileLocator
 from tests.service.reorder.reorderbuffer_support import (
     MAIN,
@@ -155,6 +157,11 @@ def test_rows_after_a_pending_speculative_insert_drop_it_as_each_row_would() -> 
     assert run["log"] == one["log"]
     assert all(entry[0] != "change" or entry[2] is not spec for entry in run["log"])
     assert run["held"] == one["held"] == (0, 0)
+    # The rows dropped it: a confirmation after them has nothing to confirm, either way.
+    confirm = heap(100, 1100, ChangeKind.SPEC_CONFIRM)
+    for batched in (False, True):
+        with tempfile.TemporaryDirectory() as d, pytest.raises(DecodeError, match="ordering"):
+            _replayed(Path(d), [*queue, ("one", 100, confirm)], batched=batched)
 
 
 def test_rows_of_subtransactions_merge_by_lsn_as_their_rows_would() -> None:
@@ -223,3 +230,32 @@ def test_rows_that_cannot_dump_are_spilled_row_by_row_and_restored() -> None:
         rb.commit(100, 90_000, 90_008, commit_time=0, origin=None)
     assert [entry[2] for entry in sink.log if entry[0] == "change"] == rows
     assert rb._state.size == rb._state.count == 0
+
+
+def test_short_rows_join_the_run_around_them() -> None:
+    """InsertRows shorter than ROWS_ALONE (InsertRuns cut by other transactions' records)
+    go on as their rows, joining one run with the plain changes around them; a long one
+    still goes whole."""
+    with tempfile.TemporaryDirectory() as d:
+        rb, sink, _store = make_buffer(Path(d))
+        seen: list[object] = []
+        plain = sink.changes
+
+        def spy(txn: Any, changes: Any) -> None:
+            seen.append(changes)
+            plain(txn, changes)
+
+        sink.changes = spy  # type: ignore[method-assign]
+        rb.process_xid(100, 1000)
+        rb.set_base_snapshot(100, 1000, object())
+        short = [_inserts(100, 1000 + 1000 * k, ROWS_ALONE - 1) for k in range(3)]
+        for rows in short:
+            rb.queue_run(100, rows[0].lsn, insert_rows(rows))
+        one = heap(100, 5000, ChangeKind.DELETE)
+        rb.queue_change(100, one.lsn, one)
+        long = _inserts(100, 6000, ROWS_ALONE)
+        rb.queue_run(100, long[0].lsn, insert_rows(long))
+        rb.commit(100, 90_000, 90_008, commit_time=0, origin=None)
+    assert [type(x) for x in seen] == [list, InsertRows]
+    assert seen[0] == [c for rows in short for c in rows] + [one]
+    assert list(seen[1]) == long  # type: ignore[call-overload]
