@@ -64,8 +64,15 @@ class _StopBeforeCommit:
 def main(argv: list[str]) -> int:
     bootstrap, registry, prefix, slot, mode, at_text = argv
     at = int(at_text)
+    # Batches of exactly 4 source transactions: no age cap can commit one early on a
+    # loaded machine (the test reads the offset the kill leaves).
     settings = make_settings(
-        {"bootstrap": bootstrap}, {"url": registry}, prefix, slot, max_batch_txns=4
+        {"bootstrap": bootstrap},
+        {"url": registry},
+        prefix,
+        slot,
+        max_batch_txns=4,
+        max_batch_age_s=600,
     )
     h = Harness(settings)
     last = h.start()
