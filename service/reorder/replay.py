@@ -88,8 +88,9 @@ RUN_MAX = 1024
 
 # An InsertRows of fewer rows goes on as its rows, joining the run of changes around it:
 # below this, the per-run cost of handing it on alone (the sink's grouping, an encoder
-# call) outweighs building its rows.
-ROWS_ALONE = 64
+# call) outweighs building its rows, and under concurrent writers (InsertRuns cut by
+# other transactions' records) runs stay as long as they were before InsertRows.
+ROWS_ALONE = 256
 
 
 class Replayer:

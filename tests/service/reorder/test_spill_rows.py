@@ -34,9 +34,10 @@ from service.decode import native_heap
 from service.decode.dispatch import decoder_for
 from service.decode.events import HeapChange, InsertRows, InsertRun, RawTuple
 from service.errors import DecodeError, SpillFileError
+from service.reorder import replay
 from service.reorder.buffer import ReorderBuffer
 from service.reorder.changes import change_size
-from service.reorder.replay import ROWS_ALONE, Replayer
+from service.reorder.replay import Replayer
 from service.reorder.spill import MAGIC, LocalSpillStore
 from service.wal.record import RelFileLocator
 from tests.service.decode.test_insert_runs import DATA, _items
@@ -487,12 +488,16 @@ def test_load_rows_of_mutated_dumps_is_typed(index: int, edits: list[tuple[int, 
     _check_load(bytes(data), window.xid)
 
 
-def test_the_sink_gets_restored_rows_whole(tmp_path: Path) -> None:
+def test_the_sink_gets_restored_rows_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A restored InsertRows goes to `sink.changes` as an InsertRows (windows of
     RUN_MAX at most), not as HeapChanges: the fast path survives a spill (restored in
-    batches of ROWS_ALONE rows, so that only a run's short tail joins a list)."""
+    batches of 64 rows, pieces of 64 going whole, so that only a run's short tail joins
+    a list)."""
     runs = _main_xid_runs()[0]
-    rb, sink, _store = make_buffer(tmp_path, work_mem=30_000, restore_batch=ROWS_ALONE)
+    # The golden runs are small: restore in batches of 64 rows, and let pieces of 64 go
+    # whole (ROWS_ALONE), so that a spill here exercises the whole path.
+    monkeypatch.setattr(replay, "ROWS_ALONE", 64)
+    rb, sink, _store = make_buffer(tmp_path, work_mem=30_000, restore_batch=64)
     seen: list[object] = []
     plain = sink.changes
 
@@ -510,5 +515,5 @@ def test_the_sink_gets_restored_rows_whole(tmp_path: Path) -> None:
     whole = [x for x in seen if type(x) is InsertRows]
     # Every full batch comes whole; only a run's short tail joins a list.
     assert len(whole) >= len(seen) - len(runs) and whole, seen
-    assert all(len(x) == ROWS_ALONE for x in whole)
+    assert all(len(x) == 64 for x in whole)
     assert [e[2] for e in sink.log if e[0] == "change"] == [c for r in runs for c in r.changes]
