@@ -19,15 +19,21 @@ How:
   relation oid and `defined_at`) from the definition's `ColumnDef`s (attlen, attalign,
   dropped, atthasmissing) and, per Value field, the encoding the Python schema builder
   chose: the column's `FieldPlan.mapping` must be exactly the mapping
-  `connectors.avro.schema.type_mapping` gives the built-in type (same object), or for
-  numeric the precise-mode decimal / VariableScaleDecimal. A table with any other
-  mapped column (jsonb, arrays, enums, domains, extension types, intervals, ...) gets
-  no plan: the Python path handles all its rows (`not_native` names why).
+  `connectors.avro.schema.type_mapping` gives the built-in type of `NATIVE_TYPES`
+  (same object: the integers, floats, texts, json and jsonb, xml, dates and times,
+  interval, timetz, uuid, "char", inet, cidr, macaddr and macaddr8), or, by schema,
+  numeric's precise-mode decimal / VariableScaleDecimal, money's precise-mode
+  decimal, and bit / varbit's Bits (bit(1): boolean). A domain over one of these is
+  encoded as its base type. A table with any other mapped column (arrays, enums,
+  composites, ranges, extension types, the geometric and text-search types, money or
+  numeric in string/double mode, ...) gets no plan: the Python path handles all its
+  rows (`not_native` names why).
 - Per row, Rust deforms the tuple (heap_deform_tuple) and writes the Value and Key
   records, or says why the row is Python's (a typed fallback: a `str` reason, counted in
   `fallbacks`): an external or unchanged TOAST pointer, a missing attribute with a
   default, NaN/±Infinity numerics, text that is not UTF-8, a value outside its Avro
-  type. A fallback row is encoded entirely by the Python path, never mixed.
+  type, an xml value with an XML declaration, a stored form the Python reference
+  rejects (a damaged jsonb, inet or bit string: Python raises its typed error). A fallback row is encoded entirely by the Python path, never mixed.
 - Changes the Python path decides as a whole stay there: an UPDATE carrying an old
   tuple (a key change or REPLICA IDENTITY FULL: key comparison, headers), a DELETE
   without an old tuple, snapshot reads, rows not decoded from WAL, transactions without
@@ -78,9 +84,12 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 # Built-in types the native encoder writes, by OID: (kind, attlen of the stored form).
+# Each kind writes exactly the value its `type_mapping` mapping converts (checked by
+# identity with that mapping in `field_kind`).
 NATIVE_TYPES: dict[int, tuple[str, int]] = {
     16: ("bool", 1),
     17: ("bytea", -1),
+    18: ("char", 1),  # "char": charout's text
     19: ("name", 64),
     20: ("int8", 8),
     21: ("int2", 2),
@@ -88,50 +97,85 @@ NATIVE_TYPES: dict[int, tuple[str, int]] = {
     25: ("text", -1),
     26: ("oid", 4),
     114: ("text", -1),  # json: stored as its text
+    142: ("xml", -1),  # xml_out's text (a declaration falls back)
+    650: ("cidr", -1),  # cidr_out's text
     700: ("float4", 4),
     701: ("float8", 8),
+    774: ("macaddr8", 8),
+    829: ("macaddr", 6),
+    869: ("inet", -1),  # inet_out's text
     1042: ("text", -1),  # bpchar
     1043: ("text", -1),  # varchar
     1082: ("date", 4),
     1083: ("time", 8),
     1114: ("timestamp", 8),
     1184: ("timestamptz", 8),
+    1186: ("interval", 16),  # MicroDuration
+    1266: ("timetz", 12),  # ZonedTime
     2950: ("uuid", 16),
+    3802: ("jsonb", -1),  # jsonb_out's text
 }
-_NUMERIC = 1700
+_NUMERIC, _MONEY, _BIT, _VARBIT = 1700, 790, 1560, 1562
 
 ColumnSpec = tuple[str, int, int, bool, bool, str, int, int, bool]
+FieldKind = tuple[str, int, int, int]  # kind, scale, precision, attlen of the stored form
 
 
 def _noop_warn(event: str, column: str) -> None:
     """type_mapping's warn for probing a mapping (only the numeric converters warn)."""
 
 
-def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> tuple[str, int, int] | None:
-    """(kind, scale, precision) of the native encoding of one Value field, or None when
-    the field's mapping is not one the native encoder writes byte-identically."""
-    mapping = plan.mapping
-    if meta.kind != "b" or meta.ext or mapping.use_text:
+def _base(meta: ColumnMeta) -> tuple[int, int] | None:
+    """(type OID, typmod) whose stored form a column holds: its own for a built-in base
+    type, the base type's for a domain over one (with the domain's typmod when the
+    column has none, as type_mapping resolves it); None for anything else."""
+    if meta.ext or meta.stored_bytes_type:
         return None
-    if meta.type_oid == _NUMERIC:
+    if meta.kind == "b":
+        return meta.type_oid, meta.typmod
+    if meta.kind == "d" and meta.elem_type_oid and meta.elem_kind == "b":
+        return meta.elem_type_oid, meta.typmod if meta.typmod >= 0 else meta.elem_typmod
+    return None
+
+
+def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> FieldKind | None:
+    """(kind, scale, precision, attlen) of the native encoding of one Value field, or None
+    when the field's mapping is not one the native encoder writes byte-identically."""
+    mapping = plan.mapping
+    base = _base(meta)
+    if base is None:
+        return None
+    oid, typmod = base
+    probe = ColumnMeta(meta.name, meta.attnum, oid, meta.type_name, typmod, False)
+    if oid == _NUMERIC:
         if decimal_mode != "precise":
             return None
         schema = mapping.schema
-        if mapping.kind == "bytes" and meta.typmod >= 4:
-            precision, scale = ((meta.typmod - 4) >> 16) & 0xFFFF, (meta.typmod - 4) & 0x7FF
+        if mapping.kind == "bytes" and typmod >= 4:
+            precision, scale = ((typmod - 4) >> 16) & 0xFFFF, (typmod - 4) & 0x7FF
             if schema == decimal_schema(precision, scale, True):
-                return "decimal", scale, precision
+                return "decimal", scale, precision, -1
             return None
         if mapping.kind == "record" and schema == load_static("variable_scale_decimal"):
-            return "variable_decimal", 0, 0
+            return "variable_decimal", 0, 0, -1
         return None
-    found = NATIVE_TYPES.get(meta.type_oid)
+    if oid == _MONEY:
+        # Decimal(64, 2) of the cents in precise mode; text or double otherwise.
+        if decimal_mode == "precise" and mapping.schema == decimal_schema(64, 2, False):
+            return "money", 0, 0, 8
+        return None
+    if oid in (_BIT, _VARBIT):
+        # bit(1) is a boolean, any other length io.debezium.data.Bits of its length.
+        if mapping.schema != type_mapping(probe, decimal_mode, _noop_warn).schema:
+            return None
+        return ("bit1" if mapping.kind == "boolean" else "bits"), 0, 0, -1
+    found = NATIVE_TYPES.get(oid)
     if found is None:
         return None
-    probe = ColumnMeta(meta.name, meta.attnum, meta.type_oid, meta.type_name, -1, False)
+    probe = ColumnMeta(meta.name, meta.attnum, oid, meta.type_name, -1, False)
     if mapping is not type_mapping(probe, decimal_mode, _noop_warn):
         return None
-    return found[0], 0, 0
+    return found[0], 0, 0, found[1]
 
 
 def compile_plan(
@@ -157,8 +201,8 @@ def compile_plan(
             found = None if meta is None else field_kind(meta, plan, decimal_mode)
             if found is None:
                 return None, f"column {c.name}: type {c.type_oid} is not native"
-            kind, scale, precision = found
-            if NATIVE_TYPES.get(c.type_oid, ("", -1))[1] != c.attlen and c.type_oid != _NUMERIC:
+            kind, scale, precision, attlen = found
+            if attlen != c.attlen:
                 return None, f"column {c.name}: attlen {c.attlen}"
             optional = plan.optional
         index[c.name] = len(specs)

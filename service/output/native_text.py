@@ -10,7 +10,8 @@ each change, in order, with `ctx.write_lsn` at each change's LSN. The rows of a
 RowRun go to Rust at once (`TextPlan.lines`); a row it leaves to the Python path (a
 typed fallback: an external TOAST pointer, a missing attribute with a default,
 NaN/±Infinity numerics, a float whose shortest decimal is a rounding bound, text that is
-not UTF-8; counted in `fallbacks`) is written by
+not UTF-8, an xml value with a declaration, a stored form the Python reference rejects;
+counted in `fallbacks`) is written by
 `TestDecodingPlugin.change`, never half of each, and the run goes on natively after it.
 A list goes through `change` row by row.
 
@@ -18,9 +19,11 @@ How: a `TextPlan` is compiled once per table definition (per relation oid and
 `defined_at`, and the `TableDef` itself) from the definition's `ColumnDef`s (attlen,
 attalign, dropped, atthasmissing) and, per printed column, its head (` name[type]:`,
 quote_identifier of the plugin's server version) and the built-in type's kind
-(`TEXT_KINDS`). A relation with a column of any other type (arrays, enums, domains,
-jsonb, intervals, extension types, ...) gets no plan: the Python path prints all its rows
-(`reason` says why).
+(`TEXT_KINDS`: the integers, floats, numeric, texts, json and jsonb, xml, bytea, uuid,
+dates and times, interval, timetz, money, "char", bit and varbit, inet, cidr, macaddr
+and macaddr8). A relation with a column of any other type (arrays, enums, domains,
+composites, ranges, extension types, ...) gets no plan: the Python path prints all its
+rows (`reason` says why).
 """
 
 from __future__ import annotations
@@ -61,6 +64,18 @@ TEXT_KINDS: dict[int, tuple[str, int]] = {
     1184: ("timestamptz", 8),
     1700: ("numeric", -1),
     2950: ("uuid", 16),
+    18: ("char", 1),  # "char": charout, quoted
+    142: ("xml", -1),  # xml_out (a declaration falls back)
+    650: ("cidr", -1),
+    869: ("inet", -1),
+    774: ("macaddr8", 8),
+    829: ("macaddr", 6),
+    790: ("money", 8),  # cash_out, lc_monetary C
+    1186: ("interval", 16),  # IntervalStyle postgres
+    1266: ("timetz", 12),
+    1560: ("bits", -1),  # bit: B'…'
+    1562: ("bits", -1),  # varbit: B'…'
+    3802: ("jsonb", -1),
 }
 _OPS = {ChangeOp.INSERT: " INSERT:", ChangeOp.UPDATE: " UPDATE:", ChangeOp.DELETE: " DELETE:"}
 

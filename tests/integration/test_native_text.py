@@ -4,12 +4,15 @@ A table with a column of every type the native writer prints
 (service.output.native_text.TEXT_KINDS), a dropped column and a column added with a
 default after rows were written, filled with random values (quotes, non-ASCII text,
 NULLs, BC dates, ±infinity, 24:00:00, long and tiny numerics, NaN), then updated and
-deleted in runs; beside it a REPLICA IDENTITY FULL table, a table of floats, a table
-with an interval column (which has no native plan) and values the writer leaves to
+deleted in runs; a second table of the types the writer gained later (interval, timetz,
+money, "char", inet, cidr, macaddr, macaddr8, bit, varbit, jsonb, and xml where the server
+has libxml); beside them a REPLICA IDENTITY FULL table, a table of floats, a table
+with an enum column (which has no native plan) and values the writer leaves to
 Python (an unchanged TOAST value, NaN, a missing attribute, a float whose shortest
-decimal is a rounding bound or a tie). pgcdc's lines must equal a real test_decoding slot's
-line for line under PGCDC_IMPL=native and =python; under native, most rows must have
-been written by Rust and each fallback must have been for the reason the row carries.
+decimal is a rounding bound or a tie, an xml declaration). pgcdc's lines must equal a
+real test_decoding slot's line for line under PGCDC_IMPL=native and =python; under
+native, most rows must have been written by Rust and each fallback must have been for
+the reason the row carries.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import psycopg2
 import pytest
 
 from service.output.text import TestDecodingPlugin
@@ -83,6 +87,71 @@ def _row(rng: random.Random, i: int) -> str:
     return "(" + ", ".join(values) + ")"
 
 
+# The types the native writer gained second, in their own table (with xml where the
+# server has libxml: not the PG18 build here).
+MORE_COLUMNS = (
+    'id int PRIMARY KEY, iv interval, tt timetz, mo money, ch "char", ip inet, cd cidr,'
+    " mc macaddr, m8 macaddr8, bt bit(10), b1 bit(1), vb varbit, jb jsonb"
+)
+_JSONS = [
+    r'{"a": 1, "bb": [true, null, "x\n"], "c": {"d": -12345678901.5e-3}}',
+    "[]",
+    "{}",
+    '"it\'s"',
+    "12.50",
+    "null",
+    r'{"é😀": "\u0001\t\"q\"", "z": [1e30, -0.000001, false], "": 0}',
+]
+_INTERVALS = [
+    "'1 year 2 mons 3 days 04:05:06.789'",
+    "'-3 days +00:00:01.5'",
+    "'00:00:00'",
+    "'-1 years -1 mons'",
+]
+_INETS = ["'192.168.0.1'", "'10.1.2.3/8'", "'::1'", "'2001:db8::1:0:0:1/64'", "'::ffff:1.2.3.4'"]
+_CIDRS = ["'10.0.0.0/8'", "'192.168.1.0/24'", "'2001:db8::/32'", "'::/0'"]
+_XMLS = ["'<a>é</a>'", "E'\\n<b/>'", "''", "'<?xml version=\"1.0\"?><c/>'"]
+
+
+def _has_xml(pg: dict[str, Any]) -> bool:
+    conn = psycopg2.connect(pg["dsn"])
+    try:
+        conn.cursor().execute("SELECT '<a/>'::xml")
+        return True
+    except psycopg2.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def _bits(rng: random.Random, n: int) -> str:
+    return "B'" + "".join(rng.choice("01") for _ in range(n)) + "'"
+
+
+def _more_row(rng: random.Random, i: int, xml: bool) -> str:
+    r = rng.randint
+    array = ", ".join(str(r(-999, 999)) for _ in range(r(0, 40)))
+    zone = f"{rng.choice('+-')}{r(0, 12):02d}:{rng.choice(['00', '30', '45'])}"
+    values = [
+        str(i),
+        rng.choice([*_INTERVALS, f"'{r(-(10**6), 10**6)} seconds'", f"'{r(0, 99)} mons'"]),
+        rng.choice(["'12:34:56.5+01'", "'23:59:59.999999+14'", f"'{r(0, 23):02d}:07:00{zone}'"]),
+        rng.choice(["0", "-1", f"{r(-(10**9), 10**9)}.{r(0, 99):02d}", "'-92233720368547758.08'"]),
+        rng.choice(["'a'", "''", "'\"'", "''''"]),
+        rng.choice([*_INETS, f"'{r(0, 255)}.{r(0, 255)}.{r(0, 255)}.{r(0, 255)}/{r(0, 32)}'"]),
+        rng.choice(_CIDRS),
+        f"'{rng.randbytes(6).hex(':')}'",
+        f"'{rng.randbytes(8).hex(':')}'",
+        _bits(rng, 10),
+        _bits(rng, 1),
+        _bits(rng, r(0, 70)),
+        _lit(rng.choice([*_JSONS, f'{{"k{r(0, 99)}": [{array}]}}'])),
+    ]
+    if xml:
+        values.append(rng.choice(_XMLS))
+    return "(" + ", ".join(v if k == 0 else _maybe(rng, v) for k, v in enumerate(values)) + ")"
+
+
 class _Counting(TestDecodingPlugin):
     """The text plugin, kept so the test can read its native counters."""
 
@@ -100,6 +169,9 @@ def test_native_text_equals_test_decoding(
 
     rng = random.Random(20261203)
     rows = ", ".join(_row(rng, i) for i in range(1, 401))
+    xml = _has_xml(pg)
+    more_rows = ", ".join(_more_row(rng, i, xml) for i in range(1, 301))
+    more_columns = MORE_COLUMNS + (", x xml" if xml else "")
     big = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(9000))
     out = compare(
         pg,
@@ -108,7 +180,9 @@ def test_native_text_equals_test_decoding(
             "CREATE TABLE nf (id int, v text, w numeric)",
             "ALTER TABLE nf REPLICA IDENTITY FULL",
             "CREATE TABLE nfl (id int PRIMARY KEY, f float8, r real)",
-            "CREATE TABLE niv (id int PRIMARY KEY, i interval)",
+            f"CREATE TABLE nx ({more_columns})",
+            "CREATE TYPE nmood AS ENUM ('sad', 'ok')",
+            "CREATE TABLE nen (id int PRIMARY KEY, m nmood)",
             "CREATE TABLE ntoast (id int PRIMARY KEY, k int, big text)",
             "ALTER TABLE ntoast ALTER COLUMN big SET STORAGE EXTERNAL",
         ],
@@ -122,7 +196,10 @@ def test_native_text_equals_test_decoding(
             "INSERT INTO nfl SELECT g, g / 3.0, g / 7.0 FROM generate_series(1, 50) g",
             "INSERT INTO nfl VALUES (51, 'NaN', '-Infinity'), (52, -0.0, 1e-37),"
             " (53, 1e23, 3.4e38), (54, 2^47 + 0.125, 0.1), (55, 5e-324, NULL)",
-            "INSERT INTO niv SELECT g, g * interval '1 day' FROM generate_series(1, 20) g",
+            "INSERT INTO nen SELECT g, 'ok' FROM generate_series(1, 20) g",
+            f"INSERT INTO nx VALUES {more_rows}",
+            "UPDATE nx SET iv = iv * 2, jb = jb || '[1]' WHERE id % 4 = 0",
+            "DELETE FROM nx WHERE id % 7 = 0",
             # Inline-compressed values (compressible, under the TOAST threshold).
             "UPDATE nt SET tx = repeat('ab''c', 500) WHERE id <= 20",
             # A toasted value left alone by an UPDATE: its pointer is logged unchanged.
@@ -151,20 +228,26 @@ def test_native_text_equals_test_decoding(
         " t[time without time zone]:null ts[timestamp without time zone]:null"
         " tz[timestamp with time zone]:null n[numeric]:1.500 nu[numeric]:null u[uuid]:null"
         " extra[integer]:42",
-        min_lines=900,
+        "table public.nx: UPDATE: id[integer]:4 iv[interval]:…",
+        "table public.nx: DELETE: id[integer]:7",
+        min_lines=1200,
     )
+    nx = [line for line in out.expected if line.startswith("table public.nx: INSERT:")]
+    assert len(nx) == 300 and any("jb[jsonb]:'{" in line for line in nx), nx[:3]
     (plugin,) = plugins
     native = plugin.native_text
     if impl == "python":
         assert native is None
         return
     assert native is not None
-    # Rows in runs are Rust's but for the fallbacks below; niv's are Python's.
-    assert native.native >= 900, (native.native, native.fallbacks)
+    # Rows in runs are Rust's but for the fallbacks below; nen's are Python's.
+    assert native.native >= 1200, (native.native, native.fallbacks)
     assert native.fallbacks["numeric Python decides"] >= 1, native.fallbacks  # NaN
     assert native.fallbacks["external TOAST pointer"] >= 1, native.fallbacks
     assert native.fallbacks["attribute missing with a default"] >= 1, native.fallbacks
     assert native.fallbacks["float Python decides"] >= 2, native.fallbacks  # 1e23, 2^47 + 1/8
     plans = {key: plan for key, (_table, plan) in native._plans.items()}
-    assert sum(plan is None for plan in plans.values()) == 1  # niv: an interval column
-    assert sum(plan is not None for plan in plans.values()) >= 4
+    assert sum(plan is None for plan in plans.values()) == 1  # nen: an enum column
+    assert sum(plan is not None for plan in plans.values()) >= 5  # nx's among them
+    if xml:
+        assert native.fallbacks["xml declaration Python decides"] >= 1, native.fallbacks

@@ -31,6 +31,9 @@
 pub mod avro;
 pub mod datetime;
 pub mod float;
+pub mod formats;
+pub mod jsonb;
+pub mod network;
 pub mod numeric;
 pub mod text;
 
@@ -72,6 +75,29 @@ pub enum Kind {
     },
     /// unconstrained numeric: VariableScaleDecimal {scale int, value bytes}.
     VarDecimal,
+    /// interval: MicroDuration (a long of µs, months of 30.4375 days).
+    Interval,
+    /// timetz: ZonedTime (the time in UTC as text).
+    TimeTz,
+    /// money in decimal.handling.mode=precise: Decimal(64, 2) of the cents.
+    Money,
+    /// "char": charout's text.
+    Char,
+    /// inet and cidr: the output function's text (`cidr` prints the mask always).
+    Inet {
+        cidr: bool,
+    },
+    /// macaddr and macaddr8: the output text.
+    Mac,
+    Mac8,
+    /// bit(n > 1) and varbit: io.debezium.data.Bits (BitSet.toByteArray).
+    Bits,
+    /// bit(1): a boolean.
+    Bit1,
+    /// jsonb: jsonb_out's text (io.debezium.data.Json).
+    Jsonb,
+    /// xml: xml_out's text (io.debezium.data.Xml).
+    Xml,
 }
 
 impl Kind {
@@ -95,6 +121,18 @@ impl Kind {
             "timestamptz" => Kind::TimestampTz,
             "decimal" => Kind::Decimal { scale, precision },
             "variable_decimal" => Kind::VarDecimal,
+            "interval" => Kind::Interval,
+            "timetz" => Kind::TimeTz,
+            "money" => Kind::Money,
+            "char" => Kind::Char,
+            "inet" => Kind::Inet { cidr: false },
+            "cidr" => Kind::Inet { cidr: true },
+            "macaddr" => Kind::Mac,
+            "macaddr8" => Kind::Mac8,
+            "bits" => Kind::Bits,
+            "bit1" => Kind::Bit1,
+            "jsonb" => Kind::Jsonb,
+            "xml" => Kind::Xml,
             _ => return None,
         })
     }
@@ -102,13 +140,29 @@ impl Kind {
     /// The attlen the kind's stored form has (what the plan checks at compile time).
     pub fn attlen(self) -> i16 {
         match self {
-            Kind::Bool => 1,
+            Kind::Bool | Kind::Char => 1,
             Kind::Int2 => 2,
             Kind::Int4 | Kind::Oid | Kind::Float4 | Kind::Date => 4,
-            Kind::Int8 | Kind::Float8 | Kind::Time | Kind::Timestamp | Kind::TimestampTz => 8,
-            Kind::Uuid => 16,
+            Kind::Int8
+            | Kind::Float8
+            | Kind::Time
+            | Kind::Timestamp
+            | Kind::TimestampTz
+            | Kind::Money
+            | Kind::Mac8 => 8,
+            Kind::TimeTz => 12,
+            Kind::Uuid | Kind::Interval => 16,
             Kind::Name => 64,
-            Kind::Text | Kind::Bytea | Kind::Decimal { .. } | Kind::VarDecimal => -1,
+            Kind::Mac => 6,
+            Kind::Text
+            | Kind::Bytea
+            | Kind::Decimal { .. }
+            | Kind::VarDecimal
+            | Kind::Inet { .. }
+            | Kind::Bits
+            | Kind::Bit1
+            | Kind::Jsonb
+            | Kind::Xml => -1,
         }
     }
 }
@@ -373,7 +427,7 @@ fn zero(out: &mut Vec<u8>, kind: Kind) {
         Kind::Float4 => out.extend_from_slice(&[0; 4]),
         Kind::Float8 => out.extend_from_slice(&[0; 8]),
         // Decimal(0): one zero byte of unscaled value.
-        Kind::Decimal { .. } => out.extend_from_slice(&[0x02, 0x00]),
+        Kind::Decimal { .. } | Kind::Money => out.extend_from_slice(&[0x02, 0x00]),
         // {"scale": 0, "value": b"\x00"}
         Kind::VarDecimal => out.extend_from_slice(&[0x00, 0x02, 0x00]),
         // "", b"", 0, false: a single zero byte each
@@ -477,6 +531,28 @@ fn write_value(out: &mut Vec<u8>, kind: Kind, d: &[u8]) -> Result<(), &'static s
             let (scale, b) = numeric::variable(d).ok_or("numeric Python decides")?;
             avro::long(out, scale as i64);
             avro::bytes(out, &b);
+        }
+        Kind::Interval => avro::long(out, formats::duration_micros(d)?),
+        Kind::Money => avro::bytes(out, &formats::unscaled(formats::money_cents(d)?)),
+        Kind::Bits => avro::bytes(out, &formats::bits_bytes(d)?),
+        Kind::Bit1 => out.push(u8::from(formats::bit_bool(d)?)),
+        Kind::TimeTz
+        | Kind::Char
+        | Kind::Inet { .. }
+        | Kind::Mac
+        | Kind::Mac8
+        | Kind::Jsonb
+        | Kind::Xml => {
+            let mut text = String::new();
+            match kind {
+                Kind::TimeTz => formats::zoned_time(&mut text, d)?,
+                Kind::Char => formats::char_text(&mut text, d)?,
+                Kind::Inet { cidr } => network::inet_text(&mut text, d, cidr)?,
+                Kind::Mac | Kind::Mac8 => network::mac_text(&mut text, d)?,
+                Kind::Xml => formats::xml_text(&mut text, d)?,
+                _ => jsonb::text(&mut text, d)?,
+            }
+            avro::bytes(out, text.as_bytes());
         }
     }
     Ok(())

@@ -21,7 +21,9 @@
 
 use std::fmt::Write;
 
-use super::{datetime, fixed, float, numeric, Plan, RowError, Step, Tuple};
+use super::{
+    datetime, fixed, float, formats, jsonb, network, numeric, Plan, RowError, Step, Tuple,
+};
 
 /// How a printed column's value is written (its output function, then print_literal).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +46,19 @@ pub enum TextKind {
     Time,
     Timestamp,
     TimestampTz,
+    Interval,
+    TimeTz,
+    Money,
+    /// "char": charout, quoted.
+    Char,
+    Inet,
+    Cidr,
+    Mac,
+    Mac8,
+    /// bit and varbit: `B'0101'`.
+    Bits,
+    Jsonb,
+    Xml,
 }
 
 impl TextKind {
@@ -66,6 +81,17 @@ impl TextKind {
             "time" => TextKind::Time,
             "timestamp" => TextKind::Timestamp,
             "timestamptz" => TextKind::TimestampTz,
+            "interval" => TextKind::Interval,
+            "timetz" => TextKind::TimeTz,
+            "money" => TextKind::Money,
+            "char" => TextKind::Char,
+            "inet" => TextKind::Inet,
+            "cidr" => TextKind::Cidr,
+            "macaddr" => TextKind::Mac,
+            "macaddr8" => TextKind::Mac8,
+            "bits" => TextKind::Bits,
+            "jsonb" => TextKind::Jsonb,
+            "xml" => TextKind::Xml,
             _ => return None,
         })
     }
@@ -73,17 +99,28 @@ impl TextKind {
     /// The attlen of the kind's stored form (checked when the plan is compiled).
     pub fn attlen(self) -> i16 {
         match self {
-            TextKind::Bool => 1,
+            TextKind::Bool | TextKind::Char => 1,
             TextKind::Int2 => 2,
             TextKind::Int4 | TextKind::Oid | TextKind::Float4 | TextKind::Date => 4,
+            TextKind::Mac => 6,
             TextKind::Int8
             | TextKind::Float8
             | TextKind::Time
             | TextKind::Timestamp
-            | TextKind::TimestampTz => 8,
-            TextKind::Uuid => 16,
+            | TextKind::TimestampTz
+            | TextKind::Money
+            | TextKind::Mac8 => 8,
+            TextKind::TimeTz => 12,
+            TextKind::Uuid | TextKind::Interval => 16,
             TextKind::Name => 64,
-            TextKind::Text | TextKind::Bytea | TextKind::Numeric => -1,
+            TextKind::Text
+            | TextKind::Bytea
+            | TextKind::Numeric
+            | TextKind::Inet
+            | TextKind::Cidr
+            | TextKind::Bits
+            | TextKind::Jsonb
+            | TextKind::Xml => -1,
         }
     }
 }
@@ -218,6 +255,35 @@ fn literal(out: &mut String, kind: TextKind, d: &[u8]) -> Result<(), &'static st
             out.push('\'');
             datetime::pg_timestamp(out, micros, kind == TextKind::TimestampTz);
             out.push('\'');
+        }
+        TextKind::Bits => {
+            out.push_str("B'");
+            formats::bits_text(out, d)?;
+            out.push('\'');
+        }
+        TextKind::Interval
+        | TextKind::TimeTz
+        | TextKind::Money
+        | TextKind::Char
+        | TextKind::Inet
+        | TextKind::Cidr
+        | TextKind::Mac
+        | TextKind::Mac8
+        | TextKind::Jsonb
+        | TextKind::Xml => {
+            let mut text = String::new();
+            match kind {
+                TextKind::Interval => formats::interval_text(&mut text, d)?,
+                TextKind::TimeTz => formats::timetz_text(&mut text, d)?,
+                TextKind::Money => formats::money_text(&mut text, d)?,
+                TextKind::Char => formats::char_text(&mut text, d)?,
+                TextKind::Inet => network::inet_text(&mut text, d, false)?,
+                TextKind::Cidr => network::inet_text(&mut text, d, true)?,
+                TextKind::Mac | TextKind::Mac8 => network::mac_text(&mut text, d)?,
+                TextKind::Xml => formats::xml_text(&mut text, d)?,
+                _ => jsonb::text(&mut text, d)?,
+            }
+            quoted(out, &text);
         }
     }
     Ok(())

@@ -1,0 +1,191 @@
+"""Stored forms of built-in types, for tests that feed datums to both the Python
+reference and the native core: hypothesis strategies and a jsonb builder.
+
+Each strategy draws the bytes a heap tuple stores for the type (a varlena's payload for
+the variable-length ones), edge values included. `jsonb_datum` lays a JSON value out as
+convertToJsonb (jsonb_util.c) does: a top-level scalar as a one-element array flagged
+scalar, object keys sorted by length then bytes, a JEntry's offset (instead of its length)
+at every JB_OFFSET_STRIDE-th entry, numerics and nested containers padded to 4 bytes.
+Numerics are written with a 4-byte varlena header (as numeric_in makes them) or, with
+`short_numeric_headers`, a 1-byte one. The native-versus-Python tests use these; that
+the layouts are the server's is shown on real WAL by tests/integration/test_native_text.py
+and tests/connectors/avro/test_native_rows_pipeline.py.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from hypothesis import strategies as st
+
+JB_FSCALAR, JB_FOBJECT, JB_FARRAY = 0x10000000, 0x20000000, 0x40000000
+JENTRY_HAS_OFF = 0x80000000
+JSTRING, JNUMERIC, JFALSE, JTRUE, JNULL, JCONTAINER = (k << 28 for k in range(6))
+JB_OFFSET_STRIDE = 32
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def numeric_payload(n: int, dscale: int = 0) -> bytes:
+    """The numeric of the integer `n` shown with `dscale` zero decimals, in the short
+    format make_result picks when weight and dscale fit it (NUMERIC_SHORT: sign, dscale
+    and weight in one uint16), else the long one."""
+    digits: list[int] = []
+    a = abs(n)
+    while a:
+        a, d = divmod(a, 10_000)
+        digits.insert(0, d)
+    weight = len(digits) - 1 if digits else 0
+    if dscale <= 0x3F and -64 <= weight <= 63:
+        header = 0x8000 | (0x2000 if n < 0 else 0) | (dscale << 7) | (weight & 0x7F)
+        return struct.pack(f"<H{len(digits)}h", header, *digits)
+    header = (0x4000 if n < 0 else 0) | dscale
+    return struct.pack(f"<Hh{len(digits)}h", header, weight, *digits)
+
+
+def _pad4(buf: bytearray) -> int:
+    pad = (-len(buf)) % 4
+    buf += bytes(pad)
+    return pad
+
+
+class _Builder:
+    def __init__(self, short_numeric_headers: bool) -> None:
+        self.short = short_numeric_headers
+
+    def scalar(self, value: Any, data: bytearray) -> int:
+        """Appends one child's data; returns its JEntry type."""
+        if value is None:
+            return JNULL
+        if value is True:
+            return JTRUE
+        if value is False:
+            return JFALSE
+        if isinstance(value, str):
+            data += value.encode()
+            return JSTRING
+        if isinstance(value, int):
+            _pad4(data)
+            payload = numeric_payload(value)
+            if self.short and len(payload) + 1 < 0x7F:
+                data += bytes([((len(payload) + 1) << 1) | 1]) + payload
+            else:
+                data += struct.pack("<I", (len(payload) + 4) << 2) + payload
+            return JNUMERIC
+        _pad4(data)
+        data += self.container(value, scalar=False)
+        return JCONTAINER
+
+    def container(self, value: Any, scalar: bool) -> bytes:
+        if isinstance(value, dict):
+            keys = sorted(value, key=lambda k: (len(k.encode()), k.encode()))
+            children: list[Any] = [*keys, *(value[k] for k in keys)]
+            header = JB_FOBJECT | len(keys)
+        else:
+            children = list(value)
+            header = JB_FARRAY | len(children) | (JB_FSCALAR if scalar else 0)
+        # Entries first, then each child's data; a numeric or container is padded to 4
+        # bytes from the container's start, which is itself 4-aligned in its parent (as
+        # padBufferToInt pads the one shared buffer).
+        buf = bytearray(struct.pack("<I", header)) + bytes(4 * len(children))
+        base = len(buf)
+        entries: list[int] = []
+        for i, child in enumerate(children):
+            start = len(buf)
+            kind = self.scalar(child, buf)
+            if i % JB_OFFSET_STRIDE == 0:
+                entries.append(kind | JENTRY_HAS_OFF | (len(buf) - base))
+            else:
+                entries.append(kind | (len(buf) - start))
+        struct.pack_into(f"<{len(entries)}I", buf, 4, *entries)
+        return bytes(buf)
+
+
+def jsonb_datum(value: Any, *, short_numeric_headers: bool = False) -> bytes:
+    """The jsonb payload of a JSON value (dict, list, str, int, bool, None)."""
+    builder = _Builder(short_numeric_headers)
+    if isinstance(value, dict | list):
+        return builder.container(value, scalar=False)
+    return builder.container([value], scalar=True)
+
+
+_KEYS = st.text(alphabet='ab"\\\n\té✓\x01', max_size=6)
+_LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**20), 10**20),
+    st.text(alphabet='ab"\\\n\t\x08\x0c\x1fé😀 ', max_size=12),
+)
+JSON_VALUES = st.recursive(
+    _LEAVES,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=40), st.dictionaries(_KEYS, inner, max_size=40)
+    ),
+    max_leaves=60,
+)
+JSONB = st.builds(jsonb_datum, JSON_VALUES, short_numeric_headers=st.booleans())
+
+
+def _interval(micros: int, days: int, months: int) -> bytes:
+    return struct.pack("<qii", micros, days, months)
+
+
+INTERVAL = st.one_of(
+    st.builds(
+        _interval,
+        st.integers(-(10**13), 10**13),
+        st.integers(-400, 400),
+        st.integers(-30, 30),
+    ),
+    st.builds(
+        _interval,
+        st.integers(INT64_MIN, INT64_MAX),
+        st.integers(INT32_MIN, INT32_MAX),
+        st.integers(INT32_MIN, INT32_MAX),
+    ),
+    st.sampled_from(
+        [_interval(INT64_MAX, INT32_MAX, INT32_MAX), _interval(INT64_MIN, INT32_MIN, INT32_MIN)]
+    ),
+)
+TIMETZ = st.builds(
+    lambda t, z: struct.pack("<qi", t, z),
+    st.integers(0, 86_400_000_000),
+    st.one_of(st.integers(-57_599, 57_599), st.sampled_from([0, -3600, 19_800, -50_403])),
+)
+MONEY = st.integers(INT64_MIN, INT64_MAX).map(lambda c: struct.pack("<q", c))
+CHAR = st.binary(min_size=1, max_size=1)
+MACADDR = st.binary(min_size=6, max_size=6)
+MACADDR8 = st.binary(min_size=8, max_size=8)
+
+
+def _inet(v6: bool, bits: int, addr: bytes) -> bytes:
+    return bytes([3 if v6 else 2, bits]) + addr
+
+
+_V6_WORDS = st.lists(
+    st.sampled_from([0, 0, 0, 1, 0xFFFF, 0x0DB8, 0x2001, 0xABCD]), min_size=8, max_size=8
+).map(lambda ws: struct.pack(">8H", *ws))
+INET = st.one_of(
+    st.builds(_inet, st.just(False), st.integers(0, 32), st.binary(min_size=4, max_size=4)),
+    st.builds(_inet, st.just(True), st.integers(0, 128), _V6_WORDS),
+    st.builds(_inet, st.just(True), st.integers(0, 128), st.binary(min_size=16, max_size=16)),
+)
+
+
+def _bits(nbits: int, body: bytes) -> bytes:
+    return struct.pack("<i", nbits) + body[: (nbits + 7) // 8].ljust((nbits + 7) // 8, b"\0")
+
+
+def bits_of(nbits: int) -> st.SearchStrategy[bytes]:
+    """A bit string of exactly `nbits` bits (bit(n)); padding bits may be set."""
+    return st.binary(min_size=(nbits + 7) // 8, max_size=(nbits + 7) // 8).map(
+        lambda b: _bits(nbits, b)
+    )
+
+
+VARBIT = st.integers(0, 70).flatmap(bits_of)
+XML = st.one_of(
+    st.text(alphabet="<>/ab\n é&;'", max_size=30).map(str.encode),
+    st.sampled_from([b"\n<a/>", b"\n\n<b>x</b>", b'<?xml version="1.0"?><a/>', b""]),
+)
