@@ -23,17 +23,19 @@ How:
   (same object: the integers, floats, texts, json and jsonb, xml, dates and times,
   interval, timetz, uuid, "char", inet, cidr, macaddr and macaddr8), or, by schema,
   numeric's precise-mode decimal / VariableScaleDecimal, money's precise-mode
-  decimal, and bit / varbit's Bits (bit(1): boolean). A domain over one of these is
-  encoded as its base type. A table with any other mapped column (arrays, enums,
+  decimal, bit / varbit's Bits (bit(1): boolean), and an enum's Enum (the label of the
+  stored pg_enum OID, from the column's `enum_oids`). A domain over one of the base
+  types is encoded as its base type. A table with any other mapped column (arrays,
   composites, ranges, extension types, the geometric and text-search types, money or
-  numeric in string/double mode, ...) gets no plan: the Python path handles all its
-  rows (`not_native` names why).
+  numeric in string/double mode, domains over enums, ...) gets no plan: the Python
+  path handles all its rows (`not_native` names why).
 - Per row, Rust deforms the tuple (heap_deform_tuple) and writes the Value and Key
   records, or says why the row is Python's (a typed fallback: a `str` reason, counted in
   `fallbacks`): an external or unchanged TOAST pointer, a missing attribute with a
   default, NaN/±Infinity numerics, text that is not UTF-8, a value outside its Avro
   type, an xml value with an XML declaration, a stored form the Python reference
-  rejects (a damaged jsonb, inet or bit string: Python raises its typed error). A fallback row is encoded entirely by the Python path, never mixed.
+  rejects (a damaged jsonb, inet or bit string, an enum OID without a label: Python
+  raises its typed error). A fallback row is encoded entirely by the Python path, never mixed.
 - Changes the Python path decides as a whole stay there: an UPDATE carrying an old
   tuple (a key change or REPLICA IDENTITY FULL: key comparison, headers), a DELETE
   without an old tuple, snapshot reads, rows not decoded from WAL, transactions without
@@ -142,6 +144,11 @@ def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> FieldKin
     """(kind, scale, precision, attlen) of the native encoding of one Value field, or None
     when the field's mapping is not one the native encoder writes byte-identically."""
     mapping = plan.mapping
+    if meta.enum_by_oid() is not None:
+        # io.debezium.data.Enum: the label, a string (the schema names the allowed ones)
+        if mapping.schema == type_mapping(meta, decimal_mode, _noop_warn).schema:
+            return "enum", 0, 0, 4
+        return None
     base = _base(meta)
     if base is None:
         return None
@@ -190,6 +197,7 @@ def compile_plan(
     fields = {p.column: p for p in t.plan.fields}
     specs: list[ColumnSpec] = []
     index: dict[str, int] = {}
+    labels: dict[int, dict[int, str]] = {}  # an enum column's index -> its labels
     for c in table.columns:
         align = TYPALIGN_BYTES.get(c.attalign)
         if align is None:
@@ -205,6 +213,8 @@ def compile_plan(
             if attlen != c.attlen:
                 return None, f"column {c.name}: attlen {c.attlen}"
             optional = plan.optional
+            if kind == "enum" and meta is not None:
+                labels[len(specs)] = meta.enum_by_oid() or {}
         index[c.name] = len(specs)
         specs.append(
             (c.name, c.attlen, align, c.dropped, c.has_missing, kind, scale, precision, optional)
@@ -213,7 +223,7 @@ def compile_plan(
         return None, "value fields are not in attnum order"
     key = [index[p.column] for p in t.plan.key_fields]
     relation = f"{table.schema}.{table.name}"
-    plan_obj = native.RowPlan(specs, key, relation, SchemaMismatchError, DecodeError)
+    plan_obj = native.RowPlan(specs, key, relation, SchemaMismatchError, DecodeError, labels)
     return plan_obj, ""
 
 

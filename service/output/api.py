@@ -240,6 +240,18 @@ class ColumnMeta:
     # decoding.unknown_types = bytes: the column's type cannot be decoded and its values
     # are the stored bytes; this names the type (service.types.unknown). "" otherwise.
     stored_bytes_type: str = ""
+    # The pg_enum OID of each of `enum_labels` (what an enum datum stores), in the same
+    # order; () where the labels' OIDs are not known.
+    enum_oids: tuple[int, ...] = ()
+
+    def enum_by_oid(self) -> dict[int, str] | None:
+        """An enum column's labels by the pg_enum OID its datums store; None for any
+        other column, and for an enum whose label OIDs are not known."""
+        if self.kind != "e" or self.ext or self.stored_bytes_type:
+            return None
+        if not self.enum_oids or len(self.enum_oids) != len(self.enum_labels):
+            return None
+        return dict(zip(self.enum_oids, self.enum_labels, strict=True))
 
 
 @dataclass(slots=True, frozen=True)

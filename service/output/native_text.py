@@ -21,7 +21,8 @@ attalign, dropped, atthasmissing) and, per printed column, its head (` name[type
 quote_identifier of the plugin's server version) and the built-in type's kind
 (`TEXT_KINDS`: the integers, floats, numeric, texts, json and jsonb, xml, bytea, uuid,
 dates and times, interval, timetz, money, "char", bit and varbit, inet, cidr, macaddr
-and macaddr8). A relation with a column of any other type (arrays, enums, domains,
+and macaddr8; and an enum, whose label the plan maps from its pg_enum OID: `enum_oids`).
+A relation with a column of any other type (arrays, domains,
 composites, ranges, extension types, ...) gets no plan: the Python path prints all its
 rows (`reason` says why).
 """
@@ -80,6 +81,7 @@ TEXT_KINDS: dict[int, tuple[str, int]] = {
 _OPS = {ChangeOp.INSERT: " INSERT:", ChangeOp.UPDATE: " UPDATE:", ChangeOp.DELETE: " DELETE:"}
 
 TextSpec = tuple[str, int, int, bool, bool, str, str]
+_ENUM = "enum"
 
 
 def compile_text_plan(
@@ -90,18 +92,22 @@ def compile_text_plan(
     metas = {m.name: m for m in rel.columns}
     specs: list[TextSpec] = []
     printed: list[str] = []
+    labels: dict[int, dict[int, str]] = {}  # an enum column's index -> its labels
     for c in table.columns:
         align = TYPALIGN_BYTES.get(c.attalign)
         if align is None:
             return None, f"column {c.name}: attalign {c.attalign!r}"
         meta = None if c.dropped else metas.get(c.name)
         kind, shown = "", ""
+        enum = None if meta is None else meta.enum_by_oid()
+        if enum is not None:
+            labels[len(specs)] = enum
         if meta is not None:
-            found = TEXT_KINDS.get(c.type_oid)
+            found = (_ENUM, 4) if enum is not None else TEXT_KINDS.get(c.type_oid)
             if (
                 found is None
                 or meta.type_oid != c.type_oid
-                or meta.kind != "b"
+                or (meta.kind != "b" and enum is None)
                 or meta.ext
                 or meta.stored_bytes_type
             ):
@@ -114,7 +120,7 @@ def compile_text_plan(
     if printed != [m.name for m in rel.columns]:
         return None, "printed columns are not the relation's, in attnum order"
     relation = f"{table.schema}.{table.name}"
-    return native.TextPlan(specs, relation, SchemaMismatchError, DecodeError), ""
+    return native.TextPlan(specs, relation, SchemaMismatchError, DecodeError, labels), ""
 
 
 class NativeText:

@@ -539,6 +539,7 @@ class HistoryRows:
                     kind=kind,
                     elem_type_oid=elem_oid,
                     enum_labels=tuple(labels.values()),
+                    enum_oids=tuple(labels.keys()),
                     elem_kind=elem_kind,
                     elem_typmod=elem_typmod,
                     ext=ext,

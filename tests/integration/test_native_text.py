@@ -5,14 +5,14 @@ A table with a column of every type the native writer prints
 default after rows were written, filled with random values (quotes, non-ASCII text,
 NULLs, BC dates, ±infinity, 24:00:00, long and tiny numerics, NaN), then updated and
 deleted in runs; a second table of the types the writer gained later (interval, timetz,
-money, "char", inet, cidr, macaddr, macaddr8, bit, varbit, jsonb, and xml where the server
-has libxml); beside them a REPLICA IDENTITY FULL table, a table of floats, a table
-with an enum column (which has no native plan) and values the writer leaves to
-Python (an unchanged TOAST value, NaN, a missing attribute, a float whose shortest
-decimal is a rounding bound or a tie, an xml declaration). pgcdc's lines must equal a
-real test_decoding slot's line for line under PGCDC_IMPL=native and =python; under
-native, most rows must have been written by Rust and each fallback must have been for
-the reason the row carries.
+money, "char", inet, cidr, macaddr, macaddr8, bit, varbit, jsonb, an enum with a label
+added later, and xml where the server has libxml); beside them a REPLICA IDENTITY FULL
+table, a table of floats, a table with an array column (which has no native plan) and
+values the writer leaves to Python (an unchanged TOAST value, NaN, a missing attribute,
+a float whose shortest decimal is a rounding bound or a tie, an xml declaration).
+pgcdc's lines must equal a real test_decoding slot's line for line under
+PGCDC_IMPL=native and =python; under native, most rows must have been written by Rust
+and each fallback must have been for the reason the row carries.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def _row(rng: random.Random, i: int) -> str:
 # server has libxml: not the PG18 build here).
 MORE_COLUMNS = (
     'id int PRIMARY KEY, iv interval, tt timetz, mo money, ch "char", ip inet, cd cidr,'
-    " mc macaddr, m8 macaddr8, bt bit(10), b1 bit(1), vb varbit, jb jsonb"
+    " mc macaddr, m8 macaddr8, bt bit(10), b1 bit(1), vb varbit, jb jsonb, mood nmood"
 )
 _JSONS = [
     r'{"a": 1, "bb": [true, null, "x\n"], "c": {"d": -12345678901.5e-3}}',
@@ -146,6 +146,7 @@ def _more_row(rng: random.Random, i: int, xml: bool) -> str:
         _bits(rng, 1),
         _bits(rng, r(0, 70)),
         _lit(rng.choice([*_JSONS, f'{{"k{r(0, 99)}": [{array}]}}'])),
+        rng.choice(["'sad'", "'ok'", "'it''s'"]),
     ]
     if xml:
         values.append(rng.choice(_XMLS))
@@ -180,9 +181,9 @@ def test_native_text_equals_test_decoding(
             "CREATE TABLE nf (id int, v text, w numeric)",
             "ALTER TABLE nf REPLICA IDENTITY FULL",
             "CREATE TABLE nfl (id int PRIMARY KEY, f float8, r real)",
+            "CREATE TYPE nmood AS ENUM ('sad', 'ok', 'it''s')",
             f"CREATE TABLE nx ({more_columns})",
-            "CREATE TYPE nmood AS ENUM ('sad', 'ok')",
-            "CREATE TABLE nen (id int PRIMARY KEY, m nmood)",
+            "CREATE TABLE narr (id int PRIMARY KEY, a int[])",
             "CREATE TABLE ntoast (id int PRIMARY KEY, k int, big text)",
             "ALTER TABLE ntoast ALTER COLUMN big SET STORAGE EXTERNAL",
         ],
@@ -196,7 +197,9 @@ def test_native_text_equals_test_decoding(
             "INSERT INTO nfl SELECT g, g / 3.0, g / 7.0 FROM generate_series(1, 50) g",
             "INSERT INTO nfl VALUES (51, 'NaN', '-Infinity'), (52, -0.0, 1e-37),"
             " (53, 1e23, 3.4e38), (54, 2^47 + 0.125, 0.1), (55, 5e-324, NULL)",
-            "INSERT INTO nen SELECT g, 'ok' FROM generate_series(1, 20) g",
+            "INSERT INTO narr SELECT g, ARRAY[g, -g] FROM generate_series(1, 20) g",
+            "ALTER TYPE nmood ADD VALUE 'new' BEFORE 'ok'",
+            "INSERT INTO nx (id, mood) VALUES (1000, 'new'), (1001, 'sad')",
             f"INSERT INTO nx VALUES {more_rows}",
             "UPDATE nx SET iv = iv * 2, jb = jb || '[1]' WHERE id % 4 = 0",
             "DELETE FROM nx WHERE id % 7 = 0",
@@ -233,21 +236,22 @@ def test_native_text_equals_test_decoding(
         min_lines=1200,
     )
     nx = [line for line in out.expected if line.startswith("table public.nx: INSERT:")]
-    assert len(nx) == 300 and any("jb[jsonb]:'{" in line for line in nx), nx[:3]
+    assert len(nx) == 302 and any("jb[jsonb]:'{" in line for line in nx), nx[:3]
+    assert any("mood[nmood]:'new'" in line for line in nx), nx[-2:]
     (plugin,) = plugins
     native = plugin.native_text
     if impl == "python":
         assert native is None
         return
     assert native is not None
-    # Rows in runs are Rust's but for the fallbacks below; nen's are Python's.
+    # Rows in runs are Rust's but for the fallbacks below; narr's are Python's.
     assert native.native >= 1200, (native.native, native.fallbacks)
     assert native.fallbacks["numeric Python decides"] >= 1, native.fallbacks  # NaN
     assert native.fallbacks["external TOAST pointer"] >= 1, native.fallbacks
     assert native.fallbacks["attribute missing with a default"] >= 1, native.fallbacks
     assert native.fallbacks["float Python decides"] >= 2, native.fallbacks  # 1e23, 2^47 + 1/8
     plans = {key: plan for key, (_table, plan) in native._plans.items()}
-    assert sum(plan is None for plan in plans.values()) == 1  # nen: an enum column
+    assert sum(plan is None for plan in plans.values()) == 1  # narr: an array column
     assert sum(plan is not None for plan in plans.values()) >= 5  # nx's among them
     if xml:
         assert native.fallbacks["xml declaration Python decides"] >= 1, native.fallbacks

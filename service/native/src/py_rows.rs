@@ -4,7 +4,7 @@
 //! columns as tuples `(name, attlen, align, dropped, has_missing, kind, scale,
 //! precision, optional)` (kind "" for a column outside the Value record), the key's
 //! column indexes, the qualified table name and the SchemaMismatchError and DecodeError
-//! classes; then per row the RawTuple's fields and the change's LSN, or per run of rows
+//! classes, and for each enum column (by index) its labels by pg_enum OID; then per row the RawTuple's fields and the change's LSN, or per run of rows
 //! of one table and op (`encode_events`) the RawTuples, their LSNs and the Envelope's
 //! per-transaction parts.
 //! Hands on: `encode` returns `(value_record, key_record | None)` as bytes, or a `str`
@@ -32,7 +32,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::py_batch::PyHeapRows;
-use crate::rows::{avro, Column, Kind, Outcome, Plan, RowError, Tuple};
+use std::collections::HashMap;
+
+use crate::rows::{avro, Column, Kind, Labels, Outcome, Plan, RowError, Tuple};
 
 const DETACH_AT: usize = 4096;
 
@@ -51,14 +53,16 @@ pub struct PyRowPlan {
 #[pymethods]
 impl PyRowPlan {
     #[new]
-    #[pyo3(signature = (columns, key, relation, mismatch_error, decode_error))]
+    #[pyo3(signature = (columns, key, relation, mismatch_error, decode_error, labels=None))]
     fn new(
         columns: Vec<ColumnSpec>,
         key: Vec<usize>,
         relation: String,
         mismatch_error: Py<PyAny>,
         decode_error: Py<PyAny>,
+        labels: Option<HashMap<usize, Labels>>,
     ) -> PyResult<Self> {
+        let mut labels = labels.unwrap_or_default();
         let mut cols = Vec::with_capacity(columns.len());
         for (name, attlen, align, dropped, has_missing, kind, scale, precision, optional) in columns
         {
@@ -84,6 +88,7 @@ impl PyRowPlan {
                 dropped,
                 has_missing,
                 read: kind.is_some(),
+                labels: labels.remove(&cols.len()).unwrap_or_default(),
                 kind,
                 optional,
             });

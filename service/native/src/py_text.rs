@@ -3,7 +3,8 @@
 //! Receives: from service.output.native_text, once per table definition, its columns
 //! as tuples `(name, attlen, align, dropped, has_missing, head, kind)` (head and kind ""
 //! for a column that does not print: dropped, or left out of the relation), the
-//! qualified table name and the SchemaMismatchError and DecodeError classes; then per
+//! qualified table name and the SchemaMismatchError and DecodeError classes, and for
+//! each enum column (by index) its labels by pg_enum OID; then per
 //! run of rows of one table and op (`lines`) the RawTuples, their LSNs, where to start
 //! in them (past a row the Python path wrote), the line's prefix (`table s.t: INSERT:`)
 //! and whether NULLs are skipped (a DELETE's old key); or (`rows_lines`) the same for
@@ -25,7 +26,9 @@ use pyo3::types::{PyList, PyString};
 use crate::py_batch::PyHeapRows;
 use crate::py_rows::{check_align, intern_names, raw_fields, AsTuple, RowErrors};
 use crate::rows::text::{Printed, TextKind, TextPlan};
-use crate::rows::{Column, Plan};
+use std::collections::HashMap;
+
+use crate::rows::{Column, Labels, Plan};
 
 type TextSpec = (String, i16, usize, bool, bool, String, String);
 
@@ -38,13 +41,15 @@ pub struct PyTextPlan {
 #[pymethods]
 impl PyTextPlan {
     #[new]
-    #[pyo3(signature = (columns, relation, mismatch_error, decode_error))]
+    #[pyo3(signature = (columns, relation, mismatch_error, decode_error, labels=None))]
     fn new(
         columns: Vec<TextSpec>,
         relation: String,
         mismatch_error: Py<PyAny>,
         decode_error: Py<PyAny>,
+        labels: Option<HashMap<usize, Labels>>,
     ) -> PyResult<Self> {
+        let mut labels = labels.unwrap_or_default();
         let mut layout = Vec::with_capacity(columns.len());
         let mut printed = Vec::with_capacity(columns.len());
         for (name, attlen, align, dropped, has_missing, head, kind) in columns {
@@ -72,6 +77,7 @@ impl PyTextPlan {
                 kind: None,
                 optional: true,
                 read: shown.is_some(),
+                labels: labels.remove(&layout.len()).unwrap_or_default(),
             });
             printed.push(shown);
         }

@@ -59,8 +59,54 @@ CREATE TABLE n_full (id int4, v text);
 ALTER TABLE n_full REPLICA IDENTITY FULL;
 CREATE TABLE n_full_default (id int4, v text);
 ALTER TABLE n_full_default REPLICA IDENTITY FULL;
-CREATE TABLE n_python (id int4 PRIMARY KEY, doc jsonb);
+CREATE TABLE n_python (id int4 PRIMARY KEY, doc int4[]);
+CREATE DOMAIN n_posint AS int4 CHECK (VALUE > 0);
+CREATE DOMAIN n_price AS numeric(10, 2);
+CREATE DOMAIN n_label AS text;
+CREATE TYPE n_mood AS ENUM ('sad', 'ok', 'it''s');
+CREATE TABLE n_more (
+    id int8 PRIMARY KEY, iv interval, tt timetz, mo money, mo_nn money NOT NULL DEFAULT 0,
+    ch "char", ip inet, cd cidr, mc macaddr, m8 macaddr8, bt bit(10), b1 bit(1),
+    vb varbit, jb jsonb, jb_nn jsonb NOT NULL DEFAULT '{}', dp n_posint, dn n_price,
+    dl n_label);
 """
+
+# Edge values of the types the native encoder gained second, then a bulk of them.
+_MORE_ROWS = [
+    r"""INSERT INTO n_more VALUES
+ (1, '1 year 2 mons 3 days 04:05:06.789', '12:34:56.5+01', -92233720368547758.08,
+  92233720368547758.07, 'a', '192.168.0.1', '10.0.0.0/8', '08:00:2b:01:02:03',
+  '08:00:2b:01:02:03:04:05', B'1011000001', B'1', B'', '{"a": 1, "bb": [true, null,
+  "x\n"], "c": {"d": -12345678901.5e-3}, "": "\u0001é😀"}', '[]', 1, -128.00, 'l'),
+ (2, '-3 days +00:00:01.5', '23:59:59.999999+14', 0, -1.28, '', '::ffff:1.2.3.4',
+  '2001:db8::/32', 'ff:ff:ff:ff:ff:ff', '00:00:00:00:00:00:00:00', B'0000000000', B'0',
+  B'101', '"s"', 'null', 2147483647, 99999999.99, ''),
+ (3, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '{}',
+  NULL, NULL, NULL),
+ (4, '-80000000 years 5 days', '00:00:00-15:59', 1.28, 128, '"', '::', '::/0', '01:02:03:04:05:06',
+  '01:02:03:04:05:06:07:08', B'1111111111', B'1', repeat('10', 40)::varbit, '12.50',
+  '[1e30, -0.000001, false, {}]', 7, 0.01, 'x''y')""",
+    """INSERT INTO n_more (id, iv, tt, mo, mo_nn, ch, ip, cd, mc, m8, bt, b1, vb, jb, jb_nn,
+                          dp, dn, dl)
+       SELECT 100 + g, g * interval '1 day 3 min' - interval '9 mons', time with time zone
+              '00:00+03' + g * interval '7 min', g * 1234.56 - 99999, -g, chr(32 + g % 90),
+              ('10.' || g % 256 || '.0.' || g % 7 || '/' || (g % 33))::inet,
+              ('2001:db8:' || to_hex(g) || '::/48')::cidr,
+              ('08:00:2b:01:02:' || lpad(to_hex(g % 256), 2, '0'))::macaddr,
+              ('08:00:2b:01:02:03:04:' || lpad(to_hex(g % 256), 2, '0'))::macaddr8,
+              (g % 1024)::bit(10), (g % 2)::bit(1), (g::bit(32))::varbit,
+              jsonb_build_object('g', g, 'a', jsonb_build_array(g, g::text, g / 7.0)),
+              jsonb_build_array(g), g, g / 3.0, 'label ' || g
+       FROM generate_series(1, 300) g""",
+    "UPDATE n_more SET iv = iv * 2, jb = jb || '[1]' WHERE id % 4 = 0",
+    "DELETE FROM n_more WHERE id % 7 = 0",
+    # an enum column, and a label added to its type later
+    "ALTER TABLE n_more ADD COLUMN mood n_mood",
+    "INSERT INTO n_more (id, mood) SELECT 400 + g, (ARRAY['sad', 'ok', 'it''s'])[g % 3 + 1]::n_mood"
+    " FROM generate_series(1, 30) g",
+    "ALTER TYPE n_mood ADD VALUE 'new' BEFORE 'ok'",
+    "INSERT INTO n_more (id, mood) VALUES (500, 'new'), (501, 'sad'), (502, NULL)",
+]
 
 _EDGE_ROWS = """
 INSERT INTO n_all (id, b, s, i, o, f4, f8, t, vc, bc, nm, by, u, d, tm, ts, tz,
@@ -135,16 +181,27 @@ WORKLOAD = [
     "ALTER TABLE n_full_default ADD COLUMN added int4 DEFAULT 7",
     "DELETE FROM n_full WHERE id <= 5",
     "DELETE FROM n_full_default WHERE id <= 5",
-    # a jsonb table (no native plan) interleaved with native rows in one transaction
-    """BEGIN; INSERT INTO n_python VALUES (1, '{"a": 1}');
+    *_MORE_ROWS,
+    # an array table (no native plan) interleaved with native rows in one transaction
+    """BEGIN; INSERT INTO n_python VALUES (1, '{1, 2}');
        INSERT INTO n_all (id, t) VALUES (5000, 'mixed');
-       INSERT INTO n_python VALUES (2, '[]'); COMMIT""",
+       INSERT INTO n_python VALUES (2, '{}'); COMMIT""",
     "INSERT INTO n_all (id, t) SELECT 6000 + g, 'tail' FROM generate_series(1, 5) g",
     # many rows without a plan: one run of them (RowRun), and one inside a mixed run
-    "INSERT INTO n_python SELECT g, jsonb_build_object('g', g) FROM generate_series(10, 209) g",
-    """BEGIN; INSERT INTO n_python SELECT g, '[1]' FROM generate_series(300, 499) g;
-       INSERT INTO n_keyed VALUES ('last', 999, 'after the jsonb rows'); COMMIT""",
+    "INSERT INTO n_python SELECT g, ARRAY[g, -g] FROM generate_series(10, 209) g",
+    """BEGIN; INSERT INTO n_python SELECT g, '{1}' FROM generate_series(300, 499) g;
+       INSERT INTO n_keyed VALUES ('last', 999, 'after the array rows'); COMMIT""",
 ]
+
+
+def _has_xml(cur: Any) -> bool:
+    """Whether the server takes xml input (it is built with libxml)."""
+    try:
+        cur.execute("SELECT '<a/>'::xml")
+        return True
+    except psycopg2.Error:
+        return False
+
 
 _LZ4 = """SELECT 'lz4' = ANY(enumvals) FROM pg_settings
           WHERE name = 'default_toast_compression'"""
@@ -181,6 +238,13 @@ def test_native_rows_equal_python_and_reference(
             cur.execute(_LZ4)
             found = cur.fetchone()
             workload = list(WORKLOAD)
+            xml = _has_xml(cur)
+            if xml:  # where the server has libxml (not the PG18 build here)
+                cur.execute("ALTER TABLE n_more ADD COLUMN x xml")
+                workload.append(
+                    "INSERT INTO n_more (id, x) VALUES (5000, '<a>é</a>'), (5001, E'\\n<b/>'),"
+                    " (5002, '<?xml version=\"1.0\"?><c/>'), (5003, '')"
+                )
             if found is not None and found[0]:
                 cur.execute("ALTER TABLE n_all ADD COLUMN big4 text COMPRESSION lz4")
                 cur.execute("ALTER TABLE n_all ALTER COLUMN big4 SET STORAGE MAIN")
@@ -236,7 +300,7 @@ def test_native_rows_equal_python_and_reference(
                         session.close()
         conn.close()
         topics = {r.topic.rsplit(".", 1)[-1] for r in expected}
-        assert topics >= {"n_all", "n_keyed", "n_full", "n_full_default", "n_python"}
+        assert topics >= {"n_all", "n_keyed", "n_full", "n_full_default", "n_python", "n_more"}
         assert len(expected) > 500
         for name, records in (("python", python), ("native", got)):
             assert len(records) == len(expected), name
@@ -258,9 +322,14 @@ def test_native_rows_equal_python_and_reference(
             # _group call per run of its rows, not one per row). The 400-row INSERT's
             # groups are the reader's InsertRuns, which end at its 256-record slices
             # (128 inserts with their index inserts).
-            jsonb = [(n, done) for table, n, done in groups if table == "n_python"]
-            assert sum(n for n, _ in jsonb) == 400 + 2 and len(jsonb) <= 8, jsonb
-            assert all(done == -1 for _, done in jsonb), jsonb
+            arrays = [(n, done) for table, n, done in groups if table == "n_python"]
+            assert sum(n for n, _ in arrays) == 400 + 2 and len(arrays) <= 8, arrays
+            assert all(done == -1 for _, done in arrays), arrays
+            # The second step's types (and domains over native types) have a plan.
+            more = [(n, done) for table, n, done in groups if table == "n_more"]
+            assert sum(n for n, _ in more) >= 300 and all(done != -1 for _, done in more), more
+            if xml:
+                assert "xml declaration Python decides" in counts.fallbacks, counts.fallbacks
             reasons = set(counts.fallbacks)
             assert {
                 "external TOAST pointer",

@@ -203,3 +203,16 @@ def test_damaged_forms_fall_back_or_print_the_same(oid: int, data: st.DataObject
         return
     assert lines in ([expected], []), datum
     assert (reason is None) == (lines == [expected]), (datum, reason)
+
+
+def test_enum_labels_print_quoted_and_unknown_oids_fall_back() -> None:
+    """An enum prints the label of its stored pg_enum OID, quoted; an OID the plan has no
+    label for is left to Python (whose registry may know it, or which raises)."""
+    spec = ("c", 4, 4, False, False, HEAD, "enum")
+    labels = {0: {16_500: "it's", 16_501: "ok"}}
+    plan = native.TextPlan([spec], "public.t", SchemaMismatchError, DecodeError, labels)
+    rows = [tuple_of(4, struct.pack("<I", oid)) for oid in (16_501, 16_500, 99)]
+    assert plan.lines(rows, [1, 2, 3], 0, "p:", False) == (
+        ["p: c[t]:'ok'", "p: c[t]:'it''s'"],
+        "enum label Python decides",
+    )

@@ -98,6 +98,9 @@ pub enum Kind {
     Jsonb,
     /// xml: xml_out's text (io.debezium.data.Xml).
     Xml,
+    /// An enum: the label of the stored pg_enum OID (io.debezium.data.Enum), from the
+    /// column's `labels`.
+    Enum,
 }
 
 impl Kind {
@@ -133,6 +136,7 @@ impl Kind {
             "bit1" => Kind::Bit1,
             "jsonb" => Kind::Jsonb,
             "xml" => Kind::Xml,
+            "enum" => Kind::Enum,
             _ => return None,
         })
     }
@@ -142,7 +146,7 @@ impl Kind {
         match self {
             Kind::Bool | Kind::Char => 1,
             Kind::Int2 => 2,
-            Kind::Int4 | Kind::Oid | Kind::Float4 | Kind::Date => 4,
+            Kind::Int4 | Kind::Oid | Kind::Float4 | Kind::Date | Kind::Enum => 4,
             Kind::Int8
             | Kind::Float8
             | Kind::Time
@@ -184,6 +188,21 @@ pub struct Column {
     /// Someone reads the value (deform decompresses it): a live column of the Value
     /// record, or one the text plan prints (rows::text).
     pub read: bool,
+    /// An enum column's labels by pg_enum OID (empty for any other column).
+    pub labels: Labels,
+}
+
+/// An enum type's labels by the OID its datums store.
+pub type Labels = std::collections::HashMap<u32, String>;
+
+/// enum_out: the label of a stored pg_enum OID, or a fallback (Python raises its
+/// UnknownTypeError naming the type).
+pub fn enum_label<'a>(labels: &'a Labels, d: &[u8]) -> Result<&'a str, &'static str> {
+    let oid = u32::from_le_bytes(fixed(d)?);
+    labels
+        .get(&oid)
+        .map(String::as_str)
+        .ok_or("enum label Python decides")
 }
 
 #[derive(Clone, Debug)]
@@ -384,17 +403,18 @@ impl Plan {
         let mut value = Vec::with_capacity(t.data.len() + 16);
         for (col, datum) in self.columns.iter().zip(&datums) {
             let Some(kind) = col.kind else { continue };
-            if let Err(why) = field(&mut value, kind, col.optional, datum.as_deref()) {
+            if let Err(why) = field(&mut value, col, kind, col.optional, datum.as_deref()) {
                 return Ok(Outcome::Fallback(why));
             }
         }
         let mut key = Vec::new();
         if want_key {
             for &k in &self.key {
-                let Some(kind) = self.columns[k].kind else {
+                let col = &self.columns[k];
+                let Some(kind) = col.kind else {
                     return Ok(Outcome::Fallback("key column not in the value record"));
                 };
-                if let Err(why) = field(&mut key, kind, false, datums[k].as_deref()) {
+                if let Err(why) = field(&mut key, col, kind, false, datums[k].as_deref()) {
                     return Ok(Outcome::Fallback(why));
                 }
             }
@@ -443,6 +463,7 @@ fn fixed<const N: usize>(d: &[u8]) -> Result<[u8; N], &'static str> {
 /// One field: the union branch if `optional`, then the value (or null / zero).
 fn field(
     out: &mut Vec<u8>,
+    col: &Column,
     kind: Kind,
     optional: bool,
     datum: Option<&[u8]>,
@@ -459,14 +480,14 @@ fn field(
     if optional {
         out.push(avro::SECOND_BRANCH);
     }
-    let done = write_value(out, kind, d);
+    let done = write_value(out, col, kind, d);
     if done.is_err() {
         out.truncate(mark);
     }
     done
 }
 
-fn write_value(out: &mut Vec<u8>, kind: Kind, d: &[u8]) -> Result<(), &'static str> {
+fn write_value(out: &mut Vec<u8>, col: &Column, kind: Kind, d: &[u8]) -> Result<(), &'static str> {
     match kind {
         Kind::Bool => out.push(u8::from(fixed::<1>(d)?[0] != 0)),
         Kind::Int2 => avro::long(out, i16::from_le_bytes(fixed(d)?) as i64),
@@ -533,6 +554,7 @@ fn write_value(out: &mut Vec<u8>, kind: Kind, d: &[u8]) -> Result<(), &'static s
             avro::bytes(out, &b);
         }
         Kind::Interval => avro::long(out, formats::duration_micros(d)?),
+        Kind::Enum => avro::bytes(out, enum_label(&col.labels, d)?.as_bytes()),
         Kind::Money => avro::bytes(out, &formats::unscaled(formats::money_cents(d)?)),
         Kind::Bits => avro::bytes(out, &formats::bits_bytes(d)?),
         Kind::Bit1 => out.push(u8::from(formats::bit_bool(d)?)),

@@ -12,6 +12,7 @@ fn col(name: &str, attlen: i16, align: usize, kind: Option<Kind>, optional: bool
         kind,
         optional,
         read: kind.is_some(),
+        labels: Default::default(),
     }
 }
 

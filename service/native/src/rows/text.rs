@@ -22,7 +22,8 @@
 use std::fmt::Write;
 
 use super::{
-    datetime, fixed, float, formats, jsonb, network, numeric, Plan, RowError, Step, Tuple,
+    datetime, enum_label, fixed, float, formats, jsonb, network, numeric, Plan, RowError, Step,
+    Tuple,
 };
 
 /// How a printed column's value is written (its output function, then print_literal).
@@ -59,6 +60,8 @@ pub enum TextKind {
     Bits,
     Jsonb,
     Xml,
+    /// An enum: its label (the column's `labels`), quoted.
+    Enum,
 }
 
 impl TextKind {
@@ -92,6 +95,7 @@ impl TextKind {
             "bits" => TextKind::Bits,
             "jsonb" => TextKind::Jsonb,
             "xml" => TextKind::Xml,
+            "enum" => TextKind::Enum,
             _ => return None,
         })
     }
@@ -101,7 +105,9 @@ impl TextKind {
         match self {
             TextKind::Bool | TextKind::Char => 1,
             TextKind::Int2 => 2,
-            TextKind::Int4 | TextKind::Oid | TextKind::Float4 | TextKind::Date => 4,
+            TextKind::Int4 | TextKind::Oid | TextKind::Float4 | TextKind::Date | TextKind::Enum => {
+                4
+            }
             TextKind::Mac => 6,
             TextKind::Int8
             | TextKind::Float8
@@ -154,7 +160,7 @@ impl TextPlan {
             Step::Fallback(why) => return Ok(Some(why)),
         };
         let mark = out.len();
-        for (printed, datum) in self.printed.iter().zip(&datums) {
+        for ((printed, datum), col) in self.printed.iter().zip(&datums).zip(&self.layout.columns) {
             let Some(p) = printed else { continue };
             match datum {
                 None if skip_nulls => {}
@@ -164,7 +170,12 @@ impl TextPlan {
                 }
                 Some(d) => {
                     out.push_str(&p.head);
-                    if let Err(why) = literal(out, p.kind, d) {
+                    let done = if p.kind == TextKind::Enum {
+                        enum_label(&col.labels, d).map(|label| quoted(out, label))
+                    } else {
+                        literal(out, p.kind, d)
+                    };
+                    if let Err(why) = done {
                         out.truncate(mark);
                         return Ok(Some(why));
                     }
@@ -256,6 +267,7 @@ fn literal(out: &mut String, kind: TextKind, d: &[u8]) -> Result<(), &'static st
             datetime::pg_timestamp(out, micros, kind == TextKind::TimestampTz);
             out.push('\'');
         }
+        TextKind::Enum => return Err("enum label Python decides"), // written by `tuple`
         TextKind::Bits => {
             out.push_str("B'");
             formats::bits_text(out, d)?;
@@ -304,6 +316,7 @@ mod tests {
             kind: None,
             optional: true,
             read: true,
+            labels: Default::default(),
         }
     }
 
