@@ -24,9 +24,11 @@ How:
   interval, timetz, uuid, "char", inet, cidr, macaddr and macaddr8), or, by schema,
   numeric's precise-mode decimal / VariableScaleDecimal, money's precise-mode
   decimal, bit / varbit's Bits (bit(1): boolean), and an enum's Enum (the label of the
-  stored pg_enum OID, from the column's `enum_oids`). A domain over one of the base
-  types is encoded as its base type. A table with any other mapped column (arrays,
-  composites, ranges, extension types, the geometric and text-search types, money or
+  stored pg_enum OID, from the column's `enum_oids`), and an array of any of these
+  (not of a domain: its header names the domain; not nested), whose element's layout
+  (`service.types.registry.builtin_layout`) the plan carries. A domain over one of the
+  base types is encoded as its base type. A table with any other mapped column (arrays
+  of other types, composites, ranges, extension types, the geometric and text-search types, money or
   numeric in string/double mode, domains over enums, ...) gets no plan: the Python
   path handles all its rows (`not_native` names why).
 - Per row, Rust deforms the tuple (heap_deform_tuple) and writes the Value and Key
@@ -78,6 +80,7 @@ from service.output.api import (
 from service.pgconst import UNIX_EPOCH_USECS
 from service.schema.tabledef import TableDef
 from service.types.deform import TYPALIGN_BYTES
+from service.types.registry import builtin_layout
 from service.types.rowdecode import DecodedRow, RowRun
 
 if TYPE_CHECKING:
@@ -121,6 +124,8 @@ _NUMERIC, _MONEY, _BIT, _VARBIT = 1700, 790, 1560, 1562
 
 ColumnSpec = tuple[str, int, int, bool, bool, str, int, int, bool]
 FieldKind = tuple[str, int, int, int]  # kind, scale, precision, attlen of the stored form
+# An array's element: kind, scale, precision, type OID, typlen, typalign in bytes.
+ElemSpec = tuple[str, int, int, int, int, int]
 
 
 def _noop_warn(event: str, column: str) -> None:
@@ -140,10 +145,46 @@ def _base(meta: ColumnMeta) -> tuple[int, int] | None:
     return None
 
 
+def element_spec(meta: ColumnMeta, decimal_mode: str) -> ElemSpec | None:
+    """The element of an array column whose items the native encoder writes (a built-in
+    type of `NATIVE_TYPES`, numeric, money, bit strings, or an enum), or None."""
+    if meta.kind != "a" or meta.ext or meta.stored_bytes_type or not meta.elem_type_oid:
+        return None
+    elem = ColumnMeta(
+        meta.name,
+        meta.attnum,
+        meta.elem_type_oid,
+        meta.type_name,
+        meta.typmod,  # an array's typmod is its elements' (numeric(10,3)[], bit(4)[])
+        False,
+        kind=meta.elem_kind,
+        enum_labels=meta.enum_labels,
+        enum_oids=meta.enum_oids,
+    )
+    if elem.kind == "e":
+        return ("enum", 0, 0, elem.type_oid, 4, 4) if elem.enum_by_oid() else None
+    layout = builtin_layout(elem.type_oid)
+    if layout is None or TYPALIGN_BYTES.get(layout[1]) is None:
+        return None
+    mapping = type_mapping(elem, decimal_mode, _noop_warn)
+    found = field_kind(elem, FieldPlan(elem.name, elem.name, mapping, True), decimal_mode)
+    if found is None or found[0] == "array" or found[3] != layout[0]:
+        return None
+    kind, scale, precision, attlen = found
+    return kind, scale, precision, elem.type_oid, attlen, TYPALIGN_BYTES[layout[1]]
+
+
 def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> FieldKind | None:
     """(kind, scale, precision, attlen) of the native encoding of one Value field, or None
     when the field's mapping is not one the native encoder writes byte-identically."""
     mapping = plan.mapping
+    if meta.kind == "a":
+        # An Avro array of ["null", item]; the items as the element's own mapping.
+        if element_spec(meta, decimal_mode) is None or mapping.kind != "array":
+            return None
+        if mapping.schema != type_mapping(meta, decimal_mode, _noop_warn).schema:
+            return None
+        return "array", 0, 0, -1
     if meta.enum_by_oid() is not None:
         # io.debezium.data.Enum: the label, a string (the schema names the allowed ones)
         if mapping.schema == type_mapping(meta, decimal_mode, _noop_warn).schema:
@@ -198,6 +239,7 @@ def compile_plan(
     specs: list[ColumnSpec] = []
     index: dict[str, int] = {}
     labels: dict[int, dict[int, str]] = {}  # an enum column's index -> its labels
+    elements: dict[int, ElemSpec] = {}  # an array column's index -> its element
     for c in table.columns:
         align = TYPALIGN_BYTES.get(c.attalign)
         if align is None:
@@ -215,6 +257,13 @@ def compile_plan(
             optional = plan.optional
             if kind == "enum" and meta is not None:
                 labels[len(specs)] = meta.enum_by_oid() or {}
+            if kind == "array" and meta is not None:
+                elem = element_spec(meta, decimal_mode)
+                if elem is None:
+                    return None, f"column {c.name}: element type is not native"
+                elements[len(specs)] = elem
+                if elem[0] == "enum":
+                    labels[len(specs)] = dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
         index[c.name] = len(specs)
         specs.append(
             (c.name, c.attlen, align, c.dropped, c.has_missing, kind, scale, precision, optional)
@@ -223,7 +272,9 @@ def compile_plan(
         return None, "value fields are not in attnum order"
     key = [index[p.column] for p in t.plan.key_fields]
     relation = f"{table.schema}.{table.name}"
-    plan_obj = native.RowPlan(specs, key, relation, SchemaMismatchError, DecodeError, labels)
+    plan_obj = native.RowPlan(
+        specs, key, relation, SchemaMismatchError, DecodeError, labels, elements
+    )
     return plan_obj, ""
 
 

@@ -21,8 +21,10 @@ attalign, dropped, atthasmissing) and, per printed column, its head (` name[type
 quote_identifier of the plugin's server version) and the built-in type's kind
 (`TEXT_KINDS`: the integers, floats, numeric, texts, json and jsonb, xml, bytea, uuid,
 dates and times, interval, timetz, money, "char", bit and varbit, inet, cidr, macaddr
-and macaddr8; and an enum, whose label the plan maps from its pg_enum OID: `enum_oids`).
-A relation with a column of any other type (arrays, domains,
+and macaddr8; an enum, whose label the plan maps from its pg_enum OID: `enum_oids`; and
+an array of any of these, printed as array_out, with its element's layout from
+`service.types.registry.builtin_layout`). A relation with a column of any other type
+(arrays of other types, domains,
 composites, ranges, extension types, ...) gets no plan: the Python path prints all its
 rows (`reason` says why).
 """
@@ -37,9 +39,17 @@ from typing import Any
 import structlog
 
 from service.errors import DecodeError, SchemaMismatchError
-from service.output.api import ChangeOp, PluginContext, RelationInfo, RowChange, TxnInfo
+from service.output.api import (
+    ChangeOp,
+    ColumnMeta,
+    PluginContext,
+    RelationInfo,
+    RowChange,
+    TxnInfo,
+)
 from service.schema.tabledef import TableDef
 from service.types.deform import TYPALIGN_BYTES
+from service.types.registry import builtin_layout
 from service.types.rowdecode import RowRun
 
 log = structlog.get_logger(__name__)
@@ -81,7 +91,24 @@ TEXT_KINDS: dict[int, tuple[str, int]] = {
 _OPS = {ChangeOp.INSERT: " INSERT:", ChangeOp.UPDATE: " UPDATE:", ChangeOp.DELETE: " DELETE:"}
 
 TextSpec = tuple[str, int, int, bool, bool, str, str]
-_ENUM = "enum"
+ElemSpec = tuple[str, int, int, int]  # an array's element: kind, type OID, typlen, typalign
+_ENUM, _ARRAY = "enum", "array"
+
+
+def _element(meta: ColumnMeta) -> ElemSpec | None:
+    """The element of an array column the native writer prints (a built-in type of
+    TEXT_KINDS, or an enum whose label OIDs are known), or None."""
+    if meta.kind != "a" or meta.ext or meta.stored_bytes_type or not meta.elem_type_oid:
+        return None
+    if meta.elem_kind == "e":
+        known = meta.enum_oids and len(meta.enum_oids) == len(meta.enum_labels)
+        return (_ENUM, meta.elem_type_oid, 4, 4) if known else None
+    found = TEXT_KINDS.get(meta.elem_type_oid)
+    layout = builtin_layout(meta.elem_type_oid)
+    if meta.elem_kind != "b" or found is None or layout is None or layout[0] != found[1]:
+        return None
+    align = TYPALIGN_BYTES.get(layout[1])
+    return None if align is None else (found[0], meta.elem_type_oid, found[1], align)
 
 
 def compile_text_plan(
@@ -93,6 +120,7 @@ def compile_text_plan(
     specs: list[TextSpec] = []
     printed: list[str] = []
     labels: dict[int, dict[int, str]] = {}  # an enum column's index -> its labels
+    elements: dict[int, ElemSpec] = {}  # an array column's index -> its element
     for c in table.columns:
         align = TYPALIGN_BYTES.get(c.attalign)
         if align is None:
@@ -102,12 +130,23 @@ def compile_text_plan(
         enum = None if meta is None else meta.enum_by_oid()
         if enum is not None:
             labels[len(specs)] = enum
+        elem = None if meta is None else _element(meta)
+        if elem is not None and meta is not None:
+            elements[len(specs)] = elem
+            if elem[0] == _ENUM:
+                labels[len(specs)] = dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
         if meta is not None:
-            found = (_ENUM, 4) if enum is not None else TEXT_KINDS.get(c.type_oid)
+            found = (
+                (_ENUM, 4)
+                if enum is not None
+                else (_ARRAY, -1)
+                if elem is not None
+                else TEXT_KINDS.get(c.type_oid)
+            )
             if (
                 found is None
                 or meta.type_oid != c.type_oid
-                or (meta.kind != "b" and enum is None)
+                or (meta.kind != "b" and enum is None and elem is None)
                 or meta.ext
                 or meta.stored_bytes_type
             ):
@@ -120,7 +159,8 @@ def compile_text_plan(
     if printed != [m.name for m in rel.columns]:
         return None, "printed columns are not the relation's, in attnum order"
     relation = f"{table.schema}.{table.name}"
-    return native.TextPlan(specs, relation, SchemaMismatchError, DecodeError, labels), ""
+    plan = native.TextPlan(specs, relation, SchemaMismatchError, DecodeError, labels, elements)
+    return plan, ""
 
 
 class NativeText:

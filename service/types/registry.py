@@ -300,3 +300,15 @@ BEFORE_16: tuple[TypeInfo, ...] = (
     TypeInfo(1033, "aclitem", 12, False, "i", "b", "aclitemout"),
     TypeInfo(1034, "_aclitem", -1, False, "i", "b", "array_out", typelem=1033),
 )
+
+
+_BUILTIN_BY_OID: dict[int, TypeInfo] = {info.oid: info for info in BUILTIN_TYPES}
+
+
+def builtin_layout(oid: int) -> tuple[int, str] | None:
+    """(typlen, typalign) of a built-in type whose layout is the same on 15-18, None for
+    any other OID (what an array of it needs to find its elements)."""
+    info = _BUILTIN_BY_OID.get(oid)
+    if info is None or any(old.oid == oid for old in BEFORE_16):
+        return None
+    return info.typlen, info.typalign

@@ -7,7 +7,8 @@ NULLs, BC dates, ±infinity, 24:00:00, long and tiny numerics, NaN), then update
 deleted in runs; a second table of the types the writer gained later (interval, timetz,
 money, "char", inet, cidr, macaddr, macaddr8, bit, varbit, jsonb, an enum with a label
 added later, and xml where the server has libxml); beside them a REPLICA IDENTITY FULL
-table, a table of floats, a table with an array column (which has no native plan) and
+table, a table of arrays of those types (NULL elements, quoting, lower bounds, 2-D), a
+table of floats, a table with a composite column (which has no native plan) and
 values the writer leaves to Python (an unchanged TOAST value, NaN, a missing attribute,
 a float whose shortest decimal is a rounding bound or a tie, an xml declaration).
 pgcdc's lines must equal a real test_decoding slot's line for line under
@@ -153,6 +154,38 @@ def _more_row(rng: random.Random, i: int, xml: bool) -> str:
     return "(" + ", ".join(v if k == 0 else _maybe(rng, v) for k, v in enumerate(values)) + ")"
 
 
+_ARRAY_TEXTS = [
+    "'{}'",
+    "ARRAY['a', 'b c', NULL, '', 'NULL', 'null', 'q\"x', 'back\\slash', '{br}', 'c,d', 'é']",
+    "'{{x,y},{z,NULL}}'",
+    "'[0:1]={p,q}'",
+]
+
+
+def _array_row(rng: random.Random, i: int) -> str:
+    r = rng.randint
+    ints = ", ".join(str(r(-(2**31), 2**31 - 1)) if r(0, 9) else "NULL" for _ in range(r(0, 30)))
+    values = [
+        str(i),
+        rng.choice([f"ARRAY[{ints}]::int[]", "'{}'", "'[-2:0]={1,2,3}'", "'{{1,2},{3,4}}'"]),
+        rng.choice(_ARRAY_TEXTS),
+        rng.choice(["'{1.5, -2.25, NULL, 99999999.99}'", "'{}'", f"'{{{r(-999, 999)}.5}}'"]),
+        rng.choice(
+            ["'{2024-02-29 12:34:56.5+00, infinity, NULL}'", "'{0044-03-15 12:00:00+00 BC}'"]
+        ),
+        rng.choice(["ARRAY['{\"a\": [1, \"x y\"]}', '[]', 'null']::jsonb[]", "'{}'"]),
+        rng.choice(["'{t,f,NULL}'", "'{}'"]),
+        rng.choice(["ARRAY['\\x00ff'::bytea, ''::bytea, NULL]", "'{}'"]),
+        rng.choice(["'{sad,ok,NULL}'", "ARRAY['it''s']::nmood[]"]),
+        rng.choice(["'{192.168.0.1/24, ::1, NULL}'", "'{}'"]),
+        rng.choice(["'{{1,2,3},{4,5,6}}'", "'{{-9223372036854775808}}'", "'{}'"]),
+        rng.choice(['\'{a,"\\\\"," "}\'', "'{}'"]),
+        rng.choice(["'{101, 0, NULL, \"\"}'", "'{}'"]),
+        rng.choice(["'{1 day, -00:00:01.5, 1 year 2 mons}'", "'{}'"]),
+    ]
+    return "(" + ", ".join(v if k == 0 else _maybe(rng, v) for k, v in enumerate(values)) + ")"
+
+
 class _Counting(TestDecodingPlugin):
     """The text plugin, kept so the test can read its native counters."""
 
@@ -173,6 +206,7 @@ def test_native_text_equals_test_decoding(
     xml = _has_xml(pg)
     more_rows = ", ".join(_more_row(rng, i, xml) for i in range(1, 301))
     more_columns = MORE_COLUMNS + (", x xml" if xml else "")
+    array_rows = ", ".join(_array_row(rng, i) for i in range(1, 201))
     big = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(9000))
     out = compare(
         pg,
@@ -183,7 +217,11 @@ def test_native_text_equals_test_decoding(
             "CREATE TABLE nfl (id int PRIMARY KEY, f float8, r real)",
             "CREATE TYPE nmood AS ENUM ('sad', 'ok', 'it''s')",
             f"CREATE TABLE nx ({more_columns})",
-            "CREATE TABLE narr (id int PRIMARY KEY, a int[])",
+            "CREATE TYPE ncomp AS (a int, b text)",
+            "CREATE TABLE ncmp (id int PRIMARY KEY, c ncomp)",
+            "CREATE TABLE narr (id int PRIMARY KEY, i4 int[], tx text[], nu numeric(10,2)[],"
+            " tz timestamptz[], jb jsonb[], bo bool[], by bytea[], mo nmood[], ip inet[],"
+            ' m2 int8[][], ch "char"[], vb varbit[], iv interval[])',
             "CREATE TABLE ntoast (id int PRIMARY KEY, k int, big text)",
             "ALTER TABLE ntoast ALTER COLUMN big SET STORAGE EXTERNAL",
         ],
@@ -197,7 +235,12 @@ def test_native_text_equals_test_decoding(
             "INSERT INTO nfl SELECT g, g / 3.0, g / 7.0 FROM generate_series(1, 50) g",
             "INSERT INTO nfl VALUES (51, 'NaN', '-Infinity'), (52, -0.0, 1e-37),"
             " (53, 1e23, 3.4e38), (54, 2^47 + 0.125, 0.1), (55, 5e-324, NULL)",
-            "INSERT INTO narr SELECT g, ARRAY[g, -g] FROM generate_series(1, 20) g",
+            "INSERT INTO ncmp SELECT g, ROW(g, 'x')::ncomp FROM generate_series(1, 20) g",
+            f"INSERT INTO narr VALUES {array_rows}",
+            "UPDATE narr SET i4 = CASE WHEN array_ndims(i4) = 1 THEN i4 || 7 END,"
+            " tx = CASE WHEN array_ndims(tx) = 1 THEN array_prepend('it''s', tx) END"
+            " WHERE id % 3 = 0",
+            "DELETE FROM narr WHERE id % 5 = 0",
             "ALTER TYPE nmood ADD VALUE 'new' BEFORE 'ok'",
             "INSERT INTO nx (id, mood) VALUES (1000, 'new'), (1001, 'sad')",
             f"INSERT INTO nx VALUES {more_rows}",
@@ -244,14 +287,14 @@ def test_native_text_equals_test_decoding(
         assert native is None
         return
     assert native is not None
-    # Rows in runs are Rust's but for the fallbacks below; narr's are Python's.
+    # Rows in runs are Rust's but for the fallbacks below; ncmp's are Python's.
     assert native.native >= 1200, (native.native, native.fallbacks)
     assert native.fallbacks["numeric Python decides"] >= 1, native.fallbacks  # NaN
     assert native.fallbacks["external TOAST pointer"] >= 1, native.fallbacks
     assert native.fallbacks["attribute missing with a default"] >= 1, native.fallbacks
     assert native.fallbacks["float Python decides"] >= 2, native.fallbacks  # 1e23, 2^47 + 1/8
     plans = {key: plan for key, (_table, plan) in native._plans.items()}
-    assert sum(plan is None for plan in plans.values()) == 1  # narr: an array column
-    assert sum(plan is not None for plan in plans.values()) >= 5  # nx's among them
+    assert sum(plan is None for plan in plans.values()) == 1  # ncmp: a composite column
+    assert sum(plan is not None for plan in plans.values()) >= 6  # nx's and narr's among them
     if xml:
         assert native.fallbacks["xml declaration Python decides"] >= 1, native.fallbacks

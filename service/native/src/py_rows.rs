@@ -4,7 +4,9 @@
 //! columns as tuples `(name, attlen, align, dropped, has_missing, kind, scale,
 //! precision, optional)` (kind "" for a column outside the Value record), the key's
 //! column indexes, the qualified table name and the SchemaMismatchError and DecodeError
-//! classes, and for each enum column (by index) its labels by pg_enum OID; then per row the RawTuple's fields and the change's LSN, or per run of rows
+//! classes, for each enum column (by index) its labels by pg_enum OID, and for each
+//! array column (by index) its element `(kind, scale, precision, type OID, typlen,
+//! typalign)`; then per row the RawTuple's fields and the change's LSN, or per run of rows
 //! of one table and op (`encode_events`) the RawTuples, their LSNs and the Envelope's
 //! per-transaction parts.
 //! Hands on: `encode` returns `(value_record, key_record | None)` as bytes, or a `str`
@@ -34,11 +36,13 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use crate::py_batch::PyHeapRows;
 use std::collections::HashMap;
 
-use crate::rows::{avro, Column, Kind, Labels, Outcome, Plan, RowError, Tuple};
+use crate::rows::{avro, Column, Elem, Kind, Labels, Outcome, Plan, RowError, Tuple};
 
 const DETACH_AT: usize = 4096;
 
 type ColumnSpec = (String, i16, usize, bool, bool, String, u32, u32, bool);
+/// An array column's element: (kind, scale, precision, type OID, typlen, typalign).
+type ElemSpec = (String, u32, u32, u32, i16, usize);
 
 /// The `source` parts as the glue passes them: (head, sequence_head, mid, tail,
 /// block_head); see `SourceParts`.
@@ -53,7 +57,8 @@ pub struct PyRowPlan {
 #[pymethods]
 impl PyRowPlan {
     #[new]
-    #[pyo3(signature = (columns, key, relation, mismatch_error, decode_error, labels=None))]
+    #[pyo3(signature = (columns, key, relation, mismatch_error, decode_error, labels=None, elements=None))]
+    #[allow(clippy::too_many_arguments)] // the plan's parts, as the glue compiles them
     fn new(
         columns: Vec<ColumnSpec>,
         key: Vec<usize>,
@@ -61,8 +66,10 @@ impl PyRowPlan {
         mismatch_error: Py<PyAny>,
         decode_error: Py<PyAny>,
         labels: Option<HashMap<usize, Labels>>,
+        elements: Option<HashMap<usize, ElemSpec>>,
     ) -> PyResult<Self> {
         let mut labels = labels.unwrap_or_default();
+        let mut elements = elements.unwrap_or_default();
         let mut cols = Vec::with_capacity(columns.len());
         for (name, attlen, align, dropped, has_missing, kind, scale, precision, optional) in columns
         {
@@ -81,6 +88,25 @@ impl PyRowPlan {
                 }
                 Some(k)
             };
+            let elem = match elements.remove(&cols.len()) {
+                Some((ekind, scale, precision, oid, eattlen, ealign)) => {
+                    check_align(&name, ealign)?;
+                    let k = Kind::parse(&ekind, scale, precision)
+                        .filter(|k| *k != Kind::Array && k.attlen() == eattlen)
+                        .ok_or_else(|| {
+                            PyValueError::new_err(format!(
+                                "column {name}: bad element kind {ekind:?} ({eattlen})"
+                            ))
+                        })?;
+                    Some(Elem {
+                        kind: k,
+                        oid,
+                        attlen: eattlen,
+                        align: ealign,
+                    })
+                }
+                None => None,
+            };
             cols.push(Column {
                 name,
                 attlen,
@@ -89,6 +115,7 @@ impl PyRowPlan {
                 has_missing,
                 read: kind.is_some(),
                 labels: labels.remove(&cols.len()).unwrap_or_default(),
+                elem,
                 kind,
                 optional,
             });

@@ -4,7 +4,8 @@
 //! as tuples `(name, attlen, align, dropped, has_missing, head, kind)` (head and kind ""
 //! for a column that does not print: dropped, or left out of the relation), the
 //! qualified table name and the SchemaMismatchError and DecodeError classes, and for
-//! each enum column (by index) its labels by pg_enum OID; then per
+//! each enum column (by index) its labels by pg_enum OID, and for each array column (by
+//! index) its element `(kind, type OID, typlen, typalign)`; then per
 //! run of rows of one table and op (`lines`) the RawTuples, their LSNs, where to start
 //! in them (past a row the Python path wrote), the line's prefix (`table s.t: INSERT:`)
 //! and whether NULLs are skipped (a DELETE's old key); or (`rows_lines`) the same for
@@ -25,12 +26,14 @@ use pyo3::types::{PyList, PyString};
 
 use crate::py_batch::PyHeapRows;
 use crate::py_rows::{check_align, intern_names, raw_fields, AsTuple, RowErrors};
-use crate::rows::text::{Printed, TextKind, TextPlan};
+use crate::rows::text::{Printed, TextElem, TextKind, TextPlan};
 use std::collections::HashMap;
 
 use crate::rows::{Column, Labels, Plan};
 
 type TextSpec = (String, i16, usize, bool, bool, String, String);
+/// An array column's element: (kind, type OID, typlen, typalign in bytes).
+type ElemSpec = (String, u32, i16, usize);
 
 #[pyclass(module = "service._native", name = "TextPlan", frozen)]
 pub struct PyTextPlan {
@@ -41,15 +44,17 @@ pub struct PyTextPlan {
 #[pymethods]
 impl PyTextPlan {
     #[new]
-    #[pyo3(signature = (columns, relation, mismatch_error, decode_error, labels=None))]
+    #[pyo3(signature = (columns, relation, mismatch_error, decode_error, labels=None, elements=None))]
     fn new(
         columns: Vec<TextSpec>,
         relation: String,
         mismatch_error: Py<PyAny>,
         decode_error: Py<PyAny>,
         labels: Option<HashMap<usize, Labels>>,
+        elements: Option<HashMap<usize, ElemSpec>>,
     ) -> PyResult<Self> {
         let mut labels = labels.unwrap_or_default();
+        let mut elements = elements.unwrap_or_default();
         let mut layout = Vec::with_capacity(columns.len());
         let mut printed = Vec::with_capacity(columns.len());
         for (name, attlen, align, dropped, has_missing, head, kind) in columns {
@@ -66,7 +71,35 @@ impl PyTextPlan {
                         k.attlen()
                     )));
                 }
-                Some(Printed { head, kind: k })
+                let elem = match elements.remove(&layout.len()) {
+                    Some((ekind, oid, eattlen, ealign)) if k == TextKind::Array => {
+                        check_align(&name, ealign)?;
+                        let ek = TextKind::parse(&ekind)
+                            .filter(|e| *e != TextKind::Array && e.attlen() == eattlen)
+                            .ok_or_else(|| {
+                                PyValueError::new_err(format!(
+                                    "column {name}: bad element kind {ekind:?} ({eattlen})"
+                                ))
+                            })?;
+                        Some(TextElem {
+                            kind: ek,
+                            oid,
+                            attlen: eattlen,
+                            align: ealign,
+                        })
+                    }
+                    Some(_) | None if k == TextKind::Array => {
+                        return Err(PyValueError::new_err(format!(
+                            "column {name}: an array needs its element"
+                        )))
+                    }
+                    _ => None,
+                };
+                Some(Printed {
+                    head,
+                    kind: k,
+                    elem,
+                })
             };
             layout.push(Column {
                 name,
@@ -78,6 +111,7 @@ impl PyTextPlan {
                 optional: true,
                 read: shown.is_some(),
                 labels: labels.remove(&layout.len()).unwrap_or_default(),
+                elem: None,
             });
             printed.push(shown);
         }

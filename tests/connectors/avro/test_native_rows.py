@@ -46,7 +46,7 @@ from service.output.api import (
     StoredValue,
 )
 from service.schema.tabledef import ColumnDef, TableDef
-from service.types.convert import simple_functions
+from service.types.convert import simple_functions, to_python, to_text
 from service.types.deform import Column, deform
 from service.types.registry import TypeRegistry
 from tests.connectors.avro.test_codec import (
@@ -55,7 +55,7 @@ from tests.connectors.avro.test_codec import (
     random_stamp,
     stored,
 )
-from tests.service.types.stored_forms import jsonb_datum
+from tests.service.types.stored_forms import array_datum, jsonb_datum
 
 # The extension itself, whatever PGCDC_IMPL selects: this test is about the encoder.
 NATIVE = _native
@@ -103,6 +103,11 @@ COLUMNS: list[tuple[str, int, int, bool, int, str, bool]] = [
     ("vb", 1562, -1, False, -1, "i", False),
     ("jb", 3802, -1, False, -1, "i", False),
     ("x", 142, -1, False, -1, "i", False),
+    ("ai", 1007, -1, False, -1, "i", False),  # int4[]
+    ("at", 1009, -1, True, -1, "i", False),  # text[] NOT NULL: NULL is the empty array
+    ("an", 1231, numeric_typmod(8, 3), False, -1, "i", False),  # numeric(8,3)[]
+    ("az", 1185, -1, False, -1, "d", False),  # timestamptz[]
+    ("aj", 3807, -1, False, -1, "i", False),  # jsonb[]
     ("late", 23, -1, False, 4, "i", False),
 ]
 KEY = ("code", "id")  # index order differs from attnum order
@@ -132,17 +137,48 @@ def _table(missing_default: bool = False) -> TableDef:
     return TableDef(16_500, 16_501, 1663, 0, 0, "public", "natives", "r", "d", cols, key)
 
 
+# Array columns: array OID -> (element OID, typlen, typalign in bytes).
+ARRAYS = {
+    1007: (23, 4, 4),
+    1009: (25, -1, 4),
+    1231: (1700, -1, 4),
+    1185: (1184, 8, 8),
+    3807: (3802, -1, 4),
+}
+
+
+def _meta(c: ColumnDef) -> ColumnMeta:
+    if c.type_oid in ARRAYS:
+        elem = ARRAYS[c.type_oid][0]
+        return ColumnMeta(
+            c.name,
+            c.attnum,
+            c.type_oid,
+            str(c.type_oid),
+            c.typmod,
+            c.not_null,
+            kind="a",
+            elem_type_oid=elem,
+        )
+    return ColumnMeta(c.name, c.attnum, c.type_oid, str(c.type_oid), c.typmod, c.not_null)
+
+
 def _rel(table: TableDef) -> RelationInfo:
-    metas = tuple(
-        ColumnMeta(c.name, c.attnum, c.type_oid, str(c.type_oid), c.typmod, c.not_null)
-        for c in table.columns
-        if not c.dropped
-    )
+    metas = tuple(_meta(c) for c in table.columns if not c.dropped)
     return RelationInfo(table.oid, table.schema, table.name, "d", KEY, metas, 0x100)
 
 
 def _codec(oid: int, name: str) -> ColumnCodec:
-    fns = simple_functions(REGISTRY.get(oid), REGISTRY)
+    info = REGISTRY.get(oid)
+    if oid in ARRAYS:  # an array's value and text need the registry (its element type)
+        return ColumnCodec(
+            name,
+            oid,
+            str(oid),
+            lambda b: to_python(b, info, REGISTRY),
+            lambda b: to_text(b, info, REGISTRY),
+        )
+    fns = simple_functions(info, REGISTRY)
     assert fns is not None, oid
     return ColumnCodec(name, oid, str(oid), fns[0], fns[1])
 
@@ -251,6 +287,19 @@ def _value(name: str, oid: int, rng: random.Random) -> bytes:
             return struct.pack("<i", nbits) + rng.randbytes((nbits + 7) // 8)
         case 3802:
             return jsonb_datum(_json(rng, 3), short_numeric_headers=rng.random() < 0.5)
+        case 1007 | 1009 | 1231 | 1185 | 3807:
+            elem, typlen, align = ARRAYS[oid]
+            elem_name = {1231: "an"}.get(oid, "")
+            items = [
+                None if rng.random() < 0.15 else _value(elem_name or name, elem, rng)
+                for _ in range(rng.choice([0, 1, 3, 8]))
+            ]
+            if elem == 25:
+                items = [None if i is None else i[:50] for i in items]  # no compression
+            if len(items) == 8 and rng.random() < 0.5:
+                return array_datum(elem, typlen, align, items, [2, 4], [1, 1])
+            lbound = rng.choice([1, 1, 0, -5])
+            return array_datum(elem, typlen, align, items, [len(items)], [lbound])
         case 142:
             return rng.choice(["", "<a>é</a>", "\n<b/>", '<?xml version="1.0"?><c/>']).encode()
     raise AssertionError(oid)

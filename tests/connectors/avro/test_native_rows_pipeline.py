@@ -10,7 +10,11 @@ a padded char(n), an inline pglz- (and lz4-, where the server has it) compressed
 dropped columns, columns added later (without a default: NULL; with one: the Python
 fallback), external TOAST (a new value, and an UPDATE leaving it unchanged), a key
 change, deletes with tombstones, REPLICA IDENTITY FULL deletes of tuples older than an
-ADD COLUMN, and a table with a jsonb column (no plan: Python) in the same transactions.
+ADD COLUMN; a table of the types added later (interval, timetz, money, "char", inet,
+cidr, macaddr, macaddr8, bit, varbit, jsonb, domains over int4, numeric and text, an
+enum with a label added mid-stream, and xml where the server has libxml), a table of
+arrays of them (NULL elements, 2-D, lower bounds, empty), and a table with a composite
+column (no plan: Python) in the same transactions.
 
 The WAL is decoded three times by a pgcdc `Session`: into the reference plugin
 (AvroSerializer, generic datums: tests/connectors/avro/avro_reference.py), into
@@ -59,11 +63,17 @@ CREATE TABLE n_full (id int4, v text);
 ALTER TABLE n_full REPLICA IDENTITY FULL;
 CREATE TABLE n_full_default (id int4, v text);
 ALTER TABLE n_full_default REPLICA IDENTITY FULL;
-CREATE TABLE n_python (id int4 PRIMARY KEY, doc int4[]);
+CREATE TYPE n_pair AS (a int4, b text);
+CREATE TABLE n_python (id int4 PRIMARY KEY, doc n_pair);
 CREATE DOMAIN n_posint AS int4 CHECK (VALUE > 0);
 CREATE DOMAIN n_price AS numeric(10, 2);
 CREATE DOMAIN n_label AS text;
 CREATE TYPE n_mood AS ENUM ('sad', 'ok', 'it''s');
+CREATE TABLE n_arr (
+    id int4 PRIMARY KEY, i4 int4[], i8 int8[][], tx text[], nu numeric(10, 2)[],
+    nv numeric[], tz timestamptz[], d date[], jb jsonb[], bo bool[], by bytea[],
+    ip inet[], iv interval[], bt bit(3)[], b1 bit(1)[], u uuid[] NOT NULL DEFAULT '{}',
+    f8 float8[], mo money[]);
 CREATE TABLE n_more (
     id int8 PRIMARY KEY, iv interval, tt timetz, mo money, mo_nn money NOT NULL DEFAULT 0,
     ch "char", ip inet, cd cidr, mc macaddr, m8 macaddr8, bt bit(10), b1 bit(1),
@@ -106,6 +116,26 @@ _MORE_ROWS = [
     " FROM generate_series(1, 30) g",
     "ALTER TYPE n_mood ADD VALUE 'new' BEFORE 'ok'",
     "INSERT INTO n_more (id, mood) VALUES (500, 'new'), (501, 'sad'), (502, NULL)",
+    # arrays: NULL elements, 2-D, lower bounds, empty, every element kind
+    r"""INSERT INTO n_arr VALUES
+ (1, '{1,NULL,-2147483648}', '{{1,2},{3,4}}', '{a,"b c",NULL,"","NULL",é}',
+  '{1.5,-2.25,NULL,99999999.99}', '{0,-0.000001,1e30,NaN}',
+  '{2024-02-29 12:34:56.5+00,infinity,NULL}', '{2000-01-01,-infinity}',
+  ARRAY['{"a": [1, "x y"]}', '[]', 'null']::jsonb[], '{t,f,NULL}', '{"\\x00ff",""}',
+  '{192.168.0.1/24,::1,NULL}', '{1 day,-00:00:01.5}', '{101,000}', '{1,0,NULL}',
+  '{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}', '{1.5,-0,Infinity,NaN}', '{1.23,-0.01}'),
+ (2, '[0:2]={7,8,9}', '{}', '{}', '{}', '{1}', '{}', '{}', '{}', '{}', '{}', '{}', '{}',
+  '{}', '{}', '{}', '{}', '{}'),
+ (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+  '{}', NULL, NULL)""",
+    """INSERT INTO n_arr (id, i4, tx, nu, tz, jb, bo, iv, bt, f8)
+       SELECT 10 + g, ARRAY[g, -g, NULL], ARRAY['t' || g, NULL], ARRAY[g / 7.0]::numeric(10,2)[],
+              ARRAY[timestamptz '2024-01-01 00:00+00' + g * interval '1 hour'],
+              ARRAY[jsonb_build_object('g', g)], ARRAY[g % 2 = 0], ARRAY[g * interval '1 min'],
+              ARRAY[(g % 8)::bit(3)], ARRAY[g / 3.0]
+       FROM generate_series(1, 200) g""",
+    "UPDATE n_arr SET i4 = i4 || 5 WHERE id % 3 = 0 AND array_ndims(i4) = 1",
+    "DELETE FROM n_arr WHERE id % 4 = 0",
 ]
 
 _EDGE_ROWS = """
@@ -182,15 +212,15 @@ WORKLOAD = [
     "DELETE FROM n_full WHERE id <= 5",
     "DELETE FROM n_full_default WHERE id <= 5",
     *_MORE_ROWS,
-    # an array table (no native plan) interleaved with native rows in one transaction
-    """BEGIN; INSERT INTO n_python VALUES (1, '{1, 2}');
+    # a composite table (no native plan) interleaved with native rows in one transaction
+    """BEGIN; INSERT INTO n_python VALUES (1, '(1,x)');
        INSERT INTO n_all (id, t) VALUES (5000, 'mixed');
-       INSERT INTO n_python VALUES (2, '{}'); COMMIT""",
+       INSERT INTO n_python VALUES (2, '(2,)'); COMMIT""",
     "INSERT INTO n_all (id, t) SELECT 6000 + g, 'tail' FROM generate_series(1, 5) g",
     # many rows without a plan: one run of them (RowRun), and one inside a mixed run
-    "INSERT INTO n_python SELECT g, ARRAY[g, -g] FROM generate_series(10, 209) g",
-    """BEGIN; INSERT INTO n_python SELECT g, '{1}' FROM generate_series(300, 499) g;
-       INSERT INTO n_keyed VALUES ('last', 999, 'after the array rows'); COMMIT""",
+    "INSERT INTO n_python SELECT g, ROW(g, 'y')::n_pair FROM generate_series(10, 209) g",
+    """BEGIN; INSERT INTO n_python SELECT g, '(1,z)' FROM generate_series(300, 499) g;
+       INSERT INTO n_keyed VALUES ('last', 999, 'after the composite rows'); COMMIT""",
 ]
 
 
@@ -300,7 +330,15 @@ def test_native_rows_equal_python_and_reference(
                         session.close()
         conn.close()
         topics = {r.topic.rsplit(".", 1)[-1] for r in expected}
-        assert topics >= {"n_all", "n_keyed", "n_full", "n_full_default", "n_python", "n_more"}
+        assert topics >= {
+            "n_all",
+            "n_keyed",
+            "n_full",
+            "n_full_default",
+            "n_python",
+            "n_more",
+            "n_arr",
+        }
         assert len(expected) > 500
         for name, records in (("python", python), ("native", got)):
             assert len(records) == len(expected), name
@@ -322,12 +360,14 @@ def test_native_rows_equal_python_and_reference(
             # _group call per run of its rows, not one per row). The 400-row INSERT's
             # groups are the reader's InsertRuns, which end at its 256-record slices
             # (128 inserts with their index inserts).
-            arrays = [(n, done) for table, n, done in groups if table == "n_python"]
-            assert sum(n for n, _ in arrays) == 400 + 2 and len(arrays) <= 8, arrays
-            assert all(done == -1 for _, done in arrays), arrays
+            pairs = [(n, done) for table, n, done in groups if table == "n_python"]
+            assert sum(n for n, _ in pairs) == 400 + 2 and len(pairs) <= 8, pairs
+            assert all(done == -1 for _, done in pairs), pairs
             # The second step's types (and domains over native types) have a plan.
             more = [(n, done) for table, n, done in groups if table == "n_more"]
             assert sum(n for n, _ in more) >= 300 and all(done != -1 for _, done in more), more
+            arrays = [(n, done) for table, n, done in groups if table == "n_arr"]
+            assert sum(n for n, _ in arrays) >= 200 and all(d != -1 for _, d in arrays), arrays
             if xml:
                 assert "xml declaration Python decides" in counts.fallbacks, counts.fallbacks
             reasons = set(counts.fallbacks)

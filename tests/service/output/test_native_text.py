@@ -216,3 +216,55 @@ def test_enum_labels_print_quoted_and_unknown_oids_fall_back() -> None:
         ["p: c[t]:'ok'", "p: c[t]:'it''s'"],
         "enum label Python decides",
     )
+
+
+# Array types whose elements the native writer prints: array OID -> element OID.
+_ARRAYS = {
+    1000: 16,
+    1002: 18,
+    1003: 19,
+    1005: 21,
+    1007: 23,
+    1009: 25,
+    1016: 20,
+    1022: 701,
+    1231: 1700,
+    1182: 1082,
+    1185: 1184,
+    1187: 1186,
+    1270: 1266,
+    1041: 869,
+    1040: 829,
+    1563: 1562,
+    2951: 2950,
+    3807: 3802,
+    1001: 17,
+    143: 142,
+    791: 790,
+}
+
+
+@pytest.mark.parametrize("array_oid", sorted(_ARRAYS))
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_native_array_text_is_the_python_text(array_oid: int, data: st.DataObject) -> None:
+    """An array of random elements (NULLs, 2-D shapes, lower bounds other than 1) prints
+    as the Python path prints it: array_out of each element's output text, quoted."""
+    elem = _ARRAYS[array_oid]
+    info = REGISTRY.get(elem)
+    kind, attlen = TEXT_KINDS[elem]
+    align = {"c": 1, "s": 2, "i": 4, "d": 8}[info.typalign]
+    items = data.draw(st.lists(st.one_of(st.none(), _DATUMS[elem]), max_size=12))
+    dims, lbounds = [len(items)], [data.draw(st.sampled_from([1, 1, 0, -3]))]
+    if len(items) % 2 == 0 and items and data.draw(st.booleans()):
+        dims, lbounds = [2, len(items) // 2], [1, 1]
+    datum = forms.array_datum(elem, info.typlen, align, items, dims, lbounds)
+    spec = ("c", -1, 4, False, False, HEAD, "array")
+    plan = native.TextPlan(
+        [spec], "public.t", SchemaMismatchError, DecodeError, None, {0: (kind, elem, attlen, align)}
+    )
+    lines, reason = plan.lines([tuple_of(-1, datum)], [1], 0, "", False)
+    if reason is not None:
+        assert reason in ("float Python decides", _PYTHONS.get(elem)), (items, reason)
+        return
+    assert lines == [python_text(array_oid, datum)], items

@@ -189,3 +189,40 @@ XML = st.one_of(
     st.text(alphabet="<>/ab\n é&;'", max_size=30).map(str.encode),
     st.sampled_from([b"\n<a/>", b"\n\n<b>x</b>", b'<?xml version="1.0"?><a/>', b""]),
 )
+
+
+def array_datum(
+    elem_oid: int,
+    typlen: int,
+    typalign: int,
+    items: list[bytes | None],
+    dims: list[int] | None = None,
+    lbounds: list[int] | None = None,
+) -> bytes:
+    """An array's payload as construct_md_array lays it out: the header, the null bitmap
+    when any item is NULL, then the items row-major, each aligned to `typalign` from the
+    4-byte varlena header (a varlena item as its payload behind a 4-byte header)."""
+    dims = [len(items)] if dims is None else dims
+    lbounds = [1] * len(dims) if lbounds is None else lbounds
+    if not items:
+        dims, lbounds = [], []
+    ndim = len(dims)
+    nulls = any(item is None for item in items)
+    head = 4 + 12 + 8 * ndim
+    bitmap = (len(items) + 7) // 8 if nulls else 0
+    data_at = (head + bitmap + 7) & ~7
+    out = bytearray(struct.pack("<iiI", ndim, data_at if nulls else 0, elem_oid))
+    out += struct.pack(f"<{2 * ndim}i", *dims, *lbounds)
+    if nulls:
+        bits = bytearray(bitmap)
+        for i, item in enumerate(items):
+            if item is not None:
+                bits[i >> 3] |= 1 << (i & 7)
+        out += bits
+    out += bytes(data_at - 4 - len(out))
+    for item in items:
+        if item is None:
+            continue
+        out += bytes((-(len(out) + 4)) % typalign)
+        out += struct.pack("<I", (len(item) + 4) << 2) + item if typlen == -1 else item
+    return bytes(out)

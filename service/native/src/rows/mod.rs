@@ -28,6 +28,7 @@
 //!
 //! Pure: no Python, no I/O.
 
+pub mod array;
 pub mod avro;
 pub mod datetime;
 pub mod float;
@@ -101,6 +102,8 @@ pub enum Kind {
     /// An enum: the label of the stored pg_enum OID (io.debezium.data.Enum), from the
     /// column's `labels`.
     Enum,
+    /// An array: an Avro array of `["null", T]` items, T the column's `elem` kind.
+    Array,
 }
 
 impl Kind {
@@ -137,6 +140,7 @@ impl Kind {
             "jsonb" => Kind::Jsonb,
             "xml" => Kind::Xml,
             "enum" => Kind::Enum,
+            "array" => Kind::Array,
             _ => return None,
         })
     }
@@ -166,7 +170,8 @@ impl Kind {
             | Kind::Bits
             | Kind::Bit1
             | Kind::Jsonb
-            | Kind::Xml => -1,
+            | Kind::Xml
+            | Kind::Array => -1,
         }
     }
 }
@@ -188,8 +193,19 @@ pub struct Column {
     /// Someone reads the value (deform decompresses it): a live column of the Value
     /// record, or one the text plan prints (rows::text).
     pub read: bool,
-    /// An enum column's labels by pg_enum OID (empty for any other column).
+    /// An enum column's (or enum array's) labels by pg_enum OID; empty otherwise.
     pub labels: Labels,
+    /// An array column's element type; None otherwise.
+    pub elem: Option<Elem>,
+}
+
+/// An array's element type: its encoding and stored form (pg_type's typlen, typalign).
+#[derive(Clone, Copy, Debug)]
+pub struct Elem {
+    pub kind: Kind,
+    pub oid: u32,
+    pub attlen: i16,
+    pub align: usize,
 }
 
 /// An enum type's labels by the OID its datums store.
@@ -555,6 +571,28 @@ fn write_value(out: &mut Vec<u8>, col: &Column, kind: Kind, d: &[u8]) -> Result<
         }
         Kind::Interval => avro::long(out, formats::duration_micros(d)?),
         Kind::Enum => avro::bytes(out, enum_label(&col.labels, d)?.as_bytes()),
+        Kind::Array => {
+            // The array's items, flattened row-major, as fastavro writes a list: one block
+            // of them (when any), then the empty block.
+            let e = col.elem.ok_or("array Python decides")?;
+            if e.kind == Kind::Array {
+                return Err("array Python decides");
+            }
+            let a = array::elements(d, e.oid, e.attlen, e.align)?;
+            if !a.items.is_empty() {
+                avro::long(out, a.items.len() as i64);
+                for item in &a.items {
+                    match item {
+                        None => out.push(avro::NULL_BRANCH),
+                        Some(v) => {
+                            out.push(avro::SECOND_BRANCH);
+                            write_value(out, col, e.kind, v)?;
+                        }
+                    }
+                }
+            }
+            avro::long(out, 0);
+        }
         Kind::Money => avro::bytes(out, &formats::unscaled(formats::money_cents(d)?)),
         Kind::Bits => avro::bytes(out, &formats::bits_bytes(d)?),
         Kind::Bit1 => out.push(u8::from(formats::bit_bool(d)?)),

@@ -13,6 +13,7 @@ fn col(name: &str, attlen: i16, align: usize, kind: Option<Kind>, optional: bool
         optional,
         read: kind.is_some(),
         labels: Default::default(),
+        elem: None,
     }
 }
 

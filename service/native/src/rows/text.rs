@@ -22,8 +22,8 @@
 use std::fmt::Write;
 
 use super::{
-    datetime, enum_label, fixed, float, formats, jsonb, network, numeric, Plan, RowError, Step,
-    Tuple,
+    array, datetime, enum_label, fixed, float, formats, jsonb, network, numeric, Column, Plan,
+    RowError, Step, Tuple,
 };
 
 /// How a printed column's value is written (its output function, then print_literal).
@@ -62,6 +62,8 @@ pub enum TextKind {
     Xml,
     /// An enum: its label (the column's `labels`), quoted.
     Enum,
+    /// An array: array_out of its elements' texts (the printed column's `elem`), quoted.
+    Array,
 }
 
 impl TextKind {
@@ -96,6 +98,7 @@ impl TextKind {
             "jsonb" => TextKind::Jsonb,
             "xml" => TextKind::Xml,
             "enum" => TextKind::Enum,
+            "array" => TextKind::Array,
             _ => return None,
         })
     }
@@ -126,7 +129,8 @@ impl TextKind {
             | TextKind::Cidr
             | TextKind::Bits
             | TextKind::Jsonb
-            | TextKind::Xml => -1,
+            | TextKind::Xml
+            | TextKind::Array => -1,
         }
     }
 }
@@ -136,6 +140,17 @@ impl TextKind {
 pub struct Printed {
     pub head: String,
     pub kind: TextKind,
+    /// An array column's element type; None otherwise.
+    pub elem: Option<TextElem>,
+}
+
+/// An array's element type: how it prints and its stored form (typlen, typalign).
+#[derive(Clone, Copy, Debug)]
+pub struct TextElem {
+    pub kind: TextKind,
+    pub oid: u32,
+    pub attlen: i16,
+    pub align: usize,
 }
 
 /// A table definition's layout and what of it prints (`printed[i]` for `layout.columns[i]`;
@@ -170,12 +185,7 @@ impl TextPlan {
                 }
                 Some(d) => {
                     out.push_str(&p.head);
-                    let done = if p.kind == TextKind::Enum {
-                        enum_label(&col.labels, d).map(|label| quoted(out, label))
-                    } else {
-                        literal(out, p.kind, d)
-                    };
-                    if let Err(why) = done {
+                    if let Err(why) = literal(out, p, col, d) {
                         out.truncate(mark);
                         return Ok(Some(why));
                     }
@@ -202,14 +212,50 @@ fn utf8(d: &[u8]) -> Result<&str, &'static str> {
     std::str::from_utf8(d).map_err(|_| "text is not UTF-8")
 }
 
-/// One value as print_literal writes its output function's text.
-fn literal(out: &mut String, kind: TextKind, d: &[u8]) -> Result<(), &'static str> {
-    match kind {
+/// One value as print_literal writes its output function's text: integers, oid, floats
+/// and numeric bare, bool as true/false, bit strings as B'…', everything else quoted.
+fn literal(out: &mut String, p: &Printed, col: &Column, d: &[u8]) -> Result<(), &'static str> {
+    match p.kind {
         TextKind::Bool => out.push_str(if fixed::<1>(d)?[0] != 0 {
             "true"
         } else {
             "false"
         }),
+        TextKind::Int2
+        | TextKind::Int4
+        | TextKind::Int8
+        | TextKind::Oid
+        | TextKind::Float4
+        | TextKind::Float8
+        | TextKind::Numeric => output(out, p.kind, col, d)?,
+        TextKind::Bits => {
+            out.push_str("B'");
+            formats::bits_text(out, d)?;
+            out.push('\'');
+        }
+        TextKind::Text => quoted(out, utf8(d)?),
+        TextKind::Array => {
+            let e = p.elem.ok_or("array Python decides")?;
+            let a = array::elements(d, e.oid, e.attlen, e.align)?;
+            let mut text = String::new();
+            array::write_text(&mut text, &a, |one, v| output(one, e.kind, col, v))?;
+            quoted(out, &text);
+        }
+        kind => {
+            let mut text = String::new();
+            output(&mut text, kind, col, d)?;
+            quoted(out, &text);
+        }
+    }
+    Ok(())
+}
+
+/// The output function's text of one value (service.types.convert.to_text), as it
+/// stands before print_literal: also an array element's text. `col` carries an enum's
+/// labels.
+fn output(out: &mut String, kind: TextKind, col: &Column, d: &[u8]) -> Result<(), &'static str> {
+    match kind {
+        TextKind::Bool => out.push(if fixed::<1>(d)?[0] != 0 { 't' } else { 'f' }),
         TextKind::Int2 => {
             let _ = write!(out, "{}", i16::from_le_bytes(fixed(d)?));
         }
@@ -225,78 +271,46 @@ fn literal(out: &mut String, kind: TextKind, d: &[u8]) -> Result<(), &'static st
         TextKind::Float4 => float::float4(out, f32::from_le_bytes(fixed(d)?))?,
         TextKind::Float8 => float::float8(out, f64::from_le_bytes(fixed(d)?))?,
         TextKind::Numeric => numeric::text(out, d).ok_or("numeric Python decides")?,
-        TextKind::Text => quoted(out, utf8(d)?),
+        TextKind::Text => out.push_str(utf8(d)?),
         TextKind::Name => {
             let end = d.iter().position(|&b| b == 0).unwrap_or(d.len());
-            quoted(out, utf8(&d[..end])?);
+            out.push_str(utf8(&d[..end])?);
         }
         TextKind::Bytea => {
-            // byteaout with bytea_output=hex; print_literal doubles quotes only
-            out.push_str("'\\x");
+            // byteaout with bytea_output=hex
+            out.push_str("\\x");
             for b in d {
                 let _ = write!(out, "{b:02x}");
             }
-            out.push('\'');
         }
         TextKind::Uuid => {
             let b: [u8; 16] = fixed(d)?;
-            out.push('\'');
             for (i, byte) in b.iter().enumerate() {
                 if matches!(i, 4 | 6 | 8 | 10) {
                     out.push('-');
                 }
                 let _ = write!(out, "{byte:02x}");
             }
-            out.push('\'');
         }
-        TextKind::Date => {
-            let days = i32::from_le_bytes(fixed(d)?);
-            out.push('\'');
-            datetime::pg_date(out, days);
-            out.push('\'');
-        }
-        TextKind::Time => {
-            let micros = i64::from_le_bytes(fixed(d)?);
-            out.push('\'');
-            datetime::pg_clock(out, micros);
-            out.push('\'');
-        }
+        TextKind::Date => datetime::pg_date(out, i32::from_le_bytes(fixed(d)?)),
+        TextKind::Time => datetime::pg_clock(out, i64::from_le_bytes(fixed(d)?)),
         TextKind::Timestamp | TextKind::TimestampTz => {
             let micros = i64::from_le_bytes(fixed(d)?);
-            out.push('\'');
             datetime::pg_timestamp(out, micros, kind == TextKind::TimestampTz);
-            out.push('\'');
         }
-        TextKind::Enum => return Err("enum label Python decides"), // written by `tuple`
-        TextKind::Bits => {
-            out.push_str("B'");
-            formats::bits_text(out, d)?;
-            out.push('\'');
-        }
-        TextKind::Interval
-        | TextKind::TimeTz
-        | TextKind::Money
-        | TextKind::Char
-        | TextKind::Inet
-        | TextKind::Cidr
-        | TextKind::Mac
-        | TextKind::Mac8
-        | TextKind::Jsonb
-        | TextKind::Xml => {
-            let mut text = String::new();
-            match kind {
-                TextKind::Interval => formats::interval_text(&mut text, d)?,
-                TextKind::TimeTz => formats::timetz_text(&mut text, d)?,
-                TextKind::Money => formats::money_text(&mut text, d)?,
-                TextKind::Char => formats::char_text(&mut text, d)?,
-                TextKind::Inet => network::inet_text(&mut text, d, false)?,
-                TextKind::Cidr => network::inet_text(&mut text, d, true)?,
-                TextKind::Mac | TextKind::Mac8 => network::mac_text(&mut text, d)?,
-                TextKind::Xml => formats::xml_text(&mut text, d)?,
-                _ => jsonb::text(&mut text, d)?,
-            }
-            quoted(out, &text);
-        }
+        TextKind::Enum => out.push_str(enum_label(&col.labels, d)?),
+        TextKind::Bits => formats::bits_text(out, d)?,
+        TextKind::Interval => formats::interval_text(out, d)?,
+        TextKind::TimeTz => formats::timetz_text(out, d)?,
+        TextKind::Money => formats::money_text(out, d)?,
+        TextKind::Char => formats::char_text(out, d)?,
+        TextKind::Inet => network::inet_text(out, d, false)?,
+        TextKind::Cidr => network::inet_text(out, d, true)?,
+        TextKind::Mac | TextKind::Mac8 => network::mac_text(out, d)?,
+        TextKind::Xml => formats::xml_text(out, d)?,
+        TextKind::Jsonb => jsonb::text(out, d)?,
+        // an array of arrays is not an element kind (array_out of an element is Python's)
+        TextKind::Array => return Err("array Python decides"),
     }
     Ok(())
 }
@@ -317,6 +331,7 @@ mod tests {
             optional: true,
             read: true,
             labels: Default::default(),
+            elem: None,
         }
     }
 
@@ -332,6 +347,7 @@ mod tests {
                     Some(Printed {
                         head: format!(" {}[{}]:", c.0, c.4),
                         kind: c.3,
+                        elem: None,
                     })
                 })
                 .collect(),
@@ -405,9 +421,18 @@ mod tests {
         assert_eq!(out, "head");
     }
 
+    fn lit(out: &mut String, kind: TextKind, d: &[u8]) -> Result<(), &'static str> {
+        let p = Printed {
+            head: String::new(),
+            kind,
+            elem: None,
+        };
+        literal(out, &p, &column("c", kind.attlen(), 1), d)
+    }
+
     fn one(kind: TextKind, d: &[u8]) -> String {
         let mut out = String::new();
-        literal(&mut out, kind, d).unwrap();
+        lit(&mut out, kind, d).unwrap();
         out
     }
 
@@ -467,9 +492,9 @@ mod tests {
     #[test]
     fn what_python_decides() {
         let mut out = String::new();
-        assert!(literal(&mut out, TextKind::Numeric, &0xC000u16.to_le_bytes()).is_err());
-        assert!(literal(&mut out, TextKind::Int4, &[1, 2]).is_err());
-        assert!(literal(&mut out, TextKind::Text, &[0xc3]).is_err());
+        assert!(lit(&mut out, TextKind::Numeric, &0xC000u16.to_le_bytes()).is_err());
+        assert!(lit(&mut out, TextKind::Int4, &[1, 2]).is_err());
+        assert!(lit(&mut out, TextKind::Text, &[0xc3]).is_err());
         assert_eq!(out, "");
     }
 }
