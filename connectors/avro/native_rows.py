@@ -18,26 +18,29 @@ How:
 - A plan (`RowPlan`) is compiled once per table definition (per `_Table`, i.e. per
   relation oid and `defined_at`) from the definition's `ColumnDef`s (attlen, attalign,
   dropped, atthasmissing) and, per Value field, the encoding the Python schema builder
-  chose: the column's `FieldPlan.mapping` must be exactly the mapping
-  `connectors.avro.schema.type_mapping` gives the built-in type of `NATIVE_TYPES`
-  (same object: the integers, floats, texts, json and jsonb, xml, dates and times,
-  interval, timetz, uuid, "char", inet, cidr, macaddr and macaddr8), or, by schema,
-  numeric's precise-mode decimal / VariableScaleDecimal, money's precise-mode
-  decimal, bit / varbit's Bits (bit(1): boolean), and an enum's Enum (the label of the
-  stored pg_enum OID, from the column's `enum_oids`), and an array of any of these
-  (not of a domain: its header names the domain; not nested), whose element's layout
-  (`service.types.registry.builtin_layout`) the plan carries. A domain over one of the
-  base types is encoded as its base type. A table with any other mapped column (arrays
-  of other types, composites, ranges, extension types, the geometric and text-search types, money or
-  numeric in string/double mode, domains over enums, ...) gets no plan: the Python
-  path handles all its rows (`not_native` names why).
+  chose (`field_kind`):
+  - exactly the mapping `connectors.avro.schema.type_mapping` gives a built-in type of
+    `NATIVE_TYPES` (the same object): the integers, floats, texts, json and jsonb, xml,
+    dates and times, interval, timetz, uuid, "char", inet, cidr, macaddr, macaddr8;
+  - by schema: numeric and money in each decimal.handling.mode (precise: Decimal or
+    VariableScaleDecimal; string: the output text; double), bit and varbit (Bits;
+    bit(1) a boolean), an enum (Enum: the label of the stored pg_enum OID, from the
+    column's `enum_oids`);
+  - a domain over one of those base types, as its base type;
+  - an array of any of those (`element_spec`: not of a domain, whose OID its header
+    names; not nested), with the element's layout from
+    `service.types.registry.builtin_layout`.
+  A table with any other mapped column (composites, ranges, the geometric and
+  text-search types, extension types, arrays of other types, domains over enums, ...)
+  gets no plan: the Python path handles all its rows (`not_native` names why).
 - Per row, Rust deforms the tuple (heap_deform_tuple) and writes the Value and Key
   records, or says why the row is Python's (a typed fallback: a `str` reason, counted in
   `fallbacks`): an external or unchanged TOAST pointer, a missing attribute with a
   default, NaN/±Infinity numerics, text that is not UTF-8, a value outside its Avro
   type, an xml value with an XML declaration, a stored form the Python reference
   rejects (a damaged jsonb, inet or bit string, an enum OID without a label: Python
-  raises its typed error). A fallback row is encoded entirely by the Python path, never mixed.
+  raises its typed error). A fallback row is encoded entirely by the Python path, never
+  mixed.
 - Changes the Python path decides as a whole stay there: an UPDATE carrying an old
   tuple (a key change or REPLICA IDENTITY FULL: key comparison, headers), a DELETE
   without an old tuple, snapshot reads, rows not decoded from WAL, transactions without
@@ -195,9 +198,16 @@ def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> FieldKin
         return None
     oid, typmod = base
     probe = ColumnMeta(meta.name, meta.attnum, oid, meta.type_name, typmod, False)
+    if oid in (_NUMERIC, _MONEY) and decimal_mode != "precise":
+        # decimal.handling.mode=string: the output text; =double: the nearest double.
+        name = "numeric" if oid == _NUMERIC else "money"
+        attlen = -1 if oid == _NUMERIC else 8
+        if decimal_mode == "string" and mapping.schema == "string" and mapping.use_text:
+            return f"{name}_text", 0, 0, attlen
+        if decimal_mode == "double" and mapping.schema == "double" and not mapping.use_text:
+            return f"{name}_double", 0, 0, attlen
+        return None
     if oid == _NUMERIC:
-        if decimal_mode != "precise":
-            return None
         schema = mapping.schema
         if mapping.kind == "bytes" and typmod >= 4:
             precision, scale = ((typmod - 4) >> 16) & 0xFFFF, (typmod - 4) & 0x7FF
@@ -208,8 +218,8 @@ def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> FieldKin
             return "variable_decimal", 0, 0, -1
         return None
     if oid == _MONEY:
-        # Decimal(64, 2) of the cents in precise mode; text or double otherwise.
-        if decimal_mode == "precise" and mapping.schema == decimal_schema(64, 2, False):
+        # Decimal(64, 2) of the cents in precise mode.
+        if mapping.schema == decimal_schema(64, 2, False):
             return "money", 0, 0, 8
         return None
     if oid in (_BIT, _VARBIT):

@@ -390,10 +390,13 @@ def random_row(rng: random.Random) -> list[bytes | None]:
 class Python:
     """The Python path for one table definition."""
 
-    def __init__(self, table: TableDef, excluded: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, table: TableDef, excluded: frozenset[str] = frozenset(), decimal_mode: str = "precise"
+    ) -> None:
         self.warnings: list[tuple[str, str]] = []
         self.rel = _rel(table)
-        self.plan = build_table_plan("native", self.rel, excluded, "precise", self._warn)
+        self.decimal_mode = decimal_mode
+        self.plan = build_table_plan("native", self.rel, excluded, decimal_mode, self._warn)
         self.columns = [
             Column(
                 c.attnum,
@@ -443,22 +446,29 @@ class Python:
 
 
 def _native_plan(table: TableDef, py: Python) -> Any:
-    plan, reason = compile_plan(table, py.rel, SimpleNamespace(plan=py.plan), "precise", NATIVE)  # type: ignore[arg-type]
+    t = SimpleNamespace(plan=py.plan)
+    plan, reason = compile_plan(table, py.rel, t, py.decimal_mode, NATIVE)  # type: ignore[arg-type]
     assert plan is not None, reason
     return plan
 
 
 @pytest.mark.parametrize(
-    "excluded",
-    [frozenset(), frozenset({"f4", "nm", "nv", "late"})],
-    ids=["all columns", "column filter"],
+    ("excluded", "decimal_mode"),
+    [
+        (frozenset(), "precise"),
+        (frozenset({"f4", "nm", "nv", "late"}), "precise"),
+        (frozenset(), "string"),
+        (frozenset(), "double"),
+    ],
+    ids=["all columns", "column filter", "decimals as strings", "decimals as doubles"],
 )
-def test_native_rows_equal_the_python_path(excluded: frozenset[str]) -> None:
+def test_native_rows_equal_the_python_path(excluded: frozenset[str], decimal_mode: str) -> None:
     """2,000 random rows: equal Value and Key bytes, or a fallback the edges explain.
-    Columns a filter excludes are deformed past and never written."""
+    Columns a filter excludes are deformed past and never written. Numeric and money
+    columns are written in each decimal.handling.mode."""
     rng = random.Random(12)
     table = _table()
-    py = Python(table, excluded)
+    py = Python(table, excluded, decimal_mode)
     plan = _native_plan(table, py)
     encoded = 0
     reasons: dict[str, int] = {}

@@ -154,6 +154,15 @@ pub fn money_cents(d: &[u8]) -> Result<i64, &'static str> {
     Ok(i64::from_le_bytes(fixed(d)?))
 }
 
+/// The money value as a plain decimal, `-1234.56` (service.types.numeric.money_value).
+pub fn money_decimal(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
+    let cents = money_cents(d)?;
+    let sign = if cents < 0 { "-" } else { "" };
+    let a = cents.unsigned_abs();
+    let _ = write!(out, "{sign}{}.{:02}", a / 100, a % 100);
+    Ok(())
+}
+
 /// cash_out under lc_monetary=C: `-$1,234.56` (service.types.numeric.money_text).
 pub fn money_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
     let cents = money_cents(d)?;

@@ -104,6 +104,14 @@ pub enum Kind {
     Enum,
     /// An array: an Avro array of `["null", T]` items, T the column's `elem` kind.
     Array,
+    /// numeric in decimal.handling.mode=string: numeric_out's text.
+    NumericText,
+    /// numeric in decimal.handling.mode=double: the value as the nearest double.
+    NumericDouble,
+    /// money in decimal.handling.mode=string: cash_out's text.
+    MoneyText,
+    /// money in decimal.handling.mode=double.
+    MoneyDouble,
 }
 
 impl Kind {
@@ -141,6 +149,10 @@ impl Kind {
             "xml" => Kind::Xml,
             "enum" => Kind::Enum,
             "array" => Kind::Array,
+            "numeric_text" => Kind::NumericText,
+            "numeric_double" => Kind::NumericDouble,
+            "money_text" => Kind::MoneyText,
+            "money_double" => Kind::MoneyDouble,
             _ => return None,
         })
     }
@@ -157,6 +169,8 @@ impl Kind {
             | Kind::Timestamp
             | Kind::TimestampTz
             | Kind::Money
+            | Kind::MoneyText
+            | Kind::MoneyDouble
             | Kind::Mac8 => 8,
             Kind::TimeTz => 12,
             Kind::Uuid | Kind::Interval => 16,
@@ -171,7 +185,9 @@ impl Kind {
             | Kind::Bit1
             | Kind::Jsonb
             | Kind::Xml
-            | Kind::Array => -1,
+            | Kind::Array
+            | Kind::NumericText
+            | Kind::NumericDouble => -1,
         }
     }
 }
@@ -461,7 +477,7 @@ fn inline_decompress(varlena: &[u8]) -> Option<Vec<u8>> {
 fn zero(out: &mut Vec<u8>, kind: Kind) {
     match kind {
         Kind::Float4 => out.extend_from_slice(&[0; 4]),
-        Kind::Float8 => out.extend_from_slice(&[0; 8]),
+        Kind::Float8 | Kind::NumericDouble | Kind::MoneyDouble => out.extend_from_slice(&[0; 8]),
         // Decimal(0): one zero byte of unscaled value.
         Kind::Decimal { .. } | Kind::Money => out.extend_from_slice(&[0x02, 0x00]),
         // {"scale": 0, "value": b"\x00"}
@@ -571,6 +587,26 @@ fn write_value(out: &mut Vec<u8>, col: &Column, kind: Kind, d: &[u8]) -> Result<
         }
         Kind::Interval => avro::long(out, formats::duration_micros(d)?),
         Kind::Enum => avro::bytes(out, enum_label(&col.labels, d)?.as_bytes()),
+        Kind::NumericText | Kind::MoneyText => {
+            let mut text = String::new();
+            if kind == Kind::MoneyText {
+                formats::money_text(&mut text, d)?;
+            } else {
+                numeric::text(&mut text, d).ok_or("numeric Python decides")?;
+            }
+            avro::bytes(out, text.as_bytes());
+        }
+        Kind::NumericDouble | Kind::MoneyDouble => {
+            // float(Decimal): the decimal's text read as the nearest double.
+            let mut text = String::new();
+            if kind == Kind::MoneyDouble {
+                formats::money_decimal(&mut text, d)?;
+            } else {
+                numeric::text(&mut text, d).ok_or("numeric Python decides")?;
+            }
+            let v: f64 = text.parse().map_err(|_| "numeric Python decides")?;
+            out.extend_from_slice(&v.to_le_bytes());
+        }
         Kind::Array => {
             // The array's items, flattened row-major, as fastavro writes a list: one block
             // of them (when any), then the empty block.
