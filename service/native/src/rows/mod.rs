@@ -36,6 +36,7 @@ pub mod formats;
 pub mod jsonb;
 pub mod network;
 pub mod numeric;
+pub mod range;
 pub mod text;
 
 #[cfg(test)]
