@@ -33,6 +33,7 @@ pub mod avro;
 pub mod datetime;
 pub mod float;
 pub mod formats;
+pub mod geometric;
 pub mod jsonb;
 pub mod network;
 pub mod numeric;
