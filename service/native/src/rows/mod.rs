@@ -39,6 +39,7 @@ pub mod network;
 pub mod numeric;
 pub mod range;
 pub mod text;
+pub mod tsearch;
 
 #[cfg(test)]
 mod tests;
