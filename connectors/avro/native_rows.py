@@ -21,7 +21,9 @@ How:
   chose (`field_kind`):
   - exactly the mapping `connectors.avro.schema.type_mapping` gives a built-in type of
     `NATIVE_TYPES` (the same object): the integers, floats, texts, json and jsonb, xml,
-    dates and times, interval, timetz, uuid, "char", inet, cidr, macaddr, macaddr8;
+    dates and times, interval, timetz, uuid, "char", inet, cidr, macaddr, macaddr8,
+    point (the Point record), and the types published as their output text: the other
+    geometric types, tsvector, tsquery, the built-in ranges and multiranges;
   - by schema: numeric and money in each decimal.handling.mode (precise: Decimal or
     VariableScaleDecimal; string: the output text; double), bit and varbit (Bits;
     bit(1) a boolean), an enum (Enum: the label of the stored pg_enum OID, from the
@@ -30,8 +32,8 @@ How:
   - an array of any of those (`element_spec`: not of a domain, whose OID its header
     names; not nested), with the element's layout from
     `service.types.registry.builtin_layout`.
-  A table with any other mapped column (composites, ranges, the geometric and
-  text-search types, extension types, arrays of other types, domains over enums, ...)
+  A table with any other mapped column (composites, ranges of other subtypes, extension
+  types, arrays of other types, domains over enums, ...)
   gets no plan: the Python path handles all its rows (`not_native` names why).
 - Per row, Rust deforms the tuple (heap_deform_tuple) and writes the Value and Key
   records, or says why the row is Python's (a typed fallback: a `str` reason, counted in
@@ -122,7 +124,30 @@ NATIVE_TYPES: dict[int, tuple[str, int]] = {
     1266: ("timetz", 12),  # ZonedTime
     2950: ("uuid", 16),
     3802: ("jsonb", -1),  # jsonb_out's text
+    600: ("point_record", 16),  # io.debezium.data.geometry.Point
+    # published as their output text
+    601: ("lseg", 32),
+    602: ("path", -1),
+    603: ("box", 32),
+    604: ("polygon", -1),
+    628: ("line", 24),
+    718: ("circle", 24),
+    3614: ("tsvector", -1),
+    3615: ("tsquery", -1),
+    3904: ("int4range", -1),
+    3906: ("numrange", -1),
+    3908: ("tsrange", -1),
+    3910: ("tstzrange", -1),
+    3912: ("daterange", -1),
+    3926: ("int8range", -1),
+    4451: ("int4multirange", -1),
+    4532: ("nummultirange", -1),
+    4533: ("tsmultirange", -1),
+    4534: ("tstzmultirange", -1),
+    4535: ("datemultirange", -1),
+    4536: ("int8multirange", -1),
 }
+_RANGES = frozenset({3904, 3906, 3908, 3910, 3912, 3926})
 _NUMERIC, _MONEY, _BIT, _VARBIT = 1700, 790, 1560, 1562
 
 ColumnSpec = tuple[str, int, int, bool, bool, str, int, int, bool]
@@ -141,7 +166,7 @@ def _base(meta: ColumnMeta) -> tuple[int, int] | None:
     column has none, as type_mapping resolves it); None for anything else."""
     if meta.ext or meta.stored_bytes_type:
         return None
-    if meta.kind == "b":
+    if meta.kind == "b" or (meta.kind == "r" and meta.type_oid in _RANGES):
         return meta.type_oid, meta.typmod
     if meta.kind == "d" and meta.elem_type_oid and meta.elem_kind == "b":
         return meta.elem_type_oid, meta.typmod if meta.typmod >= 0 else meta.elem_typmod

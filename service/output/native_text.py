@@ -22,8 +22,9 @@ quote_identifier of the plugin's server version) and the built-in type's kind
 (`TEXT_KINDS`: the integers, floats, numeric, texts, json and jsonb, xml, bytea, uuid,
 dates and times, interval, timetz, money, "char", bit and varbit, inet, cidr, macaddr
 and macaddr8; an enum, whose label the plan maps from its pg_enum OID: `enum_oids`; and
-an array of any of these, printed as array_out, with its element's layout from
-`service.types.registry.builtin_layout`). A relation with a column of any other type
+an array of any of these but box, printed as array_out, with its element's layout from
+`service.types.registry.builtin_layout`; the geometric types, tsvector, tsquery, and
+the built-in ranges and multiranges). A relation with a column of any other type
 (arrays of other types, domains,
 composites, ranges, extension types, ...) gets no plan: the Python path prints all its
 rows (`reason` says why).
@@ -87,7 +88,31 @@ TEXT_KINDS: dict[int, tuple[str, int]] = {
     1560: ("bits", -1),  # bit: B'…'
     1562: ("bits", -1),  # varbit: B'…'
     3802: ("jsonb", -1),
+    # rows::output: the geometric types, tsvector, tsquery, ranges and multiranges
+    600: ("point", 16),
+    601: ("lseg", 32),
+    602: ("path", -1),
+    603: ("box", 32),
+    604: ("polygon", -1),
+    628: ("line", 24),
+    718: ("circle", 24),
+    3614: ("tsvector", -1),
+    3615: ("tsquery", -1),
+    3904: ("int4range", -1),
+    3906: ("numrange", -1),
+    3908: ("tsrange", -1),
+    3910: ("tstzrange", -1),
+    3912: ("daterange", -1),
+    3926: ("int8range", -1),
+    4451: ("int4multirange", -1),
+    4532: ("nummultirange", -1),
+    4533: ("tsmultirange", -1),
+    4534: ("tstzmultirange", -1),
+    4535: ("datemultirange", -1),
+    4536: ("int8multirange", -1),
 }
+_RANGES = frozenset({3904, 3906, 3908, 3910, 3912, 3926})
+_BOX = 603  # its array delimiter is ';': array_out of box[] is the Python path's
 _OPS = {ChangeOp.INSERT: " INSERT:", ChangeOp.UPDATE: " UPDATE:", ChangeOp.DELETE: " DELETE:"}
 
 TextSpec = tuple[str, int, int, bool, bool, str, str]
@@ -105,7 +130,14 @@ def _element(meta: ColumnMeta) -> ElemSpec | None:
         return (_ENUM, meta.elem_type_oid, 4, 4) if known else None
     found = TEXT_KINDS.get(meta.elem_type_oid)
     layout = builtin_layout(meta.elem_type_oid)
-    if meta.elem_kind != "b" or found is None or layout is None or layout[0] != found[1]:
+    ranged = meta.elem_kind == "r" and meta.elem_type_oid in _RANGES
+    if (
+        (meta.elem_kind != "b" and not ranged)
+        or meta.elem_type_oid == _BOX
+        or found is None
+        or layout is None
+        or layout[0] != found[1]
+    ):
         return None
     align = TYPALIGN_BYTES.get(layout[1])
     return None if align is None else (found[0], meta.elem_type_oid, found[1], align)
@@ -135,6 +167,7 @@ def compile_text_plan(
             elements[len(specs)] = elem
             if elem[0] == _ENUM:
                 labels[len(specs)] = dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
+        ranged = meta is not None and meta.kind == "r" and meta.type_oid in _RANGES
         if meta is not None:
             found = (
                 (_ENUM, 4)
@@ -146,7 +179,7 @@ def compile_text_plan(
             if (
                 found is None
                 or meta.type_oid != c.type_oid
-                or (meta.kind != "b" and enum is None and elem is None)
+                or (meta.kind != "b" and enum is None and elem is None and not ranged)
                 or meta.ext
                 or meta.stored_bytes_type
             ):

@@ -7,7 +7,8 @@ NULLs, BC dates, ±infinity, 24:00:00, long and tiny numerics, NaN), then update
 deleted in runs; a second table of the types the writer gained later (interval, timetz,
 money, "char", inet, cidr, macaddr, macaddr8, bit, varbit, jsonb, an enum with a label
 added later, and xml where the server has libxml); beside them a REPLICA IDENTITY FULL
-table, a table of arrays of those types (NULL elements, quoting, lower bounds, 2-D), a
+table, a table of arrays of those types (NULL elements, quoting, lower bounds, 2-D), a table of
+the geometric types, tsvector, tsquery and the built-in ranges and multiranges, a
 table of floats, a table with a composite column (which has no native plan) and
 values the writer leaves to Python (an unchanged TOAST value, NaN, a missing attribute,
 a float whose shortest decimal is a rounding bound or a tie, an xml declaration).
@@ -186,6 +187,53 @@ def _array_row(rng: random.Random, i: int) -> str:
     return "(" + ", ".join(v if k == 0 else _maybe(rng, v) for k, v in enumerate(values)) + ")"
 
 
+GEO_COLUMNS = (
+    "id int PRIMARY KEY, p point, l line, s lseg, b box, pa path, po polygon, c circle,"
+    " tv tsvector, tq tsquery, r4 int4range, r8 int8range, rn numrange, rd daterange,"
+    " rs tsrange, rz tstzrange, m4 int4multirange, mn nummultirange, mz tstzmultirange,"
+    " ap point[], ar int4range[]"
+)
+
+
+def _geo_row(rng: random.Random, i: int) -> str:
+    r, f = rng.randint, rng.uniform
+
+    def pt() -> str:
+        return f"({f(-1e6, 1e6)},{rng.choice([0, -0.0, 1.5, f(-1, 1)])})"
+
+    values = [
+        str(i),
+        f"'{pt()}'",
+        rng.choice(["'{1,-1,0}'", "'{0.5,2,-3.25}'", f"'{{{r(1, 9)},{r(-9, 9)},{f(-9, 9)}}}'"]),
+        f"'[{pt()},{pt()}]'",
+        f"'{pt()},{pt()}'",
+        rng.choice([f"'[{pt()},{pt()},{pt()}]'", f"'({pt()},{pt()})'", f"'({pt()})'"]),
+        rng.choice([f"'({pt()},{pt()},{pt()})'", f"'({pt()})'"]),
+        f"'<{pt()},{abs(f(0, 99))}>'",
+        rng.choice(
+            [
+                "to_tsvector('english', 'The quick brown foxes jumped')",
+                "'a:1A b:2B,3 ''it''''s'':4 c'::tsvector",
+                "''::tsvector",
+                "setweight('x:1 y'::tsvector, 'C')",
+            ]
+        ),
+        rng.choice(["'a & !(b | c:*) <-> d:AB'", "to_tsquery('english', 'cats & dogs')", "''"]),
+        rng.choice(["'[1,5)'", "'empty'", "'(,7]'", f"'[{r(-99, 0)},{r(1, 99)}]'"]),
+        rng.choice(["'[-9223372036854775808,9223372036854775807)'", "'(,)'"]),
+        rng.choice(["'[1.5,2.25)'", "'(-1e-10,)'", "'[NaN,NaN]'", "'empty'"]),
+        rng.choice(["'[2000-01-01,infinity)'", "'[0044-03-15 BC,2024-02-29]'"]),
+        rng.choice(["'[2024-01-01 00:00,2024-01-02 12:00:00.5)'", "'(,infinity]'"]),
+        rng.choice(["'[2024-01-01 00:00+00,2024-01-02 12:00+00)'", "'empty'"]),
+        rng.choice(["'{}'", "'{[1,3),[5,9)}'", "'{(,0],[4,4]}'"]),
+        rng.choice(["'{[1.5,2)}'", "'{}'"]),
+        rng.choice(["'{[2024-01-01 00:00+00,)}'", "'{}'"]),
+        rng.choice([f"ARRAY['{pt()}'::point, NULL]", "'{}'"]),
+        rng.choice(["'{\"[1,3)\",empty,NULL}'", "'{}'"]),
+    ]
+    return "(" + ", ".join(v if k == 0 else _maybe(rng, v) for k, v in enumerate(values)) + ")"
+
+
 class _Counting(TestDecodingPlugin):
     """The text plugin, kept so the test can read its native counters."""
 
@@ -207,6 +255,7 @@ def test_native_text_equals_test_decoding(
     more_rows = ", ".join(_more_row(rng, i, xml) for i in range(1, 301))
     more_columns = MORE_COLUMNS + (", x xml" if xml else "")
     array_rows = ", ".join(_array_row(rng, i) for i in range(1, 201))
+    geo_rows = ", ".join(_geo_row(rng, i) for i in range(1, 201))
     big = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(9000))
     out = compare(
         pg,
@@ -217,6 +266,7 @@ def test_native_text_equals_test_decoding(
             "CREATE TABLE nfl (id int PRIMARY KEY, f float8, r real)",
             "CREATE TYPE nmood AS ENUM ('sad', 'ok', 'it''s')",
             f"CREATE TABLE nx ({more_columns})",
+            f"CREATE TABLE ngeo ({GEO_COLUMNS})",
             "CREATE TYPE ncomp AS (a int, b text)",
             "CREATE TABLE ncmp (id int PRIMARY KEY, c ncomp)",
             "CREATE TABLE narr (id int PRIMARY KEY, i4 int[], tx text[], nu numeric(10,2)[],"
@@ -237,6 +287,9 @@ def test_native_text_equals_test_decoding(
             " (53, 1e23, 3.4e38), (54, 2^47 + 0.125, 0.1), (55, 5e-324, NULL)",
             "INSERT INTO ncmp SELECT g, ROW(g, 'x')::ncomp FROM generate_series(1, 20) g",
             f"INSERT INTO narr VALUES {array_rows}",
+            f"INSERT INTO ngeo VALUES {geo_rows}",
+            "UPDATE ngeo SET p = point(p[0] + 1, p[1]), r4 = '[0,1)' WHERE id % 3 = 0",
+            "DELETE FROM ngeo WHERE id % 5 = 0",
             "UPDATE narr SET i4 = CASE WHEN array_ndims(i4) = 1 THEN i4 || 7 END,"
             " tx = CASE WHEN array_ndims(tx) = 1 THEN array_prepend('it''s', tx) END"
             " WHERE id % 3 = 0",
@@ -295,6 +348,6 @@ def test_native_text_equals_test_decoding(
     assert native.fallbacks["float Python decides"] >= 2, native.fallbacks  # 1e23, 2^47 + 1/8
     plans = {key: plan for key, (_table, plan) in native._plans.items()}
     assert sum(plan is None for plan in plans.values()) == 1  # ncmp: a composite column
-    assert sum(plan is not None for plan in plans.values()) >= 6  # nx's and narr's among them
+    assert sum(plan is not None for plan in plans.values()) >= 7  # nx, narr, ngeo among them
     if xml:
         assert native.fallbacks["xml declaration Python decides"] >= 1, native.fallbacks

@@ -13,7 +13,9 @@ change, deletes with tombstones, REPLICA IDENTITY FULL deletes of tuples older t
 ADD COLUMN; a table of the types added later (interval, timetz, money, "char", inet,
 cidr, macaddr, macaddr8, bit, varbit, jsonb, domains over int4, numeric and text, an
 enum with a label added mid-stream, and xml where the server has libxml), a table of
-arrays of them (NULL elements, 2-D, lower bounds, empty), and a table with a composite
+arrays of them (NULL elements, 2-D, lower bounds, empty), a table of the geometric
+types (point as Debezium's Point record), tsvector, tsquery, the built-in ranges and
+multiranges and arrays of some of them, and a table with a composite
 column (no plan: Python) in the same transactions.
 
 The WAL is decoded three times by a pgcdc `Session`: into the reference plugin
@@ -74,6 +76,11 @@ CREATE TABLE n_arr (
     nv numeric[], tz timestamptz[], d date[], jb jsonb[], bo bool[], by bytea[],
     ip inet[], iv interval[], bt bit(3)[], b1 bit(1)[], u uuid[] NOT NULL DEFAULT '{}',
     f8 float8[], mo money[]);
+CREATE TABLE n_geo (
+    id int4 PRIMARY KEY, p point, p_nn point NOT NULL DEFAULT '(0,0)', l line, s lseg,
+    b box, pa path, po polygon, c circle, tv tsvector, tq tsquery, r4 int4range,
+    r8 int8range, rn numrange, rd daterange, rs tsrange, rz tstzrange, m4 int4multirange,
+    mz tstzmultirange, ap point[], ab box[], ar int4range[]);
 CREATE TABLE n_more (
     id int8 PRIMARY KEY, iv interval, tt timetz, mo money, mo_nn money NOT NULL DEFAULT 0,
     ch "char", ip inet, cd cidr, mc macaddr, m8 macaddr8, bt bit(10), b1 bit(1),
@@ -136,6 +143,24 @@ _MORE_ROWS = [
        FROM generate_series(1, 200) g""",
     "UPDATE n_arr SET i4 = i4 || 5 WHERE id % 3 = 0 AND array_ndims(i4) = 1",
     "DELETE FROM n_arr WHERE id % 4 = 0",
+    # the geometric types, text search, ranges and multiranges (and arrays of them)
+    r"""INSERT INTO n_geo VALUES
+ (1, '(1.5,-0)', '(NaN,Infinity)', '{1,-1,0}', '[(0,0),(1e300,-1e-300)]', '(1,1),(0,0)',
+  '[(0,0),(1,1),(2,0)]', '((0,0),(0,1),(1,0))', '<(1,2),3.5>',
+  'a:1A b:2B,3 ''it''''s'':4 c', 'a & !(b | c:*) <-> d:AB', '[1,5)', '(,)', '[1.5,NaN]',
+  '[0044-03-15 BC,infinity)', '[2024-01-01 00:00,2024-01-02 12:00:00.5)',
+  '(,2024-01-01 00:00+00]', '{[1,3),[5,9)}', '{}', '{"(1,2)",NULL}',
+  '{(1,1),(0,0);(2,2),(1,1)}', '{"[1,3)",empty,NULL}'),
+ (2, NULL, '(0,0)', NULL, NULL, NULL, NULL, NULL, NULL, '', '', 'empty', NULL, NULL, NULL,
+  NULL, NULL, NULL, NULL, '{}', '{}', '{}')""",
+    """INSERT INTO n_geo (id, p, b, pa, tv, r4, rz, m4, ap)
+       SELECT 10 + g, point(g / 3.0, -g), box(point(g, g), point(0, 1)),
+              ('[(0,0),(' || g || ',1)]')::path, to_tsvector('english', 'row ' || g || ' jumped'),
+              int4range(g, g + 10), tstzrange('2024-01-01 00:00+00', NULL),
+              int4multirange(int4range(1, g + 2), int4range(g + 5, g + 9)),
+              ARRAY[point(g, 0)]
+       FROM generate_series(1, 200) g""",
+    "DELETE FROM n_geo WHERE id % 6 = 0",
 ]
 
 _EDGE_ROWS = """
@@ -338,6 +363,7 @@ def test_native_rows_equal_python_and_reference(
             "n_python",
             "n_more",
             "n_arr",
+            "n_geo",
         }
         assert len(expected) > 500
         for name, records in (("python", python), ("native", got)):
@@ -366,8 +392,10 @@ def test_native_rows_equal_python_and_reference(
             # The second step's types (and domains over native types) have a plan.
             more = [(n, done) for table, n, done in groups if table == "n_more"]
             assert sum(n for n, _ in more) >= 300 and all(done != -1 for _, done in more), more
-            arrays = [(n, done) for table, n, done in groups if table == "n_arr"]
-            assert sum(n for n, _ in arrays) >= 200 and all(d != -1 for _, d in arrays), arrays
+            for name in ("n_arr", "n_geo"):
+                mine = [(n, done) for table, n, done in groups if table == name]
+                assert sum(n for n, _ in mine) >= 200, (name, mine)
+                assert all(done != -1 for _, done in mine), (name, mine)
             if xml:
                 assert "xml declaration Python decides" in counts.fallbacks, counts.fallbacks
             reasons = set(counts.fallbacks)

@@ -226,3 +226,67 @@ def array_datum(
         out += bytes((-(len(out) + 4)) % typalign)
         out += struct.pack("<I", (len(item) + 4) << 2) + item if typlen == -1 else item
     return bytes(out)
+
+
+_FLOATS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1.5, -2.25, 1e-300, 1e300, 0.1]),
+)
+
+
+def _points(n: int) -> st.SearchStrategy[bytes]:
+    return st.lists(_FLOATS, min_size=2 * n, max_size=2 * n).map(
+        lambda fs: struct.pack(f"<{len(fs)}d", *fs)
+    )
+
+
+POINT, LSEG, BOX = _points(1), _points(2), _points(2)
+LINE = CIRCLE = st.lists(_FLOATS, min_size=3, max_size=3).map(lambda fs: struct.pack("<3d", *fs))
+PATH = st.integers(0, 6).flatmap(
+    lambda n: st.builds(
+        lambda closed, pts: struct.pack("<iii", n, closed, 0) + pts,
+        st.sampled_from([0, 1]),
+        _points(n),
+    )
+)
+POLYGON = st.integers(0, 6).flatmap(
+    lambda n: st.builds(lambda box, pts: struct.pack("<i", n) + box + pts, _points(2), _points(n))
+)
+
+# Built-in ranges over fixed-length subtypes: OID -> (struct format, typalign, values).
+_RANGE_SUBS: dict[int, tuple[str, int, st.SearchStrategy[int]]] = {
+    3904: ("<i", 4, st.integers(INT32_MIN, INT32_MAX)),  # int4range
+    3926: ("<q", 8, st.integers(INT64_MIN, INT64_MAX)),  # int8range
+    3912: ("<i", 4, st.integers(-3_000_000, 3_000_000)),  # daterange
+    3908: ("<q", 8, st.integers(-(10**17), 10**17)),  # tsrange
+    3910: ("<q", 8, st.integers(-(10**17), 10**17)),  # tstzrange
+}
+
+
+def range_datum(oid: int, lower: int | None, upper: int | None, flags: int) -> bytes:
+    """A range payload (range_serialize): rangetypid, the present bounds aligned to the
+    subtype's typalign from the 4-byte varlena header, the flags byte. `None` for a
+    bound is an infinite one; flags 0x01 (empty) drops both."""
+    fmt, align, _ = _RANGE_SUBS[oid]
+    if flags & 0x01:
+        lower = upper = None
+    flags |= (0x08 if lower is None else 0) | (0x10 if upper is None else 0)
+    if flags & 0x01:
+        flags &= ~0x18
+    out = bytearray(struct.pack("<I", oid))
+    for bound in (lower, upper):
+        if bound is not None:
+            out += bytes((-(len(out) + 4)) % align)
+            out += struct.pack(fmt, bound)
+    return bytes(out + bytes([flags]))
+
+
+def ranges_of(oid: int) -> st.SearchStrategy[bytes]:
+    values = _RANGE_SUBS[oid][2]
+    return st.builds(
+        range_datum,
+        st.just(oid),
+        st.one_of(st.none(), values),
+        st.one_of(st.none(), values),
+        st.sampled_from([0, 0x02, 0x04, 0x06, 0x01]),
+    )

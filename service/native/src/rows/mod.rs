@@ -37,6 +37,7 @@ pub mod geometric;
 pub mod jsonb;
 pub mod network;
 pub mod numeric;
+pub mod output;
 pub mod range;
 pub mod text;
 pub mod tsearch;
@@ -115,6 +116,11 @@ pub enum Kind {
     MoneyText,
     /// money in decimal.handling.mode=double.
     MoneyDouble,
+    /// A type published as its output text (geometric but point, tsvector, tsquery,
+    /// the built-in ranges and multiranges): a string.
+    Output(output::Output),
+    /// point: io.debezium.data.geometry.Point {x, y, wkb (a 2D WKB point), srid null}.
+    Point,
 }
 
 impl Kind {
@@ -156,7 +162,8 @@ impl Kind {
             "numeric_double" => Kind::NumericDouble,
             "money_text" => Kind::MoneyText,
             "money_double" => Kind::MoneyDouble,
-            _ => return None,
+            "point_record" => Kind::Point,
+            _ => Kind::Output(output::Output::parse(name)?),
         })
     }
 
@@ -176,7 +183,8 @@ impl Kind {
             | Kind::MoneyDouble
             | Kind::Mac8 => 8,
             Kind::TimeTz => 12,
-            Kind::Uuid | Kind::Interval => 16,
+            Kind::Uuid | Kind::Interval | Kind::Point => 16,
+            Kind::Output(o) => o.attlen(),
             Kind::Name => 64,
             Kind::Mac => 6,
             Kind::Text
@@ -485,6 +493,8 @@ fn zero(out: &mut Vec<u8>, kind: Kind) {
         Kind::Decimal { .. } | Kind::Money => out.extend_from_slice(&[0x02, 0x00]),
         // {"scale": 0, "value": b"\x00"}
         Kind::VarDecimal => out.extend_from_slice(&[0x00, 0x02, 0x00]),
+        // point_datum of (0, 0)
+        Kind::Point => point(out, 0.0, 0.0),
         // "", b"", 0, false: a single zero byte each
         _ => out.push(0x00),
     }
@@ -493,6 +503,21 @@ fn zero(out: &mut Vec<u8>, kind: Kind) {
 fn fixed<const N: usize>(d: &[u8]) -> Result<[u8; N], &'static str> {
     d.try_into()
         .map_err(|_| "stored size differs from the type's")
+}
+
+/// The Point record (connectors.avro.extension_types.point_datum): x, y, the WKB of a 2D
+/// point (little-endian byte order 1, type 1, x, y) in the `["null", bytes]` union, and
+/// srid null.
+fn point(out: &mut Vec<u8>, x: f64, y: f64) {
+    out.extend_from_slice(&x.to_le_bytes());
+    out.extend_from_slice(&y.to_le_bytes());
+    out.push(avro::SECOND_BRANCH);
+    avro::long(out, 21);
+    out.push(1);
+    out.extend_from_slice(&1u32.to_le_bytes());
+    out.extend_from_slice(&x.to_le_bytes());
+    out.extend_from_slice(&y.to_le_bytes());
+    out.push(avro::NULL_BRANCH);
 }
 
 /// One field: the union branch if `optional`, then the value (or null / zero).
@@ -590,6 +615,15 @@ fn write_value(out: &mut Vec<u8>, col: &Column, kind: Kind, d: &[u8]) -> Result<
         }
         Kind::Interval => avro::long(out, formats::duration_micros(d)?),
         Kind::Enum => avro::bytes(out, enum_label(&col.labels, d)?.as_bytes()),
+        Kind::Output(o) => {
+            let mut text = String::new();
+            o.write(&mut text, d)?;
+            avro::bytes(out, text.as_bytes());
+        }
+        Kind::Point => {
+            let (x, y) = geometric::point_xy(d)?;
+            point(out, x, y);
+        }
         Kind::NumericText | Kind::MoneyText => {
             let mut text = String::new();
             if kind == Kind::MoneyText {

@@ -22,8 +22,8 @@
 use std::fmt::Write;
 
 use super::{
-    array, datetime, enum_label, fixed, float, formats, jsonb, network, numeric, Column, Plan,
-    RowError, Step, Tuple,
+    array, datetime, enum_label, fixed, float, formats, jsonb, network, numeric, output::Output,
+    Column, Plan, RowError, Step, Tuple,
 };
 
 /// How a printed column's value is written (its output function, then print_literal).
@@ -64,6 +64,8 @@ pub enum TextKind {
     Enum,
     /// An array: array_out of its elements' texts (the printed column's `elem`), quoted.
     Array,
+    /// A type printed as its output text (rows::output), quoted.
+    Output(Output),
 }
 
 impl TextKind {
@@ -99,7 +101,7 @@ impl TextKind {
             "xml" => TextKind::Xml,
             "enum" => TextKind::Enum,
             "array" => TextKind::Array,
-            _ => return None,
+            _ => TextKind::Output(Output::parse(name)?),
         })
     }
 
@@ -121,6 +123,7 @@ impl TextKind {
             | TextKind::Mac8 => 8,
             TextKind::TimeTz => 12,
             TextKind::Uuid | TextKind::Interval => 16,
+            TextKind::Output(o) => o.attlen(),
             TextKind::Name => 64,
             TextKind::Text
             | TextKind::Bytea
@@ -309,6 +312,7 @@ fn output(out: &mut String, kind: TextKind, col: &Column, d: &[u8]) -> Result<()
         TextKind::Mac | TextKind::Mac8 => network::mac_text(out, d)?,
         TextKind::Xml => formats::xml_text(out, d)?,
         TextKind::Jsonb => jsonb::text(out, d)?,
+        TextKind::Output(o) => o.write(out, d)?,
         // an array of arrays is not an element kind (array_out of an element is Python's)
         TextKind::Array => return Err("array Python decides"),
     }
