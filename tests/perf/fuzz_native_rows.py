@@ -48,6 +48,7 @@ from service.output.text import print_literal  # noqa: E402
 from service.types.convert import to_text  # noqa: E402
 from service.types.deform import Column, deform  # noqa: E402
 from service.types.registry import TypeRegistry  # noqa: E402
+from tests.service.types import stored_forms as forms  # noqa: E402
 
 PANIC = "internal error in the native row encoder"
 TEXT_PANIC = "internal error in the native text writer"
@@ -75,7 +76,27 @@ COLUMNS = [
     ("n", -1, "i", "decimal", False),
     ("nv", -1, "i", "variable_decimal", False),
     ("big", -1, "i", "text", False),
+    ("iv", 16, "d", "interval", False),
+    ("tt", 12, "d", "timetz", False),
+    ("mo", 8, "d", "money", False),
+    ("ch", 1, "c", "char", False),
+    ("ip", -1, "i", "inet", False),
+    ("mc", 6, "i", "macaddr", False),
+    ("vb", -1, "i", "bits", False),
+    ("jb", -1, "i", "jsonb", False),
+    ("x", -1, "i", "xml", False),
+    ("en", 4, "i", "enum", False),
+    ("ai", -1, "i", "array_int4", False),
+    ("at", -1, "i", "array_text", False),
+    ("pt", 16, "d", "point_record", False),
+    ("bx", 32, "d", "box", False),
+    ("pa", -1, "d", "path", False),
+    ("rz", -1, "d", "tstzrange", False),
+    ("r4", -1, "i", "int4range", False),
 ]
+ENUM_LABELS = {16_500: "sad", 16_501: "it's", 16_502: ""}
+# An array column's element (kind, OID, typlen, typalign in bytes), by the column's kind.
+_ARRAYS = {"array_int4": ("int4", 23, 4, 4), "array_text": ("text", 25, -1, 4)}
 _ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
 # The text writer's kind and the type OID of each printed column (by the Avro kind).
 _TEXT = {
@@ -96,6 +117,23 @@ _TEXT = {
     "timestamptz": ("timestamptz", 1184),
     "decimal": ("numeric", 1700),
     "variable_decimal": ("numeric", 1700),
+    "interval": ("interval", 1186),
+    "timetz": ("timetz", 1266),
+    "money": ("money", 790),
+    "char": ("char", 18),
+    "inet": ("inet", 869),
+    "macaddr": ("macaddr", 829),
+    "bits": ("bits", 1562),
+    "jsonb": ("jsonb", 3802),
+    "xml": ("xml", 142),
+    "enum": ("enum", 0),  # no built-in OID: not compared with Python
+    "array_int4": ("array", 1007),
+    "array_text": ("array", 1009),
+    "point_record": ("point", 600),
+    "box": ("box", 603),
+    "path": ("path", 602),
+    "tstzrange": ("tstzrange", 3910),
+    "int4range": ("int4range", 3904),
 }
 REGISTRY = TypeRegistry(version=18)
 
@@ -134,7 +172,68 @@ def _varlena(payload: bytes, rng: random.Random, compress: bool) -> bytes:
     return struct.pack("<I", (len(payload) + 4) << 2) + payload
 
 
+def _payload(kind: str, rng: random.Random) -> bytes:
+    """The varlena payload of one value of a variable-length kind."""
+    if kind == "inet":
+        v6 = rng.random() < 0.5
+        size = 16 if v6 else 4
+        return bytes([3 if v6 else 2, rng.randint(0, 8 * size)]) + rng.randbytes(size)
+    if kind == "bits":
+        n = rng.randint(0, 40)
+        return struct.pack("<i", n) + rng.randbytes((n + 7) // 8)
+    if kind == "jsonb":
+        return forms.jsonb_datum(forms.random_json(rng, 3))
+    if kind == "xml":
+        return rng.choice(["<a>é</a>", "\n<b/>", "", '<?xml version="1.0"?><c/>']).encode()
+    if kind == "array_int4":
+        items = [
+            None if rng.random() < 0.2 else _value("int4", rng) for _ in range(rng.randint(0, 9))
+        ]
+        return forms.array_datum(23, 4, 4, items, [len(items)], [rng.choice([1, 0, -2])])
+    if kind == "array_text":
+        items = [
+            None if rng.random() < 0.2 else rng.choice([b"", b"a b", b"NULL", b'q"', "é".encode()])
+            for _ in range(rng.randint(0, 6))
+        ]
+        return forms.array_datum(25, -1, 4, items)
+    if kind == "path":
+        n = rng.randint(0, 4)
+        return struct.pack(
+            f"<iii{2 * n}d", n, rng.randint(0, 1), 0, *(rng.uniform(-9, 9) for _ in range(2 * n))
+        )
+    if kind in ("tstzrange", "int4range"):
+        oid = 3910 if kind == "tstzrange" else 3904
+        bound = (
+            (lambda: rng.randint(-(10**15), 10**15))
+            if oid == 3910
+            else (lambda: rng.randint(-99, 99))
+        )
+        lo = None if rng.random() < 0.2 else bound()
+        hi = None if rng.random() < 0.2 else bound()
+        return forms.range_datum(oid, lo, hi, rng.choice([0, 2, 4, 6, 1]))
+    return _numeric(rng)
+
+
 def _value(kind: str, rng: random.Random) -> bytes:
+    if kind == "interval":
+        return struct.pack(
+            "<qii", rng.randint(-(10**12), 10**12), rng.randint(-99, 99), rng.randint(-99, 99)
+        )
+    if kind == "timetz":
+        return struct.pack("<qi", rng.randint(0, 86_400_000_000), rng.randint(-57_599, 57_599))
+    if kind == "money":
+        return struct.pack("<q", rng.randint(-(2**63), 2**63 - 1))
+    if kind == "char":
+        return bytes([rng.randint(0, 255)])
+    if kind == "macaddr":
+        return rng.randbytes(6)
+    if kind == "enum":
+        return struct.pack("<I", rng.choice([*ENUM_LABELS, 99]))
+    if kind in ("point_record", "box"):
+        n = 2 if kind == "point_record" else 4
+        return struct.pack(
+            f"<{n}d", *(rng.choice([rng.uniform(-1e6, 1e6), -0.0, 1.5]) for _ in range(n))
+        )
     if kind in ("int8", "time", "ts", "timestamp", "timestamptz", "float8"):
         return struct.pack("<q", rng.randint(-(2**63), 2**63 - 1))
     if kind in ("int4", "oid", "date", "float4"):
@@ -180,7 +279,7 @@ def seed_tuple(rng: random.Random) -> RawTuple:
                 payload = rng.randbytes(rng.randint(0, 40))
                 compress = False
             else:
-                payload = _numeric(rng)
+                payload = _payload(kind, rng)
                 compress = False
             datum = _varlena(payload, rng, compress)
             if datum[0] & 1 == 0:  # 4-byte header: aligned
@@ -230,24 +329,40 @@ def damage(t: RawTuple, rng: random.Random) -> tuple[str, RawTuple]:
 def make_plan() -> tuple[object, list[Column]]:
     specs = []
     columns = []
+    labels: dict[int, dict[int, str]] = {}
+    elements: dict[int, tuple[str, int, int, int, int, int]] = {}
     for k, (name, attlen, align, kind, dropped) in enumerate(COLUMNS):
-        specs.append((name, attlen, _ALIGN[align], dropped, False, kind, 2, 12, k % 3 != 0))
+        avro_kind = "array" if kind in _ARRAYS else kind
+        specs.append((name, attlen, _ALIGN[align], dropped, False, avro_kind, 2, 12, k % 3 != 0))
+        if kind == "enum":
+            labels[k] = ENUM_LABELS
+        if kind in _ARRAYS:
+            ekind, oid, elen, ealign = _ARRAYS[kind]
+            elements[k] = (ekind, 0, 0, oid, elen, ealign)
         columns.append(
             Column(
                 k + 1, name, 0 if dropped else 23, -1, attlen, attlen > 0, align, dropped=dropped
             )
         )
-    plan = _native.RowPlan(specs, [0, 3], RELATION, SchemaMismatchError, DecodeError)
+    plan = _native.RowPlan(
+        specs, [0, 3], RELATION, SchemaMismatchError, DecodeError, labels, elements
+    )
     return plan, columns
 
 
 def make_text_plan() -> object:
     specs = []
-    for name, attlen, align, kind, dropped in COLUMNS:
+    labels: dict[int, dict[int, str]] = {}
+    elements: dict[int, tuple[str, int, int, int]] = {}
+    for k, (name, attlen, align, kind, dropped) in enumerate(COLUMNS):
         text_kind = "" if dropped or kind not in _TEXT else _TEXT[kind][0]
         head = f" {name}[{kind}]:" if text_kind else ""
         specs.append((name, attlen, _ALIGN[align], dropped, False, head, text_kind))
-    return _native.TextPlan(specs, RELATION, SchemaMismatchError, DecodeError)
+        if kind == "enum":
+            labels[k] = ENUM_LABELS
+        if kind in _ARRAYS:
+            elements[k] = _ARRAYS[kind]
+    return _native.TextPlan(specs, RELATION, SchemaMismatchError, DecodeError, labels, elements)
 
 
 def _python_line(columns: list[Column], t: RawTuple) -> str | None:
@@ -259,6 +374,14 @@ def _python_line(columns: list[Column], t: RawTuple) -> str | None:
             if dropped or kind not in _TEXT:
                 continue
             oid = _TEXT[kind][1]
+            if oid == 0:  # an enum: its labels are the plan's, not a registry's
+                label = None if datum is None else ENUM_LABELS.get(struct.unpack("<I", datum)[0])
+                if datum is not None and label is None:
+                    return None
+                parts.append(
+                    f" {name}[{kind}]:" + ("null" if label is None else print_literal(oid, label))
+                )
+                continue
             if datum is None:
                 parts.append(f" {name}[{kind}]:null")
                 continue

@@ -30,7 +30,19 @@ from tests.service.types import stored_forms as forms
 native = pytest.importorskip("service._native")
 
 REGISTRY = TypeRegistry(version=18)
-ALIGN = {1: 1, 2: 2, 4: 4, 6: 4, 8: 8, 12: 8, 16: 1, 24: 8, 32: 8, 64: 1, -1: 4}  # attlen -> attalign
+ALIGN = {
+    1: 1,
+    2: 2,
+    4: 4,
+    6: 4,
+    8: 8,
+    12: 8,
+    16: 1,
+    24: 8,
+    32: 8,
+    64: 1,
+    -1: 4,
+}  # attlen -> attalign
 HEAD = " c[t]:"
 
 

@@ -14,6 +14,7 @@ and tests/connectors/avro/test_native_rows_pipeline.py.
 
 from __future__ import annotations
 
+import random
 import struct
 from typing import Any
 
@@ -125,6 +126,21 @@ JSON_VALUES = st.recursive(
     max_leaves=60,
 )
 JSONB = st.builds(jsonb_datum, JSON_VALUES, short_numeric_headers=st.booleans())
+
+
+def random_json(rng: random.Random, depth: int) -> Any:
+    """A random JSON value (for jsonb_datum) from `rng`, nested at most `depth` deep."""
+    pick = rng.randrange(7 if depth else 4)
+    if pick == 0:
+        return rng.choice([None, True, False])
+    if pick == 1:
+        return rng.randrange(-(10**20), 10**20)
+    if pick in (2, 3):
+        return rng.choice(["", 'q"b\\', "é😀", "\n\t\x01", "x" * rng.randrange(40)])
+    if pick in (4, 5):
+        keys = [rng.choice("abcdefg") * rng.randrange(1, 4) for _ in range(rng.randrange(5))]
+        return {k: random_json(rng, depth - 1) for k in keys}
+    return [random_json(rng, depth - 1) for _ in range(rng.randrange(40))]
 
 
 def _interval(micros: int, days: int, months: int) -> bytes:
