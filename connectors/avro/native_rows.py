@@ -146,6 +146,10 @@ NATIVE_TYPES: dict[int, tuple[str, int]] = {
     4534: ("tstzmultirange", -1),
     4535: ("datemultirange", -1),
     4536: ("int8multirange", -1),
+    28: ("xid", 4),
+    29: ("xid", 4),  # cid
+    3220: ("pg_lsn", 8),
+    5069: ("xid8", 8),
 }
 _RANGES = frozenset({3904, 3906, 3908, 3910, 3912, 3926})
 _NUMERIC, _MONEY, _BIT, _VARBIT = 1700, 790, 1560, 1562

@@ -110,6 +110,10 @@ TEXT_KINDS: dict[int, tuple[str, int]] = {
     4534: ("tstzmultirange", -1),
     4535: ("datemultirange", -1),
     4536: ("int8multirange", -1),
+    28: ("xid", 4),
+    29: ("xid", 4),  # cid
+    3220: ("pg_lsn", 8),
+    5069: ("xid8", 8),
 }
 _RANGES = frozenset({3904, 3906, 3908, 3910, 3912, 3926})
 _BOX = 603  # its array delimiter is ';': array_out of box[] is the Python path's

@@ -191,7 +191,7 @@ GEO_COLUMNS = (
     "id int PRIMARY KEY, p point, l line, s lseg, b box, pa path, po polygon, c circle,"
     " tv tsvector, tq tsquery, r4 int4range, r8 int8range, rn numrange, rd daterange,"
     " rs tsrange, rz tstzrange, m4 int4multirange, mn nummultirange, mz tstzmultirange,"
-    " ap point[], ar int4range[]"
+    " ap point[], ar int4range[], ls pg_lsn, xd xid, x8 xid8, cd cid"
 )
 
 
@@ -230,6 +230,10 @@ def _geo_row(rng: random.Random, i: int) -> str:
         rng.choice(["'{[2024-01-01 00:00+00,)}'", "'{}'"]),
         rng.choice([f"ARRAY['{pt()}'::point, NULL]", "'{}'"]),
         rng.choice(["'{\"[1,3)\",empty,NULL}'", "'{}'"]),
+        rng.choice(["'16/B374D848'", "'0/0'", "'FFFFFFFF/FFFFFFFF'"]),
+        rng.choice(["'4294967295'", "'3'"]),
+        rng.choice(["'18446744073709551615'", "'0'"]),
+        rng.choice(["'4294967295'", "'0'"]),
     ]
     return "(" + ", ".join(v if k == 0 else _maybe(rng, v) for k, v in enumerate(values)) + ")"
 

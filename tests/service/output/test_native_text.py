@@ -135,6 +135,10 @@ _DATUMS: dict[int, st.SearchStrategy[bytes]] = {
     3912: forms.ranges_of(3912),
     3908: forms.ranges_of(3908),
     3910: forms.ranges_of(3910),
+    28: _fixed("<I"),
+    29: _fixed("<I"),
+    3220: _fixed("<Q"),
+    5069: _fixed("<Q"),
 }
 # Kinds whose stored forms only the server makes here (their own Rust tests hold golden
 # server datums; tests/integration/test_native_text.py compares them on real WAL).

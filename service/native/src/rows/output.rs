@@ -6,10 +6,13 @@
 //! the type, then per value its stored form (a fixed-length image, or a varlena's
 //! payload). Hands on: `Output`, its stored length (`attlen`) and its output text
 //! (`write`): the geometric types (rows::geometric), tsvector and tsquery
-//! (rows::tsearch), the built-in ranges and multiranges (rows::range).
+//! (rows::tsearch), the built-in ranges and multiranges (rows::range), pg_lsn, xid,
+//! cid and xid8 (service.types.text).
 //! Errors: each writer's `Err(reason)` (the row falls back to Python). Pure, no panics.
 
-use super::{geometric, range::RangeSub, tsearch};
+use std::fmt::Write;
+
+use super::{fixed, geometric, range::RangeSub, tsearch};
 
 /// A built-in type published as its output text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +28,12 @@ pub enum Output {
     Tsquery,
     Range(RangeSub),
     Multirange(RangeSub),
+    /// pg_lsn_out: `%X/%X`.
+    PgLsn,
+    /// xidout, cidout: the unsigned 32-bit number.
+    Xid,
+    /// xid8out: the unsigned 64-bit number.
+    Xid8,
 }
 
 const SUBS: [(&str, RangeSub); 6] = [
@@ -49,6 +58,9 @@ impl Output {
             "circle" => Output::Circle,
             "tsvector" => Output::Tsvector,
             "tsquery" => Output::Tsquery,
+            "pg_lsn" => Output::PgLsn,
+            "xid" => Output::Xid,
+            "xid8" => Output::Xid8,
             _ => {
                 for (prefix, sub) in SUBS {
                     match name.strip_prefix(prefix) {
@@ -68,6 +80,8 @@ impl Output {
             Output::Point => 16,
             Output::Line | Output::Circle => 24,
             Output::Lseg | Output::Box => 32,
+            Output::Xid => 4,
+            Output::PgLsn | Output::Xid8 => 8,
             _ => -1,
         }
     }
@@ -86,6 +100,19 @@ impl Output {
             Output::Tsquery => tsearch::tsquery_text(out, d),
             Output::Range(sub) => super::range::range_text(out, d, sub),
             Output::Multirange(sub) => super::range::multirange_text(out, d, sub),
+            Output::PgLsn => {
+                let v = u64::from_le_bytes(fixed(d)?);
+                let _ = write!(out, "{:X}/{:X}", v >> 32, v & 0xFFFF_FFFF);
+                Ok(())
+            }
+            Output::Xid => {
+                let _ = write!(out, "{}", u32::from_le_bytes(fixed(d)?));
+                Ok(())
+            }
+            Output::Xid8 => {
+                let _ = write!(out, "{}", u64::from_le_bytes(fixed(d)?));
+                Ok(())
+            }
         }
     }
 }
@@ -113,5 +140,13 @@ mod tests {
         assert_eq!(Output::parse("int4ranges"), None);
         assert_eq!(Output::Box.attlen(), 32);
         assert_eq!(Output::Range(RangeSub::Date).attlen(), -1);
+        let mut s = String::new();
+        Output::PgLsn
+            .write(&mut s, &0x0000_0001_0016_B374u64.to_le_bytes())
+            .unwrap();
+        s.push(' ');
+        Output::Xid8.write(&mut s, &u64::MAX.to_le_bytes()).unwrap();
+        assert_eq!(s, "1/16B374 18446744073709551615");
+        assert!(Output::Xid.write(&mut s, &[1, 2]).is_err());
     }
 }
