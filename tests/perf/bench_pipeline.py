@@ -1,8 +1,9 @@
 """Benchmark (a script, not a test): rows/s of the whole decoding pipeline after the WAL.
 
-One 5-column table (int key, int, text, numeric(12,2), timestamptz) in a fresh database
-on a real server, two workloads: one transaction of `--rows` rows, and `--txns`
-transactions of `--txn-rows` rows. For each, over the same WAL:
+One table in a fresh database on a real server (`--table narrow`: int key, int, text,
+numeric(12,2), timestamptz; `--table typed`: int key, jsonb, text[], tstzrange, inet,
+interval, timetz, money, bit(8), macaddr), two workloads: one transaction of `--rows`
+rows, and `--txns` transactions of `--txn-rows` rows. For each, over the same WAL:
 
 - pgcdc with the text plugin (`include-xids` off), from the WAL files in pg_wal to
   output lines: reader, decoder, reorder buffer, schema history, row decoding, type
@@ -26,7 +27,8 @@ too), best of `--repeat`. The text plugin's output is checked line for line (cou
 SHA-256) against test_decoding's. The garbage collector is set as `pgcdc run` sets it
 (service.app.gctune) unless `--gc default`.
 
-    .venv/bin/python tests/perf/bench_pipeline.py [--pg pg15|pg18] [--rows 200000]
+    .venv/bin/python tests/perf/bench_pipeline.py [--pg pg15|pg18] [--table narrow|typed]
+        [--rows 200000]
         [--txns 20] [--txn-rows 10000] [--repeat 1] [--only text,avro,reader,pg,pgoutput]
         [--impl python,native] [--profile text|avro] [--gc worker|default]
 
@@ -76,6 +78,21 @@ TABLE = (
 INSERT = (
     "INSERT INTO bench SELECT g, g % 1000, 'label ' || g, g / 100.0, "
     "timestamptz '2024-01-01 00:00:00+00' + g * interval '1 second' "
+    "FROM generate_series({lo}, {hi}) g"
+)
+# --table typed: the Debezium logical types beyond the narrow table's, one of each family.
+TYPED_TABLE = (
+    "CREATE TABLE bench (id int PRIMARY KEY, doc jsonb, tags text[], span tstzrange, "
+    "addr inet, dur interval, at timetz, price money, flags bit(8), mac macaddr) "
+    "WITH (autovacuum_enabled = off)"
+)
+TYPED_INSERT = (
+    "INSERT INTO bench SELECT g, jsonb_build_object('g', g, 'name', 'item ' || g, "
+    "'tags', jsonb_build_array('a', g % 7, true)), ARRAY['t' || g % 10, 'x y'], "
+    "tstzrange(timestamptz '2024-01-01 00:00+00' + g * interval '1 min', NULL), "
+    "('10.' || g % 256 || '.' || g % 100 || '.1/24')::inet, g * interval '1 min 3 s', "
+    "timetz '12:00+02' + g * interval '1 s', (g / 100.0)::numeric::money, "
+    "(g % 256)::bit(8), ('08:00:2b:01:02:' || lpad(to_hex(g % 256), 2, '0'))::macaddr "
     "FROM generate_series({lo}, {hi}) g"
 )
 OPTIONS = {"include-xids": "0"}
@@ -340,6 +357,13 @@ def main() -> int:
     )
     parser.add_argument("--only", default="text,avro,reader,pg,pgoutput")
     parser.add_argument(
+        "--table",
+        choices=["narrow", "typed"],
+        default="narrow",
+        help="narrow: int, int, text, numeric, timestamptz; typed: jsonb, text[], tstzrange,"
+        " inet, interval, timetz, money, bit(8), macaddr",
+    )
+    parser.add_argument(
         "--impl", default="python,native", help="PGCDC_IMPL values to run pgcdc under, in turn"
     )
     parser.add_argument(
@@ -349,6 +373,9 @@ def main() -> int:
         help="print a cProfile of one run of this plugin per workload",
     )
     args = parser.parse_args()
+    global TABLE, INSERT  # the workload's table, as --table picks it
+    if args.table == "typed":
+        TABLE, INSERT = TYPED_TABLE, TYPED_INSERT
     if args.gc == "worker":
         gctune.tune()  # the collector as `pgcdc run` sets it (service.app.gctune)
     only = set(args.only.split(","))
@@ -394,9 +421,10 @@ def main() -> int:
                 args.rows + 1,
             )
         )
+        shape = TABLE.split("(", 1)[1].split(") WITH")[0]
         print(
-            f"PostgreSQL {pg['version']}, table bench(int pk, int, text, numeric(12,2), "
-            f"timestamptz); workloads written in {time.monotonic() - t0:.1f} s; "
+            f"PostgreSQL {pg['version']}, table bench({shape}); "
+            f"workloads written in {time.monotonic() - t0:.1f} s; "
             f"rows/s on CPU time, best of {args.repeat}"
         )
         for w in workloads:
