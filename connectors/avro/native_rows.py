@@ -257,9 +257,15 @@ def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> FieldKin
             return None
         return ("bit1" if mapping.kind == "boolean" else "bits"), 0, 0, -1
     found = NATIVE_TYPES.get(oid)
+    probe = ColumnMeta(meta.name, meta.attnum, oid, meta.type_name, -1, False)
+    if found is None and meta.kind == "b" and meta.output_src == "textout":
+        # An extension's type whose output is textout (citext): its stored form is text's,
+        # and its mapping the string of its text.
+        if mapping is type_mapping(probe, decimal_mode, _noop_warn) and mapping.use_text:
+            return "text", 0, 0, -1
+        return None
     if found is None:
         return None
-    probe = ColumnMeta(meta.name, meta.attnum, oid, meta.type_name, -1, False)
     if mapping is not type_mapping(probe, decimal_mode, _noop_warn):
         return None
     return found[0], 0, 0, found[1]

@@ -243,6 +243,9 @@ class ColumnMeta:
     # The pg_enum OID of each of `enum_labels` (what an enum datum stores), in the same
     # order; () where the labels' OIDs are not known.
     enum_oids: tuple[int, ...] = ()
+    # The output function (pg_proc.prosrc of typoutput, e.g. "textout" for citext); ""
+    # where not known.
+    output_src: str = ""
 
     def enum_by_oid(self) -> dict[int, str] | None:
         """An enum column's labels by the pg_enum OID its datums store; None for any

@@ -122,6 +122,7 @@ _OPS = {ChangeOp.INSERT: " INSERT:", ChangeOp.UPDATE: " UPDATE:", ChangeOp.DELET
 TextSpec = tuple[str, int, int, bool, bool, str, str]
 ElemSpec = tuple[str, int, int, int]  # an array's element: kind, type OID, typlen, typalign
 _ENUM, _ARRAY = "enum", "array"
+_TEXTOUT = ("text", -1)  # a base type printed by textout (citext): as text
 
 
 def _element(meta: ColumnMeta) -> ElemSpec | None:
@@ -178,7 +179,7 @@ def compile_text_plan(
                 if enum is not None
                 else (_ARRAY, -1)
                 if elem is not None
-                else TEXT_KINDS.get(c.type_oid)
+                else TEXT_KINDS.get(c.type_oid, _TEXTOUT if meta.output_src == "textout" else None)
             )
             if (
                 found is None

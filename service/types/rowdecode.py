@@ -540,6 +540,7 @@ class HistoryRows:
                     elem_type_oid=elem_oid,
                     enum_labels=tuple(labels.values()),
                     enum_oids=tuple(labels.keys()),
+                    output_src=info.output_src,
                     elem_kind=elem_kind,
                     elem_typmod=elem_typmod,
                     ext=ext,

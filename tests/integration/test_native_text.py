@@ -93,7 +93,8 @@ def _row(rng: random.Random, i: int) -> str:
 # server has libxml: not the PG18 build here).
 MORE_COLUMNS = (
     'id int PRIMARY KEY, iv interval, tt timetz, mo money, ch "char", ip inet, cd cidr,'
-    " mc macaddr, m8 macaddr8, bt bit(10), b1 bit(1), vb varbit, jb jsonb, mood nmood"
+    " mc macaddr, m8 macaddr8, bt bit(10), b1 bit(1), vb varbit, jb jsonb, mood nmood,"
+    " ci citext"
 )
 _JSONS = [
     r'{"a": 1, "bb": [true, null, "x\n"], "c": {"d": -12345678901.5e-3}}',
@@ -149,6 +150,7 @@ def _more_row(rng: random.Random, i: int, xml: bool) -> str:
         _bits(rng, r(0, 70)),
         _lit(rng.choice([*_JSONS, f'{{"k{r(0, 99)}": [{array}]}}'])),
         rng.choice(["'sad'", "'ok'", "'it''s'"]),
+        rng.choice(["'MixedCase'", "''", "'ÉtÉ ''q'''"]),
     ]
     if xml:
         values.append(rng.choice(_XMLS))
@@ -269,6 +271,7 @@ def test_native_text_equals_test_decoding(
             "ALTER TABLE nf REPLICA IDENTITY FULL",
             "CREATE TABLE nfl (id int PRIMARY KEY, f float8, r real)",
             "CREATE TYPE nmood AS ENUM ('sad', 'ok', 'it''s')",
+            "CREATE EXTENSION IF NOT EXISTS citext",
             f"CREATE TABLE nx ({more_columns})",
             f"CREATE TABLE ngeo ({GEO_COLUMNS})",
             "CREATE TYPE ncomp AS (a int, b text)",

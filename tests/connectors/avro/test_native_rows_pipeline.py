@@ -70,6 +70,7 @@ CREATE TABLE n_python (id int4 PRIMARY KEY, doc n_pair);
 CREATE DOMAIN n_posint AS int4 CHECK (VALUE > 0);
 CREATE DOMAIN n_price AS numeric(10, 2);
 CREATE DOMAIN n_label AS text;
+CREATE EXTENSION IF NOT EXISTS citext;
 CREATE TYPE n_mood AS ENUM ('sad', 'ok', 'it''s');
 CREATE TABLE n_arr (
     id int4 PRIMARY KEY, i4 int4[], i8 int8[][], tx text[], nu numeric(10, 2)[],
@@ -80,7 +81,7 @@ CREATE TABLE n_geo (
     id int4 PRIMARY KEY, p point, p_nn point NOT NULL DEFAULT '(0,0)', l line, s lseg,
     b box, pa path, po polygon, c circle, tv tsvector, tq tsquery, r4 int4range,
     r8 int8range, rn numrange, rd daterange, rs tsrange, rz tstzrange, m4 int4multirange,
-    mz tstzmultirange, ap point[], ab box[], ar int4range[], ls pg_lsn, xd xid);
+    mz tstzmultirange, ap point[], ab box[], ar int4range[], ls pg_lsn, xd xid, ci citext);
 CREATE TABLE n_more (
     id int8 PRIMARY KEY, iv interval, tt timetz, mo money, mo_nn money NOT NULL DEFAULT 0,
     ch "char", ip inet, cd cidr, mc macaddr, m8 macaddr8, bt bit(10), b1 bit(1),
@@ -150,9 +151,10 @@ _MORE_ROWS = [
   'a:1A b:2B,3 ''it''''s'':4 c', 'a & !(b | c:*) <-> d:AB', '[1,5)', '(,)', '[1.5,NaN]',
   '[0044-03-15 BC,infinity)', '[2024-01-01 00:00,2024-01-02 12:00:00.5)',
   '(,2024-01-01 00:00+00]', '{[1,3),[5,9)}', '{}', '{"(1,2)",NULL}',
-  '{(1,1),(0,0);(2,2),(1,1)}', '{"[1,3)",empty,NULL}', 'FFFFFFFF/1', '4294967295'),
+  '{(1,1),(0,0);(2,2),(1,1)}', '{"[1,3)",empty,NULL}', 'FFFFFFFF/1', '4294967295',
+  'MixedCase ÉtÉ'),
  (2, NULL, '(0,0)', NULL, NULL, NULL, NULL, NULL, NULL, '', '', 'empty', NULL, NULL, NULL,
-  NULL, NULL, NULL, NULL, '{}', '{}', '{}', NULL, NULL)""",
+  NULL, NULL, NULL, NULL, '{}', '{}', '{}', NULL, NULL, '')""",
     """INSERT INTO n_geo (id, p, b, pa, tv, r4, rz, m4, ap)
        SELECT 10 + g, point(g / 3.0, -g), box(point(g, g), point(0, 1)),
               ('[(0,0),(' || g || ',1)]')::path, to_tsvector('english', 'row ' || g || ' jumped'),
