@@ -29,10 +29,13 @@ How:
     bit(1) a boolean), an enum (Enum: the label of the stored pg_enum OID, from the
     column's `enum_oids`);
   - a domain over one of those base types, as its base type;
+  - a composite whose fields are built-in types the text plugin prints
+    (`service.output.native_text.composite_spec`): the string of record_out's text;
   - an array of any of those (`element_spec`: not of a domain, whose OID its header
     names; not nested), with the element's layout from
     `service.types.registry.builtin_layout`.
-  A table with any other mapped column (composites, ranges of other subtypes, extension
+  A table with any other mapped column (composites of other fields, ranges of other
+  subtypes, extension
   types, arrays of other types, domains over enums, ...)
   gets no plan: the Python path handles all its rows (`not_native` names why).
 - Per row, Rust deforms the tuple (heap_deform_tuple) and writes the Value and Key
@@ -82,6 +85,7 @@ from service.output.api import (
     RowChange,
     TxnInfo,
 )
+from service.output.native_text import CompositeSpec, composite_spec
 from service.pgconst import UNIX_EPOCH_USECS
 from service.schema.tabledef import TableDef
 from service.types.deform import TYPALIGN_BYTES
@@ -210,6 +214,13 @@ def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> FieldKin
     """(kind, scale, precision, attlen) of the native encoding of one Value field, or None
     when the field's mapping is not one the native encoder writes byte-identically."""
     mapping = plan.mapping
+    if meta.kind == "c":
+        # A composite: the string of its record_out text.
+        if composite_spec(meta) is None:
+            return None
+        if mapping is not type_mapping(meta, decimal_mode, _noop_warn):
+            return None
+        return "composite", 0, 0, -1
     if meta.kind == "a":
         # An Avro array of ["null", item]; the items as the element's own mapping.
         if element_spec(meta, decimal_mode) is None or mapping.kind != "array":
@@ -285,6 +296,7 @@ def compile_plan(
     index: dict[str, int] = {}
     labels: dict[int, dict[int, str]] = {}  # an enum column's index -> its labels
     elements: dict[int, ElemSpec] = {}  # an array column's index -> its element
+    composites: dict[int, CompositeSpec] = {}  # a composite column's index -> its fields
     for c in table.columns:
         align = TYPALIGN_BYTES.get(c.attalign)
         if align is None:
@@ -302,6 +314,11 @@ def compile_plan(
             optional = plan.optional
             if kind == "enum" and meta is not None:
                 labels[len(specs)] = meta.enum_by_oid() or {}
+            if kind == "composite" and meta is not None:
+                comp = composite_spec(meta)
+                if comp is None:
+                    return None, f"column {c.name}: fields are not native"
+                composites[len(specs)] = comp
             if kind == "array" and meta is not None:
                 elem = element_spec(meta, decimal_mode)
                 if elem is None:
@@ -318,7 +335,7 @@ def compile_plan(
     key = [index[p.column] for p in t.plan.key_fields]
     relation = f"{table.schema}.{table.name}"
     plan_obj = native.RowPlan(
-        specs, key, relation, SchemaMismatchError, DecodeError, labels, elements
+        specs, key, relation, SchemaMismatchError, DecodeError, labels, elements, composites
     )
     return plan_obj, ""
 

@@ -246,6 +246,9 @@ class ColumnMeta:
     # The output function (pg_proc.prosrc of typoutput, e.g. "textout" for citext); ""
     # where not known.
     output_src: str = ""
+    # A composite column's fields, dropped ones included, in attnum order: (name, type
+    # OID, attlen, attalign, dropped); () for any other column.
+    fields: tuple[tuple[str, int, int, str, bool], ...] = ()
 
     def enum_by_oid(self) -> dict[int, str] | None:
         """An enum column's labels by the pg_enum OID its datums store; None for any

@@ -24,7 +24,8 @@ dates and times, interval, timetz, money, "char", bit and varbit, inet, cidr, ma
 and macaddr8; an enum, whose label the plan maps from its pg_enum OID: `enum_oids`; and
 an array of any of these but box, printed as array_out, with its element's layout from
 `service.types.registry.builtin_layout`; the geometric types, tsvector, tsquery, and
-the built-in ranges and multiranges). A relation with a column of any other type
+the built-in ranges and multiranges; a composite of any of these but arrays, enums and
+composites, printed as record_out). A relation with a column of any other type
 (arrays of other types, domains,
 composites, ranges, extension types, ...) gets no plan: the Python path prints all its
 rows (`reason` says why).
@@ -121,8 +122,31 @@ _OPS = {ChangeOp.INSERT: " INSERT:", ChangeOp.UPDATE: " UPDATE:", ChangeOp.DELET
 
 TextSpec = tuple[str, int, int, bool, bool, str, str]
 ElemSpec = tuple[str, int, int, int]  # an array's element: kind, type OID, typlen, typalign
-_ENUM, _ARRAY = "enum", "array"
+_ENUM, _ARRAY, _COMPOSITE = "enum", "array", "composite"
 _TEXTOUT = ("text", -1)  # a base type printed by textout (citext): as text
+
+
+CompositeSpec = tuple[int, list[tuple[str, int, int, bool, str]]]
+
+
+def composite_spec(meta: ColumnMeta) -> CompositeSpec | None:
+    """A composite column's type OID and fields (name, attlen, typalign in bytes,
+    dropped, the field's kind), when every live field is a built-in type of TEXT_KINDS
+    (not an array or composite: record_out of those nested is the Python path's); None
+    otherwise."""
+    if meta.kind != "c" or meta.ext or meta.stored_bytes_type or not meta.fields:
+        return None
+    fields: list[tuple[str, int, int, bool, str]] = []
+    for name, typid, attlen, typalign, dropped in meta.fields:
+        align = TYPALIGN_BYTES.get(typalign)
+        found = None if dropped else TEXT_KINDS.get(typid)
+        layout = None if dropped else builtin_layout(typid)
+        if align is None or (not dropped and (found is None or layout is None)):
+            return None
+        if found is not None and (found[1] != attlen or layout != (attlen, typalign)):
+            return None
+        fields.append((name, attlen, align, dropped, "" if found is None else found[0]))
+    return meta.type_oid, fields
 
 
 def _element(meta: ColumnMeta) -> ElemSpec | None:
@@ -158,6 +182,7 @@ def compile_text_plan(
     printed: list[str] = []
     labels: dict[int, dict[int, str]] = {}  # an enum column's index -> its labels
     elements: dict[int, ElemSpec] = {}  # an array column's index -> its element
+    composites: dict[int, CompositeSpec] = {}  # a composite column's index -> its fields
     for c in table.columns:
         align = TYPALIGN_BYTES.get(c.attalign)
         if align is None:
@@ -173,18 +198,23 @@ def compile_text_plan(
             if elem[0] == _ENUM:
                 labels[len(specs)] = dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
         ranged = meta is not None and meta.kind == "r" and meta.type_oid in _RANGES
+        comp = None if meta is None else composite_spec(meta)
+        if comp is not None:
+            composites[len(specs)] = comp
         if meta is not None:
             found = (
                 (_ENUM, 4)
                 if enum is not None
                 else (_ARRAY, -1)
                 if elem is not None
+                else (_COMPOSITE, -1)
+                if comp is not None
                 else TEXT_KINDS.get(c.type_oid, _TEXTOUT if meta.output_src == "textout" else None)
             )
             if (
                 found is None
                 or meta.type_oid != c.type_oid
-                or (meta.kind != "b" and enum is None and elem is None and not ranged)
+                or (meta.kind != "b" and not (enum or elem or ranged or comp))
                 or meta.ext
                 or meta.stored_bytes_type
             ):
@@ -197,7 +227,9 @@ def compile_text_plan(
     if printed != [m.name for m in rel.columns]:
         return None, "printed columns are not the relation's, in attnum order"
     relation = f"{table.schema}.{table.name}"
-    plan = native.TextPlan(specs, relation, SchemaMismatchError, DecodeError, labels, elements)
+    plan = native.TextPlan(
+        specs, relation, SchemaMismatchError, DecodeError, labels, elements, composites
+    )
     return plan, ""
 
 

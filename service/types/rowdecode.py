@@ -541,6 +541,11 @@ class HistoryRows:
                     enum_labels=tuple(labels.values()),
                     enum_oids=tuple(labels.keys()),
                     output_src=info.output_src,
+                    fields=tuple(
+                        (f.name, f.typid, f.typlen, f.typalign, f.dropped) for f in info.fields
+                    )
+                    if kind == "c"
+                    else (),
                     elem_kind=elem_kind,
                     elem_typmod=elem_typmod,
                     ext=ext,

@@ -9,7 +9,8 @@ money, "char", inet, cidr, macaddr, macaddr8, bit, varbit, jsonb, an enum with a
 added later, and xml where the server has libxml); beside them a REPLICA IDENTITY FULL
 table, a table of arrays of those types (NULL elements, quoting, lower bounds, 2-D), a table of
 the geometric types, tsvector, tsquery and the built-in ranges and multiranges, a
-table of floats, a table with a composite column (which has no native plan) and
+table of a composite (with a dropped field, quoting), a
+table of floats, a table with a nested composite column (no native plan) and
 values the writer leaves to Python (an unchanged TOAST value, NaN, a missing attribute,
 a float whose shortest decimal is a rounding bound or a tie, an xml declaration).
 pgcdc's lines must equal a real test_decoding slot's line for line under
@@ -274,8 +275,11 @@ def test_native_text_equals_test_decoding(
             "CREATE EXTENSION IF NOT EXISTS citext",
             f"CREATE TABLE nx ({more_columns})",
             f"CREATE TABLE ngeo ({GEO_COLUMNS})",
-            "CREATE TYPE ncomp AS (a int, b text)",
+            "CREATE TYPE ncomp AS (a int, b text, gone int, d timestamptz, n numeric)",
+            "ALTER TYPE ncomp DROP ATTRIBUTE gone",
+            "CREATE TYPE nnest AS (x ncomp, y int)",
             "CREATE TABLE ncmp (id int PRIMARY KEY, c ncomp)",
+            "CREATE TABLE nnst (id int PRIMARY KEY, c nnest)",
             "CREATE TABLE narr (id int PRIMARY KEY, i4 int[], tx text[], nu numeric(10,2)[],"
             " tz timestamptz[], jb jsonb[], bo bool[], by bytea[], mo nmood[], ip inet[],"
             ' m2 int8[][], ch "char"[], vb varbit[], iv interval[])',
@@ -292,7 +296,12 @@ def test_native_text_equals_test_decoding(
             "INSERT INTO nfl SELECT g, g / 3.0, g / 7.0 FROM generate_series(1, 50) g",
             "INSERT INTO nfl VALUES (51, 'NaN', '-Infinity'), (52, -0.0, 1e-37),"
             " (53, 1e23, 3.4e38), (54, 2^47 + 0.125, 0.1), (55, 5e-324, NULL)",
-            "INSERT INTO ncmp SELECT g, ROW(g, 'x')::ncomp FROM generate_series(1, 20) g",
+            "INSERT INTO ncmp SELECT g, ROW(g, CASE g % 4 WHEN 0 THEN 'x' WHEN 1 THEN 'a \"b\" (c)'"
+            " WHEN 2 THEN '' END, timestamptz '2024-01-01 00:00+00' + g * interval '1 h',"
+            " g / 7.0)::ncomp FROM generate_series(1, 20) g",
+            "INSERT INTO ncmp VALUES (100, NULL), (101, ROW(NULL, NULL, NULL, NULL))",
+            "INSERT INTO nnst SELECT g, ROW(ROW(g, 'x', NULL, NULL), g)::nnest"
+            " FROM generate_series(1, 20) g",
             f"INSERT INTO narr VALUES {array_rows}",
             f"INSERT INTO ngeo VALUES {geo_rows}",
             "UPDATE ngeo SET p = point(p[0] + 1, p[1]), r4 = '[0,1)' WHERE id % 3 = 0",
@@ -347,14 +356,14 @@ def test_native_text_equals_test_decoding(
         assert native is None
         return
     assert native is not None
-    # Rows in runs are Rust's but for the fallbacks below; ncmp's are Python's.
+    # Rows in runs are Rust's but for the fallbacks below; nnst's are Python's.
     assert native.native >= 1200, (native.native, native.fallbacks)
     assert native.fallbacks["numeric Python decides"] >= 1, native.fallbacks  # NaN
     assert native.fallbacks["external TOAST pointer"] >= 1, native.fallbacks
     assert native.fallbacks["attribute missing with a default"] >= 1, native.fallbacks
     assert native.fallbacks["float Python decides"] >= 2, native.fallbacks  # 1e23, 2^47 + 1/8
     plans = {key: plan for key, (_table, plan) in native._plans.items()}
-    assert sum(plan is None for plan in plans.values()) == 1  # ncmp: a composite column
-    assert sum(plan is not None for plan in plans.values()) >= 7  # nx, narr, ngeo among them
+    assert sum(plan is None for plan in plans.values()) == 1  # nnst: a nested composite
+    assert sum(plan is not None for plan in plans.values()) >= 8  # nx .. ncmp among them
     if xml:
         assert native.fallbacks["xml declaration Python decides"] >= 1, native.fallbacks

@@ -6,7 +6,8 @@
 //! column indexes, the qualified table name and the SchemaMismatchError and DecodeError
 //! classes, for each enum column (by index) its labels by pg_enum OID, and for each
 //! array column (by index) its element `(kind, scale, precision, type OID, typlen,
-//! typalign)`; then per row the RawTuple's fields and the change's LSN, or per run of rows
+//! typalign)`, and for each composite column (by index) its type OID and fields `(name,
+//! attlen, align, dropped, text kind)`; then per row the RawTuple's fields and the change's LSN, or per run of rows
 //! of one table and op (`encode_events`) the RawTuples, their LSNs and the Envelope's
 //! per-transaction parts.
 //! Hands on: `encode` returns `(value_record, key_record | None)` as bytes, or a `str`
@@ -35,6 +36,9 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::py_batch::PyHeapRows;
 use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::rows::text::{Composite, TextKind};
 
 use crate::rows::{avro, Column, Elem, Kind, Labels, Outcome, Plan, RowError, Tuple};
 
@@ -43,6 +47,54 @@ const DETACH_AT: usize = 4096;
 type ColumnSpec = (String, i16, usize, bool, bool, String, u32, u32, bool);
 /// An array column's element: (kind, scale, precision, type OID, typlen, typalign).
 type ElemSpec = (String, u32, u32, u32, i16, usize);
+/// A composite column's type OID and fields: (name, attlen, align, dropped, text kind "").
+pub type CompositeSpec = (u32, Vec<(String, i16, usize, bool, String)>);
+
+/// The `Composite` of a column's spec (rows::text::composite_text prints it).
+pub fn composite(column: &str, (oid, fields): CompositeSpec) -> PyResult<Arc<Composite>> {
+    let mut columns = Vec::with_capacity(fields.len());
+    let mut kinds = Vec::with_capacity(fields.len());
+    for (name, attlen, align, dropped, kind) in fields {
+        check_align(&name, align)?;
+        let k = if dropped {
+            None
+        } else {
+            let k = TextKind::parse(&kind)
+                .filter(|k| {
+                    !matches!(k, TextKind::Array | TextKind::Composite | TextKind::Enum)
+                        && k.attlen() == attlen
+                })
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "column {column}: field {name} has a bad kind {kind:?} ({attlen})"
+                    ))
+                })?;
+            Some(k)
+        };
+        kinds.push(k);
+        columns.push(Column {
+            name,
+            attlen,
+            align,
+            dropped,
+            has_missing: false,
+            kind: None,
+            optional: true,
+            read: !dropped,
+            labels: Labels::default(),
+            elem: None,
+            composite: None,
+        });
+    }
+    Ok(Arc::new(Composite {
+        oid,
+        layout: Plan {
+            columns,
+            key: vec![],
+        },
+        kinds,
+    }))
+}
 
 /// The `source` parts as the glue passes them: (head, sequence_head, mid, tail,
 /// block_head); see `SourceParts`.
@@ -57,7 +109,7 @@ pub struct PyRowPlan {
 #[pymethods]
 impl PyRowPlan {
     #[new]
-    #[pyo3(signature = (columns, key, relation, mismatch_error, decode_error, labels=None, elements=None))]
+    #[pyo3(signature = (columns, key, relation, mismatch_error, decode_error, labels=None, elements=None, composites=None))]
     #[allow(clippy::too_many_arguments)] // the plan's parts, as the glue compiles them
     fn new(
         columns: Vec<ColumnSpec>,
@@ -67,9 +119,11 @@ impl PyRowPlan {
         decode_error: Py<PyAny>,
         labels: Option<HashMap<usize, Labels>>,
         elements: Option<HashMap<usize, ElemSpec>>,
+        composites: Option<HashMap<usize, CompositeSpec>>,
     ) -> PyResult<Self> {
         let mut labels = labels.unwrap_or_default();
         let mut elements = elements.unwrap_or_default();
+        let mut composites = composites.unwrap_or_default();
         let mut cols = Vec::with_capacity(columns.len());
         for (name, attlen, align, dropped, has_missing, kind, scale, precision, optional) in columns
         {
@@ -107,6 +161,10 @@ impl PyRowPlan {
                 }
                 None => None,
             };
+            let composite = match composites.remove(&cols.len()) {
+                Some(spec) => Some(composite(&name, spec)?),
+                None => None,
+            };
             cols.push(Column {
                 name,
                 attlen,
@@ -116,6 +174,7 @@ impl PyRowPlan {
                 read: kind.is_some(),
                 labels: labels.remove(&cols.len()).unwrap_or_default(),
                 elem,
+                composite,
                 kind,
                 optional,
             });

@@ -5,7 +5,8 @@
 //! for a column that does not print: dropped, or left out of the relation), the
 //! qualified table name and the SchemaMismatchError and DecodeError classes, and for
 //! each enum column (by index) its labels by pg_enum OID, and for each array column (by
-//! index) its element `(kind, type OID, typlen, typalign)`; then per
+//! index) its element `(kind, type OID, typlen, typalign)`, and for each composite
+//! column its type OID and fields (py_rows::CompositeSpec); then per
 //! run of rows of one table and op (`lines`) the RawTuples, their LSNs, where to start
 //! in them (past a row the Python path wrote), the line's prefix (`table s.t: INSERT:`)
 //! and whether NULLs are skipped (a DELETE's old key); or (`rows_lines`) the same for
@@ -25,7 +26,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
 use crate::py_batch::PyHeapRows;
-use crate::py_rows::{check_align, intern_names, raw_fields, AsTuple, RowErrors};
+use crate::py_rows::{
+    check_align, composite, intern_names, raw_fields, AsTuple, CompositeSpec, RowErrors,
+};
 use crate::rows::text::{Printed, TextElem, TextKind, TextPlan};
 use std::collections::HashMap;
 
@@ -44,7 +47,8 @@ pub struct PyTextPlan {
 #[pymethods]
 impl PyTextPlan {
     #[new]
-    #[pyo3(signature = (columns, relation, mismatch_error, decode_error, labels=None, elements=None))]
+    #[pyo3(signature = (columns, relation, mismatch_error, decode_error, labels=None, elements=None, composites=None))]
+    #[allow(clippy::too_many_arguments)] // the plan's parts, as the glue compiles them
     fn new(
         columns: Vec<TextSpec>,
         relation: String,
@@ -52,9 +56,11 @@ impl PyTextPlan {
         decode_error: Py<PyAny>,
         labels: Option<HashMap<usize, Labels>>,
         elements: Option<HashMap<usize, ElemSpec>>,
+        composites: Option<HashMap<usize, CompositeSpec>>,
     ) -> PyResult<Self> {
         let mut labels = labels.unwrap_or_default();
         let mut elements = elements.unwrap_or_default();
+        let mut composites = composites.unwrap_or_default();
         let mut layout = Vec::with_capacity(columns.len());
         let mut printed = Vec::with_capacity(columns.len());
         for (name, attlen, align, dropped, has_missing, head, kind) in columns {
@@ -101,6 +107,10 @@ impl PyTextPlan {
                     elem,
                 })
             };
+            let composite = match composites.remove(&layout.len()) {
+                Some(spec) => Some(composite(&name, spec)?),
+                None => None,
+            };
             layout.push(Column {
                 name,
                 attlen,
@@ -112,6 +122,7 @@ impl PyTextPlan {
                 read: shown.is_some(),
                 labels: labels.remove(&layout.len()).unwrap_or_default(),
                 elem: None,
+                composite,
             });
             printed.push(shown);
         }

@@ -15,8 +15,8 @@ cidr, macaddr, macaddr8, bit, varbit, jsonb, domains over int4, numeric and text
 enum with a label added mid-stream, and xml where the server has libxml), a table of
 arrays of them (NULL elements, 2-D, lower bounds, empty), a table of the geometric
 types (point as Debezium's Point record), tsvector, tsquery, the built-in ranges and
-multiranges and arrays of some of them, and a table with a composite
-column (no plan: Python) in the same transactions.
+multiranges, arrays of some of them and a composite, and a table with a composite
+column nested in a composite (no plan: Python) in the same transactions.
 
 The WAL is decoded three times by a pgcdc `Session`: into the reference plugin
 (AvroSerializer, generic datums: tests/connectors/avro/avro_reference.py), into
@@ -65,7 +65,9 @@ CREATE TABLE n_full (id int4, v text);
 ALTER TABLE n_full REPLICA IDENTITY FULL;
 CREATE TABLE n_full_default (id int4, v text);
 ALTER TABLE n_full_default REPLICA IDENTITY FULL;
-CREATE TYPE n_pair AS (a int4, b text);
+CREATE TYPE n_inner AS (a int4);
+CREATE TYPE n_pair AS (a int4, b text, c n_inner);
+CREATE TYPE n_simple AS (a int4, b text, d date);
 CREATE TABLE n_python (id int4 PRIMARY KEY, doc n_pair);
 CREATE DOMAIN n_posint AS int4 CHECK (VALUE > 0);
 CREATE DOMAIN n_price AS numeric(10, 2);
@@ -81,7 +83,8 @@ CREATE TABLE n_geo (
     id int4 PRIMARY KEY, p point, p_nn point NOT NULL DEFAULT '(0,0)', l line, s lseg,
     b box, pa path, po polygon, c circle, tv tsvector, tq tsquery, r4 int4range,
     r8 int8range, rn numrange, rd daterange, rs tsrange, rz tstzrange, m4 int4multirange,
-    mz tstzmultirange, ap point[], ab box[], ar int4range[], ls pg_lsn, xd xid, ci citext);
+    mz tstzmultirange, ap point[], ab box[], ar int4range[], ls pg_lsn, xd xid, ci citext,
+    cp n_simple);
 CREATE TABLE n_more (
     id int8 PRIMARY KEY, iv interval, tt timetz, mo money, mo_nn money NOT NULL DEFAULT 0,
     ch "char", ip inet, cd cidr, mc macaddr, m8 macaddr8, bt bit(10), b1 bit(1),
@@ -152,9 +155,9 @@ _MORE_ROWS = [
   '[0044-03-15 BC,infinity)', '[2024-01-01 00:00,2024-01-02 12:00:00.5)',
   '(,2024-01-01 00:00+00]', '{[1,3),[5,9)}', '{}', '{"(1,2)",NULL}',
   '{(1,1),(0,0);(2,2),(1,1)}', '{"[1,3)",empty,NULL}', 'FFFFFFFF/1', '4294967295',
-  'MixedCase ÉtÉ'),
+  'MixedCase ÉtÉ', '(1,"a ""b"" (c)",2024-02-29)'),
  (2, NULL, '(0,0)', NULL, NULL, NULL, NULL, NULL, NULL, '', '', 'empty', NULL, NULL, NULL,
-  NULL, NULL, NULL, NULL, '{}', '{}', '{}', NULL, NULL, '')""",
+  NULL, NULL, NULL, NULL, '{}', '{}', '{}', NULL, NULL, '', '(,,)')""",
     """INSERT INTO n_geo (id, p, b, pa, tv, r4, rz, m4, ap)
        SELECT 10 + g, point(g / 3.0, -g), box(point(g, g), point(0, 1)),
               ('[(0,0),(' || g || ',1)]')::path, to_tsvector('english', 'row ' || g || ' jumped'),
@@ -240,13 +243,13 @@ WORKLOAD = [
     "DELETE FROM n_full_default WHERE id <= 5",
     *_MORE_ROWS,
     # a composite table (no native plan) interleaved with native rows in one transaction
-    """BEGIN; INSERT INTO n_python VALUES (1, '(1,x)');
+    """BEGIN; INSERT INTO n_python VALUES (1, '(1,x,"(1)")');
        INSERT INTO n_all (id, t) VALUES (5000, 'mixed');
-       INSERT INTO n_python VALUES (2, '(2,)'); COMMIT""",
+       INSERT INTO n_python VALUES (2, '(2,,)'); COMMIT""",
     "INSERT INTO n_all (id, t) SELECT 6000 + g, 'tail' FROM generate_series(1, 5) g",
     # many rows without a plan: one run of them (RowRun), and one inside a mixed run
-    "INSERT INTO n_python SELECT g, ROW(g, 'y')::n_pair FROM generate_series(10, 209) g",
-    """BEGIN; INSERT INTO n_python SELECT g, '(1,z)' FROM generate_series(300, 499) g;
+    "INSERT INTO n_python SELECT g, ROW(g, 'y', ROW(g))::n_pair FROM generate_series(10, 209) g",
+    """BEGIN; INSERT INTO n_python SELECT g, '(1,z,)' FROM generate_series(300, 499) g;
        INSERT INTO n_keyed VALUES ('last', 999, 'after the composite rows'); COMMIT""",
 ]
 

@@ -121,6 +121,8 @@ pub enum Kind {
     Output(output::Output),
     /// point: io.debezium.data.geometry.Point {x, y, wkb (a 2D WKB point), srid null}.
     Point,
+    /// A composite: record_out's text (the column's `composite`), a string.
+    Composite,
 }
 
 impl Kind {
@@ -163,6 +165,7 @@ impl Kind {
             "money_text" => Kind::MoneyText,
             "money_double" => Kind::MoneyDouble,
             "point_record" => Kind::Point,
+            "composite" => Kind::Composite,
             _ => Kind::Output(output::Output::parse(name)?),
         })
     }
@@ -198,7 +201,8 @@ impl Kind {
             | Kind::Xml
             | Kind::Array
             | Kind::NumericText
-            | Kind::NumericDouble => -1,
+            | Kind::NumericDouble
+            | Kind::Composite => -1,
         }
     }
 }
@@ -224,6 +228,8 @@ pub struct Column {
     pub labels: Labels,
     /// An array column's element type; None otherwise.
     pub elem: Option<Elem>,
+    /// A composite column's fields; None otherwise.
+    pub composite: Option<std::sync::Arc<text::Composite>>,
 }
 
 /// An array's element type: its encoding and stored form (pg_type's typlen, typalign).
@@ -623,6 +629,12 @@ fn write_value(out: &mut Vec<u8>, col: &Column, kind: Kind, d: &[u8]) -> Result<
         Kind::Point => {
             let (x, y) = geometric::point_xy(d)?;
             point(out, x, y);
+        }
+        Kind::Composite => {
+            let c = col.composite.as_deref().ok_or("composite Python decides")?;
+            let mut text = String::new();
+            text::composite_text(&mut text, c, d)?;
+            avro::bytes(out, text.as_bytes());
         }
         Kind::NumericText | Kind::MoneyText => {
             let mut text = String::new();

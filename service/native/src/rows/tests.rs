@@ -14,6 +14,7 @@ fn col(name: &str, attlen: i16, align: usize, kind: Option<Kind>, optional: bool
         read: kind.is_some(),
         labels: Default::default(),
         elem: None,
+        composite: None,
     }
 }
 

@@ -66,6 +66,8 @@ pub enum TextKind {
     Array,
     /// A type printed as its output text (rows::output), quoted.
     Output(Output),
+    /// A composite: record_out of its fields (the column's `composite`), quoted.
+    Composite,
 }
 
 impl TextKind {
@@ -101,6 +103,7 @@ impl TextKind {
             "xml" => TextKind::Xml,
             "enum" => TextKind::Enum,
             "array" => TextKind::Array,
+            "composite" => TextKind::Composite,
             _ => TextKind::Output(Output::parse(name)?),
         })
     }
@@ -133,7 +136,8 @@ impl TextKind {
             | TextKind::Bits
             | TextKind::Jsonb
             | TextKind::Xml
-            | TextKind::Array => -1,
+            | TextKind::Array
+            | TextKind::Composite => -1,
         }
     }
 }
@@ -253,6 +257,74 @@ fn literal(out: &mut String, p: &Printed, col: &Column, d: &[u8]) -> Result<(), 
     Ok(())
 }
 
+/// A composite type's fields: their layout (a `Plan` of the type's attributes, dropped
+/// ones included) and how each live one prints (None: dropped).
+#[derive(Debug)]
+pub struct Composite {
+    pub oid: u32,
+    pub layout: Plan,
+    pub kinds: Vec<Option<TextKind>>,
+}
+
+/// record_out of a composite datum's payload (service.types.composite.composite_text):
+/// the nested tuple (its header from datum_typmod on, the fields from t_bits) deformed
+/// against the type's fields, `(` the fields' texts `,`-separated `)`, a NULL as nothing,
+/// a field quoted when empty or holding `"` `\` `(` `)` `,` or whitespace, with `"` and
+/// `\` doubled. Another type than the column's, a damaged tuple or a field Python must
+/// judge is a fallback.
+pub fn composite_text(out: &mut String, c: &Composite, d: &[u8]) -> Result<(), &'static str> {
+    const BAD: &str = "composite Python decides";
+    if d.len() < 19 {
+        return Err(BAD);
+    }
+    let typeid = u32::from_le_bytes([d[4], d[5], d[6], d[7]]);
+    let natts = (u16::from_le_bytes([d[14], d[15]]) & 0x07FF) as usize;
+    let infomask = u16::from_le_bytes([d[16], d[17]]);
+    if typeid != c.oid {
+        return Err(BAD);
+    }
+    let t = Tuple {
+        natts,
+        infomask,
+        hoff: d[18] as usize,
+        data: &d[19..],
+    };
+    let datums = match c.layout.deform(&t) {
+        Ok(Step::Datums(datums)) => datums,
+        _ => return Err(BAD),
+    };
+    out.push('(');
+    let mut first = true;
+    let mut one = String::new();
+    for ((kind, datum), field) in c.kinds.iter().zip(&datums).zip(&c.layout.columns) {
+        let Some(kind) = kind else { continue };
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        let Some(v) = datum else { continue };
+        one.clear();
+        output(&mut one, *kind, field, v)?;
+        let special = |ch: char| {
+            matches!(ch, '"' | '\\' | '(' | ')' | ',') || ch.is_ascii_whitespace() || ch == '\u{b}'
+        };
+        if one.is_empty() || one.contains(special) {
+            out.push('"');
+            for ch in one.chars() {
+                if matches!(ch, '"' | '\\') {
+                    out.push(ch);
+                }
+                out.push(ch);
+            }
+            out.push('"');
+        } else {
+            out.push_str(&one);
+        }
+    }
+    out.push(')');
+    Ok(())
+}
+
 /// The output function's text of one value (service.types.convert.to_text), as it
 /// stands before print_literal: also an array element's text. `col` carries an enum's
 /// labels.
@@ -313,6 +385,10 @@ fn output(out: &mut String, kind: TextKind, col: &Column, d: &[u8]) -> Result<()
         TextKind::Xml => formats::xml_text(out, d)?,
         TextKind::Jsonb => jsonb::text(out, d)?,
         TextKind::Output(o) => o.write(out, d)?,
+        TextKind::Composite => {
+            let c = col.composite.as_deref().ok_or("composite Python decides")?;
+            composite_text(out, c, d)?;
+        }
         // an array of arrays is not an element kind (array_out of an element is Python's)
         TextKind::Array => return Err("array Python decides"),
     }
@@ -336,6 +412,7 @@ mod tests {
             read: true,
             labels: Default::default(),
             elem: None,
+            composite: None,
         }
     }
 
