@@ -31,6 +31,7 @@
 pub mod array;
 pub mod avro;
 pub mod datetime;
+pub mod extension;
 pub mod float;
 pub mod formats;
 pub mod geometric;
