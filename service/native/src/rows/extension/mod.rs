@@ -28,8 +28,10 @@
 //! loop is bounded by the datum's length or a fixed cap.
 
 mod hstore;
+mod ltree;
 
 pub use hstore::{hstore_json, hstore_pairs, hstore_text, java_hash_order, java_string_hash};
+pub use ltree::{lquery_text, ltree_text};
 
 /// Runs `write` on `out`; on Err, `out` is cut back to what it was.
 fn atomic(
@@ -44,7 +46,17 @@ fn atomic(
     done
 }
 
+fn u16_at(d: &[u8], at: usize) -> Option<u16> {
+    let bytes = d.get(at..at.checked_add(2)?)?;
+    Some(u16::from_le_bytes(bytes.try_into().ok()?))
+}
+
 fn u32_at(d: &[u8], at: usize) -> Option<u32> {
     let bytes = d.get(at..at.checked_add(4)?)?;
     Some(u32::from_le_bytes(bytes.try_into().ok()?))
+}
+
+/// `n` rounded up to a multiple of 8 (MAXALIGN); None past usize.
+fn maxalign(n: usize) -> Option<usize> {
+    Some(n.checked_add(7)? & !7)
 }
