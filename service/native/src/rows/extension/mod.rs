@@ -27,9 +27,11 @@
 //! Pure, no panics: every read is checked, arithmetic is checked or widened, and every
 //! loop is bounded by the datum's length or a fixed cap.
 
+mod cube;
 mod hstore;
 mod ltree;
 
+pub use cube::{cube_text, seg_text};
 pub use hstore::{hstore_json, hstore_pairs, hstore_text, java_hash_order, java_string_hash};
 pub use ltree::{lquery_text, ltree_text};
 
@@ -54,6 +56,11 @@ fn u16_at(d: &[u8], at: usize) -> Option<u16> {
 fn u32_at(d: &[u8], at: usize) -> Option<u32> {
     let bytes = d.get(at..at.checked_add(4)?)?;
     Some(u32::from_le_bytes(bytes.try_into().ok()?))
+}
+
+fn f64_at(d: &[u8], at: usize) -> Option<f64> {
+    let bytes = d.get(at..at.checked_add(8)?)?;
+    Some(f64::from_le_bytes(bytes.try_into().ok()?))
 }
 
 /// `n` rounded up to a multiple of 8 (MAXALIGN); None past usize.
