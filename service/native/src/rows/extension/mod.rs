@@ -29,10 +29,13 @@
 
 mod cube;
 mod hstore;
+mod isn;
+mod isn_ranges;
 mod ltree;
 
 pub use cube::{cube_text, seg_text};
 pub use hstore::{hstore_json, hstore_pairs, hstore_text, java_hash_order, java_string_hash};
+pub use isn::{isn_text, IsnKind};
 pub use ltree::{lquery_text, ltree_text};
 
 /// Runs `write` on `out`; on Err, `out` is cut back to what it was.
