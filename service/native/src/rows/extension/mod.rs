@@ -33,6 +33,9 @@ mod isn;
 mod isn_ranges;
 mod ltree;
 
+#[cfg(test)]
+mod tests;
+
 pub use cube::{cube_text, seg_text};
 pub use hstore::{hstore_json, hstore_pairs, hstore_text, java_hash_order, java_string_hash};
 pub use isn::{isn_text, IsnKind};
