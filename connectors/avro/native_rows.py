@@ -29,13 +29,15 @@ How:
     bit(1) a boolean), an enum (Enum: the label of the stored pg_enum OID, from the
     column's `enum_oids`);
   - a domain over one of those base types, as its base type;
+  - the extension types hstore (Json, or the map in hstore.handling.mode=map), ltree
+    (Ltree), lquery, cube, earth, seg and the isn types (their text);
   - a composite whose fields are built-in types the text plugin prints
     (`service.output.native_text.composite_spec`): the string of record_out's text;
   - an array of any of those (`element_spec`: not of a domain, whose OID its header
     names; not nested), with the element's layout from
     `service.types.registry.builtin_layout`.
   A table with any other mapped column (composites of other fields, ranges of other
-  subtypes, extension
+  subtypes, PostGIS and pgvector types, arrays of extension
   types, arrays of other types, domains over enums, ...)
   gets no plan: the Python path handles all its rows (`not_native` names why).
 - Per row, Rust deforms the tuple (heap_deform_tuple) and writes the Value and Key
@@ -85,7 +87,7 @@ from service.output.api import (
     RowChange,
     TxnInfo,
 )
-from service.output.native_text import CompositeSpec, composite_spec
+from service.output.native_text import EXT_KINDS, CompositeSpec, composite_spec
 from service.pgconst import UNIX_EPOCH_USECS
 from service.schema.tabledef import TableDef
 from service.types.deform import TYPALIGN_BYTES
@@ -210,10 +212,33 @@ def element_spec(meta: ColumnMeta, decimal_mode: str) -> ElemSpec | None:
     return kind, scale, precision, elem.type_oid, attlen, TYPALIGN_BYTES[layout[1]]
 
 
+def _extension_kind(meta: ColumnMeta, mapping: Any, decimal_mode: str) -> FieldKind | None:
+    """An extension type's native encoding (or a domain's over one): hstore as Json or
+    as the map (`hstore.handling.mode`, read off the mapping), ltree as Ltree, lquery,
+    cube, earth, seg and the isn types as their text; None for the others (PostGIS,
+    pgvector) and for anything else mapped."""
+    if meta.stored_bytes_type or meta.kind not in ("b", "d"):
+        return None
+    if meta.ext == "hstore":
+        mode = "map" if mapping.kind == "map" else "json"
+        expected = type_mapping(meta, decimal_mode, _noop_warn, hstore_mode=mode)
+        if mapping.schema != expected.schema:
+            return None
+        return f"hstore_{mode}", 0, 0, -1
+    found = EXT_KINDS.get(meta.ext)
+    if found is None:
+        return None
+    if mapping.schema != type_mapping(meta, decimal_mode, _noop_warn).schema:
+        return None
+    return found[0], 0, 0, found[1]
+
+
 def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> FieldKind | None:
     """(kind, scale, precision, attlen) of the native encoding of one Value field, or None
     when the field's mapping is not one the native encoder writes byte-identically."""
     mapping = plan.mapping
+    if meta.ext:
+        return _extension_kind(meta, mapping, decimal_mode)
     if meta.kind == "c":
         # A composite: the string of its record_out text.
         if composite_spec(meta) is None:

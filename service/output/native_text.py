@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -118,6 +119,16 @@ TEXT_KINDS: dict[int, tuple[str, int]] = {
 }
 _RANGES = frozenset({3904, 3906, 3908, 3910, 3912, 3926})
 _BOX = 603  # its array delimiter is ';': array_out of box[] is the Python path's
+# Extension types, by service.types.extensions' name: (kind, attlen of the stored form).
+EXT_KINDS: dict[str, tuple[str, int]] = {
+    "hstore": ("hstore", -1),
+    "ltree": ("ltree", -1),
+    "lquery": ("lquery", -1),
+    "cube": ("cube", -1),
+    "seg": ("seg", 12),
+    **{name: (name, 8) for name in ("ean13", "isbn13", "ismn13", "issn13")},
+    **{name: (name, 8) for name in ("isbn", "ismn", "issn", "upc")},
+}
 _OPS = {ChangeOp.INSERT: " INSERT:", ChangeOp.UPDATE: " UPDATE:", ChangeOp.DELETE: " DELETE:"}
 
 TextSpec = tuple[str, int, int, bool, bool, str, str]
@@ -172,6 +183,45 @@ def _element(meta: ColumnMeta) -> ElemSpec | None:
     return None if align is None else (found[0], meta.elem_type_oid, found[1], align)
 
 
+@dataclass(slots=True)
+class _Parts:
+    """What a TextPlan takes beside its column specs, by column index."""
+
+    labels: dict[int, dict[int, str]] = field(default_factory=dict)  # an enum's labels
+    elements: dict[int, ElemSpec] = field(default_factory=dict)  # an array's element
+    composites: dict[int, CompositeSpec] = field(default_factory=dict)  # a composite's fields
+
+
+def _kind(meta: ColumnMeta, at: int, parts: _Parts) -> tuple[str, int] | None:
+    """(kind, attlen) of how the native writer prints a column of this type, recording
+    in `parts` what the kind needs; None when the Python path prints it."""
+    if meta.stored_bytes_type:
+        return None
+    if meta.ext:
+        # an extension type (or a domain over one: earthdistance's earth over cube)
+        found = EXT_KINDS.get(meta.ext)
+        return found if meta.kind in ("b", "d") else None
+    enum = meta.enum_by_oid()
+    if enum is not None:
+        parts.labels[at] = enum
+        return _ENUM, 4
+    elem = _element(meta)
+    if elem is not None:
+        parts.elements[at] = elem
+        if elem[0] == _ENUM:
+            parts.labels[at] = dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
+        return _ARRAY, -1
+    comp = composite_spec(meta)
+    if comp is not None:
+        parts.composites[at] = comp
+        return _COMPOSITE, -1
+    if meta.kind == "r" and meta.type_oid in _RANGES:
+        return TEXT_KINDS[meta.type_oid]
+    if meta.kind != "b":
+        return None
+    return TEXT_KINDS.get(meta.type_oid, _TEXTOUT if meta.output_src == "textout" else None)
+
+
 def compile_text_plan(
     table: TableDef, rel: RelationInfo, head: Callable[[str, str], str], native: ModuleType
 ) -> tuple[Any | None, str]:
@@ -180,44 +230,16 @@ def compile_text_plan(
     metas = {m.name: m for m in rel.columns}
     specs: list[TextSpec] = []
     printed: list[str] = []
-    labels: dict[int, dict[int, str]] = {}  # an enum column's index -> its labels
-    elements: dict[int, ElemSpec] = {}  # an array column's index -> its element
-    composites: dict[int, CompositeSpec] = {}  # a composite column's index -> its fields
+    parts = _Parts()
     for c in table.columns:
         align = TYPALIGN_BYTES.get(c.attalign)
         if align is None:
             return None, f"column {c.name}: attalign {c.attalign!r}"
         meta = None if c.dropped else metas.get(c.name)
         kind, shown = "", ""
-        enum = None if meta is None else meta.enum_by_oid()
-        if enum is not None:
-            labels[len(specs)] = enum
-        elem = None if meta is None else _element(meta)
-        if elem is not None and meta is not None:
-            elements[len(specs)] = elem
-            if elem[0] == _ENUM:
-                labels[len(specs)] = dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
-        ranged = meta is not None and meta.kind == "r" and meta.type_oid in _RANGES
-        comp = None if meta is None else composite_spec(meta)
-        if comp is not None:
-            composites[len(specs)] = comp
         if meta is not None:
-            found = (
-                (_ENUM, 4)
-                if enum is not None
-                else (_ARRAY, -1)
-                if elem is not None
-                else (_COMPOSITE, -1)
-                if comp is not None
-                else TEXT_KINDS.get(c.type_oid, _TEXTOUT if meta.output_src == "textout" else None)
-            )
-            if (
-                found is None
-                or meta.type_oid != c.type_oid
-                or (meta.kind != "b" and not (enum or elem or ranged or comp))
-                or meta.ext
-                or meta.stored_bytes_type
-            ):
+            found = _kind(meta, len(specs), parts) if meta.type_oid == c.type_oid else None
+            if found is None:
                 return None, f"column {c.name}: type {c.type_oid} is not native"
             if found[1] != c.attlen:
                 return None, f"column {c.name}: attlen {c.attlen}"
@@ -228,7 +250,13 @@ def compile_text_plan(
         return None, "printed columns are not the relation's, in attnum order"
     relation = f"{table.schema}.{table.name}"
     plan = native.TextPlan(
-        specs, relation, SchemaMismatchError, DecodeError, labels, elements, composites
+        specs,
+        relation,
+        SchemaMismatchError,
+        DecodeError,
+        parts.labels,
+        parts.elements,
+        parts.composites,
     )
     return plan, ""
 

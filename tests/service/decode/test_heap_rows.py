@@ -240,7 +240,7 @@ def _table(
 
 def _row_plan(table: TableDef, rel: RelationInfo) -> Any:
     plan = build_table_plan("native", rel, frozenset(), "precise", lambda *_: None)
-    return _native_plan(table, SimpleNamespace(rel=rel, plan=plan))  # type: ignore[arg-type]
+    return _native_plan(table, SimpleNamespace(rel=rel, plan=plan, decimal_mode="precise"))  # type: ignore[arg-type]
 
 
 def _text_plan(table: TableDef, rel: RelationInfo) -> Any:

@@ -124,6 +124,11 @@ pub enum Kind {
     Point,
     /// A composite: record_out's text (the column's `composite`), a string.
     Composite,
+    /// hstore in hstore.handling.mode=json: io.debezium.data.Json, its pairs in
+    /// java.util.HashMap order as Jackson writes them.
+    HstoreJson,
+    /// hstore in hstore.handling.mode=map: an Avro map of `["null", string]`.
+    HstoreMap,
 }
 
 impl Kind {
@@ -167,6 +172,8 @@ impl Kind {
             "money_double" => Kind::MoneyDouble,
             "point_record" => Kind::Point,
             "composite" => Kind::Composite,
+            "hstore_json" => Kind::HstoreJson,
+            "hstore_map" => Kind::HstoreMap,
             _ => Kind::Output(output::Output::parse(name)?),
         })
     }
@@ -203,7 +210,9 @@ impl Kind {
             | Kind::Array
             | Kind::NumericText
             | Kind::NumericDouble
-            | Kind::Composite => -1,
+            | Kind::Composite
+            | Kind::HstoreJson
+            | Kind::HstoreMap => -1,
         }
     }
 }
@@ -502,6 +511,8 @@ fn zero(out: &mut Vec<u8>, kind: Kind) {
         Kind::VarDecimal => out.extend_from_slice(&[0x00, 0x02, 0x00]),
         // point_datum of (0, 0)
         Kind::Point => point(out, 0.0, 0.0),
+        // the hstore zero of json mode is "{}" (the map's is the empty map: 0)
+        Kind::HstoreJson => avro::bytes(out, b"{}"),
         // "", b"", 0, false: a single zero byte each
         _ => out.push(0x00),
     }
@@ -630,6 +641,29 @@ fn write_value(out: &mut Vec<u8>, col: &Column, kind: Kind, d: &[u8]) -> Result<
         Kind::Point => {
             let (x, y) = geometric::point_xy(d)?;
             point(out, x, y);
+        }
+        Kind::HstoreJson => {
+            let mut text = String::new();
+            extension::hstore_json(&mut text, d)?;
+            avro::bytes(out, text.as_bytes());
+        }
+        Kind::HstoreMap => {
+            // fastavro's map: one block of the entries (when any), then the empty block
+            let pairs = extension::hstore_pairs(d)?;
+            if !pairs.is_empty() {
+                avro::long(out, pairs.len() as i64);
+                for (key, value) in &pairs {
+                    avro::bytes(out, key.as_bytes());
+                    match value {
+                        None => out.push(avro::NULL_BRANCH),
+                        Some(v) => {
+                            out.push(avro::SECOND_BRANCH);
+                            avro::bytes(out, v.as_bytes());
+                        }
+                    }
+                }
+            }
+            avro::long(out, 0);
         }
         Kind::Composite => {
             let c = col.composite.as_deref().ok_or("composite Python decides")?;

@@ -7,11 +7,13 @@
 //! payload). Hands on: `Output`, its stored length (`attlen`) and its output text
 //! (`write`): the geometric types (rows::geometric), tsvector and tsquery
 //! (rows::tsearch), the built-in ranges and multiranges (rows::range), pg_lsn, xid,
-//! cid and xid8 (service.types.text).
+//! cid and xid8 (service.types.text), and the extension types hstore, ltree, lquery,
+//! cube, seg and the isn types (rows::extension).
 //! Errors: each writer's `Err(reason)` (the row falls back to Python). Pure, no panics.
 
 use std::fmt::Write;
 
+use super::extension::{self, IsnKind};
 use super::{fixed, geometric, range::RangeSub, tsearch};
 
 /// A built-in type published as its output text.
@@ -34,6 +36,14 @@ pub enum Output {
     Xid,
     /// xid8out: the unsigned 64-bit number.
     Xid8,
+    /// Extension types (rows::extension): hstore_out, ltree_out, lquery_out, cube_out
+    /// (earth too), seg_out, isn_out / ean13_out.
+    Hstore,
+    Ltree,
+    Lquery,
+    Cube,
+    Seg,
+    Isn(IsnKind),
 }
 
 const SUBS: [(&str, RangeSub); 6] = [
@@ -61,7 +71,15 @@ impl Output {
             "pg_lsn" => Output::PgLsn,
             "xid" => Output::Xid,
             "xid8" => Output::Xid8,
+            "hstore" => Output::Hstore,
+            "ltree" => Output::Ltree,
+            "lquery" => Output::Lquery,
+            "cube" => Output::Cube,
+            "seg" => Output::Seg,
             _ => {
+                if let Some(kind) = IsnKind::from_name(name) {
+                    return Some(Output::Isn(kind));
+                }
                 for (prefix, sub) in SUBS {
                     match name.strip_prefix(prefix) {
                         Some("range") => return Some(Output::Range(sub)),
@@ -81,7 +99,8 @@ impl Output {
             Output::Line | Output::Circle => 24,
             Output::Lseg | Output::Box => 32,
             Output::Xid => 4,
-            Output::PgLsn | Output::Xid8 => 8,
+            Output::PgLsn | Output::Xid8 | Output::Isn(_) => 8,
+            Output::Seg => 12,
             _ => -1,
         }
     }
@@ -113,6 +132,12 @@ impl Output {
                 let _ = write!(out, "{}", u64::from_le_bytes(fixed(d)?));
                 Ok(())
             }
+            Output::Hstore => extension::hstore_text(out, d),
+            Output::Ltree => extension::ltree_text(out, d),
+            Output::Lquery => extension::lquery_text(out, d),
+            Output::Cube => extension::cube_text(out, d),
+            Output::Seg => extension::seg_text(out, d),
+            Output::Isn(kind) => extension::isn_text(out, d, kind),
         }
     }
 }
@@ -136,6 +161,8 @@ mod tests {
             Some(Output::Range(RangeSub::Int8))
         );
         assert_eq!(Output::parse("polygon"), Some(Output::Polygon));
+        assert_eq!(Output::parse("isbn13"), Some(Output::Isn(IsnKind::Isbn13)));
+        assert_eq!(Output::Seg.attlen(), 12);
         assert_eq!(Output::parse("range"), None);
         assert_eq!(Output::parse("int4ranges"), None);
         assert_eq!(Output::Box.attlen(), 32);
