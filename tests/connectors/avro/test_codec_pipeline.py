@@ -119,6 +119,7 @@ def _session(
     plugin: object,
     out: list[OutputRecord],
     runs: list[int] | None = None,
+    options: dict[str, str] | None = None,
 ) -> Session:
     """A session whose catalog snapshot is taken now, before the workload (as a live
     worker's), writing `plugin`'s records into `out`. With `runs`, record runs come
@@ -130,7 +131,7 @@ def _session(
         out.extend(run.records())
 
     return Session(
-        SessionConfig(dsn=dsn, slot=slot, spill_dir=Path(spill)),
+        SessionConfig(dsn=dsn, slot=slot, spill_dir=Path(spill), plugin_options=options or {}),
         plugin,
         "avro",
         lambda _l, _x, data: out.append(data),

@@ -48,6 +48,7 @@ from tests.connectors.avro import avro_reference
 from tests.connectors.avro.avro_reference import ReferencePlugin
 from tests.connectors.avro.test_codec import drop_subjects
 from tests.connectors.avro.test_codec_pipeline import FrozenTime, _dsn, _pump, _session
+from tests.integration.extension_cases import EXTENSION_CASES, extension_ddl, has
 
 pytestmark = pytest.mark.integration
 
@@ -267,10 +268,43 @@ _LZ4 = """SELECT 'lz4' = ANY(enumvals) FROM pg_settings
           WHERE name = 'default_toast_compression'"""
 
 
+# The contrib extension types the native encoder writes (tests/integration/extension_cases).
+_EXT_FEATURES = ("hstore", "ltree", "citext", "isn", "cube", "earthdistance", "seg")
+
+
+def _extension_table(pg: dict[str, Any]) -> tuple[str, str]:
+    """The DDL of a table with a column per contrib extension type the build has (not
+    arrays), and an INSERT of 8 rows cycling through each type's literals."""
+    found = [
+        (typ, literals)
+        for feature, typs in EXTENSION_CASES.items()
+        if feature in _EXT_FEATURES and has(pg, feature)
+        for typ, literals in typs
+        if not typ.endswith("[]")
+    ]
+    ddl = (
+        extension_ddl(pg)
+        + "\nCREATE TABLE n_ext (id int4 PRIMARY KEY"
+        + "".join(f", c{k} {typ}" for k, (typ, _) in enumerate(found))
+        + ");"
+    )
+    rows = [
+        "(" + ", ".join([str(i), *(lits[i % len(lits)] for _, lits in found)]) + ")"
+        for i in range(8)
+    ]
+    return ddl, "INSERT INTO n_ext VALUES " + ", ".join(rows)
+
+
+@pytest.mark.parametrize("hstore_mode", ["json", "map"])
 def test_native_rows_equal_python_and_reference(
-    pg: dict[str, Any], registry: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    pg: dict[str, Any],
+    registry: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    hstore_mode: str,
 ) -> None:
-    """Every covered type and edge value gives the same records on all three paths."""
+    """Every covered type and edge value gives the same records on all three paths
+    (hstore.handling.mode=map: on the Python and native paths; the generic reference
+    knows only json)."""
     monkeypatch.setattr(avro_plugin, "time", FrozenTime)
     monkeypatch.setattr(avro_reference, "time", FrozenTime)
     native = native_row_core() is not None
@@ -295,9 +329,11 @@ def test_native_rows_equal_python_and_reference(
         conn.autocommit = True
         with conn.cursor() as cur:
             cur.execute(SCHEMA)
+            ext_ddl, ext_rows = _extension_table(pg)
+            cur.execute(ext_ddl)
             cur.execute(_LZ4)
             found = cur.fetchone()
-            workload = list(WORKLOAD)
+            workload = [*WORKLOAD, ext_rows, "DELETE FROM n_ext WHERE id = 3"]
             xml = _has_xml(cur)
             if xml:  # where the server has libxml (not the PG18 build here)
                 cur.execute("ALTER TABLE n_more ADD COLUMN x xml")
@@ -333,17 +369,23 @@ def test_native_rows_equal_python_and_reference(
             python: list[OutputRecord] = []
             got: list[OutputRecord] = []
             runs: list[int] = []  # the native path's record runs (ctx.write_run)
-            seen = expected
+            options = {"hstore.handling.mode": hstore_mode}
             reference = ReferencePlugin(settings)
             on_python = AvroPlugin(settings)
             ours = AvroPlugin(settings)
             on_python.run_id = ours.run_id = reference.run_id
             with tempfile.TemporaryDirectory(prefix="pgcdc-avro-native-") as spill:
                 sessions = [
-                    _session(pg, dsn, slot, start, consistent, spill, reference, expected),
-                    _session(pg, dsn, slot, start, consistent, spill, on_python, python),
-                    _session(pg, dsn, slot, start, consistent, spill, ours, got, runs),
+                    _session(
+                        pg, dsn, slot, start, consistent, spill, on_python, python, None, options
+                    ),
+                    _session(pg, dsn, slot, start, consistent, spill, ours, got, runs, options),
                 ]
+                if hstore_mode == "json":
+                    sessions.append(
+                        _session(pg, dsn, slot, start, consistent, spill, reference, expected)
+                    )
+                seen = expected if hstore_mode == "json" else python
                 on_python.native_rows = None  # the Python path, whatever PGCDC_IMPL says
                 assert (ours.native_rows is not None) == native
                 try:
@@ -359,6 +401,8 @@ def test_native_rows_equal_python_and_reference(
                     for session in sessions:
                         session.close()
         conn.close()
+        if hstore_mode == "map":
+            expected = python  # the reference knows only json; python and native below
         topics = {r.topic.rsplit(".", 1)[-1] for r in expected}
         assert topics >= {
             "n_all",
@@ -369,6 +413,7 @@ def test_native_rows_equal_python_and_reference(
             "n_more",
             "n_arr",
             "n_geo",
+            "n_ext",
         }
         assert len(expected) > 500
         for name, records in (("python", python), ("native", got)):
@@ -397,9 +442,9 @@ def test_native_rows_equal_python_and_reference(
             # The second step's types (and domains over native types) have a plan.
             more = [(n, done) for table, n, done in groups if table == "n_more"]
             assert sum(n for n, _ in more) >= 300 and all(done != -1 for _, done in more), more
-            for name in ("n_arr", "n_geo"):
+            for name, least in (("n_arr", 200), ("n_geo", 200), ("n_ext", 5)):
                 mine = [(n, done) for table, n, done in groups if table == name]
-                assert sum(n for n, _ in mine) >= 200, (name, mine)
+                assert sum(n for n, _ in mine) >= least, (name, mine)
                 assert all(done != -1 for _, done in mine), (name, mine)
             if xml:
                 assert "xml declaration Python decides" in counts.fallbacks, counts.fallbacks
