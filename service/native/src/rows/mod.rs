@@ -39,6 +39,7 @@ pub mod jsonb;
 pub mod network;
 pub mod numeric;
 pub mod output;
+pub mod pgvector;
 pub mod range;
 pub mod text;
 pub mod tsearch;
