@@ -40,6 +40,7 @@ pub mod network;
 pub mod numeric;
 pub mod output;
 pub mod pgvector;
+pub mod postgis;
 pub mod range;
 pub mod text;
 pub mod tsearch;

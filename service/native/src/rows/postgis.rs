@@ -1,0 +1,609 @@
+//! PostGIS geometry and geography: the extended WKB (and its SRID) that geometry_out /
+//! geography_out print, from the stored GSERIALIZED.
+//!
+//! Receives: the varlena payload without its header, as the Python reference
+//! service.types.postgis.gserialized_value reads it: srid[3] (21 bits, big-endian, sign
+//! extended from bit 20; 0 is SRID_UNKNOWN), one flags byte (Z 0x01, M 0x02, BBOX 0x04,
+//! GEODETIC 0x08; in version 2, bit 0x40 set, EXTENDED 0x10 adds an 8-byte word), an
+//! optional float4 bounding box (6 floats when geodetic, else 2 per dimension, skipped),
+//! then the geometry, each part little-endian: uint32 type, uint32 count, then
+//! - point, linestring, circularstring, triangle: `count` points of 2 to 4 float8;
+//! - polygon: `count` uint32 ring sizes, 4 bytes of padding when `count` is odd, then
+//!   each ring's points;
+//! - multipoint .. geometrycollection, compoundcurve, curvepolygon, multicurve,
+//!   multisurface, polyhedralsurface, tin: `count` sub-geometries in the same form.
+//!
+//! Version 1 (PostGIS 2) is read the same way, without the extended word. Geometry and
+//! geography are read alike: the geodetic flag only sizes the box.
+//!
+//! Hands on: `geometry_value`, the EWKB and SRID of geometry_datum
+//! (connectors.avro.extension_types: `{wkb, srid}`); `geometry_text`, that EWKB in
+//! upper-case hex appended to `out` (postgis.geometry_text). The EWKB is little-endian
+//! (byte order 1): the WKB type number (liblwgeom's 13, 14, 15 written as 15, 17, 16)
+//! with Z 0x80000000, M 0x40000000 and, on the top level when the SRID is not 0, SRID
+//! 0x20000000 and the int32 SRID; an empty point as NaN coordinates, an empty polygon
+//! (no ring or an empty first ring) as a zero ring count, a non-empty triangle as one
+//! ring; point and ring data copied as stored.
+//!
+//! Errors: what the Python reference rejects (its DecodeError: a datum shorter than its
+//! header, a part running out of the datum, an unknown type number, bytes after the
+//! geometry) is `Err(reason)`, `out` then as it was. Deliberate fallback: collections
+//! nested deeper than `MAX_DEPTH` (the Python recursion goes on to its interpreter
+//! limit).
+//!
+//! Pure, no panics.
+
+const SHORT: &str = "geometry datum shorter than its header";
+const RUNS_OUT: &str = "geometry runs out of its datum";
+const NOT_A_TYPE: &str = "geometry type is not a PostGIS geometry type";
+const TRAILING: &str = "geometry ends before its datum";
+const TOO_DEEP: &str = "geometry collections nest deeper than the native path follows";
+
+/// Collections nested deeper than this (the top level is 0) are left to Python.
+pub const MAX_DEPTH: usize = 100;
+
+const G_Z: u8 = 0x01;
+const G_M: u8 = 0x02;
+const G_BBOX: u8 = 0x04;
+const G_GEODETIC: u8 = 0x08;
+const G2_EXTENDED: u8 = 0x10;
+const G2_VERSION: u8 = 0x40;
+
+const WKB_Z: u32 = 0x8000_0000;
+const WKB_M: u32 = 0x4000_0000;
+const WKB_SRID: u32 = 0x2000_0000;
+
+const POINT: u32 = 1;
+const LINE: u32 = 2;
+const POLYGON: u32 = 3;
+const CIRCSTRING: u32 = 8;
+const TRIANGLE: u32 = 14;
+
+/// A float8 NaN as an empty point's coordinates are written (little-endian).
+const NAN: [u8; 8] = [0, 0, 0, 0, 0, 0, 0xf8, 0x7f];
+
+/// The `N` bytes at `at`, if they are there.
+fn bytes_at<const N: usize>(d: &[u8], at: usize) -> Option<[u8; N]> {
+    d.get(at..at.checked_add(N)?)?.try_into().ok()
+}
+
+fn u32_at(d: &[u8], at: usize) -> Result<u32, &'static str> {
+    bytes_at(d, at).map(u32::from_le_bytes).ok_or(RUNS_OUT)
+}
+
+/// The SRID of the first three bytes: 21 bits sign-extended from bit 20, as postgis._srid
+/// reads them (the bits above 21 are kept).
+fn srid_of(b0: u8, b1: u8, b2: u8) -> i32 {
+    let raw = (i32::from(b0) << 16) | (i32::from(b1) << 8) | i32::from(b2);
+    if raw & (1 << 20) != 0 {
+        raw - (1 << 21)
+    } else {
+        raw
+    }
+}
+
+/// Where the geometry starts: after the header, the extended word, the bounding box.
+fn body_start(flags: u8, ndims: usize) -> usize {
+    let mut at = 4;
+    if flags & G2_VERSION != 0 && flags & G2_EXTENDED != 0 {
+        at += 8;
+    }
+    if flags & G_BBOX != 0 {
+        at += 4 * if flags & G_GEODETIC != 0 {
+            6
+        } else {
+            2 * ndims
+        };
+    }
+    at
+}
+
+/// liblwgeom's type number as WKB numbers it (lwgeom_wkb_type).
+fn wkb_kind(kind: u32) -> u32 {
+    match kind {
+        13 => 15,
+        14 => 17,
+        15 => 16,
+        other => other,
+    }
+}
+
+/// The EWKB (as geometry_out prints it, unhexed) and the SRID of a stored geometry or
+/// geography (postgis.gserialized_value, as geometry_datum hands it on).
+pub fn geometry_value(d: &[u8]) -> Result<(Vec<u8>, i32), &'static str> {
+    let [b0, b1, b2, flags] = bytes_at::<4>(d, 0).ok_or(SHORT)?;
+    let srid = srid_of(b0, b1, b2);
+    let ndims = 2 + usize::from(flags & G_Z) + usize::from((flags & G_M) >> 1);
+    let mut zm = 0;
+    if flags & G_Z != 0 {
+        zm |= WKB_Z;
+    }
+    if flags & G_M != 0 {
+        zm |= WKB_M;
+    }
+    let mut writer = Writer {
+        d,
+        point: 8 * ndims,
+        zm,
+        srid,
+        out: Vec::with_capacity(d.len() + 16),
+    };
+    let end = writer.geometry(body_start(flags, ndims), 0)?;
+    if end != d.len() {
+        return Err(TRAILING);
+    }
+    Ok((writer.out, srid))
+}
+
+/// geometry_out / geography_out: the EWKB in upper-case hex, appended to `out`.
+pub fn geometry_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
+    let (ewkb, _) = geometry_value(d)?;
+    out.reserve(2 * ewkb.len());
+    for b in ewkb {
+        out.push(hex_digit(b >> 4));
+        out.push(hex_digit(b & 0x0f));
+    }
+    Ok(())
+}
+
+fn hex_digit(n: u8) -> char {
+    match n & 0x0f {
+        n @ 0..=9 => char::from(b'0' + n),
+        n => char::from(b'A' + (n - 10)),
+    }
+}
+
+/// The EWKB being written for one datum (postgis._write's arguments).
+struct Writer<'a> {
+    d: &'a [u8],
+    /// Bytes per point: 8 per dimension.
+    point: usize,
+    /// The WKB Z and M flags of every part.
+    zm: u32,
+    srid: i32,
+    out: Vec<u8>,
+}
+
+impl<'a> Writer<'a> {
+    /// Appends the geometry serialized at `at` (nested `depth` collections deep);
+    /// returns where it ends.
+    fn geometry(&mut self, at: usize, depth: usize) -> Result<usize, &'static str> {
+        if depth > MAX_DEPTH {
+            return Err(TOO_DEEP);
+        }
+        let kind = u32_at(self.d, at)?;
+        let count = u32_at(self.d, at.checked_add(4).ok_or(RUNS_OUT)?)?;
+        let at = at + 8; // both words were in the datum
+        self.header(kind, depth == 0);
+        let count = usize::try_from(count).map_err(|_| RUNS_OUT)?;
+        match kind {
+            POINT | LINE | CIRCSTRING | TRIANGLE => self.pointlike(kind, count, at),
+            POLYGON => self.polygon(count, at),
+            4..=7 | 9..=13 | 15 => self.collection(count, at, depth),
+            _ => Err(NOT_A_TYPE),
+        }
+    }
+
+    /// Byte order 1, the WKB type with its flags, the SRID on the top level.
+    fn header(&mut self, kind: u32, top: bool) {
+        let with_srid = top && self.srid != 0;
+        let mut wkb = wkb_kind(kind) | self.zm;
+        if with_srid {
+            wkb |= WKB_SRID;
+        }
+        self.out.push(1);
+        self.out.extend_from_slice(&wkb.to_le_bytes());
+        if with_srid {
+            self.out.extend_from_slice(&self.srid.to_le_bytes());
+        }
+    }
+
+    /// The `count` points at `at`, if they are in the datum.
+    fn points(&self, count: usize, at: usize) -> Result<&'a [u8], &'static str> {
+        let d: &'a [u8] = self.d;
+        let end = count
+            .checked_mul(self.point)
+            .and_then(|size| size.checked_add(at))
+            .ok_or(RUNS_OUT)?;
+        d.get(at..end).ok_or(RUNS_OUT)
+    }
+
+    /// A point, linestring, circularstring or triangle of `count` points.
+    fn pointlike(&mut self, kind: u32, count: usize, at: usize) -> Result<usize, &'static str> {
+        let data = self.points(count, at)?;
+        let end = at + data.len();
+        let count32 = u32::try_from(count).map_err(|_| RUNS_OUT)?;
+        if kind == POINT {
+            if count == 0 {
+                for _ in 0..self.point / 8 {
+                    self.out.extend_from_slice(&NAN);
+                }
+            } else {
+                self.out.extend_from_slice(data);
+            }
+        } else {
+            if kind == TRIANGLE && count != 0 {
+                self.out.extend_from_slice(&1u32.to_le_bytes());
+            }
+            self.out.extend_from_slice(&count32.to_le_bytes());
+            self.out.extend_from_slice(data);
+        }
+        Ok(end)
+    }
+
+    /// A polygon of `count` rings: their sizes, padding to 8 bytes, their points. An
+    /// empty one (no ring, or an empty first ring) is a zero count, its rings skipped.
+    fn polygon(&mut self, count: usize, at: usize) -> Result<usize, &'static str> {
+        let sizes_end = count
+            .checked_mul(4)
+            .and_then(|n| n.checked_add(at))
+            .ok_or(RUNS_OUT)?;
+        let sizes = self.d.get(at..sizes_end).ok_or(RUNS_OUT)?;
+        let ring = |r: usize| u32_at(sizes, 4 * r);
+        let mut at = sizes_end + if count % 2 == 1 { 4 } else { 0 };
+        if count == 0 || ring(0)? == 0 {
+            self.out.extend_from_slice(&0u32.to_le_bytes());
+            return self.skip_rings(sizes, at);
+        }
+        self.out
+            .extend_from_slice(&u32::try_from(count).map_err(|_| RUNS_OUT)?.to_le_bytes());
+        for r in 0..count {
+            let n = ring(r)?;
+            let data = self.points(usize::try_from(n).map_err(|_| RUNS_OUT)?, at)?;
+            at += data.len();
+            self.out.extend_from_slice(&n.to_le_bytes());
+            self.out.extend_from_slice(data);
+        }
+        Ok(at)
+    }
+
+    /// Where an empty polygon's ring data ends: Python skips it unread, so an end past
+    /// the datum only fails later (always: every later read or the final length check);
+    /// it fails here.
+    fn skip_rings(&self, sizes: &[u8], at: usize) -> Result<usize, &'static str> {
+        let mut end = at;
+        for size in sizes.chunks(4) {
+            let n = u32_at(size, 0)?;
+            let bytes = usize::try_from(n)
+                .ok()
+                .and_then(|n| n.checked_mul(self.point))
+                .ok_or(RUNS_OUT)?;
+            end = end.checked_add(bytes).ok_or(RUNS_OUT)?;
+        }
+        if end > self.d.len() {
+            return Err(RUNS_OUT);
+        }
+        Ok(end)
+    }
+
+    /// A collection of `count` sub-geometries, each without the SRID.
+    fn collection(&mut self, count: usize, at: usize, depth: usize) -> Result<usize, &'static str> {
+        self.out
+            .extend_from_slice(&u32::try_from(count).map_err(|_| RUNS_OUT)?.to_le_bytes());
+        let mut at = at;
+        for _ in 0..count {
+            at = self.geometry(at, depth + 1)?;
+        }
+        Ok(at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PREFIX: &str = "kept|";
+
+    /// The EWKB hex and SRID the Python reference hands on.
+    type Ewkb = (&'static str, i32);
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// geometry_text after PREFIX; an Err must leave PREFIX alone, an Ok must agree
+    /// with geometry_value.
+    fn render(d: &[u8]) -> Result<String, &'static str> {
+        let mut out = String::from(PREFIX);
+        match geometry_text(&mut out, d) {
+            Ok(()) => {
+                assert!(out.starts_with(PREFIX), "{out}");
+                let text = out[PREFIX.len()..].to_string();
+                let (ewkb, _) = geometry_value(d).expect("value where text is Ok");
+                assert_eq!(unhex(&text), ewkb);
+                Ok(text)
+            }
+            Err(why) => {
+                assert_eq!(out, PREFIX, "Err ({why}) left text behind");
+                assert_eq!(geometry_value(d), Err(why));
+                Err(why)
+            }
+        }
+    }
+
+    #[test]
+    fn golden_text_and_values_equal_the_servers() {
+        for &(typ, literal, hex, text, srid) in SERVER {
+            let d = unhex(hex);
+            assert_eq!(render(&d).as_deref(), Ok(text), "{typ} {literal}");
+            assert_eq!(
+                geometry_value(&d),
+                Ok((unhex(text), srid)),
+                "{typ} {literal}"
+            );
+        }
+    }
+
+    #[test]
+    fn golden_vectors_cover_the_layouts() {
+        let flags = |pick: fn(u8) -> bool| SERVER.iter().filter(|g| pick(unhex(g.2)[3])).count();
+        assert!(flags(|f| f & G_BBOX != 0 && f & G_GEODETIC == 0) >= 10);
+        assert!(flags(|f| f & G_BBOX != 0 && f & G_GEODETIC != 0) >= 3);
+        assert!(flags(|f| f & G_Z != 0 && f & G_M != 0) >= 3);
+        assert!(flags(|f| f & G_Z == 0 && f & G_M != 0) >= 3);
+        assert!(flags(|f| f & G2_VERSION == 0) == 0); // PostGIS 3 writes version 2 only
+        for kind in 1..=15u32 {
+            let found = SERVER.iter().any(|g| {
+                let d = unhex(g.2);
+                let ndims = 2 + usize::from(d[3] & G_Z) + usize::from((d[3] & G_M) >> 1);
+                u32_at(&d, body_start(d[3], ndims)) == Ok(kind)
+            });
+            assert!(found, "no golden top-level type {kind}");
+        }
+    }
+
+    #[test]
+    fn rust_equals_the_python_reference() {
+        for &(what, hex, python) in PYTHON {
+            let d = unhex(hex);
+            let rust = geometry_value(&d);
+            if what.starts_with("FALLBACK") {
+                assert!(python.is_some() && rust.is_err(), "{what}: {rust:?}");
+                continue;
+            }
+            let want = python.map(|(h, srid)| (unhex(h), srid));
+            assert_eq!(rust.ok(), want, "{what} {hex}");
+            assert_eq!(render(&d).ok().as_deref(), python.map(|p| p.0), "{what}");
+        }
+    }
+
+    #[test]
+    fn python_vectors_cover_version_1_extended_words_and_odd_srids() {
+        let stored = |h: &str| unhex(h);
+        let ok = PYTHON.iter().filter(|p| p.2.is_some()).map(|p| stored(p.1));
+        let flags: Vec<u8> = ok.map(|d| d[3]).collect();
+        assert!(flags.iter().filter(|&&f| f & G2_VERSION == 0).count() >= 10);
+        assert!(flags
+            .iter()
+            .any(|&f| f & (G2_VERSION | G2_EXTENDED) == G2_VERSION | G2_EXTENDED));
+        assert!(PYTHON.iter().any(|p| p.2.is_some_and(|v| v.1 < 0)));
+        assert!(PYTHON.iter().any(|p| p.2.is_some_and(|v| v.1 > 999_999)));
+        assert!(PYTHON.iter().filter(|p| p.2.is_none()).count() >= 10);
+    }
+
+    #[test]
+    fn srid_is_21_bits_sign_extended_with_higher_bits_kept() {
+        assert_eq!(srid_of(0x00, 0x10, 0xe6), 4326);
+        assert_eq!(srid_of(0x1f, 0xff, 0xff), -1);
+        assert_eq!(srid_of(0x10, 0x00, 0x00), -(1 << 20));
+        assert_eq!(srid_of(0xff, 0xff, 0xff), 0xdf_ffff);
+        assert_eq!(srid_of(0, 0, 0), 0);
+    }
+
+    #[test]
+    fn deep_collections_fall_back_without_overflowing_the_stack() {
+        let nested = |depth: usize| {
+            let mut d = vec![0, 0, 0, G2_VERSION];
+            for _ in 0..depth {
+                d.extend_from_slice(&7u32.to_le_bytes());
+                d.extend_from_slice(&1u32.to_le_bytes());
+            }
+            d.extend_from_slice(&POINT.to_le_bytes());
+            d.extend_from_slice(&0u32.to_le_bytes());
+            d
+        };
+        assert!(geometry_value(&nested(MAX_DEPTH)).is_ok());
+        assert_eq!(render(&nested(MAX_DEPTH + 1)), Err(TOO_DEEP));
+        assert_eq!(render(&nested(200_000)), Err(TOO_DEEP));
+    }
+
+    #[test]
+    fn huge_counts_are_err_not_allocations() {
+        for kind in [POINT, LINE, POLYGON, 7, TRIANGLE] {
+            let mut d = vec![0, 0, 0, G2_VERSION];
+            d.extend_from_slice(&kind.to_le_bytes());
+            d.extend_from_slice(&u32::MAX.to_le_bytes());
+            d.extend_from_slice(&[0; 16]);
+            assert!(render(&d).is_err(), "{kind}");
+        }
+        // an empty polygon's skipped rings: sizes that overflow any offset
+        let mut d = vec![0, 0, 0, G2_VERSION | G_Z | G_M];
+        for w in [POLYGON, 2, 0, u32::MAX] {
+            d.extend_from_slice(&w.to_le_bytes());
+        }
+        assert_eq!(render(&d), Err(RUNS_OUT));
+    }
+
+    #[test]
+    fn appends_upper_case_hex_to_what_out_holds() {
+        let mut out = String::from("g=");
+        geometry_text(&mut out, &unhex("000000400700000000000000")).unwrap();
+        assert_eq!(out, "g=010700000000000000");
+        let digits: String = (0..16).map(hex_digit).collect();
+        assert_eq!(digits, "0123456789ABCDEF");
+    }
+
+    /// Byte values a mutation writes: all of them for a small datum, else a spread.
+    fn mutations(len: usize, old: u8) -> Vec<u8> {
+        if len <= 64 {
+            return (0..=255).collect();
+        }
+        vec![
+            0x00,
+            0x01,
+            0x02,
+            0x07,
+            0x0f,
+            0x40,
+            0x7f,
+            0x80,
+            0xff,
+            old ^ 0x01,
+            old ^ 0x10,
+            old ^ 0x80,
+            old.wrapping_add(1),
+            old.wrapping_sub(1),
+        ]
+    }
+
+    #[test]
+    fn damage_is_ok_or_err_never_a_panic() {
+        let inputs = SERVER.iter().map(|g| g.2).chain(PYTHON.iter().map(|p| p.1));
+        for hex in inputs {
+            let d = unhex(hex);
+            for n in 0..d.len() {
+                let _ = render(&d[..n]);
+            }
+            let mut m = d.clone();
+            for i in 0..d.len() {
+                for v in mutations(d.len(), d[i]) {
+                    m[i] = v;
+                    let _ = render(&m);
+                }
+                m[i] = d[i];
+            }
+        }
+    }
+
+    /// PostgreSQL 15 with PostGIS 3.3.2: (type, the literal inserted, the stored payload
+    /// from pageinspect, `col::text`, the Python reference's SRID; ST_SRID agrees).
+    const SERVER: &[(&str, &str, &str, &str, i32)] = &[
+        ("geometry", "POINT(1 2)", "000000400100000001000000000000000000f03f0000000000000040", "0101000000000000000000F03F0000000000000040", 0),
+        ("geometry", "SRID=4326;POINT(1 2)", "0010e6400100000001000000000000000000f03f0000000000000040", "0101000020E6100000000000000000F03F0000000000000040", 4326),
+        ("geometry", "SRID=0;POINT(-0 -0)", "00000040010000000100000000000000000000800000000000000080", "010100000000000000000000800000000000000080", 0),
+        ("geometry", "POINT EMPTY", "000000400100000000000000", "0101000000000000000000F87F000000000000F87F", 0),
+        ("geometry", "POINT Z (1 2 3)", "000000410100000001000000000000000000f03f00000000000000400000000000000840", "0101000080000000000000F03F00000000000000400000000000000840", 0),
+        ("geometry", "POINTM(1 2 4)", "000000420100000001000000000000000000f03f00000000000000400000000000001040", "0101000040000000000000F03F00000000000000400000000000001040", 0),
+        ("geometry", "SRID=4326;POINT ZM (1 2 3 4)", "0010e6430100000001000000000000000000f03f000000000000004000000000000008400000000000001040", "01010000E0E6100000000000000000F03F000000000000004000000000000008400000000000001040", 4326),
+        ("geometry", "SRID=4326;POINT ZM EMPTY", "0010e6430100000000000000", "01010000E0E6100000000000000000F87F000000000000F87F000000000000F87F000000000000F87F", 4326),
+        ("geometry", "POINT M EMPTY", "000000420100000000000000", "0101000040000000000000F87F000000000000F87F000000000000F87F", 0),
+        ("geometry", "SRID=999000;POINT(1e300 -1e-300)", "0f3e584001000000010000009c7500883ce4377e59f3f8c21f6ea581", "0101000020583E0F009C7500883CE4377E59F3F8C21F6EA581", 999000),
+        ("geometry", "LINESTRING(0 0,1 1,2 2)", "0000004400000000000000400000000000000040020000000300000000000000000000000000000000000000000000000000f03f000000000000f03f00000000000000400000000000000040", "01020000000300000000000000000000000000000000000000000000000000F03F000000000000F03F00000000000000400000000000000040", 0),
+        ("geometry", "LINESTRING EMPTY", "000000400200000000000000", "010200000000000000", 0),
+        ("geometry", "SRID=3857;LINESTRING Z (0 0 1,1 1 2)", "000f1141020000000200000000000000000000000000000000000000000000000000f03f000000000000f03f000000000000f03f0000000000000040", "01020000A0110F00000200000000000000000000000000000000000000000000000000F03F000000000000F03F000000000000F03F0000000000000040", 3857),
+        ("geometry", "LINESTRING M (0 0 1,1 1 2,3 3 3)", "00000046000000000000404000000000000040400000803f00004040020000000300000000000000000000000000000000000000000000000000f03f000000000000f03f000000000000f03f0000000000000040000000000000084000000000000008400000000000000840", "01020000400300000000000000000000000000000000000000000000000000F03F000000000000F03F000000000000F03F0000000000000040000000000000084000000000000008400000000000000840", 0),
+        ("geometry", "POLYGON((0 0,4 0,4 4,0 4,0 0))", "0000004400000000000080400000000000008040030000000100000005000000000000000000000000000000000000000000000000000000000010400000000000000000000000000000104000000000000010400000000000000000000000000000104000000000000000000000000000000000", "010300000001000000050000000000000000000000000000000000000000000000000010400000000000000000000000000000104000000000000010400000000000000000000000000000104000000000000000000000000000000000", 0),
+        ("geometry", "POLYGON((0 0,4 0,4 4,0 4,0 0),(1 1,2 1,2 2,1 1))", "0000004400000000000080400000000000008040030000000200000005000000040000000000000000000000000000000000000000000000000010400000000000000000000000000000104000000000000010400000000000000000000000000000104000000000000000000000000000000000000000000000f03f000000000000f03f0000000000000040000000000000f03f00000000000000400000000000000040000000000000f03f000000000000f03f", "01030000000200000005000000000000000000000000000000000000000000000000001040000000000000000000000000000010400000000000001040000000000000000000000000000010400000000000000000000000000000000004000000000000000000F03F000000000000F03F0000000000000040000000000000F03F00000000000000400000000000000040000000000000F03F000000000000F03F", 0),
+        ("geometry", "SRID=4326;POLYGON((0 0,9 0,9 9,0 9,0 0),(1 1,2 1,2 2,1 1),(5 5,6 5,6 6,5 5))", "0010e644000000000000104100000000000010410300000003000000050000000400000004000000000000000000000000000000000000000000000000000000000022400000000000000000000000000000224000000000000022400000000000000000000000000000224000000000000000000000000000000000000000000000f03f000000000000f03f0000000000000040000000000000f03f00000000000000400000000000000040000000000000f03f000000000000f03f00000000000014400000000000001440000000000000184000000000000014400000000000001840000000000000184000000000000014400000000000001440", "0103000020E61000000300000005000000000000000000000000000000000000000000000000002240000000000000000000000000000022400000000000002240000000000000000000000000000022400000000000000000000000000000000004000000000000000000F03F000000000000F03F0000000000000040000000000000F03F00000000000000400000000000000040000000000000F03F000000000000F03F0400000000000000000014400000000000001440000000000000184000000000000014400000000000001840000000000000184000000000000014400000000000001440", 4326),
+        ("geometry", "POLYGON EMPTY", "000000400300000000000000", "010300000000000000", 0),
+        ("geometry", "POLYGON ZM ((0 0 1 2,1 0 1 2,1 1 1 2,0 0 1 2))", "00000047000000000000803f000000000000803f0000803f0000803f00000040000000400300000001000000040000000000000000000000000000000000000000000000000000000000f03f0000000000000040000000000000f03f0000000000000000000000000000f03f0000000000000040000000000000f03f000000000000f03f000000000000f03f000000000000004000000000000000000000000000000000000000000000f03f0000000000000040", "01030000C0010000000400000000000000000000000000000000000000000000000000F03F0000000000000040000000000000F03F0000000000000000000000000000F03F0000000000000040000000000000F03F000000000000F03F000000000000F03F000000000000004000000000000000000000000000000000000000000000F03F0000000000000040", 0),
+        ("geometry", "MULTIPOINT((1 2),(3 4))", "000000440000803f00004040000000400000804004000000020000000100000001000000000000000000f03f0000000000000040010000000100000000000000000008400000000000001040", "0104000000020000000101000000000000000000F03F0000000000000040010100000000000000000008400000000000001040", 0),
+        ("geometry", "MULTIPOINT(EMPTY,(1 2))", "000000440000803f0000803f0000004000000040040000000200000001000000000000000100000001000000000000000000f03f0000000000000040", "0104000000020000000101000000000000000000F87F000000000000F87F0101000000000000000000F03F0000000000000040", 0),
+        ("geometry", "MULTIPOINT EMPTY", "000000400400000000000000", "010400000000000000", 0),
+        ("geometry", "SRID=4326;MULTIPOINT Z ((1 2 3))", "0010e64104000000010000000100000001000000000000000000f03f00000000000000400000000000000840", "01040000A0E6100000010000000101000080000000000000F03F00000000000000400000000000000840", 4326),
+        ("geometry", "MULTILINESTRING((0 0,1 1),(2 2,3 3,4 4))", "00000044000000000000804000000000000080400500000002000000020000000200000000000000000000000000000000000000000000000000f03f000000000000f03f0200000003000000000000000000004000000000000000400000000000000840000000000000084000000000000010400000000000001040", "01050000000200000001020000000200000000000000000000000000000000000000000000000000F03F000000000000F03F010200000003000000000000000000004000000000000000400000000000000840000000000000084000000000000010400000000000001040", 0),
+        ("geometry", "MULTILINESTRING(EMPTY,(0 0,1 1))", "00000044000000000000803f000000000000803f05000000020000000200000000000000020000000200000000000000000000000000000000000000000000000000f03f000000000000f03f", "01050000000200000001020000000000000001020000000200000000000000000000000000000000000000000000000000F03F000000000000F03F", 0),
+        ("geometry", "MULTIPOLYGON(((0 0,1 0,1 1,0 0)),((2 2,3 2,3 3,2 2),(2.1 2.1,2.2 2.1,2.2 2.2,2.1 2.1)))", "000000440000000000004040000000000000404006000000020000000300000001000000040000000000000000000000000000000000000000000000000000000000f03f0000000000000000000000000000f03f000000000000f03f000000000000000000000000000000000300000002000000040000000400000000000000000000400000000000000040000000000000084000000000000000400000000000000840000000000000084000000000000000400000000000000040cdcccccccccc0040cdcccccccccc00409a99999999990140cdcccccccccc00409a999999999901409a99999999990140cdcccccccccc0040cdcccccccccc0040", "0106000000020000000103000000010000000400000000000000000000000000000000000000000000000000F03F0000000000000000000000000000F03F000000000000F03F00000000000000000000000000000000010300000002000000040000000000000000000040000000000000004000000000000008400000000000000040000000000000084000000000000008400000000000000040000000000000004004000000CDCCCCCCCCCC0040CDCCCCCCCCCC00409A99999999990140CDCCCCCCCCCC00409A999999999901409A99999999990140CDCCCCCCCCCC0040CDCCCCCCCCCC0040", 0),
+        ("geometry", "MULTIPOLYGON(EMPTY,((0 0,1 0,1 1,0 0)))", "00000044000000000000803f000000000000803f060000000200000003000000000000000300000001000000040000000000000000000000000000000000000000000000000000000000f03f0000000000000000000000000000f03f000000000000f03f00000000000000000000000000000000", "0106000000020000000103000000000000000103000000010000000400000000000000000000000000000000000000000000000000F03F0000000000000000000000000000F03F000000000000F03F00000000000000000000000000000000", 0),
+        ("geometry", "MULTIPOLYGON EMPTY", "000000400600000000000000", "010600000000000000", 0),
+        ("geometry", "GEOMETRYCOLLECTION(POINT(1 2),LINESTRING(0 0,1 1),POLYGON((0 0,1 0,1 1,0 0)))", "00000044000000000000803f000000000000004007000000030000000100000001000000000000000000f03f0000000000000040020000000200000000000000000000000000000000000000000000000000f03f000000000000f03f0300000001000000040000000000000000000000000000000000000000000000000000000000f03f0000000000000000000000000000f03f000000000000f03f00000000000000000000000000000000", "0107000000030000000101000000000000000000F03F000000000000004001020000000200000000000000000000000000000000000000000000000000F03F000000000000F03F0103000000010000000400000000000000000000000000000000000000000000000000F03F0000000000000000000000000000F03F000000000000F03F00000000000000000000000000000000", 0),
+        ("geometry", "GEOMETRYCOLLECTION EMPTY", "000000400700000000000000", "010700000000000000", 0),
+        ("geometry", "SRID=4326;GEOMETRYCOLLECTION(GEOMETRYCOLLECTION(POINT(1 1)),POINT EMPTY,GEOMETRYCOLLECTION EMPTY)", "0010e6440000803f0000803f0000803f0000803f070000000300000007000000010000000100000001000000000000000000f03f000000000000f03f01000000000000000700000000000000", "0107000020E6100000030000000107000000010000000101000000000000000000F03F000000000000F03F0101000000000000000000F87F000000000000F87F010700000000000000", 4326),
+        ("geometry", "GEOMETRYCOLLECTION M (POINT M (1 2 3),LINESTRING M (0 0 0,1 1 1))", "00000046000000000000803f0000000000000040000000000000404007000000020000000100000001000000000000000000f03f000000000000004000000000000008400200000002000000000000000000000000000000000000000000000000000000000000000000f03f000000000000f03f000000000000f03f", "0107000040020000000101000040000000000000F03F00000000000000400000000000000840010200004002000000000000000000000000000000000000000000000000000000000000000000F03F000000000000F03F000000000000F03F", 0),
+        ("geometry", "CIRCULARSTRING(0 0,1 1,2 0)", "000000440000000000000040000000000000803f080000000300000000000000000000000000000000000000000000000000f03f000000000000f03f00000000000000400000000000000000", "01080000000300000000000000000000000000000000000000000000000000F03F000000000000F03F00000000000000400000000000000000", 0),
+        ("geometry", "CIRCULARSTRING EMPTY", "000000400800000000000000", "010800000000000000", 0),
+        ("geometry", "COMPOUNDCURVE(CIRCULARSTRING(0 0,1 1,1 0),(1 0,0 1))", "00000044cd1354be7a829a3f000000007a829a3f0900000002000000080000000300000000000000000000000000000000000000000000000000f03f000000000000f03f000000000000f03f00000000000000000200000002000000000000000000f03f00000000000000000000000000000000000000000000f03f", "01090000000200000001080000000300000000000000000000000000000000000000000000000000F03F000000000000F03F000000000000F03F0000000000000000010200000002000000000000000000F03F00000000000000000000000000000000000000000000F03F", 0),
+        ("geometry", "CURVEPOLYGON(CIRCULARSTRING(0 0,4 0,4 4,0 4,0 0),(1 1,3 3,3 1,1 1))", "00000044cd1354bf7a829a40cd1354bf7a829a400a00000002000000080000000500000000000000000000000000000000000000000000000000104000000000000000000000000000001040000000000000104000000000000000000000000000001040000000000000000000000000000000000200000004000000000000000000f03f000000000000f03f000000000000084000000000000008400000000000000840000000000000f03f000000000000f03f000000000000f03f", "010A000000020000000108000000050000000000000000000000000000000000000000000000000010400000000000000000000000000000104000000000000010400000000000000000000000000000104000000000000000000000000000000000010200000004000000000000000000F03F000000000000F03F000000000000084000000000000008400000000000000840000000000000F03F000000000000F03F000000000000F03F", 0),
+        ("geometry", "MULTICURVE((0 0,5 5),CIRCULARSTRING(4 0,4 4,8 4))", "000000440000000000000041000000000000a0400b00000002000000020000000200000000000000000000000000000000000000000000000000144000000000000014400800000003000000000000000000104000000000000000000000000000001040000000000000104000000000000020400000000000001040", "010B000000020000000102000000020000000000000000000000000000000000000000000000000014400000000000001440010800000003000000000000000000104000000000000000000000000000001040000000000000104000000000000020400000000000001040", 0),
+        ("geometry", "MULTISURFACE(CURVEPOLYGON(CIRCULARSTRING(0 0,4 0,4 4,0 4,0 0),(1 1,3 3,3 1,1 1)),((10 10,14 12,11 10,10 10)))", "00000044cd1354bf00006041cd1354bf000040410c000000020000000a00000002000000080000000500000000000000000000000000000000000000000000000000104000000000000000000000000000001040000000000000104000000000000000000000000000001040000000000000000000000000000000000200000004000000000000000000f03f000000000000f03f000000000000084000000000000008400000000000000840000000000000f03f000000000000f03f000000000000f03f03000000010000000400000000000000000000000000244000000000000024400000000000002c4000000000000028400000000000002640000000000000244000000000000024400000000000002440", "010C00000002000000010A000000020000000108000000050000000000000000000000000000000000000000000000000010400000000000000000000000000000104000000000000010400000000000000000000000000000104000000000000000000000000000000000010200000004000000000000000000F03F000000000000F03F000000000000084000000000000008400000000000000840000000000000F03F000000000000F03F000000000000F03F01030000000100000004000000000000000000244000000000000024400000000000002C4000000000000028400000000000002640000000000000244000000000000024400000000000002440", 0),
+        ("geometry", "POLYHEDRALSURFACE Z (((0 0 0,0 1 0,1 1 0,0 0 0)),((0 0 0,0 1 0,0 0 1,0 0 0)))", "00000045000000000000803f000000000000803f000000000000803f0d00000002000000030000000100000004000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000f03f0000000000000000000000000000f03f000000000000f03f0000000000000000000000000000000000000000000000000000000000000000030000000100000004000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000f03f000000000000000000000000000000000000000000000000000000000000f03f000000000000000000000000000000000000000000000000", "010F00008002000000010300008001000000040000000000000000000000000000000000000000000000000000000000000000000000000000000000F03F0000000000000000000000000000F03F000000000000F03F0000000000000000000000000000000000000000000000000000000000000000010300008001000000040000000000000000000000000000000000000000000000000000000000000000000000000000000000F03F000000000000000000000000000000000000000000000000000000000000F03F000000000000000000000000000000000000000000000000", 0),
+        ("geometry", "POLYHEDRALSURFACE EMPTY", "000000400d00000000000000", "010F00000000000000", 0),
+        ("geometry", "TRIANGLE((0 0,0 1,1 1,0 0))", "00000044000000000000803f000000000000803f0e00000004000000000000000000000000000000000000000000000000000000000000000000f03f000000000000f03f000000000000f03f00000000000000000000000000000000", "01110000000100000004000000000000000000000000000000000000000000000000000000000000000000F03F000000000000F03F000000000000F03F00000000000000000000000000000000", 0),
+        ("geometry", "TRIANGLE EMPTY", "000000400e00000000000000", "011100000000000000", 0),
+        ("geometry", "SRID=4326;TRIANGLE ZM ((0 0 1 1,0 1 1 1,1 1 1 1,0 0 1 1))", "0010e647000000000000803f000000000000803f0000803f0000803f0000803f0000803f0e0000000400000000000000000000000000000000000000000000000000f03f000000000000f03f0000000000000000000000000000f03f000000000000f03f000000000000f03f000000000000f03f000000000000f03f000000000000f03f000000000000f03f00000000000000000000000000000000000000000000f03f000000000000f03f", "01110000E0E6100000010000000400000000000000000000000000000000000000000000000000F03F000000000000F03F0000000000000000000000000000F03F000000000000F03F000000000000F03F000000000000F03F000000000000F03F000000000000F03F000000000000F03F00000000000000000000000000000000000000000000F03F000000000000F03F", 4326),
+        ("geometry", "TIN Z (((0 0 0,0 0 1,0 1 0,0 0 0)),((0 0 0,0 1 0,1 1 0,0 0 0)))", "00000045000000000000803f000000000000803f000000000000803f0f000000020000000e0000000400000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000f03f0000000000000000000000000000f03f00000000000000000000000000000000000000000000000000000000000000000e000000040000000000000000000000000000000000000000000000000000000000000000000000000000000000f03f0000000000000000000000000000f03f000000000000f03f0000000000000000000000000000000000000000000000000000000000000000", "0110000080020000000111000080010000000400000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000F03F0000000000000000000000000000F03F0000000000000000000000000000000000000000000000000000000000000000011100008001000000040000000000000000000000000000000000000000000000000000000000000000000000000000000000F03F0000000000000000000000000000F03F000000000000F03F0000000000000000000000000000000000000000000000000000000000000000", 0),
+        ("geometry", "TIN EMPTY", "000000400f00000000000000", "011000000000000000", 0),
+        ("geography", "POINT(1 2)", "0010e6480100000001000000000000000000f03f0000000000000040", "0101000020E6100000000000000000F03F0000000000000040", 4326),
+        ("geography", "POINT EMPTY", "0010e6480100000000000000", "0101000020E6100000000000000000F87F000000000000F87F", 4326),
+        ("geography", "LINESTRING(0 0,1 1)", "0010e648020000000200000000000000000000000000000000000000000000000000f03f000000000000f03f", "0102000020E61000000200000000000000000000000000000000000000000000000000F03F000000000000F03F", 4326),
+        ("geography", "SRID=4326;POLYGON((0 0,1 0,1 1,0 0))", "0010e64c09ec7f3f0000803f000000005af88e3c000080a25af88e3c0300000001000000040000000000000000000000000000000000000000000000000000000000f03f0000000000000000000000000000f03f000000000000f03f00000000000000000000000000000000", "0103000020E6100000010000000400000000000000000000000000000000000000000000000000F03F0000000000000000000000000000F03F000000000000F03F00000000000000000000000000000000", 4326),
+        ("geography", "POINT ZM (1 2 3 4)", "0010e64b0100000001000000000000000000f03f000000000000004000000000000008400000000000001040", "01010000E0E6100000000000000000F03F000000000000004000000000000008400000000000001040", 4326),
+        ("geography", "LINESTRING Z (0 0 5,1 1 6)", "0010e6490200000002000000000000000000000000000000000000000000000000001440000000000000f03f000000000000f03f0000000000001840", "01020000A0E610000002000000000000000000000000000000000000000000000000001440000000000000F03F000000000000F03F0000000000001840", 4326),
+        ("geography", "MULTIPOINT((1 2),(3 4))", "0010e64cc2067f3f1bce7f3f0de28e3c8dd8553dc6f20e3d7cdc8e3d04000000020000000100000001000000000000000000f03f0000000000000040010000000100000000000000000008400000000000001040", "0104000020E6100000020000000101000000000000000000F03F0000000000000040010100000000000000000008400000000000001040", 4326),
+        ("geography", "GEOMETRYCOLLECTION(POINT(1 2),LINESTRING(0 0,1 1))", "0010e64c1ace7f3f0000803f00000000c7f28e3c00000000c7f20e3d07000000020000000100000001000000000000000000f03f0000000000000040020000000200000000000000000000000000000000000000000000000000f03f000000000000f03f", "0107000020E6100000020000000101000000000000000000F03F000000000000004001020000000200000000000000000000000000000000000000000000000000F03F000000000000F03F", 4326),
+        ("geography", "SRID=4269;POINT(-71 42)", "0010ad4801000000010000000000000000c051c00000000000004540", "0101000020AD1000000000000000C051C00000000000004540", 4269),
+        ("geography", "LINESTRING EMPTY", "0010e6480200000000000000", "0102000020E610000000000000", 4326),
+    ];
+    /// service.types.postgis.gserialized_value on stored forms: (what, stored, the EWKB
+    /// hex and SRID); None where the reference raises.
+    const PYTHON: &[(&str, &str, Option<Ewkb>)] = &[
+        ("random v1 flags 0x14", "0010e614d5ed81c0fb7da9404515c640ffe202c10300000000000000", Some(("0103000020E610000000000000", 4326))),
+        ("random v1 flags 0x07", "100000075b38cc4029470ac18dd4d4401429a53fd22f9e40dfc25340a9b7a9405938dc4007000000030000000200000004000000000000000000f87f0000000000000080000000000000f87f44da45faf8136340000000000000f83f000000000000f83f0000000000000000000000000000008000000000000000002af8ee0c87b560c09c7500883ce4377e0000000000000000000000000000f87f000000000000f83f4ca9cb99da4c534058325a93c91638400700000001000000030000000200000004000000040000009c7500883ce4377e000000000000f87f741a625d3f0c564000000000000000000000000000000080000000000000f87f9c7500883ce4377e9c7500883ce4377e516962d0e11158c09c7500883ce4377e000000000000f87f39cb92bf455e61c0adbf9b068b0262c0000000000000000000000000000000800000000000000000000000000000f83f000000000000000000000000000000809c7500883ce4377ed082311e9e1b2f40000000000000008000000000000000000000000000000080000000000000f83f000000000000000000000000000000804cf327e9174f6540000000000000f87fe4facf02519c5a40c6ebce57d27661c000000000000000000e00000000000000", Some(("01070000E00000F0FF0300000001020000C004000000000000000000F87F0000000000000080000000000000F87F44DA45FAF8136340000000000000F83F000000000000F83F0000000000000000000000000000008000000000000000002AF8EE0C87B560C09C7500883CE4377E0000000000000000000000000000F87F000000000000F83F4CA9CB99DA4C534058325A93C916384001070000C00100000001030000C002000000040000009C7500883CE4377E000000000000F87F741A625D3F0C564000000000000000000000000000000080000000000000F87F9C7500883CE4377E9C7500883CE4377E516962D0E11158C09C7500883CE4377E000000000000F87F39CB92BF455E61C0ADBF9B068B0262C000000000000000000000000000000080000000000000000004000000000000000000F83F000000000000000000000000000000809C7500883CE4377ED082311E9E1B2F40000000000000008000000000000000000000000000000080000000000000F83F000000000000000000000000000000804CF327E9174F6540000000000000F87FE4FACF02519C5A40C6EBCE57D27661C0000000000000000001110000C000000000", -1048576))),
+        ("random v2 flags 0x40", "ffffff4002000000020000000000000000000080000000000000f83fd0a28b3a75734e400000000000000080", Some(("0102000020FFFFDF00020000000000000000000080000000000000F83FD0A28B3A75734E400000000000000080", 14680063))),
+        ("random v2 flags 0x62", "000000620f00000000000000", Some(("011000004000000000", 0))),
+        ("random v1 flags 0x2a", "1fffff2a0e00000002000000acf867238b5c4540000000000000008070f451bbdf4351400000000000000000000000000000f83f000000000000f83f", Some(("0111000060FFFFFFFF0100000002000000ACF867238B5C4540000000000000008070F451BBDF4351400000000000000000000000000000F83F000000000000F83F", -1))),
+        ("random v2 flags 0x60", "0f3e58600700000000000000", Some(("0107000020583E0F0000000000", 999000))),
+        ("random v1 flags 0x1a", "0000001a0600000002000000030000000200000000000000030000001c7d28a0bfa646c00000000000000080000000000000f87f9c7500883ce4377e9c7500883ce4377e000000000000f83fb4a4436cb28264409c7500883ce4377e000000000000f87f0c00000000000000", Some(("010600004002000000010300004000000000010C00004000000000", 0))),
+        ("random v2 flags 0x64", "ffffff645ed23c40c37abf40ee4e43402810844005000000010000000700000003000000060000000300000001000000020000009c7500883ce4377e0000000000000000000000000000f87f000000000000f87f0800000003000000000000000000f87f000000000000f87f0000000000000080000000000000008000000000000000809c7500883ce4377e03000000020000000000000004000000000000000000f87f000000000000f87f9c7500883ce4377e9c7500883ce4377e345495afbc3f62409c7500883ce4377e0000000000000080000000000000f83f0600000002000000080000000200000044c4d8c0676744c0000000000000f83f000000000000f87f9c7500883ce4377e03000000000000000200000003000000000000000000f87f9c7500883ce4377e000000000000f83f00000000000000800000000000000000000000000000f83f", Some(("0105000020FFFFDF000100000001070000000300000001060000000300000001010000009C7500883CE4377E0000000000000000000000000000F87F000000000000F87F010800000003000000000000000000F87F000000000000F87F0000000000000080000000000000008000000000000000809C7500883CE4377E01030000000000000001060000000200000001080000000200000044C4D8C0676744C0000000000000F83F000000000000F87F9C7500883CE4377E010300000000000000010200000003000000000000000000F87F9C7500883CE4377E000000000000F83F00000000000000800000000000000000000000000000F83F", 14680063))),
+        ("random v2 flags 0x4b", "1fffff4b0100000001000000000000000000f83f00000000000000000000000000000000801620bf87f30a40", Some(("01010000E0FFFFFFFF000000000000F83F00000000000000000000000000000000801620BF87F30A40", -1))),
+        ("random v1 flags 0x10", "1fffff1006000000010000000b000000020000000c0000000000000009000000020000000e0000000200000090234c6867806240000000000000f83f000000000000008000000000000000000300000000000000", Some(("0106000020FFFFFFFF01000000010B00000002000000010C000000000000000109000000020000000111000000010000000200000090234C6867806240000000000000F83F00000000000000800000000000000000010300000000000000", -1))),
+        ("random v1 flags 0x06", "00000006e03935406a6d52bfa7cabb3d85aad540b6439c3d8eeb78400800000003000000000000000000000000000000000000009c7500883ce4377e0000000000000080000000000000f83f9c7500883ce4377e000000000000f83f9c7500883ce4377e000000000000f87f", Some(("010800004003000000000000000000000000000000000000009C7500883CE4377E0000000000000080000000000000F83F9C7500883CE4377E000000000000F83F9C7500883CE4377E000000000000F87F", 0))),
+        ("random v1 flags 0x14", "00000114b7557f402c1a173df9d302c00016b43f0e00000000000000", Some(("01110000200100000000000000", 1))),
+        ("random v2 flags 0x4a", "0000014a0c0000000300000001000000000000000a000000020000000c0000000200000003000000030000000500000003000000040000000000000000000000000000009c7500883ce4377e0ca241aaa81458409c7500883ce4377e0000000000000000000000000000f87f000000000000f87f000000000000f83f000000000000f87f00000000000000007e394b8b71c653c0000000000000f83f000000000000f83f5074a6e379965440000000000000008048772e66549650c00000000000000080000000000000f83fe0f7b73cc7bb34c00000000000000000000000000000f83f9c7500883ce4377e000000000000f83f00000000000000000000000000000080000000000000f87f5cef79cd05b941c000000000000000000000000000000000f41e1c18708c5e4000000000000000000000000000000080000000000000f87fe881a370a1294e409c7500883ce4377e000000000000f87f03000000010000000500000000000000ac13ea3e94a047400000000000000000000000000000f87f0000000000000000000000000000000000000000000000809c7500883ce4377e00000000000000800000000000000000000000000000f87f000000000000000000000000000000809c7500883ce4377e000000000000f83f68269223556d5f40030000000300000000000000030000000300000000000000000000000000f87f00000000000000000000000000000000000000000000f87f9c7500883ce4377e00000000000000009c7500883ce4377e000000000000f83f20f747728e191dc00000000000000080000000000000f87f0000000000000000000000000000f83f9c7500883ce4377e9050bdd522325e40bc9aef610f4d52c0000000000000f87f9c7500883ce4377e0b00000003000000030000000200000004000000040000009c7500883ce4377e442690b3901962c0000000000000f87f109d799ddd6d3dc0000000000000f87f000000000000f87f00000000000000809c7500883ce4377e0000000000000080000000000000f83f000000000000f83f0000000000000080000000000000f87f000000000000f83f642a4d7c89a158c0000000000000000000000000000000000a8a45f056e251c0fc75e0b6040f57408c2f3252f47059c00000000000000080000000000000008000000000000000809c7500883ce4377e04000000000000000e000000040000009c7500883ce4377e000000000000f87f0000000000000080000000000000f87f00000000000000000000000000000080000000000000f87f0000000000000000982a154cfff74ec000000000000000000000000000000080000000000000f87f", Some(("010C00006001000000030000000101000040000000000000F87F000000000000F87F000000000000F87F010A00004002000000010C000040020000000103000040030000000500000000000000000000009C7500883CE4377E0CA241AAA81458409C7500883CE4377E0000000000000000000000000000F87F000000000000F87F000000000000F83F000000000000F87F00000000000000007E394B8B71C653C0000000000000F83F000000000000F83F5074A6E37996544000000000000000800300000048772E66549650C00000000000000080000000000000F83FE0F7B73CC7BB34C00000000000000000000000000000F83F9C7500883CE4377E000000000000F83F0000000000000000040000000000000000000080000000000000F87F5CEF79CD05B941C000000000000000000000000000000000F41E1C18708C5E4000000000000000000000000000000080000000000000F87FE881A370A1294E409C7500883CE4377E000000000000F87F01030000400100000005000000AC13EA3E94A047400000000000000000000000000000F87F0000000000000000000000000000000000000000000000809C7500883CE4377E00000000000000800000000000000000000000000000F87F000000000000000000000000000000809C7500883CE4377E000000000000F83F68269223556D5F40010300004000000000010B00004003000000010300004002000000040000009C7500883CE4377E442690B3901962C0000000000000F87F109D799DDD6D3DC0000000000000F87F000000000000F87F00000000000000809C7500883CE4377E0000000000000080000000000000F83F000000000000F83F000000000000008004000000000000000000F87F000000000000F83F642A4D7C89A158C0000000000000000000000000000000000A8A45F056E251C0FC75E0B6040F57408C2F3252F47059C00000000000000080000000000000008000000000000000809C7500883CE4377E010400004000000000011100004001000000040000009C7500883CE4377E000000000000F87F0000000000000080000000000000F87F00000000000000000000000000000080000000000000F87F0000000000000000982A154CFFF74EC000000000000000000000000000000080000000000000F87F", 1))),
+        ("random v2 flags 0x54", "0010e654df9b98560c8e5d09fd2d0e3f43f02340ba365ac03fb9c7c00f0000000100000001000000010000000000000000000080000000000000f87f", Some(("0110000020E61000000100000001010000000000000000000080000000000000F87F", 4326))),
+        ("random v1 flags 0x19", "1fffff190f000000030000000100000001000000000000000000f83f000000000000f83f00000000000000800a0000000300000006000000000000000f0000000100000001000000010000009c7500883ce4377e000000000000f83f000000000000f83f0e00000002000000000000000000f87f000000000000f87f000000000000f83f000000000000f83f000000000000f87f50430b6e8fb75c4002000000030000000000000000000080000000000000f83f000000000000f87f73cee03588fe65c0f8b67e8a4cec32c00000000000000000000000000000f87f000000000000f87f000000000000f83f", Some(("01100000A0FFFFFFFF030000000101000080000000000000F83F000000000000F83F0000000000000080010A0000800300000001060000800000000001100000800100000001010000809C7500883CE4377E000000000000F83F000000000000F83F01110000800100000002000000000000000000F87F000000000000F87F000000000000F83F000000000000F83F000000000000F87F50430B6E8FB75C400102000080030000000000000000000080000000000000F83F000000000000F87F73CEE03588FE65C0F8B67E8A4CEC32C00000000000000000000000000000F87F000000000000F87F000000000000F83F", -1))),
+        ("random v2 flags 0x5f", "0000015f2bd69c08366ba8e545e309c120e1e6c0e5e39a403998023f69ce4c404dafb34001000000020000009c7500883ce4377e000000000000f83fe0195f89e66b3f400000000000000080000000000000f83f000000000000f83f00000000000000009c7500883ce4377e", Some(("01010000E0010000009C7500883CE4377E000000000000F83FE0195F89E66B3F400000000000000080000000000000F83F000000000000F83F00000000000000009C7500883CE4377E", 1))),
+        ("random v1 flags 0x14", "10000014c07382c0d385473ff9cda5bf5119454006000000020000000100000001000000000000000000f83f00000000000000800e00000002000000caf3ace760936140000000000000f83f000000000000f83f0000000000000080", Some(("01060000200000F0FF020000000101000000000000000000F83F000000000000008001110000000100000002000000CAF3ACE760936140000000000000F83F000000000000F83F0000000000000080", -1048576))),
+        ("random v2 flags 0x43", "1fffff4307000000020000000100000001000000000000000000000000000000000000000000000000000000e436cd6ea9b460c00200000000000000", Some(("01070000E0FFFFFFFF0200000001010000C0000000000000000000000000000000000000000000000000E436CD6EA9B460C001020000C000000000", -1))),
+        ("random v2 flags 0x5b", "0f3e585b8658e8529fab8676030000000200000000000000030000000000000000000080000000000000000000000000000000002cf307bc640341c0000000000000f87f000000000000f87f00000000000000009c7500883ce4377e3558789bbb1664c09c7500883ce4377e0000000000000000000000000000f83f", Some(("01030000E0583E0F0000000000", 999000))),
+        ("random v2 flags 0x52", "000001524b449c8325a19d3f01000000010000009c7500883ce4377e000000000000f83f243cc95116425440", Some(("0101000060010000009C7500883CE4377E000000000000F83F243CC95116425440", 1))),
+        ("random v2 flags 0x46", "ffffff46657310404603e2be0d400241ae9eac4002fcb8c0344b2dc0060000000100000006000000020000000c000000000000000300000003000000040000000400000003000000000000000000000000000080000000000000f87f0000000000000000000000000000000000000000000000000000000000000080f42f534c4c326040000000000000f83f0000000000000000000000000000f83f9c7500883ce4377e9c7500883ce4377e0000000000000000000000000000008000000000000000800000000000000080eac20b42bd1266c0b87d42f5340a41400000000000000000000000000000f87f000000000000f83f000000000000000000000000000000009c7500883ce4377e000000000000f83f000000000000000000000000000000802cef1158de0259400000000000000000000000000000f83f9c7500883ce4377e00000000000000000000000000000000", Some(("0106000060FFFFDF0001000000010600004002000000010C00004000000000010300004003000000040000000000000000000080000000000000F87F0000000000000000000000000000000000000000000000000000000000000080F42F534C4C326040000000000000F83F0000000000000000000000000000F83F9C7500883CE4377E9C7500883CE4377E040000000000000000000000000000000000008000000000000000800000000000000080EAC20B42BD1266C0B87D42F5340A41400000000000000000000000000000F87F000000000000F83F000000000000000000000000000000009C7500883CE4377E03000000000000000000F83F000000000000000000000000000000802CEF1158DE0259400000000000000000000000000000F83F9C7500883CE4377E00000000000000000000000000000000", 14680063))),
+        ("random v2 flags 0x48", "0000014805000000010000000e00000000000000", Some(("01050000200100000001000000011100000000000000", 1))),
+        ("random v2 flags 0x62", "1000006201000000010000000000000000000000e4272c40cdd95640000000000000f83f", Some(("01010000600000F0FF0000000000000000E4272C40CDD95640000000000000F83F", -1048576))),
+        ("random v2 flags 0x56", "ffffff5688d914e2128be10069cbc33f837e93c03b4ba63ecfa3bbc0b2cd87c0973c9c400b000000020000000500000002000000060000000300000008000000030000000000000000000000000000000000f83fa0237dc40e951a40000000000000f87f8ae3791e7d3e60c00000000000000000000000000000f87f000000000000f87f35120b54641452c003000000000000000e00000004000000d86923c4d7324540000000000000008000000000000000002caf0b4297594a40000000000000f87f0000000000000080000000000000f83f000000000000008000000000000000004afadec5c76062c07e9ccb995ef760c000000000000000000100000001000000000000000000f83f9c7500883ce4377e000000000000008001000000020000009c7500883ce4377e0000000000000000000000000000f83f000000000000f87f9c7500883ce4377e000000000000f83f", Some(("010B000060FFFFDF00020000000105000040020000000106000040030000000108000040030000000000000000000000000000000000F83FA0237DC40E951A40000000000000F87F8AE3791E7D3E60C00000000000000000000000000000F87F000000000000F87F35120B54641452C001030000400000000001110000400100000004000000D86923C4D7324540000000000000008000000000000000002CAF0B4297594A40000000000000F87F0000000000000080000000000000F83F000000000000008000000000000000004AFADEC5C76062C07E9CCB995EF760C000000000000000000101000040000000000000F83F9C7500883CE4377E000000000000008001010000409C7500883CE4377E0000000000000000000000000000F83F000000000000F87F9C7500883CE4377E000000000000F83F", 14680063))),
+        ("random v2 flags 0x59", "0000005959b8253b9d2e54410300000000000000", Some(("010300008000000000", 0))),
+        ("random v1 flags 0x22", "ffffff22040000000300000009000000010000000e00000003000000000000000000f83f0000000000000080000000000000f83f000000000000f87f000000000000f83f000000000000000086220ea2f22063c0000000000000f83f9c7500883ce4377e020000000200000000000000000000000000000000000080000000000000008000000000000000800000000000000000c8540f0fc071514004000000030000000d00000003000000030000000000000001000000000000000100000001000000000000000000f83f000000000000f83f000000000000f83f050000000200000001000000010000000000000000000000da998688fb1857c0000000000000008003000000020000000000000004000000000000000000f83f000000000000f87f9c7500883ce4377e000000000000f87fbffa6847812164c0000000000000f83f9c7500883ce4377e0000000000000000000000000000f83f000000000000f87f000000000000f83f000000000000f87f09000000020000000800000004000000384c7ff7bd723a400000000000000000000000000000f87f00000000000000809c7500883ce4377e31f5107a999b50c09c7500883ce4377e9c7500883ce4377e9c7500883ce4377e00000000000000000000000000000000000000000000f87f08000000030000000000000000000000000000000000f83f9c7500883ce4377e9c7500883ce4377e000000000000f87f00000000000000009c7500883ce4377e0000000000000080000000000000f83f", Some(("0104000060FFFFDF000300000001090000400100000001110000400100000003000000000000000000F83F0000000000000080000000000000F83F000000000000F87F000000000000F83F000000000000000086220EA2F22063C0000000000000F83F9C7500883CE4377E01020000400200000000000000000000000000000000000080000000000000008000000000000000800000000000000000C8540F0FC0715140010400004003000000010F000040030000000103000040000000000101000040000000000000F87F000000000000F87F000000000000F87F0101000040000000000000F83F000000000000F83F000000000000F83F01050000400200000001010000400000000000000000DA998688FB1857C00000000000000080010300004000000000010900004002000000010800004004000000384C7FF7BD723A400000000000000000000000000000F87F00000000000000809C7500883CE4377E31F5107A999B50C09C7500883CE4377E9C7500883CE4377E9C7500883CE4377E00000000000000000000000000000000000000000000F87F0108000040030000000000000000000000000000000000F83F9C7500883CE4377E9C7500883CE4377E000000000000F87F00000000000000009C7500883CE4377E0000000000000080000000000000F83F", 14680063))),
+        ("random v2 flags 0x4b", "1fffff4b0f00000000000000", Some(("01100000E0FFFFFFFF00000000", -1))),
+        ("random v1 flags 0x07", "1fffff07f01618c0f5f9b93f634b0dc1ed6c0b41e3b633c0e04cd8c00e258840cd6208410800000002000000000000000000f83f0f439018766364c00000000000000080c03fb97558960a400000000000000000000000000000f83f0000000000000000000000000000f83f", Some(("01080000E0FFFFFFFF02000000000000000000F83F0F439018766364C00000000000000080C03FB97558960A400000000000000000000000000000F83F0000000000000000000000000000F83F", -1))),
+        ("random v1 flags 0x0a", "0000010a01000000010000001c289e5a90765f40f4900de093b863c0f8ddcfe016c942c0", Some(("0101000060010000001C289E5A90765F40F4900DE093B863C0F8DDCFE016C942C0", 1))),
+        ("random v1 flags 0x0a", "1000000a0f0000000200000006000000000000000100000000000000", Some(("01100000600000F0FF020000000106000040000000000101000040000000000000F87F000000000000F87F000000000000F87F", -1048576))),
+        ("random v1 flags 0x00", "000000000c00000000000000", Some(("010C00000000000000", 0))),
+        ("random v1 flags 0x0a", "0f3e580a0d000000010000000300000003000000000000000300000004000000000000009c7500883ce4377e0000000000000080000000000000f87f0000000000000080000000000000f87f6825012182606240000000000000f87f9c7500883ce4377e9c7500883ce4377e000000000000f87f000000000000f83f000000000000f83f000000000000f87f9c7500883ce4377e000000000000f87f0000000000000000000000000000000000000000000000800000000000000080000000000000f87f000000000000f83f", Some(("010F000060583E0F0001000000010300004000000000", 999000))),
+        ("random v1 flags 0x1c", "ffffff1cd935c5c0d0270ac175a485bf0f5f4b408a2099c0333db6400b000000030000000f000000020000000d00000000000000010000000100000000000000000000009c7500883ce4377e08000000020000000000000000000000000000000000f87f000000000000008000000000000000800f000000010000000500000000000000", Some(("010B000020FFFFDF0003000000011000000002000000010F00000000000000010100000000000000000000009C7500883CE4377E0108000000020000000000000000000000000000000000F87F00000000000000800000000000000080011000000001000000010500000000000000", 14680063))),
+        ("random v1 flags 0x07", "0010e607c0ee9640616e3140752f0841e1e79340463e064164753ebf1731a83ffb9cb34001000000020000009c7500883ce4377e000000000000f83f000000000000008042c1ad92c4a160c00000000000000080000000000000f83f9c7500883ce4377e9c7500883ce4377e", Some(("01010000E0E61000009C7500883CE4377E000000000000F83F000000000000008042C1AD92C4A160C00000000000000080000000000000F83F9C7500883CE4377E9C7500883CE4377E", 4326))),
+        ("random v2 flags 0x57", "1fffff573d7b8b35c1d74bca239274c0d96ea6402ae54cc0b92183c06a11ec405f626640edd201c0c4c48ec007000000030000000a00000001000000030000000100000000000000000000000900000000000000020000000300000000000000000000805ccd87b99ebf50c000000000000000809c7500883ce4377e0000000000000080000000000000f83f000000000000008000000000000000800000000000000000000000000000f87f000000000000f83f000000000000f83f", Some(("01070000E0FFFFFFFF03000000010A0000C00100000001030000C00000000001090000C00000000001020000C00300000000000000000000805CCD87B99EBF50C000000000000000809C7500883CE4377E0000000000000080000000000000F83F000000000000008000000000000000800000000000000000000000000000F87F000000000000F83F000000000000F83F", -1))),
+        ("random v2 flags 0x45", "0010e64527ce09c1ff6b443f6981cdc0c41910c0a4cce3c0e87ca1c00b00000002000000040000000200000005000000030000000800000003000000000000000000f83f000000000000f83f000000000000f83f9c7500883ce4377e000000000000f87f000000000000f87f9c7500883ce4377e0000000000000080000000000000f87f08000000020000000000000000000000d835696d01753540c0132cefeb3a3bc0000000000000f87f000000000000008000000000000000800e00000002000000c85cb33061be3cc09c7500883ce4377e000000000000f83f9c7500883ce4377e90e1cb4eb0f661c05d50a9f328cb53c00e00000003000000724d1146f6836140000000000000f87f0000000000000080000000000000f83f00000000000000000000000000000080000000000000f87f000000000000f87f00000000000000800f000000030000000e000000020000009c7500883ce4377e0000000000000080000000000000f83f000000000000f83fe82a42041f0a43c00000000000000080040000000100000008000000000000000900000000000000", Some(("010B0000A0E610000002000000010400008002000000010500008003000000010800008003000000000000000000F83F000000000000F83F000000000000F83F9C7500883CE4377E000000000000F87F000000000000F87F9C7500883CE4377E0000000000000080000000000000F87F0108000080020000000000000000000000D835696D01753540C0132CEFEB3A3BC0000000000000F87F0000000000000080000000000000008001110000800100000002000000C85CB33061BE3CC09C7500883CE4377E000000000000F83F9C7500883CE4377E90E1CB4EB0F661C05D50A9F328CB53C001110000800100000003000000724D1146F6836140000000000000F87F0000000000000080000000000000F83F00000000000000000000000000000080000000000000F87F000000000000F87F0000000000000080011000008003000000011100008001000000020000009C7500883CE4377E0000000000000080000000000000F83F000000000000F83FE82A42041F0A43C00000000000000080010400008001000000010800008000000000010900008000000000", 4326))),
+        ("random v1 flags 0x17", "0f3e5817384a6e403df14440638cc4c01cd551401e0e0b41da00de3f5926d83f18d403400200000000000000", Some(("01020000E0583E0F0000000000", 999000))),
+        ("random v2 flags 0x42", "0010e64201000000010000000000000000000080000000000000f83f000000000000f83f", Some(("0101000060E61000000000000000000080000000000000F83F000000000000F83F", 4326))),
+        ("random v1 flags 0x05", "0f3e5805218cff40f61b2740176b06c14a91eac03d6caa400fee3c3f0c000000030000000a0000000000000008000000040000009c7500883ce4377e0000000000000080f41ddfb09dec4c40000000000000f83f0000000000000000000000000000f87f000000000000008000000000000000009c7500883ce4377e000000000000f83f00000000000000009c7500883ce4377e07000000030000000f000000030000000800000003000000000000000000f83f000000000000f87f000000000000f87f000000000000f83f000000000000f87f000000000000f83f00000000000000000000000000000000000000000000f83f08000000000000000100000001000000000000000000f83f000000000000008000000000000000000a00000002000000020000000200000000000000000000800000000000000080000000000000008000000000000000800000000000000080000000000000008001000000010000009c7500883ce4377ef415e02352e65e40863c0d4bd1ad65400b00000002000000020000000000000002000000040000000000000000000080e92f13bf1fab63c09c7500883ce4377e0000000000000080000000000000f83f000000000000f83f000000000000f83f000000000000f83f0000000000000000a6969c19ce646040000000000000f83f000000000000f87f", Some(("010C0000A0583E0F0003000000010A000080000000000108000080040000009C7500883CE4377E0000000000000080F41DDFB09DEC4C40000000000000F83F0000000000000000000000000000F87F000000000000008000000000000000009C7500883CE4377E000000000000F83F00000000000000009C7500883CE4377E010700008003000000011000008003000000010800008003000000000000000000F83F000000000000F87F000000000000F87F000000000000F83F000000000000F87F000000000000F83F00000000000000000000000000000000000000000000F83F0108000080000000000101000080000000000000F83F00000000000000800000000000000000010A0000800200000001020000800200000000000000000000800000000000000080000000000000008000000000000000800000000000000080000000000000008001010000809C7500883CE4377EF415E02352E65E40863C0D4BD1AD6540010B000080020000000102000080000000000102000080040000000000000000000080E92F13BF1FAB63C09C7500883CE4377E0000000000000080000000000000F83F000000000000F83F000000000000F83F000000000000F83F0000000000000000A6969C19CE646040000000000000F83F000000000000F87F", 999000))),
+        ("random v1 flags 0x1e", "0010e61e7903fdbf382ae6bfcf5e02c18b6bf8c0d4a4913f5d9b913f09000000030000000a00000000000000020000000000000006000000010000000400000000000000", Some(("0109000060E610000003000000010A00004000000000010200004000000000010600004001000000010400004000000000", 4326))),
+        ("v1 point srid 4326", "0010e6000100000001000000000000000000f03f0000000000000040", Some(("0101000020E6100000000000000000F03F0000000000000040", 4326))),
+        ("v1 readonly bit is no extended word", "000000100200000001000000000000000000f03f0000000000000040", Some(("010200000001000000000000000000F03F0000000000000040", 0))),
+        ("v2 extended word and bbox", "000000540101010101010101020202020202020202020202020202020200000002000000000000000000f03f000000000000004000000000000008400000000000001040", Some(("010200000002000000000000000000F03F000000000000004000000000000008400000000000001040", 0))),
+        ("v1 geodetic bbox of 6 floats", "0010e60d0303030303030303030303030303030303030303030303030100000001000000000000000000f03f00000000000000400000000000000840", Some(("01010000A0E6100000000000000000F03F00000000000000400000000000000840", 4326))),
+        ("srid -1 (bit 20)", "1fffff400100000001000000000000000000f03f0000000000000040", Some(("0101000020FFFFFFFF000000000000F03F0000000000000040", -1))),
+        ("srid high bits kept", "e00001400100000001000000000000000000f03f0000000000000040", Some(("01010000200100E000000000000000F03F0000000000000040", 14680065))),
+        ("point of two points", "000000400100000002000000000000000000f03f000000000000004000000000000008400000000000001040", Some(("0101000000000000000000F03F000000000000004000000000000008400000000000001040", 0))),
+        ("polygon empty first ring skips the rest", "0000004003000000020000000000000002000000000000000000f03f000000000000004000000000000008400000000000001040", Some(("010300000000000000", 0))),
+        ("polygon empty first ring past the end", "0000004003000000020000000000000003000000000000000000f03f000000000000004000000000000008400000000000001040", None),
+        ("polygon odd rings padded", "0000004003000000010000000200000000000000000000000000f03f000000000000004000000000000008400000000000001040", Some(("01030000000100000002000000000000000000F03F000000000000004000000000000008400000000000001040", 0))),
+        ("polygon odd rings unpadded", "00000040030000000100000002000000000000000000f03f000000000000004000000000000008400000000000001040", None),
+        ("triangle empty", "000000410e00000000000000", Some(("011100008000000000", 0))),
+        ("type 16", "000000401000000000000000", None),
+        ("type 0", "000000400000000000000000", None),
+        ("type with the Z flag", "000000400100008000000000", None),
+        ("trailing byte", "00000040010000000000000000", None),
+        ("header only", "00000040", None),
+        ("three bytes", "000000", None),
+        ("collection count past the end", "0000004007000000ffffffff0100000000000000", None),
+        ("polygon ring count past the end", "0000004003000000ffffffff", None),
+        ("linestring count past the end", "0000004002000000ffffffff", None),
+        ("zm multipoint srid", "0010e643040000000200000001000000000000000100000001000000000000000000f03f000000000000004000000000000008400000000000001040", Some(("01040000E0E61000000200000001010000C0000000000000F87F000000000000F87F000000000000F87F000000000000F87F01010000C0000000000000F03F000000000000004000000000000008400000000000001040", 4326))),
+        ("collections nested 20 deep", "0010e64007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000010000000100000000000000000014400000000000001840", Some(("0107000020E610000001000000010700000001000000010700000001000000010700000001000000010700000001000000010700000001000000010700000001000000010700000001000000010700000001000000010700000001000000010700000001000000010700000001000000010700000001000000010700000001000000010700000001000000010700000001000000010700000001000000010700000001000000010700000001000000010700000001000000010100000000000000000014400000000000001840", 4326))),
+        ("FALLBACK collections nested 101 deep", "00000040070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000100000000000000", Some(("0107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000101000000000000000000F87F000000000000F87F", 0))),
+        ("collections nested 100 deep", "0000004007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000700000001000000070000000100000007000000010000000100000000000000", Some(("0107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000107000000010000000101000000000000000000F87F000000000000F87F", 0))),
+    ];
+}
