@@ -30,14 +30,16 @@ How:
     column's `enum_oids`);
   - a domain over one of those base types, as its base type;
   - the extension types hstore (Json, or the map in hstore.handling.mode=map), ltree
-    (Ltree), lquery, cube, earth, seg and the isn types (their text);
+    (Ltree), lquery, cube, earth, seg and the isn types (their text), PostGIS geometry
+    and geography (Geometry / Geography {wkb, srid}), pgvector's vector, halfvec and
+    sparsevec (DoubleVector, FloatVector, SparseDoubleVector);
   - a composite whose fields are built-in types the text plugin prints
     (`service.output.native_text.composite_spec`): the string of record_out's text;
   - an array of any of those (`element_spec`: not of a domain, whose OID its header
     names; not nested), with the element's layout from
     `service.types.registry.builtin_layout`.
   A table with any other mapped column (composites of other fields, ranges of other
-  subtypes, PostGIS and pgvector types, arrays of extension
+  subtypes, arrays of extension
   types, arrays of other types, domains over enums, ...)
   gets no plan: the Python path handles all its rows (`not_native` names why).
 - Per row, Rust deforms the tuple (heap_deform_tuple) and writes the Value and Key
@@ -212,11 +214,21 @@ def element_spec(meta: ColumnMeta, decimal_mode: str) -> ElemSpec | None:
     return kind, scale, precision, elem.type_oid, attlen, TYPALIGN_BYTES[layout[1]]
 
 
+# Extension types whose Debezium value is not their text: the native kind writing it.
+_EXT_RECORDS = {
+    "geometry": "geometry_record",  # {wkb, srid}
+    "geography": "geometry_record",
+    "vector": "double_vector",
+    "halfvec": "float_vector",
+    "sparsevec": "sparse_vector",
+}
+
+
 def _extension_kind(meta: ColumnMeta, mapping: Any, decimal_mode: str) -> FieldKind | None:
     """An extension type's native encoding (or a domain's over one): hstore as Json or
     as the map (`hstore.handling.mode`, read off the mapping), ltree as Ltree, lquery,
-    cube, earth, seg and the isn types as their text; None for the others (PostGIS,
-    pgvector) and for anything else mapped."""
+    cube, earth, seg and the isn types as their text, PostGIS as Geometry / Geography,
+    pgvector as DoubleVector, FloatVector, SparseDoubleVector; None for anything else."""
     if meta.stored_bytes_type or meta.kind not in ("b", "d"):
         return None
     if meta.ext == "hstore":
@@ -230,7 +242,7 @@ def _extension_kind(meta: ColumnMeta, mapping: Any, decimal_mode: str) -> FieldK
         return None
     if mapping.schema != type_mapping(meta, decimal_mode, _noop_warn).schema:
         return None
-    return found[0], 0, 0, found[1]
+    return _EXT_RECORDS.get(meta.ext, found[0]), 0, 0, found[1]
 
 
 def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> FieldKind | None:

@@ -25,7 +25,8 @@ and macaddr8; an enum, whose label the plan maps from its pg_enum OID: `enum_oid
 an array of any of these but box, printed as array_out, with its element's layout from
 `service.types.registry.builtin_layout`; the geometric types, tsvector, tsquery, and
 the built-in ranges and multiranges; a composite of any of these but arrays, enums and
-composites, printed as record_out). A relation with a column of any other type
+composites, printed as record_out; the contrib extension types, PostGIS geometry and
+geography, pgvector's types: `EXT_KINDS`). A relation with a column of any other type
 (arrays of other types, domains,
 composites, ranges, extension types, ...) gets no plan: the Python path prints all its
 rows (`reason` says why).
@@ -128,6 +129,11 @@ EXT_KINDS: dict[str, tuple[str, int]] = {
     "seg": ("seg", 12),
     **{name: (name, 8) for name in ("ean13", "isbn13", "ismn13", "issn13")},
     **{name: (name, 8) for name in ("isbn", "ismn", "issn", "upc")},
+    "geometry": ("geometry", -1),  # the hex EWKB
+    "geography": ("geography", -1),
+    "vector": ("vector", -1),
+    "halfvec": ("halfvec", -1),
+    "sparsevec": ("sparsevec", -1),
 }
 _OPS = {ChangeOp.INSERT: " INSERT:", ChangeOp.UPDATE: " UPDATE:", ChangeOp.DELETE: " DELETE:"}
 

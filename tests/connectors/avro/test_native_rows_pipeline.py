@@ -268,13 +268,26 @@ _LZ4 = """SELECT 'lz4' = ANY(enumvals) FROM pg_settings
           WHERE name = 'default_toast_compression'"""
 
 
-# The contrib extension types the native encoder writes (tests/integration/extension_cases).
-_EXT_FEATURES = ("hstore", "ltree", "citext", "isn", "cube", "earthdistance", "seg")
+# The extension types the native encoder writes (tests/integration/extension_cases): the
+# contrib ones on every build, PostGIS on pg15, pgvector on pg18.
+_EXT_FEATURES = (
+    "hstore",
+    "ltree",
+    "citext",
+    "isn",
+    "cube",
+    "earthdistance",
+    "seg",
+    "postgis",
+    "vector",
+    "halfvec",
+    "sparsevec",
+)
 
 
 def _extension_table(pg: dict[str, Any]) -> tuple[str, str]:
-    """The DDL of a table with a column per contrib extension type the build has (not
-    arrays), and an INSERT of 8 rows cycling through each type's literals."""
+    """The DDL of a table with a column per extension type the build has (not arrays),
+    and an INSERT of 8 rows cycling through each type's literals."""
     found = [
         (typ, literals)
         for feature, typs in EXTENSION_CASES.items()

@@ -131,6 +131,16 @@ pub enum Kind {
     HstoreJson,
     /// hstore in hstore.handling.mode=map: an Avro map of `["null", string]`.
     HstoreMap,
+    /// PostGIS geometry / geography: io.debezium.data.geometry.Geometry / Geography
+    /// {wkb: the EWKB, srid} (rows::postgis).
+    Geometry,
+    /// pgvector vector: io.debezium.data.DoubleVector, an array of double.
+    DoubleVector,
+    /// pgvector halfvec: io.debezium.data.FloatVector, an array of float.
+    FloatVector,
+    /// pgvector sparsevec: io.debezium.data.SparseDoubleVector {dimensions, vector: an
+    /// array of MapEntry {key, value}}.
+    SparseVector,
 }
 
 impl Kind {
@@ -176,6 +186,10 @@ impl Kind {
             "composite" => Kind::Composite,
             "hstore_json" => Kind::HstoreJson,
             "hstore_map" => Kind::HstoreMap,
+            "geometry_record" => Kind::Geometry,
+            "double_vector" => Kind::DoubleVector,
+            "float_vector" => Kind::FloatVector,
+            "sparse_vector" => Kind::SparseVector,
             _ => Kind::Output(output::Output::parse(name)?),
         })
     }
@@ -214,7 +228,11 @@ impl Kind {
             | Kind::NumericDouble
             | Kind::Composite
             | Kind::HstoreJson
-            | Kind::HstoreMap => -1,
+            | Kind::HstoreMap
+            | Kind::Geometry
+            | Kind::DoubleVector
+            | Kind::FloatVector
+            | Kind::SparseVector => -1,
         }
     }
 }
@@ -515,6 +533,13 @@ fn zero(out: &mut Vec<u8>, kind: Kind) {
         Kind::Point => point(out, 0.0, 0.0),
         // the hstore zero of json mode is "{}" (the map's is the empty map: 0)
         Kind::HstoreJson => avro::bytes(out, b"{}"),
+        // an empty GEOMETRYCOLLECTION (createEmpty), srid 0
+        Kind::Geometry => {
+            avro::bytes(out, &[0x01, 0x07, 0, 0, 0, 0, 0, 0, 0]);
+            out.extend_from_slice(&[avro::SECOND_BRANCH, 0x00]);
+        }
+        // {"dimensions": 0, "vector": []}
+        Kind::SparseVector => out.extend_from_slice(&[0x00, 0x00]),
         // "", b"", 0, false: a single zero byte each
         _ => out.push(0x00),
     }
@@ -643,6 +668,44 @@ fn write_value(out: &mut Vec<u8>, col: &Column, kind: Kind, d: &[u8]) -> Result<
         Kind::Point => {
             let (x, y) = geometric::point_xy(d)?;
             point(out, x, y);
+        }
+        Kind::Geometry => {
+            let (wkb, srid) = postgis::geometry_value(d)?;
+            avro::bytes(out, &wkb);
+            out.push(avro::SECOND_BRANCH);
+            avro::long(out, srid as i64);
+        }
+        Kind::DoubleVector => {
+            let values = pgvector::double_vector(d)?;
+            if !values.is_empty() {
+                avro::long(out, values.len() as i64);
+                for v in &values {
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+            avro::long(out, 0);
+        }
+        Kind::FloatVector => {
+            let values = pgvector::float_vector(d)?;
+            if !values.is_empty() {
+                avro::long(out, values.len() as i64);
+                for v in &values {
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+            avro::long(out, 0);
+        }
+        Kind::SparseVector => {
+            let (dimensions, entries) = pgvector::sparse_vector(d)?;
+            avro::long(out, dimensions as i64);
+            if !entries.is_empty() {
+                avro::long(out, entries.len() as i64);
+                for (key, value) in &entries {
+                    avro::long(out, *key as i64);
+                    out.extend_from_slice(&value.to_le_bytes());
+                }
+            }
+            avro::long(out, 0);
         }
         Kind::HstoreJson => {
             let mut text = String::new();

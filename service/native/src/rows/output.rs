@@ -8,13 +8,14 @@
 //! (`write`): the geometric types (rows::geometric), tsvector and tsquery
 //! (rows::tsearch), the built-in ranges and multiranges (rows::range), pg_lsn, xid,
 //! cid and xid8 (service.types.text), and the extension types hstore, ltree, lquery,
-//! cube, seg and the isn types (rows::extension).
+//! cube, seg and the isn types (rows::extension), PostGIS geometry and geography
+//! (rows::postgis) and pgvector's vector, halfvec and sparsevec (rows::pgvector).
 //! Errors: each writer's `Err(reason)` (the row falls back to Python). Pure, no panics.
 
 use std::fmt::Write;
 
 use super::extension::{self, IsnKind};
-use super::{fixed, geometric, range::RangeSub, tsearch};
+use super::{fixed, geometric, pgvector, postgis, range::RangeSub, tsearch};
 
 /// A built-in type published as its output text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +45,12 @@ pub enum Output {
     Cube,
     Seg,
     Isn(IsnKind),
+    /// PostGIS geometry and geography: the hex EWKB (rows::postgis).
+    Geometry,
+    /// pgvector (rows::pgvector): vector_out, halfvec_out, sparsevec_out.
+    Vector,
+    Halfvec,
+    Sparsevec,
 }
 
 const SUBS: [(&str, RangeSub); 6] = [
@@ -76,6 +83,10 @@ impl Output {
             "lquery" => Output::Lquery,
             "cube" => Output::Cube,
             "seg" => Output::Seg,
+            "geometry" | "geography" => Output::Geometry,
+            "vector" => Output::Vector,
+            "halfvec" => Output::Halfvec,
+            "sparsevec" => Output::Sparsevec,
             _ => {
                 if let Some(kind) = IsnKind::from_name(name) {
                     return Some(Output::Isn(kind));
@@ -138,6 +149,10 @@ impl Output {
             Output::Cube => extension::cube_text(out, d),
             Output::Seg => extension::seg_text(out, d),
             Output::Isn(kind) => extension::isn_text(out, d, kind),
+            Output::Geometry => postgis::geometry_text(out, d),
+            Output::Vector => pgvector::vector_text(out, d),
+            Output::Halfvec => pgvector::halfvec_text(out, d),
+            Output::Sparsevec => pgvector::sparsevec_text(out, d),
         }
     }
 }
