@@ -89,7 +89,13 @@ from service.output.api import (
     RowChange,
     TxnInfo,
 )
-from service.output.native_text import EXT_KINDS, CompositeSpec, composite_spec
+from service.output.native_text import (
+    EXT_KINDS,
+    OUTPUT_TYPES,
+    RANGES,
+    CompositeSpec,
+    composite_spec,
+)
 from service.pgconst import UNIX_EPOCH_USECS
 from service.schema.tabledef import TableDef
 from service.types.deform import TYPALIGN_BYTES
@@ -133,33 +139,8 @@ NATIVE_TYPES: dict[int, tuple[str, int]] = {
     2950: ("uuid", 16),
     3802: ("jsonb", -1),  # jsonb_out's text
     600: ("point_record", 16),  # io.debezium.data.geometry.Point
-    # published as their output text
-    601: ("lseg", 32),
-    602: ("path", -1),
-    603: ("box", 32),
-    604: ("polygon", -1),
-    628: ("line", 24),
-    718: ("circle", 24),
-    3614: ("tsvector", -1),
-    3615: ("tsquery", -1),
-    3904: ("int4range", -1),
-    3906: ("numrange", -1),
-    3908: ("tsrange", -1),
-    3910: ("tstzrange", -1),
-    3912: ("daterange", -1),
-    3926: ("int8range", -1),
-    4451: ("int4multirange", -1),
-    4532: ("nummultirange", -1),
-    4533: ("tsmultirange", -1),
-    4534: ("tstzmultirange", -1),
-    4535: ("datemultirange", -1),
-    4536: ("int8multirange", -1),
-    28: ("xid", 4),
-    29: ("xid", 4),  # cid
-    3220: ("pg_lsn", 8),
-    5069: ("xid8", 8),
+    **OUTPUT_TYPES,  # published as their output text
 }
-_RANGES = frozenset({3904, 3906, 3908, 3910, 3912, 3926})
 _NUMERIC, _MONEY, _BIT, _VARBIT = 1700, 790, 1560, 1562
 
 ColumnSpec = tuple[str, int, int, bool, bool, str, int, int, bool]
@@ -178,7 +159,7 @@ def _base(meta: ColumnMeta) -> tuple[int, int] | None:
     column has none, as type_mapping resolves it); None for anything else."""
     if meta.ext or meta.stored_bytes_type:
         return None
-    if meta.kind == "b" or (meta.kind == "r" and meta.type_oid in _RANGES):
+    if meta.kind == "b" or (meta.kind == "r" and meta.type_oid in RANGES):
         return meta.type_oid, meta.typmod
     if meta.kind == "d" and meta.elem_type_oid and meta.elem_kind == "b":
         return meta.elem_type_oid, meta.typmod if meta.typmod >= 0 else meta.elem_typmod

@@ -58,6 +58,37 @@ from service.types.rowdecode import RowRun
 
 log = structlog.get_logger(__name__)
 
+# Built-in types both plugins publish as their output text (rows::output), by OID:
+# (kind, attlen of the stored form). The geometric types but point, tsvector, tsquery, the
+# built-in ranges and multiranges, pg_lsn, xid, cid, xid8.
+OUTPUT_TYPES: dict[int, tuple[str, int]] = {
+    601: ("lseg", 32),
+    602: ("path", -1),
+    603: ("box", 32),
+    604: ("polygon", -1),
+    628: ("line", 24),
+    718: ("circle", 24),
+    3614: ("tsvector", -1),
+    3615: ("tsquery", -1),
+    3904: ("int4range", -1),
+    3906: ("numrange", -1),
+    3908: ("tsrange", -1),
+    3910: ("tstzrange", -1),
+    3912: ("daterange", -1),
+    3926: ("int8range", -1),
+    4451: ("int4multirange", -1),
+    4532: ("nummultirange", -1),
+    4533: ("tsmultirange", -1),
+    4534: ("tstzmultirange", -1),
+    4535: ("datemultirange", -1),
+    4536: ("int8multirange", -1),
+    28: ("xid", 4),
+    29: ("xid", 4),  # cid
+    3220: ("pg_lsn", 8),
+    5069: ("xid8", 8),
+}
+RANGES = frozenset({3904, 3906, 3908, 3910, 3912, 3926})
+
 # Built-in types the native writer prints, by OID: (kind, attlen of the stored form).
 TEXT_KINDS: dict[int, tuple[str, int]] = {
     16: ("bool", 1),
@@ -91,34 +122,9 @@ TEXT_KINDS: dict[int, tuple[str, int]] = {
     1560: ("bits", -1),  # bit: B'…'
     1562: ("bits", -1),  # varbit: B'…'
     3802: ("jsonb", -1),
-    # rows::output: the geometric types, tsvector, tsquery, ranges and multiranges
     600: ("point", 16),
-    601: ("lseg", 32),
-    602: ("path", -1),
-    603: ("box", 32),
-    604: ("polygon", -1),
-    628: ("line", 24),
-    718: ("circle", 24),
-    3614: ("tsvector", -1),
-    3615: ("tsquery", -1),
-    3904: ("int4range", -1),
-    3906: ("numrange", -1),
-    3908: ("tsrange", -1),
-    3910: ("tstzrange", -1),
-    3912: ("daterange", -1),
-    3926: ("int8range", -1),
-    4451: ("int4multirange", -1),
-    4532: ("nummultirange", -1),
-    4533: ("tsmultirange", -1),
-    4534: ("tstzmultirange", -1),
-    4535: ("datemultirange", -1),
-    4536: ("int8multirange", -1),
-    28: ("xid", 4),
-    29: ("xid", 4),  # cid
-    3220: ("pg_lsn", 8),
-    5069: ("xid8", 8),
+    **OUTPUT_TYPES,
 }
-_RANGES = frozenset({3904, 3906, 3908, 3910, 3912, 3926})
 _BOX = 603  # its array delimiter is ';': array_out of box[] is the Python path's
 # Extension types, by service.types.extensions' name: (kind, attlen of the stored form).
 EXT_KINDS: dict[str, tuple[str, int]] = {
@@ -176,7 +182,7 @@ def _element(meta: ColumnMeta) -> ElemSpec | None:
         return (_ENUM, meta.elem_type_oid, 4, 4) if known else None
     found = TEXT_KINDS.get(meta.elem_type_oid)
     layout = builtin_layout(meta.elem_type_oid)
-    ranged = meta.elem_kind == "r" and meta.elem_type_oid in _RANGES
+    ranged = meta.elem_kind == "r" and meta.elem_type_oid in RANGES
     if (
         (meta.elem_kind != "b" and not ranged)
         or meta.elem_type_oid == _BOX
@@ -221,7 +227,7 @@ def _kind(meta: ColumnMeta, at: int, parts: _Parts) -> tuple[str, int] | None:
     if comp is not None:
         parts.composites[at] = comp
         return _COMPOSITE, -1
-    if meta.kind == "r" and meta.type_oid in _RANGES:
+    if meta.kind == "r" and meta.type_oid in RANGES:
         return TEXT_KINDS[meta.type_oid]
     if meta.kind != "b":
         return None

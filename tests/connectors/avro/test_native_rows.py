@@ -55,7 +55,7 @@ from tests.connectors.avro.test_codec import (
     random_stamp,
     stored,
 )
-from tests.service.types.stored_forms import array_datum, jsonb_datum
+from tests.service.types.stored_forms import array_datum, jsonb_datum, random_json
 
 # The extension itself, whatever PGCDC_IMPL selects: this test is about the encoder.
 NATIVE = _native
@@ -286,7 +286,7 @@ def _value(name: str, oid: int, rng: random.Random) -> bytes:
             nbits = typmod if typmod > 0 else rng.randrange(0, 70)
             return struct.pack("<i", nbits) + rng.randbytes((nbits + 7) // 8)
         case 3802:
-            return jsonb_datum(_json(rng, 3), short_numeric_headers=rng.random() < 0.5)
+            return jsonb_datum(random_json(rng, 3), short_numeric_headers=rng.random() < 0.5)
         case 1007 | 1009 | 1231 | 1185 | 3807:
             elem, typlen, align = ARRAYS[oid]
             elem_name = {1231: "an"}.get(oid, "")
@@ -303,23 +303,6 @@ def _value(name: str, oid: int, rng: random.Random) -> bytes:
         case 142:
             return rng.choice(["", "<a>é</a>", "\n<b/>", '<?xml version="1.0"?><c/>']).encode()
     raise AssertionError(oid)
-
-
-def _json(rng: random.Random, depth: int) -> Any:
-    """A random JSON value (for jsonb_datum)."""
-    pick = rng.randrange(7 if depth else 4)
-    if pick == 0:
-        return rng.choice([None, True, False])
-    if pick == 1:
-        return rng.randrange(-(10**20), 10**20)
-    if pick in (2, 3):
-        return rng.choice(["", 'q"b\\', "é😀", "\n\t\x01", "x" * rng.randrange(40)])
-    if pick in (4, 5):
-        return {
-            rng.choice("abcdefg") * rng.randrange(1, 4): _json(rng, depth - 1)
-            for _ in range(rng.randrange(5))
-        }
-    return [_json(rng, depth - 1) for _ in range(rng.randrange(40))]
 
 
 def _pglz_literals(raw: bytes) -> bytes:

@@ -24,6 +24,7 @@
 //! Pure, no panics.
 
 use super::float::float8;
+use super::undo_on_err;
 
 const BAD_SIZE: &str = "geometric datum size Python decides";
 const BAD_COUNT: &str = "geometric point count Python decides";
@@ -54,19 +55,6 @@ fn fixed<const N: usize>(d: &[u8]) -> Result<[f64; N], &'static str> {
         *slot = f8_at(d, 8 * i).ok_or(BAD_SIZE)?;
     }
     Ok(v)
-}
-
-/// Runs `write`; on Err truncates `out` back to where it was.
-fn guarded(
-    out: &mut String,
-    write: impl FnOnce(&mut String) -> Result<(), &'static str>,
-) -> Result<(), &'static str> {
-    let mark = out.len();
-    let done = write(out);
-    if done.is_err() {
-        out.truncate(mark);
-    }
-    done
 }
 
 /// pair_encode within parentheses: `(x,y)`.
@@ -118,13 +106,13 @@ pub fn point_xy(d: &[u8]) -> Result<(f64, f64), &'static str> {
 /// point_out: `(x,y)`.
 pub fn point_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
     let (x, y) = point_xy(d)?;
-    guarded(out, |out| pair(out, x, y))
+    undo_on_err(out, |out| pair(out, x, y))
 }
 
 /// line_out: `{A,B,C}` of the line Ax + By + C = 0.
 pub fn line_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
     let abc = fixed::<3>(d)?;
-    guarded(out, |out| {
+    undo_on_err(out, |out| {
         out.push('{');
         for (i, v) in abc.into_iter().enumerate() {
             if i > 0 {
@@ -140,7 +128,7 @@ pub fn line_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
 /// lseg_out: the two end points as an open path, `[(x1,y1),(x2,y2)]`.
 pub fn lseg_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
     fixed::<4>(d)?;
-    guarded(out, |out| {
+    undo_on_err(out, |out| {
         out.push('[');
         points(out, d)?;
         out.push(']');
@@ -151,13 +139,13 @@ pub fn lseg_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
 /// box_out: the high corner, then the low one, `(hx,hy),(lx,ly)`.
 pub fn box_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
     fixed::<4>(d)?;
-    guarded(out, |out| points(out, d))
+    undo_on_err(out, |out| points(out, d))
 }
 
 /// circle_out: `<(x,y),r>`.
 pub fn circle_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
     let [x, y, r] = fixed::<3>(d)?;
-    guarded(out, |out| {
+    undo_on_err(out, |out| {
         out.push('<');
         pair(out, x, y)?;
         out.push(',');
@@ -172,7 +160,7 @@ pub fn path_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
     let coords = counted(d, PATH_POINTS)?;
     let closed = i32_at(d, 4).ok_or(BAD_COUNT)? != 0;
     let (open, close) = if closed { ('(', ')') } else { ('[', ']') };
-    guarded(out, |out| {
+    undo_on_err(out, |out| {
         out.push(open);
         points(out, coords)?;
         out.push(close);
@@ -183,7 +171,7 @@ pub fn path_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
 /// poly_out: the points as a closed path, `((..),..)`.
 pub fn polygon_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
     let coords = counted(d, POLYGON_POINTS)?;
-    guarded(out, |out| {
+    undo_on_err(out, |out| {
         out.push('(');
         points(out, coords)?;
         out.push(')');

@@ -274,6 +274,20 @@ pub struct Elem {
 /// An enum type's labels by the OID its datums store.
 pub type Labels = std::collections::HashMap<u32, String>;
 
+/// Runs `write` on `out`; on Err, `out` is cut back to what it was (the output writers'
+/// rule: a value that falls back leaves no partial text behind).
+pub fn undo_on_err(
+    out: &mut String,
+    write: impl FnOnce(&mut String) -> Result<(), &'static str>,
+) -> Result<(), &'static str> {
+    let mark = out.len();
+    let done = write(out);
+    if done.is_err() {
+        out.truncate(mark);
+    }
+    done
+}
+
 /// enum_out: the label of a stored pg_enum OID, or a fallback (Python raises its
 /// UnknownTypeError naming the type).
 pub fn enum_label<'a>(labels: &'a Labels, d: &[u8]) -> Result<&'a str, &'static str> {

@@ -41,6 +41,7 @@
 //! Pure, no panics.
 
 use super::float::float4;
+use super::undo_on_err;
 
 const SHORT: &str = "pgvector datum shorter than its header";
 const NEGATIVE: &str = "pgvector element count is negative";
@@ -144,19 +145,6 @@ fn sparse(d: &[u8]) -> Result<Sparse, &'static str> {
     Ok(Sparse { dim, entries })
 }
 
-/// Runs `write`; on Err truncates `out` back to where it was.
-fn guarded(
-    out: &mut String,
-    write: impl FnOnce(&mut String) -> Result<(), &'static str>,
-) -> Result<(), &'static str> {
-    let mark = out.len();
-    let done = write(out);
-    if done.is_err() {
-        out.truncate(mark);
-    }
-    done
-}
-
 /// `[x1,x2,...]` with float4out's digits (pgvector._join).
 fn join(out: &mut String, values: &[f32]) -> Result<(), &'static str> {
     out.push('[');
@@ -173,21 +161,21 @@ fn join(out: &mut String, values: &[f32]) -> Result<(), &'static str> {
 /// vector_out's text of a stored vector, appended to `out`.
 pub fn vector_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
     let values = vector_values(d)?;
-    guarded(out, |out| join(out, &values))
+    undo_on_err(out, |out| join(out, &values))
 }
 
 /// halfvec_out's text of a stored halfvec (each half widened to float4), appended to
 /// `out`.
 pub fn halfvec_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
     let values = halfvec_values(d)?;
-    guarded(out, |out| join(out, &values))
+    undo_on_err(out, |out| join(out, &values))
 }
 
 /// sparsevec_out's text `{i:x,...}/dim` (1-based indices), appended to `out`.
 pub fn sparsevec_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
     use std::fmt::Write;
     let sv = sparse(d)?;
-    guarded(out, |out| {
+    undo_on_err(out, |out| {
         out.push('{');
         for (k, &(index, value)) in sv.entries.iter().enumerate() {
             if k > 0 {

@@ -36,7 +36,7 @@
 
 use std::fmt::Write;
 
-use super::{datetime, numeric};
+use super::{datetime, numeric, undo_on_err};
 
 const RANGE_EMPTY: u8 = 0x01;
 const RANGE_LB_INC: u8 = 0x02;
@@ -103,19 +103,6 @@ pub fn range_text(out: &mut String, d: &[u8], sub: RangeSub) -> Result<(), &'sta
 /// multirange_out of a multirange payload (see the module docstring), appended to `out`.
 pub fn multirange_text(out: &mut String, d: &[u8], sub: RangeSub) -> Result<(), &'static str> {
     undo_on_err(out, |out| write_multirange(out, d, sub))
-}
-
-/// Runs `write`; on Err, `out` is cut back to what it was.
-fn undo_on_err(
-    out: &mut String,
-    write: impl FnOnce(&mut String) -> Result<(), &'static str>,
-) -> Result<(), &'static str> {
-    let mark = out.len();
-    let done = write(out);
-    if done.is_err() {
-        out.truncate(mark);
-    }
-    done
 }
 
 fn u32_at(d: &[u8], at: usize) -> Option<u32> {

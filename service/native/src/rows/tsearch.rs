@@ -30,6 +30,8 @@
 
 use std::fmt::Write;
 
+use super::undo_on_err;
+
 const BAD: &str = "text search datum Python decides";
 const TOO_DEEP: &str = "tsquery nesting Python decides";
 
@@ -69,19 +71,6 @@ fn counted(d: &[u8], width: usize) -> Result<(usize, usize), &'static str> {
     Ok((size, end))
 }
 
-/// Runs `write`; on Err truncates `out` back to where it was.
-fn guarded(
-    out: &mut String,
-    write: impl FnOnce(&mut String) -> Result<(), &'static str>,
-) -> Result<(), &'static str> {
-    let mark = out.len();
-    let done = write(out);
-    if done.is_err() {
-        out.truncate(mark);
-    }
-    done
-}
-
 /// The lexeme `d[start..start + len]` quoted: `'` and `\` doubled.
 fn quote(out: &mut String, d: &[u8], start: usize, len: usize) -> Result<(), &'static str> {
     let bytes = d
@@ -103,7 +92,7 @@ fn quote(out: &mut String, d: &[u8], start: usize, len: usize) -> Result<(), &'s
 /// tsvectorout.
 pub fn tsvector_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
     let (size, strbase) = counted(d, 4)?;
-    guarded(out, |out| {
+    undo_on_err(out, |out| {
         for i in 0..size {
             if i > 0 {
                 out.push(' ');
@@ -157,7 +146,7 @@ pub fn tsquery_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
         opbase,
         cur: 0,
     };
-    guarded(out, |out| {
+    undo_on_err(out, |out| {
         walk.render(out, 0, false, 0)?;
         if walk.cur != size {
             return Err(BAD);

@@ -41,18 +41,7 @@ pub use hstore::{hstore_json, hstore_pairs, hstore_text, java_hash_order, java_s
 pub use isn::{isn_text, IsnKind};
 pub use ltree::{lquery_text, ltree_text};
 
-/// Runs `write` on `out`; on Err, `out` is cut back to what it was.
-fn atomic(
-    out: &mut String,
-    write: impl FnOnce(&mut String) -> Result<(), &'static str>,
-) -> Result<(), &'static str> {
-    let mark = out.len();
-    let done = write(out);
-    if done.is_err() {
-        out.truncate(mark);
-    }
-    done
-}
+use super::undo_on_err as atomic;
 
 fn u16_at(d: &[u8], at: usize) -> Option<u16> {
     let bytes = d.get(at..at.checked_add(2)?)?;
