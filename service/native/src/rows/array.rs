@@ -18,6 +18,8 @@
 //! bitmap or element overrunning the datum, a compressed or external element) is
 //! `Err(reason)`: the row falls back and Python decides. Pure, no panics.
 
+use super::nested_varlena;
+
 const VARHDRSZ: usize = 4;
 const MAXDIM: usize = 6;
 const BAD: &str = "array Python decides";
@@ -36,29 +38,6 @@ fn i32_at(d: &[u8], at: usize) -> Result<i32, &'static str> {
 
 fn align_up(n: usize, a: usize) -> usize {
     (n + a - 1) & !(a - 1)
-}
-
-/// One varlena element at `off`: its payload and its whole size (header included).
-fn varlena_at(d: &[u8], off: usize) -> Result<(&[u8], usize), &'static str> {
-    let b0 = *d.get(off).ok_or(BAD)?;
-    if b0 == 0x01 {
-        return Err(BAD); // a TOAST pointer
-    }
-    if b0 & 0x01 != 0 {
-        let size = (b0 >> 1) as usize;
-        if size < 1 {
-            return Err(BAD);
-        }
-        return Ok((d.get(off + 1..off + size).ok_or(BAD)?, size));
-    }
-    if b0 & 0x03 != 0 {
-        return Err(BAD); // inline compressed
-    }
-    let size = (i32_at(d, off)? as u32 >> 2) as usize;
-    if size < 4 {
-        return Err(BAD);
-    }
-    Ok((d.get(off + 4..off + size).ok_or(BAD)?, size))
 }
 
 /// The elements of an array of `elem_oid` (typlen `attlen`, typalign `align` bytes).
@@ -118,7 +97,7 @@ pub fn elements(
         }
         off = align_up(off + VARHDRSZ, align) - VARHDRSZ;
         let (value, size) = if attlen == -1 {
-            varlena_at(d, off)?
+            nested_varlena(d, off).map_err(|_| BAD)?
         } else {
             let size = attlen as usize;
             (d.get(off..off + size).ok_or(BAD)?, size)

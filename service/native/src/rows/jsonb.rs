@@ -15,7 +15,7 @@
 
 use std::fmt::Write;
 
-use super::numeric;
+use super::{nested_varlena, numeric};
 
 const JB_CMASK: u32 = 0x0FFF_FFFF;
 const JB_FSCALAR: u32 = 0x1000_0000;
@@ -166,7 +166,8 @@ impl Reader<'_> {
                 let at = base + intalign(start);
                 let stop = base + start + length;
                 let datum = self.buf.get(at..stop).ok_or(BAD)?;
-                numeric::text(out, varlena_payload(datum)?).ok_or(BAD)?;
+                let (payload, _) = nested_varlena(datum, 0).map_err(|_| BAD)?;
+                numeric::text(out, payload).ok_or(BAD)?;
             }
             JENTRY_ISBOOL_FALSE => out.push_str("false"),
             JENTRY_ISBOOL_TRUE => out.push_str("true"),
@@ -181,28 +182,6 @@ impl Reader<'_> {
         }
         Ok(())
     }
-}
-
-/// The payload of a plain varlena at the start of `d` (service.types.varlena.payload):
-/// a 1-byte or an uncompressed 4-byte header. Anything else is Python's.
-fn varlena_payload(d: &[u8]) -> Result<&[u8], &'static str> {
-    let b0 = *d.first().ok_or(BAD)?;
-    if b0 == 0x01 {
-        return Err(BAD); // a TOAST pointer
-    }
-    if b0 & 0x01 != 0 {
-        let size = (b0 >> 1) as usize;
-        return d.get(1..size).ok_or(BAD);
-    }
-    if b0 & 0x03 != 0 {
-        return Err(BAD); // compressed
-    }
-    let word = u32_at(d, 0)?;
-    let size = (word >> 2) as usize;
-    if size < 4 {
-        return Err(BAD);
-    }
-    d.get(4..size).ok_or(BAD)
 }
 
 /// jsonb_out of a payload.

@@ -274,6 +274,48 @@ pub struct Elem {
 /// An enum type's labels by the OID its datums store.
 pub type Labels = std::collections::HashMap<u32, String>;
 
+/// A little-endian u32 at `at`, None past the end (the value readers' one bounds check).
+pub fn u32_at(d: &[u8], at: usize) -> Option<u32> {
+    let bytes = d.get(at..at.checked_add(4)?)?;
+    Some(u32::from_le_bytes(bytes.try_into().ok()?))
+}
+
+/// Why a varlena nested in another datum (an array element, a range bound, a jsonb
+/// numeric) is not read here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nested {
+    /// A TOAST pointer (never nested in a valid datum).
+    Toast,
+    /// Inline-compressed: Python decompresses it.
+    Compressed,
+    /// Its header or size runs past the datum.
+    Overrun,
+}
+
+/// The varlena at `at` of `d` (service.types.varlena.read_varlena for a nested datum):
+/// its payload and its whole size, header included; a 1-byte or an uncompressed 4-byte
+/// header.
+pub fn nested_varlena(d: &[u8], at: usize) -> Result<(&[u8], usize), Nested> {
+    let b0 = *d.get(at).ok_or(Nested::Overrun)?;
+    if b0 == 0x01 {
+        return Err(Nested::Toast);
+    }
+    if b0 & 0x01 != 0 {
+        let size = (b0 >> 1) as usize;
+        let payload = d.get(at + 1..at + size).ok_or(Nested::Overrun)?;
+        return Ok((payload, size));
+    }
+    let size = (u32_at(d, at).ok_or(Nested::Overrun)? >> 2) as usize;
+    let end = at.checked_add(size).ok_or(Nested::Overrun)?;
+    if size < 4 || end > d.len() {
+        return Err(Nested::Overrun);
+    }
+    if b0 & 0x03 == 0x02 {
+        return Err(Nested::Compressed);
+    }
+    Ok((&d[at + 4..end], size))
+}
+
 /// Runs `write` on `out`; on Err, `out` is cut back to what it was (the output writers'
 /// rule: a value that falls back leaves no partial text behind).
 pub fn undo_on_err(

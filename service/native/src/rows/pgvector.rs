@@ -40,6 +40,7 @@
 //!
 //! Pure, no panics.
 
+use super::extension::java_hash_order;
 use super::float::float4;
 use super::undo_on_err;
 
@@ -247,51 +248,6 @@ pub type SparseDoubleVector = (i32, Vec<(i32, f64)>);
 /// The hash extension_types.sparse_vector gives a key: its low 16 bits (`i & 0xFFFF`).
 fn key_hash(key: i32) -> u32 {
     key as u32 & 0xFFFF
-}
-
-/// HashMap.tableSizeFor as extension_types._table_size_for computes it: the least power
-/// of two >= n (1 for 0).
-fn table_size_for(n: usize) -> u64 {
-    (n as u64).checked_next_power_of_two().unwrap_or(1 << 63)
-}
-
-/// The indices of keys (inserted in order, all distinct, with these hashCodes) in the
-/// order a java.util.HashMap iterates them, as extension_types.java_hash_order models
-/// it: by bucket of the final table, insertion order within a bucket; a bin reaching 9
-/// in a table under 64 buckets doubles it (treeifyBin), a size over 3/4 of the table
-/// doubles it. `initial_capacity` None is `new HashMap()` (16 buckets).
-pub fn java_hash_order(hashes: &[u32], initial_capacity: Option<usize>) -> Vec<usize> {
-    let mut cap: u64 = initial_capacity.map_or(16, |n| table_size_for(n).max(1));
-    let spread: Vec<u64> = hashes.iter().map(|&h| u64::from(h ^ (h >> 16))).collect();
-    for (earlier, &last) in spread.iter().enumerate() {
-        let mask = cap - 1;
-        let bucket = last & mask;
-        // Only while the table is under 64 buckets, so at most 48 keys are counted.
-        if cap < 64 && bin_size(&spread, earlier, mask, bucket) >= 8 {
-            cap = cap.saturating_mul(2);
-        }
-        let size = earlier as u64 + 1;
-        if size > cap.saturating_mul(3) / 4 {
-            cap = cap.saturating_mul(2);
-        }
-    }
-    let mask = cap - 1;
-    let mut keyed: Vec<(u64, usize)> = spread
-        .iter()
-        .enumerate()
-        .map(|(i, &s)| (s & mask, i))
-        .collect();
-    keyed.sort_unstable();
-    keyed.into_iter().map(|(_, i)| i).collect()
-}
-
-/// How many of the first `count` spread hashes fall in `bucket` under `mask`.
-fn bin_size(spread: &[u64], count: usize, mask: u64, bucket: u64) -> usize {
-    spread
-        .iter()
-        .take(count)
-        .filter(|&&s| s & mask == bucket)
-        .count()
 }
 
 #[cfg(test)]

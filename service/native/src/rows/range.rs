@@ -36,7 +36,7 @@
 
 use std::fmt::Write;
 
-use super::{datetime, numeric, undo_on_err};
+use super::{datetime, nested_varlena, numeric, u32_at, undo_on_err, Nested};
 
 const RANGE_EMPTY: u8 = 0x01;
 const RANGE_LB_INC: u8 = 0x02;
@@ -103,11 +103,6 @@ pub fn range_text(out: &mut String, d: &[u8], sub: RangeSub) -> Result<(), &'sta
 /// multirange_out of a multirange payload (see the module docstring), appended to `out`.
 pub fn multirange_text(out: &mut String, d: &[u8], sub: RangeSub) -> Result<(), &'static str> {
     undo_on_err(out, |out| write_multirange(out, d, sub))
-}
-
-fn u32_at(d: &[u8], at: usize) -> Option<u32> {
-    let bytes = d.get(at..at.checked_add(4)?)?;
-    Some(u32::from_le_bytes(bytes.try_into().ok()?))
 }
 
 /// `at` rounded up to a multiple of `align` (a power of two).
@@ -178,26 +173,12 @@ fn read_bound(body: &[u8], at: usize, sub: RangeSub) -> Result<(&[u8], usize), &
 /// The varlena at `at` in `body`: (its payload, the offset past it). A TOAST pointer
 /// is an error, an inline-compressed one Python's to decompress.
 fn read_varlena(body: &[u8], at: usize) -> Result<(&[u8], usize), &'static str> {
-    const OVERRUN: &str = "range bound varlena overruns its datum";
-    let first = *body.get(at).ok_or(OVERRUN)?;
-    if first == 0x01 {
-        return Err("TOAST pointer inside a range");
+    match nested_varlena(body, at) {
+        Ok((payload, size)) => Ok((payload, at + size)),
+        Err(Nested::Toast) => Err("TOAST pointer inside a range"),
+        Err(Nested::Compressed) => Err("inline-compressed range bound Python decompresses"),
+        Err(Nested::Overrun) => Err("range bound varlena overruns its datum"),
     }
-    if first & 0x01 != 0 {
-        let end = at + (first >> 1) as usize;
-        let payload = body.get(at + 1..end).ok_or(OVERRUN)?;
-        return Ok((payload, end));
-    }
-    let word = u32_at(body, at).ok_or(OVERRUN)?;
-    let size = (word >> 2) as usize;
-    let end = at.checked_add(size).ok_or(OVERRUN)?;
-    if size < VARHDRSZ || end > body.len() {
-        return Err(OVERRUN);
-    }
-    if first & 0x03 == 0x02 {
-        return Err("inline-compressed range bound Python decompresses");
-    }
-    Ok((body.get(at + VARHDRSZ..end).ok_or(OVERRUN)?, end))
 }
 
 /// A bound's output text, quoted as range_bound_escape quotes it.

@@ -241,6 +241,25 @@ fn literal(out: &mut String, p: &Printed, col: &Column, d: &[u8]) -> Result<(), 
             out.push('\'');
         }
         TextKind::Text => quoted(out, utf8(d)?),
+        // Output texts that never hold a quote: written in place, no copy to double quotes
+        // in (these are most columns of a table: the row's hot path).
+        TextKind::Bytea
+        | TextKind::Uuid
+        | TextKind::Date
+        | TextKind::Time
+        | TextKind::Timestamp
+        | TextKind::TimestampTz
+        | TextKind::Interval
+        | TextKind::TimeTz
+        | TextKind::Money
+        | TextKind::Inet
+        | TextKind::Cidr
+        | TextKind::Mac
+        | TextKind::Mac8 => {
+            out.push('\'');
+            output(out, p.kind, col, d)?;
+            out.push('\'');
+        }
         TextKind::Array => {
             let e = p.elem.ok_or("array Python decides")?;
             let a = array::elements(d, e.oid, e.attlen, e.align)?;

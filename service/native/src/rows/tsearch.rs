@@ -30,7 +30,7 @@
 
 use std::fmt::Write;
 
-use super::undo_on_err;
+use super::{u32_at, undo_on_err};
 
 const BAD: &str = "text search datum Python decides";
 const TOO_DEEP: &str = "tsquery nesting Python decides";
@@ -49,11 +49,6 @@ const ITEM: usize = 12;
 fn u16_at(d: &[u8], at: usize) -> Option<u16> {
     let bytes = d.get(at..at.checked_add(2)?)?;
     Some(u16::from_le_bytes(bytes.try_into().ok()?))
-}
-
-fn u32_at(d: &[u8], at: usize) -> Option<u32> {
-    let bytes = d.get(at..at.checked_add(4)?)?;
-    Some(u32::from_le_bytes(bytes.try_into().ok()?))
 }
 
 /// The int32 count at 0 and where the `width`-byte array it counts ends; Err if the

@@ -218,11 +218,7 @@ pub fn java_string_hash(text: &str) -> u32 {
 
 /// HashMap.tableSizeFor: the least power of two at least `n` (1 for 0).
 fn table_size_for(n: usize) -> u64 {
-    let mut cap = 1u64;
-    while cap < n as u64 {
-        cap <<= 1;
-    }
-    cap
+    (n as u64).checked_next_power_of_two().unwrap_or(1 << 63)
 }
 
 /// The indices of keys (inserted in order, all distinct, with these hashCodes) in the

@@ -41,16 +41,12 @@ pub use hstore::{hstore_json, hstore_pairs, hstore_text, java_hash_order, java_s
 pub use isn::{isn_text, IsnKind};
 pub use ltree::{lquery_text, ltree_text};
 
+use super::u32_at;
 use super::undo_on_err as atomic;
 
 fn u16_at(d: &[u8], at: usize) -> Option<u16> {
     let bytes = d.get(at..at.checked_add(2)?)?;
     Some(u16::from_le_bytes(bytes.try_into().ok()?))
-}
-
-fn u32_at(d: &[u8], at: usize) -> Option<u32> {
-    let bytes = d.get(at..at.checked_add(4)?)?;
-    Some(u32::from_le_bytes(bytes.try_into().ok()?))
 }
 
 fn f64_at(d: &[u8], at: usize) -> Option<f64> {
