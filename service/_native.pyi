@@ -38,6 +38,8 @@ class WalReader:
         make_run: Callable[[tuple[int, int, int, int, int, HeapRows]], Any] | None = None,
     ) -> None:
         """`make_run` gets `(first_lsn, lsn, end_lsn, xid, records, rows)` per run."""
+    def watch_relations(self, locators: list[tuple[int, int, int]]) -> None:
+        """Records with a block of one of these (spc, db, rel) come whole."""
     def _arm_panic_probe(self) -> None: ...
     @property
     def end_of_wal(self) -> bool: ...

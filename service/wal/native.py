@@ -152,6 +152,13 @@ class NativeXLogReader:
             raise RuntimeError("a reader armed by predecode_heap yields decoded_records()")
         return self._records()  # type: ignore[return-value]  # unarmed: XLogRecords only
 
+    def watch_relations(self, locators: Collection[RelFileLocator]) -> None:
+        """Hand on every record with a block of one of `locators` whole, as its
+        `XLogRecord` (blocks, data, page images), even once armed (`predecode_heap`):
+        the historic pg_class (`service.schema.pgclass`) rebuilds its pages from them.
+        Replaces the last set; the Python reader hands on every record whole anyway."""
+        self._native.watch_relations([(x.spc_oid, x.db_oid, x.rel_number) for x in locators])
+
     def predecode_heap(
         self,
         decoder: object,

@@ -163,6 +163,11 @@ struct PyWalReader {
     panic_probe: bool,
     /// Set by `predecode_heap`: table-change heap records are handed on decoded.
     predecode: Option<Predecode>,
+    /// Set by `watch_relations`: relations (spc, db, rel) whose records are always
+    /// handed on whole, as `XLogRecord`s with their blocks and page images, even when
+    /// armed: the historic pg_class (`service.schema.pgclass`) rebuilds its pages from
+    /// them, and a catalog's heap records carry their tuples only in the block data.
+    watched: Vec<(u32, u32, u32)>,
 }
 
 const LOCATOR_CACHE: usize = 4096;
@@ -257,7 +262,12 @@ impl PyWalReader {
                     list.append(predecoded_record(py, pd, h, body, PyList::empty(py))?)?;
                     continue;
                 }
-                if let Some(parse) = predecoded_parser(h.rmid, h.info) {
+                let watched = !self.watched.is_empty()
+                    && body
+                        .blocks
+                        .iter()
+                        .any(|b| self.watched.contains(&b.locator));
+                if let Some(parse) = predecoded_parser(h.rmid, h.info).filter(|_| !watched) {
                     if let Some((events, b0)) = parse_heap(parse, h, body, bytes) {
                         let key = b0.map(|b| b.locator);
                         let joins = make_run.is_some()
@@ -443,9 +453,24 @@ fn parse_heap<'b>(
         block0: b0.map(|b| &bytes[b.data.clone()]),
     };
     match catch_unwind(AssertUnwindSafe(|| parse(&input))) {
-        Ok(Ok(events)) => Some((events, b0)),
-        Ok(Err(_)) | Err(_) => None,
+        Ok(Ok(events)) if !catalog_write(&events) => Some((events, b0)),
+        Ok(_) | Err(_) => None,
     }
+}
+
+/// Whether a parsed INSERT, UPDATE or MULTI_INSERT wrote a tuple not logged for logical
+/// decoding (no XLH_*_CONTAINS_NEW_TUPLE: a catalog's, logged for redo only). Such a
+/// record is handed on whole: the historic pg_class (`service.schema.pgclass`) reads
+/// its tuple off the block data, which a `PredecodedRecord` does not carry.
+fn catalog_write(events: &[Event]) -> bool {
+    matches!(
+        events,
+        [] | [Event::Change {
+            kind: Kind::Update,
+            new_tuple: None,
+            ..
+        }]
+    )
 }
 
 /// The Python events of a parsed table-change heap record, built by the Python
@@ -563,6 +588,7 @@ impl PyWalReader {
             pending_headers: false,
             panic_probe: false,
             predecode: None,
+            watched: Vec::new(),
         })
     }
 
@@ -648,6 +674,12 @@ impl PyWalReader {
             bare,
             make_run,
         });
+    }
+
+    /// Hand on every record with a block of one of `locators` (spc, db, rel) whole, as
+    /// an `XLogRecord`, from the next `records()` call on (replacing the last set).
+    fn watch_relations(&mut self, locators: Vec<(u32, u32, u32)>) {
+        self.watched = locators;
     }
 
     /// Test hook: make the next walk panic where a bug would (see `panic_probe`).
