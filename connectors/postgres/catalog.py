@@ -2,15 +2,17 @@
 
 Receives: a DSN of the source database. Hands on: `TableDef`s (service.schema.history)
 and the initial `CatalogSnapshot`; implements the history's `LiveCatalog` protocol
-(`table`, `filenode_relation`, `invalidate`).
+(`table`, `invalidate`).
 
 - `snapshot()` reads every user table inside one REPEATABLE READ, read-only
   transaction, together with `pg_current_snapshot()` and `pg_current_wal_lsn()`, so the
   history knows exactly which transactions the definitions already reflect.
 - `table(oid)` is cached by OID until `invalidate(oid)` (or `invalidate()`); the schema
   history calls it for the relcache invalidations of each committed transaction.
-- `filenode_relation(tablespace, relfilenode)` is `pg_filenode_relation()`, uncached:
-  the answer changes with every TRUNCATE, VACUUM FULL and rewrite.
+- `pg_class_locator()` is where pg_class itself is stored now, read once when a
+  decoding session starts: the historic pg_class (`service.schema.pgclass`) follows it
+  through the WAL from there (the relation map). Which relation a relfilenode was is
+  never asked of the live catalog: that is the past, read off the WAL.
 
 The definition query is `sql/table_def.sql`, the same text `pgcdc setup` installs as
 the body of `pgcdc.table_def(oid)` for the DDL trigger, so both sources agree by
@@ -33,6 +35,7 @@ from connectors.postgres.server import connect, retry_transient
 from service.errors import SourceUnavailableError
 from service.lsn import parse_lsn
 from service.schema.tabledef import CatalogSnapshot, TableDef
+from service.wal.record import RelFileLocator
 
 _XID_MASK = 0xFFFFFFFF
 
@@ -69,7 +72,7 @@ SELECT count(*) = 2 FROM pg_catalog.pg_event_trigger
 WHERE evtname IN ('pgcdc_ddl_command_end', 'pgcdc_sql_drop') AND evtenabled <> 'D'
 """
 
-_FILENODE_SQL = "SELECT pg_catalog.pg_filenode_relation(%(spc)s, %(rel)s)::oid"
+_PG_CLASS_FILENODE_SQL = "SELECT pg_catalog.pg_relation_filenode('pg_catalog.pg_class')::oid"
 
 _DB_SQL = """
 SELECT d.oid, d.dattablespace FROM pg_catalog.pg_database d
@@ -142,12 +145,12 @@ class Catalog:
         self._cache[oid] = table
         return table
 
-    def filenode_relation(self, tablespace: int, relfilenode: int) -> int | None:
-        """`pg_filenode_relation()`: which relation owns this relfilenode now."""
-        # pg_class records the database's default tablespace as 0.
-        spc = 0 if tablespace == self.database()[1] else tablespace
-        rows = self._query(_FILENODE_SQL, {"spc": spc, "rel": relfilenode})
-        return int(rows[0][0]) if rows and rows[0][0] is not None else None
+    def pg_class_locator(self) -> RelFileLocator:
+        """Where pg_class is stored now: its relfilenode (a mapped relation's, from the
+        relation map) in the database's default tablespace."""
+        db_oid, tablespace = self.database()
+        rows = self._query(_PG_CLASS_FILENODE_SQL, {})
+        return RelFileLocator(tablespace, db_oid, int(rows[0][0]))
 
     def invalidate(self, oid: int | None = None) -> None:
         if oid is None:

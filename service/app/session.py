@@ -15,7 +15,9 @@ Start-up order matters, and is the same as PostgreSQL's for a new logical slot:
    bgwriter's next one.
 
 `restart_lsn()` is what may be confirmed to the physical slot: the oldest first LSN of
-a transaction still in the reorder buffer, or the decoded position when none is.
+a transaction still in the reorder buffer, or the decoded position when none is, moved
+back to the newest checkpoint redo point before it (the historic pg_class rebuilds
+pg_class's pages from a redo point on: `service.schema.pgclass`).
 """
 
 from __future__ import annotations
@@ -42,12 +44,14 @@ from service.output.logical import Decoding, PluginSink
 from service.reorder.buffer import PYTHON_CHANGE_OVERHEAD, ReorderBuffer, ReorderBufferSettings
 from service.reorder.spill import LocalSpillStore
 from service.schema.history import SchemaHistory
+from service.schema.pgclass import HistoricClass
 from service.schema.tabledef import CatalogSnapshot
 from service.snapshot.snapbuild import SnapBuilder
 from service.types.rowdecode import HistoryRows
 from service.types.unknown import UnknownTypePolicy
 from service.wal.format import XLOG_BLCKSZ
 from service.wal.record import RelFileLocator, XLogRecord
+from service.wal.rmgr import RM_RELMAP_ID
 
 END_OF_TIME = (1 << 64) - 1
 
@@ -209,6 +213,9 @@ class Session:
         self.wrapper.startup(is_init=True)
         self.sink = PluginSink(self.wrapper, self.rows)
         self.spill = LocalSpillStore(config.spill_dir)
+        # Which relation each relfilenode was, read off pg_class's pages in the WAL from
+        # the start on (a redo point: see restart_lsn).
+        self.pgclass = HistoricClass(version, self.catalog.pg_class_locator(), start_lsn)
         self.rb = ReorderBuffer(
             ReorderBufferSettings(
                 work_mem=config.work_mem,
@@ -227,6 +234,7 @@ class Session:
             snap=self.snap,
             rows=self.rows,
             plugin=self.wrapper,
+            pgclass=self.pgclass,
         )
         # The Python reader or its native twin, as PGCDC_IMPL selects (service.impl).
         self.reader = xlog_reader_class()(
@@ -234,10 +242,21 @@ class Session:
         )
         # The native reader decodes table-change heap records in its walk, and hands on
         # the records of rmgrs without rm_decode (btree, ...) without their bodies.
+        # The relation map is not decoded, but the historic pg_class reads it: its records
+        # must come with their bodies; and pg_class's own records come whole.
         self.records: Callable[[], Iterator[XLogRecord | PredecodedRecord | InsertRun]] = (
-            predecoding(self.reader, self.decoding.decoder.without_decode, runs=True)
+            predecoding(
+                self.reader,
+                self.decoding.decoder.without_decode - {RM_RELMAP_ID},
+                runs=True,
+            )
             or self.reader.records
         )
+        watch = getattr(self.reader, "watch_relations", None)
+        if watch is not None:
+            self.pgclass.on_move = lambda loc: watch([loc])
+            if self.pgclass.locator is not None:
+                watch([self.pgclass.locator])
         """The fed WAL's complete records, as `feed` decodes them (`Decoding.process`
         takes each): XLogRecords, and PredecodedRecords and InsertRuns from the native
         reader."""
@@ -319,8 +338,13 @@ class Session:
                 return
 
     def restart_lsn(self) -> int:
+        """Where decoding must restart to lose nothing: the oldest first LSN of a
+        transaction still in the reorder buffer (the decoded position when none is),
+        moved back to the newest checkpoint redo point before it, from which the WAL
+        alone rebuilds pg_class's pages (`HistoricClass.redo_floor`)."""
         pending = self.rb.restart_lsn()
-        return pending if pending is not None else self.decoding.last_end_lsn
+        lsn = pending if pending is not None else self.decoding.last_end_lsn
+        return self.pgclass.redo_floor(lsn)
 
     def close(self) -> None:
         self.wrapper.shutdown()

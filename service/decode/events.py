@@ -312,6 +312,40 @@ class SmgrTruncateEvent:
     flags: int
 
 
+@dataclass(slots=True, frozen=True)
+class ClassRowEvent:
+    """A pg_class row as a heap INSERT, UPDATE or MULTI_INSERT of transaction `xid`
+    wrote it at `lsn`, rebuilt off the WAL by the historic pg_class
+    (`service.schema.pgclass`): what RelidByRelfilenumber would find under a historic
+    snapshot that sees that write. `tablespace` is as stored: 0 for the database's
+    default tablespace. `relrewrite` is set on the transient heap of a rewrite
+    (make_new_heap), whose changes PostgreSQL never decodes."""
+
+    lsn: int
+    xid: int
+    db_oid: int
+    oid: int
+    relfilenode: int
+    tablespace: int
+    toast_relid: int
+    relkind: str
+    relrewrite: int
+
+
+@dataclass(slots=True, frozen=True)
+class ClassRowLostEvent:
+    """A pg_class row transaction `xid` wrote at `lsn` that the WAL decoded so far cannot
+    rebuild: an update compressed against (or an image-less change of) a page whose
+    contents the decoded WAL never showed. `reason` says which."""
+
+    lsn: int
+    xid: int
+    db_oid: int
+    block: int
+    offset: int
+    reason: str
+
+
 Event = (
     HeapChange
     | TruncateEvent
@@ -329,8 +363,10 @@ Event = (
     | SwitchEvent
     | SmgrCreateEvent
     | SmgrTruncateEvent
+    | ClassRowEvent
+    | ClassRowLostEvent
 )
-"""Everything the decoder can emit."""
+"""Everything the decoder (and the historic pg_class beside it) can emit."""
 
 
 class PredecodedRecord(NamedTuple):

@@ -58,6 +58,7 @@ from service.output.api import (
 )
 from service.reorder.buffer import ReorderBuffer, ReorderBufferTXN
 from service.reorder.changes import EMPTY_TOAST, ReplayChange
+from service.schema.pgclass import HistoricClass
 from service.snapshot.snapbuild import SnapBuilder
 from service.wal import rmgr as rt
 from service.wal.record import XLogRecord
@@ -364,8 +365,13 @@ class Decoding:
         snap: SnapBuilder,
         rows: RowResolver,
         plugin: PluginWrapper,
+        pgclass: HistoricClass | None = None,
     ) -> None:
         self.decoder = decoder_for(version)
+        # The historic pg_class beside the decoder: it takes the records of pg_class's
+        # pages and of the relation map, and hands the history the pg_class rows they
+        # write (which relation each relfilenode is, read off the WAL).
+        self.pgclass = pgclass
         self._without_decode = self.decoder.without_decode
         self._heap_base_ops = _HEAP_BASE_OPS_15 if version < 16 else _HEAP_BASE_OPS
         self.db_oid = db_oid
@@ -399,6 +405,10 @@ class Decoding:
             rmid = record.rmid
             if rmid in (rt.RM_HEAP_ID, rt.RM_HEAP2_ID):
                 self._base_snapshot(record, rmid, xid)
+        pgclass = self.pgclass
+        if pgclass is not None and type(record) is XLogRecord and pgclass.wants(record):
+            for row in pgclass.observe(record):
+                self.rows.apply(row)
         if record.rmid in self._without_decode:  # no rm_decode: the xid was all
             self.last_lsn = record.lsn
             self.last_end_lsn = record.end_lsn
@@ -497,13 +507,10 @@ class Decoding:
             case InplaceEvent():
                 if snap.decodes_changes and ev.xid:
                     rb.set_has_catalog_changes(ev.xid, ev.lsn)
-            case (
-                CheckpointEvent()
-                | SmgrCreateEvent()
-                | SwitchEvent()
-                | ParameterChangeEvent()
-                | SmgrTruncateEvent()
-            ):
+            case CheckpointEvent():
+                if self.pgclass is not None:
+                    self.pgclass.note_checkpoint(ev.redo)
+            case SmgrCreateEvent() | SwitchEvent() | ParameterChangeEvent() | SmgrTruncateEvent():
                 return  # the schema history has seen them; nothing to queue
             case _:
                 raise DecodeError(

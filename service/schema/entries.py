@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from service.decode.events import ClassRowEvent, ClassRowLostEvent
 from service.schema.tabledef import TableDef
 
 
@@ -63,17 +64,24 @@ class Create(Owned):
     """An smgr CREATE of a main fork (`own_lsn` is its LSN): changes of its own
     transaction into it are rewrite output unless a mapping visible to them names it.
 
-    `unresolved`: created by a transaction that truncated tables, named by no message,
-    and unknown to `pg_filenode_relation()` by the time its commit was decoded (the
-    table was rewritten again since). Its rows may be a truncated table's real rows, so
-    they are UNKNOWN (an error), never silently dropped as rewrite output."""
+    `unresolved`: named by no message, and no pg_class row the decoded WAL could
+    rebuild names it (`service.schema.pgclass`: a row lost to a page never seen whole).
+    Its rows may be a table's real rows, so they are UNKNOWN (an error naming the LSN
+    and relfilenode), never silently dropped as rewrite output."""
 
     key: tuple[int, int]
     unresolved: bool = False
     # (LSN, table oid): from that LSN on, the creating transaction's changes into it
-    # are that table's; before it, rewrite output (`SchemaHistory._find_swaps`).
-    # Oid 0: two tables could own it, so its changes from then on are UNKNOWN.
+    # are that table's (its toast's, with `swap_toast`); before it, rewrite output. Read
+    # off the pg_class row that first points a known table at it
+    # (`SchemaHistory._find_swaps`). Oid 0: no definition to decode with, so UNKNOWN.
     swap: tuple[int, int] | None = None
+    swap_toast: bool = False
+    # How many of its transaction's pg_class rows could not be rebuilt (for the log).
+    lost: int = 0
+    # The swap's table moved on to another relfilenode before the commit: only the
+    # creating transaction's own changes are the table's (no mapping for everyone).
+    superseded: bool = False
 
 
 _E = TypeVar("_E", bound=Owned)
@@ -112,9 +120,10 @@ class XactState:
     relcache_all: bool = False
     catalog_changes: bool = False
     ddl_messages: int = 0
-    # oid -> LSNs of this xid's XLOG_XACT_INVALIDATIONS records that invalidated the
-    # relation's relcache entry (its pg_class row changed in an earlier command).
-    relcache_at: dict[int, list[int]] = field(default_factory=dict)
+    # The pg_class rows this xid wrote, in WAL order, and those that could not be
+    # rebuilt off the WAL (`service.schema.pgclass`).
+    class_rows: list[ClassRowEvent] = field(default_factory=list)
+    class_lost: list[ClassRowLostEvent] = field(default_factory=list)
 
 
 Key = tuple[int, int]

@@ -70,6 +70,8 @@ from service.decode.events import (
     AbortEvent,
     AssignmentEvent,
     CheckpointEvent,
+    ClassRowEvent,
+    ClassRowLostEvent,
     CommitEvent,
     Event,
     HeapChange,
@@ -194,6 +196,7 @@ class SchemaHistory:
             versions=lambda: self._versions,
             record=self._record,
             record_mappings=self._record_mappings,
+            ddl_capture=lambda: self.ddl_capture,
         )
 
     @property
@@ -313,7 +316,7 @@ class SchemaHistory:
             if m.commit_lsn is not None
         ]
         creates = [
-            [c.key[0], c.key[1], *owned(c), *(c.swap or ())]
+            [c.key[0], c.key[1], *owned(c), *((*c.swap, c.swap_toast) if c.swap else ())]
             for lst in self._creates.values()
             for c in lst
             if c.commit_lsn is not None
@@ -386,6 +389,7 @@ class SchemaHistory:
                     xids=frozenset(xids),
                     key=(spc, rel),
                     swap=(int(swap[0]), int(swap[1])) if swap else None,
+                    swap_toast=bool(swap[2]) if len(swap) > 2 else False,
                 )
             )
         return history
@@ -425,13 +429,19 @@ class SchemaHistory:
                 if ev.xid:
                     st = self._state(ev.xid)
                     st.catalog_changes = True
-                    self._collect_relcache(st, ev.invalidations, ev.lsn)
+                    self._collect_relcache(st, ev.invalidations)
+            case ClassRowEvent():
+                if ev.db_oid == self.db_oid and ev.xid:
+                    self._state(ev.xid).class_rows.append(ev)
+            case ClassRowLostEvent():
+                if ev.db_oid == self.db_oid and ev.xid:
+                    self._state(ev.xid).class_lost.append(ev)
             case PrepareEvent():
                 # The pending state stays until COMMIT/ROLLBACK PREPARED; a decode at
                 # PREPARE replays the transaction's changes now, so its rewrites are
                 # told apart from the rows written after them now (`_find_swaps`).
                 if ev.db_oid == self.db_oid:
-                    self._find_swaps(self._members(ev.xid, ev.subxids), ev.dropped_rels)
+                    self._find_swaps(self._members(ev.xid, ev.subxids))
             case AssignmentEvent():
                 for sub in ev.subxids:
                     self.assign_child(ev.xid, sub)
@@ -469,11 +479,8 @@ class SchemaHistory:
             st = self._xacts[xid] = XactState()
         return st
 
-    def _collect_relcache(
-        self, st: XactState, invals: Iterable[Invalidation], lsn: int | None = None
-    ) -> None:
-        """Relcache invalidations of this database; `lsn` is set for those logged
-        mid-transaction (XLOG_XACT_INVALIDATIONS), whose position is kept per oid."""
+    def _collect_relcache(self, st: XactState, invals: Iterable[Invalidation]) -> None:
+        """Relcache invalidations of this database."""
         for inv in invals:
             if inv.kind != RELCACHE_INVAL or inv.db_oid not in (self.db_oid, 0):
                 continue
@@ -481,10 +488,6 @@ class SchemaHistory:
                 st.relcache_all = True
             else:
                 st.relcache.add(inv.rel_oid)
-                if lsn is not None:
-                    at = st.relcache_at.setdefault(inv.rel_oid, [])
-                    if not at or at[-1] != lsn:
-                        at.append(lsn)
 
     def _members(self, top: int, listed: Iterable[int] = ()) -> list[int]:
         members = [top, *listed]
@@ -533,65 +536,80 @@ class SchemaHistory:
         st.entries.append(version)
         self._record(version)
 
-    def _find_swaps(self, members: Iterable[int], dropped: Iterable[RelFileLocator]) -> None:
-        """At a transaction's PREPARE or commit: for each relfilenode it created, whether
-        a rewrite (CLUSTER, VACUUM FULL, a rewriting ALTER TABLE) swapped it to a known
-        table, and from which LSN (`Create.swap`).
+    def _find_swaps(self, members: Iterable[int]) -> None:
+        """At a transaction's PREPARE or commit: for each relfilenode it created and no
+        pgcdc.ddl message named, which table (or toast table) owns it from which LSN on
+        (`Create.swap`), or that the WAL cannot tell (`Create.unresolved`).
 
         PostgreSQL tells a rewrite's output from the rows written after it by the
         relation that owns the relfilenode under each change's historic snapshot
-        (RelidByRelfilenumber in ReorderBufferProcessTXN): make_new_heap creates it for a
-        transient heap whose `relrewrite` is set, whose changes are skipped, and
-        finish_heap_swap (swap_relation_files) then hands it to table t by updating the
-        pg_class rows of both; t's old relfilenode is unlinked at commit. pgcdc cannot
-        read those rows (the live catalog does not show a prepared transaction's), so it
-        reads the same facts off the WAL:
-        - a new relation's relfilenode is its OID (heap_create_with_catalog), so the
-          transient heap of relfilenode N is relation N;
-        - the swap's relcache invalidations, logged together (XLOG_XACT_INVALIDATIONS)
-          at the end of the command, name t and relation N: the first such record after
-          N's creation, where t is a known table whose relfilenode, as the transaction
-          saw it at the creation, is among those the PREPARE or commit record unlinks;
-        - that record names t's toast table and the transient toast table too; the
-          transient heap is created before its toast table, so of the creates a record
-          names, the first is the heap.
-        The create's changes are t's from that record on; before it they are the
-        transient heap's: rewrite output. Two tables that fit one record are ambiguous:
-        oid 0, so the changes are UNKNOWN, an error, never a guess.
+        (RelidByRelfilenumber in ReorderBufferProcessTXN). pgcdc reads the same pg_class
+        rows off the WAL (`service.schema.pgclass`), in the order the transaction wrote
+        them:
+        - TRUNCATE (ExecuteTruncateGuts -> RelationSetNewRelfilenumber) updates the
+          table's row to the new relfilenode at once;
+        - CLUSTER and VACUUM FULL (make_new_heap) insert a transient heap's row naming
+          it, with `relrewrite` set: its changes are rewrite output, skipped as
+          PostgreSQL skips them; finish_heap_swap (swap_relation_files) then updates the
+          table's row to it, and the transient's to the old one;
+        - a toast table's row names the toast relfilenode the same way.
+        The first row that points a known table (or its toast table, as seen by this
+        transaction) at the relfilenode starts the table's own use of it. A relfilenode
+        no rebuilt row names, in a transaction some of whose pg_class rows were lost,
+        is unresolved: its changes are UNKNOWN, an error, never a guess.
         """
-        drops = {(loc.spc_oid, loc.rel_number) for loc in dropped if loc.db_oid == self.db_oid}
         members = list(members)
         states = [self._xacts[m] for m in members if m in self._xacts]
-        creates = sorted(
-            (e for st in states for e in st.entries if isinstance(e, Create)),
-            key=lambda c: c.own_lsn,
-        )
-        if not drops or not creates:
+        named = set().union(*(st.named for st in states)) if states else set()
+        creates = [
+            e for st in states for e in st.entries if isinstance(e, Create) and e.commit_lsn is None
+        ]
+        if not creates:
             return
-        truncated = set().union(*(st.truncated for st in states))
-        named: dict[int, set[int]] = {}  # record LSN -> relations it invalidated
-        for st in states:
-            for oid, ats in st.relcache_at.items():
-                for at in ats:
-                    named.setdefault(at, set()).add(oid)
-        tops = {self._top.get(m, m) for m in members}
-        top = next(iter(tops)) if len(tops) == 1 else members[0]
-        claimed: set[int] = set()  # records whose heap was found
+        rows = sorted((r for st in states for r in st.class_rows), key=lambda r: r.lsn)
+        lost = [x for st in states for x in st.class_lost]
+        toasts: dict[int, int] | None = None  # toast oid -> table oid, built when needed
         for create in creates:
-            rel = create.key[1]
-            for at in sorted(a for a, oids in named.items() if a > create.own_lsn and rel in oids):
-                found = set()
-                for oid in named[at] - truncated:
-                    seen = pick(self._versions.get(oid, ()), create.own_lsn, top, top)
-                    if seen is None or seen.table is None:
-                        continue
-                    if (seen.table.tablespace, seen.table.relfilenode) in drops:
-                        found.add(oid)
-                if found:
-                    if at not in claimed:
-                        claimed.add(at)
-                        create.swap = (at, found.pop() if len(found) == 1 else 0)
-                    break
+            naming = [
+                r
+                for r in rows
+                if (r.tablespace, r.relfilenode) == create.key and r.lsn > create.own_lsn
+            ]
+            if not naming:
+                # Every relfilenode of a table is named by the pg_class row that gets
+                # it (heap_create_with_catalog, RelationSetNewRelfilenumber,
+                # SetRelationTableSpace); without one, the WAL cannot tell whose it is.
+                if create.key not in named:
+                    create.unresolved = True
+                    create.lost = len(lost)
+                continue
+            top = create.top
+            for r in naming:
+                if r.relrewrite:
+                    continue  # a rewrite's transient heap (make_new_heap)
+                seen = pick(self._versions.get(r.oid, ()), r.lsn, top, top)
+                if seen is not None and seen.table is not None:
+                    create.swap, create.swap_toast = (r.lsn, r.oid), False
+                else:
+                    if toasts is None:
+                        toasts = self._toast_owners(top)
+                    if r.oid not in toasts:
+                        continue  # an index's, a sequence's, an untracked table's
+                    create.swap, create.swap_toast = (r.lsn, toasts[r.oid]), True
+                # Rewritten again later in the transaction (CLUSTER twice): the table's
+                # own changes in between are its, but its last row names another one.
+                last = next(x for x in reversed(rows) if x.oid == r.oid)
+                create.superseded = (last.tablespace, last.relfilenode) != create.key
+                break
+
+    def _toast_owners(self, top: int) -> dict[int, int]:
+        """Toast table oid -> table oid, over every table's newest shape `top` sees."""
+        out: dict[int, int] = {}
+        for oid, versions in self._versions.items():
+            seen = pick(versions, _END_OF_TIME, top, top)
+            if seen is not None and seen.table is not None and seen.table.toast_relid:
+                out[seen.table.toast_relid] = oid
+        return out
 
     def _own_create(self, key: Key, top: int) -> Create | None:
         for c in reversed(self._creates.get(key, ())):
@@ -633,7 +651,7 @@ class SchemaHistory:
             for member in members:
                 self._discard(member)
             return
-        self._find_swaps(members, ev.dropped_rels)
+        self._find_swaps(members)
         merged = XactState()
         for member in members:
             if member not in survivors:
@@ -651,8 +669,8 @@ class SchemaHistory:
             merged.relcache_all |= st.relcache_all
             merged.catalog_changes |= st.catalog_changes
             merged.ddl_messages += st.ddl_messages
-            for oid, ats in st.relcache_at.items():
-                merged.relcache_at.setdefault(oid, []).extend(ats)
+            merged.class_rows += st.class_rows
+            merged.class_lost += st.class_lost
         self._collect_relcache(merged, ev.invalidations)
         if ev.invalidations:
             merged.catalog_changes = True
@@ -746,7 +764,8 @@ class SchemaHistory:
                         v = pick(self._versions.get(c.swap[1], ()), lsn, xid, top)
                         if v is None or v.table is None:
                             return UNKNOWN
-                        return Classification(RelClass.TABLE, v.table)
+                        kind = RelClass.TOAST if c.swap_toast else RelClass.TABLE
+                        return Classification(kind, v.table)
                     return REWRITE
         return UNKNOWN
 

@@ -1,35 +1,38 @@
-"""Schema history: the live-catalog fallback at commit (source 3 of `service.schema.history`).
+"""Schema history: committing relfilenode owners, and the live-catalog fallback.
 
 Part of the schema history stage: `CatalogFallback` is a collaborator that
 `service.schema.history.SchemaHistory` holds, and the history owns the state and the
 module contract. The history hands it, at construction, the `LiveCatalog` (or None)
-and what it needs of the history itself: a reader of its committed versions by oid
-and its two writers (`record`, `record_mappings`). This module does not import the
-history's; it reads and writes the history only through those.
+and what it needs of the history itself: a reader of its committed versions by oid,
+its two writers (`record`, `record_mappings`) and whether the DDL capture is installed.
+This module does not import the history's; it reads and writes the history only
+through those.
 
 Receives, from `SchemaHistory._commit`, a committed transaction's merged `XactState`:
 - the relcache invalidations, which it passes on to the catalog's cache
   (`invalidate`), before any read below;
 - relfilenodes it created (smgr CREATE) that no pgcdc.ddl message named
   (`resolve_creates`): TRUNCATE, VACUUM FULL, CLUSTER, or a table created without the
-  DDL capture. Each is mapped through `LiveCatalog.filenode_relation`
-  (`pg_filenode_relation()`), and the table's shape is moved to it;
+  DDL capture. Their owners were read off the WAL's pg_class rows at the commit
+  (`SchemaHistory._find_swaps`, `Create.swap`): this records the table's mapping and
+  moves its shape to the relfilenode. The live catalog is asked only, without the
+  DDL capture, for the shape of a table the transaction created;
 - without the DDL capture, the tables a catalog-changing transaction invalidated in the
   relcache (`refresh_from_catalog`), re-read through `LiveCatalog.table`.
 Hands on: committed `Version` / `RelMapping` entries recorded in the history, visible
-to later transactions from the commit LSN (and to the transaction's own changes: after
-a TRUNCATE, or into a table it created, from the relfilenode's creation; after CLUSTER
-or VACUUM FULL, from the relcache invalidation of the swap, `_own_from`). An entry is
+to later transactions from the commit LSN, and to the transaction's own changes from
+the pg_class row that gave the table the relfilenode (a TRUNCATE's update of it, or a
+rewrite's swap; a table it created: from the relfilenode's creation). An entry is
 recorded at once, so a later relfilenode of the same commit (a table's toast after its
 heap) starts from the shape the earlier one left.
 
-Guarantees: the live catalog shows the present, not the commit's LSN, so every shape
-taken from it is logged (`schema_refreshed_from_catalog`, `relfilenode_remapped`,
-`relfilenode_unresolved`, `schema_refresh_unavailable`) under the history's logger. A
-relfilenode of a truncating transaction that the catalog no longer knows is marked
-`unresolved`, so its rows classify as UNKNOWN (an error), never as rewrite output.
-Returns whether a definition changed (the history then bumps its version). No I/O
-except through `LiveCatalog`.
+Guarantees: the past is never read from the live catalog. A shape taken from it (the
+fallback without the DDL capture, which shows the present) is logged
+(`schema_refreshed_from_catalog`, `schema_refresh_unavailable`), and so is every
+remapping (`relfilenode_remapped`) and every relfilenode no rebuilt pg_class row names
+(`relfilenode_unresolved`): its rows classify as UNKNOWN (an error naming the LSN and
+relfilenode), never as rewrite output. Returns whether a definition changed (the
+history then bumps its version). No I/O except through `LiveCatalog`.
 """
 
 from __future__ import annotations
@@ -45,28 +48,12 @@ from service.lsn import format_lsn
 from service.schema.entries import Create, Owned, RelMapping, Version, XactState
 from service.schema.tabledef import LiveCatalog, TableDef
 
+# pg_class.relkind of the relations that hold rows: table, partitioned table (whose
+# partitions are tables of their own), materialized view.
+TABLE_KINDS = frozenset("rpm")
+
 # The history's own logger name: these events are the history's, only the code moved.
 log = structlog.get_logger("service.schema.history")
-
-
-def _own_from(create: Create, relid: int, truncated: bool, st: XactState, commit_lsn: int) -> int:
-    """From which LSN the creating transaction's own changes into `create`'s relfilenode
-    are changes of relation `relid` (which owns it at commit).
-
-    Mirrors what RelidByRelfilenumber answers under the historic snapshot of each change
-    (ReorderBufferProcessTXN): TRUNCATE (ExecuteTruncateGuts ->
-    RelationSetNewRelfilenumber) gives the table its new relfilenode at once. CLUSTER and
-    VACUUM FULL (make_new_heap, finish_heap_swap) create it for a transient heap whose
-    `relrewrite` is set, whose changes are skipped, and swap_relation_files hands it to
-    the table later, in the same command: that updates the table's pg_class row, whose
-    relcache invalidation the transaction logs (XLOG_XACT_INVALIDATIONS) at the end of
-    the command. So the first invalidation of `relid` after the create starts the
-    table's own use of it; without one, only later transactions use it (the commit).
-    """
-    if truncated:
-        return create.own_lsn
-    after = [at for at in st.relcache_at.get(relid, ()) if at > create.own_lsn]
-    return min(after) if after else commit_lsn
 
 
 class RecordMappings(Protocol):
@@ -94,7 +81,7 @@ class CatalogFallback:
     method then only logs what it could not do.
     """
 
-    __slots__ = ("_record", "_record_mappings", "_versions", "catalog")
+    __slots__ = ("_record", "_record_mappings", "_versions", "catalog", "ddl_capture")
 
     def __init__(
         self,
@@ -103,8 +90,10 @@ class CatalogFallback:
         versions: Callable[[], Mapping[int, Sequence[Version]]],
         record: Callable[[Owned], None],
         record_mappings: RecordMappings,
+        ddl_capture: Callable[[], bool],
     ) -> None:
         self.catalog = catalog
+        self.ddl_capture = ddl_capture
         self._versions = versions
         self._record = record
         self._record_mappings = record_mappings
@@ -153,66 +142,37 @@ class CatalogFallback:
             self._record_mappings(table, **owner, xids=xids, only_changed_at=ev.lsn)
 
     def resolve_creates(self, ev: CommitEvent, st: XactState, xids: frozenset[int]) -> bool:
-        """Map new relfilenodes no message named, via `pg_filenode_relation()` (at commit)."""
-        unnamed = [e for e in st.entries if isinstance(e, Create) and e.key not in st.named]
-        if not unnamed:
-            return False
-        covered = {e.oid for e in st.entries if isinstance(e, Version)}
-        uncovered = {oid for oid in st.relcache if oid in self._versions()} - covered
-        if not (st.truncated or st.ddl_messages == 0 or uncovered or st.relcache_all):
-            return False
-        catalog = self.catalog
-        if catalog is None:
-            log.warning(
-                "relfilenode_unresolved",
-                reason="no live catalog",
-                lsn=format_lsn(ev.lsn),
-                xid=ev.xid,
-                count=len(unnamed),
-            )
-            return False
-        toast_owner: dict[int, int] = {}
-        for oid in self._versions():
-            t = self._latest(oid)
-            if t is not None and t.toast_relid:
-                toast_owner[t.toast_relid] = oid
+        """Record who owns each relfilenode the transaction created and no message named,
+        as `SchemaHistory._find_swaps` read it off the WAL's pg_class rows (`Create.swap`):
+        the table's heap or toast mapping, visible to the transaction's own changes from
+        the row that gave it the relfilenode, and to everyone from the commit. Without
+        the DDL capture, a table the transaction created is read from the live catalog
+        (source 3: a new table, present now or dropped since)."""
         changed = False
-        for create in unnamed:
-            spc, rel = create.key
-            relid = catalog.filenode_relation(spc, rel)
-            if relid is None:
-                if st.truncated:
-                    create.unresolved = True
-                    log.warning(
-                        "relfilenode_unresolved",
-                        reason="gone from the catalog",
-                        relfilenode=rel,
-                        lsn=format_lsn(ev.lsn),
-                        xid=ev.xid,
-                    )
+        for create in st.entries:
+            if not isinstance(create, Create) or create.key in st.named:
                 continue
-            owner = toast_owner.get(relid, relid)
-            toast = owner != relid
-            known = self._latest(owner)
-            if known is None:
-                fresh = catalog.table(owner)
-                if fresh is None:
-                    continue  # an index, sequence or other non-table relation
+            spc, rel = create.key
+            if create.unresolved:
                 log.warning(
-                    "schema_refreshed_from_catalog",
-                    table=fresh.qualified_name,
-                    oid=owner,
+                    "relfilenode_unresolved",
+                    reason="no pg_class row in the decoded WAL names it",
+                    lost_rows=create.lost,
+                    relfilenode=f"{spc}/{rel}",
                     lsn=format_lsn(ev.lsn),
                     xid=ev.xid,
-                    reason="new relation without a DDL message",
                 )
-                # A table this transaction created (heap_create_with_catalog, relrewrite
-                # unset): the rows it wrote into it (CREATE TABLE AS, CREATE TABLE then
-                # INSERT, CREATE EXTENSION) are the table's from the create on.
-                self._add_committed(fresh, owner, ev, xids, own_lsn=create.own_lsn)
-                changed = True
                 continue
-            own_lsn = _own_from(create, relid, owner in st.truncated, st, ev.lsn)
+            if create.swap is None:
+                changed |= self._new_table(create, ev, st, xids)
+                continue
+            if create.superseded:
+                continue  # its own changes classify by `Create.swap`; nobody else's
+            own_lsn, owner = create.swap
+            toast = create.swap_toast
+            known = self._latest(owner)
+            if known is None:
+                continue  # dropped in the same transaction
             self._record(
                 RelMapping(
                     xid=ev.xid,
@@ -252,6 +212,54 @@ class CatalogFallback:
             )
             changed = True
         return changed
+
+    def _new_table(
+        self, create: Create, ev: CommitEvent, st: XactState, xids: frozenset[int]
+    ) -> bool:
+        """A relfilenode no known table owns: an index, a sequence, a rewrite's transient
+        heap, or a table created without the DDL capture. Only the last is recorded,
+        and only when there is no DDL capture: its shape then comes from the live
+        catalog (heap_create_with_catalog, relrewrite unset), and the rows the
+        transaction wrote into it (CREATE TABLE AS, CREATE TABLE then INSERT) are the
+        table's from the create on."""
+        catalog = self.catalog
+        if self.ddl_capture() or catalog is None:
+            return False
+        row = next(
+            (
+                r
+                for r in st.class_rows
+                if (r.tablespace, r.relfilenode) == create.key
+                and r.lsn > create.own_lsn
+                and not r.relrewrite
+                and r.relkind in TABLE_KINDS
+            ),
+            None,
+        )
+        if row is None or self._latest(row.oid) is not None:
+            return False
+        fresh = catalog.table(row.oid)
+        if fresh is None:
+            log.warning(
+                "relfilenode_unresolved",
+                reason="a table created without the DDL capture, dropped since",
+                relfilenode=f"{create.key[0]}/{create.key[1]}",
+                oid=row.oid,
+                lsn=format_lsn(ev.lsn),
+                xid=ev.xid,
+            )
+            create.unresolved = True
+            return False
+        log.warning(
+            "schema_refreshed_from_catalog",
+            table=fresh.qualified_name,
+            oid=row.oid,
+            lsn=format_lsn(ev.lsn),
+            xid=ev.xid,
+            reason="new relation without a DDL message",
+        )
+        self._add_committed(fresh, row.oid, ev, xids, own_lsn=create.own_lsn)
+        return True
 
     def refresh_from_catalog(self, ev: CommitEvent, st: XactState, xids: frozenset[int]) -> bool:
         """Fallback without the trigger: re-read relcache-invalidated tables."""

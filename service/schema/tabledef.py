@@ -176,8 +176,5 @@ class LiveCatalog(Protocol):
     def table(self, oid: int) -> TableDef | None:
         """The current definition of user table `oid`, or None if it is not one."""
 
-    def filenode_relation(self, tablespace: int, relfilenode: int) -> int | None:
-        """`pg_filenode_relation()`: the pg_class oid owning a relfilenode now."""
-
     def invalidate(self, oid: int | None = None) -> None:
         """Forget cached facts about `oid` (all when None)."""

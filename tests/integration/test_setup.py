@@ -216,29 +216,22 @@ def test_replica_identity_index_is_the_key(db: dict[str, Any]) -> None:
         catalog.close()
 
 
-def test_filenode_relation_after_truncate_and_vacuum_full(db: dict[str, Any]) -> None:
-    """pg_filenode_relation() maps the new relfilenodes of TRUNCATE and VACUUM FULL back
-    to the table (and its toast table), and the old ones to nothing."""
+def test_pg_class_locator_is_where_pg_class_lives(db: dict[str, Any]) -> None:
+    """`pg_class_locator()` (where the historic pg_class starts following pg_class's
+    pages) is pg_class's file: the database's default tablespace, the database, and
+    the relfilenode the relation map gives it (pg_class stores 0 for a mapped catalog)."""
     catalog = Catalog(db["dsn"])
     try:
-        _sql(db["dsn"], "CREATE TABLE tv (id int, body text)", "INSERT INTO tv VALUES (1, 'x')")
-        (row,) = _sql(db["dsn"], "SELECT 'tv'::regclass::oid")
-        oid = int(row[0])
-        before = catalog.table(oid)
-        assert before is not None
-        spc = before.tablespace
-        assert catalog.filenode_relation(spc, before.relfilenode) == oid
-        assert catalog.filenode_relation(spc, before.toast_relfilenode) == before.toast_relid
-        for command in ("TRUNCATE tv", "VACUUM FULL tv"):
-            _sql(db["dsn"], command)
-            catalog.invalidate(oid)
-            after = catalog.table(oid)
-            assert after is not None
-            assert after.relfilenode != before.relfilenode, command
-            assert catalog.filenode_relation(spc, after.relfilenode) == oid
-            assert catalog.filenode_relation(spc, after.toast_relfilenode) == after.toast_relid
-            assert catalog.filenode_relation(spc, before.relfilenode) is None
-            before = after
+        loc = catalog.pg_class_locator()
+        ((path, relfilenode, dboid, spc),) = _sql(
+            db["dsn"],
+            "SELECT pg_relation_filepath('pg_class'), c.relfilenode, d.oid, d.dattablespace"
+            " FROM pg_class c, pg_database d"
+            " WHERE c.oid = 'pg_class'::regclass AND d.datname = current_database()",
+        )
+        assert relfilenode == 0  # mapped: pg_class itself does not say
+        assert path == f"base/{dboid}/{loc.rel_number}"
+        assert (loc.spc_oid, loc.db_oid) == (spc, dboid)
     finally:
         catalog.close()
 

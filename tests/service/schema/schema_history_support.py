@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 from service.decode.events import (
     AbortEvent,
     ChangeKind,
+    ClassRowEvent,
+    ClassRowLostEvent,
     CommitEvent,
     HeapChange,
     Invalidation,
@@ -105,6 +107,17 @@ def create(lsn: int, xid: int, relfilenode: int) -> SmgrCreateEvent:
     return SmgrCreateEvent(lsn, xid, loc(relfilenode), 0)
 
 
+def class_row(
+    lsn: int, xid: int, oid: int, relfilenode: int, *, kind: str = "r", rewrite: int = 0
+) -> ClassRowEvent:
+    """The pg_class row of `oid` as written at `lsn`: pointing at `relfilenode`."""
+    return ClassRowEvent(lsn, xid, DB, oid, relfilenode, SPC, 0, kind, rewrite)
+
+
+def class_lost(lsn: int, xid: int) -> ClassRowLostEvent:
+    return ClassRowLostEvent(lsn, xid, DB, 0, 1, "compressed against an unseen row")
+
+
 def truncate(lsn: int, xid: int, *relids: int) -> TruncateEvent:
     return TruncateEvent(lsn, xid, DB, tuple(relids), False, False)
 
@@ -127,29 +140,19 @@ class FakeCatalog:
     against PostgreSQL in tests/integration and tests/connectors)."""
 
     tables: dict[int, TableDef] = field(default_factory=dict)
-    filenodes: dict[tuple[int, int], int] = field(default_factory=dict)
     invalidated: list[int | None] = field(default_factory=list)
 
     def put(self, t: TableDef) -> None:
         self.tables[t.oid] = t
-        self.filenodes[(t.tablespace, t.relfilenode)] = t.oid
-        if t.toast_relid:
-            self.filenodes[(t.tablespace, t.toast_relfilenode)] = t.toast_relid
 
     def move(self, oid: int, relfilenode: int, toast_relfilenode: int | None = None) -> None:
-        old = self.tables[oid]
-        self.filenodes.pop((old.tablespace, old.relfilenode), None)
-        new = replace(old, relfilenode=relfilenode)
+        new = replace(self.tables[oid], relfilenode=relfilenode)
         if toast_relfilenode is not None:
-            self.filenodes.pop((old.tablespace, old.toast_relfilenode), None)
             new = replace(new, toast_relfilenode=toast_relfilenode)
         self.put(new)
 
     def table(self, oid: int) -> TableDef | None:
         return self.tables.get(oid)
-
-    def filenode_relation(self, tablespace: int, relfilenode: int) -> int | None:
-        return self.filenodes.get((tablespace, relfilenode))
 
     def invalidate(self, oid: int | None = None) -> None:
         self.invalidated.append(oid)

@@ -19,6 +19,8 @@ from service.schema.tabledef import CatalogSnapshot
 from tests.service.schema.schema_history_support import (
     DB,
     FakeCatalog,
+    class_lost,
+    class_row,
     abort,
     commit,
     create,
@@ -119,26 +121,44 @@ def test_create_table_as_rows_before_the_message_are_real() -> None:
     assert h.classify(loc(700), 20, 210).table == new
 
 
-def test_truncate_maps_new_relfilenodes_from_the_live_catalog() -> None:
-    """TRUNCATE (no event trigger): the commit maps the new relfilenodes through
-    pg_filenode_relation; inserts after it in the same transaction are the table's."""
-    cat = FakeCatalog()
-    cat.put(T1)
-    h = base(T1, catalog=cat)
+def test_truncate_maps_new_relfilenodes_from_the_wal() -> None:
+    """TRUNCATE (no event trigger): the pg_class rows it writes (read off the WAL) map
+    the new relfilenodes at commit, with no live catalog at all; inserts after the row
+    in the same transaction are the table's."""
+    h = base(T1)
     h.apply(create(200, 20, 800))
-    h.apply(create(201, 20, 801))  # toast
-    h.apply(create(202, 20, 802))  # an index
+    h.apply(class_row(203, 20, 100, 800))
+    h.apply(create(204, 20, 801))  # toast
+    h.apply(class_row(205, 20, 101, 801, kind="t"))
+    h.apply(create(206, 20, 802))  # an index
+    h.apply(class_row(207, 20, 102, 802, kind="i"))
     h.apply(truncate(210, 20, 100))
     h.apply(insert(220, 20, 800))
-    cat.move(100, 800, toast_relfilenode=801)
     h.apply(commit(300, 20, invals=(relcache(100),)))
     assert h.classify(loc(800), 20, 220).table is not None
     assert h.classify(loc(800), 20, 220).kind is RelClass.TABLE
     assert h.classify(loc(801), 20, 220).kind is RelClass.TOAST
+    assert h.classify(loc(802), 20, 220) == REWRITE  # an index: no table's
     assert h.classify(loc(800), 21, 310).kind is RelClass.TABLE
     assert h.classify(loc(100), 21, 310) == UNKNOWN
     assert h.classify(loc(100), 21, 250).kind is RelClass.TABLE
     assert h.by_oid(100, 310) == replace(T1, relfilenode=800, toast_relfilenode=801)
+
+
+def test_relfilenode_no_rebuilt_row_names_is_unknown() -> None:
+    """A pg_class row of the transaction could not be rebuilt (its page never seen
+    whole): the relfilenode it would have named is UNKNOWN, an error at replay, never
+    rewrite output dropped in silence; the commit logs it."""
+    h = base(T1)
+    h.apply(create(200, 20, 800))
+    h.apply(class_lost(203, 20))
+    h.apply(truncate(210, 20, 100))
+    h.apply(insert(220, 20, 800))
+    with capture_logs() as logs:
+        h.apply(commit(300, 20, invals=(relcache(100),)))
+    assert h.classify(loc(800), 20, 220) == UNKNOWN
+    unresolved = [e for e in logs if e["event"] == "relfilenode_unresolved"]
+    assert unresolved and unresolved[0]["lost_rows"] == 1
 
 
 def test_truncate_then_alter_in_one_transaction() -> None:
@@ -155,21 +175,22 @@ def test_truncate_then_alter_in_one_transaction() -> None:
     assert h.classify(loc(900), 20, 250).table == altered
 
 
-def test_vacuum_full_remaps_for_later_transactions_only() -> None:
-    """VACUUM FULL: no message, a new relfilenode; later transactions find the table
-    there, while writes of the VACUUM's own transaction into it stay rewrite output."""
-    cat = FakeCatalog()
-    cat.put(T1)
-    h = base(T1, catalog=cat)
+def test_vacuum_full_remaps_from_the_swap_row() -> None:
+    """VACUUM FULL: no message, a new relfilenode first of a transient heap (relrewrite
+    set: its writes are rewrite output), then swapped to the table by its pg_class row;
+    later transactions find the table there."""
+    h = base(T1)
     h.apply(create(200, 20, 950))
-    h.apply(new_cid(205, 20))
-    cat.move(100, 950)
+    h.apply(class_row(201, 20, 950, 950, rewrite=100))  # make_new_heap
+    h.apply(new_cid(202, 20))
+    h.apply(class_row(206, 20, 100, 950))  # swap_relation_files
+    h.apply(class_row(207, 20, 950, 100, rewrite=100))
     with capture_logs() as logs:
         h.apply(commit(300, 20, invals=(relcache(100),)))
-    assert h.classify(loc(950), 20, 210) == REWRITE
+    assert h.classify(loc(950), 20, 203) == REWRITE
+    assert h.classify(loc(950), 20, 210).table == T1
     assert h.classify(loc(950), 21, 310).table == replace(T1, relfilenode=950)
     assert any(e["event"] == "relfilenode_remapped" for e in logs)
-    assert 100 in cat.invalidated
 
 
 def test_fallback_refreshes_from_the_catalog_with_a_warning() -> None:

@@ -1,26 +1,25 @@
 """Rewrites inside a transaction (`SchemaHistory._find_swaps`), on synthetic WAL events.
 
-The event sequences follow what PostgreSQL logs for CLUSTER (seen with the WAL of
-tests/integration/test_text_plugin_vs_test_decoding_more.py): smgr CREATE of the
-transient heap N (relation N), of its toast table; then one XLOG_XACT_INVALIDATIONS
-record naming the table, N, the table's toast and the transient toast (the swap); the
-PREPARE or commit record unlinks the table's old relfilenodes.
+The event sequences follow what PostgreSQL logs for CLUSTER (make_new_heap, then
+finish_heap_swap): smgr CREATE of the transient heap N and the pg_class row inserting
+relation N with `relrewrite` set; the same for its toast table; then the swap's pg_class
+updates, pointing the table (and its toast table) at the new relfilenodes and the
+transient ones at the old. The rows are what the historic pg_class
+(`service.schema.pgclass`) rebuilds off the WAL.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from service.decode.events import InvalidationsEvent, PrepareEvent
+from service.decode.events import PrepareEvent
 from service.schema.history import RelClass, SchemaHistory
 from service.schema.tabledef import CatalogSnapshot
 from tests.service.schema.schema_history_support import (
     DB,
-    FakeCatalog,
+    class_lost,
+    class_row,
     commit,
     create,
     loc,
-    relcache,
     table,
 )
 
@@ -29,70 +28,74 @@ U = table(600, 600)
 XID = 900
 
 
-def _history(catalog: FakeCatalog | None = None) -> SchemaHistory:
+def _history() -> SchemaHistory:
     snap = CatalogSnapshot(DB, 0, 800, 800, frozenset(), (T, U))
-    return SchemaHistory.from_catalog_snapshot(snap, catalog)
+    return SchemaHistory.from_catalog_snapshot(snap)
 
 
-def _invals(lsn: int, *oids: int) -> InvalidationsEvent:
-    return InvalidationsEvent(lsn, XID, tuple(relcache(o) for o in oids))
+def _prepare(lsn: int) -> PrepareEvent:
+    return PrepareEvent(lsn, lsn + 8, XID, 0, DB, "g", (), (), 0, 0, None, ())
 
 
-def _prepare(lsn: int, *dropped: int) -> PrepareEvent:
-    return PrepareEvent(
-        lsn, lsn + 8, XID, 0, DB, "g", (), (), 0, 0, None, tuple(loc(d) for d in dropped)
-    )
-
-
-def _cluster(h: SchemaHistory, at: int, heap: int, toast: int, *tables: int) -> int:
-    """CLUSTER (of each of `tables` in one swap record: only to test ambiguity)."""
+def _cluster(h: SchemaHistory, at: int, heap: int, toast: int, old: tuple[int, int]) -> int:
+    """CLUSTER of T into relfilenodes (heap, toast), from `old`; returns the swap's LSN."""
     h.apply(create(at, XID, heap))
-    h.apply(_invals(at + 10, heap))  # make_new_heap's CommandCounterIncrement
+    h.apply(class_row(at + 1, XID, heap, heap, rewrite=T.oid))
     h.apply(create(at + 20, XID, toast))
-    h.apply(_invals(at + 30, toast, heap))
-    h.apply(_invals(at + 100, *tables, heap, 501, toast))  # swap_relation_files
+    h.apply(class_row(at + 21, XID, toast, toast, kind="t"))
+    h.apply(class_row(at + 100, XID, T.oid, heap))
+    h.apply(class_row(at + 101, XID, heap, old[0], rewrite=T.oid))
+    h.apply(class_row(at + 102, XID, T.toast_relid, toast, kind="t"))
+    h.apply(class_row(at + 103, XID, toast, old[1], kind="t"))
     return at + 100
 
 
 def test_rows_after_cluster_are_the_tables_at_prepare() -> None:
+    """Decoded at PREPARE: the transient heap's writes are rewrite output up to the swap
+    row, the table's after it, its toast relfilenode the table's toast, and a rebuilt
+    index (no table's row) is no table's."""
     h = _history()
-    swap = _cluster(h, 1000, 700, 703, T.oid)
+    swap = _cluster(h, 1000, 700, 703, (500, 501))
     h.apply(create(1200, XID, 704))  # the rebuilt index
-    h.apply(_prepare(2000, 500, 501, 502))
+    h.apply(class_row(1201, XID, 502, 704, kind="i"))
+    h.apply(_prepare(2000))
     before = h.classify(loc(700), XID, swap - 1)
     after = h.classify(loc(700), XID, swap + 1)
     assert before.kind is RelClass.REWRITE  # the transient heap's until the swap
     assert after.kind is RelClass.TABLE and after.table is not None
     assert after.table.oid == T.oid
-    assert h.classify(loc(703), XID, swap + 1).kind is RelClass.REWRITE  # its toast
-    assert h.classify(loc(704), XID, 1300).kind is RelClass.REWRITE  # the rebuilt index
+    toast = h.classify(loc(703), XID, swap + 5)
+    assert toast.kind is RelClass.TOAST and toast.table is not None
+    assert toast.table.oid == T.oid
+    assert h.classify(loc(704), XID, 1300).kind is RelClass.REWRITE
 
 
-def test_no_swap_without_the_old_relfilenode_unlinked() -> None:
+def test_a_transient_heap_never_swapped_stays_rewrite_output() -> None:
+    """A relfilenode only a transient heap (relrewrite set) ever had: rewrite output."""
     h = _history()
-    swap = _cluster(h, 1000, 700, 703, T.oid)
-    h.apply(_prepare(2000))  # nothing unlinked: not a rewrite of a known table
-    assert h.classify(loc(700), XID, swap + 1).kind is RelClass.REWRITE
+    h.apply(create(1000, XID, 700))
+    h.apply(class_row(1001, XID, 700, 700, rewrite=T.oid))
+    h.apply(_prepare(2000))
+    assert h.classify(loc(700), XID, 1500).kind is RelClass.REWRITE
 
 
-def test_two_tables_in_one_swap_record_are_unknown_not_guessed() -> None:
+def test_a_relfilenode_no_row_names_is_unknown_not_guessed() -> None:
+    """Some pg_class row of the transaction was lost: a relfilenode no rebuilt row names
+    is UNKNOWN, whatever the invalidations or unlinks suggest."""
     h = _history()
-    swap = _cluster(h, 1000, 700, 703, T.oid, U.oid)
-    h.apply(_prepare(2000, 500, 600))
-    assert h.classify(loc(700), XID, swap + 1).kind is RelClass.UNKNOWN
+    h.apply(create(1000, XID, 700))
+    h.apply(class_lost(1050, XID))
+    h.apply(_prepare(2000))
+    assert h.classify(loc(700), XID, 1100).kind is RelClass.UNKNOWN
 
 
-def test_swap_at_commit_survives_a_relfilenode_replaced_again() -> None:
-    """CLUSTER twice in one transaction: the first new relfilenode is gone from the
-    live catalog at commit, its rows in between are still the table's."""
-    catalog = FakeCatalog()
-    catalog.put(T)
-    catalog.put(U)
-    h = _history(catalog)
-    first = _cluster(h, 1000, 700, 703, T.oid)
-    second = _cluster(h, 3000, 710, 713, T.oid)
-    catalog.move(T.oid, 710, 713)
-    h.apply(replace(commit(5000, XID), dropped_rels=(loc(500), loc(501), loc(700), loc(703))))
+def test_cluster_twice_in_one_transaction_at_commit() -> None:
+    """CLUSTER twice in one transaction: the first new relfilenode is gone by the commit
+    (as it is from the live catalog); its rows in between are still the table's."""
+    h = _history()
+    first = _cluster(h, 1000, 700, 703, (500, 501))
+    second = _cluster(h, 3000, 710, 713, (700, 703))
+    h.apply(commit(5000, XID))
     got = h.classify(loc(700), XID, first + 1)
     assert got.kind is RelClass.TABLE and got.table is not None and got.table.oid == T.oid
     got = h.classify(loc(710), XID, second + 1)
@@ -101,4 +104,5 @@ def test_swap_at_commit_survives_a_relfilenode_replaced_again() -> None:
     # later transactions see the table in its last relfilenode
     later = h.classify(loc(710), XID + 1, 6000)
     assert later.kind is RelClass.TABLE and later.table is not None
+    assert later.table.relfilenode == 710 and later.table.toast_relfilenode == 713
     assert h.classify(loc(700), XID + 1, 6000).kind is RelClass.UNKNOWN
