@@ -19,7 +19,7 @@ from typing import Any
 import psycopg2
 import structlog
 
-from connectors.postgres.server import connect, current_wal_lsn
+from connectors.postgres.server import connect, current_wal_lsn, set_connect_retry_budget
 from connectors.postgres.slots import drop_slot_once_released, ensure_physical_slot, slot_state
 from service.app.logging import configure_logging
 from service.config import Settings, load_settings
@@ -36,6 +36,8 @@ PEEK_SLOT_RELEASE_S = 10.0
 def _settings(args: argparse.Namespace) -> Settings:
     settings = load_settings(args.config)
     configure_logging(settings.log)
+    # Every command retries an unreachable source for its budget before exit 3.
+    set_connect_retry_budget(settings.source.retry_budget_s)
     return settings
 
 
@@ -45,7 +47,7 @@ def _connect(settings: Settings) -> Any:
     except SourceUnavailableError as exc:
         raise SourceUnavailableError(
             f"cannot connect to {settings.source.host}:{settings.source.port}"
-            f"/{settings.source.dbname}: {exc.__cause__ or exc}".strip()
+            f"/{settings.source.dbname}: {exc}"
         ) from exc
 
 
@@ -180,7 +182,13 @@ def cmd_peek(args: argparse.Namespace) -> int:
         _print_line(lsn, xid, data)
 
     session = _session(settings, start, version, dict(args.option), write)
-    stream = PhysicalStream(settings.source.dsn(), slot, start_lsn=start, create_slot=False)
+    stream = PhysicalStream(
+        settings.source.dsn(),
+        slot,
+        start_lsn=start,
+        create_slot=False,
+        retry_budget_s=settings.source.retry_budget_s,
+    )
     failed = True  # until the loop ends without an exception
     try:
         force_running_xacts(settings.source.dsn(), version)

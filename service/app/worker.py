@@ -347,6 +347,7 @@ class Worker:
             start_lsn=start,
             busy_grace_s=s.source.slot_busy_grace_s,
             receive_timeout=s.source.receive_timeout_s,
+            retry_budget_s=s.source.retry_budget_s,
         )
         session.decoding.on_committed = self._end_txn
         session.sink.progress = self._replay_progress
@@ -709,7 +710,8 @@ class Worker:
         m, slot = self.metrics, self.settings.source.slot
         try:
             if self._sql is None or self._sql.closed:
-                self._sql = connect(self.settings.source.dsn(), "pgcdc-lag")
+                # No retry: a metric is reported stale, never waited for.
+                self._sql = connect(self.settings.source.dsn(), "pgcdc-lag", retry_budget_s=0)
             server = current_wal_lsn(self._sql)
         except (SourceUnavailableError, psycopg2.Error) as exc:  # a metric: report it stale
             log.warning("server_position_unavailable", error=str(exc).strip())

@@ -104,12 +104,20 @@ def test_bad_yaml_value_names_the_field(tmp_path: Path) -> None:
 
 
 def test_unreachable_source_is_a_clear_error() -> None:
-    """A source nobody listens on exits 3 (retryable) naming host and port."""
+    """A source nobody listens on exits 3 (retryable) naming host and port, once it was
+    retried for source.retry_budget_s (here 2 s) and not before."""
+    began = time.monotonic()
     proc = run_cli(
-        "status", env={"PGCDC_SOURCE__PORT": "1", "PGCDC_KAFKA__BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+        "status",
+        env={
+            "PGCDC_SOURCE__PORT": "1",
+            "PGCDC_SOURCE__RETRY_BUDGET_S": "2",
+            "PGCDC_KAFKA__BOOTSTRAP_SERVERS": "127.0.0.1:1",
+        },
     )
     assert proc.returncode == 3
-    assert "127.0.0.1:1" in proc.stderr
+    assert "127.0.0.1:1" in proc.stderr and "source.retry_budget_s" in proc.stderr
+    assert time.monotonic() - began >= 2
 
 
 def test_bad_lsn_argument_is_refused() -> None:
@@ -225,7 +233,7 @@ def test_replay_that_never_becomes_consistent_says_so(pg15: dict[str, Any]) -> N
 
 
 @pytest.mark.integration
-def test_peek_reports_the_decoding_error_and_drops_its_slot(pg15: dict[str, Any]) -> None:
+def test_peek_reports_the_decoding_error_and_drops_its_slot(pg16: dict[str, Any]) -> None:
     """A row that `pgcdc peek` cannot decode (intarray's query_int has no decoder and
     decoding.unknown_types is `fail` by default) ends peek with exit 1 and the
     UnknownTypeError naming the column, not with the "slot in use" its cleanup used to
@@ -233,12 +241,12 @@ def test_peek_reports_the_decoding_error_and_drops_its_slot(pg15: dict[str, Any]
     is gone once peek has exited."""
     db = f"cli_peek_{uuid.uuid4().hex[:8]}"
     peek_slot = f"{db}_peek"
-    admin = psycopg2.connect(pg15["dsn"])
+    admin = psycopg2.connect(pg16["dsn"])
     admin.autocommit = True
     admin.cursor().execute(f"CREATE DATABASE {db}")
-    dsn = pg15["dsn"].replace("dbname=postgres", f"dbname={db}")
+    dsn = pg16["dsn"].replace("dbname=postgres", f"dbname={db}")
     env = {
-        "PGCDC_SOURCE__PORT": str(pg15["port"]),
+        "PGCDC_SOURCE__PORT": str(pg16["port"]),
         "PGCDC_SOURCE__DBNAME": db,
         "PGCDC_SOURCE__SLOT": db,
         "PGCDC_DECODING__STATE_DIR": f"/tmp/{db}",
@@ -288,7 +296,7 @@ def test_peek_reports_the_decoding_error_and_drops_its_slot(pg15: dict[str, Any]
 
 @pytest.mark.integration
 def test_peek_names_a_slot_it_cannot_drop(
-    pg15: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    pg16: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """When peek's slot is still held after the wait (here by another replication
     connection), cleanup after an error only warns `peek_slot_left_behind` with the
@@ -296,11 +304,11 @@ def test_peek_names_a_slot_it_cannot_drop(
     it is a SourceSetupError naming the slot and how to drop it."""
     monkeypatch.setattr(commands, "PEEK_SLOT_RELEASE_S", 0.5)
     slot = f"pgcdc_t_{uuid.uuid4().hex[:10]}"
-    admin = psycopg2.connect(pg15["dsn"])
+    admin = psycopg2.connect(pg16["dsn"])
     admin.autocommit = True
     admin.cursor().execute("SELECT pg_create_physical_replication_slot(%s, true)", (slot,))
     try:
-        with holding(pg15["dsn"], slot):
+        with holding(pg16["dsn"], slot):
             with capture_logs() as logs:
                 commands._drop_peek_slot(admin, slot, unwinding=True)
             assert [e["slot"] for e in logs if e["event"] == "peek_slot_left_behind"] == [slot]
