@@ -233,7 +233,9 @@ def test_replay_that_never_becomes_consistent_says_so(pg15: dict[str, Any]) -> N
 
 
 @pytest.mark.integration
-def test_peek_reports_the_decoding_error_and_drops_its_slot(pg16: dict[str, Any]) -> None:
+def test_peek_reports_the_decoding_error_and_drops_its_slot(
+    pg16: dict[str, Any], tmp_path: Path
+) -> None:
     """A row that `pgcdc peek` cannot decode (intarray's query_int has no decoder and
     decoding.unknown_types is `fail` by default) ends peek with exit 1 and the
     UnknownTypeError naming the column, not with the "slot in use" its cleanup used to
@@ -249,7 +251,7 @@ def test_peek_reports_the_decoding_error_and_drops_its_slot(pg16: dict[str, Any]
         "PGCDC_SOURCE__PORT": str(pg16["port"]),
         "PGCDC_SOURCE__DBNAME": db,
         "PGCDC_SOURCE__SLOT": db,
-        "PGCDC_DECODING__STATE_DIR": f"/tmp/{db}",
+        "PGCDC_DECODING__STATE_DIR": str(tmp_path),
         "PGCDC_LOG__FORMAT": "json",
     }
     conn = psycopg2.connect(dsn)
