@@ -74,6 +74,11 @@ class SourceSettings(_Section):
     # Like wal_receiver_timeout: the replication stream reconnects after this long
     # without any message (the walsender sends keepalives well within it).
     receive_timeout_s: float = Field(60.0, gt=0)
+    # How long an unreachable source is retried (exponential backoff up to 5 s; for the
+    # replication stream up to 30 s) before pgcdc exits 3 (retryable): every connection
+    # of every command, and the stream's reconnects; one budget per outage. A refused
+    # role or password or a missing database is never retried (exit 1).
+    retry_budget_s: float = Field(300.0, gt=0)
 
     def dsn(self) -> str:
         """A libpq connection string (the password included: never log it)."""

@@ -98,6 +98,7 @@ from connectors.avro.schema import (
 )
 from connectors.avro.table import Serialize
 from connectors.avro.table import Table as _Table
+from service.backoff import Backoff
 from service.config import Settings, load_settings
 from service.errors import (
     ConfigError,
@@ -172,8 +173,7 @@ class Registrar:
         self.client.close()
 
     def _call(self, what: str, subject: str, fn: Callable[[], Any]) -> Any:
-        deadline = time.monotonic() + self.retry_budget_s
-        backoff = _BACKOFF_START_S
+        backoff = Backoff(self.retry_budget_s, _BACKOFF_START_S, _BACKOFF_MAX_S)
         while True:
             self.calls += 1
             try:
@@ -193,15 +193,14 @@ class Registrar:
             except Exception as exc:  # httpx/socket errors: the registry is down
                 self.errors += 1
                 failure = exc
-            if time.monotonic() + backoff > deadline:
+            if backoff.spent():
                 raise RegistryUnavailableError(
                     f"schema registry at {self.url} unreachable for the {what} of {subject} "
-                    f"after {self.retry_budget_s:.0f}s: {failure}",
+                    f"after {self.retry_budget_s:.0f}s (registry.retry_budget_s): {failure}",
                     field=subject,
                 ) from failure
             log.warning("registry_retry", subject=subject, error=str(failure))
-            time.sleep(backoff)
-            backoff = min(backoff * 2, _BACKOFF_MAX_S)
+            backoff.sleep()
 
     def _is_new(self, subject: str) -> bool:
         def versions() -> bool:

@@ -25,17 +25,19 @@ Guarantees:
 - Slot feedback: `on_committed(confirmed_lsn, restart_lsn)` is called only after
   `commit_transaction` returned; the driver moves the slot only then.
 - Errors: the sink keeps no copy of the records it produced (memory stays bounded by
-  librdkafka's queue, `queue.buffering.max.kbytes`, whatever the transaction size).
-  A broker outage before a Kafka transaction holds anything (begin, init) is retried
-  with exponential backoff. Once records were produced, a failure of the Kafka
-  transaction (a produce error, a transaction the broker aborted, a local queue that
-  stays full for `retry_budget_s`) aborts it and raises `ReplayFromOffsetsError`: the
-  worker restarts its session from the last committed offsets and decodes those source
-  transactions again from the WAL (their restart LSN and the reorder buffer's spill),
-  so nothing is published twice. A retriable failure of `commit_transaction` itself
-  retries the commit, never the records, because the commit may already have
-  happened; when that budget is spent the outcome is unknown: `RestartableError`.
-  Fencing and other fatal producer errors: `FencedError` / `RestartableError`.
+  librdkafka's queue, `queue.buffering.max.kbytes`, whatever the transaction size). A
+  broker outage before a Kafka transaction holds anything (topics, init, begin) is
+  retried with exponential backoff for `retry_budget_s` (kafka.retry_budget_s, one
+  budget for the whole start), then `BrokerUnavailableError`, never sooner. Once records
+  were produced, a failure of the Kafka transaction (a produce error, a transaction the
+  broker aborted, a local queue that stays full for `retry_budget_s`) aborts it and
+  raises `ReplayFromOffsetsError`: the worker restarts its session from the last
+  committed offsets and decodes those source transactions again from the WAL (their
+  restart LSN and the reorder buffer's spill), so nothing is published twice. A
+  retriable failure of `commit_transaction` itself retries the commit, never the
+  records, because the commit may already have happened; when that budget is spent the
+  outcome is unknown: `RestartableError`. Fencing and other fatal producer errors:
+  `FencedError` / `RestartableError`.
 
 Large transactions. A source transaction is never split: however large, it is one
 Kafka transaction. Kafka transactions have no size limit, only a time limit: the
@@ -77,6 +79,7 @@ from connectors.kafka.offsets import (
     read_last_offset,
     security_conf,
 )
+from service.backoff import Backoff
 from service.config import Settings
 from service.errors import (
     BrokerUnavailableError,
@@ -101,6 +104,8 @@ _TIMEOUT_MARGIN = 0.9
 _OP_TIMEOUT_S = 30.0
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.2, 5.0
 _POLL_EVERY = 1000
+# Admin errors that say the broker could not be reached (not a refusal): retried.
+_UNREACHABLE = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})
 _Headers = list[tuple[str, str | bytes | None]] | None  # as Producer.produce takes them
 
 _FENCED_CODES = frozenset(
@@ -184,13 +189,16 @@ class KafkaSink:
     # --- life cycle ------------------------------------------------------------------
 
     def start(self) -> OffsetRecord | None:
-        """Fence older producers of this id, then return the last committed offset."""
-        self.ensure_topics([self.offsets_topic, history_topic(self.settings)], compact=True)
-        deadline = time.monotonic() + self.retry_budget_s
-        backoff = _BACKOFF_START_S
+        """Fence older producers of this id, then return the last committed offset.
+
+        A broker that cannot be reached is retried for the one retry budget of the
+        start (topics and init_transactions together), then `BrokerUnavailableError`."""
+        backoff = Backoff(self.retry_budget_s, _BACKOFF_START_S, _BACKOFF_MAX_S)
+        topics = [self.offsets_topic, history_topic(self.settings)]
+        self.ensure_topics(topics, compact=True, backoff=backoff)
         while True:
             try:
-                self._producer.init_transactions(self._op_timeout)
+                self._producer.init_transactions(self._call_timeout(backoff))
                 break
             except KafkaException as exc:
                 err = exc.args[0]
@@ -203,14 +211,14 @@ class KafkaSink:
                         field="kafka.transaction_timeout_ms",
                     ) from exc
                 self._raise_if_fatal(err, "init_transactions")
-                if time.monotonic() + backoff > deadline:
+                if backoff.spent():
                     raise BrokerUnavailableError(
                         f"Kafka at {self.settings.kafka.bootstrap_servers} did not accept "
-                        f"init_transactions for {self.settings.transactional_id}: {err.str()}"
+                        f"init_transactions for {self.settings.transactional_id} within "
+                        f"{self.retry_budget_s:.0f}s (kafka.retry_budget_s): {err.str()}"
                     ) from exc
                 log.warning("kafka_retry", op="init_transactions", error=err.str())
-                time.sleep(backoff)
-                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+                backoff.sleep()
         self.started = True
         self.last_committed = read_last_offset(self.settings, self.slot)
         return self.last_committed
@@ -244,36 +252,66 @@ class KafkaSink:
 
     # --- topics ----------------------------------------------------------------------
 
-    def ensure_topics(self, topics: list[str], *, compact: bool = False) -> None:
-        """Create the topics that do not exist yet (compacted ones for offsets/history)."""
+    def ensure_topics(
+        self, topics: list[str], *, compact: bool = False, backoff: Backoff | None = None
+    ) -> None:
+        """Create the topics that do not exist yet (compacted ones for offsets/history).
+
+        A broker that cannot be reached is retried within `backoff` (default: a new
+        retry budget), then `BrokerUnavailableError`; a creation the broker refuses
+        for good (not `retriable()`) raises it at once."""
         missing = [t for t in topics if t not in self._known_topics]
         if not missing:
             return
-        try:
-            existing = set(self._admin.list_topics(timeout=self._op_timeout).topics)
-        except KafkaException as exc:
-            raise BrokerUnavailableError(f"cannot list Kafka topics: {exc}") from exc
-        create = [t for t in missing if t not in existing]
-        if create:
-            config = {"cleanup.policy": "compact"} if compact else {}
-            futures = self._admin.create_topics(
-                [
-                    NewTopic(
-                        t, num_partitions=1 if compact else -1, replication_factor=-1, config=config
-                    )
-                    for t in create
-                ],
-                operation_timeout=self._op_timeout,
-            )
-            for topic, fut in futures.items():
-                try:
-                    fut.result()
-                except KafkaException as exc:
-                    if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                        raise BrokerUnavailableError(
-                            f"cannot create topic {topic}: {exc.args[0].str()}"
-                        ) from exc
+        backoff = backoff or Backoff(self.retry_budget_s, _BACKOFF_START_S, _BACKOFF_MAX_S)
+        while True:
+            try:
+                self._create_missing(missing, compact, self._call_timeout(backoff))
+                break
+            except _Retry as exc:
+                if backoff.spent():
+                    raise BrokerUnavailableError(
+                        f"Kafka at {self.settings.kafka.bootstrap_servers} stayed unreachable "
+                        f"for {self.retry_budget_s:.0f}s (kafka.retry_budget_s): {exc}"
+                    ) from exc
+                log.warning("kafka_retry", op="ensure_topics", error=str(exc))
+                backoff.sleep()
         self._known_topics.update(missing)
+
+    def _create_missing(self, topics: list[str], compact: bool, timeout_s: float) -> None:
+        """One attempt of `ensure_topics`; `_Retry` when it may pass."""
+        try:
+            existing = set(self._admin.list_topics(timeout=timeout_s).topics)
+        except KafkaException as exc:
+            raise _Retry(f"cannot list Kafka topics: {exc}") from exc
+        create = [t for t in topics if t not in existing]
+        if not create:
+            return
+        config = {"cleanup.policy": "compact"} if compact else {}
+        futures = self._admin.create_topics(
+            [
+                NewTopic(
+                    t, num_partitions=1 if compact else -1, replication_factor=-1, config=config
+                )
+                for t in create
+            ],
+            operation_timeout=timeout_s,
+        )
+        for topic, fut in futures.items():
+            try:
+                fut.result()
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    continue
+                if err.retriable() or err.code() in _UNREACHABLE:
+                    raise _Retry(f"cannot create topic {topic}: {err.str()}") from exc
+                raise BrokerUnavailableError(f"cannot create topic {topic}: {err.str()}") from exc
+
+    def _call_timeout(self, backoff: Backoff) -> float:
+        """A blocking producer or admin call's timeout: the usual one, but not past the
+        retry budget (at least a second, so a call is never made to fail at once)."""
+        return max(1.0, min(self._op_timeout, backoff.remaining()))
 
     # --- the data path ---------------------------------------------------------------
 
@@ -505,23 +543,21 @@ class KafkaSink:
 
     def _begin_with_retry(self) -> None:
         """begin_transaction, retried with backoff: nothing is in the transaction yet."""
-        deadline = time.monotonic() + self.retry_budget_s
-        backoff = _BACKOFF_START_S
+        backoff = Backoff(self.retry_budget_s, _BACKOFF_START_S, _BACKOFF_MAX_S)
         while True:
             try:
                 self._begin()
                 return
             except _Retry as exc:
                 self.retries += 1
-                if time.monotonic() + backoff > deadline:
+                if backoff.spent():
                     self._gave_up = True
                     raise BrokerUnavailableError(
-                        f"Kafka did not begin a transaction within {self.retry_budget_s:.0f}s: "
-                        f"{exc}"
+                        f"Kafka did not begin a transaction within {self.retry_budget_s:.0f}s "
+                        f"(kafka.retry_budget_s): {exc}"
                     ) from exc
                 log.warning("kafka_retry", op="begin_transaction", error=str(exc))
-                time.sleep(backoff)
-                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+                backoff.sleep()
 
     def _abort_for_replay(self, exc: _Retry, lsn: int) -> None:
         """The open Kafka transaction failed after records went into it: abort it and

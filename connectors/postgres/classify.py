@@ -9,8 +9,10 @@ retrying them hides the problem behind exit 3, which a supervisor retries foreve
 `permanent_error(exc, slot=..., lsn=...)` returns the fatal pgcdc error for such a
 failure, or None for one worth retrying:
 
-- refused credentials (`password authentication failed`, no pg_hba.conf entry):
-  `SourceAuthError` (also what `connect_error` gives for a refused connection);
+- refused credentials (`password authentication failed`, no pg_hba.conf entry) or a
+  role that does not exist: `SourceAuthError`; a database that does not exist:
+  `SourceSetupError` naming `source.dbname` (`refused_error`, which is also what
+  `connect_error` gives for such a connection);
 - a slot of the wrong type (a logical slot where pgcdc needs a physical one):
   `SlotTypeError`;
 - WAL the slot should have kept is gone (`requested WAL segment … has already been
@@ -39,6 +41,7 @@ from service.errors import (
     PgcdcError,
     SlotTypeError,
     SourceAuthError,
+    SourceSetupError,
     SourceUnavailableError,
     WalRemovedError,
 )
@@ -60,9 +63,15 @@ def is_auth_failure(exc: BaseException) -> bool:
     return isinstance(exc, psycopg2.OperationalError) and any(m in text for m in _AUTH_FAILURES)
 
 
-def connect_error(exc: psycopg2.OperationalError, what: str) -> PgcdcError:
-    """The pgcdc error for a failed connection: fatal `SourceAuthError` when the
-    credentials were refused, else retryable `SourceUnavailableError`."""
+# FATAL messages of a server that is up but has no such role (28000) or database
+# (3D000, invalid_catalog_name): InitializeSessionUserId, InitPostgres.
+_NO_ROLE = re.compile(r'role "([^"]*)" does not exist')
+_NO_DATABASE = re.compile(r'database "([^"]*)" does not exist')
+
+
+def refused_error(exc: BaseException, what: str) -> PgcdcError | None:
+    """The fatal error for a connection the server refused for good (credentials, a
+    role or database that does not exist), else None."""
     detail = str(exc).strip()
     if is_auth_failure(exc):
         return SourceAuthError(
@@ -70,7 +79,32 @@ def connect_error(exc: psycopg2.OperationalError, what: str) -> PgcdcError:
             "fix source.user / source.password",
             field="source.password",
         )
-    return SourceUnavailableError(f"cannot connect to the source ({what}): {detail}")
+    if not isinstance(exc, psycopg2.OperationalError):
+        return None
+    role = _NO_ROLE.search(detail)
+    if role is not None:
+        return SourceAuthError(
+            f"the source has no role {role.group(1)} ({what}): {detail}; fix source.user "
+            "or create the role",
+            field="source.user",
+        )
+    database = _NO_DATABASE.search(detail)
+    if database is not None:
+        return SourceSetupError(
+            f"the source has no database {database.group(1)} ({what}): {detail}; fix "
+            "source.dbname or create the database",
+            field="source.dbname",
+        )
+    return None
+
+
+def connect_error(exc: psycopg2.OperationalError, what: str) -> PgcdcError:
+    """The pgcdc error for a failed connection: fatal when the server refused it for
+    good (`refused_error`), else retryable `SourceUnavailableError`."""
+    refused = refused_error(exc, what)
+    if refused is not None:
+        return refused
+    return SourceUnavailableError(f"cannot connect to the source ({what}): {str(exc).strip()}")
 
 
 _WRONG_TYPE = (
@@ -96,11 +130,9 @@ def permanent_error(
 ) -> PgcdcError | None:
     """The fatal error for `exc` if retrying cannot help, else None."""
     text = str(exc).strip()
-    if is_auth_failure(exc):
-        return SourceAuthError(
-            f"the source refused the credentials: {text}; fix source.user / source.password",
-            field="source.password",
-        )
+    refused = refused_error(exc, "the replication connection")
+    if refused is not None:
+        return refused
     if any(marker in text for marker in _WRONG_TYPE):
         return SlotTypeError(
             f"replication slot {slot} is not a physical slot ({text}); pgcdc streams over "

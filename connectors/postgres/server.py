@@ -5,9 +5,11 @@ pgcdc connects is decided in one place: autocommit, an application name that say
 which part of pgcdc it is, a `statement_timeout` (`-c statement_timeout` in the
 connection's options, so a query the server cannot finish raises instead of blocking
 the worker; the DSN itself, which the replication connection shares, carries none), and
-an unreachable server turned into `SourceUnavailableError` (retryable), or
-`SourceAuthError` (fatal) when the server refused the credentials
-(`connectors.postgres.classify`). Replication connections are
+an unreachable server retried with backoff for `source.retry_budget_s` (set once at
+start through `set_connect_retry_budget`; 0, no retry, until then) and then turned into
+`SourceUnavailableError` (retryable), and a connection the server refused for good
+(credentials, no such role or database: `connectors.postgres.classify.refused_error`)
+into its fatal error at once. Replication connections are
 `connectors.postgres.stream`'s.
 
 `retry_transient(what, fn)` runs `fn` again, with backoff, while it fails with a
@@ -31,6 +33,7 @@ import psycopg2.extensions
 import structlog
 
 from connectors.postgres.classify import connect_error, is_transient
+from service.backoff import Backoff
 from service.errors import SourceUnavailableError
 from service.lsn import parse_lsn
 
@@ -40,6 +43,7 @@ TRANSIENT_RETRY_BUDGET_S = 60.0
 
 DEFAULT_STATEMENT_TIMEOUT_S = 60.0
 _statement_timeout_ms = int(DEFAULT_STATEMENT_TIMEOUT_S * 1000)
+_connect_budget_s = 0.0  # source.retry_budget_s once set_connect_retry_budget ran
 
 
 def set_statement_timeout(seconds: float) -> None:
@@ -48,16 +52,50 @@ def set_statement_timeout(seconds: float) -> None:
     _statement_timeout_ms = max(1, int(seconds * 1000))
 
 
-def connect(dsn: str, application_name: str = "pgcdc") -> psycopg2.extensions.connection:
-    """An autocommit connection to the source (`SourceUnavailableError` if unreachable)."""
-    try:
-        conn = psycopg2.connect(
-            dsn,
-            application_name=application_name,
-            options=f"-c statement_timeout={_statement_timeout_ms}",
-        )
-    except psycopg2.OperationalError as exc:
-        raise connect_error(exc, application_name) from exc
+def set_connect_retry_budget(seconds: float) -> None:
+    """How long `connect` retries an unreachable source from now on (0: no retry)."""
+    global _connect_budget_s  # noqa: PLW0603 (one process-wide setting, set at start)
+    _connect_budget_s = max(0.0, seconds)
+
+
+def connect(
+    dsn: str, application_name: str = "pgcdc", *, retry_budget_s: float | None = None
+) -> psycopg2.extensions.connection:
+    """An autocommit connection to the source.
+
+    A server that cannot be reached is tried again with backoff for `retry_budget_s`
+    (default: the process-wide budget, `set_connect_retry_budget`), then
+    `SourceUnavailableError`; one that refused the connection for good
+    (`classify.refused_error`: credentials, no such role or database) raises its fatal
+    error at once."""
+    budget = _connect_budget_s if retry_budget_s is None else retry_budget_s
+    backoff = Backoff(budget)
+    while True:
+        try:
+            conn = psycopg2.connect(
+                dsn,
+                application_name=application_name,
+                options=f"-c statement_timeout={_statement_timeout_ms}",
+            )
+            break
+        except psycopg2.OperationalError as exc:
+            error = connect_error(exc, application_name)
+            if not isinstance(error, SourceUnavailableError):
+                raise error from exc
+            if backoff.spent():
+                if budget > 0:
+                    error = SourceUnavailableError(
+                        f"{error.message}; still unreachable after {budget:.0f}s of retries "
+                        "(source.retry_budget_s)"
+                    )
+                raise error from exc
+            log.warning(
+                "source_connect_retry",
+                what=application_name,
+                error=str(exc).strip().splitlines()[0],
+                retry_in_s=round(min(backoff.delay, backoff.remaining()), 2),
+            )
+            backoff.sleep()
     conn.autocommit = True
     return conn
 

@@ -16,7 +16,8 @@ restart LSN (`check_covers`): the slot's restart_lsn only ever moves up to a res
 already committed to Kafka, so one past it means the slot was moved, dropped and
 recreated, or invalidated while no worker ran, and WAL in between may be gone.
 Functions take an open cursor (or a DSN where they must wait for the walsender) and
-return plain values; they never retry.
+return plain values; they never retry, except that `drop_slot_once_released` and
+`advance_when_released` wait (bounded) for a walsender to let go of the slot.
 """
 
 from __future__ import annotations
@@ -27,11 +28,14 @@ from typing import Any
 
 import psycopg2
 import psycopg2.errors
+import structlog
 
 from connectors.postgres.classify import NEW_SNAPSHOT_REMEDY
 from connectors.postgres.server import connect
 from service.errors import SlotGapError, SlotTypeError, SourceSetupError
 from service.lsn import format_lsn, parse_lsn
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(slots=True, frozen=True)
@@ -128,6 +132,34 @@ def drop_slot(cur: Any, name: str) -> None:
             f"replication slot {name!r} is in use: stop pgcdc first", field="slot_name"
         )
     cur.execute("SELECT pg_catalog.pg_drop_replication_slot(%s)", (name,))
+
+
+def drop_slot_once_released(cur: Any, name: str, timeout_s: float = 5.0) -> bool:
+    """Drop the slot as soon as no walsender holds it: True once it is gone (or was
+    absent), False if one still held it after `timeout_s`.
+
+    For the caller's own replication connection, just closed: its walsender notices the
+    close and releases the slot on its way out (ReplicationSlotRelease at exit), so for
+    a moment the slot is still active and pg_drop_replication_slot refuses it (SQLSTATE
+    55006, "is active for PID").
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = slot_state(cur, name)
+        if state is None:
+            return True
+        if not state.active:
+            try:
+                cur.execute("SELECT pg_catalog.pg_drop_replication_slot(%s)", (name,))
+                return True
+            except psycopg2.errors.ObjectInUse:
+                # Acquired again between the look and the drop: wait like for any holder.
+                log.info("slot_drop_raced", slot=name)
+            except psycopg2.errors.UndefinedObject:
+                return True  # dropped meanwhile by someone else
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
 
 
 def advance_when_released(dsn: str, name: str, target: int, timeout_s: float = 5.0) -> str:

@@ -23,8 +23,9 @@ Behaviour:
   sink commits then (adaptive batching: low latency at low load).
 - A lost connection is re-established with exponential backoff and streaming resumes
   at the end of the bytes already delivered (the slot retains everything from the
-  restart LSN, which is never past that point), so the chunks stay contiguous. After
-  `max_retries` failed attempts in a row, `SourceUnavailableError` is raised.
+  restart LSN, which is never past that point), so the chunks stay contiguous. Once the
+  connection has stayed lost for `retry_budget_s` (source.retry_budget_s),
+  `SourceUnavailableError` is raised (`service.backoff`: never before that).
 - Receive timeout, as the walreceiver's wal_receiver_timeout (WalReceiverMain): when
   nothing at all (WAL or keepalive) has come for half of `receive_timeout` the status
   update asks the walsender for a reply; when nothing has come for the whole of it the
@@ -47,6 +48,7 @@ import structlog
 
 from connectors.postgres.classify import is_slot_busy, permanent_error
 from connectors.postgres.slots import create_replication_slot, read_replication_slot
+from service.backoff import Backoff
 from service.errors import SlotBusyError, SourceSetupError, SourceUnavailableError
 from service.lsn import format_lsn
 from service.wal.format import XLOG_BLCKSZ
@@ -68,7 +70,7 @@ class PhysicalStream:
         start_lsn: int | None = None,
         create_slot: bool = True,
         status_interval: float = 10.0,
-        max_retries: int = 8,
+        retry_budget_s: float = 300.0,
         backoff_initial: float = 0.5,
         backoff_max: float = 30.0,
         busy_grace_s: float = 60.0,
@@ -79,7 +81,7 @@ class PhysicalStream:
         self._start_lsn = start_lsn
         self._create_slot = create_slot
         self._status_interval = status_interval
-        self._max_retries = max_retries
+        self._retry_budget_s = retry_budget_s
         self._backoff_initial = backoff_initial
         self._backoff_max = backoff_max
         self._busy_grace_s = busy_grace_s
@@ -159,14 +161,16 @@ class PhysicalStream:
     ) -> Iterator[tuple[int, bytes]]:
         """Yield raw WAL chunks until `stop` is set or nothing arrives for
         `idle_timeout` seconds (None: forever)."""
-        failures = 0
-        delay = self._backoff_initial
-        busy_since: float | None = None  # the slot is active under another walsender
+        wait = time.sleep if stop is None else stop.wait
+        # Since the connection was last lost, or last found the slot busy (set at the
+        # first failure, cleared once streaming starts again): each is retried with its
+        # own budget, the outage for retry_budget_s, the busy slot for busy_grace_s.
+        outage: Backoff | None = None
+        busy: Backoff | None = None
         while stop is None or not stop.is_set():
             try:
                 cur, _ = self._start()
-                failures = 0
-                delay = self._backoff_initial
+                outage = busy = None
                 yield from self._pump(cur, stop, idle_timeout)
                 return
             except (psycopg2.DatabaseError, psycopg2.InterfaceError) as exc:
@@ -179,15 +183,17 @@ class PhysicalStream:
                 )
                 self.close()
                 self.reconnects += 1
-                failures += 1
                 # Permanent failures stop the worker as fatal instead of being retried
                 # into exit 3 (issue 11, defect 6); a busy slot only after a grace period.
                 permanent = permanent_error(exc, slot=self.slot_name, lsn=self.received_lsn)
                 if permanent is not None:
                     raise permanent from exc
                 if is_slot_busy(exc):
-                    busy_since = busy_since if busy_since is not None else time.monotonic()
-                    if time.monotonic() - busy_since > self._busy_grace_s:
+                    outage = None
+                    busy = busy or Backoff(
+                        self._busy_grace_s, self._backoff_initial, self._backoff_max
+                    )
+                    if busy.spent():
                         raise SlotBusyError(
                             f"replication slot {self.slot_name} has been active under another "
                             f"process for more than {self._busy_grace_s:.0f}s ({exc}); "
@@ -195,19 +201,19 @@ class PhysicalStream:
                             "one its own source.slot",
                             field="source.slot",
                         ) from exc
-                    failures = min(failures, self._max_retries)  # the grace decides
-                else:
-                    busy_since = None
-                if failures > self._max_retries:
+                    busy.sleep(wait)
+                    continue
+                busy = None
+                outage = outage or Backoff(
+                    self._retry_budget_s, self._backoff_initial, self._backoff_max
+                )
+                if outage.spent():
                     raise SourceUnavailableError(
-                        f"replication connection lost {failures} times in a row: {exc}",
+                        f"the replication connection stayed lost for "
+                        f"{self._retry_budget_s:.0f}s (source.retry_budget_s): {exc}",
                         lsn=self.received_lsn,
                     ) from exc
-                if stop is not None:
-                    stop.wait(delay)
-                else:
-                    time.sleep(delay)
-                delay = min(delay * 2, self._backoff_max)
+                outage.sleep(wait)
         self.close()
 
     def _pump(

@@ -7,13 +7,15 @@ LSN, table or setting, and exit with a code that tells a supervisor what to do:
 
 - 0: stopped cleanly (SIGTERM, or a command that finished);
 - 1: fatal (`FatalError`): a permanent problem that retrying will not fix (wrong
-  password, wal_level not logical, a slot of the wrong type or held by another worker,
-  a schema the registry rejects, WAL that is gone, corrupt WAL, fenced by a newer
-  worker, offsets lost or no longer covered by the slot: `run --fresh-start` takes a
-  new snapshot). Do not restart blindly: an operator must act;
+  password, a role or database that does not exist, wal_level not logical, a slot of
+  the wrong type or held by another worker, a schema the registry rejects, WAL that
+  is gone, corrupt WAL, fenced by a newer worker, offsets lost or no longer covered by
+  the slot: `run --fresh-start` takes a new snapshot). Do not restart blindly: an
+  operator must act;
 - 2: configuration error (`ConfigError`, a subclass of the fatal ones);
 - 3: retryable (`RetryableError`): a service stayed unreachable for its whole retry
-  budget. Restart later, with backoff;
+  budget (source.retry_budget_s, kafka.retry_budget_s, registry.retry_budget_s;
+  `service.backoff`: never sooner). Restart later, with backoff;
 - 4: restartable (`RestartableError`): in-memory state was dropped on purpose; restart
   at once, the worker resumes from its committed offsets;
 - 130: interrupted (Ctrl-C outside the worker).

@@ -16,10 +16,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import psycopg2
 import structlog
 
-from connectors.postgres.server import connect, current_wal_lsn
-from connectors.postgres.slots import drop_slot, ensure_physical_slot, slot_state
+from connectors.postgres.server import connect, current_wal_lsn, set_connect_retry_budget
+from connectors.postgres.slots import drop_slot_once_released, ensure_physical_slot, slot_state
 from service.app.logging import configure_logging
 from service.config import Settings, load_settings
 from service.errors import ConfigError, SourceSetupError, SourceUnavailableError, WalError
@@ -28,10 +29,15 @@ from service.wal.format import XLOG_BLCKSZ, format_for_magic
 
 log = structlog.get_logger(__name__)
 
+# How long peek waits for the walsender of its closed stream to release its slot.
+PEEK_SLOT_RELEASE_S = 10.0
+
 
 def _settings(args: argparse.Namespace) -> Settings:
     settings = load_settings(args.config)
     configure_logging(settings.log)
+    # Every command retries an unreachable source for its budget before exit 3.
+    set_connect_retry_budget(settings.source.retry_budget_s)
     return settings
 
 
@@ -41,7 +47,7 @@ def _connect(settings: Settings) -> Any:
     except SourceUnavailableError as exc:
         raise SourceUnavailableError(
             f"cannot connect to {settings.source.host}:{settings.source.port}"
-            f"/{settings.source.dbname}: {exc.__cause__ or exc}".strip()
+            f"/{settings.source.dbname}: {exc}"
         ) from exc
 
 
@@ -176,7 +182,14 @@ def cmd_peek(args: argparse.Namespace) -> int:
         _print_line(lsn, xid, data)
 
     session = _session(settings, start, version, dict(args.option), write)
-    stream = PhysicalStream(settings.source.dsn(), slot, start_lsn=start, create_slot=False)
+    stream = PhysicalStream(
+        settings.source.dsn(),
+        slot,
+        start_lsn=start,
+        create_slot=False,
+        retry_budget_s=settings.source.retry_budget_s,
+    )
+    failed = True  # until the loop ends without an exception
     try:
         force_running_xacts(settings.source.dsn(), version)
         for lsn, data in stream.chunks(idle_timeout=args.timeout):
@@ -184,13 +197,44 @@ def cmd_peek(args: argparse.Namespace) -> int:
             stream.confirm(session.restart_lsn())
             if args.max_lines and lines >= args.max_lines:
                 break
+        failed = False
     finally:
+        # The stream first: its walsender holds the slot until the connection is gone.
         stream.close()
-        session.close()
-        with conn.cursor() as cur:
-            drop_slot(cur, slot)
-        conn.close()
+        try:
+            session.close()
+        finally:
+            try:
+                _drop_peek_slot(conn, slot, unwinding=failed)
+            finally:
+                conn.close()
     return 0
+
+
+def _drop_peek_slot(conn: Any, slot: str, *, unwinding: bool) -> None:
+    """Drop peek's slot once the walsender of its closed stream has let it go.
+
+    A slot that cannot be dropped retains WAL until someone does, so it is never left
+    silently: it is a `SourceSetupError` naming it, except while an error is already
+    unwinding (the decoder's, say), which is what the user must see: then the slot is
+    named in a `peek_slot_left_behind` warning instead.
+    """
+    cause: psycopg2.Error | None = None
+    try:
+        with conn.cursor() as cur:
+            if drop_slot_once_released(cur, slot, PEEK_SLOT_RELEASE_S):
+                return
+        problem = f"was still active {PEEK_SLOT_RELEASE_S:.0f}s after peek closed its stream"
+    except psycopg2.Error as exc:
+        cause = exc
+        problem = f"could not be dropped: {str(exc).strip()}"
+    hint = f"drop it with SELECT pg_drop_replication_slot('{slot}') once it is inactive"
+    if unwinding:
+        log.warning("peek_slot_left_behind", slot=slot, problem=problem, hint=hint)
+        return
+    raise SourceSetupError(
+        f"peek slot {slot} {problem}; it retains WAL until dropped: {hint}", field="source.slot"
+    ) from cause
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

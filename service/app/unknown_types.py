@@ -17,12 +17,11 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-import psycopg2
 import structlog
 
+from connectors.postgres.server import connect
 from connectors.postgres.type_check import undecodable_columns
 from service.config import Settings
-from service.errors import SourceUnavailableError
 from service.output.filters import TableFilter
 from service.types.unknown import UnknownColumn, UnknownTypePolicy
 
@@ -77,10 +76,9 @@ def make_policy(
 def check_at_start(settings: Settings, policy: UnknownTypePolicy) -> list[UnknownColumn]:
     """Every captured column of a type pgcdc cannot decode, decided by `policy` (raises
     `UnknownTypeError` with `fail`)."""
-    try:
-        conn = psycopg2.connect(settings.source.dsn())
-    except psycopg2.OperationalError as exc:
-        raise SourceUnavailableError(f"type check at start: {exc}".strip()) from exc
+    # Through `connect`: a refused or missing role or database is fatal, an unreachable
+    # server is retried within source.retry_budget_s.
+    conn = connect(settings.source.dsn(), "pgcdc-type-check")
     try:
         conn.set_session(readonly=True, autocommit=True)
         found = [

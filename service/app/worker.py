@@ -41,8 +41,9 @@ keeps no copy of them (`ReplayFromOffsetsError`). `run` then replays in process:
 session, the stream and the sink are closed, a fresh sink (whose init_transactions ends
 whatever the broker still holds) reads the last committed offsets, and decoding starts
 again from their restart LSN, so the aborted transactions are decoded again from the
-WAL (and the reorder buffer's spill) and published once. At most `MAX_REPLAYS` replays
-in a row without a Kafka commit between them; then the worker exits 3 (retryable).
+WAL (and the reorder buffer's spill) and published once. Replays in a row without a
+Kafka commit between them back off (0.5 s doubling up to 5 s) and go on for
+`kafka.retry_budget_s` from the first; then the worker exits 3 (retryable).
 
 Standby (`source.standby`, before step 1): while the slot is active under another
 walsender the worker waits, polling once a second, with /readyz 503 and
@@ -91,6 +92,7 @@ from service.app.session import Session, SessionConfig
 from service.app.snapshot_export import SharedSnapshot, export_visibility
 from service.app.snapshotter import Snapshotter
 from service.app.unknown_types import check_at_start, make_policy
+from service.backoff import Backoff
 from service.config import Settings
 from service.decode.events import CommitEvent
 from service.errors import (
@@ -112,7 +114,6 @@ from service.wal.format import XLOG_BLCKSZ
 
 log = structlog.get_logger(__name__)
 
-MAX_REPLAYS = 5  # in-process replays in a row with no Kafka commit between them
 METRICS_EVERY_S = 0.1  # while WAL flows, the gauges and counters follow at this pace
 
 
@@ -155,6 +156,8 @@ class Worker:
         self._snapshot_until: int | None = None
         self._stop_seen: float | None = None  # when a write first saw `stop` set
         self._replays = 0  # in-process replays since the last Kafka commit
+        # The retry budget of those replays (kafka.retry_budget_s), from the first.
+        self._replay_backoff: Backoff | None = None
         self._metrics_due = 0.0  # when `_sync_metrics` is next due while WAL flows
         # Events written into the open Kafka transaction, per (topic, op): added to the
         # pgcdc_events counters when it commits (`_on_kafka_commit`), dropped when a new
@@ -181,7 +184,7 @@ class Worker:
         """Kafka committed: only now may the slot move (and the metrics say so)."""
         if self.stream is not None:
             self.stream.confirm(restart_lsn)
-        self._replays = 0
+        self._replays, self._replay_backoff = 0, None
         if self._uncounted:
             events, slot_name = self.metrics.events, self.settings.source.slot
             for (topic, op), n in self._uncounted.items():
@@ -347,6 +350,7 @@ class Worker:
             start_lsn=start,
             busy_grace_s=s.source.slot_busy_grace_s,
             receive_timeout=s.source.receive_timeout_s,
+            retry_budget_s=s.source.retry_budget_s,
         )
         session.decoding.on_committed = self._end_txn
         session.sink.progress = self._replay_progress
@@ -566,14 +570,19 @@ class Worker:
                 return self._run_session()
             except ReplayFromOffsetsError as exc:
                 self._replays += 1
-                if self._replays > MAX_REPLAYS:
+                if self._replay_backoff is None:  # the first since the last Kafka commit
+                    self._replay_backoff = Backoff(self.settings.kafka.retry_budget_s, 0.5)
+                if self._replay_backoff.spent():
                     raise BrokerUnavailableError(
-                        f"Kafka aborted {MAX_REPLAYS} transactions in a row: {exc}",
+                        f"Kafka aborted {self._replays} transactions in a row, over "
+                        f"{self.settings.kafka.retry_budget_s:.0f}s without a commit "
+                        f"(kafka.retry_budget_s): {exc}",
                         lsn=exc.lsn,
                     ) from exc
                 log.warning("worker_replay_from_offsets", error=str(exc), replays=self._replays)
                 self._fresh_sink()
-                if self.stop.wait(min(0.5 * 2 ** (self._replays - 1), 5.0)):
+                self._replay_backoff.sleep(self.stop.wait)
+                if self.stop.is_set():
                     return 0
 
     def _fresh_sink(self) -> None:
@@ -709,7 +718,8 @@ class Worker:
         m, slot = self.metrics, self.settings.source.slot
         try:
             if self._sql is None or self._sql.closed:
-                self._sql = connect(self.settings.source.dsn(), "pgcdc-lag")
+                # No retry: a metric is reported stale, never waited for.
+                self._sql = connect(self.settings.source.dsn(), "pgcdc-lag", retry_budget_s=0)
             server = current_wal_lsn(self._sql)
         except (SourceUnavailableError, psycopg2.Error) as exc:  # a metric: report it stale
             log.warning("server_position_unavailable", error=str(exc).strip())

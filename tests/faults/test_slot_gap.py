@@ -116,7 +116,7 @@ def test_slot_recreated_after_its_wal_was_removed_is_fatal(
             conn.close()
             _refuses(p, "SlotGapError", format_lsn(stored), "--fresh-start")
 
-            stream = PhysicalStream(p.dsn, p.slot, start_lsn=stored, max_retries=3)
+            stream = PhysicalStream(p.dsn, p.slot, start_lsn=stored, retry_budget_s=10)
             raised: list[BaseException] = []
 
             def read() -> None:

@@ -85,7 +85,7 @@ def test_replication_stream_reconnects_after_the_receive_timeout(
     chunks: list[tuple[int, int]] = []
     with Proxy(fault_pg15["port"]) as proxy:
         dsn = _via(fault_pg15, proxy.port)["dsn"] + " connect_timeout=2"
-        stream = PhysicalStream(dsn, slot, receive_timeout=3.0, max_retries=100)
+        stream = PhysicalStream(dsn, slot, receive_timeout=3.0, retry_budget_s=600)
 
         def pump() -> None:
             for lsn, data in stream.chunks(stop):

@@ -189,7 +189,7 @@ def test_broker_refusing_the_timeout_is_a_config_error(
     """init_transactions refused for a timeout above the broker's maximum: ConfigError."""
     sink, producer, _ = make_sink(transaction_timeout_ms=3_600_000)
     producer.init_error = KafkaError(KafkaError.INVALID_TRANSACTION_TIMEOUT, "too long")
-    monkeypatch.setattr(sink, "ensure_topics", lambda topics, compact=False: None)
+    monkeypatch.setattr(sink, "ensure_topics", lambda topics, compact=False, backoff=None: None)
     with pytest.raises(ConfigError, match=r"transaction\.max\.timeout\.ms"):
         sink.start()
     assert producer.conf["transaction.timeout.ms"] == 3_600_000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -11,8 +12,13 @@ from typing import Any
 
 import psycopg2
 import pytest
+from structlog.testing import capture_logs
 
+from connectors.postgres.setup import setup
+from service.app import commands
 from service.app.cli import build_parser, main
+from service.errors import SourceSetupError
+from tests.fixtures.slots import drop_slot_when_released, holding
 
 
 def checkpoint_until_consistent(cur: Any) -> None:
@@ -98,12 +104,20 @@ def test_bad_yaml_value_names_the_field(tmp_path: Path) -> None:
 
 
 def test_unreachable_source_is_a_clear_error() -> None:
-    """A source nobody listens on exits 3 (retryable) naming host and port."""
+    """A source nobody listens on exits 3 (retryable) naming host and port, once it was
+    retried for source.retry_budget_s (here 2 s) and not before."""
+    began = time.monotonic()
     proc = run_cli(
-        "status", env={"PGCDC_SOURCE__PORT": "1", "PGCDC_KAFKA__BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+        "status",
+        env={
+            "PGCDC_SOURCE__PORT": "1",
+            "PGCDC_SOURCE__RETRY_BUDGET_S": "2",
+            "PGCDC_KAFKA__BOOTSTRAP_SERVERS": "127.0.0.1:1",
+        },
     )
     assert proc.returncode == 3
-    assert "127.0.0.1:1" in proc.stderr
+    assert "127.0.0.1:1" in proc.stderr and "source.retry_budget_s" in proc.stderr
+    assert time.monotonic() - began >= 2
 
 
 def test_bad_lsn_argument_is_refused() -> None:
@@ -216,3 +230,93 @@ def test_replay_that_never_becomes_consistent_says_so(pg15: dict[str, Any]) -> N
         holder.close()
         cur.execute("DROP TABLE IF EXISTS cli_never")
         conn.close()
+
+
+@pytest.mark.integration
+def test_peek_reports_the_decoding_error_and_drops_its_slot(
+    pg16: dict[str, Any], tmp_path: Path
+) -> None:
+    """A row that `pgcdc peek` cannot decode (intarray's query_int has no decoder and
+    decoding.unknown_types is `fail` by default) ends peek with exit 1 and the
+    UnknownTypeError naming the column, not with the "slot in use" its cleanup used to
+    raise over it while the walsender still held the slot (issue 27); and the peek slot
+    is gone once peek has exited."""
+    db = f"cli_peek_{uuid.uuid4().hex[:8]}"
+    peek_slot = f"{db}_peek"
+    admin = psycopg2.connect(pg16["dsn"])
+    admin.autocommit = True
+    admin.cursor().execute(f"CREATE DATABASE {db}")
+    dsn = pg16["dsn"].replace("dbname=postgres", f"dbname={db}")
+    env = {
+        "PGCDC_SOURCE__PORT": str(pg16["port"]),
+        "PGCDC_SOURCE__DBNAME": db,
+        "PGCDC_SOURCE__SLOT": db,
+        "PGCDC_DECODING__STATE_DIR": str(tmp_path),
+        "PGCDC_LOG__FORMAT": "json",
+    }
+    conn = psycopg2.connect(dsn)
+    conn.autocommit = True
+    cur = conn.cursor()
+    proc: subprocess.Popen[str] | None = None
+    try:
+        cur.execute("CREATE EXTENSION intarray")
+        cur.execute("CREATE TABLE peek_t (id int PRIMARY KEY, q query_int, note text)")
+        setup(dsn, db)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "service.app.cli", "peek", "--timeout", "60"],
+            env={**os.environ, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        # Rows until peek stops: those before its consistent point are not decoded.
+        deadline = time.monotonic() + 90
+        key = 0
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, "peek decoded undecodable rows for 90 s"
+            key += 1
+            cur.execute("INSERT INTO peek_t VALUES (%s, '1&(2|3)', 'n')", (key,))
+            time.sleep(0.3)
+        _, stderr = proc.communicate(timeout=30)
+        cur.execute("SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s", (peek_slot,))
+        (left,) = cur.fetchone()
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+        conn.close()
+        drop_slot_when_released(admin, peek_slot)
+        drop_slot_when_released(admin, db)
+        admin.cursor().execute(f"DROP DATABASE {db} WITH (FORCE)")
+        admin.close()
+    assert proc.returncode == 1, stderr[-3000:]
+    assert "pgcdc: UnknownTypeError:" in stderr, stderr[-3000:]
+    assert "public.peek_t.q query_int" in stderr, stderr[-3000:]
+    assert "in use" not in stderr, stderr[-3000:]
+    assert left == 0, f"peek left slot {peek_slot} behind:\n{stderr[-3000:]}"
+
+
+@pytest.mark.integration
+def test_peek_names_a_slot_it_cannot_drop(
+    pg16: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When peek's slot is still held after the wait (here by another replication
+    connection), cleanup after an error only warns `peek_slot_left_behind` with the
+    slot's name, so the error that stopped peek is the one reported; after a clean peek
+    it is a SourceSetupError naming the slot and how to drop it."""
+    monkeypatch.setattr(commands, "PEEK_SLOT_RELEASE_S", 0.5)
+    slot = f"pgcdc_t_{uuid.uuid4().hex[:10]}"
+    admin = psycopg2.connect(pg16["dsn"])
+    admin.autocommit = True
+    admin.cursor().execute("SELECT pg_create_physical_replication_slot(%s, true)", (slot,))
+    try:
+        with holding(pg16["dsn"], slot):
+            with capture_logs() as logs:
+                commands._drop_peek_slot(admin, slot, unwinding=True)
+            assert [e["slot"] for e in logs if e["event"] == "peek_slot_left_behind"] == [slot]
+            with pytest.raises(SourceSetupError) as info:
+                commands._drop_peek_slot(admin, slot, unwinding=False)
+            assert slot in str(info.value) and "pg_drop_replication_slot" in str(info.value)
+    finally:
+        drop_slot_when_released(admin, slot)
+        admin.close()
