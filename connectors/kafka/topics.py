@@ -33,7 +33,10 @@ failed, because a produce to a deleted topic stalls the commit until it times ou
 Errors: `OffsetsTopicError` (fatal), naming the topic, what differs and what to do.
 A pinned topic that is missing was deleted: fatal at once. One not yet pinned that is
 missing (just created; metadata still propagating) is waited for until the deadline.
-A broker that does not answer in time: `BrokerUnavailableError`.
+A broker that does not answer in time (it fails the requests for any reason but a
+missing permission or feature, retried until then): `BrokerUnavailableError`. No
+Describe/DescribeConfigs permission, or a broker too old to describe topics:
+`OffsetsTopicError`, saying so.
 """
 
 from __future__ import annotations
@@ -61,14 +64,14 @@ CHECK_EVERY_S = 5.0
 _T = TypeVar("_T")
 _SET_ON_TOPIC = ConfigSource.DYNAMIC_TOPIC_CONFIG
 _RETRY_S = 0.2
-_TRANSIENT = frozenset(
+# Errors no retry will fix: the principal may not describe the topics, or the broker
+# cannot. Any other error (a broker restarting, a request timing out) is retried.
+_DENIED = frozenset(
     {
-        KafkaError._TIMED_OUT,
-        KafkaError._TRANSPORT,
-        KafkaError._ALL_BROKERS_DOWN,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.NOT_CONTROLLER,
-        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError.UNSUPPORTED_VERSION,
+        KafkaError._UNSUPPORTED_FEATURE,
     }
 )
 _WHAT_TO_DO = (
@@ -174,15 +177,15 @@ class TopicGuard:
         return out
 
     def _call(self, request: Callable[[float], _T], deadline: float) -> _T:
-        """`request(timeout)`, retried while the broker's error is transient; any other
-        error (no Describe/DescribeConfigs permission, say) is fatal."""
+        """`request(timeout)`, retried until the deadline unless the error is one no
+        retry fixes (no Describe/DescribeConfigs permission, say), which is fatal."""
         while True:
             remaining = max(deadline - time.monotonic(), 0.1)
             try:
                 return request(remaining)
             except KafkaException as exc:
                 err = exc.args[0]
-                if not isinstance(err, KafkaError) or err.code() not in _TRANSIENT:
+                if not isinstance(err, KafkaError) or err.code() in _DENIED:
                     raise OffsetsTopicError(
                         f"cannot verify that Kafka topics {', '.join(self.topics)} are "
                         f"pgcdc's: {exc}; pgcdc needs Describe and DescribeConfigs on them",

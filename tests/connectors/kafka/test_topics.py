@@ -20,9 +20,9 @@ from confluent_kafka.admin import AdminClient, ConfigSource, NewTopic  # type: i
 
 from connectors.kafka.offsets import OffsetRecord, history_topic, offsets_topic
 from connectors.kafka.sink import KafkaSink
-from connectors.kafka.topics import TopicFacts, judge
+from connectors.kafka.topics import TopicFacts, TopicGuard, judge
 from service.config import Settings
-from service.errors import OffsetsTopicError
+from service.errors import BrokerUnavailableError, OffsetsTopicError
 from service.output.api import OutputRecord
 from tests.integration.avro_kafka_support import make_settings, unique
 
@@ -67,6 +67,19 @@ def test_judge_accepts_only_the_topic_pgcdc_made(
         assert verdict is None
     else:
         assert verdict is not None and why in verdict, verdict
+
+
+def test_a_broker_that_does_not_answer_is_retryable_not_fatal() -> None:
+    """With no broker at the address the guard retries until its deadline, then raises
+    BrokerUnavailableError (retryable): only a topic seen to be wrong, or a permission
+    the principal lacks, is OffsetsTopicError."""
+    admin = AdminClient({"bootstrap.servers": "127.0.0.1:9"})
+    guard = TopicGuard(admin, ("p.offsets", "p.schema-history"), timeout_s=2.0)
+    started = time.monotonic()
+    with pytest.raises(BrokerUnavailableError):
+        guard.verify()
+    assert time.monotonic() - started < 15
+    assert guard.pinned == {}
 
 
 @pytest.fixture
