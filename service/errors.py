@@ -144,6 +144,21 @@ class OffsetsMissingError(FatalError):
     and skip what changed in between."""
 
 
+class OffsetsTopicError(FatalError):
+    """The offsets or schema-history topic is not the one pgcdc created (it is missing,
+    was deleted and re-created, is not compacted or has more than one partition): a
+    broker with auto.create.topics.enable=true re-creates a deleted topic with its own
+    defaults, and trusting one would resume from, or later lose, the wrong offsets.
+    `topic` names it; the message says what differs and what to do."""
+
+    def __init__(self, message: str, *, topic: str) -> None:
+        self.topic = topic
+        super().__init__(message)
+
+    def _render(self) -> str:
+        return f"{self.message} (topic={self.topic})"
+
+
 class BrokerUnavailableError(RetryableError):
     """Kafka cannot be reached or refused the request transiently."""
 

@@ -4,8 +4,10 @@
 `<prefix>.schema-history`, keyed by the slot: `save` stages a snapshot (encoded by
 `connectors.kafka.offsets.encode_snapshot`) into the sink's next Kafka transaction, so it
 is committed together with that transaction's offset record; `load_latest` reads the last
-committed one back with a read_committed consumer. A snapshot staged into a transaction
-that is aborted is never seen.
+committed one back with a read_committed consumer, and returns it only once the sink's
+guard has verified again that the topic is still the one pgcdc created
+(connectors.kafka.topics; `OffsetsTopicError` otherwise). A snapshot staged into a
+transaction that is aborted is never seen.
 """
 
 from __future__ import annotations
@@ -39,4 +41,5 @@ class KafkaSchemaStore:
     def load_latest(self) -> tuple[int, dict[str, Any]] | None:
         """(version, snapshot) last committed for this slot, or None."""
         raw = read_topic_to_end(self.settings, self.topic, self.key)
+        self.sink.guard.verify()  # what was just read came from pgcdc's own topic
         return None if raw is None else decode_snapshot(raw)

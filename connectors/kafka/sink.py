@@ -38,6 +38,12 @@ Guarantees:
   records, because the commit may already have happened; when that budget is spent the
   outcome is unknown: `RestartableError`. Fencing and other fatal producer errors:
   `FencedError` / `RestartableError`.
+- Own topics: the producer never auto-creates a topic (`ensure_topics` creates each
+  before its first record). The offsets and schema-history topics are verified to be
+  the ones pgcdc created (connectors.kafka.topics: compacted, one partition, same topic
+  id) at `start`, before the offset is read and after, then before an offset record is
+  written at most every few seconds, and after a failed commit. A topic that is not
+  raises `OffsetsTopicError` (fatal); the open Kafka transaction is then not committed.
 
 Large transactions. A source transaction is never split: however large, it is one
 Kafka transaction. Kafka transactions have no size limit, only a time limit: the
@@ -79,12 +85,14 @@ from connectors.kafka.offsets import (
     read_last_offset,
     security_conf,
 )
+from connectors.kafka.topics import STATE_TOPIC_CONFIG, STATE_TOPIC_PARTITIONS, TopicGuard
 from service.backoff import Backoff
 from service.config import Settings
 from service.errors import (
     BrokerUnavailableError,
     ConfigError,
     FencedError,
+    OffsetsTopicError,
     PgcdcError,
     ReplayFromOffsetsError,
     RestartableError,
@@ -151,12 +159,21 @@ class KafkaSink:
             "queue.buffering.max.messages": 500_000,
             "queue.buffering.max.kbytes": QUEUE_MAX_KBYTES,
             "message.timeout.ms": 300_000,
+            # Every topic is created by `ensure_topics` before anything is produced to it.
+            # A produce that auto-created a deleted offsets topic would give it the
+            # broker's defaults (cleanup.policy=delete) and write offsets into it (issue 27).
+            "allow.auto.create.topics": False,
         }
         conf.update(security_conf(settings))
         self._producer = Producer(conf)
         admin_conf = {"bootstrap.servers": k.bootstrap_servers, **security_conf(settings)}
         self._admin = AdminClient(admin_conf)
         self._known_topics: set[str] = set()
+        # The offsets and schema-history topics must stay the ones pgcdc created
+        # (connectors.kafka.topics): verified at start and before offsets are written.
+        self.guard = TopicGuard(
+            self._admin, (self.offsets_topic, history_topic(settings)), self._op_timeout
+        )
         # The open batch. Invariant: `_pending` is the offset it will commit, set only at
         # a source-transaction end; `_bytes` and `_txns` count what was produced into the
         # Kafka transaction in progress. Its records themselves are not kept: a failed
@@ -191,11 +208,19 @@ class KafkaSink:
     def start(self) -> OffsetRecord | None:
         """Fence older producers of this id, then return the last committed offset.
 
-        A broker that cannot be reached is retried for the one retry budget of the
-        start (topics and init_transactions together), then `BrokerUnavailableError`."""
+        The offsets and schema-history topics are created if missing and verified to be
+        pgcdc's (`OffsetsTopicError` otherwise) before and after the offset is read. A
+        sink whose guard already holds pins (a replay's fresh sink, `TopicGuard.adopt`)
+        creates nothing: its topics must still be the earlier session's. A broker that
+        cannot be reached is retried for the one retry budget of the start (topics and
+        init_transactions together), then `BrokerUnavailableError`."""
         backoff = Backoff(self.retry_budget_s, _BACKOFF_START_S, _BACKOFF_MAX_S)
-        topics = [self.offsets_topic, history_topic(self.settings)]
-        self.ensure_topics(topics, compact=True, backoff=backoff)
+        state = list(self.guard.topics)
+        if self.guard.pinned:
+            self._known_topics.update(state)
+        else:
+            self.ensure_topics(state, compact=True, backoff=backoff)
+        self.guard.verify()
         while True:
             try:
                 self._producer.init_transactions(self._call_timeout(backoff))
@@ -220,8 +245,10 @@ class KafkaSink:
                 log.warning("kafka_retry", op="init_transactions", error=err.str())
                 backoff.sleep()
         self.started = True
-        self.last_committed = read_last_offset(self.settings, self.slot)
-        return self.last_committed
+        last = read_last_offset(self.settings, self.slot)
+        self.guard.verify()  # the offset just read came from the topic verified above
+        self.last_committed = last
+        return last
 
     def close(self, *, commit: bool = True) -> None:
         """Commit what is complete, then let the producer go (SIGTERM path).
@@ -287,12 +314,11 @@ class KafkaSink:
         create = [t for t in topics if t not in existing]
         if not create:
             return
-        config = {"cleanup.policy": "compact"} if compact else {}
+        config = STATE_TOPIC_CONFIG if compact else {}
+        partitions = STATE_TOPIC_PARTITIONS if compact else -1
         futures = self._admin.create_topics(
             [
-                NewTopic(
-                    t, num_partitions=1 if compact else -1, replication_factor=-1, config=config
-                )
+                NewTopic(t, num_partitions=partitions, replication_factor=-1, config=config)
                 for t in create
             ],
             operation_timeout=timeout_s,
@@ -422,6 +448,9 @@ class KafkaSink:
         deadline = time.monotonic() + self.retry_budget_s
         if self._doomed:
             self._abort_for_replay(_Retry("an earlier call failed"), offset.confirmed_lsn)
+        if self.guard.due():
+            # Raised here, the open Kafka transaction is aborted by `close(commit=False)`.
+            self.guard.verify()
         if not self._in_txn:
             # Only offset or staged records (heartbeat, snapshot progress): nothing to
             # replay, so a failing begin is retried in place.
@@ -587,6 +616,19 @@ class KafkaSink:
         self._in_txn = False
         self._doomed = False
 
+    def _check_topics_after(self, exc: KafkaException) -> None:
+        """After a failed commit: a produce to a deleted offsets topic stalls the commit
+        until it times out, so the topics are verified (briefly: a broker outage fails
+        commits too, and is handled as before). A lost topic is fatal; the commit is then
+        in doubt, and only a fresh producer's init_transactions may end it."""
+        try:
+            self.guard.verify(min(self._op_timeout, 5.0))
+        except OffsetsTopicError as lost:
+            self._gave_up = True
+            raise lost from exc
+        except BrokerUnavailableError as unknown:
+            log.warning("kafka_topics_unverified", error=str(unknown))
+
     def _commit(self, deadline: float) -> None:
         """commit_transaction, retried in place while the error says a retry is safe."""
         backoff = _BACKOFF_START_S
@@ -598,6 +640,7 @@ class KafkaSink:
             except KafkaException as exc:
                 err = exc.args[0]
                 self._raise_if_fatal(err, "commit_transaction")
+                self._check_topics_after(exc)
                 if err.txn_requires_abort():
                     self._doomed = True
                     raise _Retry(f"commit_transaction: {err.str()}") from exc

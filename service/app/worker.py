@@ -7,7 +7,11 @@ Start-up:
    or bytes each is logged and counted. Table definitions met later are decided the
    same way when first planned (`service.types.rowdecode`), before a row is published;
 1. the Kafka sink starts (`init_transactions` fences an older worker with the same
-   transactional.id) and reads the last committed offset of this slot;
+   transactional.id) and reads the last committed offset of this slot, trusted only
+   from the offsets topic pgcdc created (`OffsetsTopicError` otherwise: fatal, exit 1;
+   a broker with auto.create.topics.enable=true re-creates a deleted topic with its
+   own defaults). The offsets topic missing while the schema history is present is
+   `OffsetsMissingError` (fatal);
 2. with an offset: the schema history is restored from the snapshot committed with it,
    WAL is read again from its restart LSN, and every commit whose record starts before
    its confirmed LSN is skipped (`SnapBuilder.restored`); without one: the physical slot
@@ -39,11 +43,12 @@ when its caps say so (adaptive batching).
 A Kafka transaction that fails after records went into it is aborted by the sink, which
 keeps no copy of them (`ReplayFromOffsetsError`). `run` then replays in process: the
 session, the stream and the sink are closed, a fresh sink (whose init_transactions ends
-whatever the broker still holds) reads the last committed offsets, and decoding starts
-again from their restart LSN, so the aborted transactions are decoded again from the
-WAL (and the reorder buffer's spill) and published once. Replays in a row without a
-Kafka commit between them back off (0.5 s doubling up to 5 s) and go on for
-`kafka.retry_budget_s` from the first; then the worker exits 3 (retryable).
+whatever the broker still holds; it accepts only the offsets and schema-history topics
+the first one verified, never re-creating them) reads the last committed offsets, and
+decoding starts again from their restart LSN, so the aborted transactions are decoded
+again from the WAL (and the reorder buffer's spill) and published once. Replays in a
+row without a Kafka commit between them back off (0.5 s doubling up to 5 s) and go on
+for `kafka.retry_budget_s` from the first; then the worker exits 3 (retryable).
 
 Standby (`source.standby`, before step 1): while the slot is active under another
 walsender the worker waits, polling once a second, with /readyz 503 and
@@ -593,6 +598,9 @@ class Worker:
             on_committed=self._on_kafka_commit,
             retry_budget_s=self.settings.kafka.retry_budget_s,
         )
+        # The topics verified at the first start stay the only ones accepted: a deleted
+        # offsets topic must not be re-created by the replay's start (issue 27).
+        self.sink.guard.adopt(old.guard)
         self.sink.aborts, self.sink.retries = old.aborts, old.retries
         self.sink.kafka_txns, self.sink.records_sent = old.kafka_txns, old.records_sent
         self.session, self.stream = None, None

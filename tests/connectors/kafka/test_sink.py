@@ -7,10 +7,13 @@ the transaction-timeout limit.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
+from confluent_kafka.admin import ConfigEntry, ConfigSource  # type: ignore[attr-defined]
 
 from connectors.kafka import sink as sink_module
 from connectors.kafka.sink import KafkaSink
@@ -61,8 +64,28 @@ class FakeProducer:
 
 
 class FakeAdmin:
+    """Describes every topic as pgcdc creates its offsets and schema-history topics (one
+    partition, cleanup.policy=compact set on the topic); the guard's verdicts on other
+    topics are checked against a real broker in test_topics.py."""
+
     def __init__(self, conf: dict[str, Any]) -> None:
         self.conf = conf
+
+    def describe_topics(self, topics: TopicCollection, **kw: Any) -> dict[str, Future[Any]]:
+        return {
+            t: _done(SimpleNamespace(topic_id=f"id-{t}", partitions=[0]))
+            for t in topics.topic_names
+        }
+
+    def describe_configs(self, resources: list[Any], **kw: Any) -> dict[Any, Future[Any]]:
+        policy = ConfigEntry("cleanup.policy", "compact", source=ConfigSource.DYNAMIC_TOPIC_CONFIG)
+        return {r: _done({"cleanup.policy": policy}) for r in resources}
+
+
+def _done(value: Any) -> Future[Any]:
+    future: Future[Any] = Future()
+    future.set_result(value)
+    return future
 
 
 @pytest.fixture

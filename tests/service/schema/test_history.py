@@ -19,9 +19,9 @@ from service.schema.tabledef import CatalogSnapshot
 from tests.service.schema.schema_history_support import (
     DB,
     FakeCatalog,
+    abort,
     class_lost,
     class_row,
-    abort,
     commit,
     create,
     ddl,
