@@ -28,16 +28,17 @@ How:
     VariableScaleDecimal; string: the output text; double), bit and varbit (Bits;
     bit(1) a boolean), an enum (Enum: the label of the stored pg_enum OID, from the
     column's `enum_oids`);
-  - a domain over one of those base types, as its base type;
+  - a domain over one of those base types, as its base type (with the domain's typmod);
   - the extension types hstore (Json, or the map in hstore.handling.mode=map), ltree
     (Ltree), lquery, cube, earth, seg and the isn types (their text), PostGIS geometry
     and geography (Geometry / Geography {wkb, srid}), pgvector's vector, halfvec and
     sparsevec (DoubleVector, FloatVector, SparseDoubleVector);
   - a composite whose fields are built-in types the text plugin prints
     (`service.output.native_text.composite_spec`): the string of record_out's text;
-  - an array of any of those (`element_spec`: not of a domain, whose OID its header
-    names; not nested), with the element's layout from
-    `service.types.registry.builtin_layout`.
+  - an array of any of those, a domain over such an array (as the array), and an array
+    of a domain over one of them (`element_spec`: its header names the domain, its
+    items are the base type's, with the domain's typmod); not nested; with the
+    element's layout from `service.types.registry.builtin_layout`.
   A table with any other mapped column (composites of other fields, ranges of other
   subtypes, arrays of extension
   types, arrays of other types, domains over enums, ...)
@@ -145,7 +146,8 @@ _NUMERIC, _MONEY, _BIT, _VARBIT = 1700, 790, 1560, 1562
 
 ColumnSpec = tuple[str, int, int, bool, bool, str, int, int, bool]
 FieldKind = tuple[str, int, int, int]  # kind, scale, precision, attlen of the stored form
-# An array's element: kind, scale, precision, type OID, typlen, typalign in bytes.
+# An array's element: kind, scale, precision, the type OID its header names, typlen,
+# typalign in bytes.
 ElemSpec = tuple[str, int, int, int, int, int]
 
 
@@ -168,7 +170,8 @@ def _base(meta: ColumnMeta) -> tuple[int, int] | None:
 
 def element_spec(meta: ColumnMeta, decimal_mode: str) -> ElemSpec | None:
     """The element of an array column whose items the native encoder writes (a built-in
-    type of `NATIVE_TYPES`, numeric, money, bit strings, or an enum), or None."""
+    type of `NATIVE_TYPES`, numeric, money, bit strings, or an enum; or a domain over
+    one), or None."""
     if meta.kind != "a" or meta.ext or meta.stored_bytes_type or not meta.elem_type_oid:
         return None
     elem = ColumnMeta(
@@ -176,14 +179,19 @@ def element_spec(meta: ColumnMeta, decimal_mode: str) -> ElemSpec | None:
         meta.attnum,
         meta.elem_type_oid,
         meta.type_name,
-        meta.typmod,  # an array's typmod is its elements' (numeric(10,3)[], bit(4)[])
+        # an array's typmod is its elements' (numeric(10,3)[], bit(4)[]), else a domain's
+        # (as type_mapping)
+        meta.typmod if meta.typmod >= 0 else meta.elem_typmod,
         False,
         kind=meta.elem_kind,
         enum_labels=meta.enum_labels,
         enum_oids=meta.enum_oids,
     )
+    # The OID the array's header names: a domain's for an array of one (its elements are
+    # stored as the domain's base type, whose layout and mapping they take).
+    header = meta.elem_stored_oid or elem.type_oid
     if elem.kind == "e":
-        return ("enum", 0, 0, elem.type_oid, 4, 4) if elem.enum_by_oid() else None
+        return ("enum", 0, 0, header, 4, 4) if elem.enum_by_oid() else None
     layout = builtin_layout(elem.type_oid)
     if layout is None or TYPALIGN_BYTES.get(layout[1]) is None:
         return None
@@ -192,7 +200,7 @@ def element_spec(meta: ColumnMeta, decimal_mode: str) -> ElemSpec | None:
     if found is None or found[0] == "array" or found[3] != layout[0]:
         return None
     kind, scale, precision, attlen = found
-    return kind, scale, precision, elem.type_oid, attlen, TYPALIGN_BYTES[layout[1]]
+    return kind, scale, precision, header, attlen, TYPALIGN_BYTES[layout[1]]
 
 
 # Extension types whose Debezium value is not their text: the native kind writing it.

@@ -33,7 +33,12 @@ Kafka Connect's AvroData writes so Debezium-aware consumers recognise the semant
     and every other type → string holding PostgreSQL's own text output for the value;
     arrays → Avro array of the element mapping, items nullable; multi-dimensional arrays
     are flattened in row-major order (Debezium has no multi-dimensional arrays either).
-A domain maps as its base type when `ColumnMeta.elem_type_oid` carries it, else as text.
+A domain maps as its base type (Debezium: the column's root type), with the domain's
+typmod (numeric(5,2)'s domain: Decimal scale 2, precision 5; a domain over a domain: the
+innermost typmod); a domain over an array as that array (a domain over int[]: an array
+of int). An array of a domain has items of the domain's base type with its typmod
+(Debezium 3.6 has no mapping for it and leaves the column out). A domain described
+without its base (`ColumnMeta.elem_type_oid` 0) maps as text.
 
 Special values:
 - numeric NaN/±Infinity cannot be held by an Avro decimal. In `precise` mode a nullable
@@ -499,8 +504,14 @@ def type_mapping(
         )
     if col.kind == "d":
         # A domain maps as its base type (Debezium resolves domains to their base), with
-        # the domain's typmod when the column has none; a domain over an array stays text.
-        if col.elem_type_oid and col.elem_kind != "a":
+        # the domain's typmod when the column has none. A domain over an array comes as
+        # kind 'a' (ColumnMeta.kind); described as a domain, its element is unknown.
+        if col.elem_kind == "a":
+            raise PluginError(
+                f"column {col.name}: a domain over an array must be described as the array",
+                field=col.name,
+            )
+        if col.elem_type_oid:
             typmod = col.typmod if col.typmod >= 0 else col.elem_typmod
             return type_mapping(
                 ColumnMeta(
@@ -521,13 +532,14 @@ def type_mapping(
         return _TEXT
     if col.kind == "a":
         # Items keep the element's mapping: its kind (enum), and the column's typmod,
-        # which is the element's (numeric(10,3)[], bit(1)[]).
+        # which is the element's (numeric(10,3)[], bit(1)[]), else a domain's (an array
+        # of numeric(5,2)'s domain, a domain over numeric(5,2)[]).
         elem = ColumnMeta(
             col.name,
             col.attnum,
             col.elem_type_oid,
             col.type_name,
-            col.typmod,
+            col.typmod if col.typmod >= 0 else col.elem_typmod,
             False,
             kind=col.elem_kind,
             enum_labels=col.enum_labels,

@@ -223,16 +223,23 @@ class ColumnMeta:
     type_name: str  # format_type(oid, NULL)
     typmod: int  # -1 when none; numeric: ((precision << 16) | scale) + 4
     notnull: bool
-    # The type's kind for Avro mapping: 'b' base, 'e' enum, 'd' domain, 'c' composite,
-    # 'r' range, 'a' array (an array of `elem_type_oid`).
+    # The type's kind for Avro mapping: 'b' base, 'e' enum, 'd' domain (over a type that
+    # is no array), 'c' composite, 'r' range, 'a' array (an array of `elem_type_oid`, or a
+    # domain over one: it maps as that array, as Debezium maps a column by its root type).
     kind: str = "b"
     elem_type_oid: int = 0
     enum_labels: tuple[str, ...] = ()
-    # The kind of `elem_type_oid` (array element, or domain base), as `kind`; with an
-    # enum element or base, `enum_labels` are its labels. `elem_typmod`: the domain's
-    # typmod (pg_type.typtypmod) when the column has none.
+    # The kind of `elem_type_oid` (array element, or domain base: a domain resolved to
+    # its base), as `kind`; with an enum element or base, `enum_labels` are its labels.
+    # `elem_typmod`: the typmod a domain gives `elem_type_oid` when the column has none
+    # (a column of a domain never has one): a domain's (pg_type.typtypmod, the innermost
+    # of a chain of domains, as getBaseTypeAndTypmod), or for an array the array
+    # domain's or the element domain's; -1 for none.
     elem_kind: str = "b"
     elem_typmod: int = -1
+    # An array's element type as its datums name it (ARR_ELEMTYPE): for an array of a
+    # domain the domain, where `elem_type_oid` is the domain's base; 0: `elem_type_oid`.
+    elem_stored_oid: int = 0
     # The extension type (service.types.extensions: recognised by type name and output
     # function, e.g. "hstore", "geometry") of the type Avro maps: the column's own, or
     # for an array or a domain its element or base type's; "" for none.

@@ -68,6 +68,7 @@ from service.types.extensions import extension_type
 from service.types.registry import TypeInfo, TypeRegistry, undecodable
 from service.types.sendform import (
     base_type,
+    base_type_and_typmod,
     convertible,
     snapshot_registry,
     text_array_is_stored,
@@ -507,26 +508,26 @@ class HistoryRows:
         metas = []
         for c in live:
             info = registry.get(c.type_oid, column=c.name)
-            kind = {"e": "e", "d": "d", "c": "c", "r": "r"}.get(info.typtype, "b")
-            if info.typelem and info.typlen == -1 and info.output_src == "array_out":
-                kind = "a"
-            elem_oid, elem_kind, elem_typmod, labels = info.typelem, "b", -1, info.enum_labels
+            # What Avro maps the column as (Debezium: the column's root type): a domain as
+            # its base type, with the domain's typmod; a domain over an array as the array.
+            mapped, elem_typmod = base_type_and_typmod(info, registry)
+            kind = _mapped_kind(mapped)
+            if info.typtype == "d" and kind != "a":
+                kind = "d"
+            elem, stored_elem = mapped, 0
+            if kind == "a":
+                # An array of a domain names the domain in its datums and maps as the
+                # domain's base, with the domain's typmod.
+                stored_elem = mapped.typelem
+                elem, typmod = base_type_and_typmod(registry.get(mapped.typelem), registry)
+                if typmod >= 0:
+                    elem_typmod = typmod
+            elem_oid, elem_kind, labels = info.typelem, "b", info.enum_labels
             ext = extension_type(info)
             if kind in ("a", "d"):
-                # An array's element, or a domain's base type: what Avro maps it as.
-                elem = (
-                    base_type(info, registry)
-                    if kind == "d"
-                    else base_type(registry.get(info.typelem), registry)
-                )
-                elem_oid = elem.oid
-                elem_kind = {"e": "e", "c": "c", "r": "r"}.get(elem.typtype, "b")
-                if elem.typelem and elem.typlen == -1 and elem.output_src == "array_out":
-                    elem_kind = "a"
+                elem_oid, elem_kind = elem.oid, _mapped_kind(elem)
                 if elem.typtype == "e":
                     labels = elem.enum_labels
-                if kind == "d":
-                    elem_typmod = info.typtypmod
                 ext = extension_type(elem)
             metas.append(
                 ColumnMeta(
@@ -548,6 +549,7 @@ class HistoryRows:
                     else (),
                     elem_kind=elem_kind,
                     elem_typmod=elem_typmod,
+                    elem_stored_oid=stored_elem,
                     ext=ext,
                     stored_bytes_type=(
                         self._names.get(c.type_oid, info.name) if c.attnum in as_bytes else ""
@@ -735,6 +737,14 @@ def bytes_text(datum: bytes) -> str:
     """The text of a `bytes` column's value (decoding.unknown_types = bytes): the stored
     bytes as byteaout prints them with bytea_output=hex."""
     return "\\x" + bytes(datum).hex()
+
+
+def _mapped_kind(info: TypeInfo) -> str:
+    """`ColumnMeta.kind` of a type that is no domain: 'a' an array (array_out), 'e', 'c'
+    and 'r' as pg_type.typtype, 'b' anything else."""
+    if info.typelem and info.typlen == -1 and info.output_src == "array_out":
+        return "a"
+    return {"e": "e", "c": "c", "r": "r"}.get(info.typtype, "b")
 
 
 def _no_value(datum: object) -> object:

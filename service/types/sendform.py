@@ -190,6 +190,20 @@ def base_type(info: TypeInfo, registry: TypeRegistry) -> TypeInfo:
     raise DecodeError(f"domain chain of {info.name} does not end")
 
 
+def base_type_and_typmod(info: TypeInfo, registry: TypeRegistry) -> tuple[TypeInfo, int]:
+    """A domain's base type and the typmod its values have, as getBaseTypeAndTypmod
+    (lsyscache.c): each domain of the chain sets it, so the innermost one's wins (an
+    outer domain cannot carry one: `CREATE DOMAIN d2 AS d1(5,2)` is refused). A type
+    that is no domain comes back with -1."""
+    typmod = -1
+    for _ in range(33):
+        if info.typtype != "d":
+            return info, typmod
+        typmod = info.typtypmod
+        info = registry.get(info.typbasetype)
+    raise DecodeError(f"domain chain of {info.name} does not end")
+
+
 def convertible(
     info: TypeInfo, registry: TypeRegistry, no_send: frozenset[int] = frozenset()
 ) -> bool:

@@ -10,7 +10,8 @@ added later, and xml where the server has libxml); beside them a REPLICA IDENTIT
 table, a table of arrays of those types (NULL elements, quoting, lower bounds, 2-D), a table of
 the geometric types, tsvector, tsquery and the built-in ranges and multiranges, a
 table of a composite (with a dropped field, quoting), a
-table of floats, a table with a nested composite column (no native plan) and
+table of floats, a table of domains over int[] and text[] (printed as those arrays), a
+table with a nested composite column (no native plan) and
 values the writer leaves to Python (an unchanged TOAST value, NaN, a missing attribute,
 a float whose shortest decimal is a rounding bound or a tie, an xml declaration).
 pgcdc's lines must equal a real test_decoding slot's line for line under
@@ -283,6 +284,9 @@ def test_native_text_equals_test_decoding(
             "CREATE TABLE narr (id int PRIMARY KEY, i4 int[], tx text[], nu numeric(10,2)[],"
             " tz timestamptz[], jb jsonb[], bo bool[], by bytea[], mo nmood[], ip inet[],"
             ' m2 int8[][], ch "char"[], vb varbit[], iv interval[])',
+            "CREATE DOMAIN nintarr AS int[]",
+            "CREATE DOMAIN ntextarr AS text[]",
+            "CREATE TABLE ndom (id int PRIMARY KEY, ia nintarr, ta ntextarr)",
             "CREATE TABLE ntoast (id int PRIMARY KEY, k int, big text)",
             "ALTER TABLE ntoast ALTER COLUMN big SET STORAGE EXTERNAL",
         ],
@@ -303,6 +307,7 @@ def test_native_text_equals_test_decoding(
             "INSERT INTO nnst SELECT g, ROW(ROW(g, 'x', NULL, NULL), g)::nnest"
             " FROM generate_series(1, 20) g",
             f"INSERT INTO narr VALUES {array_rows}",
+            "INSERT INTO ndom SELECT id, i4, tx FROM narr",
             f"INSERT INTO ngeo VALUES {geo_rows}",
             "UPDATE ngeo SET p = point(p[0] + 1, p[1]), r4 = '[0,1)' WHERE id % 3 = 0",
             "DELETE FROM ngeo WHERE id % 5 = 0",
@@ -364,6 +369,9 @@ def test_native_text_equals_test_decoding(
     assert native.fallbacks["float Python decides"] >= 2, native.fallbacks  # 1e23, 2^47 + 1/8
     plans = {key: plan for key, (_table, plan) in native._plans.items()}
     assert sum(plan is None for plan in plans.values()) == 1  # nnst: a nested composite
-    assert sum(plan is not None for plan in plans.values()) >= 8  # nx .. ncmp among them
+    assert sum(plan is not None for plan in plans.values()) >= 9  # nx .. ndom among them
+    # a domain over an array is printed as the array, natively
+    assert all(plan is not None for t, plan in native._plans.values() if t.name == "ndom")
+    assert any(t.name == "ndom" for t, _ in native._plans.values())
     if xml:
         assert native.fallbacks["xml declaration Python decides"] >= 1, native.fallbacks

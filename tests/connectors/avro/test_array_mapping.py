@@ -92,7 +92,8 @@ def test_items_keep_element_type() -> None:
 
 def test_domain_maps_as_its_base() -> None:
     """A domain over numeric(8,2) is a Decimal of scale 2 (the domain's typmod), over int
-    an int; a domain over an array stays text."""
+    an int; a domain described with an array base (the row decoder describes a domain
+    over an array as the array) is refused, not published as text."""
     dom = _map(
         ColumnMeta(
             "d",
@@ -111,10 +112,53 @@ def test_domain_maps_as_its_base() -> None:
         _map(ColumnMeta("i", 1, 99991, "posint", -1, False, kind="d", elem_type_oid=23)).schema
         == "int"
     )
+    with pytest.raises(PluginError, match="described as the array"):
+        _map(
+            ColumnMeta(
+                "a", 1, 99992, "intarr", -1, False, kind="d", elem_type_oid=1007, elem_kind="a"
+            )
+        )
+
+
+def test_array_items_take_a_domains_typmod() -> None:
+    """An array whose column has no typmod takes its items' from `elem_typmod` (an array
+    of numeric(5,2)'s domain, a domain over numeric(5,2)[]): Decimal(5,2) items as
+    Debezium writes Decimal, not VariableScaleDecimal; the column's own typmod wins."""
+    n52 = (5 << 16 | 2) + 4
     arr = _map(
-        ColumnMeta("a", 1, 99992, "intarr", -1, False, kind="d", elem_type_oid=1007, elem_kind="a")
+        ColumnMeta(
+            "a", 1, 99993, "dom52[]", -1, False, kind="a", elem_type_oid=1700, elem_typmod=n52
+        )
     )
-    assert arr.schema == "string"
+    assert arr.schema["items"] == [
+        "null",
+        {
+            "type": "bytes",
+            "scale": 2,
+            "precision": 5,
+            "connect.version": 1,
+            "connect.parameters": {"scale": "2", "connect.decimal.precision": "5"},
+            "connect.name": "org.apache.kafka.connect.data.Decimal",
+            "logicalType": "decimal",
+        },
+    ]
+    assert arr.convert([Decimal("1.50"), None]) == [Decimal("1.50"), None]
+    own = _map(
+        ColumnMeta(
+            "a",
+            1,
+            1231,
+            "numeric[]",
+            (10 << 16 | 3) + 4,
+            False,
+            kind="a",
+            elem_type_oid=1700,
+            elem_typmod=n52,
+        )
+    )
+    assert own.schema["items"][1]["scale"] == 3
+    ints = _map(ColumnMeta("a", 1, 99994, "intarr", -1, False, kind="a", elem_type_oid=23))
+    assert ints.schema == {"type": "array", "items": ["null", "int"]}
 
 
 def test_timestamps_past_int64_micros_clamp() -> None:

@@ -13,10 +13,12 @@ change, deletes with tombstones, REPLICA IDENTITY FULL deletes of tuples older t
 ADD COLUMN; a table of the types added later (interval, timetz, money, "char", inet,
 cidr, macaddr, macaddr8, bit, varbit, jsonb, domains over int4, numeric and text, an
 enum with a label added mid-stream, and xml where the server has libxml), a table of
-arrays of them (NULL elements, 2-D, lower bounds, empty), a table of the geometric
-types (point as Debezium's Point record), tsvector, tsquery, the built-in ranges and
-multiranges, arrays of some of them and a composite, and a table with a composite
-column nested in a composite (no plan: Python) in the same transactions.
+arrays of them (NULL elements, 2-D, lower bounds, empty), a table of domains over
+int4[], text[] and numeric(5,2)[], over numeric(5,2) and over that domain, and arrays
+of domains (over numeric(5,2), that domain's domain, int4 and an enum), a table of the
+geometric types (point as Debezium's Point record), tsvector, tsquery, the built-in
+ranges and multiranges, arrays of some of them and a composite, and a table with a
+composite column nested in a composite (no plan: Python) in the same transactions.
 
 The WAL is decoded three times by a pgcdc `Session`: into the reference plugin
 (AvroSerializer, generic datums: tests/connectors/avro/avro_reference.py), into
@@ -91,6 +93,15 @@ CREATE TABLE n_more (
     ch "char", ip inet, cd cidr, mc macaddr, m8 macaddr8, bt bit(10), b1 bit(1),
     vb varbit, jb jsonb, jb_nn jsonb NOT NULL DEFAULT '{}', dp n_posint, dn n_price,
     dl n_label);
+CREATE DOMAIN n_intarr AS int4[];
+CREATE DOMAIN n_textarr AS text[];
+CREATE DOMAIN n_n52 AS numeric(5, 2);
+CREATE DOMAIN n_n52_again AS n_n52;
+CREATE DOMAIN n_n52arr AS numeric(5, 2)[];
+CREATE DOMAIN n_mood_d AS n_mood;
+CREATE TABLE n_dom (
+    id int4 PRIMARY KEY, ia n_intarr, ta n_textarr, n n_n52, nn n_n52_again, na n_n52[],
+    nna n_n52_again[], da n_n52arr, pa n_posint[], ma n_mood_d[]);
 """
 
 # Edge values of the types the native encoder gained second, then a bulk of them.
@@ -167,6 +178,20 @@ _MORE_ROWS = [
               ARRAY[point(g, 0)]
        FROM generate_series(1, 200) g""",
     "DELETE FROM n_geo WHERE id % 6 = 0",
+    # domains over arrays (as the arrays), over numeric(5,2) and over that domain, and
+    # arrays of domains (headers naming the domain, items the base's with its typmod)
+    r"""INSERT INTO n_dom VALUES
+ (1, '{1,NULL,-2147483648}', '{a,"b c",NULL,"",é}', 999.99, -999.99, '{1.5,NULL,-0.01}',
+  '{2.25}', '{{1,2},{3,NULL}}', '{1,2147483647}', '{sad,it''s,NULL}'),
+ (2, '[0:1]={7,8}', '{}', 0, 0.01, '{}', '{}', '{}', '{}', '{}'),
+ (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)""",
+    """INSERT INTO n_dom SELECT 10 + g, ARRAY[g, -g, NULL], ARRAY['t' || g, NULL], g / 7.0,
+              -g / 3.0, ARRAY[g / 7.0, NULL]::n_n52[], ARRAY[g / 9.0]::n_n52_again[],
+              ARRAY[g / 11.0, -g]::n_n52arr, ARRAY[g]::n_posint[],
+              ARRAY[(ARRAY['sad', 'ok'])[g % 2 + 1]]::n_mood_d[]
+       FROM generate_series(1, 200) g""",
+    "UPDATE n_dom SET ia = ia || 5, n = -n WHERE id % 3 = 0",
+    "DELETE FROM n_dom WHERE id % 4 = 0",
 ]
 
 _EDGE_ROWS = """
@@ -427,6 +452,7 @@ def test_native_rows_equal_python_and_reference(
             "n_arr",
             "n_geo",
             "n_ext",
+            "n_dom",
         }
         assert len(expected) > 500
         for name, records in (("python", python), ("native", got)):
@@ -459,6 +485,9 @@ def test_native_rows_equal_python_and_reference(
                 mine = [(n, done) for table, n, done in groups if table == name]
                 assert sum(n for n, _ in mine) >= least, (name, mine)
                 assert all(done != -1 for _, done in mine), (name, mine)
+            # Domains over arrays and arrays of domains are native, row for row.
+            doms = [(n, done) for table, n, done in groups if table == "n_dom"]
+            assert sum(n for n, _ in doms) >= 200 and all(n == done for n, done in doms), doms
             if xml:
                 assert "xml declaration Python decides" in counts.fallbacks, counts.fallbacks
             reasons = set(counts.fallbacks)
