@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from service.decode import heap as decode_heap
 from service.decode import native_heap as native_decode_heap
 from service.decode.dispatch import decoder_for
-from service.decode.events import PredecodedRecord
+from service.decode.events import ChangeKind, HeapChange, PredecodedRecord
 from service.errors import DecodeError
 from service.wal.native import NativeXLogReader
 from service.wal.reader import XLogReader
@@ -128,9 +128,9 @@ def _agree(
 ) -> int:
     """The armed reader's items against the Python reader's records decoded by the
     Python decoder: a PredecodedRecord has its record's header fields and exactly the
-    events (a table-change heap record, unless its parse fails and it came whole; or a
-    record of a `bare` rmgr, with none); any other item equals its record. How many
-    table-change records came predecoded."""
+    events (a table-change heap record, unless its parse fails or it is a catalog's
+    write, and it came whole; or a record of a `bare` rmgr, with none); any other item
+    equals its record. How many table-change records came predecoded."""
     decode = decoder_for(version).decode
     assert [a.lsn for a in armed] == [p.lsn for p in python]  # type: ignore[attr-defined]
     predecoded = 0
@@ -145,9 +145,22 @@ def _agree(
                 predecoded += 1
         else:
             assert item == rec
-            if (rec.rmid, rec.info & 0x70) in TABLE_CHANGES:  # the parse failed
-                assert isinstance(outcome(decode, rec), tuple), rec.lsn
+            if (rec.rmid, rec.info & 0x70) in TABLE_CHANGES:
+                # the parse failed, or it wrote a tuple logged for redo only (a catalog's)
+                got = outcome(decode, rec)
+                assert isinstance(got, tuple) or catalog_write(got), rec.lsn
     return predecoded
+
+
+def catalog_write(events: object) -> bool:
+    """An INSERT, UPDATE or MULTI_INSERT of a tuple not logged for logical decoding:
+    what the armed reader hands on whole, for the historic pg_class."""
+    if events == []:
+        return True
+    if not isinstance(events, list) or len(events) != 1:
+        return False
+    (ev,) = events
+    return isinstance(ev, HeapChange) and ev.kind is ChangeKind.UPDATE and ev.new_tuple is None
 
 
 TABLE_CHANGES = {(10, 0x00), (10, 0x10), (10, 0x20), (10, 0x40), (9, 0x50)}
@@ -249,5 +262,11 @@ def golden_records() -> list[tuple[int, XLogRecord]]:
 
 @cache
 def table_change_records() -> list[tuple[int, XLogRecord]]:
-    """(version, record) for every golden table-change heap record."""
-    return [(v, x) for v, x in golden_records() if (x.rmid, x.info & 0x70) in TABLE_CHANGES]
+    """(version, record) for every golden table-change heap record of a user table (a
+    catalog's writes come whole: `catalog_write`)."""
+    return [
+        (v, x)
+        for v, x in golden_records()
+        if (x.rmid, x.info & 0x70) in TABLE_CHANGES
+        and not catalog_write(outcome(decoder_for(v).decode, x))
+    ]
