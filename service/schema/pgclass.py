@@ -247,17 +247,16 @@ class HistoricClass:
         old_block = next((b.block for b in ours if b.block_id == 1), b0.block)
         old = self._pages.get(old_block, {}).get(old_off)
         data = b0.data
-        pos = 0
-        prefix = suffix = 0
-        if flags & XLH_UPDATE_PREFIX_FROM_OLD:
-            prefix = _U16.unpack_from(data, pos)[0]
-            pos += 2
-        if flags & XLH_UPDATE_SUFFIX_FROM_OLD:
-            suffix = _U16.unpack_from(data, pos)[0]
-            pos += 2
+        pos = 2 * (
+            bool(flags & XLH_UPDATE_PREFIX_FROM_OLD) + bool(flags & XLH_UPDATE_SUFFIX_FROM_OLD)
+        )
         if len(data) < pos + SIZE_OF_HEAP_HEADER:
             raise DecodeError(f"pg_class update tuple of {len(data)} bytes", lsn=record.lsn)
+        prefix = _U16.unpack_from(data)[0] if flags & XLH_UPDATE_PREFIX_FROM_OLD else 0
+        suffix = _U16.unpack_from(data, pos - 2)[0] if flags & XLH_UPDATE_SUFFIX_FROM_OLD else 0
         hoff = data[pos + 4]
+        if hoff < SIZE_OF_HEAP_TUPLE_HEADER:
+            raise DecodeError(f"pg_class update tuple with t_hoff {hoff}", lsn=record.lsn)
         rest = data[pos + SIZE_OF_HEAP_HEADER :]
         page = self._page(b0.block, init)
         if prefix or suffix:
