@@ -38,30 +38,25 @@ JENTRY_ISBOOL_TRUE = 0x30000000
 JENTRY_ISNULL = 0x40000000
 JENTRY_ISCONTAINER = 0x50000000
 
-_ESCAPES = {
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    '"': '\\"',
-    "\\": "\\\\",
-}
+# escape_json's replacements, as a str.translate table: the named escapes, and \u00XX
+# for every other character below 0x20.
+_ESCAPES: dict[int, str] = {c: f"\\u{c:04x}" for c in range(0x20)}
+_ESCAPES.update(
+    {
+        ord("\b"): "\\b",
+        ord("\f"): "\\f",
+        ord("\n"): "\\n",
+        ord("\r"): "\\r",
+        ord("\t"): "\\t",
+        ord('"'): '\\"',
+        ord("\\"): "\\\\",
+    }
+)
 
 
 def escape_json(text: str) -> str:
     """escape_json: the quoted JSON string PostgreSQL prints."""
-    out = ['"']
-    for ch in text:
-        esc = _ESCAPES.get(ch)
-        if esc is not None:
-            out.append(esc)
-        elif ch < " ":
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    return '"' + text.translate(_ESCAPES) + '"'
 
 
 def _intalign(n: int) -> int:

@@ -2,7 +2,8 @@
 
 One table in a fresh database on a real server (`--table narrow`: int key, int, text,
 numeric(12,2), timestamptz; `--table typed`: int key, jsonb, text[], tstzrange, inet,
-interval, timetz, money, bit(8), macaddr), two workloads: one transaction of `--rows`
+interval, timetz, money, bit(8), macaddr; `--table toast`: int key, text, and a 5-8 KB
+jsonb document stored out of line), two workloads: one transaction of `--rows`
 rows, and `--txns` transactions of `--txn-rows` rows. For each, over the same WAL:
 
 - pgcdc with the text plugin (`include-xids` off), from the WAL files in pg_wal to
@@ -27,7 +28,7 @@ too), best of `--repeat`. The text plugin's output is checked line for line (cou
 SHA-256) against test_decoding's. The garbage collector is set as `pgcdc run` sets it
 (service.app.gctune) unless `--gc default`.
 
-    .venv/bin/python tests/perf/bench_pipeline.py [--pg pg15|pg18] [--table narrow|typed]
+    .venv/bin/python tests/perf/bench_pipeline.py [--pg pg15|pg18] [--table narrow|typed|toast]
         [--rows 200000]
         [--txns 20] [--txn-rows 10000] [--repeat 1] [--only text,avro,reader,pg,pgoutput]
         [--impl python,native] [--profile text|avro] [--gc worker|default]
@@ -94,6 +95,16 @@ TYPED_INSERT = (
     "timetz '12:00+02' + g * interval '1 s', (g / 100.0)::numeric::money, "
     "(g % 256)::bit(8), ('08:00:2b:01:02:' || lpad(to_hex(g % 256), 2, '0'))::macaddr "
     "FROM generate_series({lo}, {hi}) g"
+)
+# --table toast: a document of 5-8 KB per row that compresses poorly, so it is stored out
+# of line (TOAST chunks inserted before each row), as the issue's `toast` workload.
+TOAST_TABLE = (
+    "CREATE TABLE bench (id int PRIMARY KEY, title text, doc jsonb) WITH (autovacuum_enabled = off)"
+)
+TOAST_INSERT = (
+    "INSERT INTO bench SELECT g, 'doc ' || g, jsonb_build_object('id', g, 'body', "
+    "(SELECT string_agg(md5((g * 1000 + k)::text), ' ') FROM generate_series(1, 150 + g % 90) k))"
+    " FROM generate_series({lo}, {hi}) g"
 )
 OPTIONS = {"include-xids": "0"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -358,10 +369,11 @@ def main() -> int:
     parser.add_argument("--only", default="text,avro,reader,pg,pgoutput")
     parser.add_argument(
         "--table",
-        choices=["narrow", "typed"],
+        choices=["narrow", "typed", "toast"],
         default="narrow",
         help="narrow: int, int, text, numeric, timestamptz; typed: jsonb, text[], tstzrange,"
-        " inet, interval, timetz, money, bit(8), macaddr",
+        " inet, interval, timetz, money, bit(8), macaddr; toast: a 5-8 KB jsonb document"
+        " per row, stored out of line",
     )
     parser.add_argument(
         "--impl", default="python,native", help="PGCDC_IMPL values to run pgcdc under, in turn"
@@ -376,6 +388,8 @@ def main() -> int:
     global TABLE, INSERT  # the workload's table, as --table picks it
     if args.table == "typed":
         TABLE, INSERT = TYPED_TABLE, TYPED_INSERT
+    elif args.table == "toast":
+        TABLE, INSERT = TOAST_TABLE, TOAST_INSERT
     if args.gc == "worker":
         gctune.tune()  # the collector as `pgcdc run` sets it (service.app.gctune)
     only = set(args.only.split(","))
