@@ -59,6 +59,7 @@ def test_each_stage_and_edge_is_a_package() -> None:
     assert flat == [
         "__init__.py",
         "_binary.py",
+        "backoff.py",
         "config.py",
         "errors.py",
         "impl.py",
