@@ -20,10 +20,9 @@ RUN pip install --no-cache-dir "maturin>=1.9,<2" \
 FROM python:3.11-slim-bookworm
 ENV PYTHONUNBUFFERED=1 \
     PGCDC_IMPL=native \
-    PGCDC_DECODING__STATE_DIR=/var/lib/pgcdc/state \
-    PGCDC_SCHEMAS_DIR=/opt/pgcdc/schemas
+    PGCDC_DECODING__STATE_DIR=/var/lib/pgcdc/state
+# The wheel carries everything pgcdc reads at run time (the Avro schemas included).
 COPY --from=build /install /usr/local
-COPY schemas /opt/pgcdc/schemas
 RUN useradd --system --uid 10001 --home-dir /var/lib/pgcdc --create-home pgcdc
 USER pgcdc
 WORKDIR /var/lib/pgcdc
