@@ -23,7 +23,8 @@ ENV PYTHONUNBUFFERED=1 \
     PGCDC_DECODING__STATE_DIR=/var/lib/pgcdc/state
 # The wheel carries everything pgcdc reads at run time (the Avro schemas included).
 COPY --from=build /install /usr/local
-RUN useradd --system --uid 10001 --home-dir /var/lib/pgcdc --create-home pgcdc
+RUN groupadd --system --gid 10001 pgcdc \
+    && useradd --system --uid 10001 --gid pgcdc --home-dir /var/lib/pgcdc --create-home pgcdc
 USER pgcdc
 WORKDIR /var/lib/pgcdc
 EXPOSE 9187
