@@ -8,6 +8,9 @@ other databases alone.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +24,7 @@ from connectors.postgres.privileges import missing_grants, running_xacts
 from connectors.postgres.server import force_running_xacts
 from service.config import FilterSettings
 from service.errors import SourcePrivilegeError
+from tests.integration.pipeline_kafka_support import REPO
 
 pytestmark = pytest.mark.integration
 
@@ -36,6 +40,7 @@ GRANT_BY_VERSION = {
 class Scratch:
     """A database with tables, a REPLICATION role without other grants, and the DSNs."""
 
+    pg: dict[str, Any]
     version: int
     name: str  # the database's and the role's name
     admin_dsn: str  # superuser, in the scratch database
@@ -68,6 +73,7 @@ def scratch(pg: dict[str, Any]) -> Iterator[Scratch]:
         cur.execute(f"CREATE DATABASE {name}")
         cur.execute(f"CREATE ROLE {name} LOGIN REPLICATION")
     s = Scratch(
+        pg,
         int(pg["version"]),
         name,
         f"{base} user={pg['user']} dbname={name}",
@@ -164,3 +170,44 @@ def test_a_superuser_needs_no_grant(scratch: Scratch) -> None:
             assert missing_grants(cur, scratch.version, tables=FilterSettings()) == []
     finally:
         conn.close()
+
+
+def test_pgcdc_run_without_a_grant_exits_1_naming_it(
+    scratch: Scratch, kafka: dict[str, Any], registry: dict[str, Any]
+) -> None:
+    """`pgcdc run` as a role that can read every table but lacks the RUNNING_XACTS grant
+    (the shipped role before issue 28) exits 1 at start with SourcePrivilegeError naming
+    that GRANT, with no traceback, before it creates the slot."""
+    role = scratch.name
+    scratch.sql(f"GRANT pg_read_all_data TO {role}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGCDC_")}
+    env.update(
+        PGCDC_SOURCE__HOST=str(scratch.pg["host"]),
+        PGCDC_SOURCE__PORT=str(scratch.pg["port"]),
+        PGCDC_SOURCE__USER=role,
+        PGCDC_SOURCE__DBNAME=role,
+        PGCDC_SOURCE__SLOT=role,
+        PGCDC_KAFKA__BOOTSTRAP_SERVERS=str(kafka["bootstrap"]),
+        PGCDC_KAFKA__TOPIC_PREFIX=role,
+        PGCDC_REGISTRY__URL=str(registry["url"]),
+        PGCDC_METRICS__PORT="0",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "service.app.cli", "run"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    grant = GRANT_BY_VERSION[scratch.version].format(role=role)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "pgcdc: SourcePrivilegeError: " in proc.stderr
+    assert f"as a superuser run: {grant};" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    conn = psycopg2.connect(scratch.admin_dsn)
+    with conn.cursor() as cur:
+        cur.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (role,))
+        assert cur.fetchall() == []
+    conn.close()
