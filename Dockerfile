@@ -1,6 +1,9 @@
 # pgcdc worker image. Build: docker build -t pgcdc:0.1.0 .
 # Stage 1 takes a Rust toolchain from the official image; stage 2 builds the wheel with
 # maturin (the native core, service/native, compiled against crates.io), stage 3 runs it.
+# Stage 3 holds nothing of the checkout but the installed wheel: tests/deploy/test_topology.py
+# runs the compose and k8s commands from a tree laid out as that wheel, with this ENV,
+# ENTRYPOINT and CMD, and checks that these steps are still the ones it emulates.
 FROM rust:1.95-slim-bookworm AS rust
 
 FROM python:3.11-slim-bookworm AS build
