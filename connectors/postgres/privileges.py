@@ -8,15 +8,16 @@ The worker's set (what deploy/postgres/init/01-pgcdc.sh grants; README "Privileg
   `connectors.postgres.setup.check_source`, before this module.
 - A RUNNING_XACTS record on demand, so that decoding turns consistent at once on a fresh
   start (`connectors.postgres.server.force_running_xacts`). On 15 that is CHECKPOINT,
-  allowed to members of the predefined role `pg_checkpoint` (RequestCheckpoint's
-  caller checks has_privs_of_role). On 16+ it is `pg_log_standby_snapshot()`, whose
-  EXECUTE is revoked from PUBLIC: granted to the role in the database it connects to
-  (function ACLs live in each database's pg_proc). `running_xacts(major)` says which.
+  allowed to roles with the privileges of the predefined role `pg_checkpoint`
+  (standard_ProcessUtility checks has_privs_of_role). On 16+ it is
+  `pg_log_standby_snapshot()`, whose EXECUTE is revoked from PUBLIC: granted to the
+  role in the database it connects to (function ACLs live in each database's
+  pg_proc). `running_xacts(major)` says which.
+- EXECUTE on the other server functions it calls (`PUBLIC_FUNCTIONS`). PUBLIC has it
+  by default; a hardened server may have revoked it.
 - SELECT on every captured table, and USAGE on its schema, for the initial snapshot
   (`pg_read_all_data` gives both, for tables created later too). Not checked with
   `snapshot.mode: never`; a snapshot signalled later needs it all the same.
-- EXECUTE on the other server functions it calls (`PUBLIC_FUNCTIONS`). PUBLIC has it
-  by default; a hardened server may have revoked it.
 
 Why a grant for RUNNING_XACTS and no fallback without one: the bgwriter logs such a
 record only every 15 s (LOG_SNAPSHOT_INTERVAL_MS) and only when other WAL was written
