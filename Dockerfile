@@ -1,6 +1,9 @@
 # pgcdc worker image. Build: docker build -t pgcdc:0.1.0 .
 # Stage 1 takes a Rust toolchain from the official image; stage 2 builds the wheel with
 # maturin (the native core, service/native, compiled against crates.io), stage 3 runs it.
+# Stage 3 holds nothing of the checkout but the installed wheel: tests/deploy/test_topology.py
+# runs the compose and k8s commands from a tree laid out as that wheel, with this ENV,
+# ENTRYPOINT and CMD, and checks that these steps are still the ones it emulates.
 FROM rust:1.95-slim-bookworm AS rust
 
 FROM python:3.11-slim-bookworm AS build
@@ -20,11 +23,11 @@ RUN pip install --no-cache-dir "maturin>=1.9,<2" \
 FROM python:3.11-slim-bookworm
 ENV PYTHONUNBUFFERED=1 \
     PGCDC_IMPL=native \
-    PGCDC_DECODING__STATE_DIR=/var/lib/pgcdc/state \
-    PGCDC_SCHEMAS_DIR=/opt/pgcdc/schemas
+    PGCDC_DECODING__STATE_DIR=/var/lib/pgcdc/state
+# The wheel carries everything pgcdc reads at run time (the Avro schemas included).
 COPY --from=build /install /usr/local
-COPY schemas /opt/pgcdc/schemas
-RUN useradd --system --uid 10001 --home-dir /var/lib/pgcdc --create-home pgcdc
+RUN groupadd --system --gid 10001 pgcdc \
+    && useradd --system --uid 10001 --gid pgcdc --home-dir /var/lib/pgcdc --create-home pgcdc
 USER pgcdc
 WORKDIR /var/lib/pgcdc
 EXPOSE 9187

@@ -121,6 +121,20 @@ class SourceAuthError(SourceSetupError):
     """The source refused the credentials (wrong password, no pg_hba.conf entry)."""
 
 
+class SourcePrivilegeError(SourceSetupError):
+    """The role pgcdc connects as lacks privileges the worker needs
+    (connectors.postgres.privileges). `grants` are the statements a superuser runs to
+    give them, every missing one, in the order they were checked; the message ends with
+    them, so the log line alone says what to run."""
+
+    def __init__(self, message: str, *, grants: tuple[str, ...]) -> None:
+        self.grants = grants
+        super().__init__(message)
+
+    def _render(self) -> str:
+        return f"{self.message}; as a superuser run: {' '.join(g + ';' for g in self.grants)}"
+
+
 class SlotTypeError(SourceSetupError):
     """The slot pgcdc is configured with exists but is not a physical slot."""
 

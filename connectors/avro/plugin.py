@@ -282,8 +282,8 @@ def transaction_datum(
     collections: list[tuple[str, int]] | None,
     ts_ms: int,
 ) -> dict[str, Any]:
-    """A TransactionMetadataValue datum (schemas/transaction_value.avsc), as Debezium's
-    TransactionMonitor fills it: BEGIN without counts, END with them."""
+    """A TransactionMetadataValue datum (connectors/schemas/transaction_value.avsc), as
+    Debezium's TransactionMonitor fills it: BEGIN without counts, END with them."""
     return {
         "status": status,
         "id": txn_id,

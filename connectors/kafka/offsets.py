@@ -14,8 +14,8 @@ unpublished transaction (the reorder buffer's restart point when that transactio
 committed); `schema_version` is the schema-history version in force at `confirmed_lsn`.
 
 Encoding: one format byte (1), then the record in Avro binary (schemaless, with
-`schemas/offsets.avsc`). It does not go through the schema registry, so recovery works
-even when the registry is down.
+`connectors/schemas/offsets.avsc`). It does not go through the schema registry, so
+recovery works even when the registry is down.
 
 Schema-history snapshots (`encode_snapshot` / `decode_snapshot`) are encoded here too:
 JSON, zlib-compressed, behind a format byte (1) and its version (8 bytes, big-endian);

@@ -1,12 +1,17 @@
 """The checks `pgcdc run` makes of its source before it reads any WAL.
 
-`preflight(dsn) -> major version` connects once and applies the checks of `pgcdc setup`
-(`connectors.postgres.setup.check_source`: a supported version, `wal_level = logical`,
-the REPLICATION privilege). Without them, a source at `wal_level = replica` decodes to
-"consistent", drops every INSERT (the WAL lacks what decoding needs) and fails only at
-the first UPDATE with a misleading SchemaMismatchError.
+`preflight(dsn, tables) -> major version` connects once and applies the checks of
+`pgcdc setup` (`connectors.postgres.setup.check_source`: a supported version,
+`wal_level = logical`, the REPLICATION privilege), then the worker's other privileges
+(`connectors.postgres.privileges`: writing RUNNING_XACTS on demand, EXECUTE on the
+functions it calls, and, for a snapshot, reading the tables `tables` captures).
+Without them, a source at `wal_level = replica` decodes to "consistent", drops every
+INSERT (the WAL lacks what decoding needs) and fails only at the first UPDATE with a
+misleading SchemaMismatchError; a role without pg_checkpoint dies at its first start
+in the middle of it.
 
-Errors: `SourceSetupError` (fatal) for a source that does not qualify;
+Errors: `SourceSetupError` (fatal) for a source that does not qualify, its subclass
+`SourcePrivilegeError` naming every GRANT the role lacks;
 `SourceAuthError` (fatal) when the server refuses the credentials, since retrying a
 wrong password never helps; `SourceUnavailableError` (retryable) when it cannot be
 reached.
@@ -14,8 +19,13 @@ reached.
 
 from __future__ import annotations
 
+import psycopg2.errors
+
+from connectors.postgres.privileges import check_worker_privileges, role_ident
 from connectors.postgres.server import connect
 from connectors.postgres.setup import check_source
+from service.config import FilterSettings
+from service.errors import SourcePrivilegeError
 
 
 def source_identity(dsn: str) -> str:
@@ -26,10 +36,19 @@ def source_identity(dsn: str) -> str:
     conn = connect(dsn, "pgcdc-preflight")
     try:
         with conn.cursor() as cur:
-            cur.execute(
-                "SELECT system_identifier::text, current_database() "
-                "FROM pg_catalog.pg_control_system()"
-            )
+            try:
+                cur.execute(
+                    "SELECT system_identifier::text, current_database() "
+                    "FROM pg_catalog.pg_control_system()"
+                )
+            except psycopg2.errors.InsufficientPrivilege as exc:
+                # The first query `pgcdc run` makes: on a server that revoked it from
+                # PUBLIC, the grant is named here, before preflight's full list.
+                role = role_ident(cur)
+                raise SourcePrivilegeError(
+                    f"role {conn.info.user!r} may not read pg_control_system(): {str(exc).strip()}",
+                    grants=(f"GRANT EXECUTE ON FUNCTION pg_catalog.pg_control_system() TO {role}",),
+                ) from exc
             row = cur.fetchone()
             assert row is not None
             return f"{row[0]}-{row[1]}"
@@ -37,12 +56,15 @@ def source_identity(dsn: str) -> str:
         conn.close()
 
 
-def preflight(dsn: str) -> int:
-    """Check the source as `pgcdc setup` does; return its major version."""
+def preflight(dsn: str, tables: FilterSettings | None) -> int:
+    """Check the source as `pgcdc setup` does, and the worker's privileges (`tables`:
+    the filters of the tables a snapshot reads, None when none is taken); return the
+    source's major version."""
     conn = connect(dsn, "pgcdc-preflight")
     try:
         with conn.cursor() as cur:
             major, _database, _superuser = check_source(cur)
+            check_worker_privileges(cur, major, tables=tables)
         return major
     finally:
         conn.close()

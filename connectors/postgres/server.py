@@ -29,12 +29,14 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import psycopg2
+import psycopg2.errors
 import psycopg2.extensions
 import structlog
 
 from connectors.postgres.classify import connect_error, is_transient
+from connectors.postgres.privileges import role_ident, running_xacts
 from service.backoff import Backoff
-from service.errors import SourceUnavailableError
+from service.errors import SourcePrivilegeError, SourceUnavailableError
 from service.lsn import parse_lsn
 
 log = structlog.get_logger(__name__)
@@ -143,14 +145,23 @@ def force_running_xacts(dsn: str, version: int) -> None:
     """Have the server log RUNNING_XACTS now, so decoding becomes consistent at once.
 
     PG16+ has `pg_log_standby_snapshot()`; on 15 a CHECKPOINT writes one (as the
-    bgwriter otherwise does only every 15 s, LOG_SNAPSHOT_INTERVAL_MS).
+    bgwriter otherwise does only every 15 s, LOG_SNAPSHOT_INTERVAL_MS). Each needs a
+    grant (connectors.postgres.privileges.running_xacts); a role without it gets
+    `SourcePrivilegeError` naming that grant, which the worker's preflight has
+    normally raised before.
     """
+    method = running_xacts(version)
     conn = connect(dsn)
     try:
         with conn.cursor() as cur:
-            if version >= 16:
-                cur.execute("SELECT pg_catalog.pg_log_standby_snapshot()")
-            else:
-                cur.execute("CHECKPOINT")
+            try:
+                cur.execute(method.statement)
+            except psycopg2.errors.InsufficientPrivilege as exc:
+                role = role_ident(cur)
+                raise SourcePrivilegeError(
+                    f"role {conn.info.user!r} may not write a RUNNING_XACTS record "
+                    f"({method.statement}): {str(exc).strip()}",
+                    grants=(method.grant.format(role=role),),
+                ) from exc
     finally:
         conn.close()

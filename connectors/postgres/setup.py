@@ -6,7 +6,9 @@
 1. the server's major version is supported (15..18);
 2. `wal_level` is `logical`;
 3. the connecting role has REPLICATION (or is superuser), needed to stream WAL;
-4. the role is superuser, needed to create event triggers.
+4. the role is superuser, needed to create event triggers. This is the one part of
+   pgcdc that needs one; the worker runs as a role with the grants of
+   `connectors.postgres.privileges`, so setup runs with credentials of its own.
 
 Then, idempotently: creates the physical replication slot if absent
 (`pg_create_physical_replication_slot(name, true)`, reserving WAL at once), and installs
@@ -116,7 +118,9 @@ def setup(dsn: str, slot_name: str, filters: FilterSettings | None = None) -> Se
             if not superuser:
                 raise SourceSetupError(
                     "installing the DDL capture creates event triggers, which needs a "
-                    "superuser: run `pgcdc setup` as one",
+                    "superuser: run `pgcdc setup` once with a superuser's credentials "
+                    "(PGCDC_SOURCE__USER, PGCDC_SOURCE__PASSWORD), kept apart from the "
+                    "worker's role, which needs only the grants of README: Privileges",
                     field="superuser",
                 )
             slot_created, restart_lsn = ensure_physical_slot(cur, slot_name)

@@ -1,7 +1,10 @@
 """The worker (`pgcdc run`): WAL in, every committed transaction into Kafka, exactly once.
 
 Start-up:
-0. every captured column's type is checked (`service.app.unknown_types`, the check
+0. the source is checked (connectors.postgres.preflight): version, wal_level, and the
+   privileges the worker needs (connectors.postgres.privileges); each missing one is
+   named with its GRANT in one `SourcePrivilegeError` (fatal, exit 1). Then every
+   captured column's type is checked (`service.app.unknown_types`, the check
    `pgcdc setup` runs): with decoding.unknown_types = fail a column pgcdc cannot decode
    stops the worker here, listed, before Kafka, the stream or the snapshot; with omit
    or bytes each is logged and counted. Table definitions met later are decided the
@@ -233,7 +236,8 @@ class Worker:
     def _open(self) -> tuple[Session, int]:
         s = self.settings
         dsn = s.source.dsn()
-        version = preflight(dsn)  # wal_level, privileges, credentials: fatal if wrong
+        # wal_level, privileges, credentials: fatal if wrong, naming the fix.
+        version = preflight(dsn, None if s.snapshot.mode == "never" else s.filters)
         # Every captured column's type, before Kafka, the stream or the snapshot: with
         # decoding.unknown_types = fail an undecodable one is fatal here, listed.
         check_at_start(s, self.unknown_types)

@@ -619,7 +619,10 @@ def test_same_config_path_and_state_volume() -> None:
 
 def test_k8s_runs_one_non_root_worker() -> None:
     """One replica, Recreate (never two workers on one slot), non-root as the
-    Dockerfile's uid, probes on /healthz and /readyz, secrets from a Secret."""
+    Dockerfile's uid and gid (the state volume's fsGroup too), secrets from Secrets:
+    the worker's from pgcdc-secrets, the setup init container's superuser credentials
+    from pgcdc-setup-secrets, each shaped as secret.example.yaml shows (its optional
+    keys left out: present but empty, they would be set to "")."""
     deployment = k8s_kind("Deployment")
     spec = deployment["spec"]
     assert spec["replicas"] == 1
@@ -631,22 +634,43 @@ def test_k8s_runs_one_non_root_worker() -> None:
     assert security["runAsUser"] == uid == 10001
     assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
     assert k8s_kind("Service")["spec"]["selector"] == spec["selector"]["matchLabels"]
+    gid = int(search(r"groupadd\b.*--gid (\d+) pgcdc\b", dockerfile())[1])
+    search(r"useradd\b.*--gid pgcdc\b", dockerfile())
+    assert security["runAsGroup"] == security["fsGroup"] == gid == 10001
+    # Each container's secrets, by Secret: the worker's role and the setup's superuser
+    # come from different Secrets, and neither container gets the other's.
+    expected = {
+        "setup": {
+            "pgcdc-setup-secrets": {
+                "PGCDC_SOURCE__USER": "source-user",
+                "PGCDC_SOURCE__PASSWORD": "source-password",
+            }
+        },
+        "pgcdc": {
+            "pgcdc-secrets": {
+                "PGCDC_SOURCE__PASSWORD": "source-password",
+                "PGCDC_KAFKA__SASL_PASSWORD": "kafka-sasl-password",
+                "PGCDC_REGISTRY__BASIC_AUTH": "registry-basic-auth",
+            }
+        },
+    }
+    examples = {
+        d["metadata"]["name"]: set(d["stringData"])
+        for d in yaml.safe_load_all((K8S / "secret.example.yaml").read_text())
+    }
     for container in pod_containers():
         assert container["securityContext"]["allowPrivilegeEscalation"] is False
-        secrets = [e for e in container["env"] if "valueFrom" in e]
-        assert {e["name"] for e in secrets} == {
-            "PGCDC_SOURCE__PASSWORD",
-            "PGCDC_KAFKA__SASL_PASSWORD",
-            "PGCDC_REGISTRY__BASIC_AUTH",
-        }
-        assert all(e["valueFrom"]["secretKeyRef"]["name"] == "pgcdc-secrets" for e in secrets)
-    example = yaml.safe_load((K8S / "secret.example.yaml").read_text())
-    keys = {
-        e["valueFrom"]["secretKeyRef"]["key"]
-        for e in pod_containers()[0]["env"]
-        if "valueFrom" in e
-    }
-    assert set(example["stringData"]) == keys
+        found: dict[str, dict[str, str]] = {}
+        for e in container["env"]:
+            if "valueFrom" in e:
+                ref = e["valueFrom"]["secretKeyRef"]
+                found.setdefault(ref["name"], {})[e["name"]] = ref["key"]
+        assert found == expected[container["name"]], container["name"]
+        for e in container["env"]:
+            if "valueFrom" in e:  # the example has every key the pod needs, no other
+                ref = e["valueFrom"]["secretKeyRef"]
+                assert (ref["key"] in examples[ref["name"]]) is not ref.get("optional", False)
+    assert set(examples) == {"pgcdc-secrets", "pgcdc-setup-secrets"}
     kustomization = load_yaml(K8S / "kustomization.yaml")
     assert "secret.example.yaml" not in kustomization["resources"]
     assert all((K8S / r).is_file() for r in kustomization["resources"])
@@ -654,7 +678,8 @@ def test_k8s_runs_one_non_root_worker() -> None:
 
 def test_compose_services_are_configured_for_cdc() -> None:
     """PostgreSQL runs with wal_level=logical and an init script that creates the
-    REPLICATION role the config connects as; Kafka is a one-node KRaft cluster whose
+    REPLICATION role the config connects as, whose password the worker gets, while the
+    setup alone connects as the superuser with its password; Kafka is a one-node KRaft cluster whose
     transaction log has one replica; the registry is Apicurio 3; compose's endpoints are
     the ones in the pgcdc config."""
     services = compose()["services"]
@@ -667,13 +692,18 @@ def test_compose_services_are_configured_for_cdc() -> None:
     assert os.access(init, os.X_OK)
     script = init.read_text()
     config = load_yaml(COMPOSE_CONFIG)
-    assert f"CREATE ROLE {config['source']['user']} WITH LOGIN REPLICATION" in script
-    assert f"host replication {config['source']['user']} all" in script
+    assert postgres["environment"]["PGCDC_DB_USER"] == config["source"]["user"]
+    assert 'role="${PGCDC_DB_USER:-pgcdc}"' in script
+    assert 'CREATE ROLE :"role" WITH LOGIN REPLICATION' in script
+    assert 'echo "host replication $role all scram-sha-256"' in script
     assert postgres["environment"]["POSTGRES_DB"] == config["source"]["dbname"]
-    assert (
-        postgres["environment"]["PGCDC_DB_PASSWORD"]
-        == services["pgcdc"]["environment"]["PGCDC_SOURCE__PASSWORD"]
-    )
+    worker_env = services["pgcdc"]["environment"]
+    assert postgres["environment"]["PGCDC_DB_PASSWORD"] == worker_env["PGCDC_SOURCE__PASSWORD"]
+    # The worker connects as the config's role; only the setup gets the superuser's.
+    assert "PGCDC_SOURCE__USER" not in worker_env
+    setup_env = services["pgcdc-setup"]["environment"]
+    assert setup_env["PGCDC_SOURCE__USER"] == "postgres"  # the image's POSTGRES_USER
+    assert setup_env["PGCDC_SOURCE__PASSWORD"] == postgres["environment"]["POSTGRES_PASSWORD"]
     kafka = services["kafka"]
     assert re.fullmatch(r"apache/kafka:4\.\d+\.\d+", kafka["image"])
     env = kafka["environment"]
