@@ -244,7 +244,8 @@ def build() -> dict[str, Any]:
             "Lag (seconds)",
             f"max(pgcdc_lag_seconds{sel})",
             "s",
-            "Now minus the source commit time of the last transaction confirmed in Kafka.",
+            "Time behind the source's last change (Debezium's MilliSecondsBehindSource); "
+            "0 while the worker is caught up, also on an idle database.",
             thresholds=[(None, "green"), (60, "orange"), (300, "red")],
         ),
         4,
@@ -298,7 +299,9 @@ def build() -> dict[str, Any]:
             "Lag (seconds)",
             [target(f"pgcdc_lag_seconds{sel}", "{{slot}}")],
             "s",
-            "Now minus the commit time of the last transaction confirmed in Kafka.",
+            "Time behind the source's last change: at each Kafka commit, the time since "
+            "the source commit of its last transaction; 0 once the worker has confirmed "
+            "everything the server sent, so an idle database shows 0.",
         ),
         8,
         8,

@@ -10,6 +10,16 @@ from zero, as a server restart does for the view).
 Every metric name used by deploy/grafana/pgcdc.json and deploy/prometheus/rules.yml is
 defined here; a test checks that.
 
+Lag, as the alerts read it:
+- `pgcdc_lag_bytes`: the server's WAL position minus the LSN confirmed in Kafka (set at
+  each heartbeat).
+- `pgcdc_lag_seconds`: how far behind the source's last change the worker is, in the
+  sense of Debezium's MilliSecondsBehindSource: at each Kafka commit that carries source
+  transactions, the time since the source commit of the last of them; 0 as soon as the
+  worker is caught up (the stream idle with every byte the server had sent received,
+  and everything decoded confirmed in Kafka). A heartbeat alone never moves it: on an
+  idle database it stays 0 instead of growing with the time since the last change.
+
 /healthz is the liveness probe: 200 while the worker says it is live and, with a
 watchdog (`metrics.watchdog_s` > 0), while its main loop has made progress
 (`Health.beat`: WAL received, a heartbeat written, a replay going on, snapshot rows
@@ -111,7 +121,8 @@ class Metrics:
         )
         self.lag_seconds = Gauge(
             "pgcdc_lag_seconds",
-            "Now minus commit time of the last confirmed transaction",
+            "Seconds behind the source's last change: at a Kafka commit, the time since the "
+            "source commit of its last transaction; 0 once caught up",
             lsn,
             registry=r,
         )

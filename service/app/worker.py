@@ -144,7 +144,11 @@ class Worker:
         self.session: Session | None = None
         self._schema_saved = -1
         self._last_heartbeat = time.monotonic()
-        self._last_commit_time = 0
+        # The source commit time (PostgreSQL µs) of the last source transaction handed to
+        # the sink since its last Kafka commit; None when every one handed on is
+        # confirmed. A Kafka commit of heartbeats or snapshot chunks alone finds it None
+        # and leaves pgcdc_lag_seconds alone (metrics module docstring).
+        self._unconfirmed_commit_time: int | None = None
         self._seen = {
             "records": 0,
             "aborts": 0,
@@ -206,10 +210,11 @@ class Worker:
         m.confirmed_lsn.labels(slot).set(confirmed_lsn)
         m.restart_lsn.labels(slot).set(restart_lsn)
         m.kafka_commits.labels(slot).inc()
-        if self._last_commit_time:
-            unix = self._last_commit_time / 1e6 + UNIX_EPOCH_SECS
-            m.lag_seconds.labels(slot).set(max(0.0, time.time() - unix))
-            m.commit_latency.labels(slot).observe(max(0.0, time.time() - unix))
+        commit_time, self._unconfirmed_commit_time = self._unconfirmed_commit_time, None
+        if commit_time is not None:
+            behind = max(0.0, time.time() - (commit_time / 1e6 + UNIX_EPOCH_SECS))
+            m.lag_seconds.labels(slot).set(behind)
+            m.commit_latency.labels(slot).observe(behind)
 
     def _end_txn(self, ev: CommitEvent) -> None:
         assert self.session is not None
@@ -218,7 +223,7 @@ class Worker:
         if history.version != self._schema_saved:
             KafkaSchemaStore(self.settings, self.sink).save(history.version, history.to_snapshot())
             self._schema_saved = history.version
-        self._last_commit_time = ev.commit_time
+        self._unconfirmed_commit_time = ev.commit_time
         if self._snapshot_until is not None and ev.end_lsn < self._snapshot_until:
             return  # committed before the snapshot's LSN: stays in the snapshot's batch
         self._ended_lsn = ev.end_lsn
@@ -607,6 +612,7 @@ class Worker:
         self._schema_saved, self._ended_lsn = -1, 0
         self._snapshot_until, self._stop_seen = None, None
         self._resumed_horizon = None
+        self._unconfirmed_commit_time = None  # the replay decodes them again
         if self.snapshotter is not None:
             self.snapshotter = Snapshotter(self.settings, self.metrics)
 
@@ -762,10 +768,23 @@ class Worker:
         and send the heartbeat when one is due."""
         committed = self.sink.idle()
         self._sync_metrics()
+        if self._caught_up():
+            self.metrics.lag_seconds.labels(self.settings.source.slot).set(0)
         if not committed:
             self.sink.poll()
         if time.monotonic() - self._last_heartbeat >= self.settings.kafka.heartbeat_interval_s:
             self._heartbeat()
+
+    def _caught_up(self) -> bool:
+        """Nothing the server has is waiting for this worker: every byte it reported is
+        received (`PhysicalStream.caught_up`), every source transaction decoded from them
+        is confirmed in Kafka, and no snapshot batch waits for its horizon."""
+        return (
+            self._unconfirmed_commit_time is None
+            and self._snapshot_until is None
+            and self.stream is not None
+            and self.stream.caught_up()
+        )
 
     def _heartbeat(self) -> None:
         """An idle database still moves the slot: heartbeat record plus an offset."""
