@@ -168,6 +168,7 @@ class Worker:
         # The retry budget of those replays (kafka.retry_budget_s), from the first.
         self._replay_backoff: Backoff | None = None
         self._metrics_due = 0.0  # when `_sync_metrics` is next due while WAL flows
+        self._state_volume_failed = False  # statvfs of decoding.state_dir failed last time
         # Events written into the open Kafka transaction, per (topic, op): added to the
         # pgcdc_events counters when it commits (`_on_kafka_commit`), dropped when a new
         # session replays it. A Counter.inc per record (a lock each) cost ~7% of the
@@ -786,12 +787,24 @@ class Worker:
             and self.stream.caught_up()
         )
 
+    def _state_volume(self) -> None:
+        """Free space of decoding.state_dir's file system (the spill files' volume)."""
+        try:
+            self.metrics.state_volume(self.settings.decoding.state_dir)
+        except OSError as exc:  # a metric: reported stale (once), the spill store fails loudly
+            if not self._state_volume_failed:
+                log.warning("state_volume_unavailable", error=str(exc))
+            self._state_volume_failed = True
+            return
+        self._state_volume_failed = False
+
     def _heartbeat(self) -> None:
         """An idle database still moves the slot: heartbeat record plus an offset."""
         assert self.session is not None
         self._last_heartbeat = time.monotonic()
         self._sync_counters()
         self._server_position()
+        self._state_volume()
         session = self.session
         lsn = session.decoding.last_end_lsn
         if not lsn or not session.aligned or session.history is None:

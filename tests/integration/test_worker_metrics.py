@@ -74,6 +74,12 @@ def test_metrics_move_during_a_run(
         assert _one(s, rf'pgcdc_slot_total_txns_total\{{slot="{slot}"\}}') >= 3
         assert _one(s, rf'pgcdc_registry_calls_total\{{slot="{slot}"\}}') >= 4
         assert _one(s, rf'pgcdc_registry_errors_total\{{slot="{slot}"\}}') >= 0
+        started = _one(s, rf'pgcdc_start_time_seconds\{{slot="{slot}"\}}')
+        assert time.time() - 180 < started < time.time()
+        free = _one(s, rf'pgcdc_state_volume_free_bytes\{{slot="{slot}"\}}')
+        size = _one(s, rf'pgcdc_state_volume_size_bytes\{{slot="{slot}"\}}')
+        vfs = os.statvfs(p.state_dir)
+        assert size == vfs.f_blocks * vfs.f_frsize and 0 < free <= size
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as resp:
             assert resp.status == 200
         assert worker.terminate() == 0
