@@ -296,7 +296,7 @@ def build() -> dict[str, Any]:
     g.add(
         stat(
             "Restarts (last hour)",
-            f"sum(changes((max by (slot) (pgcdc_start_time_seconds{sel}))[1h:1m]))",
+            f"sum(changes((max by (slot) (pgcdc_start_time_seconds{sel}))[1h:]))",
             "short",
             "Times a worker started again in the last hour (its start time changed); "
             "in-process replays after an aborted Kafka transaction are not restarts.",
