@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from xdist.scheduler import LoadFileScheduling
 
-pytest_plugins = ["tests.fixtures.services"]
+pytest_plugins = ["tests.fixtures.services", "tests.fixtures.prometheus"]
 
 settings.register_profile(
     "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -41,6 +41,7 @@ from typing import Any
 import fastavro
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from connectors.kafka.client_log import client_conf
 from connectors.schemas import load_static
 from service.config import Settings
 from service.errors import BrokerUnavailableError, DecodeError
@@ -165,7 +166,7 @@ def read_topic_to_end(
 
     Raises BrokerUnavailableError when the topic's end cannot be reached in time.
     """
-    consumer = Consumer(consumer_conf(settings))
+    consumer = Consumer(client_conf(consumer_conf(settings)))
     try:
         try:
             meta = consumer.list_topics(topic, timeout=timeout_s)

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from connectors.kafka.client_log import client_conf
 from connectors.kafka.offsets import read_topic_to_end
 from service.config import Settings
 from service.errors import DecodeError
@@ -75,7 +76,9 @@ def ensure_signal_topic(settings: Settings, timeout_s: float = 30.0) -> None:
     from connectors.kafka.offsets import security_conf  # noqa: PLC0415  (kept beside the imports above)
 
     admin = AdminClient(
-        {"bootstrap.servers": settings.kafka.bootstrap_servers, **security_conf(settings)}
+        client_conf(
+            {"bootstrap.servers": settings.kafka.bootstrap_servers, **security_conf(settings)}
+        )
     )
     topic = signal_topic(settings)
     if topic in admin.list_topics(timeout=timeout_s).topics:
@@ -104,7 +107,7 @@ class SignalConsumer:
         ensure_signal_topic(settings)
         conf = consumer_conf(settings)
         conf["enable.partition.eof"] = False
-        self._consumer = Consumer(conf)
+        self._consumer = Consumer(client_conf(conf))
         self._consumer.assign([TopicPartition(signal_topic(settings), 0, offset)])
 
     def poll(self, timeout_s: float = 0.0) -> list[tuple[int, Any]]:

@@ -78,6 +78,7 @@ import structlog
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from connectors.kafka.client_log import client_conf
 from connectors.kafka.offsets import (
     OffsetRecord,
     history_topic,
@@ -165,9 +166,9 @@ class KafkaSink:
             "allow.auto.create.topics": False,
         }
         conf.update(security_conf(settings))
-        self._producer = Producer(conf)
+        self._producer = Producer(client_conf(conf))
         admin_conf = {"bootstrap.servers": k.bootstrap_servers, **security_conf(settings)}
-        self._admin = AdminClient(admin_conf)
+        self._admin = AdminClient(client_conf(admin_conf))
         self._known_topics: set[str] = set()
         # The offsets and schema-history topics must stay the ones pgcdc created
         # (connectors.kafka.topics): verified at start and before offsets are written.
@@ -424,6 +425,7 @@ class KafkaSink:
     def poll(self) -> bool:
         """Serve producer events; commit a complete batch that is too old. True if committed."""
         self._producer.poll(0)
+        self._admin.poll(0)  # its queued log lines (connectors.kafka.client_log)
         if (
             self._pending is not None
             and not self._mid_source_txn

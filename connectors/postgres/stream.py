@@ -21,6 +21,10 @@ Behaviour:
 - `on_idle`, when set, is called whenever every byte received so far has been handed
   on (the walsender has sent nothing more yet), before waiting for more: the Kafka
   sink commits then (adaptive batching: low latency at low load).
+- `caught_up()` is true when the bytes received reach the end of WAL the walsender
+  reported with its last message (the `walEnd` of XLogData and keepalive messages: its
+  flush position when it sent data, what it had sent when it sent a keepalive). Idle
+  is not enough: while catching up, the walsender may pause between reads of old WAL.
 - A lost connection is re-established with exponential backoff and streaming resumes
   at the end of the bytes already delivered (the slot retains everything from the
   restart LSN, which is never past that point), so the chunks stay contiguous. Once the
@@ -97,6 +101,14 @@ class PhysicalStream:
         # Called when nothing more is buffered (see the module docstring); exceptions
         # from it end the iteration of `chunks`, as the consumer's own would.
         self.on_idle: Callable[[], object] | None = None
+
+    def caught_up(self) -> bool:
+        """Every byte of WAL the server reported having has been received (see the
+        module docstring); False before streaming started."""
+        cur = self._cur
+        if cur is None or self.received_lsn is None:
+            return False
+        return self.received_lsn >= int(cur.wal_end)
 
     def confirm(self, restart_lsn: int) -> None:
         """The pipeline no longer needs WAL before `restart_lsn` (never moves back)."""

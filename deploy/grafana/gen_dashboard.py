@@ -6,6 +6,8 @@ when a panel queries a metric service/app/metrics.py does not export.
 
 Layout, top to bottom:
 - Overview: worker up, lag (bytes, seconds), events/s, reorder buffer memory, open txns.
+- Worker and state volume: restarts in the last hour, uptime, how full the file system
+  of decoding.state_dir (the spill files) is.
 - Lag: lag in bytes and seconds per slot; how far each position (received, decoded,
   confirmed, restart) is behind the server's WAL.
 - Throughput: events/s by topic and op, WAL records/s, Kafka transactions/s.
@@ -17,6 +19,12 @@ Layout, top to bottom:
   commit-to-Kafka latency p50/p99 from the histogram.
 - Initial snapshot: tables done of total, rows/s by table.
 - High availability: workers waiting as standbys (pgcdc_standby).
+
+No panel reads `up` or a job label: scraped through Kubernetes annotations, the job is
+the discovery config's, not "pgcdc". A worker is up while it exports
+pgcdc_start_time_seconds; a slot seen within a day without it is a worker gone (as the
+PgcdcWorkerDown alert). tests/integration/test_dashboard_prometheus.py runs every
+panel's query on a real Prometheus scraping a real worker.
 
 Standard library only.
 """
@@ -220,9 +228,11 @@ def build() -> dict[str, Any]:
     g.add(
         stat(
             "Worker up",
-            'min(up{job=~"$job"})',
+            f"min(max by (slot) (pgcdc_start_time_seconds{sel} > bool 0) or on (slot) "
+            f"0 * max by (slot) (max_over_time(pgcdc_start_time_seconds{sel}[1d])))",
             "none",
-            "1 when Prometheus can scrape every pgcdc target, 0 when one is down.",
+            "1 when a worker reports for every slot seen in the last day, 0 when one has "
+            "none (its target fails its scrapes, or is gone).",
             thresholds=[(None, "red"), (1, "green")],
         ),
         4,
@@ -244,7 +254,8 @@ def build() -> dict[str, Any]:
             "Lag (seconds)",
             f"max(pgcdc_lag_seconds{sel})",
             "s",
-            "Now minus the source commit time of the last transaction confirmed in Kafka.",
+            "Time behind the source's last change (Debezium's MilliSecondsBehindSource); "
+            "0 while the worker is caught up, also on an idle database.",
             thresholds=[(None, "green"), (60, "orange"), (300, "red")],
         ),
         4,
@@ -281,6 +292,55 @@ def build() -> dict[str, Any]:
         4,
     )
 
+    g.row("Worker and state volume")
+    g.add(
+        stat(
+            "Restarts (last hour)",
+            f"sum(changes((max by (slot) (pgcdc_start_time_seconds{sel}))[1h:]))",
+            "short",
+            "Times a worker started again in the last hour (its start time changed); "
+            "in-process replays after an aborted Kafka transaction are not restarts.",
+            thresholds=[(None, "green"), (1, "orange"), (3, "red")],
+        ),
+        4,
+        8,
+    )
+    g.add(
+        timeseries(
+            "Uptime",
+            [target(f"time() - max by (slot) (pgcdc_start_time_seconds{sel})", "{{slot}}")],
+            "s",
+            "Time since the worker of each slot started.",
+        ),
+        8,
+        8,
+    )
+    g.add(
+        stat(
+            "State volume used",
+            f"max(1 - pgcdc_state_volume_free_bytes{sel} / pgcdc_state_volume_size_bytes{sel})",
+            "percentunit",
+            "Share of the file system of decoding.state_dir in use. The reorder buffer "
+            "spills transactions larger than decoding.work_mem there; full, it cannot.",
+            thresholds=[(None, "green"), (0.75, "orange"), (0.95, "red")],
+        ),
+        4,
+        8,
+    )
+    g.add(
+        timeseries(
+            "State volume free",
+            [
+                target(f"min by (slot) (pgcdc_state_volume_free_bytes{sel})", "free {{slot}}"),
+                target(f"max by (slot) (pgcdc_state_volume_size_bytes{sel})", "size {{slot}}", "B"),
+            ],
+            "bytes",
+            "Bytes free for pgcdc, and the size, of the file system of decoding.state_dir.",
+        ),
+        8,
+        8,
+    )
+
     g.row("Lag")
     g.add(
         timeseries(
@@ -298,7 +358,9 @@ def build() -> dict[str, Any]:
             "Lag (seconds)",
             [target(f"pgcdc_lag_seconds{sel}", "{{slot}}")],
             "s",
-            "Now minus the commit time of the last transaction confirmed in Kafka.",
+            "Time behind the source's last change: at each Kafka commit, the time since "
+            "the source commit of its last transaction; 0 once the worker has confirmed "
+            "everything the server sent, so an idle database shows 0.",
         ),
         8,
         8,
@@ -531,15 +593,13 @@ def build() -> dict[str, Any]:
     g.add(
         timeseries(
             "Columns of types pgcdc cannot decode",
+            # One query: a worker runs with one decoding.unknown_types, so only one
+            # of the two families has series at a time.
             [
                 target(
-                    f"sum by (table, column, type) (pgcdc_omitted_columns{sel})",
-                    "omitted: {{table}}.{{column}} ({{type}})",
-                ),
-                target(
-                    f"sum by (table, column, type) (pgcdc_bytes_columns{sel})",
-                    "stored bytes: {{table}}.{{column}} ({{type}})",
-                    ref="B",
+                    f'label_replace(pgcdc_omitted_columns{sel}, "mode", "omit", "", "")'
+                    f' or label_replace(pgcdc_bytes_columns{sel}, "mode", "bytes", "", "")',
+                    "{{mode}}: {{table}}.{{column}} ({{type}})",
                 ),
             ],
             "short",
@@ -598,26 +658,15 @@ def build() -> dict[str, Any]:
                     "refresh": 1,
                 },
                 {
-                    "name": "job",
-                    "label": "Job",
-                    "type": "query",
-                    "datasource": DS,
-                    "query": {"query": "label_values(pgcdc_lag_bytes, job)", "refId": "job"},
-                    "definition": "label_values(pgcdc_lag_bytes, job)",
-                    "current": {"text": "pgcdc", "value": "pgcdc"},
-                    "includeAll": True,
-                    "allValue": ".*",
-                    "multi": False,
-                    "refresh": 2,
-                    "hide": 0,
-                },
-                {
                     "name": "slot",
                     "label": "Slot",
                     "type": "query",
                     "datasource": DS,
-                    "query": {"query": "label_values(pgcdc_lag_bytes, slot)", "refId": "slot"},
-                    "definition": "label_values(pgcdc_lag_bytes, slot)",
+                    "query": {
+                        "query": "label_values(pgcdc_start_time_seconds, slot)",
+                        "refId": "slot",
+                    },
+                    "definition": "label_values(pgcdc_start_time_seconds, slot)",
                     "current": {"text": "All", "value": "$__all"},
                     "includeAll": True,
                     "allValue": ".*",

@@ -12,8 +12,10 @@ Services and their ports (all on 127.0.0.1):
     pg15 55415, pg16 55416, pg17 55417, pg18 55418 (one build with contrib per major),
     pg16v 55420 (pgvector build without contrib; see svc_pg), kafka 19092/19093,
     registry 18081: the default set, what `up` with no NAME starts and the suite uses;
-    pg18v 55419 (pgvector 18 without contrib; pg18 has pgvector too) and connect 18083
-    (Kafka Connect with Debezium's PostgreSQL and JDBC connectors): only when named;
+    pg18v 55419 (pgvector 18 without contrib; pg18 has pgvector too), connect 18083
+    (Kafka Connect with Debezium's PostgreSQL and JDBC connectors) and prometheus (a
+    private instance from Debian's package, with promtool, on a port free at its first
+    start; `env` says which; see svc_prometheus): only when named;
     fault-pg15 56415, fault-kafka 29092/29093 (+ 29094 advertised as 29095, for a test
     proxy on 29095), fault-registry 28081: separate instances
     for fault-injection tests, which may kill -9 them at will; started only when named.
@@ -54,11 +56,13 @@ SERVICES = {
     "fault-kafka": ("svc_kafka", "FaultKafka"),
     "fault-registry": ("svc_registry", "FaultRegistry"),
     "connect": ("svc_connect", "Connect"),
+    "prometheus": ("svc_prometheus", "Prometheus"),
 }
 # What `up` starts when no name is given: everything the test suite connects to.
 # pg18v is redundant with pg18 (which has pgvector too), and Kafka Connect (Debezium's
-# connectors, ~1 GB) is started by the consumer tests that need it: only when named.
-ON_DEMAND = ("pg18v", "connect")
+# connectors, ~1 GB) and Prometheus are started by the tests that need them (consumer
+# tests, monitoring tests): only when named.
+ON_DEMAND = ("pg18v", "connect", "prometheus")
 DEFAULT = [n for n in SERVICES if not n.startswith("fault-") and n not in ON_DEMAND]
 VERBS = {"up", "down", "status", "env", "kill", "list"}
 

@@ -20,6 +20,9 @@ LSN, table or setting, and exit with a code that tells a supervisor what to do:
 - 4: restartable (`RestartableError`): in-memory state was dropped on purpose; restart
   at once, the worker resumes from its committed offsets;
 - 130: interrupted (Ctrl-C outside the worker).
+
+`pgcdc` without a command prints its help on stderr and exits 2, as for any other
+usage error.
 """
 
 from __future__ import annotations
@@ -93,6 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="plugin option NAME=VALUE (include-xids, skip-empty-xacts, ...)",
     )
+    p.add_argument(
+        "--show-internal",
+        action="store_true",
+        help="also print pgcdc's own logical messages (prefix __pgcdc.: the DDL capture's "
+        "table definitions, snapshot watermarks and signals), hidden by default as the "
+        "worker hides them",
+    )
 
     p = command("replay", "decode WAL segment files from a directory (an archive or pg_wal)")
     p.add_argument("--dir", type=Path, required=True, help="directory of WAL segment files")
@@ -135,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
     action.add_argument("--pause", action="store_true", help="pause the running snapshot")
     action.add_argument("--resume", action="store_true", help="resume a paused snapshot")
     action.add_argument("--stop", action="store_true", help="drop the tables not yet done")
+    p.add_argument(
+        "--queue",
+        action="store_true",
+        help="emit the signal although no worker streams from the slot now: it waits in "
+        "the WAL and the next `pgcdc run` acts on it",
+    )
     p = command("demo", "start local services, run a small workload, show it in Kafka")
     p.add_argument(
         "--keep-running",
@@ -148,8 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
-        parser.print_help()
-        return 0
+        parser.print_help(sys.stderr)
+        return 2
     from service.app import commands  # noqa: PLC0415  (keeps `pgcdc --help` instant)
 
     try:

@@ -3,6 +3,17 @@
 These are the service's outermost layer: they read settings, open the edges
 (`connectors`), build a decoding `Session` and run it. Output meant for people goes to
 stdout; logs go to stderr.
+
+- `peek` prints what test_decoding would, except pgcdc's own logical messages (prefix
+  `__pgcdc.`: the DDL capture's table definitions, about 1 kB each, snapshot watermarks
+  and signals), which the worker does not publish either; `--show-internal` prints them.
+- `status` says what to do when something is missing: no slot (run `pgcdc setup`), no
+  worker answering on the metrics port (its counters are then a sentence, not a raw
+  `<urlopen error ...>`).
+- `snapshot` refuses to emit a signal nobody would act on: without the slot it is a
+  `SourceSetupError` (run `pgcdc setup`, then `pgcdc run`); with the slot but no
+  walsender streaming from it (no worker running) too, unless `--queue` leaves it in
+  the WAL for the next `pgcdc run`.
 """
 
 from __future__ import annotations
@@ -12,6 +23,7 @@ import dataclasses
 import json
 import struct
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -134,6 +146,7 @@ def _session(
     writer: Any,
     *,
     decode_from: int | None = None,
+    plugin: Any = None,
 ) -> Any:
     from service.app.session import Session, SessionConfig  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
     from service.app.unknown_types import make_policy  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
@@ -150,7 +163,7 @@ def _session(
     )
     return Session(
         config,
-        TestDecodingPlugin(),
+        TestDecodingPlugin() if plugin is None else plugin,
         "text",
         writer,
         version=version,
@@ -181,7 +194,10 @@ def cmd_peek(args: argparse.Namespace) -> int:
         lines += 1
         _print_line(lsn, xid, data)
 
-    session = _session(settings, start, version, dict(args.option), write)
+    from service.app.peek import PeekPlugin  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+
+    plugin = None if args.show_internal else PeekPlugin()
+    session = _session(settings, start, version, dict(args.option), write, plugin=plugin)
     stream = PhysicalStream(
         settings.source.dsn(),
         slot,
@@ -283,6 +299,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     server = conn.get_parameter_status("server_version")
     conn.close()
     out["server"] = {"version": server, "current_wal_lsn": format_lsn(current)}
+    hints: list[str] = []
+    if state is None:
+        hints.append(
+            f"no replication slot {settings.source.slot} on the source: run `pgcdc setup` "
+            "(same settings) to create it and the DDL capture, then `pgcdc run`"
+        )
     out["slot"] = (
         None
         if state is None
@@ -301,9 +323,28 @@ def cmd_status(args: argparse.Namespace) -> int:
         confirmed = parse_lsn(out["offsets"]["confirmed_lsn"])
         out["offsets"]["lag_bytes"] = max(0, server - confirmed)
     out["counters"] = _worker_counters(settings)
+    if isinstance(out["counters"], str) and state is not None:
+        hints.append(
+            f"no worker serves metrics at {settings.metrics.host}:{settings.metrics.port} "
+            "(metrics.host, metrics.port): start `pgcdc run`, or point these settings at "
+            "the running worker"
+        )
     out["snapshot"] = _snapshot_progress(settings)
+    if hints:
+        out["hints"] = hints
     print(json.dumps(out, indent=2, default=str))
     return 0
+
+
+def _why(exc: OSError) -> str:
+    """What went wrong reaching a URL, in words: `connection refused`, not the repr of
+    urllib's URLError wrapping the socket error."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"HTTP {exc.code} {exc.reason}"
+    reason: object = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror.lower()
+    return str(reason) or type(reason).__name__
 
 
 def _worker_counters(settings: Settings) -> dict[str, float] | str:
@@ -313,8 +354,8 @@ def _worker_counters(settings: Settings) -> dict[str, float] | str:
     try:
         with urllib.request.urlopen(url, timeout=2) as resp:
             body = resp.read().decode()
-    except OSError as exc:
-        return f"no worker answering at {url}: {exc}"
+    except OSError as exc:  # URLError, HTTPError and timeouts are OSErrors
+        return f"no worker answering at {url} ({_why(exc)})"
     counters: dict[str, float] = {}
     prefix = "pgcdc_slot_"
     for line in body.splitlines():
@@ -362,6 +403,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     conn = _connect(settings)
     try:
         with conn.cursor() as cur:
+            _check_signal_reader(cur, settings.source.slot, queue=args.queue)
             cur.execute(
                 "SELECT pg_logical_emit_message(true, %s, %s)::text",
                 (SIGNAL_PREFIX, json.dumps(signal)),
@@ -372,6 +414,28 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         conn.close()
     print(json.dumps({"signal": signal, "lsn": row[0] if row else None}))
     return 0
+
+
+def _check_signal_reader(cur: Any, slot: str, *, queue: bool) -> None:
+    """A signal is acted on by the worker streaming from `slot`: refuse one nobody reads.
+
+    Without the slot the signal would be decoded by nobody, ever. With the slot but no
+    walsender using it, no worker runs: the signal waits in the WAL (the slot retains
+    it) until one starts, which is what `--queue` asks for.
+    """
+    state = slot_state(cur, slot)
+    if state is None:
+        raise SourceSetupError(
+            f"no replication slot {slot} on the source, so no worker would act on this "
+            "signal: run `pgcdc setup`, then `pgcdc run`, and signal again",
+            field="source.slot",
+        )
+    if not state.active and not queue:
+        raise SourceSetupError(
+            f"no worker is streaming from slot {slot} (it is inactive): start `pgcdc run` "
+            "first, or pass --queue to leave the signal in the WAL for its next start",
+            field="source.slot",
+        )
 
 
 def _snapshot_progress(settings: Settings) -> dict[str, Any] | str:

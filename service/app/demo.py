@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from connectors.kafka.client_log import client_conf
 from connectors.postgres.server import connect
 from connectors.postgres.slots import drop_slot
 from service.app.metrics import Metrics
@@ -100,13 +101,15 @@ def _consume(settings: Any, topic: str, want: int, timeout: float) -> list[tuple
     registry = SchemaRegistryClient({"url": settings.registry.url})
     deserialize = AvroDeserializer(registry)
     consumer = Consumer(
-        {
-            "bootstrap.servers": settings.kafka.bootstrap_servers,
-            "group.id": f"pgcdc-demo-{time.time_ns()}",
-            "auto.offset.reset": "earliest",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-        }
+        client_conf(
+            {
+                "bootstrap.servers": settings.kafka.bootstrap_servers,
+                "group.id": f"pgcdc-demo-{time.time_ns()}",
+                "auto.offset.reset": "earliest",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+            }
+        )
     )
     consumer.subscribe([topic])
     out: list[tuple[Any, Any]] = []

@@ -10,6 +10,24 @@ from zero, as a server restart does for the view).
 Every metric name used by deploy/grafana/pgcdc.json and deploy/prometheus/rules.yml is
 defined here; a test checks that.
 
+Lag, as the alerts read it:
+- `pgcdc_lag_bytes`: the server's WAL position minus the LSN confirmed in Kafka (set at
+  each heartbeat).
+- `pgcdc_lag_seconds`: how far behind the source's last change the worker is, in the
+  sense of Debezium's MilliSecondsBehindSource: at each Kafka commit that carries source
+  transactions, the time since the source commit of the last of them; 0 as soon as the
+  worker is caught up (the stream idle with every byte the server had sent received,
+  and everything decoded confirmed in Kafka). A heartbeat alone never moves it: on an
+  idle database it stays 0 instead of growing with the time since the last change.
+
+Presence and resources, for the alerts that need no scrape-job label:
+- `pgcdc_start_time_seconds{slot}` is set when the worker's metrics are created and is
+  exported for as long as the process runs: its disappearance is a worker gone, a new
+  value a restart (in-process replays after an aborted Kafka transaction are not).
+- `pgcdc_state_volume_free_bytes` / `pgcdc_state_volume_size_bytes`: the file system
+  holding decoding.state_dir (the reorder buffer's spill files), from statvfs at each
+  heartbeat; free is what an unprivileged process may still write (f_bavail).
+
 /healthz is the liveness probe: 200 while the worker says it is live and, with a
 watchdog (`metrics.watchdog_s` > 0), while its main loop has made progress
 (`Health.beat`: WAL received, a heartbeat written, a replay going on, snapshot rows
@@ -19,10 +37,12 @@ probe to 503 and a supervisor restarts the worker. /readyz is readiness: streami
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Protocol
 
 from prometheus_client import (
@@ -111,7 +131,27 @@ class Metrics:
         )
         self.lag_seconds = Gauge(
             "pgcdc_lag_seconds",
-            "Now minus commit time of the last confirmed transaction",
+            "Seconds behind the source's last change: at a Kafka commit, the time since the "
+            "source commit of its last transaction; 0 once caught up",
+            lsn,
+            registry=r,
+        )
+        self.start_time = Gauge(
+            "pgcdc_start_time_seconds",
+            "Unix time the worker started (exported while it runs)",
+            lsn,
+            registry=r,
+        )
+        self.start_time.labels(slot).set(time.time())
+        self.state_free = Gauge(
+            "pgcdc_state_volume_free_bytes",
+            "Bytes free for pgcdc on the file system of decoding.state_dir (spill files)",
+            lsn,
+            registry=r,
+        )
+        self.state_size = Gauge(
+            "pgcdc_state_volume_size_bytes",
+            "Size of the file system of decoding.state_dir",
             lsn,
             registry=r,
         )
@@ -205,6 +245,21 @@ class Metrics:
             lsn,
             registry=r,
         )
+        # This slot's counters are exported from the start, at 0: a rate over one that
+        # has not moved yet (chunks read again, registry errors) is then 0, not no data.
+        for counter in (
+            *self.slot_stats.values(),
+            self.records,
+            self.kafka_commits,
+            self.kafka_aborts,
+            self.registry_calls,
+            self.registry_errors,
+            self.snapshot_chunks,
+            self.snapshot_chunk_retries,
+        ):
+            counter.labels(slot)
+        self.kafka_errors.labels(slot, "retry")
+        self.commit_latency.labels(slot)
         self.health = Health()
         self._snapshot_rows_seen = 0.0
         self._server: ThreadingHTTPServer | None = None
@@ -227,6 +282,12 @@ class Metrics:
         if stalled is not None:
             return False, f"stalled: no progress for {stalled:.0f}s"
         return True, "ok"
+
+    def state_volume(self, directory: Path) -> None:
+        """Free and total bytes of the file system holding `directory` (statvfs)."""
+        vfs = os.statvfs(directory)
+        self.state_free.labels(self.slot).set(vfs.f_bavail * vfs.f_frsize)
+        self.state_size.labels(self.slot).set(vfs.f_blocks * vfs.f_frsize)
 
     def sync_slot_stats(self, stats: SlotStats) -> None:
         """Raise each slot-stats counter to the reorder buffer's current value."""

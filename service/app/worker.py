@@ -147,7 +147,11 @@ class Worker:
         self.session: Session | None = None
         self._schema_saved = -1
         self._last_heartbeat = time.monotonic()
-        self._last_commit_time = 0
+        # The source commit time (PostgreSQL µs) of the last source transaction handed to
+        # the sink since its last Kafka commit; None when every one handed on is
+        # confirmed. A Kafka commit of heartbeats or snapshot chunks alone finds it None
+        # and leaves pgcdc_lag_seconds alone (metrics module docstring).
+        self._unconfirmed_commit_time: int | None = None
         self._seen = {
             "records": 0,
             "aborts": 0,
@@ -167,6 +171,7 @@ class Worker:
         # The retry budget of those replays (kafka.retry_budget_s), from the first.
         self._replay_backoff: Backoff | None = None
         self._metrics_due = 0.0  # when `_sync_metrics` is next due while WAL flows
+        self._state_volume_failed = False  # statvfs of decoding.state_dir failed last time
         # Events written into the open Kafka transaction, per (topic, op): added to the
         # pgcdc_events counters when it commits (`_on_kafka_commit`), dropped when a new
         # session replays it. A Counter.inc per record (a lock each) cost ~7% of the
@@ -209,10 +214,11 @@ class Worker:
         m.confirmed_lsn.labels(slot).set(confirmed_lsn)
         m.restart_lsn.labels(slot).set(restart_lsn)
         m.kafka_commits.labels(slot).inc()
-        if self._last_commit_time:
-            unix = self._last_commit_time / 1e6 + UNIX_EPOCH_SECS
-            m.lag_seconds.labels(slot).set(max(0.0, time.time() - unix))
-            m.commit_latency.labels(slot).observe(max(0.0, time.time() - unix))
+        commit_time, self._unconfirmed_commit_time = self._unconfirmed_commit_time, None
+        if commit_time is not None:
+            behind = max(0.0, time.time() - (commit_time / 1e6 + UNIX_EPOCH_SECS))
+            m.lag_seconds.labels(slot).set(behind)
+            m.commit_latency.labels(slot).observe(behind)
 
     def _end_txn(self, ev: CommitEvent) -> None:
         assert self.session is not None
@@ -221,7 +227,7 @@ class Worker:
         if history.version != self._schema_saved:
             KafkaSchemaStore(self.settings, self.sink).save(history.version, history.to_snapshot())
             self._schema_saved = history.version
-        self._last_commit_time = ev.commit_time
+        self._unconfirmed_commit_time = ev.commit_time
         if self._snapshot_until is not None and ev.end_lsn < self._snapshot_until:
             return  # committed before the snapshot's LSN: stays in the snapshot's batch
         self._ended_lsn = ev.end_lsn
@@ -611,6 +617,7 @@ class Worker:
         self._schema_saved, self._ended_lsn = -1, 0
         self._snapshot_until, self._stop_seen = None, None
         self._resumed_horizon = None
+        self._unconfirmed_commit_time = None  # the replay decodes them again
         if self.snapshotter is not None:
             self.snapshotter = Snapshotter(self.settings, self.metrics)
 
@@ -766,10 +773,34 @@ class Worker:
         and send the heartbeat when one is due."""
         committed = self.sink.idle()
         self._sync_metrics()
+        if self._caught_up():
+            self.metrics.lag_seconds.labels(self.settings.source.slot).set(0)
         if not committed:
             self.sink.poll()
         if time.monotonic() - self._last_heartbeat >= self.settings.kafka.heartbeat_interval_s:
             self._heartbeat()
+
+    def _caught_up(self) -> bool:
+        """Nothing the server has is waiting for this worker: every byte it reported is
+        received (`PhysicalStream.caught_up`), every source transaction decoded from them
+        is confirmed in Kafka, and no snapshot batch waits for its horizon."""
+        return (
+            self._unconfirmed_commit_time is None
+            and self._snapshot_until is None
+            and self.stream is not None
+            and self.stream.caught_up()
+        )
+
+    def _state_volume(self) -> None:
+        """Free space of decoding.state_dir's file system (the spill files' volume)."""
+        try:
+            self.metrics.state_volume(self.settings.decoding.state_dir)
+        except OSError as exc:  # a metric: reported stale (once), the spill store fails loudly
+            if not self._state_volume_failed:
+                log.warning("state_volume_unavailable", error=str(exc))
+            self._state_volume_failed = True
+            return
+        self._state_volume_failed = False
 
     def _heartbeat(self) -> None:
         """An idle database still moves the slot: heartbeat record plus an offset."""
@@ -777,6 +808,7 @@ class Worker:
         self._last_heartbeat = time.monotonic()
         self._sync_counters()
         self._server_position()
+        self._state_volume()
         session = self.session
         lsn = session.decoding.last_end_lsn
         if not lsn or not session.aligned or session.history is None:

@@ -71,6 +71,9 @@ class FakeAdmin:
     def __init__(self, conf: dict[str, Any]) -> None:
         self.conf = conf
 
+    def poll(self, timeout: float = 0.0) -> int:
+        return 0  # no events, no queued log lines
+
     def describe_topics(self, topics: TopicCollection, **kw: Any) -> dict[str, Future[Any]]:
         return {
             t: _done(SimpleNamespace(topic_id=f"id-{t}", partitions=[0]))

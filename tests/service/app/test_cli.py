@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import socket
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -78,10 +83,14 @@ def test_help_lists_every_command() -> None:
     assert "first steps" in text
 
 
-def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
-    """Without a command pgcdc prints its help and succeeds."""
-    assert main([]) == 0
-    assert "COMMAND" in capsys.readouterr().out
+def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a command pgcdc prints its help on stderr and exits 2 (a usage error, as
+    argparse's own), in process and as the `pgcdc` executable."""
+    assert main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "COMMAND" in err and "first steps" in err
+    proc = run_cli()
+    assert proc.returncode == 2 and "COMMAND" in proc.stderr and proc.stdout == ""
 
 
 def test_bad_setting_names_the_field() -> None:
@@ -320,3 +329,150 @@ def test_peek_names_a_slot_it_cannot_drop(
     finally:
         drop_slot_when_released(admin, slot)
         admin.close()
+
+
+@contextmanager
+def _database(pg: dict[str, Any], prefix: str) -> Iterator[tuple[str, str, Any]]:
+    """A fresh database, its name (also the slot's) and an admin connection; the slot
+    (and the peek slot) and the database are dropped at the end."""
+    db = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    admin = psycopg2.connect(pg["dsn"])
+    admin.autocommit = True
+    admin.cursor().execute(f"CREATE DATABASE {db}")
+    try:
+        yield db, pg["dsn"].replace("dbname=postgres", f"dbname={db}"), admin
+    finally:
+        drop_slot_when_released(admin, f"{db}_peek")
+        drop_slot_when_released(admin, db)
+        admin.cursor().execute(f"DROP DATABASE {db} WITH (FORCE)")
+        admin.close()
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.integration
+def test_status_says_what_to_do(pg15: dict[str, Any], kafka: dict[str, Any]) -> None:
+    """`pgcdc status` without the slot hints at `pgcdc setup`; with the slot but no worker
+    on the metrics port it hints at `pgcdc run` and says why the counters are missing
+    in words ("connection refused"), not urllib's `<urlopen error ...>`; stderr stays
+    JSON with log.format json."""
+    with _database(pg15, "cli_status") as (db, dsn, _):
+        env = {
+            "PGCDC_SOURCE__PORT": str(pg15["port"]),
+            "PGCDC_SOURCE__DBNAME": db,
+            "PGCDC_SOURCE__SLOT": db,
+            "PGCDC_KAFKA__BOOTSTRAP_SERVERS": kafka["bootstrap"],
+            "PGCDC_KAFKA__TOPIC_PREFIX": db,
+            "PGCDC_METRICS__HOST": "127.0.0.1",
+            "PGCDC_METRICS__PORT": str(_closed_port()),
+            "PGCDC_LOG__FORMAT": "json",
+        }
+        proc = run_cli("status", env=env)
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout)
+        assert out["slot"] is None
+        (hint,) = out["hints"]
+        assert f"no replication slot {db}" in hint and "`pgcdc setup`" in hint
+        assert "<urlopen error" not in proc.stdout
+        assert "(connection refused)" in out["counters"], out["counters"]
+        assert all(json.loads(line) for line in proc.stderr.splitlines())
+
+        setup(dsn, db)
+        out = json.loads(run_cli("status", env=env).stdout)
+        assert out["slot"]["name"] == db
+        (hint,) = out["hints"]
+        assert "no worker serves metrics" in hint and "`pgcdc run`" in hint
+
+
+@pytest.mark.integration
+def test_snapshot_signal_needs_a_slot_and_a_worker(pg15: dict[str, Any]) -> None:
+    """`pgcdc snapshot TABLE` without the slot fails (exit 1) naming `pgcdc setup` and
+    emits nothing; with the slot and no worker streaming from it, it fails naming
+    --queue, and with --queue it emits the signal; while a walsender holds the slot (a
+    running worker) it emits it without --queue."""
+    with _database(pg15, "cli_signal") as (db, dsn, _):
+        env = {
+            "PGCDC_SOURCE__PORT": str(pg15["port"]),
+            "PGCDC_SOURCE__DBNAME": db,
+            "PGCDC_SOURCE__SLOT": db,
+        }
+        proc = run_cli("snapshot", "orders", env=env)
+        assert proc.returncode == 1 and proc.stdout == "", proc.stderr
+        assert f"no replication slot {db}" in proc.stderr and "`pgcdc setup`" in proc.stderr
+
+        setup(dsn, db)
+        proc = run_cli("snapshot", "orders", env=env)
+        assert proc.returncode == 1 and proc.stdout == "", proc.stderr
+        assert "no worker is streaming" in proc.stderr and "--queue" in proc.stderr
+
+        proc = run_cli("snapshot", "orders", "--queue", env=env)
+        assert proc.returncode == 0, proc.stderr
+        queued = json.loads(proc.stdout)
+        assert queued["signal"]["data"]["data-collections"] == ["public.orders"]
+        assert queued["lsn"]
+
+        with holding(dsn, db):
+            proc = run_cli("snapshot", "--pause", env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["signal"] == {"type": "pause-snapshot"}
+
+
+def _peek_lines(pg: dict[str, Any], db: str, dsn: str, *flags: str) -> list[str]:
+    """`pgcdc peek --max-lines 3 FLAGS` while transactions that create a table (so the
+    DDL capture writes its __pgcdc.ddl message) and insert into it commit every 0.3 s,
+    until peek has printed its lines and exited."""
+    env = {
+        "PGCDC_SOURCE__PORT": str(pg["port"]),
+        "PGCDC_SOURCE__DBNAME": db,
+        "PGCDC_SOURCE__SLOT": db,
+        "PGCDC_LOG__FORMAT": "json",
+    }
+    args = ["--timeout", "60", "--max-lines", "3", "-o", "skip-empty-xacts=1"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service.app.cli", "peek", *args, "-o", "include-xids=0", *flags],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    conn = psycopg2.connect(dsn)
+    cur = conn.cursor()
+    deadline = time.monotonic() + 90
+    n, tag = 0, "s" if flags else "h"
+    try:
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, "peek printed nothing for 90 s"
+            n += 1
+            cur.execute(f"CREATE TABLE pk_{tag}{n} (id int)")
+            cur.execute(f"INSERT INTO pk_{tag}{n} VALUES ({n})")
+            conn.commit()
+            time.sleep(0.3)
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+        conn.close()
+    assert proc.returncode == 0, stderr[-3000:]
+    return stdout.splitlines()
+
+
+@pytest.mark.integration
+def test_peek_hides_pgcdc_messages_unless_asked(pg15: dict[str, Any]) -> None:
+    """peek prints a transaction that creates a table and inserts into it as BEGIN, the
+    INSERT, COMMIT: without the DDL capture's 1 kB `__pgcdc.ddl` message, which the
+    worker does not publish either; `--show-internal` prints it."""
+    with _database(pg15, "cli_peekddl") as (db, dsn, _):
+        setup(dsn, db)
+        lines = _peek_lines(pg15, db, dsn)
+        assert not [line for line in lines if "__pgcdc" in line], lines
+        assert lines[0] == "BEGIN" and lines[2] == "COMMIT", lines
+        assert re.fullmatch(r"table public\.pk_h(\d+): INSERT: id\[integer\]:\1", lines[1])
+
+        lines = _peek_lines(pg15, db, dsn, "--show-internal")
+        ddl = [line for line in lines if "prefix: __pgcdc.ddl" in line]
+        assert ddl and ddl[0].startswith("message: transactional: 1 prefix: __pgcdc.ddl, sz: ")
