@@ -282,7 +282,7 @@ def transaction_datum(
     collections: list[tuple[str, int]] | None,
     ts_ms: int,
 ) -> dict[str, Any]:
-    """A TransactionMetadataValue datum (connectors/schemas/transaction_value.avsc), as
+    """A TransactionMetadataValue datum (schemas/transaction_value.avsc), as
     Debezium's TransactionMonitor fills it: BEGIN without counts, END with them."""
     return {
         "status": status,

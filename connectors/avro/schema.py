@@ -3,7 +3,7 @@
 Receives: a `RelationInfo` (the table as defined at a change's LSN) and rows of
 `ColumnValue`s. Hands on: Avro schemas as plain JSON-able dicts (the per-table `Key`,
 `Value` and `Envelope` records, and the static parts read once from
-`connectors/schemas/*.avsc`) and Avro datums (dicts) ready for a schemaless writer.
+`schemas/*.avsc`) and Avro datums (dicts) ready for a schemaless writer.
 Serialization and registration happen in `connectors.avro.plugin`; this module never
 talks to a registry.
 

@@ -14,7 +14,7 @@ unpublished transaction (the reorder buffer's restart point when that transactio
 committed); `schema_version` is the schema-history version in force at `confirmed_lsn`.
 
 Encoding: one format byte (1), then the record in Avro binary (schemaless, with
-`connectors/schemas/offsets.avsc`). It does not go through the schema registry, so
+`schemas/offsets.avsc`). It does not go through the schema registry, so
 recovery works even when the registry is down.
 
 Schema-history snapshots (`encode_snapshot` / `decode_snapshot`) are encoded here too:

@@ -66,7 +66,8 @@ def test_the_image_is_what_the_topology_test_runs(image: ImageTree) -> None:
     """The Dockerfile's final stage takes nothing from the checkout but the installed
     wheel, built by maturin from the packages pyproject names; its entrypoint is the
     console script the test calls, run as the pgcdc user; and the wheel's contents, as
-    the test lays them out, carry the Avro schemas and the SQL of the DDL capture."""
+    the test lays them out, carry the Avro schemas (schemas/, beside the packages, where
+    connectors.schemas looks) and the SQL of the DDL capture."""
     stage = dockerfile_final_stage()
     copies = [line for line in stage if line.startswith(("COPY", "ADD"))]
     assert copies == ["COPY --from=build /install /usr/local"]
@@ -80,11 +81,11 @@ def test_the_image_is_what_the_topology_test_runs(image: ImageTree) -> None:
     assert "pgcdc" in pyproject()["project"]["scripts"]
     assert "USER pgcdc" in stage
     names = {str(p) for p in image.files}
-    avsc = {p.name for p in (image.root / "connectors" / "schemas").glob("*.avsc")}
+    avsc = {p.name for p in (image.root / "schemas").glob("*.avsc")}
     assert {"offsets.avsc", "source.avsc", "transaction_value.avsc"} <= avsc
     assert "connectors/postgres/sql/ddl_capture.sql" in names
     assert not any(n.startswith("service/native/") for n in names)
-    assert {n.split("/")[0] for n in names} == set(packages)
+    assert {n.split("/")[0] for n in names} == {*packages, "schemas"}
 
 
 def _check_role(d: Deployment, version: int) -> None:

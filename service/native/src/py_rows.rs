@@ -635,7 +635,7 @@ pub fn avro_string<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &out)
 }
 
-/// A TransactionMetadataValue record (connectors/schemas/transaction_value.avsc) behind `header`:
+/// A TransactionMetadataValue record (schemas/transaction_value.avsc) behind `header`:
 /// status, id, event_count (`["null", "long"]`), data_collections (`["null", array of
 /// ["null", collection]]`, every item the record branch; written as fastavro writes an
 /// array: one block of all items, then the zero block), ts_ms.
