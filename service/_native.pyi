@@ -4,7 +4,7 @@ The glue that uses it is `service.wal.native` (and `service.decode.native_heap`,
 `connectors.avro.native_rows` for RowPlan/envelope); see the contract there.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, final
 
 from service.decode.events import Event, HeapChange
@@ -116,7 +116,14 @@ class RowPlan:
         decode_error: type[PgcdcError],
     ) -> None: ...
     def encode(
-        self, natts: int, infomask: int, hoff: int, data: bytes, lsn: int, want_key: bool
+        self,
+        natts: int,
+        infomask: int,
+        hoff: int,
+        data: bytes,
+        lsn: int,
+        want_key: bool,
+        toast: Mapping[int, bytes] | None = None,
     ) -> tuple[bytes, bytes | None] | str: ...
     def encode_events(
         self,

@@ -716,7 +716,10 @@ class NativeRows:
         if plan is None:
             return None
         raw = row.raw
-        out = plan.encode(raw.natts, raw.infomask, raw.hoff, raw.data, lsn, entry.want_key)
+        toast = row.toast
+        out = plan.encode(
+            raw.natts, raw.infomask, raw.hoff, raw.data, lsn, entry.want_key, toast or None
+        )
         if type(out) is str:
             self.fallbacks[out] += 1
             return None

@@ -100,26 +100,30 @@ _ARRAY_ELEMTYPE_AT = 8  # stored ArrayType payload: ndim, dataoffset, elemtype, 
 
 class DecodedRow(Sequence[ColumnValue]):
     """A decoded row: its `ColumnValue`s, as a read-only sequence, plus what it was
-    decoded from, the logged `raw` tuple and the `table` definition. The avro plugin's
-    native encoder (connectors.avro.native_rows) deforms `raw` itself against a plan
-    compiled from `table`, so the Python deform of a row that carried no TOAST chunks
-    waits for its first use (`make`) and is skipped when nothing reads the values.
+    decoded from, the logged `raw` tuple, the `table` definition and the change's TOAST
+    chunks (`toast`: chunk id -> reassembled chunk data, empty when it carried none).
+    The avro plugin's native encoder (connectors.avro.native_rows) deforms `raw` itself
+    against a plan compiled from `table`, resolving its TOAST pointers from `toast`, so
+    the Python deform waits for its first use (`make`) and is skipped when nothing reads
+    the values.
 
     A row must be read during the change callback it was handed to (as every plugin
     does): a deferred deform reads the type registry of that moment. The deform's errors
     (SchemaMismatchError with the LSN and table) are raised at the first read.
     """
 
-    __slots__ = ("_items", "_make", "raw", "table")
+    __slots__ = ("_items", "_make", "raw", "table", "toast")
 
     def __init__(
         self,
         raw: RawTuple,
         table: TableDef,
         make: Callable[[], list[ColumnValue]],
+        toast: Mapping[int, bytes] = _NO_TOAST,
     ) -> None:
         self.raw = raw
         self.table = table
+        self.toast = toast
         self._make: Callable[[], list[ColumnValue]] | None = make
         self._items: list[ColumnValue] | None = None
 
@@ -656,12 +660,10 @@ class HistoryRows:
         toast: Mapping[int, bytes],
         lsn: int,
     ) -> DecodedRow:
-        """The row of `raw`: deformed now when the change carries TOAST chunks (the
-        reorder buffer resets them after the change), else at its first read."""
-        if toast:
-            values = self._values(plan, raw, toast, lsn)
-            return DecodedRow(raw, plan.table, lambda: values)
-        return DecodedRow(raw, plan.table, partial(self._values, plan, raw, _NO_TOAST, lsn))
+        """The row of `raw`, deformed at its first read. A change's TOAST chunks are an
+        immutable mapping the reorder buffer builds anew for each (`_ToastState.mapping`):
+        the row holds it, whatever the buffer does after the change."""
+        return DecodedRow(raw, plan.table, partial(self._values, plan, raw, toast, lsn), toast)
 
     def _values(
         self,

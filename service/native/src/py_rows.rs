@@ -40,7 +40,7 @@ use std::sync::Arc;
 
 use crate::rows::text::{Composite, TextKind};
 
-use crate::rows::{avro, Column, Elem, Kind, Labels, Outcome, Plan, RowError, Tuple};
+use crate::rows::{avro, Column, Elem, Kind, Labels, Outcome, Plan, RowError, Toast, Tuple};
 
 const DETACH_AT: usize = 4096;
 
@@ -194,8 +194,10 @@ impl PyRowPlan {
         })
     }
 
-    /// `(value, key | None)`, or the fallback reason; see the module docstring.
-    #[pyo3(signature = (natts, infomask, hoff, data, lsn, want_key))]
+    /// `(value, key | None)`, or the fallback reason; see the module docstring. `toast`,
+    /// when given, maps the change's TOAST chunk ids to their reassembled chunk data
+    /// (`ReplayChange.toast`): the tuple's external TOAST pointers are read from it.
+    #[pyo3(signature = (natts, infomask, hoff, data, lsn, want_key, toast=None))]
     #[allow(clippy::too_many_arguments)] // the RawTuple's fields, flat: no attribute lookups
     fn encode<'py>(
         &self,
@@ -206,6 +208,7 @@ impl PyRowPlan {
         data: &Bound<'py, PyBytes>,
         lsn: u64,
         want_key: bool,
+        toast: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let tuple = Tuple {
             natts,
@@ -213,7 +216,17 @@ impl PyRowPlan {
             hoff,
             data: data.as_bytes(),
         };
-        match self.encode_one(py, &tuple, want_key, lsn)? {
+        // The chunks' bytes objects, held here while the map borrows them.
+        let mut held: Vec<(u32, Bound<'py, PyBytes>)> = Vec::new();
+        if let Some(mapping) = toast {
+            for item in mapping.call_method0("items")?.try_iter()? {
+                let (id, chunk): (u32, Bound<'py, PyBytes>) = item?.extract()?;
+                held.push((id, chunk));
+            }
+        }
+        let map: Toast<'_> = held.iter().map(|(id, b)| (*id, b.as_bytes())).collect();
+        let toast_map = toast.map(|_| &map);
+        match self.encode_one(py, &tuple, want_key, lsn, toast_map)? {
             Outcome::Encoded { value, key } => {
                 let v = PyBytes::new(py, &value);
                 let k = if want_key {
@@ -362,7 +375,7 @@ impl PyRowPlan {
         for (i, row) in rows.enumerate() {
             let (raw, lsn) = row?;
             let tuple = raw.as_tuple();
-            let (record, key) = match self.encode_one(py, &tuple, want_key, lsn)? {
+            let (record, key) = match self.encode_one(py, &tuple, want_key, lsn, None)? {
                 Outcome::Encoded { value, key } => (value, key),
                 Outcome::Fallback(why) => return Ok((keys, values, Some(why))),
             };
@@ -482,15 +495,16 @@ pub(crate) fn intern_names(py: Python<'_>) -> [Bound<'_, pyo3::types::PyString>;
 
 impl PyRowPlan {
     /// `encode` of one tuple, a panic turned into the DecodeError naming the table.
-    fn encode_one(
+    fn encode_one<'a>(
         &self,
         py: Python<'_>,
-        t: &Tuple<'_>,
+        t: &Tuple<'a>,
         want_key: bool,
         lsn: u64,
+        toast: Option<&Toast<'a>>,
     ) -> PyResult<Outcome> {
         let plan = &self.plan;
-        let run = || catch_unwind(AssertUnwindSafe(|| plan.encode(t, want_key)));
+        let run = || catch_unwind(AssertUnwindSafe(|| plan.encode_toasted(t, want_key, toast)));
         let result = if t.data.len() >= DETACH_AT {
             py.detach(run)
         } else {

@@ -8,7 +8,8 @@ with edge values: NULLs, empty strings and bytea, NaN/±Infinity floats and nume
 negative and huge numerics at the two's-complement size boundaries, multi-byte UTF-8,
 a padded char(n), an inline pglz- (and lz4-, where the server has it) compressed text,
 dropped columns, columns added later (without a default: NULL; with one: the Python
-fallback), external TOAST (a new value, and an UPDATE leaving it unchanged), a key
+fallback), external TOAST (new values, uncompressed, pglz and lz4, natively; an UPDATE
+leaving one unchanged, the Python path's), a key
 change, deletes with tombstones, REPLICA IDENTITY FULL deletes of tuples older than an
 ADD COLUMN; a table of the types added later (interval, timetz, money, "char", inet,
 cidr, macaddr, macaddr8, bit, varbit, jsonb, domains over int4, numeric and text, an
@@ -253,6 +254,12 @@ WORKLOAD = [
     # external TOAST: a new value, then an UPDATE that leaves it unchanged
     "INSERT INTO n_all (id, ext) VALUES (2000, repeat('toasted ', 5000))",
     "UPDATE n_all SET t = 'touched' WHERE id = 2000",
+    # external and compressed (pglz): stored out of line as its compressed stream
+    "INSERT INTO n_all (id, t) VALUES (2001, (SELECT string_agg(md5(g::text), '')"
+    " FROM generate_series(1, 2000) g))",
+    # two TOAST values in one row, and a row of a multi-row statement
+    "INSERT INTO n_all (id, t, ext) SELECT 2001 + g, (SELECT string_agg(md5((g * k)::text),"
+    " '') FROM generate_series(1, 1500) k), repeat('e' || g, 3000) FROM generate_series(1, 3) g",
     # plain updates (no old tuple) and a key change (Python: headers, key comparison)
     "UPDATE n_all SET f8 = f8 * 2, t = t || '!' WHERE id BETWEEN 100 AND 150",
     "UPDATE n_all SET id = 3000 WHERE id = 1",
@@ -385,6 +392,12 @@ def test_native_rows_equal_python_and_reference(
                 workload.append(
                     "INSERT INTO n_all (id, big4) VALUES (7000, repeat('lz4 text ', 900))"
                 )
+                # external and lz4-compressed
+                cur.execute("ALTER TABLE n_all ADD COLUMN ext4 text COMPRESSION lz4")
+                workload.append(
+                    "INSERT INTO n_all (id, ext4) VALUES (7001, (SELECT string_agg("
+                    "md5(g::text), '') FROM generate_series(1, 2000) g))"
+                )
             cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (slot,))
             cur.execute(
                 "SELECT restart_lsn::text, confirmed_flush_lsn::text "
@@ -490,6 +503,9 @@ def test_native_rows_equal_python_and_reference(
             assert sum(n for n, _ in doms) >= 200 and all(n == done for n, done in doms), doms
             if xml:
                 assert "xml declaration Python decides" in counts.fallbacks, counts.fallbacks
+            # TOAST values are native; only the UPDATE that leaves one unchanged (its
+            # chunks are not in the change) is the Python path's.
+            assert counts.fallbacks["external TOAST pointer"] == 1, counts.fallbacks
             reasons = set(counts.fallbacks)
             assert {
                 "external TOAST pointer",

@@ -383,6 +383,55 @@ enum Step<'a> {
     Fallback(&'static str),
 }
 
+/// The TOAST values a change's tuple points to: chunk id (`va_valueid`) -> the chunk_data
+/// of all its chunks in chunk_seq order (`ReplayChange.toast`, as the reorder buffer
+/// reassembled them: ReorderBufferToastReplace).
+pub type Toast<'a> = std::collections::HashMap<u32, &'a [u8]>;
+
+const VARTAG_ONDISK: u8 = 18;
+/// varattrib_1b_e's header and its varatt_external (va_rawsize, va_extinfo, va_valueid,
+/// va_toastrelid): the bytes an on-disk TOAST pointer takes in a tuple.
+const TOAST_POINTER_SIZE: usize = 2 + 16;
+
+/// detoast_external_attr of the on-disk TOAST pointer `ptr` (service.types.varlena's
+/// resolve_toast): the value's payload from `toast`, decompressed; Err(reason) where the
+/// Python path must decide (its chunks are not in this change: the unchanged-TOAST
+/// marker; a size that disagrees or a stream that fails: its DecodeError).
+fn resolve_toast<'a>(ptr: &[u8], toast: &Toast<'a>) -> Result<Cow<'a, [u8]>, &'static str> {
+    let field = |at: usize| u32_at(ptr, at).ok_or("short TOAST pointer");
+    if ptr.get(1) != Some(&VARTAG_ONDISK) {
+        return Err("TOAST pointer of another tag");
+    }
+    let rawsize = field(2)? as usize;
+    let extinfo = field(6)?;
+    let valueid = field(10)?;
+    let Some(&data) = toast.get(&valueid) else {
+        return Err("external TOAST pointer");
+    };
+    let extsize = (extinfo & VARLENA_EXTSIZE_MASK) as usize;
+    if data.len() != extsize {
+        return Err("TOAST value of another size");
+    }
+    // VARATT_EXTERNAL_IS_COMPRESSED
+    if extsize + 4 >= rawsize {
+        return Ok(Cow::Borrowed(data));
+    }
+    let tcinfo = u32_at(data, 0).ok_or("short compressed TOAST value")?;
+    let raw = (tcinfo & VARLENA_EXTSIZE_MASK) as usize;
+    if raw + 4 != rawsize {
+        return Err("compressed TOAST value of another size");
+    }
+    let out = match tcinfo >> 30 {
+        TOAST_PGLZ_COMPRESSION_ID => crate::wal::pglz::decompress(&data[4..], raw).ok(),
+        TOAST_LZ4_COMPRESSION_ID => crate::wal::lz4::decompress(&data[4..], raw).ok(),
+        _ => None,
+    };
+    match out {
+        Some(v) if v.len() == raw => Ok(Cow::Owned(v)),
+        _ => Err("TOAST value that does not decompress"),
+    }
+}
+
 fn mismatch(message: String, field: Option<&str>) -> RowError {
     RowError::Mismatch {
         message,
@@ -399,7 +448,7 @@ fn decode_err(message: String, field: &str) -> RowError {
 
 impl Plan {
     /// heap_deform_tuple over the plan's columns (see the module docstring).
-    fn deform<'a>(&self, t: &Tuple<'a>) -> Result<Step<'a>, RowError> {
+    fn deform<'a>(&self, t: &Tuple<'a>, toast: Option<&Toast<'a>>) -> Result<Step<'a>, RowError> {
         let n = self.columns.len();
         if t.natts > n {
             return Err(mismatch(
@@ -458,10 +507,22 @@ impl Plan {
                     b0 = *buf.get(p).ok_or_else(|| overrun(off))?;
                 }
                 if b0 == 0x01 {
-                    // VARATT_IS_EXTERNAL: the reorder buffer's chunks are Python's.
-                    return Ok(Step::Fallback("external TOAST pointer"));
-                }
-                if b0 & 0x01 != 0 {
+                    // VARATT_IS_EXTERNAL: the value is in the change's TOAST chunks.
+                    let Some(toast) = toast else {
+                        return Ok(Step::Fallback("external TOAST pointer"));
+                    };
+                    let ptr = buf
+                        .get(p..p + TOAST_POINTER_SIZE)
+                        .ok_or_else(|| overrun(off))?;
+                    if col.dropped || !col.read {
+                        (Cow::Borrowed(&buf[p..p]), TOAST_POINTER_SIZE)
+                    } else {
+                        match resolve_toast(ptr, toast) {
+                            Ok(v) => (v, TOAST_POINTER_SIZE),
+                            Err(why) => return Ok(Step::Fallback(why)),
+                        }
+                    }
+                } else if b0 & 0x01 != 0 {
                     let size = (b0 >> 1) as usize;
                     if p + size > nbuf {
                         return Err(decode_err(
@@ -531,7 +592,17 @@ impl Plan {
 
     /// The Value record (and, with `want_key`, the Key record) of one tuple.
     pub fn encode(&self, t: &Tuple<'_>, want_key: bool) -> Result<Outcome, RowError> {
-        let datums = match self.deform(t)? {
+        self.encode_toasted(t, want_key, None)
+    }
+
+    /// `encode` of a tuple whose external TOAST pointers are resolved from `toast`.
+    pub fn encode_toasted<'a>(
+        &self,
+        t: &Tuple<'a>,
+        want_key: bool,
+        toast: Option<&Toast<'a>>,
+    ) -> Result<Outcome, RowError> {
+        let datums = match self.deform(t, toast)? {
             Step::Datums(d) => d,
             Step::Fallback(why) => return Ok(Outcome::Fallback(why)),
         };

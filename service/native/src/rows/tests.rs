@@ -309,3 +309,85 @@ fn never_panics_on_damaged_tuples() {
         let _ = plan.encode(&t, true);
     }
 }
+
+/// A tuple of int4 id and one on-disk TOAST pointer (varattrib_1b_e, VARTAG_ONDISK) of
+/// `rawsize` (header included), `extsize` stored bytes, chunk id `valueid`.
+fn toasted(rawsize: u32, extsize: u32, method: u32, valueid: u32) -> Vec<u8> {
+    let mut body = Vec::new();
+    body.extend_from_slice(&1i32.to_le_bytes());
+    body.extend_from_slice(&[0x01, 18]);
+    body.extend_from_slice(&rawsize.to_le_bytes());
+    body.extend_from_slice(&(extsize | (method << 30)).to_le_bytes());
+    body.extend_from_slice(&valueid.to_le_bytes());
+    body.extend_from_slice(&16384u32.to_le_bytes());
+    tuple_data(&body)
+}
+
+#[test]
+fn external_toast_from_the_changes_chunks() {
+    // detoast_external_attr: an uncompressed value is its chunks; a missing chunk id (the
+    // unchanged-TOAST case) or a size that disagrees is the Python path's.
+    let plan = Plan {
+        columns: vec![
+            col("id", 4, 4, Some(Kind::Int4), false),
+            col("doc", -1, 4, Some(Kind::Text), true),
+        ],
+        key: vec![0],
+    };
+    let value = b"a value stored out of line".repeat(100);
+    let data = toasted(value.len() as u32 + 4, value.len() as u32, 0, 77);
+    let t = Tuple {
+        natts: 2,
+        infomask: 0,
+        hoff: 24,
+        data: &data,
+    };
+    let toast: Toast<'_> = [(77u32, value.as_slice())].into_iter().collect();
+    let Ok(Outcome::Encoded { value: got, .. }) = plan.encode_toasted(&t, false, Some(&toast))
+    else {
+        panic!("expected an encoding");
+    };
+    let mut want = Vec::new();
+    avro::long(&mut want, 1); // id 1
+    want.push(avro::SECOND_BRANCH);
+    avro::bytes(&mut want, &value);
+    assert_eq!(got, want);
+    assert_eq!(
+        plan.encode(&t, false),
+        Ok(Outcome::Fallback("external TOAST pointer"))
+    );
+    let other: Toast<'_> = [(78u32, value.as_slice())].into_iter().collect();
+    assert_eq!(
+        plan.encode_toasted(&t, false, Some(&other)),
+        Ok(Outcome::Fallback("external TOAST pointer"))
+    );
+    let short: Toast<'_> = [(77u32, &value[1..])].into_iter().collect();
+    assert_eq!(
+        plan.encode_toasted(&t, false, Some(&short)),
+        Ok(Outcome::Fallback("TOAST value of another size"))
+    );
+    // compressed (extsize < rawsize - 4): va_tcinfo then a pglz stream; a stream that
+    // does not decompress to its size is the Python path's error
+    let broken = [0u8; 12];
+    let data = toasted(5000, 12, 0, 77);
+    let t = Tuple {
+        natts: 2,
+        infomask: 0,
+        hoff: 24,
+        data: &data,
+    };
+    let bad: Toast<'_> = [(77u32, &broken[..])].into_iter().collect();
+    assert!(matches!(
+        plan.encode_toasted(&t, false, Some(&bad)),
+        Ok(Outcome::Fallback(_))
+    ));
+    // a pointer cut short is a typed error, never a panic
+    let cut = &data[..data.len() - 3];
+    let t = Tuple {
+        natts: 2,
+        infomask: 0,
+        hoff: 24,
+        data: cut,
+    };
+    assert!(plan.encode_toasted(&t, false, Some(&bad)).is_err());
+}

@@ -177,7 +177,7 @@ impl TextPlan {
         t: &Tuple<'_>,
         skip_nulls: bool,
     ) -> Result<Option<&'static str>, RowError> {
-        let datums = match self.layout.deform(t)? {
+        let datums = match self.layout.deform(t, None)? {
             Step::Datums(d) => d,
             Step::Fallback(why) => return Ok(Some(why)),
         };
@@ -308,7 +308,7 @@ pub fn composite_text(out: &mut String, c: &Composite, d: &[u8]) -> Result<(), &
         hoff: d[18] as usize,
         data: &d[19..],
     };
-    let datums = match c.layout.deform(&t) {
+    let datums = match c.layout.deform(&t, None) {
         Ok(Step::Datums(datums)) => datums,
         _ => return Err(BAD),
     };
