@@ -83,8 +83,8 @@ from connectors.kafka.offsets import (
     history_topic,
     offsets_topic,
     read_last_offset,
-    security_conf,
 )
+from connectors.kafka.security import check_broker, security_conf
 from connectors.kafka.topics import STATE_TOPIC_CONFIG, STATE_TOPIC_PARTITIONS, TopicGuard
 from service.backoff import Backoff
 from service.config import Settings
@@ -210,10 +210,15 @@ class KafkaSink:
 
         The offsets and schema-history topics are created if missing and verified to be
         pgcdc's (`OffsetsTopicError` otherwise) before and after the offset is read. A
+        connection failure no retry cures (`connectors.kafka.security.check_broker`:
+        TLS, SASL credentials) raises its fatal error first, within seconds. A
         sink whose guard already holds pins (a replay's fresh sink, `TopicGuard.adopt`)
         creates nothing: its topics must still be the earlier session's. A broker that
         cannot be reached is retried for the one retry budget of the start (topics and
         init_transactions together), then `BrokerUnavailableError`."""
+        # A wrong CA, certificate, password or security protocol is fatal here, within
+        # seconds, instead of being retried for the whole budget below.
+        check_broker(self.settings)
         backoff = Backoff(self.retry_budget_s, _BACKOFF_START_S, _BACKOFF_MAX_S)
         state = list(self.guard.topics)
         if self.guard.pinned:

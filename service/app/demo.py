@@ -97,7 +97,10 @@ def _consume(settings: Any, topic: str, want: int, timeout: float) -> list[tuple
     from confluent_kafka.schema_registry.avro import AvroDeserializer  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
     from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
-    registry = SchemaRegistryClient({"url": settings.registry.url})
+    from connectors.avro.registry_client import client_conf  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+    from connectors.kafka.security import security_conf  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+
+    registry = SchemaRegistryClient(client_conf(settings))
     deserialize = AvroDeserializer(registry)
     consumer = Consumer(
         {
@@ -106,6 +109,7 @@ def _consume(settings: Any, topic: str, want: int, timeout: float) -> list[tuple
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
             "enable.auto.commit": False,
+            **security_conf(settings),
         }
     )
     consumer.subscribe([topic])
