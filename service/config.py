@@ -62,7 +62,10 @@ def _secret_from_file(
     value: SecretStr | None, path: Path | None, field: str, file_field: str
 ) -> SecretStr | None:
     """`value`, or the contents of `path` (one trailing newline dropped, as `kubectl
-    create secret --from-file` and editors leave one), never both."""
+    create secret --from-file` and editors leave one), never both. An empty value is no
+    value: an optional Kubernetes secret key left empty sets the variable to ""."""
+    if value is not None and not value.get_secret_value():
+        value = None
     if path is None:
         return value
     if value is not None:
