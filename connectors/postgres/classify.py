@@ -151,7 +151,7 @@ def tls_error(exc: BaseException, what: str) -> TlsError | None:
     detail = str(exc).strip()
     lowered = detail.lower()
     for marker, field, explanation in _TLS_FAILURES:
-        if marker in lowered:
+        if marker.lower() in lowered:
             return TlsError(f"{explanation} ({what}): {detail}", field=field)
     return None
 
