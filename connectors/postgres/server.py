@@ -70,6 +70,7 @@ def connect(
     error at once."""
     budget = _connect_budget_s if retry_budget_s is None else retry_budget_s
     backoff = Backoff(budget)
+    sslmode = psycopg2.extensions.parse_dsn(dsn).get("sslmode")
     while True:
         try:
             conn = psycopg2.connect(
@@ -79,7 +80,7 @@ def connect(
             )
             break
         except psycopg2.OperationalError as exc:
-            error = connect_error(exc, application_name)
+            error = connect_error(exc, application_name, sslmode=sslmode)
             if not isinstance(error, SourceUnavailableError):
                 raise error from exc
             if backoff.spent():
