@@ -679,6 +679,7 @@ def test_k8s_tls_overlay_mounts_what_its_config_names(
     config = yaml.safe_load(text)
     assert patches["ConfigMap"]["metadata"]["name"] == "pgcdc-config"
     assert key_paths(configmap_config()) <= key_paths(config) <= settings_fields()
+    assert not key_paths(config) & {"source.password", "kafka.sasl_password", "registry.basic_auth"}
     secret_keys = {
         doc["metadata"]["name"]: set(doc["stringData"])
         for doc in (
