@@ -84,7 +84,7 @@ from connectors.kafka.offsets import (
     offsets_topic,
     read_last_offset,
 )
-from connectors.kafka.security import check_broker, security_conf
+from connectors.kafka.security import PROBE_S, check_broker, security_conf
 from connectors.kafka.topics import STATE_TOPIC_CONFIG, STATE_TOPIC_PARTITIONS, TopicGuard
 from service.backoff import Backoff
 from service.config import Settings
@@ -216,10 +216,11 @@ class KafkaSink:
         creates nothing: its topics must still be the earlier session's. A broker that
         cannot be reached is retried for the one retry budget of the start (topics and
         init_transactions together), then `BrokerUnavailableError`."""
-        # A wrong CA, certificate, password or security protocol is fatal here, within
-        # seconds, instead of being retried for the whole budget below.
-        check_broker(self.settings)
         backoff = Backoff(self.retry_budget_s, _BACKOFF_START_S, _BACKOFF_MAX_S)
+        # A wrong CA, certificate, password or security protocol is fatal here, within
+        # seconds, instead of being retried for the whole budget below (which the probe
+        # of an unreachable broker is part of).
+        check_broker(self.settings, probe_s=min(PROBE_S, backoff.remaining()))
         state = list(self.guard.topics)
         if self.guard.pinned:
             self._known_topics.update(state)
