@@ -36,7 +36,8 @@ Contract:
   the Apicurio build includes), every path authenticated. No client certificates: the
   build fixes `quarkus.http.ssl.client-auth` to NONE at build time.
 - `healthy()` of each speaks TLS with the test CA (and the client certificate where
-  required) and, for the registry, basic auth.
+  required) and, for the registry, basic auth. Only a start makes the material:
+  `status` and `env` (`healthy()`, `info()`) never do.
 
 They are started only when named (services.py), by the tests that need them, which stop
 them when they finish (tests/integration/test_tls*.py).
@@ -74,6 +75,11 @@ class Materials:
     """Where the TLS test material is (see the module docstring)."""
 
     root: Path
+
+    @property
+    def complete(self) -> bool:
+        """Whether `materials()` has made everything (it marks that last)."""
+        return (self.root / "complete").exists()
 
     @property
     def ca(self) -> Path:
@@ -179,7 +185,7 @@ def materials() -> Materials:
     root = made.root
     root.mkdir(parents=True, exist_ok=True)
     with file_lock(root / ".lock"):
-        if (root / "complete").exists():
+        if made.complete:
             return made
         openssl = _openssl()
         _genkey(openssl, root / "ca.key")
@@ -233,9 +239,13 @@ def _record(home: Path) -> None:
 
 
 def _stale(home: Path) -> bool:
-    """True when the instance in `home` was started with other material than today's."""
+    """True when the instance in `home` was started with other material than today's,
+    or there is none yet (this makes none: `status` must not)."""
+    made = Materials(state_dir() / "tls")
+    if not made.complete:
+        return True
     try:
-        return _fingerprint_file(home).read_text() != materials().fingerprint()
+        return _fingerprint_file(home).read_text() != made.fingerprint()
     except OSError:
         return True
 
@@ -298,12 +308,13 @@ def _set_roles(pg: _Postgres) -> None:
 
 
 def _tls_info(pg: _Postgres, base: dict[str, object]) -> dict[str, object]:
-    made = materials()
+    made = Materials(state_dir() / "tls")  # `env` and `status` make nothing
+    password = f"password={made.secret('pg')} " if made.complete else ""
     return {
         **base,
         "dsn": (
             f"host=127.0.0.1 port={pg.port} user=postgres dbname=postgres "
-            f"password={made.secret('pg')} sslmode=verify-full sslrootcert={made.ca}"
+            f"{password}sslmode=verify-full sslrootcert={made.ca}"
         ),
         "password_file": str(made.secret_file("pg")),
         "ca": str(made.ca),
@@ -445,13 +456,13 @@ class TlsKafka(Kafka):
         if _stale(self.home()):
             return False
         try:
-            context = materials().client_context(client_cert=True)
+            context = Materials(state_dir() / "tls").client_context(client_cert=True)
             return metadata_broker_count(HOST, self.port, context=context) >= 1
         except (OSError, ValueError, struct.error):
             return False
 
     def info(self) -> dict[str, object]:
-        made = materials()
+        made = Materials(state_dir() / "tls")  # `env` and `status` make nothing
         return {
             **super().info(),
             "security_protocol": "SSL",
@@ -509,7 +520,8 @@ class TlsRegistry(Registry):
         super().start()
 
     def _basic_auth(self) -> str:
-        token = f"{REGISTRY_USER}:{materials().secret('registry')}".encode()
+        made = Materials(state_dir() / "tls")
+        token = f"{REGISTRY_USER}:{made.secret('registry')}".encode()
         return "Basic " + base64.b64encode(token).decode()
 
     def healthy(self) -> bool:
@@ -519,14 +531,14 @@ class TlsRegistry(Registry):
             f"{self.ccompat()}/subjects", headers={"Authorization": self._basic_auth()}
         )
         try:
-            context = materials().client_context(client_cert=False)
+            context = Materials(state_dir() / "tls").client_context(client_cert=False)
             with urllib.request.urlopen(request, timeout=2.0, context=context) as resp:
                 return int(resp.status) == 200
         except (OSError, http.client.HTTPException):  # URLError is an OSError
             return False
 
     def info(self) -> dict[str, object]:
-        made = materials()
+        made = Materials(state_dir() / "tls")  # `env` and `status` make nothing
         return {
             **super().info(),
             "user": REGISTRY_USER,
