@@ -119,13 +119,11 @@ class ClientErrors:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.first: PgcdcError | None = None
-        self.seen = 0  # errors reported, final or not
+        self.first: PgcdcError | None = None  # set once, by the first final error
 
     def __call__(self, err: KafkaError) -> None:
         final = final_error(err)
         with self._lock:
-            self.seen += 1
             if final is not None and self.first is None:
                 self.first = final
 
