@@ -8,11 +8,24 @@ YAML file given with `--config` / `PGCDC_CONFIG`. Every default works for `pgcdc
 Guarantees: a malformed value fails at start with `ConfigError` naming the dotted field
 path (`source.port`) and the problem. Secrets are `SecretStr`: they render as `**********`
 in logs, `status` output and `redacted()`.
+
+Secrets and TLS. Every secret can also come from a file named by a `*_file` setting
+(`source.password_file`, `kafka.sasl_password_file`, `registry.basic_auth_file`: a
+mounted Kubernetes secret), read once at load with one trailing newline dropped; setting
+both a secret and its file is an error naming the file setting. The TLS settings of each
+connection (`source.sslmode` and `ssl*`, `kafka.security_protocol` and `ssl_*`,
+`registry.ca_location`) are checked together at load: a verifying mode without its CA,
+a certificate without its key, a TLS file given to a plaintext connection, a file that
+cannot be read, and a private key that libpq would refuse for its permissions are each a
+`ConfigError` naming the setting to fix. They are checked once, here; the connectors
+only translate them into their clients' options.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import stat
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
@@ -45,6 +58,62 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _secret_from_file(
+    value: SecretStr | None, path: Path | None, field: str, file_field: str
+) -> SecretStr | None:
+    """`value`, or the contents of `path` (one trailing newline dropped, as `kubectl
+    create secret --from-file` and editors leave one), never both. An empty value is no
+    value: an optional Kubernetes secret key left empty sets the variable to ""."""
+    if value is not None and not value.get_secret_value():
+        value = None
+    if path is None:
+        return value
+    if value is not None:
+        raise ConfigError(
+            f"both {field} and {file_field} are set: keep one of them", field=file_field
+        )
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {file_field} {path}: {exc}", field=file_field) from exc
+    if text.endswith("\n"):
+        text = text[:-2] if text.endswith("\r\n") else text[:-1]
+    if not text:
+        raise ConfigError(f"{file_field} {path} is empty", field=file_field)
+    return SecretStr(text)
+
+
+def _readable_file(path: Path | None, field: str) -> None:
+    """A certificate, key or CA file must exist and be readable now: a client library
+    would otherwise skip it (libpq ignores a missing sslcert) or fail on every connect."""
+    if path is None:
+        return
+    if not path.is_file():
+        raise ConfigError(f"{field} {path} is not a file", field=field)
+    if not os.access(path, os.R_OK):
+        raise ConfigError(f"{field} {path} is not readable by this process", field=field)
+
+
+def _pair(cert: Path | None, key: Path | None, cert_field: str, key_field: str) -> None:
+    """A client certificate and its key come together."""
+    if cert is not None and key is None:
+        raise ConfigError(f"{cert_field} is set without {key_field}", field=key_field)
+    if key is not None and cert is None:
+        raise ConfigError(f"{key_field} is set without {cert_field}", field=cert_field)
+
+
+# Characters a libpq connection-string value may hold without quoting.
+_CONNINFO_BARE = re.compile(r"^[^\s'\\]+$")
+
+
+def conninfo_value(value: str) -> str:
+    """`value` as libpq's conninfo parser reads it back: bare when it can be, else in
+    single quotes with `\\` and `'` escaped (as conninfo_parse expects)."""
+    if _CONNINFO_BARE.match(value):
+        return value
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 class SourceSettings(_Section):
     """The PostgreSQL server whose WAL is decoded."""
 
@@ -52,7 +121,22 @@ class SourceSettings(_Section):
     port: int = Field(5432, ge=1, le=65535)
     user: str = "postgres"
     password: SecretStr | None = None
+    # A file holding the password (a mounted secret), instead of `password`.
+    password_file: Path | None = None
     dbname: str = "postgres"
+    # TLS, for the SQL and the replication connections alike (libpq's settings of the
+    # same names). sslmode: disable, allow, prefer (libpq's default: TLS when the
+    # server offers it, unverified), require (TLS, unverified), verify-ca (the server's
+    # certificate chains to sslrootcert), verify-full (and names `host`).
+    sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] = "prefer"
+    # The CA file (PEM) of verify-ca and verify-full, which need one; "system": the
+    # system's trusted roots (libpq 16+, as psycopg2-binary's).
+    sslrootcert: Path | None = None
+    # A client certificate (PEM) and its private key, for `cert` authentication in
+    # pg_hba.conf. libpq refuses a key file that others can read (0600, or 0640 when
+    # owned by root, as a Kubernetes secret volume with defaultMode 0440 gives).
+    sslcert: Path | None = None
+    sslkey: Path | None = None
     slot: str = Field("pgcdc", pattern=r"^[a-z0-9_]{1,63}$")
     mode: Literal["stream", "archive"] = "stream"
     archive_dir: Path | None = None
@@ -80,13 +164,52 @@ class SourceSettings(_Section):
     # role or password or a missing database is never retried (exit 1).
     retry_budget_s: float = Field(300.0, gt=0)
 
+    @model_validator(mode="after")
+    def _secrets_and_tls(self) -> SourceSettings:
+        self.password = _secret_from_file(
+            self.password, self.password_file, "source.password", "source.password_file"
+        )
+        if self.sslmode == "disable":
+            for name in ("sslrootcert", "sslcert", "sslkey"):
+                if getattr(self, name) is not None:
+                    raise ConfigError(
+                        f"source.{name} is set but source.sslmode is disable: set sslmode "
+                        "to require, verify-ca or verify-full, or remove it",
+                        field="source.sslmode",
+                    )
+        if self.sslmode in ("verify-ca", "verify-full") and self.sslrootcert is None:
+            raise ConfigError(
+                f"source.sslmode {self.sslmode} verifies the server's certificate and needs "
+                "the CA that signed it: set source.sslrootcert to its PEM file (or to "
+                "system for the system's trusted roots)",
+                field="source.sslrootcert",
+            )
+        if self.sslrootcert is not None and str(self.sslrootcert) != "system":
+            _readable_file(self.sslrootcert, "source.sslrootcert")
+        _pair(self.sslcert, self.sslkey, "source.sslcert", "source.sslkey")
+        _readable_file(self.sslcert, "source.sslcert")
+        _readable_file(self.sslkey, "source.sslkey")
+        if self.sslkey is not None:
+            # As libpq's initialize_SSL: a key others may read is refused at every connect.
+            st = self.sslkey.stat()
+            if (st.st_uid == os.geteuid() and st.st_mode & (stat.S_IRWXG | stat.S_IRWXO)) or (
+                st.st_uid == 0 and st.st_mode & (stat.S_IWGRP | stat.S_IXGRP | stat.S_IRWXO)
+            ):
+                raise ConfigError(
+                    f"source.sslkey {self.sslkey} has mode {stat.S_IMODE(st.st_mode):04o}, "
+                    "which libpq refuses: make it 0600 (or 0640 owned by root; in "
+                    "Kubernetes, defaultMode 0440 with fsGroup)",
+                    field="source.sslkey",
+                )
+        return self
+
     def dsn(self) -> str:
         """A libpq connection string (the password included: never log it)."""
         parts = [
-            f"host={self.host}",
+            f"host={conninfo_value(self.host)}",
             f"port={self.port}",
-            f"user={self.user}",
-            f"dbname={self.dbname}",
+            f"user={conninfo_value(self.user)}",
+            f"dbname={conninfo_value(self.dbname)}",
             # Every connection (SQL and replication): a stalled server fails the
             # connect or the socket instead of blocking forever (issue 11, defect 2).
             f"connect_timeout={self.connect_timeout_s}",
@@ -95,9 +218,14 @@ class SourceSettings(_Section):
             "keepalives_interval=5",
             "keepalives_count=3",
             f"tcp_user_timeout={self.keepalives_idle_s * 3000}",
+            f"sslmode={self.sslmode}",
         ]
+        for name in ("sslrootcert", "sslcert", "sslkey"):
+            path = getattr(self, name)
+            if path is not None:
+                parts.append(f"{name}={conninfo_value(str(path))}")
         if self.password is not None:
-            parts.append(f"password={self.password.get_secret_value()}")
+            parts.append(f"password={conninfo_value(self.password.get_secret_value())}")
         return " ".join(parts)
 
 
@@ -160,8 +288,19 @@ class KafkaSettings(_Section):
     # Also publish pgcdc's own DDL messages (prefix service.schema.history.DDL_PREFIX) on
     # the message topic as op "m"; off: they only become schema-change events.
     publish_ddl_messages: bool = False
+    # How every Kafka client of pgcdc (producer, admin, consumers) connects: PLAINTEXT,
+    # SSL (TLS; with ssl_certificate_location, mutual TLS), SASL_PLAINTEXT or SASL_SSL.
+    # Unset: SASL_SSL when sasl_username is set, else PLAINTEXT.
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] | None = None
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
+    sasl_password_file: Path | None = None  # instead of sasl_password
+    # The CA file (PEM) the brokers' certificates must chain to (unset: the system's).
+    ssl_ca_location: Path | None = None
+    # A client certificate (PEM) and its private key, for brokers that require one.
+    ssl_certificate_location: Path | None = None
+    ssl_key_location: Path | None = None
     # How long a broker outage is retried (with exponential backoff up to 5 s) before
     # the worker exits 3 (retryable); one budget per outage, not per call.
     retry_budget_s: float = Field(300.0, gt=0)
@@ -170,13 +309,91 @@ class KafkaSettings(_Section):
     # decodes it again from the committed restart LSN).
     shutdown_timeout_s: float = Field(5.0, ge=0)
 
+    @property
+    def protocol(self) -> str:
+        """`security_protocol`, or what it means when unset."""
+        if self.security_protocol is not None:
+            return self.security_protocol
+        return "SASL_SSL" if self.sasl_username is not None else "PLAINTEXT"
+
+    @model_validator(mode="after")
+    def _secrets_and_tls(self) -> KafkaSettings:
+        self.sasl_password = _secret_from_file(
+            self.sasl_password,
+            self.sasl_password_file,
+            "kafka.sasl_password",
+            "kafka.sasl_password_file",
+        )
+        protocol = self.protocol
+        if protocol.startswith("SASL_"):
+            if self.sasl_username is None:
+                raise ConfigError(
+                    f"kafka.security_protocol {protocol} needs kafka.sasl_username",
+                    field="kafka.sasl_username",
+                )
+            if self.sasl_password is None:
+                raise ConfigError(
+                    f"kafka.security_protocol {protocol} needs kafka.sasl_password "
+                    "(or kafka.sasl_password_file)",
+                    field="kafka.sasl_password",
+                )
+        elif self.sasl_username is not None or self.sasl_password is not None:
+            raise ConfigError(
+                f"SASL credentials are set but kafka.security_protocol is {protocol}: "
+                "set it to SASL_SSL (or SASL_PLAINTEXT), or remove them",
+                field="kafka.security_protocol",
+            )
+        files = ("ssl_ca_location", "ssl_certificate_location", "ssl_key_location")
+        if not protocol.endswith("SSL"):
+            for name in files:
+                if getattr(self, name) is not None:
+                    raise ConfigError(
+                        f"kafka.{name} is set but kafka.security_protocol is {protocol}, "
+                        "which does not use TLS: set it to SSL or SASL_SSL",
+                        field="kafka.security_protocol",
+                    )
+        _pair(
+            self.ssl_certificate_location,
+            self.ssl_key_location,
+            "kafka.ssl_certificate_location",
+            "kafka.ssl_key_location",
+        )
+        for name in files:
+            _readable_file(getattr(self, name), f"kafka.{name}")
+        return self
+
 
 class RegistrySettings(_Section):
     url: str = "http://127.0.0.1:18081/apis/ccompat/v7"
     basic_auth: SecretStr | None = None  # "user:password"
+    basic_auth_file: Path | None = None  # a file holding "user:password", instead
+    # The CA file (PEM) an https:// registry's certificate must chain to (unset: the
+    # certifi bundle, or SSL_CERT_FILE / SSL_CERT_DIR when set).
+    ca_location: Path | None = None
     # How long an unreachable registry is retried (exponential backoff up to 5 s) before
     # the worker exits 3 (retryable). A rejected schema is never retried.
     retry_budget_s: float = Field(300.0, gt=0)
+
+    @model_validator(mode="after")
+    def _secrets_and_tls(self) -> RegistrySettings:
+        self.basic_auth = _secret_from_file(
+            self.basic_auth, self.basic_auth_file, "registry.basic_auth", "registry.basic_auth_file"
+        )
+        if self.basic_auth is not None and ":" not in self.basic_auth.get_secret_value():
+            # The value itself is never repeated: it is a secret.
+            raise ConfigError(
+                "registry.basic_auth must be user:password (no colon found)",
+                field="registry.basic_auth_file"
+                if self.basic_auth_file is not None
+                else "registry.basic_auth",
+            )
+        if self.ca_location is not None and not self.url.startswith("https://"):
+            raise ConfigError(
+                f"registry.ca_location is set but registry.url {self.url} is not https://",
+                field="registry.ca_location",
+            )
+        _readable_file(self.ca_location, "registry.ca_location")
+        return self
 
 
 class MetricsSettings(_Section):

@@ -109,6 +109,22 @@ class ConfigError(FatalError):
     """Configuration is malformed; `field` names the offending setting."""
 
 
+class TlsError(FatalError):
+    """A TLS connection (source, Kafka or schema registry) failed in a way retrying will
+    not fix: the server's certificate is not signed by the configured CA or does not
+    name the host, the server refused the client certificate, or one side speaks TLS and
+    the other does not. `field` names the setting to fix (`source.sslrootcert`,
+    `kafka.security_protocol`, `registry.ca_location`, ...)."""
+
+
+class KafkaAuthError(FatalError):
+    """The broker refused the SASL credentials or mechanism (`field` names which)."""
+
+
+class RegistryAuthError(FatalError):
+    """The schema registry refused the credentials (HTTP 401 or 403)."""
+
+
 class SourceUnavailableError(RetryableError):
     """The PostgreSQL server or its replication connection cannot be reached."""
 

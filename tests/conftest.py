@@ -40,6 +40,8 @@ ALONE = (
     "tests/integration/test_reorderbuffer_spill_txns_vs_pg.py",
     # the consistent point depends on every transaction running on the server
     "tests/integration/test_snapshot_in_flight.py",
+    # start and stop the TLS instances (a second Kafka and registry JVM)
+    "tests/integration/test_tls",
 )
 
 

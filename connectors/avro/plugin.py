@@ -58,7 +58,10 @@ version. A subject's compatibility is set to BACKWARD when it is first registere
 lsn and sequence change per event. A rejected schema raises
 `RegistryRejectedError`, before anything of the change is written (the sink commits
 nothing of that source transaction, so no position is lost). An unreachable registry is
-retried with exponential backoff, then raises `RegistryUnavailableError`.
+retried with exponential backoff, then raises `RegistryUnavailableError`; a failure no
+retry cures (connectors.avro.registry_client: TLS, refused credentials) raises its
+fatal error at once. The client's URL, CA and credentials come from
+`registry_client.client_conf`.
 
 Filters (settings.filters): include/exclude lists of schemas, tables ("schema.table")
 and columns ("schema.table.column"), each entry an anchored regular expression as in
@@ -88,6 +91,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from connectors.avro.codec import AvroEncoder, KeyFromValue, RowEncoder, parse_writer_schema
 from connectors.avro.extension_types import HSTORE_MODES
 from connectors.avro.native_rows import NativeRows
+from connectors.avro.registry_client import client_conf, final_error
 from connectors.avro.schema import (
     CONNECTOR,
     DEBEZIUM_VERSION,
@@ -158,9 +162,8 @@ class Registrar:
     """Registers schemas and hands out serializers, with BACKWARD compatibility."""
 
     def __init__(self, settings: Settings, retry_budget_s: float = RETRY_BUDGET_S) -> None:
-        conf: dict[str, Any] = {"url": settings.registry.url, "max.retries": 0, "timeout": 10}
-        if settings.registry.basic_auth is not None:
-            conf["basic.auth.user.info"] = settings.registry.basic_auth.get_secret_value()
+        conf = {**client_conf(settings), "max.retries": 0, "timeout": 10}
+        self.settings = settings
         self.url = settings.registry.url
         self.client = SchemaRegistryClient(conf)
         self.retry_budget_s = retry_budget_s
@@ -180,6 +183,9 @@ class Registrar:
                 return fn()
             except SchemaRegistryError as exc:
                 self.errors += 1
+                final = final_error(exc, self.settings)
+                if final is not None:
+                    raise final from exc
                 if exc.http_status_code in (409, 422):
                     raise RegistryRejectedError(
                         f"schema registry at {self.url} rejected the {what} of subject "
@@ -192,6 +198,9 @@ class Registrar:
                 failure: Exception = exc
             except Exception as exc:  # httpx/socket errors: the registry is down
                 self.errors += 1
+                final = final_error(exc, self.settings)
+                if final is not None:  # TLS that no retry cures
+                    raise final from exc
                 failure = exc
             if backoff.spent():
                 raise RegistryUnavailableError(

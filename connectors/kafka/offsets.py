@@ -22,9 +22,10 @@ JSON, zlib-compressed, behind a format byte (1) and its version (8 bytes, big-en
 one must stay under the broker's message.max.bytes (1 MB by default) after compression.
 `connectors.kafka.schema_store` keeps them in Kafka.
 
-Reads use a throwaway consumer (no group offsets committed) with
-`isolation.level=read_committed`, assigned every partition from the beginning, and
-read until every partition reports end of partition at its high watermark.
+Reads use a throwaway consumer (no group offsets committed; security options from
+`connectors.kafka.security`) with `isolation.level=read_committed`, assigned every
+partition from the beginning, and read until every partition reports end of partition
+at its high watermark.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import fastavro
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from connectors.kafka.client_log import client_conf
+from connectors.kafka.security import security_conf
 from connectors.schemas import load_static
 from service.config import Settings
 from service.errors import BrokerUnavailableError, DecodeError
@@ -115,19 +117,6 @@ def consumer_conf(settings: Settings) -> dict[str, Any]:
     }
     conf.update(security_conf(settings))
     return conf
-
-
-def security_conf(settings: Settings) -> dict[str, Any]:
-    """SASL/PLAIN over TLS when a username is configured, else plaintext."""
-    k = settings.kafka
-    if k.sasl_username is None:
-        return {}
-    return {
-        "security.protocol": "SASL_SSL",
-        "sasl.mechanisms": "PLAIN",
-        "sasl.username": k.sasl_username,
-        "sasl.password": k.sasl_password.get_secret_value() if k.sasl_password else "",
-    }
 
 
 _TRANSIENT = frozenset(

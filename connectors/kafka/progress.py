@@ -73,7 +73,7 @@ def ensure_signal_topic(settings: Settings, timeout_s: float = 30.0) -> None:
     from confluent_kafka import KafkaError, KafkaException  # noqa: PLC0415  (only a worker with signals enabled needs the admin client)
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # noqa: PLC0415  (kept beside the import above)
 
-    from connectors.kafka.offsets import security_conf  # noqa: PLC0415  (kept beside the imports above)
+    from connectors.kafka.security import security_conf  # noqa: PLC0415  (kept beside the imports above)
 
     admin = AdminClient(
         client_conf(

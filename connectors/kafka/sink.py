@@ -84,8 +84,8 @@ from connectors.kafka.offsets import (
     history_topic,
     offsets_topic,
     read_last_offset,
-    security_conf,
 )
+from connectors.kafka.security import PROBE_S, check_broker, security_conf
 from connectors.kafka.topics import STATE_TOPIC_CONFIG, STATE_TOPIC_PARTITIONS, TopicGuard
 from service.backoff import Backoff
 from service.config import Settings
@@ -211,11 +211,17 @@ class KafkaSink:
 
         The offsets and schema-history topics are created if missing and verified to be
         pgcdc's (`OffsetsTopicError` otherwise) before and after the offset is read. A
+        connection failure no retry cures (`connectors.kafka.security.check_broker`:
+        TLS, SASL credentials) raises its fatal error first, within seconds. A
         sink whose guard already holds pins (a replay's fresh sink, `TopicGuard.adopt`)
         creates nothing: its topics must still be the earlier session's. A broker that
         cannot be reached is retried for the one retry budget of the start (topics and
         init_transactions together), then `BrokerUnavailableError`."""
         backoff = Backoff(self.retry_budget_s, _BACKOFF_START_S, _BACKOFF_MAX_S)
+        # A wrong CA, certificate, password or security protocol is fatal here, within
+        # seconds, instead of being retried for the whole budget below (which the probe
+        # of an unreachable broker is part of).
+        check_broker(self.settings, probe_s=min(PROBE_S, backoff.remaining()))
         state = list(self.guard.topics)
         if self.guard.pinned:
             self._known_topics.update(state)

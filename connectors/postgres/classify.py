@@ -9,6 +9,13 @@ retrying them hides the problem behind exit 3, which a supervisor retries foreve
 `permanent_error(exc, slot=..., lsn=...)` returns the fatal pgcdc error for such a
 failure, or None for one worth retrying:
 
+- a TLS failure (`tls_error`): a server certificate the CA in `source.sslrootcert`
+  did not sign or that does not name `source.host`, a server that accepts only TLS
+  (with sslmode disable, its pg_hba.conf has no line for the unencrypted connection)
+  or none at all, a client certificate the server refuses or that is missing, an
+  unreadable CA, certificate or key: `TlsError` naming the setting to fix. Checked
+  first: a TLS-only server refuses a plaintext connection with a "no pg_hba.conf
+  entry" that is not about credentials;
 - refused credentials (`password authentication failed`, no pg_hba.conf entry) or a
   role that does not exist: `SourceAuthError`; a database that does not exist:
   `SourceSetupError` naming `source.dbname` (`refused_error`, which is also what
@@ -43,6 +50,7 @@ from service.errors import (
     SourceAuthError,
     SourceSetupError,
     SourceUnavailableError,
+    TlsError,
     WalRemovedError,
 )
 from service.lsn import format_lsn
@@ -69,10 +77,102 @@ _NO_ROLE = re.compile(r'role "([^"]*)" does not exist')
 _NO_DATABASE = re.compile(r'database "([^"]*)" does not exist')
 
 
-def refused_error(exc: BaseException, what: str) -> PgcdcError | None:
-    """The fatal error for a connection the server refused for good (credentials, a
-    role or database that does not exist), else None."""
+# libpq's and the server's texts for TLS failures no retry cures (fe-secure-openssl.c,
+# fe-connect.c, hba.c, auth.c), with the setting to fix and what to say about it.
+_TLS_FAILURES = (
+    (
+        "certificate verify failed",
+        "source.sslrootcert",
+        "the source's certificate is not signed by the CA in source.sslrootcert",
+    ),
+    (
+        "does not match host name",
+        "source.host",
+        "the source's certificate does not name source.host (sslmode verify-full)",
+    ),
+    (
+        "root certificate file",
+        "source.sslrootcert",
+        "libpq cannot use the CA file of source.sslrootcert",
+    ),
+    (
+        "server does not support SSL",
+        "source.sslmode",
+        "the source does not accept TLS, which source.sslmode requires",
+    ),
+    (
+        "requires a valid client certificate",
+        "source.sslcert",
+        "the source requires a client certificate: set source.sslcert and source.sslkey",
+    ),
+    (
+        "certificate authentication failed",
+        "source.sslcert",
+        "the source did not accept the client certificate of source.sslcert for "
+        "source.user (its CN must name the role)",
+    ),
+    (
+        "alert unknown ca",
+        "source.sslcert",
+        "the source does not trust the CA that signed the client certificate of source.sslcert",
+    ),
+    (
+        "alert bad certificate",
+        "source.sslcert",
+        "the source refused the client certificate of source.sslcert",
+    ),
+    (
+        "alert certificate required",
+        "source.sslcert",
+        "the source requires a client certificate: set source.sslcert and source.sslkey",
+    ),
+    (
+        "private key file",
+        "source.sslkey",
+        "libpq cannot use the private key of source.sslkey",
+    ),
+    (
+        "could not read certificate file",
+        "source.sslcert",
+        "libpq cannot use the client certificate of source.sslcert",
+    ),
+)
+
+
+def tls_error(exc: BaseException, what: str, *, sslmode: str | None = None) -> TlsError | None:
+    """The fatal error for a connection that failed in its TLS for good, else None.
+
+    `sslmode` is the connection's (None: unknown). A "no pg_hba.conf entry ..., no
+    encryption" is a TLS matter only when pgcdc did not offer TLS (sslmode disable):
+    under the other modes libpq tried TLS first wherever the server offers it, so the
+    entry is missing for TLS as well (or the server has no TLS), and it is left to
+    `refused_error`'s credentials case."""
+    if not isinstance(exc, psycopg2.OperationalError):
+        return None
     detail = str(exc).strip()
+    lowered = detail.lower()
+    if sslmode == "disable" and "no pg_hba.conf entry" in lowered and "no encryption" in lowered:
+        return TlsError(
+            f"the source accepts this connection only over TLS (its pg_hba.conf has no "
+            f"line for it unencrypted) ({what}): {detail}; set source.sslmode to "
+            "verify-full (or require)",
+            field="source.sslmode",
+        )
+    for marker, field, explanation in _TLS_FAILURES:
+        if marker.lower() in lowered:
+            return TlsError(f"{explanation} ({what}): {detail}", field=field)
+    return None
+
+
+def refused_error(
+    exc: BaseException, what: str, *, sslmode: str | None = None
+) -> PgcdcError | None:
+    """The fatal error for a connection the server refused for good (TLS, credentials,
+    a role or database that does not exist), else None. `sslmode`: as `tls_error`."""
+    detail = str(exc).strip()
+    tls = tls_error(exc, what, sslmode=sslmode)
+    if tls is not None:
+        return tls
     if is_auth_failure(exc):
         return SourceAuthError(
             f"the source refused the credentials for {what}: {detail}; "
@@ -98,10 +198,12 @@ def refused_error(exc: BaseException, what: str) -> PgcdcError | None:
     return None
 
 
-def connect_error(exc: psycopg2.OperationalError, what: str) -> PgcdcError:
+def connect_error(
+    exc: psycopg2.OperationalError, what: str, *, sslmode: str | None = None
+) -> PgcdcError:
     """The pgcdc error for a failed connection: fatal when the server refused it for
     good (`refused_error`), else retryable `SourceUnavailableError`."""
-    refused = refused_error(exc, what)
+    refused = refused_error(exc, what, sslmode=sslmode)
     if refused is not None:
         return refused
     return SourceUnavailableError(f"cannot connect to the source ({what}): {str(exc).strip()}")
@@ -127,10 +229,12 @@ def permanent_error(
     *,
     slot: str,
     lsn: int | None = None,
+    sslmode: str | None = None,
 ) -> PgcdcError | None:
-    """The fatal error for `exc` if retrying cannot help, else None."""
+    """The fatal error for `exc` if retrying cannot help, else None (`sslmode`: the
+    connection's, as `tls_error` wants it)."""
     text = str(exc).strip()
-    refused = refused_error(exc, "the replication connection")
+    refused = refused_error(exc, "the replication connection", sslmode=sslmode)
     if refused is not None:
         return refused
     if any(marker in text for marker in _WRONG_TYPE):

@@ -8,7 +8,7 @@ the worker; the DSN itself, which the replication connection shares, carries non
 an unreachable server retried with backoff for `source.retry_budget_s` (set once at
 start through `set_connect_retry_budget`; 0, no retry, until then) and then turned into
 `SourceUnavailableError` (retryable), and a connection the server refused for good
-(credentials, no such role or database: `connectors.postgres.classify.refused_error`)
+(TLS, credentials, no such role or database: `connectors.postgres.classify.refused_error`)
 into its fatal error at once. Replication connections are
 `connectors.postgres.stream`'s.
 
@@ -68,10 +68,11 @@ def connect(
     A server that cannot be reached is tried again with backoff for `retry_budget_s`
     (default: the process-wide budget, `set_connect_retry_budget`), then
     `SourceUnavailableError`; one that refused the connection for good
-    (`classify.refused_error`: credentials, no such role or database) raises its fatal
+    (`classify.refused_error`: TLS, credentials, no such role or database) raises its fatal
     error at once."""
     budget = _connect_budget_s if retry_budget_s is None else retry_budget_s
     backoff = Backoff(budget)
+    sslmode = psycopg2.extensions.parse_dsn(dsn).get("sslmode")
     while True:
         try:
             conn = psycopg2.connect(
@@ -81,7 +82,7 @@ def connect(
             )
             break
         except psycopg2.OperationalError as exc:
-            error = connect_error(exc, application_name)
+            error = connect_error(exc, application_name, sslmode=sslmode)
             if not isinstance(error, SourceUnavailableError):
                 raise error from exc
             if backoff.spent():

@@ -81,6 +81,7 @@ class PhysicalStream:
         receive_timeout: float = 60.0,
     ) -> None:
         self._dsn = dsn
+        self._sslmode = psycopg2.extensions.parse_dsn(dsn).get("sslmode")  # for permanent_error
         self.slot_name = slot_name
         self._start_lsn = start_lsn
         self._create_slot = create_slot
@@ -197,7 +198,9 @@ class PhysicalStream:
                 self.reconnects += 1
                 # Permanent failures stop the worker as fatal instead of being retried
                 # into exit 3 (issue 11, defect 6); a busy slot only after a grace period.
-                permanent = permanent_error(exc, slot=self.slot_name, lsn=self.received_lsn)
+                permanent = permanent_error(
+                    exc, slot=self.slot_name, lsn=self.received_lsn, sslmode=self._sslmode
+                )
                 if permanent is not None:
                     raise permanent from exc
                 if is_slot_busy(exc):

@@ -18,7 +18,11 @@ Services and their ports (all on 127.0.0.1):
     start; `env` says which; see svc_prometheus): only when named;
     fault-pg15 56415, fault-kafka 29092/29093 (+ 29094 advertised as 29095, for a test
     proxy on 29095), fault-registry 28081: separate instances
-    for fault-injection tests, which may kill -9 them at will; started only when named.
+    for fault-injection tests, which may kill -9 them at will; started only when named;
+    tls-pg15 57415, tls-pg18 57418, tls-kafka 39092 (SSL, client certificate) / 39094
+    (SASL_SSL) / 39093, tls-registry 38443 (HTTPS, basic auth): separate instances that
+    accept TLS only, with a test CA and passwords under `<state>/tls` (svc_tls); started
+    only when named.
 `down`, `status` and `env` with no NAME mean every known service; `kill` needs names.
 
 Each service keeps its state under the state directory (`$PGCDC_STATE_DIR`, default
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -57,13 +62,17 @@ SERVICES = {
     "fault-registry": ("svc_registry", "FaultRegistry"),
     "connect": ("svc_connect", "Connect"),
     "prometheus": ("svc_prometheus", "Prometheus"),
+    "tls-pg15": ("svc_tls", "TlsPostgres15"),
+    "tls-pg18": ("svc_tls", "TlsPostgres18"),
+    "tls-kafka": ("svc_tls", "TlsKafka"),
+    "tls-registry": ("svc_tls", "TlsRegistry"),
 }
 # What `up` starts when no name is given: everything the test suite connects to.
 # pg18v is redundant with pg18 (which has pgvector too), and Kafka Connect (Debezium's
 # connectors, ~1 GB) and Prometheus are started by the tests that need them (consumer
-# tests, monitoring tests): only when named.
+# tests, monitoring tests): only when named. The fault and TLS instances likewise.
 ON_DEMAND = ("pg18v", "connect", "prometheus")
-DEFAULT = [n for n in SERVICES if not n.startswith("fault-") and n not in ON_DEMAND]
+DEFAULT = [n for n in SERVICES if not n.startswith(("fault-", "tls-")) and n not in ON_DEMAND]
 VERBS = {"up", "down", "status", "env", "kill", "list"}
 
 
@@ -141,6 +150,8 @@ def main(argv: list[str]) -> int:
             continue
         done = time.monotonic()
         where = {k: v for k, v in svc.info().items() if k not in {"service", "features"}}
+        if isinstance(where.get("dsn"), str):  # a TLS instance's holds its password
+            where["dsn"] = re.sub(r"password=\S+", "password=********", str(where["dsn"]))
         print(
             f"{svc.name}: healthy (install {installed - began:.1f}s, "
             f"start {done - installed:.1f}s) at {where}",

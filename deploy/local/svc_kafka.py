@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 import socket
+import ssl
 import struct
 import uuid
 from pathlib import Path
@@ -121,8 +123,11 @@ def _kafka_string(value: str) -> bytes:
     return struct.pack(">h", len(raw)) + raw
 
 
-def metadata_broker_count(host: str, port: int, timeout: float = 2.0) -> int:
-    """Send a Kafka Metadata v4 request for no topics; return how many brokers it lists.
+def metadata_broker_count(
+    host: str, port: int, timeout: float = 2.0, *, context: ssl.SSLContext | None = None
+) -> int:
+    """Send a Kafka Metadata v4 request for no topics; return how many brokers it lists
+    (over TLS with `context` when given, for an SSL listener).
 
     Request header v1 (api_key, api_version, correlation_id, client_id), body v4 (topics as
     an empty array, allow_auto_topic_creation false). Response header v0 (correlation_id),
@@ -132,7 +137,8 @@ def metadata_broker_count(host: str, port: int, timeout: float = 2.0) -> int:
     correlation = 0x5043
     body = struct.pack(">hhi", 3, 4, correlation) + _kafka_string("pgcdc-health")
     body += struct.pack(">ib", 0, 0)
-    with socket.create_connection((host, port), timeout=timeout) as sock:
+    with socket.create_connection((host, port), timeout=timeout) as plain:
+        sock = plain if context is None else context.wrap_socket(plain, server_hostname=host)
         sock.settimeout(timeout)
         sock.sendall(struct.pack(">i", len(body)) + body)
         size = struct.unpack(">i", _recv_exact(sock, 4))[0]
@@ -162,6 +168,7 @@ class Kafka(Service):
     extra_props: dict[str, str] = {}  # noqa: RUF012 (read only; subclasses replace it)
     jvm_opts: tuple[str, ...] = tuple(_JVM_OPTS)
     start_timeout = 180.0
+    fresh_data = False  # format a new log directory at every start (svc_tls's TlsKafka)
 
     def runtime_dir(self) -> Path:
         return CACHE / f"kafka-{VERSION}"
@@ -216,6 +223,10 @@ class Kafka(Service):
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         }
 
+    def _format_args(self) -> list[str]:
+        """More arguments of the storage format (svc_tls's TlsKafka adds SCRAM users)."""
+        return []
+
     def _write_config(self) -> Path:
         home = self.home()
         props = {
@@ -265,6 +276,8 @@ class Kafka(Service):
             if pid_running(self.pid_file(), MAIN_CLASS):
                 return  # another `up` started it; wait_healthy() will wait for it
             config = self._write_config()
+            if self.fresh_data:
+                shutil.rmtree(self.home() / "data", ignore_errors=True)
             if not (self.home() / "data" / "meta.properties").exists():
                 # Kafka's Uuid.toString: URL-safe base64 of 16 random bytes, unpadded.
                 cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
@@ -278,6 +291,7 @@ class Kafka(Service):
                         f"--cluster-id={cluster_id}",
                         "-c",
                         str(config),
+                        *self._format_args(),
                     )
                 )
             spawn(

@@ -96,6 +96,10 @@ class Registry(Service):
     def pid_file(self) -> Path:
         return self.home() / "registry.pid"
 
+    def _env(self) -> dict[str, str]:
+        """This instance's environment on top of `_ENV` (svc_tls's TlsRegistry: HTTPS)."""
+        return {"QUARKUS_HTTP_PORT": str(self.port)}
+
     def runner(self) -> Path | None:
         """The jar to run, or None when the assembly is not unpacked."""
         app = self.app_dir()
@@ -150,7 +154,7 @@ class Registry(Service):
         with file_lock(self.home() / ".lock"):
             if pid_running(self.pid_file(), MARKER):
                 return  # another `up` started it; wait_healthy() will wait for it
-            env = dict(os.environ, **_ENV, QUARKUS_HTTP_PORT=str(self.port))
+            env = dict(os.environ, **_ENV, **self._env())
             cmd = [
                 java_bin(),
                 "-Xms128m",

@@ -7,7 +7,8 @@ LSN, table or setting, and exit with a code that tells a supervisor what to do:
 
 - 0: stopped cleanly (SIGTERM, or a command that finished);
 - 1: fatal (`FatalError`): a permanent problem that retrying will not fix (wrong
-  password, a role or database that does not exist, wal_level not logical, a slot of
+  password, a certificate or TLS setting the server refuses (`TlsError`), a role or
+  database that does not exist, wal_level not logical, a slot of
   the wrong type or held by another worker, a schema the registry rejects, WAL that
   is gone, corrupt WAL, fenced by a newer worker, offsets lost, kept in a topic pgcdc
   did not create, or no longer covered by

@@ -98,7 +98,10 @@ def _consume(settings: Any, topic: str, want: int, timeout: float) -> list[tuple
     from confluent_kafka.schema_registry.avro import AvroDeserializer  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
     from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
-    registry = SchemaRegistryClient({"url": settings.registry.url})
+    from connectors.avro.registry_client import client_conf as registry_conf  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+    from connectors.kafka.security import security_conf  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+
+    registry = SchemaRegistryClient(registry_conf(settings))
     deserialize = AvroDeserializer(registry)
     consumer = Consumer(
         client_conf(
@@ -108,6 +111,7 @@ def _consume(settings: Any, topic: str, want: int, timeout: float) -> list[tuple
                 "auto.offset.reset": "earliest",
                 "isolation.level": "read_committed",
                 "enable.auto.commit": False,
+                **security_conf(settings),
             }
         )
     )

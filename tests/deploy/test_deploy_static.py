@@ -34,6 +34,7 @@ DASHBOARD = DEPLOY / "grafana" / "pgcdc.json"
 RULES = DEPLOY / "prometheus" / "rules.yml"
 PROMETHEUS = DEPLOY / "prometheus" / "prometheus.yml"
 K8S = DEPLOY / "k8s"
+K8S_TLS = K8S / "tls"
 DOCKERFILE = ROOT / "Dockerfile"
 METRICS_PORT = 9187
 CONFIG_PATH = "/etc/pgcdc/config.yaml"
@@ -542,6 +543,15 @@ def test_compose_and_k8s_configs_use_the_same_valid_keys(
         assert config["source"]["user"] == "pgcdc"
 
 
+def _env_value(entry: dict[str, Any]) -> str:
+    """A container env entry's value; from a Secret, a stand-in: a required key holds a
+    value, an optional one may be left empty (as in secret.example.yaml), and an empty
+    secret counts as unset."""
+    if "value" in entry:
+        return str(entry["value"])
+    return "" if entry["valueFrom"]["secretKeyRef"].get("optional") else "from-a-secret"
+
+
 def test_env_vars_are_settings_fields(clean_env: pytest.MonkeyPatch) -> None:
     """Every PGCDC_* variable compose and k8s set names a Settings field (or is
     PGCDC_CONFIG), and the settings load with them set."""
@@ -550,7 +560,7 @@ def test_env_vars_are_settings_fields(clean_env: pytest.MonkeyPatch) -> None:
     for service in pgcdc_services().values():
         env_sets.append({k: str(v) for k, v in service["environment"].items()})
     for container in pod_containers():
-        env_sets.append({e["name"]: e.get("value", "from-a-secret") for e in container["env"]})
+        env_sets.append({e["name"]: _env_value(e) for e in container["env"]})
     assert len(env_sets) == 4  # compose setup + worker, k8s init container + worker
     for env in env_sets:
         assert env.get("PGCDC_CONFIG") == CONFIG_PATH
@@ -689,6 +699,62 @@ def test_k8s_runs_one_non_root_worker() -> None:
     kustomization = load_yaml(K8S / "kustomization.yaml")
     assert "secret.example.yaml" not in kustomization["resources"]
     assert all((K8S / r).is_file() for r in kustomization["resources"])
+
+
+def test_k8s_tls_overlay_mounts_what_its_config_names(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """deploy/k8s/tls: its config sets the base ConfigMap's keys plus TLS ones, all of
+    them settings; every file it names is a key of a Secret that both containers mount
+    there (mode 0440); the password variables are removed (the files replace them); and
+    the config loads, TLS on everywhere, once those files exist."""
+    kustomization = load_yaml(K8S_TLS / "kustomization.yaml")
+    assert kustomization["resources"] == [".."]
+    patches = {}
+    for patch in kustomization["patches"]:
+        doc = load_yaml(K8S_TLS / patch["path"])
+        patches[doc["kind"]] = doc
+    text = patches["ConfigMap"]["data"]["config.yaml"]
+    config = yaml.safe_load(text)
+    assert patches["ConfigMap"]["metadata"]["name"] == "pgcdc-config"
+    assert key_paths(configmap_config()) <= key_paths(config) <= settings_fields()
+    assert not key_paths(config) & {"source.password", "kafka.sasl_password", "registry.basic_auth"}
+    secret_keys = {
+        doc["metadata"]["name"]: set(doc["stringData"])
+        for doc in (
+            load_yaml(K8S / "secret.example.yaml"),
+            load_yaml(K8S_TLS / "secret.example.yaml"),
+        )
+    }
+    pod = patches["Deployment"]["spec"]["template"]["spec"]
+    volumes = {v["name"]: v["secret"] for v in pod["volumes"]}
+    assert {v["defaultMode"] for v in volumes.values()} == {0o440}
+    files = [
+        str(value)
+        for values in config.values()
+        for value in values.values()
+        if str(value).startswith("/etc/pgcdc-")
+    ]
+    assert len(files) == 6  # the CA of each connection, and the three password files
+    for container in [*pod["initContainers"], *pod["containers"]]:
+        deleted = {e["name"] for e in container["env"] if e.get("$patch") == "delete"}
+        assert deleted == {
+            "PGCDC_SOURCE__PASSWORD",
+            "PGCDC_KAFKA__SASL_PASSWORD",
+            "PGCDC_REGISTRY__BASIC_AUTH",
+        }
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        for path in files:
+            directory, name = path.rsplit("/", 1)
+            assert name in secret_keys[volumes[mounts[directory]]["secretName"]], path
+    for path in files:
+        local = tmp_path / path.lstrip("/")
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_text("user:password\n" if path.endswith("basic-auth") else "x\n")
+    settings = load_config_text(text.replace("/etc/", f"{tmp_path}/etc/"), tmp_path)
+    assert settings.source.sslmode == "verify-full"
+    assert settings.kafka.protocol == "SASL_SSL"
+    assert settings.registry.url.startswith("https://")
 
 
 def test_compose_services_are_configured_for_cdc() -> None:

@@ -31,7 +31,9 @@ from typing import Any, cast
 import psycopg2
 from confluent_kafka import Consumer, TopicPartition
 
+from connectors.avro.registry_client import client_conf
 from connectors.kafka.offsets import OffsetRecord, read_last_offset
+from connectors.kafka.security import security_conf
 from connectors.postgres.setup import setup
 from service.config import Settings, load_settings
 
@@ -532,7 +534,8 @@ def read_all(
     missing_ok: bool = False,
 ) -> list[Rec]:
     """Every committed record of `topics`, from the start to the end, as a downstream
-    consumer sees them: `isolation.level=read_committed`, AvroDeserializer. A topic that
+    consumer sees them: `isolation.level=read_committed`, AvroDeserializer, connected with
+    the settings' security options (TLS, SASL, registry CA and basic auth). A topic that
     does not exist is an error, unless `missing_ok` (a worker creates a table's topic with
     its first record, so mid-workload some may not exist yet): then it has no record."""
     from confluent_kafka import KafkaError  # noqa: PLC0415  (only this helper needs it)
@@ -548,9 +551,10 @@ def read_all(
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
+            **security_conf(settings),
         }
     )
-    registry = SchemaRegistryClient({"url": settings.registry.url})
+    registry = SchemaRegistryClient(client_conf(settings))
     deser = AvroDeserializer(registry)
     try:
         parts = []

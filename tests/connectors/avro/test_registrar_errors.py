@@ -5,7 +5,8 @@ one).
 - a 4xx of a registration or of the compatibility setting is raised at once, also
   404 40403 "No content with ID" (Apicurio's orphaned content row: it does not heal by
   retrying, as CI showed for 300 s);
-- 409 is a rejection (RegistryRejectedError), as before.
+- 409 is a rejection (RegistryRejectedError), as before;
+- 401 is RegistryAuthError (fatal), naming registry.basic_auth.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from connectors.avro import plugin
 from connectors.avro.plugin import Registrar
 from service.config import Settings
-from service.errors import RegistryRejectedError
+from service.errors import RegistryAuthError, RegistryRejectedError
 
 SCHEMA = {"type": "record", "name": "X", "fields": [{"name": "a", "type": "int"}]}
 GONE = SchemaRegistryError(404, 40403, "No content with ID '426' was found.")
@@ -77,13 +78,12 @@ _BAD = SchemaRegistryError(400, 40000, "Bad request")
     [
         # other 4xx of a registration
         (_Client(_NOT_FOUND), _NOT_FOUND, 1),
-        (_Client(_UNAUTHORIZED), _UNAUTHORIZED, 1),
         (_Client(_BAD), _BAD, 1),
         (_Client(GONE), GONE, 1),
         # the new subject's compatibility setting
         (_Client(1, compat_error=GONE), GONE, 0),
     ],
-    ids=["404-subject", "401", "400", "40403", "40403-at-compatibility"],
+    ids=["404-subject", "400", "40403", "40403-at-compatibility"],
 )
 def test_other_client_errors_are_raised_at_once(
     client: _Client, error: SchemaRegistryError, registrations: int
@@ -93,6 +93,17 @@ def test_other_client_errors_are_raised_at_once(
         reg.serializer("t", False, SCHEMA)
     assert excinfo.value is error
     assert client.registrations == registrations
+
+
+def test_unauthorized_is_a_fatal_auth_error_at_once() -> None:
+    """A 401 is raised at once as RegistryAuthError naming registry.basic_auth, chained
+    from the registry's error (tests/integration/test_tls_failures.py: a real one)."""
+    client = _Client(_UNAUTHORIZED)
+    with pytest.raises(RegistryAuthError) as excinfo:
+        _registrar(client).serializer("t", False, SCHEMA)
+    assert excinfo.value.field == "registry.basic_auth"
+    assert excinfo.value.__cause__ is _UNAUTHORIZED
+    assert client.registrations == 1
 
 
 def test_incompatible_schema_is_a_rejection() -> None:

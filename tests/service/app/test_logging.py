@@ -188,7 +188,7 @@ def test_settings_secrets_dsn_and_urls_are_masked() -> None:
     configure_logging(LogSettings(format="json"), stream=out)
     settings = Settings(
         source={"password": "pg-secret-1"},
-        kafka={"sasl_password": "kafka-secret-2"},
+        kafka={"sasl_username": "u", "sasl_password": "kafka-secret-2"},
         registry={
             "basic_auth": "u:reg-secret-3",
             "url": "http://u:url-secret-4@reg:8080/apis/ccompat/v7",
