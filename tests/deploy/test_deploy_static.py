@@ -721,10 +721,8 @@ def test_k8s_tls_overlay_mounts_what_its_config_names(
     assert not key_paths(config) & {"source.password", "kafka.sasl_password", "registry.basic_auth"}
     secret_keys = {
         doc["metadata"]["name"]: set(doc["stringData"])
-        for doc in (
-            load_yaml(K8S / "secret.example.yaml"),
-            load_yaml(K8S_TLS / "secret.example.yaml"),
-        )
+        for path in (K8S / "secret.example.yaml", K8S_TLS / "secret.example.yaml")
+        for doc in yaml.safe_load_all(path.read_text())
     }
     pod = patches["Deployment"]["spec"]["template"]["spec"]
     volumes = {v["name"]: v["secret"] for v in pod["volumes"]}
@@ -747,6 +745,16 @@ def test_k8s_tls_overlay_mounts_what_its_config_names(
         for path in files:
             directory, name = path.rsplit("/", 1)
             assert name in secret_keys[volumes[mounts[directory]]["secretName"]], path
+    # setup stays the superuser of pgcdc-setup-secrets; the worker never mounts it
+    (setup,) = pod["initContainers"]
+    override = {e["name"]: e.get("value") for e in setup["env"]}["PGCDC_SOURCE__PASSWORD_FILE"]
+    directory, name = override.rsplit("/", 1)
+    setup_mounts = {m["mountPath"]: m["name"] for m in setup["volumeMounts"]}
+    assert volumes[setup_mounts[directory]]["secretName"] == "pgcdc-setup-secrets"
+    (worker,) = pod["containers"]
+    assert "pgcdc-setup-secrets" not in {
+        volumes[m["name"]]["secretName"] for m in worker["volumeMounts"] if m["name"] in volumes
+    }
     for path in files:
         local = tmp_path / path.lstrip("/")
         local.parent.mkdir(parents=True, exist_ok=True)
