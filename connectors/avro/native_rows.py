@@ -51,8 +51,15 @@ How:
   rejects (a damaged jsonb, inet or bit string, an enum OID without a label: Python
   raises its typed error). A fallback row is encoded entirely by the Python path, never
   mixed.
-- Changes the Python path decides as a whole stay there: an UPDATE carrying an old
-  tuple (a key change or REPLICA IDENTITY FULL: key comparison, headers), a DELETE
+- An UPDATE carrying an old tuple (REPLICA IDENTITY FULL, or a key logged with an
+  external value) is native when both tuples encode and the key did not change: the old
+  tuple's Key record is byte-equal to the new one's (`_encode_update`). Byte equality is
+  the Python path's value comparison (`schema.key_values`) only for key columns whose
+  values compare by their bytes (`EXACT_KEY_TYPES`: no floats, where NaN differs from
+  itself, and no numeric, where 1.0 equals 1.00); a table with another key type leaves
+  such updates to Python. A key change goes to Python as a whole (a DELETE, its
+  tombstone and a CREATE, with the `__debezium.newkey`/`oldkey` headers).
+- Changes the Python path decides as a whole stay there: a key change, a DELETE
   without an old tuple, snapshot reads, rows not decoded from WAL, transactions without
   a commit time.
 - The Envelope is concatenated (an Avro record is its fields in order): the
@@ -149,6 +156,14 @@ FieldKind = tuple[str, int, int, int]  # kind, scale, precision, attlen of the s
 # An array's element: kind, scale, precision, the type OID its header names, typlen,
 # typalign in bytes.
 ElemSpec = tuple[str, int, int, int, int, int]
+
+
+# Key column types whose Python values are equal exactly when their Avro encodings are
+# (`_encode_update`): bool, bytea, "char", name, int8, int2, int4, text, oid, bpchar,
+# varchar, date, time, timestamp, timestamptz, uuid.
+EXACT_KEY_TYPES = frozenset(
+    {16, 17, 18, 19, 20, 21, 23, 25, 26, 1042, 1043, 1082, 1083, 1114, 1184, 2950}
+)
 
 
 def _noop_warn(event: str, column: str) -> None:
@@ -391,7 +406,7 @@ def _op_code(op: ChangeOp) -> str:
 class _Entry:
     """A `_Table`'s compiled native plan (or why it has none) and its headers."""
 
-    __slots__ = ("key_header", "plan", "reason", "table", "value_header", "want_key")
+    __slots__ = ("key_exact", "key_header", "plan", "reason", "table", "value_header", "want_key")
 
     def __init__(self, table: TableDef, plan: Any | None, reason: str, t: _Table) -> None:
         self.table = table
@@ -400,6 +415,9 @@ class _Entry:
         self.value_header = _header(t.value)
         self.key_header = _header(t.key) if t.key is not None else None
         self.want_key = t.key is not None and t.key_of is not None
+        types = {c.name: c.type_oid for c in table.columns if not c.dropped}
+        # An UPDATE's old and new Key records compare by their bytes (`_encode_update`).
+        self.key_exact = all(types.get(p.column) in EXACT_KEY_TYPES for p in t.plan.key_fields)
 
 
 class _Hot:
@@ -703,15 +721,16 @@ class NativeRows:
         """(op, key, value) of `change`'s event, written by the native encoder and
         counted in its transaction (BEGIN written first if it is the first event); None,
         having done nothing, when the change is the Python path's."""
+        if not txn.commit_time or isinstance(ctx.state.get("snapshot"), str):
+            return None
+        if change.op is ChangeOp.UPDATE and change.old is not None:
+            return self._encode_update(ctx, txn, t, change)
         row = _encoded_row(change)
-        if type(row) is not DecodedRow or not txn.commit_time:
+        if type(row) is not DecodedRow:
             return None
-        if isinstance(ctx.state.get("snapshot"), str):
-            return None
-        p = self.plugin
         lsn = change.lsn
         hot = self._hot_of(txn, t, change.relation, row.table, lsn)
-        st, entry = hot.st, hot.entry
+        entry = hot.entry
         plan = entry.plan
         if plan is None:
             return None
@@ -725,20 +744,83 @@ class NativeRows:
             return None
         record, key_record = out
         self.native += 1
+        code = _op_code(change.op)
+        deleting = code == "d"
+        before, after = (record, None) if deleting else (None, record)
+        return (code, *self._wrap(ctx, hot, before, after, key_record, lsn, code))
+
+    def _encode_update(
+        self, ctx: PluginContext, txn: TxnInfo, t: _Table, change: RowChange
+    ) -> tuple[str, bytes | None, bytes] | None:
+        """(op "u", key, value) of an UPDATE that carries its old tuple, both tuples
+        encoded natively; None, having done nothing, when either is the Python path's
+        (a fallback row, a key type not compared by bytes) or the key changed (the
+        Python path writes a DELETE and a CREATE). The old tuple is the event's
+        `before` unless it is only the old key (`old_is_key`: before is null)."""
+        new, old = change.new, change.old
+        if type(new) is not DecodedRow or type(old) is not DecodedRow:
+            return None
+        if old.table is not new.table:
+            self.fallbacks["old tuple of another definition"] += 1
+            return None
+        lsn = change.lsn
+        hot = self._hot_of(txn, t, change.relation, new.table, lsn)
+        entry = hot.entry
+        plan = entry.plan
+        if plan is None:
+            return None
+        want_key = entry.want_key
+        if want_key and not entry.key_exact:
+            self.fallbacks["update key compared in Python"] += 1
+            return None
+        raw = new.raw
+        out = plan.encode(
+            raw.natts, raw.infomask, raw.hoff, raw.data, lsn, want_key, new.toast or None
+        )
+        if type(out) is str:
+            self.fallbacks[out] += 1
+            return None
+        raw = old.raw
+        old_out = plan.encode(
+            raw.natts, raw.infomask, raw.hoff, raw.data, lsn, want_key, old.toast or None
+        )
+        if type(old_out) is str:
+            self.fallbacks[old_out] += 1
+            return None
+        record, key_record = out
+        if old_out[1] != key_record:
+            self.fallbacks["update changes the key"] += 1
+            return None
+        before = None if change.old_is_key else old_out[0]
+        self.native += 1
+        return ("u", *self._wrap(ctx, hot, before, record, key_record, lsn, "u"))
+
+    def _wrap(
+        self,
+        ctx: PluginContext,
+        hot: _Hot,
+        before: bytes | None,
+        after: bytes | None,
+        key_record: bytes | None,
+        lsn: int,
+        code: str,
+    ) -> tuple[bytes | None, bytes]:
+        """(key, value) of one event of `hot`'s table: the Envelope around the encoded
+        `before` and `after` records, counted in its transaction (BEGIN first if it is
+        the first event)."""
+        p, st, entry = self.plugin, hot.st, hot.entry
         key_header = entry.key_header
         key = None if key_record is None or key_header is None else key_header + key_record
         if not st.began:
             p._begin_once(ctx, st, lsn)
-        total, order = p._order(st, t.collection)
+        total, order = p._order(st, hot.t.collection)
         parts = hot.parts
         assert parts is not None  # built whenever the entry has a plan
         head, sequence_head, mid, tail, block_head = parts
-        code = _op_code(change.op)
-        deleting = code == "d"
         value = self._envelope(
             entry.value_header,
-            record if deleting else None,
-            None if deleting else record,
+            before,
+            after,
             head,
             sequence_head,
             lsn,
@@ -750,7 +832,7 @@ class NativeRows:
             code,
             self._clock(),
         )
-        return code, key, value
+        return key, value
 
     def transaction_record(
         self,

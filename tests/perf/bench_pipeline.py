@@ -4,7 +4,9 @@ One table in a fresh database on a real server (`--table narrow`: int key, int, 
 numeric(12,2), timestamptz; `--table typed`: int key, jsonb, text[], tstzrange, inet,
 interval, timetz, money, bit(8), macaddr; `--table toast`: int key, text, and a 5-8 KB
 jsonb document stored out of line), two workloads: one transaction of `--rows`
-rows, and `--txns` transactions of `--txn-rows` rows. For each, over the same WAL:
+rows, and `--txns` transactions of `--txn-rows` rows; `--change update`/`delete` makes
+them update or delete rows inserted before (`-full`: with REPLICA IDENTITY FULL). For
+each, over the same WAL:
 
 - pgcdc with the text plugin (`include-xids` off), from the WAL files in pg_wal to
   output lines: reader, decoder, reorder buffer, schema history, row decoding, type
@@ -32,6 +34,7 @@ SHA-256) against test_decoding's. The garbage collector is set as `pgcdc run` se
         [--rows 200000]
         [--txns 20] [--txn-rows 10000] [--repeat 1] [--only text,avro,reader,pg,pgoutput]
         [--impl python,native] [--profile text|avro] [--gc worker|default]
+        [--change insert|update|update-full|delete|delete-full]
 
 The services must be up (`python deploy/local/services.py up pg15 registry`).
 """
@@ -106,6 +109,16 @@ TOAST_INSERT = (
     "(SELECT string_agg(md5((g * 1000 + k)::text), ' ') FROM generate_series(1, 150 + g % 90) k))"
     " FROM generate_series({lo}, {hi}) g"
 )
+# --change: what the measured statements do to the rows (insert: they write them; the
+# others change rows inserted before the slot, outside the measured WAL).
+UPDATES = {
+    "narrow": "UPDATE bench SET n = n + 1 WHERE id BETWEEN {lo} AND {hi}",
+    "typed": "UPDATE bench SET dur = dur + interval '1 s' WHERE id BETWEEN {lo} AND {hi}",
+    "toast": "UPDATE bench SET title = title || '!' WHERE id BETWEEN {lo} AND {hi}",
+}
+DELETE = "DELETE FROM bench WHERE id BETWEEN {lo} AND {hi}"
+CHANGE = "insert"  # --change
+CHANGED = ""  # the UPDATE of --table
 OPTIONS = {"include-xids": "0"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -143,11 +156,16 @@ def _lsn(cur: Any, sql: str) -> int:
 def make_workload(
     pg: dict[str, Any], dsn: str, name: str, txns: int, per_txn: int, first_id: int
 ) -> Workload:
-    """A test_decoding slot, a forced RUNNING_XACTS, then `txns` inserts of `per_txn`."""
+    """A test_decoding slot, a forced RUNNING_XACTS, then `txns` statements of `per_txn`
+    rows each: inserts, or (--change) updates or deletes of rows inserted before the
+    slot."""
     conn = psycopg2.connect(dsn)
     conn.autocommit = True
     slot = f"bench_{uuid.uuid4().hex[:10]}"
     with conn.cursor() as cur:
+        if CHANGE != "insert":
+            cur.execute(INSERT.format(lo=first_id, hi=first_id + txns * per_txn - 1))
+            cur.execute("CHECKPOINT")  # their pages' images before the slot, not inside
         cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (slot,))
         cur.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot + "_po",))
         # pgcdc reads from the slot's restart LSN and emits from its consistent point, so
@@ -164,7 +182,8 @@ def make_workload(
         force_running_xacts(dsn, int(pg["version"]))
         for t in range(txns):
             lo = first_id + t * per_txn
-            cur.execute(INSERT.format(lo=lo, hi=lo + per_txn - 1))
+            statement = {"insert": INSERT, "delete": DELETE}.get(CHANGE, CHANGED)
+            cur.execute(statement.format(lo=lo, hi=lo + per_txn - 1))
         end = _lsn(cur, "SELECT pg_current_wal_lsn()")
     conn.close()
     return Workload(name, txns * per_txn, start, consistent, end, slot, slot + "_po")
@@ -376,6 +395,13 @@ def main() -> int:
         " per row, stored out of line",
     )
     parser.add_argument(
+        "--change",
+        choices=["insert", "update", "update-full", "delete", "delete-full"],
+        default="insert",
+        help="what the measured statements do: insert rows, or update or delete rows"
+        " inserted before (the -full ones with REPLICA IDENTITY FULL: old rows logged whole)",
+    )
+    parser.add_argument(
         "--impl", default="python,native", help="PGCDC_IMPL values to run pgcdc under, in turn"
     )
     parser.add_argument(
@@ -385,7 +411,8 @@ def main() -> int:
         help="print a cProfile of one run of this plugin per workload",
     )
     args = parser.parse_args()
-    global TABLE, INSERT  # the workload's table, as --table picks it
+    global TABLE, INSERT, CHANGE, CHANGED  # the workload's table and statements
+    CHANGE, CHANGED = args.change.removesuffix("-full"), UPDATES[args.table]
     if args.table == "typed":
         TABLE, INSERT = TYPED_TABLE, TYPED_INSERT
     elif args.table == "toast":
@@ -421,6 +448,8 @@ def main() -> int:
         conn = psycopg2.connect(dsn)
         conn.autocommit = True
         conn.cursor().execute(TABLE)
+        if args.change.endswith("-full"):
+            conn.cursor().execute("ALTER TABLE bench REPLICA IDENTITY FULL")
         conn.cursor().execute("CREATE PUBLICATION bench_pub FOR TABLE bench")
         conn.close()
         t0 = time.monotonic()
@@ -437,7 +466,7 @@ def main() -> int:
         )
         shape = TABLE.split("(", 1)[1].split(") WITH")[0]
         print(
-            f"PostgreSQL {pg['version']}, table bench({shape}); "
+            f"PostgreSQL {pg['version']}, table bench({shape}), {args.change}; "
             f"workloads written in {time.monotonic() - t0:.1f} s; "
             f"rows/s on CPU time, best of {args.repeat}"
         )

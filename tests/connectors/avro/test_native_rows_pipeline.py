@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import tempfile
 import uuid
+from collections import Counter
 from typing import Any
 
 import psycopg2
@@ -69,6 +70,11 @@ CREATE TABLE n_full (id int4, v text);
 ALTER TABLE n_full REPLICA IDENTITY FULL;
 CREATE TABLE n_full_default (id int4, v text);
 ALTER TABLE n_full_default REPLICA IDENTITY FULL;
+CREATE TABLE n_full_key (id int4 PRIMARY KEY, v text, big text);
+ALTER TABLE n_full_key REPLICA IDENTITY FULL;
+ALTER TABLE n_full_key ALTER COLUMN big SET STORAGE MAIN;
+CREATE TABLE n_full_float (id float8 PRIMARY KEY, v text);
+ALTER TABLE n_full_float REPLICA IDENTITY FULL;
 CREATE TYPE n_inner AS (a int4);
 CREATE TYPE n_pair AS (a int4, b text, c n_inner);
 CREATE TYPE n_simple AS (a int4, b text, d date);
@@ -274,6 +280,21 @@ WORKLOAD = [
     "ALTER TABLE n_full_default ADD COLUMN added int4 DEFAULT 7",
     "DELETE FROM n_full WHERE id <= 5",
     "DELETE FROM n_full_default WHERE id <= 5",
+    # REPLICA IDENTITY FULL updates: of tuples older than ADD COLUMN (without a default:
+    # native; with one: the Python fallback), then of tuples with every attribute
+    "UPDATE n_full SET v = v || '!' WHERE id > 5",
+    "UPDATE n_full_default SET v = v || '!' WHERE id > 5",
+    "UPDATE n_full SET added = id WHERE id > 7",
+    # ... with a key: unchanged (native; a compressed inline value on both sides), a
+    # key change (Python: DELETE, tombstone, CREATE), and a float key (Python compares)
+    "INSERT INTO n_full_key SELECT g, 'v' || g, repeat('z', 3000 + g) FROM generate_series(1, 6) g",
+    "UPDATE n_full_key SET v = v || '?' WHERE id <= 4",
+    "UPDATE n_full_key SET id = 100 WHERE id = 5",
+    "BEGIN; UPDATE n_full_key SET v = NULL WHERE id = 6;"
+    " UPDATE n_full_key SET id = 101 WHERE id = 1;"
+    " UPDATE n_full_key SET big = 'small' WHERE id = 2; COMMIT",
+    "INSERT INTO n_full_float VALUES (1.5, 'a'), ('NaN', 'nan')",
+    "UPDATE n_full_float SET v = v || '!'",
     *_MORE_ROWS,
     # a composite table (no native plan) interleaved with native rows in one transaction
     """BEGIN; INSERT INTO n_python VALUES (1, '(1,x,"(1)")');
@@ -355,6 +376,15 @@ def test_native_rows_equal_python_and_reference(
     native = native_row_core() is not None
     groups: list[tuple[str, int, int]] = []  # NativeRows._group: (table, rows, result)
     group = NativeRows._group
+    updates: list[tuple[str, bool]] = []  # NativeRows._encode_update: (table, native)
+    encode_update = NativeRows._encode_update
+
+    def counted_update(self: NativeRows, *args: Any) -> Any:
+        out = encode_update(self, *args)
+        updates.append((args[2].plan.topic.rsplit(".", 1)[-1], out is not None))
+        return out
+
+    monkeypatch.setattr(NativeRows, "_encode_update", counted_update)
 
     def counted(self: NativeRows, *args: Any) -> int:
         done = group(self, *args)
@@ -460,6 +490,8 @@ def test_native_rows_equal_python_and_reference(
             "n_keyed",
             "n_full",
             "n_full_default",
+            "n_full_key",
+            "n_full_float",
             "n_python",
             "n_more",
             "n_arr",
@@ -512,7 +544,20 @@ def test_native_rows_equal_python_and_reference(
                 "attribute missing with a default",
                 "float4 NaN",
                 "numeric Python decides",
+                "update changes the key",
+                "update key compared in Python",
             } <= reasons, counts.fallbacks
+            # UPDATEs with their old tuple (REPLICA IDENTITY FULL): native unless the key
+            # changed, a float key, or an old tuple missing an attribute with a default.
+            native_updates = Counter(table for table, done in updates if done)
+            python_updates = Counter(table for table, done in updates if not done)
+            assert native_updates == {"n_full": 5 + 3, "n_full_key": 4 + 2}, native_updates
+            assert python_updates == {
+                "n_all": 1,  # the key change of the first workload
+                "n_full_default": 5,
+                "n_full_key": 2,
+                "n_full_float": 2,
+            }, python_updates
     finally:
         drop_subjects(registry, seen)
         conn = psycopg2.connect(dsn)
