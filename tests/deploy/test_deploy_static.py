@@ -784,7 +784,8 @@ def test_compose_services_are_configured_for_cdc() -> None:
     assert postgres["environment"]["PGCDC_DB_USER"] == config["source"]["user"]
     assert 'role="${PGCDC_DB_USER:-pgcdc}"' in script
     assert 'CREATE ROLE :"role" WITH LOGIN REPLICATION' in script
-    assert 'echo "host replication $role all scram-sha-256"' in script
+    assert 'echo "$hba replication $role all scram-sha-256"' in script
+    assert 'case "${PGCDC_HBA_HOSTSSL:-off}" in' in script and "off) hba=host ;;" in script
     assert postgres["environment"]["POSTGRES_DB"] == config["source"]["dbname"]
     worker_env = services["pgcdc"]["environment"]
     assert postgres["environment"]["PGCDC_DB_PASSWORD"] == worker_env["PGCDC_SOURCE__PASSWORD"]
