@@ -273,7 +273,8 @@ def test_make_demo_tls_writes_every_file_the_override_names(tmp_path: Path) -> N
     compose file mounts or declares as a secret; the servers' certificate verifies
     against its CA for each service name; Kafka's keystore opens with its password; the
     registry's users file sets what svc_tls's tls-registry sets, with the password of
-    registry-basic-auth; and a second run refuses to overwrite."""
+    registry-basic-auth; the kafka image finds the keystore files and JAAS file its SSL
+    and SASL setup wants; and a second run refuses to overwrite."""
     script = DEPLOY / "make-demo-tls.sh"
     run = subprocess.run([str(script), str(tmp_path)], capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stderr
@@ -315,6 +316,20 @@ def test_make_demo_tls_writes_every_file_the_override_names(tmp_path: Path) -> N
         assert f"{prop.replace(user, '{REGISTRY_USER}')}={value}" in svc_tls, prop
     env = doc["services"]["registry"]["environment"]
     assert env["QUARKUS_CONFIG_LOCATIONS"] in compose_mounts("registry", tmp_path)
+    # The kafka image's configure script, for advertised SSL listeners: these files in
+    # /etc/kafka/secrets, and KAFKA_OPTS set (here: the JAAS file, shipped).
+    kafka_env, kafka_mounts = (
+        doc["services"]["kafka"]["environment"],
+        compose_mounts("kafka", tmp_path),
+    )
+    for var in (
+        "KAFKA_SSL_KEYSTORE_FILENAME",
+        "KAFKA_SSL_KEYSTORE_CREDENTIALS",
+        "KAFKA_SSL_KEY_CREDENTIALS",
+    ):
+        assert (kafka_mounts["/etc/kafka/secrets"] / kafka_env[var]).is_file(), var
+    jaas = kafka_env["KAFKA_OPTS"].removeprefix("-Djava.security.auth.login.config=")
+    assert "ScramLoginModule required;" in kafka_mounts[jaas].read_text()
     again = subprocess.run(
         [str(script), str(tmp_path)], capture_output=True, text=True, check=False
     )
