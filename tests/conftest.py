@@ -9,7 +9,9 @@ transactions of other databases) are left out of the distributed pass; `.ci/run`
 them afterwards with nothing else of the suite beside them, in two lanes at once: the
 fault-instance tests (tests/faults, tests/deploy: no fault test writes to a shared
 PostgreSQL) and, one pass after another, the shared-server-state tests and the Python
-reference's differential tests.
+reference's differential tests. The tests that start and stop the TLS instances
+(tests/integration/test_tls*, tests/deploy/test_topology_tls.py) all run in the second
+lane, one file after another, never two at once.
 """
 
 from __future__ import annotations

@@ -735,11 +735,14 @@ def test_k8s_tls_overlay_mounts_what_its_config_names(
     ]
     assert len(files) == 6  # the CA of each connection, and the three password files
     for container in [*pod["initContainers"], *pod["containers"]]:
+        # Each password variable the base container has (setup: only its superuser's).
         deleted = {e["name"] for e in container["env"] if e.get("$patch") == "delete"}
         assert deleted == {
-            "PGCDC_SOURCE__PASSWORD",
-            "PGCDC_KAFKA__SASL_PASSWORD",
-            "PGCDC_REGISTRY__BASIC_AUTH",
+            e["name"]
+            for base in pod_containers()
+            if base["name"] == container["name"]
+            for e in base["env"]
+            if "PASSWORD" in e["name"] or "BASIC_AUTH" in e["name"]
         }
         mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
         for path in files:
@@ -784,7 +787,8 @@ def test_compose_services_are_configured_for_cdc() -> None:
     assert postgres["environment"]["PGCDC_DB_USER"] == config["source"]["user"]
     assert 'role="${PGCDC_DB_USER:-pgcdc}"' in script
     assert 'CREATE ROLE :"role" WITH LOGIN REPLICATION' in script
-    assert 'echo "host replication $role all scram-sha-256"' in script
+    assert 'echo "$hba replication $role all scram-sha-256"' in script
+    assert 'case "${PGCDC_HBA_HOSTSSL:-off}" in' in script and "off) hba=host ;;" in script
     assert postgres["environment"]["POSTGRES_DB"] == config["source"]["dbname"]
     worker_env = services["pgcdc"]["environment"]
     assert postgres["environment"]["PGCDC_DB_PASSWORD"] == worker_env["PGCDC_SOURCE__PASSWORD"]

@@ -26,6 +26,7 @@ from tests.deploy.topology_support import (
     Deployment,
     ImageTree,
     Mapping,
+    check_role,
     compose_env,
     compose_service,
     dockerfile_final_stage,
@@ -33,12 +34,11 @@ from tests.deploy.topology_support import (
     k8s_config,
     k8s_container,
     k8s_env,
+    publishes_and_stops,
     pyproject,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-INSERTED = ("Grace Hopper", "Barbara Liskov", "Frances Allen")
 
 
 @pytest.fixture(scope="module")
@@ -88,73 +88,6 @@ def test_the_image_is_what_the_topology_test_runs(image: ImageTree) -> None:
     assert {n.split("/")[0] for n in names} == {*packages, "schemas"}
 
 
-def _check_role(d: Deployment, version: int) -> None:
-    """The init script's role has the worker's privileges of `version` and no more,
-    and a SCRAM password."""
-    m = d.mapping
-    ((sup, repl, login, createdb, createrole, bypassrls, scram),) = d.sql(
-        "SELECT rolsuper, rolreplication, rolcanlogin, rolcreatedb, rolcreaterole,"
-        " rolbypassrls, rolpassword LIKE 'SCRAM-SHA-256$%%' FROM pg_authid WHERE rolname = %s",
-        (m.role,),
-    )
-    assert (sup, repl, login, createdb, createrole, bypassrls) == (
-        False,
-        True,
-        True,
-        False,
-        False,
-        False,
-    )
-    assert scram
-    member_of = {
-        r[0]
-        for r in d.sql(
-            "SELECT g.rolname FROM pg_auth_members a JOIN pg_roles g ON g.oid = a.roleid"
-            " JOIN pg_roles u ON u.oid = a.member WHERE u.rolname = %s",
-            (m.role,),
-        )
-    }
-    assert member_of == (
-        {"pg_read_all_data", "pg_checkpoint"} if version == 15 else {"pg_read_all_data"}
-    )
-    ((create_db, log_snapshot),) = d.sql(
-        "SELECT has_database_privilege(%s, current_database(), 'CREATE'),"
-        " (SELECT has_function_privilege(%s, p.oid, 'EXECUTE') FROM pg_proc p"
-        "  WHERE p.proname = 'pg_log_standby_snapshot')",
-        (m.role, m.role),
-    )
-    assert not create_db
-    assert log_snapshot is (None if version == 15 else True)
-    hba = (m.pgdata / "pg_hba.conf").read_text().splitlines()
-    assert hba[-1] == f"host replication {m.role} all scram-sha-256"
-
-
-def _publishes_and_stops(d: Deployment, worker_args: list[str], worker_env: dict[str, str]) -> None:
-    """Start the worker, see the init script's rows and later inserts in Kafka, check
-    the healthcheck and that the slot is held by the worker's role, SIGTERM: exit 0."""
-    m = d.mapping
-    worker = d.start(worker_args, worker_env)
-    worker.wait_ready(90)
-    assert d.healthz(worker) == 200
-    ((holder,),) = d.sql(
-        "SELECT a.usename FROM pg_replication_slots s"
-        " JOIN pg_stat_activity a ON a.pid = s.active_pid WHERE s.slot_name = %s",
-        (m.slot,),
-    )
-    assert holder == m.role
-    for name in INSERTED:
-        d.sql("INSERT INTO public.customers (name) VALUES (%s)", (name,))
-    records = d.read_topic("customers", 5)
-    ops = [(r.value["op"], r.value["after"]["name"]) for r in records]
-    assert ops == [
-        ("r", "Ada Lovelace"),
-        ("r", "Edgar Codd"),
-        *(("c", name) for name in INSERTED),
-    ], worker.tail()
-    assert worker.terminate(60) == 0, worker.tail()
-    assert "Traceback" not in worker.log_text()
-
-
 @pytest.mark.parametrize("deployment", ["pg15", "pg18"], indirect=True)
 def test_compose_topology_publishes_rows(deployment: Deployment) -> None:
     """docker-compose.yml as compose runs it: the postgres service's init script with
@@ -164,7 +97,7 @@ def test_compose_topology_publishes_rows(deployment: Deployment) -> None:
     d, m = deployment, deployment.mapping
     version = int(m.pg["version"])
     d.init_database(compose_env("postgres"))
-    _check_role(d, version)
+    check_role(d, version)
     setup = compose_service("pgcdc-setup")
     worker = compose_service("pgcdc")
     assert "command" not in worker  # the image's CMD
@@ -179,7 +112,7 @@ def test_compose_topology_publishes_rows(deployment: Deployment) -> None:
     report = json.loads(d.run_once(setup["command"], compose_env("pgcdc-setup")))
     assert report["slot_created"] and report["ddl_capture_installed"], report
     assert report["server_version"] == version
-    _publishes_and_stops(d, image_json("CMD"), compose_env("pgcdc"))
+    publishes_and_stops(d, image_json("CMD"), compose_env("pgcdc"))
 
 
 @pytest.mark.parametrize("deployment", ["pg15", "pg18"], indirect=True)
@@ -195,7 +128,7 @@ def test_k8s_topology_publishes_rows(deployment: Deployment) -> None:
     d.init_database(
         {"POSTGRES_DB": "app", "PGCDC_DB_PASSWORD": worker_env["PGCDC_SOURCE__PASSWORD"]}
     )
-    _check_role(d, version)
+    check_role(d, version)
     m.config(
         k8s_config(),
         "postgres.database.svc.cluster.local",
@@ -205,4 +138,4 @@ def test_k8s_topology_publishes_rows(deployment: Deployment) -> None:
     setup = k8s_container("setup")
     report = json.loads(d.run_once(setup["args"], k8s_env(setup)))
     assert report["slot_created"] and report["ddl_capture_installed"], report
-    _publishes_and_stops(d, worker["args"], worker_env)
+    publishes_and_stops(d, worker["args"], worker_env)

@@ -39,6 +39,23 @@ The shared servers trust loopback connections, so the passwords (a SCRAM one for
 role, set by the init script) are sent and not checked. Everything created is dropped
 by `Deployment.drop`: the worker killed if still running, the slot, the database, the
 role (server-wide, hence unique).
+
+The TLS variants (tests/deploy/test_topology_tls.py) run the same against the TLS-only
+instances of deploy/local/svc_tls.py, which check every password:
+
+- compose: docker-compose.yml with docker-compose.tls.yml over it, merged as compose
+  merges files (overlay_support.py's `compose_merge`: the rules those files use); the
+  containers' files (`mounts`: a service's bind mounts and compose secrets, at
+  /run/secrets/<target>) are the test's, made as make-demo-tls.sh would lay them out
+  but holding the TLS instances' CA and passwords; `endpoints` maps the engine's
+  `kafka:9094` and `https://registry:8443/...` in the environment to the TLS instances;
+- k8s: deploy/k8s/tls built as kustomize builds it (overlay_support.py's `kustomize`:
+  its resources, then its patches by strategic merge: the rules those patches use),
+  each Secret a directory holding one file per key, as the kubelet projects it;
+- the init script's `$PGDATA/pg_hba.conf` is then `IMAGE_PG_HBA`, what the postgres
+  image leaves there, so that its hostssl rewrite has lines to rewrite;
+- every connection of the test's own (SQL, the init script's psql, the readers) uses
+  TLS with the instance's CA and password.
 """
 
 from __future__ import annotations
@@ -58,6 +75,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg2
+import psycopg2.extensions
 import yaml
 
 from service.config import Settings, load_settings
@@ -72,6 +90,20 @@ INIT_DIR = DEPLOY / "postgres" / "init"
 CONFIG_PATH = "/etc/pgcdc/config.yaml"  # where compose and k8s mount the config
 STATE_ROOT = "/var/lib/pgcdc"  # the image's WORKDIR and home, the state volume
 POSTGRES_IMAGE_USER = "postgres"  # the postgres image's POSTGRES_USER default
+# What the postgres image leaves in pg_hba.conf before its init scripts run: initdb's
+# (trust for the socket and loopback, which the image's initdb is not told otherwise) and
+# the line its entrypoint appends for every other address (POSTGRES_HOST_AUTH_METHOD's
+# default with a password, scram-sha-256).
+IMAGE_PG_HBA = """\
+local   all             all                                     trust
+host    all             all             127.0.0.1/32            trust
+host    all             all             ::1/128                 trust
+local   replication     all                                     trust
+host    replication     all             127.0.0.1/32            trust
+host    replication     all             ::1/128                 trust
+
+host all all all scram-sha-256
+"""
 
 # --- the files ---------------------------------------------------------------------------
 
@@ -154,10 +186,13 @@ def k8s_container(name: str) -> dict[str, Any]:
     raise AssertionError(f"no container {name} in deployment.yaml")
 
 
-def k8s_env(container: dict[str, Any]) -> dict[str, str]:
+def k8s_env(
+    container: dict[str, Any], secrets: dict[tuple[str, str], str] | None = None
+) -> dict[str, str]:
     """The container's environment as the kubelet sets it: values, and secretKeyRefs
-    from the Secrets (an optional key that is present is set, even when empty)."""
-    secrets = k8s_secret_values()
+    from the Secrets (`secrets`, by default secret.example.yaml's; an optional key that
+    is present is set, even when empty)."""
+    secrets = k8s_secret_values() if secrets is None else secrets
     env = {}
     for entry in container["env"]:
         if "value" in entry:
@@ -176,6 +211,14 @@ def k8s_config() -> dict[str, Any]:
     (configmap,) = k8s_docs("configmap.yaml")
     doc: dict[str, Any] = yaml.safe_load(configmap["data"]["config.yaml"])
     return doc
+
+
+def mapped(value: str, mounts: dict[str, Path]) -> str:
+    """`value`, a container path under one of `mounts`, as the host's path; else as is."""
+    for target in sorted(mounts, key=len, reverse=True):
+        if value == target or value.startswith(target.rstrip("/") + "/"):
+            return str(mounts[target]) + value[len(target) :]
+    return value
 
 
 # --- the image ---------------------------------------------------------------------------
@@ -233,6 +276,12 @@ class Mapping:
     registry: dict[str, Any]
     base: Path  # the test's directory
     name: str = field(default_factory=lambda: unique("topo"))
+    # TLS variants: the engine's endpoints named in the environment -> the instances'
+    # (exact values), the listener the config's Kafka endpoint maps to, and the readers'
+    # security settings (`settings`).
+    endpoints: dict[str, str] = field(default_factory=dict)
+    kafka_listener: str = "bootstrap"
+    reader: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.db = self.role = self.slot = self.prefix = self.name
@@ -249,10 +298,22 @@ class Mapping:
         text = text.replace(STATE_ROOT, str(self.state_root))
         return text
 
-    def config(self, shipped: dict[str, Any], host: str, kafka: str, registry: str) -> Path:
+    def config(
+        self,
+        shipped: dict[str, Any],
+        host: str,
+        kafka: str,
+        registry: str,
+        mounts: dict[str, Path] | None = None,
+    ) -> Path:
         """The shipped config with the engine's endpoints and the shared names mapped;
-        `host`, `kafka`, `registry`: the endpoints it is expected to name."""
+        `host`, `kafka`, `registry`: the endpoints it is expected to name; the paths it
+        names under `mounts` mapped to theirs."""
         doc = json.loads(json.dumps(shipped))
+        for values in doc.values():
+            for key, value in values.items():
+                if isinstance(value, str):
+                    values[key] = mapped(value, mounts or {})
         source = doc["source"]
         assert (source["host"], source["port"]) == (host, 5432)
         assert (source["dbname"], source["user"], source["slot"]) == ("app", "pgcdc", "pgcdc")
@@ -260,7 +321,9 @@ class Mapping:
         source.update(user=self.role, slot=self.slot)
         assert doc["kafka"]["bootstrap_servers"] == kafka
         assert doc["kafka"]["topic_prefix"] == "pgcdc"
-        doc["kafka"].update(bootstrap_servers=self.kafka["bootstrap"], topic_prefix=self.prefix)
+        doc["kafka"].update(
+            bootstrap_servers=self.kafka[self.kafka_listener], topic_prefix=self.prefix
+        )
         path = registry.split("/", 3)[3]
         assert self.registry["url"].endswith("/" + path), (registry, self.registry["url"])
         doc["registry"]["url"] = self.registry["url"]
@@ -272,14 +335,15 @@ class Mapping:
 
     def settings(self) -> Settings:
         """What a consumer needs to read the topics back."""
+        kafka = {"bootstrap_servers": self.kafka["bootstrap"], **self.reader.get("kafka", {})}
         return load_settings(
-            kafka={"bootstrap_servers": self.kafka["bootstrap"], "topic_prefix": self.prefix},
-            registry={"url": self.registry["url"]},
+            kafka={**kafka, "topic_prefix": self.prefix},
+            registry={"url": self.registry["url"], **self.reader.get("registry", {})},
         )
 
     def admin_dsn(self, dbname: str | None = None) -> str:
-        pg = self.pg
-        return f"host={pg['host']} port={pg['port']} user={pg['user']} dbname={dbname or self.db}"
+        """The instance's superuser DSN (for a TLS one: its password, verify-full)."""
+        return psycopg2.extensions.make_dsn(self.pg["dsn"], dbname=dbname or self.db)
 
 
 # --- running it ---------------------------------------------------------------------------
@@ -303,18 +367,37 @@ class Deployment:
         finally:
             conn.close()
 
-    def init_database(self, postgres_env: dict[str, str]) -> None:
+    def init_database(
+        self,
+        postgres_env: dict[str, str],
+        mounts: dict[str, Path] | None = None,
+        pg_hba: str | None = None,
+    ) -> None:
         """What the postgres image's entrypoint does on an empty data directory: create
         POSTGRES_DB, then run every script of docker-entrypoint-initdb.d in name order
-        with the container's environment (the role's and database's names mapped)."""
+        with the container's environment (the role's and database's names mapped, and
+        the paths under `mounts`). $PGDATA/pg_hba.conf: `pg_hba`, else a copy of the
+        server's. psql connects to the instance as its superuser (for a TLS instance:
+        verify-full, with its password)."""
         m = self.mapping
         assert postgres_env["POSTGRES_DB"] == "app"
         assert postgres_env.get("PGCDC_DB_USER", "pgcdc") == "pgcdc"
         self.sql(f"CREATE DATABASE {m.db}", dbname="postgres")
-        shutil.copy(Path(self.mapping.pg["pgdata"]) / "pg_hba.conf", m.pgdata / "pg_hba.conf")
+        if pg_hba is None:
+            shutil.copy(Path(m.pg["pgdata"]) / "pg_hba.conf", m.pgdata / "pg_hba.conf")
+        else:
+            (m.pgdata / "pg_hba.conf").write_text(pg_hba)
+        libpq = {}
+        if "password_file" in m.pg:
+            libpq = {
+                "PGSSLMODE": "verify-full",
+                "PGSSLROOTCERT": str(m.pg["ca"]),
+                "PGPASSWORD": Path(m.pg["password_file"]).read_text().strip(),
+            }
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("PG", "POSTGRES"))},
-            **postgres_env,
+            **{k: mapped(v, mounts or {}) for k, v in postgres_env.items()},
+            **libpq,
             "POSTGRES_USER": postgres_env.get("POSTGRES_USER", POSTGRES_IMAGE_USER),
             "POSTGRES_DB": m.db,
             "PGCDC_DB_USER": m.role,
@@ -329,9 +412,11 @@ class Deployment:
             )
             assert proc.returncode == 0, f"{script.name}:\n{proc.stdout}\n{proc.stderr}"
 
-    def env(self, container_env: dict[str, str]) -> dict[str, str]:
+    def env(
+        self, container_env: dict[str, str], mounts: dict[str, Path] | None = None
+    ) -> dict[str, str]:
         """The container's process environment: the image's ENV, then the service's,
-        paths mapped, and PYTHONPATH the image tree alone."""
+        paths (and `mounts`) and endpoints mapped, and PYTHONPATH the image tree alone."""
         m = self.mapping
         base = {
             k: v
@@ -339,16 +424,21 @@ class Deployment:
             if not k.startswith(("PGCDC_", "PYTHON", "PG")) and k != "TMPDIR"
         }
         env = {**base, **image_env(), **container_env}
-        env = {k: m.path(v) for k, v in env.items()}
+        env = {k: mapped(m.path(m.endpoints.get(v, v)), mounts or {}) for k, v in env.items()}
         env.update(PYTHONPATH=str(self.image.root), HOME=str(m.state_root), TMPDIR=str(m.tmp))
         return env
 
-    def run_once(self, args: Sequence[str], container_env: dict[str, str]) -> str:
+    def run_once(
+        self,
+        args: Sequence[str],
+        container_env: dict[str, str],
+        mounts: dict[str, Path] | None = None,
+    ) -> str:
         """A one-shot container (setup): its stdout; it must exit 0."""
         argv = [*self.image.console_script(image_json("ENTRYPOINT")[0]), *args]
         proc = subprocess.run(
             [self.mapping.path(a) for a in argv],
-            env=self.env(container_env),
+            env=self.env(container_env, mounts),
             cwd=self.mapping.state_root,
             capture_output=True,
             text=True,
@@ -358,14 +448,19 @@ class Deployment:
         assert proc.returncode == 0, f"{args} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
         return proc.stdout
 
-    def start(self, args: Sequence[str], container_env: dict[str, str]) -> WorkerProcess:
+    def start(
+        self,
+        args: Sequence[str],
+        container_env: dict[str, str],
+        mounts: dict[str, Path] | None = None,
+    ) -> WorkerProcess:
         """A long-running container (the worker); its stdout and stderr go to a log."""
         argv = [*self.image.console_script(image_json("ENTRYPOINT")[0]), *args]
         log_path = self.mapping.base / f"worker-{len(self.workers)}.log"
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
                 [self.mapping.path(a) for a in argv],
-                env=self.env(container_env),
+                env=self.env(container_env, mounts),
                 cwd=self.mapping.state_root,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -411,3 +506,91 @@ class Deployment:
             time.sleep(0.2)
         self.sql(f"DROP DATABASE IF EXISTS {m.db} WITH (FORCE)", dbname="postgres")
         self.sql(f"DROP ROLE IF EXISTS {m.role}", dbname="postgres")
+
+
+# --- what every topology test checks -----------------------------------------------------
+
+INSERTED = ("Grace Hopper", "Barbara Liskov", "Frances Allen")
+
+
+def check_role(d: Deployment, version: int, hba: str = "host") -> None:
+    """The init script's role has the worker's privileges of `version` and no more,
+    a SCRAM password, and its replication line in pg_hba.conf (`hba`: host, hostssl)."""
+    m = d.mapping
+    ((sup, repl, login, createdb, createrole, bypassrls, scram),) = d.sql(
+        "SELECT rolsuper, rolreplication, rolcanlogin, rolcreatedb, rolcreaterole,"
+        " rolbypassrls, rolpassword LIKE 'SCRAM-SHA-256$%%' FROM pg_authid WHERE rolname = %s",
+        (m.role,),
+    )
+    assert (sup, repl, login, createdb, createrole, bypassrls) == (
+        False,
+        True,
+        True,
+        False,
+        False,
+        False,
+    )
+    assert scram
+    member_of = {
+        r[0]
+        for r in d.sql(
+            "SELECT g.rolname FROM pg_auth_members a JOIN pg_roles g ON g.oid = a.roleid"
+            " JOIN pg_roles u ON u.oid = a.member WHERE u.rolname = %s",
+            (m.role,),
+        )
+    }
+    assert member_of == (
+        {"pg_read_all_data", "pg_checkpoint"} if version == 15 else {"pg_read_all_data"}
+    )
+    ((create_db, log_snapshot),) = d.sql(
+        "SELECT has_database_privilege(%s, current_database(), 'CREATE'),"
+        " (SELECT has_function_privilege(%s, p.oid, 'EXECUTE') FROM pg_proc p"
+        "  WHERE p.proname = 'pg_log_standby_snapshot')",
+        (m.role, m.role),
+    )
+    assert not create_db
+    assert log_snapshot is (None if version == 15 else True)
+    lines = (m.pgdata / "pg_hba.conf").read_text().splitlines()
+    assert lines[-1] == f"{hba} replication {m.role} all scram-sha-256"
+
+
+def publishes_and_stops(
+    d: Deployment,
+    worker_args: list[str],
+    worker_env: dict[str, str],
+    mounts: dict[str, Path] | None = None,
+    tls: bool = False,
+) -> None:
+    """Start the worker, see the init script's rows and later inserts in Kafka, check
+    the healthcheck and that the slot is held by the worker's role, SIGTERM: exit 0.
+    With `tls`: every connection of the worker's role, the walsender's and the SQL
+    ones, is encrypted (pg_stat_ssl), while it runs and publishes."""
+    m = d.mapping
+    worker = d.start(worker_args, worker_env, mounts)
+    worker.wait_ready(90)
+    assert d.healthz(worker) == 200
+    ((holder,),) = d.sql(
+        "SELECT a.usename FROM pg_replication_slots s"
+        " JOIN pg_stat_activity a ON a.pid = s.active_pid WHERE s.slot_name = %s",
+        (m.slot,),
+    )
+    assert holder == m.role
+    for name in INSERTED:
+        d.sql("INSERT INTO public.customers (name) VALUES (%s)", (name,))
+    records = d.read_topic("customers", 5)
+    ops = [(r.value["op"], r.value["after"]["name"]) for r in records]
+    assert ops == [
+        ("r", "Ada Lovelace"),
+        ("r", "Edgar Codd"),
+        *(("c", name) for name in INSERTED),
+    ], worker.tail()
+    if tls:
+        connections = d.sql(
+            "SELECT a.backend_type, s.ssl FROM pg_stat_activity a"
+            " JOIN pg_stat_ssl s ON s.pid = a.pid WHERE a.usename = %s",
+            (m.role,),
+        )
+        assert {kind for kind, _ in connections} >= {"walsender", "client backend"}, connections
+        assert all(ssl for _, ssl in connections), connections
+    assert worker.terminate(60) == 0, worker.tail()
+    assert "Traceback" not in worker.log_text()

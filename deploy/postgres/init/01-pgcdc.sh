@@ -15,12 +15,28 @@
 # ordinary ones) and creates a small table to capture.
 #
 # Environment: POSTGRES_USER, POSTGRES_DB and PGDATA (set by the postgres image);
-# PGCDC_DB_PASSWORD (required); PGCDC_DB_USER, the role's name (default pgcdc). psql
-# connects where libpq's defaults say (in the image: the init-time server's socket).
+# PGCDC_DB_PASSWORD, or PGCDC_DB_PASSWORD_FILE naming a file that holds it (a compose
+# secret), one of them, as the image's POSTGRES_PASSWORD(_FILE): an empty value counts as
+# unset; PGCDC_DB_USER, the role's name (default pgcdc); PGCDC_HBA_HOSTSSL, off (default)
+# or on: TCP over TLS only, every `host` line of the image's pg_hba.conf becomes `hostssl`
+# and so does the replication line (docker-compose.tls.yml; the server needs ssl=on).
+# psql connects where libpq's defaults say (in the image: the init-time server's socket).
 set -euo pipefail
 
-: "${PGCDC_DB_PASSWORD:?set PGCDC_DB_PASSWORD}"
+if [ -n "${PGCDC_DB_PASSWORD:-}" ] && [ -n "${PGCDC_DB_PASSWORD_FILE:-}" ]; then
+    echo "both PGCDC_DB_PASSWORD and PGCDC_DB_PASSWORD_FILE are set: keep one" >&2
+    exit 1
+fi
+if [ -n "${PGCDC_DB_PASSWORD_FILE:-}" ]; then
+    PGCDC_DB_PASSWORD="$(< "$PGCDC_DB_PASSWORD_FILE")"
+fi
+: "${PGCDC_DB_PASSWORD:?set PGCDC_DB_PASSWORD or PGCDC_DB_PASSWORD_FILE}"
 role="${PGCDC_DB_USER:-pgcdc}"
+case "${PGCDC_HBA_HOSTSSL:-off}" in
+    off) hba=host ;;
+    on) hba=hostssl ;;
+    *) echo "PGCDC_HBA_HOSTSSL must be on or off, not ${PGCDC_HBA_HOSTSSL}" >&2; exit 1 ;;
+esac
 
 psql -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --dbname "$POSTGRES_DB" \
      -v role="$role" -v pw="$PGCDC_DB_PASSWORD" <<'SQL'
@@ -43,4 +59,9 @@ INSERT INTO public.customers (name, email)
 VALUES ('Ada Lovelace', 'ada@example.org'), ('Edgar Codd', 'ted@example.org');
 SQL
 
-echo "host replication $role all scram-sha-256" >> "$PGDATA/pg_hba.conf"
+if [ "$hba" = hostssl ]; then
+    # initdb's loopback lines and the image's `host all all all ...` alike: a TCP
+    # connection without TLS then matches no line and is refused.
+    sed -i -E 's/^host([[:space:]])/hostssl\1/' "$PGDATA/pg_hba.conf"
+fi
+echo "$hba replication $role all scram-sha-256" >> "$PGDATA/pg_hba.conf"
