@@ -1,7 +1,7 @@
 """The initial data snapshot in one transaction: every existing row of the captured
 tables, read once.
 
-The worker's initial snapshot reads chunks instead (connectors.postgres.chunks,
+The worker's initial snapshot reads chunks instead (connectors.tablesnap.chunks,
 `SharedSnapshotReader`, with the column plans defined here); this single-transaction
 reader remains the reference the tests prove against the WAL path and the server.
 
@@ -60,17 +60,17 @@ connection ones to `SourceUnavailableError`; malformed COPY data is a `DecodeErr
 
 from __future__ import annotations
 
-import struct
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TextIO
 
 import psycopg2.extensions
 import structlog
 
 from connectors.postgres.catalog_types import CatalogTypes
-from service._binary import BE_I16, BE_I32, U32
+from connectors.postgres.copy_binary import CopyRows
+from service._binary import U32
 from service.config import FilterSettings
 from service.errors import DecodeError, UnknownTypeError
 from service.output.api import (
@@ -100,9 +100,6 @@ from service.types.snapshot_rewrites import text_valued
 from service.types.unknown import UnknownTypePolicy
 
 log = structlog.get_logger(__name__)
-
-COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
-_HEADER = struct.Struct(">ii")  # flags, header extension length
 
 
 # --- where rows go -----------------------------------------------------------------------
@@ -280,79 +277,6 @@ class SnapshotProgress:
             f" {self._rows}/{estimate} rows"
         )
         self.terminal.flush()
-
-
-# --- COPY BINARY --------------------------------------------------------------------------
-
-
-class CopyRows:
-    """A file-like target for `copy_expert`: parses COPY BINARY as it arrives.
-
-    Calls `on_row(fields)` per tuple (`None` for NULL, else the send-format bytes).
-    Memory: the unparsed tail only (at most one row plus one network chunk).
-    """
-
-    def __init__(self, ncols: int, on_row: Callable[[list[bytes | None]], None]) -> None:
-        self.ncols = ncols
-        self.on_row = on_row
-        self.rows = 0
-        self.finished = False
-        self._buf = bytearray()
-        self._header = False
-
-    def write(self, data: bytes | memoryview) -> int:
-        if self.finished:
-            raise DecodeError("COPY data after its trailer")
-        self._buf += data
-        self._parse()
-        return len(data)
-
-    def _parse(self) -> None:
-        buf = self._buf
-        pos = 0
-        if not self._header:
-            if len(buf) < len(COPY_SIGNATURE) + _HEADER.size:
-                return
-            if bytes(buf[: len(COPY_SIGNATURE)]) != COPY_SIGNATURE:
-                raise DecodeError("COPY BINARY output does not start with its signature")
-            _flags, ext = _HEADER.unpack_from(buf, len(COPY_SIGNATURE))
-            start = len(COPY_SIGNATURE) + _HEADER.size + ext
-            if len(buf) < start:
-                return
-            pos, self._header = start, True
-        n = len(buf)
-        while pos + 2 <= n:
-            count = BE_I16.unpack_from(buf, pos)[0]
-            if count == -1:
-                self.finished = True
-                pos += 2
-                break
-            if count != self.ncols:
-                raise DecodeError(f"COPY row has {count} fields, expected {self.ncols}")
-            at = pos + 2
-            fields: list[bytes | None] = []
-            for _ in range(count):
-                if at + 4 > n:
-                    break
-                size = BE_I32.unpack_from(buf, at)[0]
-                at += 4
-                if size < 0:
-                    fields.append(None)
-                    continue
-                if at + size > n:
-                    break
-                fields.append(bytes(buf[at : at + size]))
-                at += size
-            if len(fields) < count:
-                break  # the rest of this row is in a later chunk
-            pos = at
-            self.rows += 1
-            self.on_row(fields)
-        del buf[:pos]
-
-    def close(self) -> None:
-        if not self.finished or self._buf:
-            raise DecodeError("COPY BINARY output ended without its trailer")
 
 
 # --- columns -------------------------------------------------------------------------------
