@@ -12,13 +12,11 @@ transactions *not* visible in that snapshot (`SnapBuilder.skip_visible_in`), so 
 read here plus the stream give every row exactly once.
 
 Hands on, through a `RowSink` (normally `PluginEmitter`, the output plugin via its
-wrapper): `begin(snapshot)`, then `row(relation, values)` per row, table after table in
-OID order, then `end()`. `PluginEmitter` makes that one pseudo-transaction
-begin → change(INSERT)* → commit with `ctx.state["snapshot"]` set to Debezium 3.6's
-marker of each row (the Avro plugin then writes op `r`): "last" for the very last row,
-"first" for the very first, "last_in_data_collection" / "first_in_data_collection" for a
-table's last / first row (in that order of precedence, so a one-row table in the middle
-is "last_in_data_collection", as Debezium gives it), "true" for the rest. The
+wrapper): `begin(snapshot, first_table)` (the OID of the first table read, empty or
+not), then `row(relation, values)` per row, table after table in OID order, then `end()`.
+`PluginEmitter` makes that one pseudo-transaction begin → change(INSERT)* → commit with
+`ctx.state["snapshot"]` set to Debezium 3.6's marker of each row
+(service.tablesnap.markers; the Avro plugin then writes op `r`). The
 pseudo-transaction's xid is the snapshot's xmax: the transaction is read only and holds
 no xid of its own, and xmax is the xid Debezium's `txid_current()` in its snapshot
 transaction gets when nothing else starts meanwhile. Its commit time is the clock at
@@ -85,6 +83,7 @@ from service.output.filters import TableFilter
 from service.pgconst import TEXT_ARRAY_OID, TEXT_OID, UNIX_EPOCH_USECS, XML_OID
 from service.schema.history import SchemaHistory
 from service.schema.tabledef import CatalogSnapshot, TableDef
+from service.tablesnap import markers
 from service.types.convert import to_python, to_text
 from service.types.registry import TypeInfo, TypeRegistry
 from service.types.rowdecode import HistoryRows, bytes_text
@@ -108,7 +107,7 @@ log = structlog.get_logger(__name__)
 class RowSink(Protocol):
     """Receiver of the snapshot: begin, row per row, end."""
 
-    def begin(self, snapshot: CatalogSnapshot) -> None: ...
+    def begin(self, snapshot: CatalogSnapshot, first_table: int | None) -> None: ...
 
     def row(self, relation: RelationInfo, values: Sequence[ColumnValue]) -> None: ...
 
@@ -120,8 +119,7 @@ class PluginEmitter:
 
     Holds one row back so that its marker (module docstring) can depend on the row
     after it. `txn.xid` is the snapshot's xmax; every LSN is the snapshot's LSN.
-    `_first` is true until a row has been emitted; `_held_first` says whether the held row
-    is the first of its table.
+    `_held_first` says whether the held row is the first of its table.
     """
 
     def __init__(self, wrapper: PluginWrapper) -> None:
@@ -130,9 +128,9 @@ class PluginEmitter:
         self._txn: TxnInfo | None = None
         self._held: tuple[RelationInfo, Sequence[ColumnValue]] | None = None
         self._held_first = False
-        self._first = True
+        self._first_table: int | None = None  # OID of the snapshot's first table
 
-    def begin(self, snapshot: CatalogSnapshot) -> None:
+    def begin(self, snapshot: CatalogSnapshot, first_table: int | None) -> None:
         self._txn = TxnInfo(
             xid=snapshot.xmax,
             first_lsn=snapshot.lsn,
@@ -141,26 +139,20 @@ class PluginEmitter:
             commit_time=time.time_ns() // 1000 - UNIX_EPOCH_USECS,
             origin=None,
         )
-        self._first = True
-        self.wrapper.ctx.state["snapshot"] = "true"
+        self._first_table = first_table
+        self.wrapper.ctx.state["snapshot"] = markers.TRUE
         self.wrapper.call("begin", snapshot.lsn, self._txn.xid, self._txn)
 
     def _emit(self, *, last_overall: bool, last_in_table: bool) -> None:
         assert self._txn is not None and self._held is not None
         relation, values = self._held
         self._held = None
-        if last_overall:
-            marker = "last"
-        elif self._first:
-            marker = "first"
-        elif last_in_table:
-            marker = "last_in_data_collection"
-        elif self._held_first:
-            marker = "first_in_data_collection"
-        else:
-            marker = "true"
-        self._first = False
-        self.wrapper.ctx.state["snapshot"] = marker
+        self.wrapper.ctx.state["snapshot"] = markers.initial_marker(
+            first_table=relation.oid == self._first_table,
+            first_in_table=self._held_first,
+            last_in_table=last_in_table,
+            last_overall=last_overall,
+        )
         change = RowChange(ChangeOp.INSERT, self._txn.final_lsn, relation, values, None, False)
         self.wrapper.call("change", change.lsn, self._txn.xid, self._txn, change)
         self.rows += 1
@@ -439,7 +431,7 @@ class SnapshotReader:
         progress = self.progress
         if progress is not None:
             progress.start(len(tables))
-        self.sink.begin(snapshot)
+        self.sink.begin(snapshot, tables[0].oid if tables else None)
         for table in tables:
             self._read(
                 cursor, table, relations[table.oid], plans[table.oid], estimates.get(table.oid, 0)

@@ -39,8 +39,10 @@ chunks that are not committed, then plans on: a committed chunk is never read ag
 none is lost.
 
 Markers (source.snapshot): the initial snapshot uses Debezium's `first`,
-`first_in_data_collection`, `true`, `last_in_data_collection`, `last`; on-demand
-snapshots use `incremental`, as Debezium's incremental snapshots do.
+`first_in_data_collection`, `true`, `last_in_data_collection`, `last`, by Debezium's
+rules (service.tablesnap.markers: `first` only in the first table of `state.jobs`,
+whichever reader publishes first; `last` on the last row of the last table with rows);
+on-demand snapshots use `incremental`, as Debezium's incremental snapshots do.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ from service.config import Settings
 from service.errors import PgcdcError
 from service.output.api import ChangeOp, PluginContext, RelationInfo, RowChange, TxnInfo
 from service.output.filters import TableFilter
+from service.tablesnap import markers
 from service.tablesnap.plan import END, Bound, Interval, SnapshotState, TableJob
 from service.tablesnap.watermark import WindowTracker
 from service.types.rowdecode import RowRun
@@ -166,7 +169,6 @@ class Snapshotter:
             terminal if terminal is not None else (sys.stderr if sys.stderr.isatty() else None)
         )
         self._drawn = 0.0
-        self._first_row_done = False
         # Initial tables known to have no row (connectors.tablesnap.export under the
         # shared snapshot, `_learn_empty_after` under the chunked method): they cannot
         # hold the `last` record (`_emit_rows`).
@@ -634,10 +636,9 @@ class Snapshotter:
                 # LIMIT reached exactly at the chunk's bound: nothing is left of it.
                 and not (read.cut and read.real_hi != p.interval.hi)
             )
-            # "first" once per initial snapshot, also across restarts.
-            first_done = self._first_row_done or any(
-                j.rows for j in self.state.jobs if j.marker == "initial"
-            )
+            # Debezium's `first` belongs to the first table of the snapshot's order only,
+            # whichever chunk is published first (service.tablesnap.markers).
+            first_table = job is next((j for j in self.state.jobs if j.marker == "initial"), None)
         first_of_table = job.chunks == 0
         end = len(rows) - 1
         wrapper.call("begin", lsn, txn.xid, txn)
@@ -645,27 +646,21 @@ class Snapshotter:
             for latest, missing, fields in filled:
                 read_values = read.values(fields)
                 values = [read_values[i] if i in missing else v for i, v in enumerate(latest)]
-                ctx.state["snapshot"] = "true" if initial else "incremental"
+                ctx.state["snapshot"] = markers.TRUE if initial else markers.INCREMENTAL
                 change = RowChange(ChangeOp.INSERT, lsn, rel, values, None, False)
                 wrapper.call("change", lsn, 0, txn, change)
             for n, fields in enumerate(rows):
                 values = read.values(fields)
-                # Debezium 3.6's precedence, as connectors.tablesnap.reader:
-                # last, first, last_in_data_collection, first_in_data_collection, true.
-                if not initial:
-                    marker = "incremental"
-                elif n == end and table_ends and last_table:
-                    marker = "last"
-                elif n == 0 and first_of_table and not first_done:
-                    marker = "first"
-                elif n == end and table_ends:
-                    marker = "last_in_data_collection"
-                elif n == 0 and first_of_table:
-                    marker = "first_in_data_collection"
-                else:
-                    marker = "true"
-                self._first_row_done = True
-                ctx.state["snapshot"] = marker
+                ctx.state["snapshot"] = (
+                    markers.initial_marker(
+                        first_table=first_table,
+                        first_in_table=n == 0 and first_of_table,
+                        last_in_table=n == end and table_ends,
+                        last_overall=n == end and table_ends and last_table,
+                    )
+                    if initial
+                    else markers.INCREMENTAL
+                )
                 change = RowChange(ChangeOp.INSERT, lsn, rel, values, None, False)
                 wrapper.call("change", lsn, txn.xid, txn, change)
             wrapper.call("commit", lsn, txn.xid, txn, lsn)

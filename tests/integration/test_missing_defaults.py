@@ -258,7 +258,7 @@ class _Sink:
     def __init__(self) -> None:
         self.rows: dict[int, Values] = {}
 
-    def begin(self, snapshot: CatalogSnapshot) -> None:
+    def begin(self, snapshot: CatalogSnapshot, first_table: int | None) -> None:
         pass
 
     def row(self, relation: RelationInfo, values: Sequence[ColumnValue]) -> None:

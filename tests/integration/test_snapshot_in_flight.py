@@ -70,7 +70,7 @@ class _Sink:
     def __init__(self, out: _Rows) -> None:
         self.out = out
 
-    def begin(self, snapshot: CatalogSnapshot) -> None:
+    def begin(self, snapshot: CatalogSnapshot, first_table: int | None) -> None:
         pass
 
     def row(self, relation: RelationInfo, values: Sequence[ColumnValue]) -> None:

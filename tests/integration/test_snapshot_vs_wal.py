@@ -119,7 +119,7 @@ class _Sink:
     def __init__(self, out: _Collect) -> None:
         self.out = out
 
-    def begin(self, snapshot: CatalogSnapshot) -> None:
+    def begin(self, snapshot: CatalogSnapshot, first_table: int | None) -> None:
         self.snapshot = snapshot
 
     def row(self, relation: RelationInfo, values: Sequence[ColumnValue]) -> None:

@@ -81,4 +81,3 @@ def test_table_snapshot_lives_in_its_stage() -> None:
         "__init__.py",
         "snapbuild.py",
     ]
-

@@ -29,6 +29,7 @@ from service.schema.tabledef import CatalogSnapshot
 from service.types.convert import to_python, to_text
 from service.types.registry import TypeRegistry
 from service.types.sendform import snapshot_registry, to_stored
+from tests.consumers.snapshot_marker_workload import GOLDEN, SCENARIOS
 
 
 class _Plugin:
@@ -68,7 +69,7 @@ def test_emitter_marks_last_row_and_clears_state() -> None:
     "last" on the very last, "true" between; afterwards the plugin state says no
     snapshot (stream inserts are op c again)."""
     emitter, plugin, wrapper = _emitter()
-    emitter.begin(SNAP)
+    emitter.begin(SNAP, REL.oid)
     for v in (1, 2, 3):
         emitter.row(REL, _row(v))
     emitter.end()
@@ -85,10 +86,32 @@ def test_emitter_marks_last_row_and_clears_state() -> None:
 def test_emitter_empty_snapshot() -> None:
     """No rows: begin and commit only, state cleared."""
     emitter, plugin, wrapper = _emitter()
-    emitter.begin(SNAP)
+    emitter.begin(SNAP, None)
     emitter.end()
     assert plugin.calls == [("begin", 0x1000), ("commit", 0x1000)]
     assert "snapshot" not in wrapper.ctx.state
+
+
+@pytest.mark.parametrize("scenario", sorted(GOLDEN["scenarios"]))
+def test_emitter_markers_equal_debezium(scenario: str) -> None:
+    """Per row, the markers the emitter gives a snapshot of the captured scenario's
+    tables (in their order, empty ones included) equal Debezium 3.6.1's own."""
+    tables = SCENARIOS[scenario]
+    rels = {
+        name: RelationInfo(100 + i, "public", name, "d", ("id",))
+        for i, (name, _) in enumerate(tables)
+    }
+    emitter, plugin, _ = _emitter()
+    emitter.begin(SNAP, rels[tables[0][0]].oid)
+    for name, rows in tables:
+        for v in range(1, rows + 1):
+            emitter.row(rels[name], _row(v))
+    emitter.end()
+    got = [m for call, m in plugin.calls if call == "change"]
+    want = [
+        (r["snapshot"], r["id"]) for name, _ in tables for r in GOLDEN["scenarios"][scenario][name]
+    ]
+    assert got == want
 
 
 def test_progress_metrics_and_bar() -> None:
