@@ -164,7 +164,7 @@ class SharedSnapshot:
             snap.metrics.snapshot_tables_done.labels(snap.slot).set(0)
         log.info("snapshot_started", tables=tables, readers=len(self.readers), method="blocking")
         if not tables:
-            log.info("snapshot_done", tables=0)
+            log.info("snapshot_done", tables=0, rows=0)
         threads = [
             threading.Thread(
                 target=self._reader, args=(n, r), name=f"snapshot-export-{n}", daemon=True

@@ -335,7 +335,10 @@ class Snapshotter:
         for job in self._announce:
             log.info("snapshot_table_done", table=job.table, rows=job.rows, chunks=job.chunks)
         if self._announce and with_all:
-            log.info("snapshot_done", tables=len(self.state.jobs))
+            # rows: every row the state's table jobs published, by every worker (a
+            # resumed snapshot counts the chunks committed before the restart too).
+            rows = sum(j.rows for j in self.state.jobs)
+            log.info("snapshot_done", tables=len(self.state.jobs), rows=rows)
         self._announce.clear()
 
     # --- readers ----------------------------------------------------------------------
