@@ -404,7 +404,7 @@ class MetricsSettings(_Section):
 
 
 class SnapshotSettings(_Section):
-    """Snapshots of existing rows (connectors.postgres.chunks, service.app.snapshotter)."""
+    """Snapshots of existing rows (the table snapshot: service.tablesnap, connectors.tablesnap)."""
 
     # initial: snapshot every captured table at the first start; initial_and_new_tables:
     # also, at a later start, every table the filters newly capture; never: stream only.
@@ -413,7 +413,7 @@ class SnapshotSettings(_Section):
     # cannot be resumed: offsets lost while the schema history remains, or a slot that
     # no longer covers the stored offsets. Valid offsets are resumed all the same.
     fresh_start: bool = False
-    # How the initial snapshot is read (service.app.snapshot_export, .snapshotter).
+    # How the initial snapshot is read (connectors.tablesnap.export, .snapshotter).
     # blocking: decoding paused at the consistent point; `parallelism` readers share the
     # aligned snapshot (pg_export_snapshot / SET TRANSACTION SNAPSHOT); one Kafka
     # transaction per chunk with its progress record, so no size limit. Every r of a

@@ -43,8 +43,9 @@ begin → (change | truncate | message)* → commit; non-transactional messages 
 `source` is Debezium 3.6's PostgreSQL SourceInfo: version (`DEBEZIUM_VERSION`), connector,
 name, ts_ms/ts_us/ts_ns (the commit time), snapshot, db, sequence, schema, table, txId,
 lsn, xmin, origin, origin_lsn. `sequence` is `["<end LSN of the previous commit>",
-"<lsn>"]`, `[null, ...]` until a commit has been seen since the plugin started (and for
-snapshot events); a non-transactional message moves the previous-commit LSN to its own,
+"<lsn>"]`, `[null, ...]` until a commit has been seen since the plugin started, and
+always for the rows of an initial snapshot (as Debezium's; incremental snapshot rows
+carry the stream's); a non-transactional message moves the previous-commit LSN to its own,
 as Debezium's. pgcdc does not resolve replication-origin names, so origin and origin_lsn
 stay null.
 
@@ -124,6 +125,7 @@ from service.output.api import (
 from service.output.filters import TableFilter, matches, patterns
 from service.pgconst import UNIX_EPOCH_USECS
 from service.schema.history import DDL_PREFIXES, INTERNAL_PREFIX
+from service.tablesnap.markers import is_initial
 
 log = structlog.get_logger(__name__)
 
@@ -464,8 +466,10 @@ class AvroPlugin:
             if txn and txn.commit_time
             else time.time_ns() // 1000
         )
-        # Debezium's sequence: the JSON array ["<last commit end lsn>","<this lsn>"].
-        last = "null" if self._last_commit_lsn is None else f'"{self._last_commit_lsn}"'
+        # Debezium's sequence: the JSON array ["<last commit end lsn>","<this lsn>"];
+        # an initial snapshot's rows have no last commit (service.tablesnap.markers).
+        last_lsn = None if is_initial(snapshot) else self._last_commit_lsn
+        last = "null" if last_lsn is None else f'"{last_lsn}"'
         return {
             "version": DEBEZIUM_VERSION,
             "connector": CONNECTOR,

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 import psycopg2
 
 from connectors.postgres.catalog_types import CatalogTypes
+from connectors.postgres.copy_binary import CopyRows
 from connectors.postgres.server import connect, retry_transient
-from connectors.postgres.snapshot_reader import CopyRows
 from service.errors import DecodeError
 from service.types.registry import TypeRegistry
 

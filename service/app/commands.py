@@ -385,7 +385,7 @@ def _last_offset(settings: Settings) -> dict[str, Any] | str:
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
     """Emit a snapshot signal as a transactional logical message (acted on at commit)."""
-    from connectors.postgres.chunks import SIGNAL_PREFIX  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+    from connectors.tablesnap.chunks import SIGNAL_PREFIX  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
     settings = _settings(args)
     if args.pause or args.resume:
@@ -441,7 +441,7 @@ def _check_signal_reader(cur: Any, slot: str, *, queue: bool) -> None:
 def _snapshot_progress(settings: Settings) -> dict[str, Any] | str:
     """The last committed snapshot-progress state, summarized per table."""
     try:
-        from connectors.kafka.progress import read_last_progress  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+        from connectors.tablesnap.progress import read_last_progress  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
 
         record = read_last_progress(settings)
     except Exception as exc:  # status reports what it cannot reach instead of failing

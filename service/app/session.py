@@ -46,7 +46,7 @@ from service.reorder.spill import LocalSpillStore
 from service.schema.history import SchemaHistory
 from service.schema.pgclass import HistoricClass
 from service.schema.tabledef import CatalogSnapshot
-from service.snapshot.snapbuild import SnapBuilder
+from service.snapbuild.snapbuild import SnapBuilder
 from service.types.rowdecode import HistoryRows
 from service.types.unknown import UnknownTypePolicy
 from service.wal.format import XLOG_BLCKSZ

@@ -21,7 +21,7 @@ Start-up:
    is created or reused, and RUNNING_XACTS is forced; at the consistent point the
    catalog snapshot is taken and, with `snapshot.mode = initial` and the default
    `snapshot.method = blocking`, every existing row of the captured tables is read by
-   `snapshot.parallelism` readers sharing that snapshot (service.app.snapshot_export)
+   `snapshot.parallelism` readers sharing that snapshot (connectors.tablesnap.export)
    and published as op `r`, one chunk per Kafka transaction, each with its progress
    record and the offset of the consistent point, while decoding stays paused there;
    then decoding goes on, and every stream transaction committed before the
@@ -29,8 +29,8 @@ Start-up:
    has passed that LSN (`_settle_snapshot`). A worker dying before the first chunk's
    commit leaves nothing and no offset, so the next start does it all again; one dying
    later resumes from the committed chunks (the rest by watermarks, see
-   service.app.snapshot_export). With `snapshot.method = chunked` the initial snapshot
-   is read by watermarks while streaming goes on (service.app.snapshotter);
+   connectors.tablesnap.export). With `snapshot.method = chunked` the initial snapshot
+   is read by watermarks while streaming goes on (connectors.tablesnap.snapshotter);
 3. the metrics endpoint serves /metrics, /healthz and /readyz.
 
 Then, per committed source transaction, the Avro plugin writes its records into the
@@ -76,7 +76,6 @@ import psycopg2
 import structlog
 
 from connectors.avro.plugin import AvroPlugin
-from connectors.kafka.progress import ProgressRecord, progress_topic, read_last_progress
 from connectors.kafka.schema_store import KafkaSchemaStore
 from connectors.kafka.sink import KafkaSink
 from connectors.postgres.preflight import preflight, source_identity
@@ -94,11 +93,12 @@ from connectors.postgres.slots import (
     slot_state,
 )
 from connectors.postgres.stream import PhysicalStream
+from connectors.tablesnap.export import SharedSnapshot, export_visibility
+from connectors.tablesnap.progress import ProgressRecord, progress_topic, read_last_progress
+from connectors.tablesnap.snapshotter import Snapshotter
 from service.app import gctune
 from service.app.metrics import Metrics
 from service.app.session import Session, SessionConfig
-from service.app.snapshot_export import SharedSnapshot, export_visibility
-from service.app.snapshotter import Snapshotter
 from service.app.unknown_types import check_at_start, make_policy
 from service.backoff import Backoff
 from service.config import Settings
@@ -185,7 +185,7 @@ class Worker:
         self.snapshotter.unknown_types = self.unknown_types
         self._chunked_initial = settings.snapshot.method == "chunked"
         # The blocking initial snapshot of a first start: readers sharing the aligned
-        # snapshot (service.app.snapshot_export), set up by the session at alignment.
+        # snapshot (connectors.tablesnap.export), set up by the session at alignment.
         self._export: SharedSnapshot | None = None
         # Resumed in the middle of it: the shared snapshot's horizon, until a commit
         # past it with every initial table done (then `snapshot_committed` is logged).
@@ -389,7 +389,7 @@ class Worker:
         stream passed that snapshot's LSN, skips the transactions visible in it again
         (`SnapshotState.export`), as the aligned session did: each transaction stays in
         the snapshot or in the stream, never both. The unfinished tables are then read
-        by watermarks (service.app.snapshot_export, point 3).
+        by watermarks (connectors.tablesnap.export, point 3).
         """
         snap, s = self.snapshotter, self.settings
         assert snap is not None
@@ -481,7 +481,7 @@ class Worker:
         self.sink.flush()
         log.info("snapshot_committed", confirmed_lsn=format_lsn(lsn))
 
-    # --- what the snapshotter asks (service.app.snapshotter.WorkerPort) ---------------
+    # --- what the snapshotter asks (connectors.tablesnap.snapshotter.WorkerPort) ---------------
 
     def snapshot_ready(self) -> bool:
         """Chunks may start: aligned, and the alignment's offset is past its horizon."""

@@ -59,7 +59,7 @@ from service.output.api import (
 from service.reorder.buffer import ReorderBuffer, ReorderBufferTXN
 from service.reorder.changes import EMPTY_TOAST, ReplayChange
 from service.schema.pgclass import HistoricClass
-from service.snapshot.snapbuild import SnapBuilder
+from service.snapbuild.snapbuild import SnapBuilder
 from service.wal import rmgr as rt
 from service.wal.record import XLogRecord
 

@@ -104,7 +104,7 @@ from service.schema.entries import (
 )
 from service.schema.refresh import CatalogFallback
 from service.schema.tabledef import CatalogSnapshot, LiveCatalog, TableDef
-from service.snapshot.snapbuild import xid_precedes
+from service.snapbuild.snapbuild import xid_precedes
 from service.wal.record import RelFileLocator
 
 DDL_PREFIX = "__pgcdc.ddl"
@@ -125,7 +125,7 @@ DDL_PREFIXES = frozenset({DDL_PREFIX, LEGACY_DDL_PREFIX})
 
 INTERNAL_PREFIX = "__pgcdc."
 """Every logical message pgcdc itself writes starts so: the DDL capture and the chunked
-snapshot's watermarks and signals (`connectors.postgres.chunks`). None is application
+snapshot's watermarks and signals (`connectors.tablesnap.chunks`). None is application
 data: the avro plugin never publishes them (the DDL messages only if asked)."""
 
 RELCACHE_INVAL = -2  # SHAREDINVALRELCACHE_ID in sinval.h

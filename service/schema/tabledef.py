@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from service.snapshot.snapbuild import xid_precedes
+from service.snapbuild.snapbuild import xid_precedes
 
 
 @dataclass(slots=True, frozen=True)

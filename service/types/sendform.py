@@ -30,7 +30,7 @@ the *value* is still PostgreSQL's own:
 Types whose output function the decoders do not know (`convertible` is False) are not
 rewritten: decoding.unknown_types decides them before a value is read (`fail`: an
 error at start; `omit`: not selected; `bytes`: their output text, see
-connectors.postgres.snapshot_reader).
+connectors.tablesnap.reader).
 
 Pure; malformed input raises `DecodeError`.
 """

@@ -1,7 +1,7 @@
 """The default initial snapshot (`snapshot.method = blocking`): readers sharing one
 exported snapshot, one Kafka transaction per chunk, resumed by watermarks after a kill.
 
-Real PostgreSQL, Kafka and registry; `pgcdc run` subprocesses (service.app.snapshot_export).
+Real PostgreSQL, Kafka and registry; `pgcdc run` subprocesses (connectors.tablesnap.export).
 
 - `test_readers_share_the_exported_snapshot` (parallelism 1 and 3): `pg_stat_activity`
   shows exactly N snapshot readers while the snapshot runs, all with the same
@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from connectors.kafka.progress import progress_topic
+from connectors.tablesnap.progress import progress_topic
 from tests.integration.avro_kafka_support import Read, read_topics
 from tests.integration.pipeline_kafka_support import Pipeline, insert_lsn, pipeline, unique
 from tests.integration.snapshot_chunked_support import Writer, reads_after_commit, replay

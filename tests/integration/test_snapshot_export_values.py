@@ -1,7 +1,7 @@
 """The shared-snapshot reader's values against the proven snapshot path's, in one snapshot.
 
 The default initial snapshot reads chunks through `SharedSnapshotReader`
-(connectors.postgres.chunks) in a transaction that imported the aligned snapshot.
+(connectors.tablesnap.chunks) in a transaction that imported the aligned snapshot.
 Rows with every type and edge value of test_snapshot_vs_wal (whose `SnapshotReader`
 values are proven equal to the WAL path's and to the server's output text) are read
 both ways in the same snapshot: `SnapshotReader` inside the exporting transaction,
@@ -19,8 +19,8 @@ import psycopg2
 import pytest
 
 from connectors.postgres.catalog import Catalog
-from connectors.postgres.chunks import ChunkSpec, SharedSnapshotReader
-from connectors.postgres.snapshot_reader import SnapshotReader
+from connectors.tablesnap.chunks import ChunkSpec, SharedSnapshotReader
+from connectors.tablesnap.reader import SnapshotReader
 from service.config import FilterSettings
 from service.schema.tabledef import CatalogSnapshot
 from service.types.unknown import UnknownTypePolicy

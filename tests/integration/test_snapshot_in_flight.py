@@ -31,7 +31,7 @@ import pytest
 from connectors.postgres.archive import detect_segment_size, iter_wal_chunks
 from connectors.postgres.server import force_running_xacts
 from connectors.postgres.setup import setup, teardown
-from connectors.postgres.snapshot_reader import SnapshotReader
+from connectors.tablesnap.reader import SnapshotReader
 from service.app.session import Session, SessionConfig
 from service.config import FilterSettings
 from service.lsn import parse_lsn
@@ -70,7 +70,7 @@ class _Sink:
     def __init__(self, out: _Rows) -> None:
         self.out = out
 
-    def begin(self, snapshot: CatalogSnapshot) -> None:
+    def begin(self, snapshot: CatalogSnapshot, first_table: int | None) -> None:
         pass
 
     def row(self, relation: RelationInfo, values: Sequence[ColumnValue]) -> None:

@@ -11,7 +11,7 @@ first; `c` only while absent; `u`/`d` only while present), which fails on any ro
 twice (as `r` and as the `c` of the same insert) or lost; the replayed state must equal
 the final `SELECT`. Variant: the first worker is SIGKILLed in the middle of the
 snapshot, after its first table's chunks were committed: those stay, and the next
-worker finishes the rest by watermarks while streaming (service.app.snapshot_export),
+worker finishes the rest by watermarks while streaming (connectors.tablesnap.export),
 so for a table not finished before the kill a row may see its change before its `r`
 (DBLog): there the replay checks the state and that no key is read twice.
 `snapshot.mode = never` publishes no `r` at all.

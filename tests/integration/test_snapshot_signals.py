@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from connectors.kafka.progress import read_last_progress, signal_topic
+from connectors.tablesnap.progress import read_last_progress, signal_topic
 from tests.integration.avro_kafka_support import read_topics
 from tests.integration.pipeline_kafka_support import REPO, Pipeline, insert_lsn, pipeline
 from tests.integration.snapshot_chunked_support import Writer, replay

@@ -130,7 +130,7 @@ def test_keyless_table_under_constant_writes_is_snapshotted_with_bounded_reads(
     it without pause: the snapshot ends; every chunk is read at most
     KEYLESS_OPTIMISTIC_READS + 1 times (then under the table lock, whose window no
     change enters); r events hold no row twice; r and c together are the table."""
-    from service.app.snapshotter import KEYLESS_OPTIMISTIC_READS  # noqa: PLC0415  (the bound under test)
+    from connectors.tablesnap.snapshotter import KEYLESS_OPTIMISTIC_READS  # noqa: PLC0415  (the bound under test)
 
     ddl = [
         "CREATE TABLE nokey (n int NOT NULL, note text)",

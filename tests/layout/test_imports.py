@@ -7,8 +7,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-STAGES = ("wal", "decode", "reorder", "snapshot", "schema", "types", "output", "app")
-EDGES = ("postgres", "kafka", "avro")
+STAGES = ("wal", "decode", "reorder", "snapbuild", "schema", "types", "output", "tablesnap", "app")
+EDGES = ("postgres", "kafka", "avro", "tablesnap")
 
 
 def _module(path: Path) -> str:
@@ -65,4 +65,19 @@ def test_each_stage_and_edge_is_a_package() -> None:
         "impl.py",
         "lsn.py",
         "pgconst.py",
+    ]
+
+
+def test_table_snapshot_lives_in_its_stage() -> None:
+    """The table snapshot has one name: no snapshot module is left in app/ or in the
+    single-system edges (service/snapbuild is snapbuild.c's stage, a different one)."""
+    stray = sorted(
+        str(p.relative_to(ROOT))
+        for folder in ("service/app", "connectors/postgres", "connectors/kafka")
+        for p in (ROOT / folder).glob("*snapshot*.py")
+    )
+    assert stray == []
+    assert sorted(p.name for p in (ROOT / "service" / "snapbuild").glob("*.py")) == [
+        "__init__.py",
+        "snapbuild.py",
     ]

@@ -85,6 +85,11 @@ _JDBC = {
     1266: 2013,
 }
 
+# Written out here, not imported: the reference stays independent of the plugin code.
+_INITIAL_MARKERS = frozenset(
+    {"first", "first_in_data_collection", "true", "last_in_data_collection", "last"}
+)
+
 
 class Registrar:
     """Registers schemas and hands out serializers, with BACKWARD compatibility."""
@@ -340,8 +345,10 @@ class ReferencePlugin:
         commit_us = (
             (txn.commit_time + _PG_EPOCH_US) if txn and txn.commit_time else time.time_ns() // 1000
         )
-        # Debezium's sequence: ["<last commit end lsn>","<this lsn>"].
-        last = "null" if self._last_commit_lsn is None else f'"{self._last_commit_lsn}"'
+        # Debezium's sequence: ["<last commit end lsn>","<this lsn>"]; [null, ...] on an
+        # initial snapshot's rows (service.tablesnap.markers, captured from Debezium).
+        last_lsn = None if snapshot in _INITIAL_MARKERS else self._last_commit_lsn
+        last = "null" if last_lsn is None else f'"{last_lsn}"'
         return {
             "version": DEBEZIUM_VERSION,
             "connector": CONNECTOR,

@@ -1,4 +1,4 @@
-"""Property tests of DBLog's watermark window (service.snapshot.watermark).
+"""Property tests of DBLog's watermark window (service.tablesnap.watermark).
 
 A model database of a few keys runs random transactions while chunks of it are read
 between low and high watermarks, in random interleavings, with transactions whose
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.snapshot.watermark import WindowTracker
+from service.tablesnap.watermark import WindowTracker
 
 TABLE = 1
 KEYS = 12

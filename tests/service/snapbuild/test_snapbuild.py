@@ -8,7 +8,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from service.decode.events import RunningXactsEvent
-from service.snapshot.snapbuild import SnapBuilder, SnapState, xid_precedes
+from service.snapbuild.snapbuild import SnapBuilder, SnapState, xid_precedes
 
 
 def rx(lsn: int, next_xid: int, running: tuple[int, ...]) -> RunningXactsEvent:

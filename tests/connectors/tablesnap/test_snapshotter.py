@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from connectors.kafka.progress import ProgressRecord
-from service.app.snapshotter import Interval, SnapshotState, Snapshotter, TableJob
+from connectors.tablesnap.progress import ProgressRecord
+from connectors.tablesnap.snapshotter import Snapshotter
 from service.config import load_settings
 from service.output.api import ChangeOp, PluginContext, RelationInfo, RowChange, TxnInfo
+from service.tablesnap.plan import Interval, SnapshotState, TableJob
 
 
 class _Port:

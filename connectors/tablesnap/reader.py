@@ -1,7 +1,7 @@
 """The initial data snapshot in one transaction: every existing row of the captured
 tables, read once.
 
-The worker's initial snapshot reads chunks instead (connectors.postgres.chunks,
+The worker's initial snapshot reads chunks instead (connectors.tablesnap.chunks,
 `SharedSnapshotReader`, with the column plans defined here); this single-transaction
 reader remains the reference the tests prove against the WAL path and the server.
 
@@ -12,13 +12,11 @@ transactions *not* visible in that snapshot (`SnapBuilder.skip_visible_in`), so 
 read here plus the stream give every row exactly once.
 
 Hands on, through a `RowSink` (normally `PluginEmitter`, the output plugin via its
-wrapper): `begin(snapshot)`, then `row(relation, values)` per row, table after table in
-OID order, then `end()`. `PluginEmitter` makes that one pseudo-transaction
-begin → change(INSERT)* → commit with `ctx.state["snapshot"]` set to Debezium 3.6's
-marker of each row (the Avro plugin then writes op `r`): "last" for the very last row,
-"first" for the very first, "last_in_data_collection" / "first_in_data_collection" for a
-table's last / first row (in that order of precedence, so a one-row table in the middle
-is "last_in_data_collection", as Debezium gives it), "true" for the rest. The
+wrapper): `begin(snapshot, first_table)` (the OID of the first table read, empty or
+not), then `row(relation, values)` per row, table after table in OID order, then `end()`.
+`PluginEmitter` makes that one pseudo-transaction begin → change(INSERT)* → commit with
+`ctx.state["snapshot"]` set to Debezium 3.6's marker of each row
+(service.tablesnap.markers; the Avro plugin then writes op `r`). The
 pseudo-transaction's xid is the snapshot's xmax: the transaction is read only and holds
 no xid of its own, and xmax is the xid Debezium's `txid_current()` in its snapshot
 transaction gets when nothing else starts meanwhile. Its commit time is the clock at
@@ -60,17 +58,17 @@ connection ones to `SourceUnavailableError`; malformed COPY data is a `DecodeErr
 
 from __future__ import annotations
 
-import struct
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TextIO
 
 import psycopg2.extensions
 import structlog
 
 from connectors.postgres.catalog_types import CatalogTypes
-from service._binary import BE_I16, BE_I32, U32
+from connectors.postgres.copy_binary import CopyRows
+from service._binary import U32
 from service.config import FilterSettings
 from service.errors import DecodeError, UnknownTypeError
 from service.output.api import (
@@ -85,6 +83,7 @@ from service.output.filters import TableFilter
 from service.pgconst import TEXT_ARRAY_OID, TEXT_OID, UNIX_EPOCH_USECS, XML_OID
 from service.schema.history import SchemaHistory
 from service.schema.tabledef import CatalogSnapshot, TableDef
+from service.tablesnap import markers
 from service.types.convert import to_python, to_text
 from service.types.registry import TypeInfo, TypeRegistry
 from service.types.rowdecode import HistoryRows, bytes_text
@@ -101,9 +100,6 @@ from service.types.unknown import UnknownTypePolicy
 
 log = structlog.get_logger(__name__)
 
-COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
-_HEADER = struct.Struct(">ii")  # flags, header extension length
-
 
 # --- where rows go -----------------------------------------------------------------------
 
@@ -111,7 +107,7 @@ _HEADER = struct.Struct(">ii")  # flags, header extension length
 class RowSink(Protocol):
     """Receiver of the snapshot: begin, row per row, end."""
 
-    def begin(self, snapshot: CatalogSnapshot) -> None: ...
+    def begin(self, snapshot: CatalogSnapshot, first_table: int | None) -> None: ...
 
     def row(self, relation: RelationInfo, values: Sequence[ColumnValue]) -> None: ...
 
@@ -123,8 +119,7 @@ class PluginEmitter:
 
     Holds one row back so that its marker (module docstring) can depend on the row
     after it. `txn.xid` is the snapshot's xmax; every LSN is the snapshot's LSN.
-    `_first` is true until a row has been emitted; `_held_first` says whether the held row
-    is the first of its table.
+    `_held_first` says whether the held row is the first of its table.
     """
 
     def __init__(self, wrapper: PluginWrapper) -> None:
@@ -133,9 +128,9 @@ class PluginEmitter:
         self._txn: TxnInfo | None = None
         self._held: tuple[RelationInfo, Sequence[ColumnValue]] | None = None
         self._held_first = False
-        self._first = True
+        self._first_table: int | None = None  # OID of the snapshot's first table
 
-    def begin(self, snapshot: CatalogSnapshot) -> None:
+    def begin(self, snapshot: CatalogSnapshot, first_table: int | None) -> None:
         self._txn = TxnInfo(
             xid=snapshot.xmax,
             first_lsn=snapshot.lsn,
@@ -144,26 +139,20 @@ class PluginEmitter:
             commit_time=time.time_ns() // 1000 - UNIX_EPOCH_USECS,
             origin=None,
         )
-        self._first = True
-        self.wrapper.ctx.state["snapshot"] = "true"
+        self._first_table = first_table
+        self.wrapper.ctx.state["snapshot"] = markers.TRUE
         self.wrapper.call("begin", snapshot.lsn, self._txn.xid, self._txn)
 
     def _emit(self, *, last_overall: bool, last_in_table: bool) -> None:
         assert self._txn is not None and self._held is not None
         relation, values = self._held
         self._held = None
-        if last_overall:
-            marker = "last"
-        elif self._first:
-            marker = "first"
-        elif last_in_table:
-            marker = "last_in_data_collection"
-        elif self._held_first:
-            marker = "first_in_data_collection"
-        else:
-            marker = "true"
-        self._first = False
-        self.wrapper.ctx.state["snapshot"] = marker
+        self.wrapper.ctx.state["snapshot"] = markers.initial_marker(
+            first_table=relation.oid == self._first_table,
+            first_in_table=self._held_first,
+            last_in_table=last_in_table,
+            last_overall=last_overall,
+        )
         change = RowChange(ChangeOp.INSERT, self._txn.final_lsn, relation, values, None, False)
         self.wrapper.call("change", change.lsn, self._txn.xid, self._txn, change)
         self.rows += 1
@@ -280,79 +269,6 @@ class SnapshotProgress:
             f" {self._rows}/{estimate} rows"
         )
         self.terminal.flush()
-
-
-# --- COPY BINARY --------------------------------------------------------------------------
-
-
-class CopyRows:
-    """A file-like target for `copy_expert`: parses COPY BINARY as it arrives.
-
-    Calls `on_row(fields)` per tuple (`None` for NULL, else the send-format bytes).
-    Memory: the unparsed tail only (at most one row plus one network chunk).
-    """
-
-    def __init__(self, ncols: int, on_row: Callable[[list[bytes | None]], None]) -> None:
-        self.ncols = ncols
-        self.on_row = on_row
-        self.rows = 0
-        self.finished = False
-        self._buf = bytearray()
-        self._header = False
-
-    def write(self, data: bytes | memoryview) -> int:
-        if self.finished:
-            raise DecodeError("COPY data after its trailer")
-        self._buf += data
-        self._parse()
-        return len(data)
-
-    def _parse(self) -> None:
-        buf = self._buf
-        pos = 0
-        if not self._header:
-            if len(buf) < len(COPY_SIGNATURE) + _HEADER.size:
-                return
-            if bytes(buf[: len(COPY_SIGNATURE)]) != COPY_SIGNATURE:
-                raise DecodeError("COPY BINARY output does not start with its signature")
-            _flags, ext = _HEADER.unpack_from(buf, len(COPY_SIGNATURE))
-            start = len(COPY_SIGNATURE) + _HEADER.size + ext
-            if len(buf) < start:
-                return
-            pos, self._header = start, True
-        n = len(buf)
-        while pos + 2 <= n:
-            count = BE_I16.unpack_from(buf, pos)[0]
-            if count == -1:
-                self.finished = True
-                pos += 2
-                break
-            if count != self.ncols:
-                raise DecodeError(f"COPY row has {count} fields, expected {self.ncols}")
-            at = pos + 2
-            fields: list[bytes | None] = []
-            for _ in range(count):
-                if at + 4 > n:
-                    break
-                size = BE_I32.unpack_from(buf, at)[0]
-                at += 4
-                if size < 0:
-                    fields.append(None)
-                    continue
-                if at + size > n:
-                    break
-                fields.append(bytes(buf[at : at + size]))
-                at += size
-            if len(fields) < count:
-                break  # the rest of this row is in a later chunk
-            pos = at
-            self.rows += 1
-            self.on_row(fields)
-        del buf[:pos]
-
-    def close(self) -> None:
-        if not self.finished or self._buf:
-            raise DecodeError("COPY BINARY output ended without its trailer")
 
 
 # --- columns -------------------------------------------------------------------------------
@@ -515,7 +431,7 @@ class SnapshotReader:
         progress = self.progress
         if progress is not None:
             progress.start(len(tables))
-        self.sink.begin(snapshot)
+        self.sink.begin(snapshot, tables[0].oid if tables else None)
         for table in tables:
             self._read(
                 cursor, table, relations[table.oid], plans[table.oid], estimates.get(table.oid, 0)

@@ -39,8 +39,10 @@ chunks that are not committed, then plans on: a committed chunk is never read ag
 none is lost.
 
 Markers (source.snapshot): the initial snapshot uses Debezium's `first`,
-`first_in_data_collection`, `true`, `last_in_data_collection`, `last`; on-demand
-snapshots use `incremental`, as Debezium's incremental snapshots do.
+`first_in_data_collection`, `true`, `last_in_data_collection`, `last`, by Debezium's
+rules (service.tablesnap.markers: `first` only in the first table of `state.jobs`,
+whichever reader publishes first; `last` on the last row of the last table with rows);
+on-demand snapshots use `incremental`, as Debezium's incremental snapshots do.
 """
 
 from __future__ import annotations
@@ -57,144 +59,31 @@ from typing import Any, Protocol, TextIO
 import psycopg2
 import structlog
 
-from connectors.kafka.progress import ProgressRecord, SignalConsumer, progress_topic
 from connectors.postgres.catalog import Catalog
-from connectors.postgres.chunks import (
+from connectors.tablesnap.chunks import (
     SIGNAL_PREFIX,
     WATERMARK_PREFIX,
-    Bound,
     ChunkRead,
     ChunkReader,
     ChunkSpec,
-    bound_from_json,
 )
+from connectors.tablesnap.progress import ProgressRecord, SignalConsumer, progress_topic
 from service.config import Settings
 from service.errors import PgcdcError
 from service.output.api import ChangeOp, PluginContext, RelationInfo, RowChange, TxnInfo
 from service.output.filters import TableFilter
-from service.snapshot.watermark import WindowTracker
+from service.tablesnap import markers
+from service.tablesnap.plan import END, Bound, Interval, SnapshotState, TableJob
+from service.tablesnap.watermark import WindowTracker
 from service.types.rowdecode import RowRun
 from service.types.unknown import UnknownTypePolicy
 
 log = structlog.get_logger(__name__)
 
-_END = "end"  # planned_to once planning reached the table's end
 # Reads of a keyless (CTID) chunk under the plain window before it is read under a
 # SHARE lock of its table (ChunkReader.read, lock): any change of such a table inside
 # the window forces a re-read, so a table under constant writes needs the lock.
 KEYLESS_OPTIMISTIC_READS = 2
-
-
-# --- state -------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Interval:
-    lo: Bound
-    hi: Bound
-    committed: bool = False
-    busy: bool = False  # handed to a reader (not persisted)
-    retries: int = 0  # reads whose window forced a re-read (not persisted)
-
-
-@dataclass(slots=True)
-class TableJob:
-    """One table to snapshot (invariant: `open` is in plan order, starting at
-    `committed_to`, and ends at `planned_to`)."""
-
-    table: str
-    marker: str  # "initial" or "incremental"
-    where: str | None = None
-    oid: int = 0  # 0 until a reader resolved it
-    keyed: bool = True
-    committed_to: Bound = None
-    planned_to: Bound | str = None
-    open: list[Interval] = field(default_factory=list)
-    rows: int = 0
-    chunks: int = 0
-    estimate: int = 0
-    done: bool = False
-    stopped: bool = False  # ended by a stop signal before it was complete (done too)
-
-    def to_json(self) -> dict[str, Any]:
-        def b(x: Any) -> Any:
-            return list(x) if isinstance(x, tuple) else x
-
-        return {
-            "table": self.table,
-            "marker": self.marker,
-            "where": self.where,
-            "oid": self.oid,
-            "keyed": self.keyed,
-            "committed_to": b(self.committed_to),
-            "planned_to": b(self.planned_to),
-            "open": [[b(i.lo), b(i.hi), i.committed] for i in self.open],
-            "rows": self.rows,
-            "chunks": self.chunks,
-            "estimate": self.estimate,
-            "done": self.done,
-            "stopped": self.stopped,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> TableJob:
-        planned = d.get("planned_to")
-        return cls(
-            table=str(d["table"]),
-            marker=str(d.get("marker", "initial")),
-            where=d.get("where"),
-            oid=int(d.get("oid", 0)),
-            keyed=bool(d.get("keyed", True)),
-            committed_to=bound_from_json(d.get("committed_to")),
-            planned_to=planned if planned == _END else bound_from_json(planned),
-            open=[
-                Interval(bound_from_json(lo), bound_from_json(hi), bool(c))
-                for lo, hi, c in d.get("open", [])
-            ],
-            rows=int(d.get("rows", 0)),
-            chunks=int(d.get("chunks", 0)),
-            estimate=int(d.get("estimate", 0)),
-            done=bool(d.get("done", False)),
-            stopped=bool(d.get("stopped", False)),
-        )
-
-
-@dataclass(slots=True)
-class SnapshotState:
-    jobs: list[TableJob] = field(default_factory=list)
-    paused: bool = False
-    signal_offset: int = 0
-    captured: list[str] = field(default_factory=list)
-    # The shared snapshot of the initial snapshot (service.app.snapshot_export): its
-    # LSN, xmin, xmax, xip, the stream position it was aligned at (`confirmed`) and the
-    # snapshot's ts (`time`, microseconds since 2000). A restart before the stream
-    # passed `lsn` skips the transactions visible in it, as the aligned session did.
-    export: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out = {
-            "jobs": [j.to_json() for j in self.jobs],
-            "paused": self.paused,
-            "signal_offset": self.signal_offset,
-            "captured": sorted(self.captured),
-        }
-        if self.export is not None:
-            out["export"] = self.export
-        return out
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> SnapshotState:
-        export = d.get("export")
-        return cls(
-            [TableJob.from_json(j) for j in d.get("jobs", [])],
-            bool(d.get("paused", False)),
-            int(d.get("signal_offset", 0)),
-            [str(t) for t in d.get("captured", [])],
-            dict(export) if isinstance(export, dict) else None,
-        )
-
-    def pending(self) -> list[TableJob]:
-        return [j for j in self.jobs if not j.done]
 
 
 # --- what the worker offers --------------------------------------------------------------
@@ -280,8 +169,7 @@ class Snapshotter:
             terminal if terminal is not None else (sys.stderr if sys.stderr.isatty() else None)
         )
         self._drawn = 0.0
-        self._first_row_done = False
-        # Initial tables known to have no row (service.app.snapshot_export under the
+        # Initial tables known to have no row (connectors.tablesnap.export under the
         # shared snapshot, `_learn_empty_after` under the chunked method): they cannot
         # hold the `last` record (`_emit_rows`).
         self.empty_tables: set[str] = set()
@@ -351,7 +239,7 @@ class Snapshotter:
 
     def _next(self, reader: ChunkReader, *, shared: bool = False) -> _Pending | None:
         """The next chunk to read. `shared`: for the shared-snapshot readers of the
-        initial snapshot (service.app.snapshot_export), which run while decoding is
+        initial snapshot (connectors.tablesnap.export), which run while decoding is
         paused at the consistent point, so neither the port nor a pause applies."""
         with self.lock:
             if not shared and (
@@ -366,7 +254,7 @@ class Snapshotter:
                 for iv in job.open:
                     if not iv.committed and not iv.busy:
                         return self._hand_out(job, iv)
-                if job.planned_to == _END:
+                if job.planned_to == END:
                     if not job.open:
                         self._finish(job)
                     continue
@@ -404,7 +292,7 @@ class Snapshotter:
         plan = reader._cache.get(job.oid) or reader.describe(job.oid)
         if plan is None:
             job.open = [i for i in job.open if i.committed]
-            job.planned_to = _END
+            job.planned_to = END
             return None
         lo = job.planned_to
         assert not isinstance(lo, str)
@@ -418,7 +306,7 @@ class Snapshotter:
             hi = start + pages if start + pages < plan.pages else None
         iv = Interval(lo, hi)
         job.open.append(iv)
-        job.planned_to = _END if hi is None else hi
+        job.planned_to = END if hi is None else hi
         return iv
 
     def _hand_out(self, job: TableJob, iv: Interval) -> _Pending:
@@ -447,7 +335,10 @@ class Snapshotter:
         for job in self._announce:
             log.info("snapshot_table_done", table=job.table, rows=job.rows, chunks=job.chunks)
         if self._announce and with_all:
-            log.info("snapshot_done", tables=len(self.state.jobs))
+            # rows: every row the state's table jobs published, by every worker (a
+            # resumed snapshot counts the chunks committed before the restart too).
+            rows = sum(j.rows for j in self.state.jobs)
+            log.info("snapshot_done", tables=len(self.state.jobs), rows=rows)
         self._announce.clear()
 
     # --- readers ----------------------------------------------------------------------
@@ -608,7 +499,7 @@ class Snapshotter:
             self.tracker.abandon(p.chunk_id)
             with self.lock:
                 p.job.open = [i for i in p.job.open if i.committed]
-                p.job.planned_to = _END
+                p.job.planned_to = END
                 self._advance(p.job)
             self._commit(lsn, p, 0, done_table=True)
             return
@@ -654,7 +545,7 @@ class Snapshotter:
         """Move the committed prefix on (under the lock; a `_commit` follows)."""
         while job.open and job.open[0].committed:
             job.committed_to = job.open.pop(0).hi
-        if job.planned_to == _END and not job.open:
+        if job.planned_to == END and not job.open:
             self._finish(job, committing=True)
 
     def _commit(
@@ -709,7 +600,7 @@ class Snapshotter:
     ) -> None:
         """The kept rows as one pseudo-transaction through the wrapped (inner) plugin.
 
-        `filled` (service.snapshot.watermark, Unchanged TOAST): dropped rows whose latest
+        `filled` (service.tablesnap.watermark, Unchanged TOAST): dropped rows whose latest
         stream state lacks unchanged-TOAST values, published first as that state with
         the missing positions taken from the chunk row."""
         wrapper = self.emitter
@@ -743,15 +634,14 @@ class Snapshotter:
                 for j in self.state.jobs
             )
             table_ends = (
-                job.planned_to == _END
+                job.planned_to == END
                 and all(i is p.interval or i.committed for i in job.open)
                 # LIMIT reached exactly at the chunk's bound: nothing is left of it.
                 and not (read.cut and read.real_hi != p.interval.hi)
             )
-            # "first" once per initial snapshot, also across restarts.
-            first_done = self._first_row_done or any(
-                j.rows for j in self.state.jobs if j.marker == "initial"
-            )
+            # Debezium's `first` belongs to the first table of the snapshot's order only,
+            # whichever chunk is published first (service.tablesnap.markers).
+            first_table = job is next((j for j in self.state.jobs if j.marker == "initial"), None)
         first_of_table = job.chunks == 0
         end = len(rows) - 1
         wrapper.call("begin", lsn, txn.xid, txn)
@@ -759,27 +649,21 @@ class Snapshotter:
             for latest, missing, fields in filled:
                 read_values = read.values(fields)
                 values = [read_values[i] if i in missing else v for i, v in enumerate(latest)]
-                ctx.state["snapshot"] = "true" if initial else "incremental"
+                ctx.state["snapshot"] = markers.TRUE if initial else markers.INCREMENTAL
                 change = RowChange(ChangeOp.INSERT, lsn, rel, values, None, False)
                 wrapper.call("change", lsn, 0, txn, change)
             for n, fields in enumerate(rows):
                 values = read.values(fields)
-                # Debezium 3.6's precedence, as connectors.postgres.snapshot_reader:
-                # last, first, last_in_data_collection, first_in_data_collection, true.
-                if not initial:
-                    marker = "incremental"
-                elif n == end and table_ends and last_table:
-                    marker = "last"
-                elif n == 0 and first_of_table and not first_done:
-                    marker = "first"
-                elif n == end and table_ends:
-                    marker = "last_in_data_collection"
-                elif n == 0 and first_of_table:
-                    marker = "first_in_data_collection"
-                else:
-                    marker = "true"
-                self._first_row_done = True
-                ctx.state["snapshot"] = marker
+                ctx.state["snapshot"] = (
+                    markers.initial_marker(
+                        first_table=first_table,
+                        first_in_table=n == 0 and first_of_table,
+                        last_in_table=n == end and table_ends,
+                        last_overall=n == end and table_ends and last_table,
+                    )
+                    if initial
+                    else markers.INCREMENTAL
+                )
                 change = RowChange(ChangeOp.INSERT, lsn, rel, values, None, False)
                 wrapper.call("change", lsn, txn.xid, txn, change)
             wrapper.call("commit", lsn, txn.xid, txn, lsn)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from service.app.snapshot_export import export_doc, export_visibility
-from service.app.snapshotter import SnapshotState, TableJob
+from connectors.tablesnap.export import export_doc, export_visibility
 from service.schema.tabledef import CatalogSnapshot
+from service.tablesnap.plan import SnapshotState, TableJob
 
 
 def test_export_round_trips_and_keeps_its_visibility() -> None:

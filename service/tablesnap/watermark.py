@@ -37,9 +37,9 @@ a TRUNCATE of T, makes every row suspect (`all_changed`), and the chunk is re-re
 The stream gives no key, and pgcdc's decoded changes carry no TID, so the window cannot
 be narrowed to the chunk's pages: under constant writes every read would be re-read
 again. DBLog and Debezium require a key (or a surrogate one) for this reason. pgcdc
-bounds the re-reads instead: after `KEYLESS_OPTIMISTIC_READS` (service.app.snapshotter)
+bounds the re-reads instead: after `KEYLESS_OPTIMISTIC_READS` (connectors.tablesnap.snapshotter)
 the chunk is read under a SHARE lock of T, whose window no change of T can enter
-(connectors.postgres.chunks, `ChunkReader._locked`).
+(connectors.tablesnap.chunks, `ChunkReader._locked`).
 A TRUNCATE of a keyed table drops every row read so far; rows inserted after it in the
 window are dropped by key like any other change.
 

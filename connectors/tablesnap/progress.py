@@ -9,7 +9,7 @@ Topic `<prefix>.snapshot-progress`, compacted, one partition, keyed by the slot.
 Value: one format byte (1), then JSON:
 - `last`: the chunk this record commits, `{table, bounds, rows, done}` (`done`: the
   table is complete), or null for a record written for a signal;
-- `state`: the snapshotter's whole resumable state (service.app.snapshotter's
+- `state`: the snapshotter's whole resumable state (connectors.tablesnap.snapshotter's
   `SnapshotState.to_json`): the tables queued, each with its committed prefix and the
   planned chunks not yet committed, the paused flag, the signal topic's next offset,
   and the tables already captured (so a table added to the filters later is known to
@@ -94,7 +94,7 @@ def ensure_signal_topic(settings: Settings, timeout_s: float = 30.0) -> None:
 class SignalConsumer:
     """Reads `<prefix>.signals` (one partition) from a stored offset on.
 
-    Each record's value is a JSON signal (service.app.snapshotter documents them); the
+    Each record's value is a JSON signal (connectors.tablesnap.snapshotter documents them); the
     snapshotter stores the offset after the last one it acted on in its progress
     state, committed with the effect, so a signal is acted on once across restarts.
     """

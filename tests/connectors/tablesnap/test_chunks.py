@@ -15,7 +15,7 @@ import psycopg2
 import psycopg2.errors
 import pytest
 
-from connectors.postgres.chunks import ChunkReader, ChunkSpec
+from connectors.tablesnap.chunks import ChunkReader, ChunkSpec
 from service.config import FilterSettings
 from tests.integration.pipeline_kafka_support import unique, with_db
 

@@ -14,12 +14,12 @@ and pg_dump -j, whose workers import the leader's snapshot):
    REPEATABLE READ transaction of the aligned catalog snapshot
    (`Catalog.snapshot(inside=...)`): it calls `pg_export_snapshot()` there and, while
    that transaction is still open, opens `snapshot.parallelism` connections which
-   import the snapshot (`SET TRANSACTION SNAPSHOT`, connectors.postgres.chunks
+   import the snapshot (`SET TRANSACTION SNAPSHOT`, connectors.tablesnap.chunks
    `SharedSnapshotReader`) and check that `pg_current_snapshot()` there is the exported
    one. The catalog transaction then ends; the importers keep the snapshot.
 2. `run`, called by the worker when the session is aligned (still inside the decoding
    loop, so decoding is paused): reader threads take chunks from the snapshotter's plan
-   (the same `SnapshotState`, key or CTID chunks of connectors.postgres.chunks, planned
+   (the same `SnapshotState`, key or CTID chunks of connectors.tablesnap.chunks, planned
    in the shared snapshot) and read them; the worker's thread, the only one touching
    the plugin and the sink, publishes each chunk as op `r` and commits it with its
    progress record and the stream offset of the consistent point, unchanged from chunk
@@ -47,13 +47,14 @@ from typing import Any, Protocol
 
 import structlog
 
-from connectors.postgres.chunks import SharedSnapshotReader
-from service.app.snapshotter import _END, Interval, Snapshotter, _Pending, log_chunk_read
+from connectors.tablesnap.chunks import SharedSnapshotReader
+from connectors.tablesnap.snapshotter import Snapshotter, _Pending, log_chunk_read
 from service.config import Settings
 from service.errors import PgcdcError, SourceUnavailableError
 from service.lsn import format_lsn
 from service.pgconst import UNIX_EPOCH_USECS
 from service.schema.tabledef import CatalogSnapshot
+from service.tablesnap.plan import END, Interval
 
 log = structlog.get_logger(__name__)
 
@@ -163,7 +164,7 @@ class SharedSnapshot:
             snap.metrics.snapshot_tables_done.labels(snap.slot).set(0)
         log.info("snapshot_started", tables=tables, readers=len(self.readers), method="blocking")
         if not tables:
-            log.info("snapshot_done", tables=0)
+            log.info("snapshot_done", tables=0, rows=0)
         threads = [
             threading.Thread(
                 target=self._reader, args=(n, r), name=f"snapshot-export-{n}", daemon=True
@@ -251,7 +252,7 @@ class SharedSnapshot:
             # the aligned snapshot lists; kept for a plan that names an unknown OID).
             with snap.lock:
                 p.job.open = [i for i in p.job.open if i.committed]
-                p.job.planned_to = _END
+                p.job.planned_to = END
                 snap._advance(p.job)
             snap._commit(confirmed, p, 0, done_table=True)
             return

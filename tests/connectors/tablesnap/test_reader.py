@@ -1,4 +1,4 @@
-"""Pure parts of the initial snapshot: COPY BINARY parsing, the plugin emission with
+"""Pure parts of the initial snapshot: the plugin emission with
 Debezium's snapshot markers, progress (metrics, log-free bar), filters, the worker's
 snapshot horizon, and send-format rewrites of values against known stored images."""
 
@@ -6,22 +6,15 @@ from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from connectors.postgres.snapshot_reader import (
-    COPY_SIGNATURE,
-    CopyRows,
-    PluginEmitter,
-    SnapshotProgress,
-)
+from connectors.tablesnap.reader import PluginEmitter, SnapshotProgress
 from service.app.metrics import Metrics
 from service.app.worker import snapshot_horizon
 from service.config import FilterSettings
-from service.errors import DecodeError
 from service.output.api import (
     ChangeOp,
     ColumnValue,
@@ -36,42 +29,7 @@ from service.schema.tabledef import CatalogSnapshot
 from service.types.convert import to_python, to_text
 from service.types.registry import TypeRegistry
 from service.types.sendform import snapshot_registry, to_stored
-
-
-def _copy(rows: Sequence[Sequence[bytes | None]]) -> bytes:
-    out = bytearray(COPY_SIGNATURE + struct.pack(">ii", 0, 0))
-    for row in rows:
-        out += struct.pack(">h", len(row))
-        for f in row:
-            out += struct.pack(">i", -1) if f is None else struct.pack(">i", len(f)) + f
-    return bytes(out + struct.pack(">h", -1))
-
-
-ROWS: list[list[bytes | None]] = [[b"1", None, b""], [b"22", b"x" * 300, None], [None, None, None]]
-
-
-@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 19, 64, 10_000])
-def test_copy_rows_any_chunking(chunk: int) -> None:
-    """Rows come out whole and in order however the stream is cut into writes."""
-    got: list[list[bytes | None]] = []
-    target = CopyRows(3, got.append)
-    data = _copy(ROWS)
-    for i in range(0, len(data), chunk):
-        target.write(data[i : i + chunk])
-    target.close()
-    assert got == ROWS and target.rows == 3 and target.finished
-
-
-def test_copy_rows_errors() -> None:
-    """Bad signature, wrong field count and a missing trailer are DecodeErrors."""
-    with pytest.raises(DecodeError):
-        CopyRows(1, lambda f: None).write(b"NOTCOPY\n\xff\r\n\x00" + bytes(8))
-    with pytest.raises(DecodeError):
-        CopyRows(2, lambda f: None).write(_copy([[b"1"]]))
-    truncated = CopyRows(3, lambda f: None)
-    truncated.write(_copy(ROWS)[:-2])
-    with pytest.raises(DecodeError):
-        truncated.close()
+from tests.consumers.snapshot_marker_workload import GOLDEN, SCENARIOS
 
 
 class _Plugin:
@@ -111,7 +69,7 @@ def test_emitter_marks_last_row_and_clears_state() -> None:
     "last" on the very last, "true" between; afterwards the plugin state says no
     snapshot (stream inserts are op c again)."""
     emitter, plugin, wrapper = _emitter()
-    emitter.begin(SNAP)
+    emitter.begin(SNAP, REL.oid)
     for v in (1, 2, 3):
         emitter.row(REL, _row(v))
     emitter.end()
@@ -128,10 +86,32 @@ def test_emitter_marks_last_row_and_clears_state() -> None:
 def test_emitter_empty_snapshot() -> None:
     """No rows: begin and commit only, state cleared."""
     emitter, plugin, wrapper = _emitter()
-    emitter.begin(SNAP)
+    emitter.begin(SNAP, None)
     emitter.end()
     assert plugin.calls == [("begin", 0x1000), ("commit", 0x1000)]
     assert "snapshot" not in wrapper.ctx.state
+
+
+@pytest.mark.parametrize("scenario", sorted(GOLDEN["scenarios"]))
+def test_emitter_markers_equal_debezium(scenario: str) -> None:
+    """Per row, the markers the emitter gives a snapshot of the captured scenario's
+    tables (in their order, empty ones included) equal Debezium 3.6.1's own."""
+    tables = SCENARIOS[scenario]
+    rels = {
+        name: RelationInfo(100 + i, "public", name, "d", ("id",))
+        for i, (name, _) in enumerate(tables)
+    }
+    emitter, plugin, _ = _emitter()
+    emitter.begin(SNAP, rels[tables[0][0]].oid)
+    for name, rows in tables:
+        for v in range(1, rows + 1):
+            emitter.row(rels[name], _row(v))
+    emitter.end()
+    got = [m for call, m in plugin.calls if call == "change"]
+    want = [
+        (r["snapshot"], r["id"]) for name, _ in tables for r in GOLDEN["scenarios"][scenario][name]
+    ]
+    assert got == want
 
 
 def test_progress_metrics_and_bar() -> None:

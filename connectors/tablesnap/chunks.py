@@ -3,7 +3,7 @@
 Receives a `ChunkSpec` (table OID, bounds, optional WHERE filter) and limits in rows
 and bytes; hands back a `ChunkRead`: the rows in their COPY BINARY send-format fields,
 plus the MVCC snapshot they were read in and the LSNs of the two watermarks written
-around the read (service.snapshot.watermark explains the method). The caller, the
+around the read (service.tablesnap.watermark explains the method). The caller, the
 snapshotter, publishes them when decoding reaches the high watermark.
 
 Bounds. A table with a primary key (or a replica-identity index) is split by key:
@@ -28,7 +28,7 @@ rest becomes a new chunk. Memory: one chunk's fields, plus the COPY parser's tai
 (one row plus one network buffer), whatever the table size. Values are not decoded
 here: `ChunkRead.values(row)` makes the lazily decoded `ColumnValue`s at publication,
 with the same column plans (send format rewritten to the stored form) as
-connectors.postgres.snapshot_reader, so values equal the WAL path's.
+connectors.tablesnap.reader, so values equal the WAL path's.
 
 Shared snapshot (`SharedSnapshotReader`, the default initial snapshot): the readers do
 not take fresh snapshots and write no watermarks. Each one opens a REPEATABLE READ,
@@ -55,11 +55,11 @@ import psycopg2.extensions
 
 from connectors.postgres.catalog import Catalog, parse_pg_snapshot
 from connectors.postgres.catalog_types import CatalogTypes
+from connectors.postgres.copy_binary import CopyRows
 from connectors.postgres.server import connect
-from connectors.postgres.snapshot_reader import (
+from connectors.tablesnap.reader import (
     _NAMES_SQL,
     _NO_SEND_SQL,
-    CopyRows,
     SnapshotReader,
     _ColumnPlan,
     quote_ident,
@@ -70,6 +70,7 @@ from service.lsn import parse_lsn
 from service.output.api import ColumnValue, RelationInfo
 from service.schema.history import SchemaHistory
 from service.schema.tabledef import CatalogSnapshot, TableDef
+from service.tablesnap.plan import Bound, json_bound
 from service.types.rowdecode import HistoryRows
 from service.types.sendform import snapshot_registry
 from service.types.unknown import UnknownTypePolicy
@@ -77,7 +78,6 @@ from service.types.unknown import UnknownTypePolicy
 WATERMARK_PREFIX = "__pgcdc.snapshot.watermark"
 SIGNAL_PREFIX = "__pgcdc.snapshot.signal"
 
-Bound = tuple[str, ...] | int | None
 _ALIAS = "pgcdc_chunk"
 
 
@@ -93,17 +93,7 @@ class ChunkSpec:
     where: str | None = None
 
     def bounds(self) -> list[Any]:
-        return [_json_bound(self.lo), _json_bound(self.hi)]
-
-
-def _json_bound(b: Bound) -> Any:
-    return list(b) if isinstance(b, tuple) else b
-
-
-def bound_from_json(value: Any) -> Bound:
-    if value is None or isinstance(value, int):
-        return value
-    return tuple(str(v) for v in value)
+        return [json_bound(self.lo), json_bound(self.hi)]
 
 
 @dataclass(slots=True)
