@@ -463,6 +463,58 @@ class SchemaHistory:
             case _:
                 raise DecodeError(f"schema history got an unknown event {type(ev).__name__}")
 
+    def inert(self, ev: Event) -> bool:
+        """Whether `apply(ev)` would leave every lookup's answer as it is, asked before
+        applying it (a caller's cache of answers survives an inert event): an event
+        without schema effect, a message that is not a DDL one of this database, and the
+        commit, abort or RUNNING_XACTS of transactions that have no schema state (a
+        commit without invalidations). Anything else counts as a change."""
+        match ev:
+            case (
+                HeapChange()
+                | CheckpointEvent()
+                | ParameterChangeEvent()
+                | SwitchEvent()
+                | SmgrTruncateEvent()
+            ):
+                return True
+            case MessageEvent():
+                return not (ev.prefix in DDL_PREFIXES and ev.db_oid == self.db_oid)
+            case CommitEvent():
+                if ev.invalidations:
+                    return False
+                return not any(m in self._xacts for m in self._members(ev.xid, ev.subxids))
+            case AbortEvent():
+                return not any(m in self._xacts for m in self._members(ev.xid, ev.subxids))
+            case RunningXactsEvent():
+                return not any(
+                    xid_precedes(self._top.get(xid, xid), ev.oldest_running_xid)
+                    for xid in self._xacts
+                )
+            case _:
+                return False
+
+    def owner_xids(self) -> frozenset[int]:
+        """Every xid some entry is owned by (`Owned.owned_by`): the members of the
+        committed transactions that recorded it, and the top xid of a pending one with
+        its known subtransactions. A
+        transaction outside this set sees every relfilenode as any other such
+        transaction does, so their answers (`classify_span`) can be shared."""
+        out: set[int] = set()
+        lists: list[Iterable[Owned]] = [
+            *self._versions.values(),
+            *self._maps.values(),
+            *self._creates.values(),
+        ]
+        for entries in lists:
+            for e in entries:
+                out.update(e.xids)
+                if e.commit_lsn is None:
+                    out.add(e.top)
+        # A subtransaction is asked as its top-level transaction (owned_by's `top`).
+        out.update(sub for sub, top in self._top.items() if top in out)
+        return frozenset(out)
+
     def assign_child(self, top: int, sub: int) -> None:
         """`sub` is a subtransaction of `top` (ReorderBufferAssignChild)."""
         if top == sub:
@@ -683,7 +735,10 @@ class SchemaHistory:
         changed |= fallback.resolve_creates(ev, merged, survivors)
         if merged.catalog_changes and merged.ddl_messages == 0 and not self.ddl_capture:
             changed |= fallback.refresh_from_catalog(ev, merged, survivors)
-        self.applied_upto = ev.lsn
+        if merged.entries or merged.catalog_changes or changed:
+            self.applied_upto = ev.lsn  # committed entries may have moved: is_toast's cache
+        else:
+            self._applied_upto = ev.lsn  # nothing recorded: every answer stands
         if changed:
             self.version += 1
 

@@ -310,11 +310,17 @@ class HistoryRows:
         self._missing = _MissingPlanner(missing_send)
         # id(TableDef) -> its plan (which keeps the TableDef alive)
         self._plans: dict[int, _Plan] = {}
-        # Classifications per (relfilenode, top xid): (lo, hi, answer), valid for change
-        # LSNs in [lo, hi) while the history is unchanged. Every change to the history
-        # comes through apply()/assign_child(), which empty the cache (a HeapChange
-        # changes nothing in the history, so a transaction's replay keeps it).
+        # Classifications per (relfilenode, owner): (lo, hi, answer), valid for change
+        # LSNs in [lo, hi) while the history is unchanged. The owner is the top xid
+        # when the history holds entries of that transaction (`_owners`), else 0: every
+        # other transaction sees the relfilenode alike, so the answer is shared across
+        # transactions (a run of small transactions looks each table up once). Every
+        # change to the history comes through apply()/assign_child(), which empty the
+        # cache, except for events the history says are inert (`SchemaHistory.inert`:
+        # a heap change, the commit of a transaction without schema state, ...).
         self._classes: dict[tuple[int, int, int, int], tuple[int, int, Classification]] = {}
+        # SchemaHistory.owner_xids(), computed when first needed after a change.
+        self._owners: frozenset[int] | None = None
         # The last change relation() answered for, so row() needs no second lookup:
         # (change, top xid, plan).
         self._last: tuple[HeapChange, int, _Plan] | None = None
@@ -324,18 +330,32 @@ class HistoryRows:
     def apply(self, event: Any) -> None:
         if type(event) is HeapChange:
             return  # SchemaHistory.apply: a heap change has no schema effect
-        self.history.apply(event)
-        self._classes.clear()
-        self._last = None
+        history = self.history
+        inert = history.inert(event)
+        history.apply(event)
+        if not inert:
+            self._forget()
 
     def assign_child(self, top: int, sub: int) -> None:
         self.history.assign_child(top, sub)
+        self._forget()
+
+    def _forget(self) -> None:
+        """The history changed: no cached answer stands."""
         self._classes.clear()
+        self._owners = None
         self._last = None
 
-    def _classify(self, change: HeapChange, top_xid: int) -> Classification:
+    def _owner(self, top_xid: int) -> int:
+        """The classification cache's owner for `top_xid` (see `_classes`)."""
+        owners = self._owners
+        if owners is None:
+            owners = self._owners = self.history.owner_xids()
+        return top_xid if top_xid in owners else 0
+
+    def _classify(self, change: HeapChange, top_xid: int, owner: int) -> Classification:
         loc, lsn = change.locator, change.lsn
-        key = (loc.spc_oid, loc.db_oid, loc.rel_number, top_xid)
+        key = (loc.spc_oid, loc.db_oid, loc.rel_number, owner)
         hit = self._classes.get(key)
         if hit is not None and hit[0] <= lsn < hit[1]:
             return hit[2]
@@ -348,11 +368,12 @@ class HistoryRows:
     def relation(self, change: HeapChange, top_xid: int) -> RelationInfo | None:
         # _classify's cache hit, inlined (one lookup per replayed row)
         loc = change.locator
-        hit = self._classes.get((loc.spc_oid, loc.db_oid, loc.rel_number, top_xid))
+        owner = self._owner(top_xid)
+        hit = self._classes.get((loc.spc_oid, loc.db_oid, loc.rel_number, owner))
         if hit is not None and hit[0] <= change.lsn < hit[1]:
             cls = hit[2]
         else:
-            cls = self._classify(change, top_xid)
+            cls = self._classify(change, top_xid, owner)
         match cls.kind:
             case RelClass.TABLE:
                 assert cls.table is not None

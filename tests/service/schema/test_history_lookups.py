@@ -14,7 +14,9 @@ from tests.service.schema.schema_history_support import (
     commit,
     create,
     ddl,
+    insert,
     loc,
+    running,
     table,
 )
 
@@ -126,3 +128,95 @@ def test_is_toast_cached_equals_uncached(steps: list[tuple[str, int, bool]]) -> 
                 assert h.is_toast(p, at) == (
                     uncached is not None and uncached.kind.value == "toast"
                 )
+
+
+def _answers(h: SchemaHistory, xids: list[int], lsns: list[int]) -> list[object]:
+    """Every lookup replay can ask, for the probe relfilenodes, xids and LSNs."""
+    out: list[object] = []
+    for r in (100, 101, 555, 556, 777, 900, 901):
+        for at in lsns:
+            out.append(h.is_toast(loc(r), at))
+            for x in xids:
+                cls, lo, hi = h.classify_span(loc(r), x, at)
+                out.append((cls.kind, cls.table, lo, hi))
+    return out
+
+
+_STEP = st.tuples(
+    st.sampled_from(["dml", "ddl", "rewrite", "sub_ddl", "running"]),
+    st.sampled_from(["commit", "abort"]),
+    st.integers(0, 3),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(_STEP, min_size=1, max_size=10))
+def test_inert_events_change_no_answer_and_strangers_share_them(
+    steps: list[tuple[str, str, int]],
+) -> None:
+    """Whatever interleaving of plain transactions, DDL (in subtransactions too),
+    rewrites into new relfilenodes, aborts and RUNNING_XACTS: an event the history calls
+    inert leaves every lookup's answer (classification, its LSN span, is_toast) as it
+    was, and every two transactions outside `owner_xids()` get the same answers, so
+    HistoryRows may share its classification cache between them."""
+    h = base(T1)
+    lsn, xid = 1000, 100
+    owners_seen: set[int] = set()
+    pending: list[object] = []  # events of the transaction in progress, then its end
+    for kind, end, ncols in steps:
+        xid += 3
+        writer = xid + 1 if kind == "sub_ddl" else xid
+        events: list[object] = []
+        if writer != xid:
+            events.append(AssignmentEvent(lsn, xid, (writer,)))
+        if kind in ("ddl", "sub_ddl"):
+            events.append(ddl(lsn + 1, writer, table(100, 100, ncols=ncols + 1, toast=(101, 101))))
+        elif kind == "rewrite":
+            target = (555, 777, 900)[ncols % 3]
+            events.append(create(lsn + 1, xid, target))
+            events.append(ddl(lsn + 2, xid, table(100, target, ncols=1, toast=(101, 101))))
+        elif kind == "running":
+            events.append(running(lsn + 1, xid - 4, xid + 10))
+        events.append(insert(lsn + 3, xid, 100))
+        subxids = (writer,) if writer != xid else ()
+        if end == "commit":
+            events.append(commit(lsn + 5, xid, subxids=subxids))
+        else:
+            events.append(abort(lsn + 5, xid, subxids=subxids))
+        pending.extend(events)
+        lsn += 10
+    probe_lsns = [999, 1004, lsn - 3, END]
+    strangers = [1, 2]  # xids no event names
+    for ev in pending:
+        probe_xids = [*strangers, *sorted(owners_seen)[:4]]
+        inert = h.inert(ev)  # type: ignore[arg-type]
+        before = _answers(h, probe_xids, probe_lsns) if inert else None
+        h.apply(ev)  # type: ignore[arg-type]
+        if before is not None:
+            assert _answers(h, probe_xids, probe_lsns) == before, ev
+        owners = h.owner_xids()
+        owners_seen |= owners
+        assert not owners & set(strangers)
+        outside = [x for x in range(100, xid + 2) if x not in owners][:6]
+        for r in (100, 555, 777, 900):
+            for at in probe_lsns:
+                seen = {h.classify_span(loc(r), x, at) for x in [*strangers, *outside]}
+                assert len(seen) == 1, (r, at, seen)
+
+
+def test_a_plain_commit_is_inert_and_keeps_the_toast_cache() -> None:
+    """The commit of a transaction without schema state (plain DML) changes nothing a
+    lookup answers, so the history neither calls it a change nor empties is_toast's
+    cache; a DDL transaction's commit is a change."""
+    h = base(T1)
+    assert h.is_toast(loc(101), END)
+    plain = commit(200, 40)
+    assert h.inert(plain)
+    h.apply(plain)
+    assert h._toast_cache, "a plain commit emptied the cache"
+    h.apply(ddl(210, 41, table(100, 100, ncols=2, toast=(101, 101))))
+    with_ddl = commit(220, 41)
+    assert not h.inert(with_ddl)
+    h.apply(with_ddl)
+    assert not h._toast_cache
+    assert h.owner_xids() >= {41} and 40 not in h.owner_xids()
