@@ -138,6 +138,14 @@ class SourceSettings(_Section):
     sslcert: Path | None = None
     sslkey: Path | None = None
     slot: str = Field("pgcdc", pattern=r"^[a-z0-9_]{1,63}$")
+    # When `host`/`port` is a hot standby (README "Failover"): the primary's address,
+    # with the same user, password, dbname and TLS settings. pgcdc then asks the
+    # primary for a RUNNING_XACTS record at start (CHECKPOINT on 15,
+    # pg_log_standby_snapshot() from 16), which the standby cannot write; without it a
+    # first start on a standby waits for the primary's bgwriter, which logs one every
+    # 15 s only while the primary writes WAL (indefinitely on an idle primary).
+    primary_host: str | None = None
+    primary_port: int | None = Field(None, ge=1, le=65535)
     mode: Literal["stream", "archive"] = "stream"
     archive_dir: Path | None = None
     # Tail the archive directory for new segments instead of stopping at its end.
@@ -203,11 +211,19 @@ class SourceSettings(_Section):
                 )
         return self
 
-    def dsn(self) -> str:
-        """A libpq connection string (the password included: never log it)."""
+    def primary_dsn(self) -> str | None:
+        """The primary's connection string when `primary_host` is set (the standby's
+        port when `primary_port` is not), else None."""
+        if self.primary_host is None:
+            return None
+        return self.dsn(host=self.primary_host, port=self.primary_port or self.port)
+
+    def dsn(self, *, host: str | None = None, port: int | None = None) -> str:
+        """A libpq connection string (the password included: never log it); `host`
+        and `port` replace the configured ones (the primary's, for `primary_dsn`)."""
         parts = [
-            f"host={conninfo_value(self.host)}",
-            f"port={self.port}",
+            f"host={conninfo_value(host or self.host)}",
+            f"port={port or self.port}",
             f"user={conninfo_value(self.user)}",
             f"dbname={conninfo_value(self.dbname)}",
             # Every connection (SQL and replication): a stalled server fails the

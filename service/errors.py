@@ -83,6 +83,25 @@ class WalCorruptionError(WalError):
     """A page header, record header or CRC check failed."""
 
 
+class UnexpectedTimelineError(WalCorruptionError):
+    """A page header carries a timeline ID the timeline history does not assign to its
+    page (service.wal.timeline): WAL from another timeline, or from one abandoned past
+    its switch point."""
+
+
+class TimelineHistoryError(FatalError):
+    """A timeline history file is malformed, or does not match what pgcdc streamed
+    (its timeline is not in the server's history, or the server's history ends that
+    timeline at a different switch point)."""
+
+
+class TimelineDivergedError(FatalError):
+    """pgcdc decoded WAL of a timeline past the point where the source's history says
+    that timeline ended: what it published from there on belongs to an abandoned
+    timeline (an asynchronous standby was promoted without it). `lsn` is the switch
+    point."""
+
+
 class WalEndOfDataError(PgcdcError):
     """The reader needs more bytes than it has been given (not an error in streaming)."""
 
@@ -205,6 +224,14 @@ class ReplayFromOffsetsError(RestartableError):
     """A Kafka transaction failed and was aborted: nothing of it is visible, and the sink
     keeps no copy of its records. The worker restarts its session from the last
     committed offsets (in process), re-decoding those transactions from the WAL."""
+
+
+class TimelineSwitchReplay(ReplayFromOffsetsError):
+    """The source switched timeline at `lsn` after pgcdc had received WAL of the old
+    timeline past that point (bytes the promoted server never replayed). The reader
+    cannot take bytes back: the worker replays from its stored offsets, on the new
+    timeline. If what Kafka already holds was decoded past `lsn`, that replay stops
+    with `TimelineDivergedError` instead."""
 
 
 class TransactionTimeoutError(FatalError):

@@ -6,9 +6,15 @@ Hands on: `(start_lsn, bytes)` chunks of raw WAL in LSN order, contiguous, ready
 page's header is validated too. `read_records` wraps this with the reader `service.impl` selects.
 
 Segment files are named `TTTTTTTTXXXXXXXXYYYYYYYY` (timeline, log id, segment);
-`.partial`, `.history`, `.backup` files and `archive_status/` are ignored. When one
-segment exists on several timelines the highest timeline wins, which is right for a
-linear history (timeline history files are not interpreted). A missing segment in the
+`.partial`, `.backup` files and `archive_status/` are ignored. Timelines follow the
+newest history file in the directory (`TTTTTTTT.history`, or the one given): as
+XLogFileReadAnyTLI, segment N is read from the newest timeline of that history that
+had begun by segment N, so segments of a timeline the history abandoned are never read,
+and the segment a switch happened in is read from the new timeline (whose copy holds
+the old timeline's WAL up to the switch point). Every page header's timeline ID is
+checked against the history (`service.wal.timeline.TimelineGate`). Without a history
+file the directory must hold one timeline; segments of several timelines without one
+are a `TimelineHistoryError`, never a guess. A missing segment in the
 middle of the range is a `WalError`; running out of segments ends the iteration, or in
 tail mode waits for the next segment file to appear complete (archive directories,
 where segments arrive whole; for a live server use streaming instead).
@@ -25,12 +31,29 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from service.errors import WalError
+from service.errors import TimelineHistoryError, WalError
 from service.impl import xlog_reader_class
 from service.wal.format import DEFAULT_SEGMENT_SIZE, XLOG_BLCKSZ
 from service.wal.record import XLogRecord
+from service.wal.timeline import TimelineGate, TimelineHistory
 
 _NAME = re.compile(r"^([0-9A-F]{8})([0-9A-F]{8})([0-9A-F]{8})$")
+_HISTORY = re.compile(r"^([0-9A-F]{8})\.history$")
+
+
+def read_history(directory: str | os.PathLike[str]) -> TimelineHistory | None:
+    """The history of the newest timeline with a history file here, None without one
+    (readTimeLineHistory on the file findNewestTimeLine picks)."""
+    newest = 0
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            m = _HISTORY.match(entry.name)
+            if m is not None and entry.is_file():
+                newest = max(newest, int(m.group(1), 16))
+    if not newest:
+        return None
+    text = (Path(directory) / f"{newest:08X}.history").read_text()
+    return TimelineHistory.parse(newest, text)
 
 
 def segment_name(tli: int, segno: int, segment_size: int = DEFAULT_SEGMENT_SIZE) -> str:
@@ -40,20 +63,42 @@ def segment_name(tli: int, segno: int, segment_size: int = DEFAULT_SEGMENT_SIZE)
 
 
 def list_segments(
-    directory: str | os.PathLike[str], segment_size: int = DEFAULT_SEGMENT_SIZE
+    directory: str | os.PathLike[str],
+    segment_size: int = DEFAULT_SEGMENT_SIZE,
+    history: TimelineHistory | None = None,
 ) -> dict[int, tuple[int, Path]]:
-    """Map segno -> (timeline, path), the highest timeline per segment."""
+    """Map segno -> (timeline, path): per segment, the newest timeline of `history`
+    that had begun by that segment and has the file (XLogFileReadAnyTLI). Without a
+    history every segment must be on one timeline."""
     per_id = 0x1_0000_0000 // segment_size
-    found: dict[int, tuple[int, Path]] = {}
+    files: dict[int, dict[int, Path]] = {}
+    timelines: set[int] = set()
     with os.scandir(directory) as entries:
         for entry in entries:
             m = _NAME.match(entry.name)
             if m is None or not entry.is_file():
                 continue
             tli, log, seg = (int(g, 16) for g in m.groups())
-            segno = log * per_id + seg
-            if segno not in found or found[segno][0] < tli:
-                found[segno] = (tli, Path(entry.path))
+            files.setdefault(log * per_id + seg, {})[tli] = Path(entry.path)
+            timelines.add(tli)
+    if history is None:
+        if len(timelines) > 1:
+            raise TimelineHistoryError(
+                f"{directory} holds WAL segments of timelines {sorted(timelines)} but no "
+                "history file says how they follow each other: copy the newest timeline's "
+                "TTTTTTTT.history file there"
+            )
+        return {segno: next(iter(by_tli.items())) for segno, by_tli in files.items()}
+    newest_first = sorted(history.entries, key=lambda e: e.tli, reverse=True)
+    found: dict[int, tuple[int, Path]] = {}
+    for segno, by_tli in files.items():
+        for timeline in newest_first:
+            if timeline.begin // segment_size > segno:
+                continue  # the timeline had not begun yet at this segment
+            path = by_tli.get(timeline.tli)
+            if path is not None:
+                found[segno] = (timeline.tli, path)
+            break  # an older timeline's copy of a segment the newer one owns is stale
     return found
 
 
@@ -78,15 +123,20 @@ def iter_wal_chunks(
     stop: threading.Event | None = None,
     poll_interval: float = 1.0,
     timeout: float | None = None,
+    history: TimelineHistory | None = None,
 ) -> Iterator[tuple[int, bytes]]:
     """Yield raw WAL `(lsn, bytes)` from `start_lsn`'s page onward, segment by segment.
 
     In tail mode, after the last segment it polls every `poll_interval` seconds for the
     next one, until `stop` is set or `timeout` seconds pass without a new segment.
+    `history`: the timelines to follow (default: the directory's newest history file).
     """
     segno = start_lsn // segment_size
     offset = (start_lsn % segment_size) & ~(XLOG_BLCKSZ - 1)
-    segments = list_segments(directory, segment_size)
+    if history is None:
+        history = read_history(directory)
+    gate = TimelineGate(history) if history is not None else None
+    segments = list_segments(directory, segment_size, history)
     if segno not in segments:
         raise WalError(
             f"WAL segment {segment_name(1, segno, segment_size)[8:]} holding the start "
@@ -117,7 +167,7 @@ def iter_wal_chunks(
                     stop.wait(poll_interval)
                 else:
                     time.sleep(poll_interval)
-                segments = list_segments(directory, segment_size)
+                segments = list_segments(directory, segment_size, history)
                 continue
         waited_since = None
         path = entry[1]
@@ -128,6 +178,8 @@ def iter_wal_chunks(
                 data = f.read(min(chunk_size, segment_size - pos))
                 if not data:
                     break
+                if gate is not None:
+                    gate.check(data, segno * segment_size + pos)
                 yield segno * segment_size + pos, data
                 pos += len(data)
         if pos < segment_size:
@@ -135,7 +187,7 @@ def iter_wal_chunks(
         segno += 1
         offset = 0
         if segno not in segments:
-            segments = list_segments(directory, segment_size)
+            segments = list_segments(directory, segment_size, history)
 
 
 def read_records(

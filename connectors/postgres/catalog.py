@@ -5,7 +5,8 @@ and the initial `CatalogSnapshot`; implements the history's `LiveCatalog` protoc
 (`table`, `invalidate`).
 
 - `snapshot()` reads every user table inside one REPEATABLE READ, read-only
-  transaction, together with `pg_current_snapshot()` and `pg_current_wal_lsn()`, so the
+  transaction, together with `pg_current_snapshot()` and `pg_current_wal_lsn()` (on a
+  hot standby `pg_last_wal_replay_lsn()`: the snapshot shows what is replayed), so the
   history knows exactly which transactions the definitions already reflect.
 - `table(oid)` is cached by OID until `invalidate(oid)` (or `invalidate()`); the schema
   history calls it for the relcache invalidations of each committed transaction.
@@ -61,7 +62,9 @@ ORDER BY c.oid
 """
 
 _SNAPSHOT_SQL = """
-SELECT pg_catalog.pg_current_snapshot()::text, pg_catalog.pg_current_wal_lsn()::text,
+SELECT pg_catalog.pg_current_snapshot()::text,
+       (CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn()
+             ELSE pg_catalog.pg_current_wal_lsn() END)::text,
        d.oid
 FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()
 """

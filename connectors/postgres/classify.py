@@ -18,8 +18,9 @@ failure, or None for one worth retrying:
   entry" that is not about credentials;
 - refused credentials (`password authentication failed`, no pg_hba.conf entry) or a
   role that does not exist: `SourceAuthError`; a database that does not exist:
-  `SourceSetupError` naming `source.dbname` (`refused_error`, which is also what
-  `connect_error` gives for such a connection);
+  `SourceSetupError` naming `source.dbname`; a standby with `hot_standby = off`
+  (it accepts no connection): `SourceSetupError` naming `source.host`
+  (`refused_error`, which is also what `connect_error` gives for such a connection);
 - a slot of the wrong type (a logical slot where pgcdc needs a physical one):
   `SlotTypeError`;
 - WAL the slot should have kept is gone (`requested WAL segment … has already been
@@ -187,6 +188,13 @@ def refused_error(
             f"the source has no role {role.group(1)} ({what}): {detail}; fix source.user "
             "or create the role",
             field="source.user",
+        )
+    if "Hot standby mode is disabled" in detail:
+        return SourceSetupError(
+            f"the source is a standby that is not hot ({what}): {detail}; pgcdc reads the "
+            "catalog from the server it streams from, so a standby source needs "
+            "hot_standby = on (a restart of the standby)",
+            field="source.host",
         )
     database = _NO_DATABASE.search(detail)
     if database is not None:

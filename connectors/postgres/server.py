@@ -135,9 +135,14 @@ def server_version(dsn: str) -> int:
 
 
 def current_wal_lsn(conn: Any) -> int:
-    """`pg_current_wal_lsn()`: where the server is writing WAL now."""
+    """`pg_current_wal_lsn()`: where the server is writing WAL now; on a standby
+    `pg_last_wal_replay_lsn()`, where it has replayed to."""
     with conn.cursor() as cur:
-        cur.execute("SELECT pg_catalog.pg_current_wal_lsn()::text")
+        cur.execute(
+            "SELECT (CASE WHEN pg_catalog.pg_is_in_recovery() "
+            "THEN pg_catalog.pg_last_wal_replay_lsn() "
+            "ELSE pg_catalog.pg_current_wal_lsn() END)::text"
+        )
         row = cur.fetchone()
     return parse_lsn(str(row[0]))
 

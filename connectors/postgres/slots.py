@@ -8,7 +8,8 @@ stream reports. Slots are looked at and changed two ways:
   `pg_replication_slot_advance`, `pg_drop_replication_slot`): setup, teardown, status,
   peek's private slot, the worker's start position and its final feedback;
 - by replication commands on the replication connection (`READ_REPLICATION_SLOT`,
-  `CREATE_REPLICATION_SLOT … PHYSICAL RESERVE_WAL`): the stream.
+  `CREATE_REPLICATION_SLOT … PHYSICAL RESERVE_WAL`, and `IDENTIFY_SYSTEM` and
+  `TIMELINE_HISTORY` for the timeline the stream follows): the stream.
 
 A slot that exists with another type is a `SourceSetupError` naming `slot_name`. A
 worker resuming from stored offsets first checks that the slot still covers their
@@ -34,6 +35,7 @@ from connectors.postgres.classify import NEW_SNAPSHOT_REMEDY
 from connectors.postgres.server import connect
 from service.errors import SlotGapError, SlotTypeError, SourceSetupError
 from service.lsn import format_lsn, parse_lsn
+from service.wal.timeline import TimelineHistory
 
 log = structlog.get_logger(__name__)
 
@@ -212,3 +214,24 @@ def create_replication_slot(cur: Any, name: str) -> None:
         cur.fetchall()
     except psycopg2.errors.DuplicateObject:
         return
+
+
+def identify_system(cur: Any) -> tuple[str, int, int]:
+    """`IDENTIFY_SYSTEM`: (system identifier, the server's timeline, its flush LSN). On a
+    standby the timeline is the one it replays."""
+    cur.execute("IDENTIFY_SYSTEM")
+    row = cur.fetchone()
+    return str(row[0]), int(row[1]), parse_lsn(str(row[2]))
+
+
+def timeline_history(cur: Any, tli: int) -> TimelineHistory:
+    """The history of timeline `tli` (`TIMELINE_HISTORY`, as the walreceiver fetches it
+    in WalRcvFetchTimeLineHistoryFiles); timeline 1 has none."""
+    if tli <= 1:
+        return TimelineHistory.single(tli)
+    cur.execute(f"TIMELINE_HISTORY {tli}")
+    row = cur.fetchone()
+    content = row[1]
+    # Sent as bytea-typed raw file text: psycopg2 may hand it as bytes or memoryview.
+    text = bytes(content).decode() if isinstance(content, bytes | memoryview) else str(content)
+    return TimelineHistory.parse(tli, text)

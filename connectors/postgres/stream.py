@@ -11,9 +11,24 @@ Behaviour:
   does not exist. A new physical slot's restart_lsn is the last checkpoint's redo
   pointer, so WAL from there on is retained. Without an explicit start LSN streaming
   begins at the slot's restart_lsn (`READ_REPLICATION_SLOT`, PG15+).
-- `START_REPLICATION SLOT name PHYSICAL lsn` is sent with the start LSN rounded down to
-  its WAL page, so the first chunk carries that page's header and the reader can
-  validate it; the reader skips to the record start itself.
+- `START_REPLICATION SLOT name PHYSICAL lsn TIMELINE tli` is sent with the start LSN
+  rounded down to its WAL page, so the first chunk carries that page's header and the
+  reader can validate it; the reader skips to the record start itself.
+- Timelines, as the walreceiver follows them (WalReceiverMain, WalRcvFetchTimeLineHistoryFiles):
+  every connection first sends `IDENTIFY_SYSTEM` (the server's timeline; its system
+  identifier must stay the one seen first, else `SourceSetupError`) and, past timeline
+  1, `TIMELINE_HISTORY` for it. Streaming asks for the timeline the history assigns to
+  the start LSN (`TimelineHistory.tli_of`). A historic timeline is streamed up to its
+  switch point, where the walsender ends it; the stream then reconnects at once and
+  goes on, from exactly the switch point, on the next timeline. A source promoted
+  while streaming (a standby, or the upstream of a cascading one) ends the copy the
+  same way or drops the connection; the reconnect finds the new history. The timeline
+  streamed so far must be in the new history (else `TimelineHistoryError`); when bytes
+  past its switch point were already handed on (the tail of a record the promoted
+  server never replayed) the stream cannot take them back: it raises
+  `TimelineSwitchReplay`, and the worker replays from its stored offsets. Every page
+  header handed on carries the timeline the history assigns to its page
+  (`service.wal.timeline.TimelineGate`, `UnexpectedTimelineError` otherwise).
 - Standby status feedback reports write = bytes received and flush = apply = the
   restart LSN handed back by the pipeline, never more: the walsender moves the
   slot's restart_lsn to the flush position. Feedback is sent every
@@ -51,16 +66,32 @@ import psycopg2.extras
 import structlog
 
 from connectors.postgres.classify import is_slot_busy, permanent_error
-from connectors.postgres.slots import create_replication_slot, read_replication_slot
+from connectors.postgres.slots import (
+    create_replication_slot,
+    identify_system,
+    read_replication_slot,
+    timeline_history,
+)
 from service.backoff import Backoff
-from service.errors import SlotBusyError, SourceSetupError, SourceUnavailableError
+from service.errors import (
+    SlotBusyError,
+    SourceSetupError,
+    SourceUnavailableError,
+    TimelineHistoryError,
+    TimelineSwitchReplay,
+)
 from service.lsn import format_lsn
 from service.wal.format import XLOG_BLCKSZ
+from service.wal.timeline import TimelineGate, TimelineHistory
 
 log = structlog.get_logger(__name__)
 
 
 KEEPALIVE_INTERVAL_S = 10.0  # well inside the default wal_sender_timeout of 60 s
+
+
+class _EndOfTimeline(Exception):
+    """Internal: every byte of a historic timeline up to its switch point was received."""
 
 
 class PhysicalStream:
@@ -99,6 +130,16 @@ class PhysicalStream:
         self.reconnects = 0  # connections lost and re-established (metrics, tests)
         self._last_data_start = 0  # data_start of the last WAL message received
         self._last_keepalive = 0.0
+        # The source's system identifier, from the first IDENTIFY_SYSTEM.
+        self.system_id: str | None = None
+        # The timeline of the bytes received so far (None before streaming), the
+        # history it was chosen from, and its switch point when that timeline is
+        # historic (streaming stops there and goes on with the next one).
+        self.timeline: int | None = None
+        self.history: TimelineHistory | None = None
+        self._switch_at: int | None = None
+        self._gate: TimelineGate | None = None
+        self.timeline_switches = 0  # timelines followed since the start (tests, logs)
         # Called when nothing more is buffered (see the module docstring); exceptions
         # from it end the iteration of `chunks`, as the consumer's own would.
         self.on_idle: Callable[[], object] | None = None
@@ -153,6 +194,16 @@ class PhysicalStream:
     def _start(self) -> tuple[Any, int]:
         conn = self._connect()
         cur = conn.cursor()
+        system_id, server_tli, _ = identify_system(cur)
+        if self.system_id is not None and system_id != self.system_id:
+            raise SourceSetupError(
+                f"the source is now database system {system_id}, not {self.system_id} "
+                "streamed so far: a different cluster answers at this address",
+                lsn=self.received_lsn,
+                field="source.host",
+            )
+        self.system_id = system_id
+        history = timeline_history(cur, server_tli)
         slot_restart = self._ensure_slot(cur)
         if self.received_lsn is not None:
             start = self.received_lsn
@@ -160,12 +211,51 @@ class PhysicalStream:
             start = self._start_lsn if self._start_lsn is not None else slot_restart
             start &= ~(XLOG_BLCKSZ - 1)
             self.restart_lsn = max(self.restart_lsn, min(slot_restart, start))
+        tli = self._follow(history, start)
         cur.start_replication(
             slot_name=self.slot_name,
             slot_type=psycopg2.extras.REPLICATION_PHYSICAL,
             start_lsn=format_lsn(start),
+            timeline=tli,
         )
         return cur, start
+
+    def _follow(self, history: TimelineHistory, start: int) -> int:
+        """Choose the timeline to stream `start` from, checking the new history against
+        the timeline streamed so far (see the module docstring)."""
+        previous = self.timeline
+        if previous is not None:
+            entry = history.entry(previous)
+            if entry is None:
+                raise TimelineHistoryError(
+                    f"timeline {previous}, streamed up to {format_lsn(start)}, is not in "
+                    f"the source's timeline history {history!r}",
+                    lsn=start,
+                )
+            if entry.end is not None and start > entry.end:
+                raise TimelineSwitchReplay(
+                    f"the source left timeline {previous} at {format_lsn(entry.end)}, but "
+                    f"WAL of that timeline up to {format_lsn(start)} was received; what "
+                    "lies past the switch point is abandoned: replaying from the offsets",
+                    lsn=entry.end,
+                )
+        tli = history.tli_of(start)
+        switch = history.switch_point(tli)
+        self._switch_at = switch[0] if switch is not None else None
+        if previous is not None and tli != previous:
+            self.timeline_switches += 1
+            log.info(
+                "replication_timeline_switch",
+                from_tli=previous,
+                to_tli=tli,
+                switch_lsn=format_lsn(start),
+            )
+        self.timeline, self.history = tli, history
+        if self._gate is None:
+            self._gate = TimelineGate(history)
+        else:
+            self._gate.history = history
+        return tli
 
     # --- streaming -----------------------------------------------------------------
 
@@ -186,6 +276,16 @@ class PhysicalStream:
                 outage = busy = None
                 yield from self._pump(cur, stop, idle_timeout)
                 return
+            except _EndOfTimeline:
+                # As the walreceiver at the end of a historic timeline: go on at once
+                # with the next one, from its switch point.
+                log.info(
+                    "replication_timeline_end",
+                    tli=self.timeline,
+                    switch_lsn=format_lsn(self.received_lsn or 0),
+                )
+                self.close()
+                continue
             except (psycopg2.DatabaseError, psycopg2.InterfaceError) as exc:
                 # A walsender that timed out or was terminated surfaces as a plain
                 # DatabaseError on the replication cursor: reconnect as for any loss.
@@ -269,10 +369,14 @@ class PhysicalStream:
                         f"{format_lsn(self.received_lsn)}",
                         lsn=start,
                     )
+                if self._gate is not None:
+                    self._gate.check(payload, start)
                 self.received_lsn = start + len(payload)
                 self._last_data_start = start
                 last_data = now
                 yield start, payload
+                if self._switch_at is not None and self.received_lsn >= self._switch_at:
+                    raise _EndOfTimeline
             # Regular feedback; when idle, at most once a second so the slot follows.
             since = now - last_feedback
             if since >= self._status_interval or (

@@ -7,6 +7,8 @@
     python deploy/local/services.py env [NAME...]     print the endpoints as JSON
     python deploy/local/services.py kill NAME...      SIGKILL now, as a crash would; print the pid
     python deploy/local/services.py list [--default]  print every known name (or the default set)
+    python deploy/local/services.py promote NAME...   promote an ha-* standby, print its timeline
+    python deploy/local/services.py rebuild NAME...   delete an ha-* pair and make it again
 
 Services and their ports (all on 127.0.0.1):
     pg15 55415, pg16 55416, pg17 55417, pg18 55418 (one build with contrib per major),
@@ -23,6 +25,9 @@ Services and their ports (all on 127.0.0.1):
     (SASL_SSL) / 39093, tls-registry 38443 (HTTPS, basic auth): separate instances that
     accept TLS only, with a test CA and passwords under `<state>/tls` (svc_tls); started
     only when named.
+    ha-pg15 58415 + ha-pg15s 58416, ha-pg18 58418 + ha-pg18s 58419: primary + streaming
+    hot standby pairs (pg_basebackup, primary_conninfo, archive_command) for the
+    failover tests, which promote and rebuild them (see svc_ha); started only when named.
 `down`, `status` and `env` with no NAME mean every known service; `kill` needs names.
 
 Each service keeps its state under the state directory (`$PGCDC_STATE_DIR`, default
@@ -66,14 +71,20 @@ SERVICES = {
     "tls-pg18": ("svc_tls", "TlsPostgres18"),
     "tls-kafka": ("svc_tls", "TlsKafka"),
     "tls-registry": ("svc_tls", "TlsRegistry"),
+    "ha-pg15": ("svc_ha", "HaPrimary15"),
+    "ha-pg15s": ("svc_ha", "HaStandby15"),
+    "ha-pg18": ("svc_ha", "HaPrimary18"),
+    "ha-pg18s": ("svc_ha", "HaStandby18"),
 }
 # What `up` starts when no name is given: everything the test suite connects to.
 # pg18v is redundant with pg18 (which has pgvector too), and Kafka Connect (Debezium's
 # connectors, ~1 GB) and Prometheus are started by the tests that need them (consumer
 # tests, monitoring tests): only when named. The fault and TLS instances likewise.
 ON_DEMAND = ("pg18v", "connect", "prometheus")
-DEFAULT = [n for n in SERVICES if not n.startswith(("fault-", "tls-")) and n not in ON_DEMAND]
-VERBS = {"up", "down", "status", "env", "kill", "list"}
+DEFAULT = [
+    n for n in SERVICES if not n.startswith(("fault-", "tls-", "ha-")) and n not in ON_DEMAND
+]
+VERBS = {"up", "down", "status", "env", "kill", "list", "promote", "rebuild"}
 
 
 def service(name: str) -> Service:
@@ -82,6 +93,22 @@ def service(name: str) -> Service:
     svc = getattr(importlib.import_module(module), cls)()
     assert isinstance(svc, Service)
     return svc
+
+
+def _pair_verb(verb: str, names: list[str]) -> int:
+    """promote / rebuild, which only the ha-* pairs (svc_ha) have."""
+    for name in names:
+        svc = service(name)
+        action = getattr(svc, verb, None)
+        if action is None or (verb == "promote" and not name.endswith("s")):
+            print(f"services: {name} cannot {verb} (ha-* standbys only)", file=sys.stderr)
+            return 2
+        began = time.monotonic()
+        result = action()
+        print(f"{name}: {verb} done ({time.monotonic() - began:.1f}s)", file=sys.stderr)
+        if verb == "promote":
+            print(f"{name} {result}")
+    return 0
 
 
 def main(argv: list[str]) -> int:
@@ -96,9 +123,11 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"services: unknown service {unknown}; known: {list(SERVICES)}", file=sys.stderr)
         return 2
-    if verb == "kill" and not names:
-        print("services: kill needs the names of the services to kill", file=sys.stderr)
+    if verb in ("kill", "promote", "rebuild") and not names:
+        print(f"services: {verb} needs the names of the services", file=sys.stderr)
         return 2
+    if verb in ("promote", "rebuild"):
+        return _pair_verb(verb, names)
     chosen = [service(n) for n in (names or (DEFAULT if verb == "up" else list(SERVICES)))]
     if verb == "kill":
         for svc in chosen:

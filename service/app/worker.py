@@ -112,6 +112,8 @@ from service.errors import (
     SlotGapError,
     SourceSetupError,
     SourceUnavailableError,
+    TimelineDivergedError,
+    TimelineSwitchReplay,
 )
 from service.lsn import format_lsn
 from service.output.api import OutputRecord, PluginWrapper, RecordRun, RelationInfo
@@ -355,7 +357,7 @@ class Worker:
                 plugin_state={"settings": s},
             )
             session.on_aligned = self._aligned
-            force_running_xacts(dsn, version)
+            self._running_xacts(dsn, version)
             log.info("worker_started", restart_lsn=format_lsn(start))
         # On a fresh start too the stream begins where the slot was read above, once:
         # a second read (READ_REPLICATION_SLOT) could see a later position.
@@ -375,6 +377,33 @@ class Worker:
             if last is not None:
                 self._resume_snapshot(session, last.confirmed_lsn)
         return session, start
+
+    def _running_xacts(self, dsn: str, version: int) -> None:
+        """Have a RUNNING_XACTS record written so the snapshot builder becomes consistent
+        now. A standby cannot write one: its WAL has the primary's, so the primary
+        (source.primary_host) is asked; without one, the wait for the primary's
+        bgwriter (every 15 s while the primary writes WAL) is logged."""
+        primary = self.settings.source.primary_dsn()
+        if primary is not None:
+            force_running_xacts(primary, version)
+            return
+        conn = connect(dsn)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT pg_catalog.pg_is_in_recovery()")
+                row = cur.fetchone()
+                standby = row is not None and bool(row[0])
+        finally:
+            conn.close()
+        if not standby:
+            force_running_xacts(dsn, version)
+            return
+        log.warning(
+            "running_xacts_wait_for_primary",
+            note="the source is a standby and source.primary_host is not set: "
+            "consistency waits for the primary's next RUNNING_XACTS record (its bgwriter "
+            "writes one every 15 s while the primary writes WAL, none while it is idle)",
+        )
 
     def _replay_progress(self) -> None:
         """Called from inside a long replay: keep the walsender and the watchdog fed."""
@@ -584,6 +613,7 @@ class Worker:
             try:
                 return self._run_session()
             except ReplayFromOffsetsError as exc:
+                self._check_not_diverged(exc)
                 self._replays += 1
                 if self._replay_backoff is None:  # the first since the last Kafka commit
                     self._replay_backoff = Backoff(self.settings.kafka.retry_budget_s, 0.5)
@@ -599,6 +629,21 @@ class Worker:
                 self._replay_backoff.sleep(self.stop.wait)
                 if self.stop.is_set():
                     return 0
+
+    def _check_not_diverged(self, exc: ReplayFromOffsetsError) -> None:
+        """A timeline switch behind what Kafka holds is not replayable: the offsets
+        confirm WAL of the abandoned timeline past its switch point (issue 31)."""
+        if not isinstance(exc, TimelineSwitchReplay) or exc.lsn is None:
+            return
+        last = self.sink.last_committed
+        if last is not None and last.confirmed_lsn > exc.lsn:
+            raise TimelineDivergedError(
+                f"Kafka holds transactions decoded up to {format_lsn(last.confirmed_lsn)} "
+                f"on a timeline the source abandoned at {format_lsn(exc.lsn)}: they were "
+                "never replicated to the promoted server. Reconcile the topics, then start "
+                "over deliberately (`pgcdc run --fresh-start`)",
+                lsn=exc.lsn,
+            ) from exc
 
     def _fresh_sink(self) -> None:
         """A new sink (and chunked snapshotter) for the next session; counters carry on."""
