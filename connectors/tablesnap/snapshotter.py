@@ -508,12 +508,15 @@ class Snapshotter:
             self._commit(lsn, p, 0, done_table=True)
             return
         assert read.plan is not None
-        names = rel.key_columns if p.spec.keyed else ()
-        # Only the key columns are decoded here; whole rows at emission, one at a time.
-        # The tracker keeps rows by their index in the chunk (`_emit_rows` reads them).
-        rows = [
-            (read.key(fields, names) if names else None, i) for i, fields in enumerate(read.rows)
-        ]
+        # Only the key columns are decoded here, and only when the window saw a change
+        # of its table's keys; whole rows at emission. The tracker keeps rows by their
+        # index in the chunk (`_emit_rows` reads them).
+        names = rel.key_columns if p.spec.keyed and self.tracker.needs_keys(p.chunk_id) else ()
+        rows = (
+            [(read.key(fields, names), i) for i, fields in enumerate(read.rows)]
+            if names
+            else [(None, i) for i in range(len(read.rows))]
+        )
         outcome = self.tracker.high(p.chunk_id, rows, read.snapshot.xip if read.snapshot else ())
         if outcome.retry is not None or not same:
             self.retries += 1
