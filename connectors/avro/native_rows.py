@@ -60,8 +60,14 @@ How:
   such updates to Python. A key change goes to Python as a whole (a DELETE, its
   tombstone and a CREATE, with the `__debezium.newkey`/`oldkey` headers).
 - Changes the Python path decides as a whole stay there: a key change, a DELETE
-  without an old tuple, snapshot reads, rows not decoded from WAL, transactions without
-  a commit time.
+  without an old tuple, snapshot reads handed over as changes, rows not decoded from
+  WAL, transactions without a commit time.
+- Snapshot reads of a chunk the native core split (`snapshot_rows`, called by
+  connectors.tablesnap.snapshotter with the chunk's `CopyChunk`): the same plan, its
+  columns read from the COPY rows' send format (`RowPlan.encode_copy`, rows::copy),
+  events as `change_python` writes a read (op "r", no transaction block, the snapshot
+  marker in `source`); a table with a column the COPY rewrite does not cover is the
+  Python path's (`avro_native_snapshot_off`, counted in `fallbacks`).
 - The Envelope is concatenated (an Avro record is its fields in order): the
   before/after unions and records, the `source` record from parts built once per
   transaction and table (`_source_parts`: everything but `sequence` and `lsn`), the

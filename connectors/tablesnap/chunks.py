@@ -30,6 +30,13 @@ here: `ChunkRead.values(row)` makes the lazily decoded `ColumnValue`s at publica
 with the same column plans (send format rewritten to the stored form) as
 connectors.tablesnap.reader, so values equal the WAL path's.
 
+Under the native core (`PGCDC_IMPL`, service.impl.native_row_core) a chunk's COPY
+stream is kept whole (one chunk's bytes, rows past the limits included) and split in
+Rust (`service._native.CopyChunk`, `_read_native`), with the GIL released; `rows` then
+shows the kept rows as field lists made on access (copy_binary.ChunkRows), and `copy`
+is the chunk the Avro plugin's native encoder reads the rows from at publication
+(`TablePlan.copy_fields` says where each column sits, or why the table cannot).
+
 Shared snapshot (`SharedSnapshotReader`, the default initial snapshot): the readers do
 not take fresh snapshots and write no watermarks. Each one opens a REPEATABLE READ,
 read-only transaction and imports the snapshot the aligned catalog transaction exported
