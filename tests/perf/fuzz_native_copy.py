@@ -7,10 +7,10 @@ Seeds: whole `COPY ... TO STDOUT (FORMAT binary)` streams (signature, header, ro
 trailer) of a few rows over a plan with every kind the COPY encoder rewrites (rows::copy:
 the integers, floats, texts, name, bytea, uuid, dates and times, numeric in both
 mappings, interval, timetz, money, "char", inet, macaddr(8), bit strings, jsonb, xml, an
-enum, point), with random send-format values and NULLs. Each case damages one seed:
-flip a bit, set a byte, truncate, insert or delete bytes, rewrite a field's length, or a
-row's field count; then splits it (`connectors.postgres.copy_binary.native_chunk`) and
-encodes every row (`encode_copy`).
+enum, point, arrays of int4 and text), with random send-format values and NULLs. Each
+case damages one seed: flip a bit, set a byte, truncate, insert or delete bytes,
+rewrite a field's length, or a row's field count; then splits it
+(`connectors.postgres.copy_binary.native_chunk`) and encodes every row (`encode_copy`).
 
 The only acceptable outcomes are a split and an encoding (or a fallback reason), or a
 typed error: DecodeError (the split's, naming the table; the encoder's, carrying the
@@ -31,6 +31,7 @@ import struct
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,6 +58,16 @@ def _numeric(r: random.Random, dscale: int) -> bytes:
     return struct.pack(">hhHH", len(digits), r.randrange(-2, 3), sign, dscale) + b"".join(
         struct.pack(">h", d) for d in digits
     )
+
+
+def _array(r: random.Random, oid: int, item: Callable[[], bytes]) -> bytes:
+    """array_send of a 1-D array (lower bound 1, some NULLs) of `item()`s."""
+    n = r.randrange(4)
+    out = struct.pack(">iiIii", 1, 0, oid, n, 1) if n else struct.pack(">iiI", 0, 0, oid)
+    for _ in range(n):
+        value = None if r.random() < 0.2 else item()
+        out += struct.pack(">i", -1) if value is None else struct.pack(">i", len(value)) + value
+    return out
 
 
 # (name, attlen, align, kind, scale, precision, send-format value maker)
@@ -98,7 +109,19 @@ COLUMNS = [
     ("x", -1, 4, "xml", 0, 0, lambda r: b"<a>" + _text(r) + b"</a>"),
     ("en", 4, 4, "enum", 0, 0, lambda r: r.choice(list(LABELS.values())).encode()),
     ("pt", 16, 8, "point_record", 0, 0, lambda r: struct.pack(">dd", r.random(), -r.random())),
+    (
+        "ai",
+        -1,
+        4,
+        "array",
+        0,
+        0,
+        lambda r: _array(r, 23, lambda: struct.pack(">i", r.randrange(99))),
+    ),
+    ("at", -1, 4, "array", 0, 0, lambda r: _array(r, 25, lambda: _text(r))),
 ]
+# The array columns' elements: (kind, scale, precision, type OID, typlen, typalign).
+ELEMENTS = {"ai": ("int4", 0, 0, 23, 4, 4), "at": ("text", 0, 0, 25, -1, 4)}
 NCOLS = len(COLUMNS)
 FIELDS = list(range(NCOLS))
 
@@ -108,9 +131,16 @@ def plan() -> _native.RowPlan:
         (n, attlen, align, False, False, k, s, p, n != "id")
         for n, attlen, align, k, s, p, _ in COLUMNS
     ]
-    enum_at = [c[0] for c in COLUMNS].index("en")
+    names = [c[0] for c in COLUMNS]
+    elements = {names.index(n): e for n, e in ELEMENTS.items()}
     return _native.RowPlan(
-        specs, [0], RELATION, SchemaMismatchError, DecodeError, {enum_at: LABELS}
+        specs,
+        [0],
+        RELATION,
+        SchemaMismatchError,
+        DecodeError,
+        {names.index("en"): LABELS},
+        elements,
     )
 
 

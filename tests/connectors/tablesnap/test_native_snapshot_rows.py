@@ -4,16 +4,18 @@ path byte for byte, and against the stream path's rows of the same values.
 The wide type workload of tests/connectors/avro/test_native_rows_pipeline.py (every type
 the native row encoder covers, with its edge values, and tables it leaves to Python:
 arrays, geometric types and ranges, domains over arrays, a composite) is loaded on a
-real server (run for PG15 and PG18: `-k "pg15 or pg18"`). Then:
+real server (run for PG15 and PG18: `-k "pg15 or pg18"`), and `n_arr2`, n_arr without
+its jsonb[] column (arrays of every other element kind). Then:
 
 - snapshot: every table is read in chunks of `CHUNK_ROWS` rows (so chunks are cut and
   markers span chunks) by two `ChunkReader`s, one parsing COPY in Python and one in Rust
   (`CopyChunk`), and each chunk is published through `Snapshotter._emit_rows` into an
   `AvroPlugin` on the Python path and one as `PGCDC_IMPL` selects it, with the plugins'
   clock frozen. Both must write the same records: topic, key bytes, value bytes, headers.
-  Under the native core the test also requires that rows went native, that a table
-  with a column without a native send form fell back as a whole (its reason counted),
-  and that a row the Python path decides (NaN numerics) fell back on its own.
+  Under the native core the test also requires that rows went native (n_all, n_more,
+  n_arr2, n_dom), that a table with a column without a native send form (n_arr's
+  jsonb[]) or without a plan (n_python) fell back as a whole (its reason counted), and
+  that a row the Python path decides (NaN numerics) fell back on its own.
 - stream: the same rows are copied into twin tables (`CREATE TABLE ... (LIKE ...)`,
   `INSERT ... SELECT *`) and decoded from the WAL by a pgcdc `Session` into an
   AvroPlugin as `PGCDC_IMPL` selects it. Per table, the multiset of `after` records
@@ -35,6 +37,7 @@ import psycopg2
 import pytest
 
 from connectors.avro import plugin as avro_plugin
+from connectors.avro.native_rows import NativeRows
 from connectors.avro.plugin import AvroPlugin
 from connectors.postgres.server import force_running_xacts
 from connectors.postgres.setup import setup, teardown
@@ -51,7 +54,22 @@ from tests.connectors.avro.test_native_rows_pipeline import _LZ4, SCHEMA, WORKLO
 pytestmark = pytest.mark.integration
 
 CHUNK_ROWS = 37
-TABLES = ["n_all", "n_keyed", "n_full", "n_more", "n_arr", "n_geo", "n_dom", "n_python"]
+TABLES = [
+    "n_all",
+    "n_keyed",
+    "n_full",
+    "n_more",
+    "n_arr",
+    "n_arr2",
+    "n_geo",
+    "n_dom",
+    "n_python",
+]
+# n_arr without its jsonb[] column (jsonb elements have no stored form from their send
+# format: n_arr is the Python path's), so that arrays of every other element go native
+ARR2 = """CREATE TABLE n_arr2 AS SELECT id, i4, i8, tx, nu, nv, tz, d, bo, by, ip, iv, bt, b1,
+    u, f8, mo FROM n_arr;
+ALTER TABLE n_arr2 ADD PRIMARY KEY (id)"""
 
 
 def _plugin_ctx(plugin: AvroPlugin, out: list[OutputRecord], slot: str) -> PluginWrapper:
@@ -167,6 +185,15 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
     """Snapshot records: native == Python byte for byte; their rows == the stream's."""
     monkeypatch.setattr(avro_plugin, "time", FrozenTime)
     native = native_row_core() is not None
+    done_by_table: dict[str, list[int]] = {}  # NativeRows.snapshot_rows' results
+    snapshot_rows = NativeRows.snapshot_rows
+
+    def counted(self: NativeRows, *args: Any, **kwargs: Any) -> int:
+        done = snapshot_rows(self, *args, **kwargs)
+        done_by_table.setdefault(args[2].name, []).append(done)
+        return done
+
+    monkeypatch.setattr(NativeRows, "snapshot_rows", counted)
     db = f"snapnative_{uuid.uuid4().hex[:10]}"
     admin = psycopg2.connect(_dsn(pg, "postgres"))
     admin.autocommit = True
@@ -184,6 +211,7 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 cur.execute("ALTER TABLE n_all ADD COLUMN big4 text COMPRESSION lz4")
             for sql in WORKLOAD:
                 cur.execute(sql)
+            cur.execute(ARR2)
             settings = Settings(
                 source={"slot": slot, "dbname": db},
                 kafka={
@@ -209,6 +237,12 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 reasons = ours.native_rows.fallbacks
                 assert any("no native send form" in r for r in reasons), reasons
                 assert reasons["numeric Python decides"] > 0, reasons
+                # arrays (n_arr2, and n_dom's domains over arrays and arrays of domains
+                # and of an enum) go native; jsonb[] (n_arr) and a composite do not
+                for t in ("n_all", "n_more", "n_arr2", "n_dom"):
+                    assert sum(d for d in done_by_table[t] if d > 0) > 0, (t, done_by_table)
+                for t in ("n_arr", "n_python"):
+                    assert set(done_by_table[t]) == {-1}, (t, done_by_table)
             # the stream, of the same rows copied into twin tables
             for t in TABLES:
                 cur.execute(f"CREATE TABLE twin_{t} (LIKE {t} INCLUDING ALL)")

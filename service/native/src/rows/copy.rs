@@ -22,8 +22,10 @@
 //! which is what the encoder writes (checked against the plan's labels). jsonb has no
 //! stored form reachable from jsonb_send (a version byte and jsonb_out's text), so a
 //! jsonb field is handed on as that text and the caller encodes it as a string
-//! (`copy_kind`): the value Debezium's Json is, jsonb_out's text. A kind without a rewrite
-//! here is `Unsupported`: the caller leaves the whole table to the Python path.
+//! (`copy_kind`): the value Debezium's Json is, jsonb_out's text. array_recv's input is
+//! laid out as the ArrayType rows::array reads (`array`), for elements of the kinds above
+//! (an enum's label as its OID; not jsonb). A kind without a rewrite here is
+//! `Unsupported`: the caller leaves the whole table to the Python path.
 //!
 //! Errors: malformed streams and fields are `CopyError` (a message; the boundary raises
 //! DecodeError with the table). Nothing here panics on any input (tests below and
@@ -187,7 +189,8 @@ pub fn copy_kind(kind: Kind) -> Option<Kind> {
         | Kind::Inet { .. }
         | Kind::Bits
         | Kind::Bit1
-        | Kind::Point => kind,
+        | Kind::Point
+        | Kind::Array => kind,
         _ => return None,
     })
 }
@@ -334,6 +337,114 @@ fn fixed_same<'a>(d: &'a [u8], width: usize, what: &str) -> Result<Cow<'a, [u8]>
     Ok(Cow::Borrowed(d))
 }
 
+/// Can an array's elements of `kind` be rewritten into their stored form (`stored`, or an
+/// enum label into its pg_enum OID)? Not jsonb's: its stored form is a binary tree no
+/// send format gives.
+fn element_rewrites(kind: Kind) -> bool {
+    kind != Kind::Jsonb && kind != Kind::Array && copy_kind(kind).is_some()
+}
+
+const MAXDIM: i32 = 6;
+
+/// array_recv's input (ndim, flags, element type OID, per dimension its size and lower
+/// bound, then per element its length, -1 for NULL, and its send bytes) as the stored
+/// ArrayType payload rows::array reads, laid out as construct_md_array lays it out: the
+/// null bitmap only when an element is NULL (dataoffset set then), elements aligned to
+/// their typalign counted from the varlena header, varlena elements with 4-byte headers
+/// (as sendform._array). An enum element's label becomes its pg_enum OID (`labels`).
+fn array(d: &[u8], e: &super::Elem, labels: &super::Labels) -> Result<Vec<u8>, Rewrite> {
+    let bad = |m: &str| Rewrite::Bad(format!("array send value {m}"));
+    let head = |at| be_i32(d, at).ok_or_else(|| bad("is short"));
+    let ndim = head(0)?;
+    if !(0..=MAXDIM).contains(&ndim) {
+        return Err(Rewrite::Bad(format!(
+            "array send value has {ndim} dimensions"
+        )));
+    }
+    let elemtype = head(8)? as u32;
+    let ndim = ndim as usize;
+    let mut dims = Vec::with_capacity(ndim);
+    let mut lbounds = Vec::with_capacity(ndim);
+    let mut nitems: usize = usize::from(ndim > 0);
+    for i in 0..ndim {
+        let dim = head(12 + 8 * i)?;
+        lbounds.push(head(16 + 8 * i)?);
+        let dim_u = usize::try_from(dim).map_err(|_| bad("has a negative dimension"))?;
+        nitems = nitems
+            .checked_mul(dim_u)
+            .filter(|&n| n <= d.len() / 4)
+            .ok_or_else(|| bad("has more elements than bytes"))?;
+        dims.push(dim);
+    }
+    let mut off = 12 + 8 * ndim;
+    let mut items: Vec<Option<Cow<'_, [u8]>>> = Vec::with_capacity(nitems);
+    for _ in 0..nitems {
+        let size = head(off)?;
+        off += 4;
+        if size < 0 {
+            items.push(None);
+            continue;
+        }
+        let item = d
+            .get(off..off + size as usize)
+            .ok_or_else(|| bad("ends inside an element"))?;
+        off += size as usize;
+        items.push(Some(if e.kind == Kind::Enum {
+            let oid = labels
+                .iter()
+                .find(|(_, l)| l.as_bytes() == item)
+                .map(|(oid, _)| *oid)
+                .ok_or_else(|| bad("has an unknown enum label"))?;
+            Cow::Owned(oid.to_le_bytes().to_vec())
+        } else {
+            stored(e.kind, item)?
+        }));
+    }
+    if off != d.len() {
+        return Err(Rewrite::Bad(format!(
+            "array send value has {} trailing bytes",
+            d.len() - off
+        )));
+    }
+    let has_nulls = items.iter().any(Option::is_none);
+    // Built with the varlena header's 4 bytes in front, so that offsets count from it.
+    let mut out = vec![0u8; 4];
+    out.extend_from_slice(&(ndim as i32).to_le_bytes());
+    out.extend_from_slice(&0i32.to_le_bytes());
+    out.extend_from_slice(&elemtype.to_le_bytes());
+    for dim in &dims {
+        out.extend_from_slice(&dim.to_le_bytes());
+    }
+    for lb in &lbounds {
+        out.extend_from_slice(&lb.to_le_bytes());
+    }
+    if has_nulls {
+        let mut bitmap = vec![0u8; nitems.div_ceil(8)];
+        for (i, v) in items.iter().enumerate() {
+            if v.is_some() {
+                bitmap[i >> 3] |= 1 << (i & 7);
+            }
+        }
+        out.extend_from_slice(&bitmap);
+    }
+    out.resize(out.len().div_ceil(8) * 8, 0);
+    if has_nulls {
+        let dataoffset = out.len() as i32;
+        out[8..12].copy_from_slice(&dataoffset.to_le_bytes());
+    }
+    for v in items.iter().flatten() {
+        out.resize(out.len().div_ceil(e.align) * e.align, 0);
+        if e.attlen == -1 {
+            out.extend_from_slice(&(((v.len() + 4) as u32) << 2).to_le_bytes());
+        } else if usize::try_from(e.attlen) != Ok(v.len()) {
+            return Err(bad("has an element of another width"));
+        }
+        out.extend_from_slice(v);
+    }
+    out.drain(..4);
+    Ok(out)
+}
+
 /// numeric_recv's input (ndigits, weight, sign, dscale, digits, all big-endian) as the
 /// long stored form (NumericLong: sign | dscale, weight, the digits), or a special
 /// value's header alone (as sendform._numeric).
@@ -373,6 +484,18 @@ pub fn copy_plan(plan: &Plan) -> Result<Plan, String> {
                 Some(copy_kind(kind).ok_or_else(|| {
                     format!("column {}: {kind:?} has no native send form", col.name)
                 })?);
+            if kind == Kind::Array {
+                match col.elem {
+                    Some(e) if element_rewrites(e.kind) => {}
+                    e => {
+                        return Err(format!(
+                            "column {}: array of {:?} has no native send form",
+                            col.name,
+                            e.map(|e| e.kind)
+                        ))
+                    }
+                }
+            }
         }
     }
     Ok(out)
@@ -416,7 +539,11 @@ impl CopyPlan<'_> {
                 // enum_recv of a label the plan does not know: Python's error
                 return Ok(Outcome::Fallback("enum label Python decides"));
             }
-            match stored(kind, field) {
+            let rewritten = match (kind, col.elem) {
+                (Kind::Array, Some(e)) => array(field, &e, &col.labels).map(Cow::Owned),
+                _ => stored(kind, field),
+            };
+            match rewritten {
                 Ok(d) => datums.push(Some(d)),
                 Err(Rewrite::Bad(message)) => {
                     return Err(RowError::Decode {
@@ -501,6 +628,52 @@ mod tests {
         assert!(numeric(&send[..10]).is_err());
     }
 
+    /// An int4[] with a NULL and a text[] become the ArrayType rows::array reads back:
+    /// the same elements, dimensions and lower bounds.
+    #[test]
+    fn arrays_to_stored() {
+        let labels = super::super::Labels::default();
+        let int4 = super::super::Elem {
+            kind: Kind::Int4,
+            oid: 23,
+            attlen: 4,
+            align: 4,
+        };
+        let mut send = Vec::new();
+        for v in [1i32, 0, 23, 3, 5, 4] {
+            send.extend_from_slice(&v.to_be_bytes());
+        }
+        send.extend_from_slice(&7i32.to_be_bytes());
+        send.extend_from_slice(&(-1i32).to_be_bytes());
+        send.extend_from_slice(&4i32.to_be_bytes());
+        send.extend_from_slice(&(-9i32).to_be_bytes());
+        let st = array(&send[..send.len() - 8], &int4, &labels);
+        assert!(st.is_err(), "one element short");
+        let st = array(&send, &int4, &labels).unwrap();
+        let a = super::super::array::elements(&st, 23, 4, 4).unwrap();
+        assert_eq!((a.dims, a.lbounds), (vec![3], vec![5]));
+        let seven = 7i32.to_le_bytes();
+        let nine = (-9i32).to_le_bytes();
+        assert_eq!(a.items, vec![Some(&seven[..]), None, Some(&nine[..])]);
+        let text = super::super::Elem {
+            kind: Kind::Text,
+            oid: 25,
+            attlen: -1,
+            align: 4,
+        };
+        let mut send = Vec::new();
+        for v in [1i32, 0, 25, 2, 1] {
+            send.extend_from_slice(&v.to_be_bytes());
+        }
+        for item in [&b"ab"[..], b""] {
+            send.extend_from_slice(&(item.len() as i32).to_be_bytes());
+            send.extend_from_slice(item);
+        }
+        let st = array(&send, &text, &labels).unwrap();
+        let a = super::super::array::elements(&st, 25, -1, 4).unwrap();
+        assert_eq!(a.items, vec![Some(&b"ab"[..]), Some(&b""[..])]);
+    }
+
     /// Fixed-width values swap to little-endian; wrong widths are errors.
     #[test]
     fn fixed_widths() {
@@ -521,6 +694,6 @@ mod tests {
         );
         assert_eq!(stored(Kind::Jsonb, b"\x01{}").unwrap().as_ref(), b"{}");
         assert!(stored(Kind::Jsonb, b"\x02{}").is_err());
-        assert_eq!(stored(Kind::Array, b""), Err(Rewrite::Unsupported));
+        assert_eq!(stored(Kind::Geometry, b""), Err(Rewrite::Unsupported));
     }
 }
