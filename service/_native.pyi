@@ -148,6 +148,37 @@ class RowPlan:
         op: str,
         ts_ns: int,
     ) -> tuple[list[bytes | None], list[bytes | None], str | None]: ...
+    def copy_fallback(self, fields: list[int], ncols: int) -> str | None: ...
+    def encode_copy(
+        self,
+        chunk: CopyChunk,
+        fields: list[int],
+        rows: list[int],
+        start: int,
+        value_header: bytes,
+        key_header: bytes | None,
+        parts: tuple[
+            tuple[bytes, bytes, bytes, bytes, bytes | None],
+            tuple[bytes, bytes, bytes, bytes, bytes | None],
+            tuple[bytes, bytes, bytes, bytes, bytes | None],
+        ],
+        op: str,
+        lsn: int,
+        ts_ns: int,
+    ) -> tuple[list[bytes | None], list[bytes | None], str | None]: ...
+
+class CopyChunk:
+    """A whole COPY BINARY stream split into rows (py_copy.rs); ValueError if malformed."""
+
+    def __init__(self, data: bytes, ncols: int) -> None: ...
+    def __len__(self) -> int: ...
+    @property
+    def ncols(self) -> int: ...
+    @property
+    def nbytes(self) -> int: ...
+    def row(self, i: int, n: int | None = None) -> list[bytes | None]: ...
+    def field(self, i: int, j: int) -> bytes | None: ...
+    def sizes(self) -> list[int]: ...
 
 class TextPlan:
     def __init__(

@@ -60,8 +60,14 @@ How:
   such updates to Python. A key change goes to Python as a whole (a DELETE, its
   tombstone and a CREATE, with the `__debezium.newkey`/`oldkey` headers).
 - Changes the Python path decides as a whole stay there: a key change, a DELETE
-  without an old tuple, snapshot reads, rows not decoded from WAL, transactions without
-  a commit time.
+  without an old tuple, snapshot reads handed over as changes, rows not decoded from
+  WAL, transactions without a commit time.
+- Snapshot reads of a chunk the native core split (`snapshot_rows`, called by
+  connectors.tablesnap.snapshotter with the chunk's `CopyChunk`): the same plan, its
+  columns read from the COPY rows' send format (`RowPlan.encode_copy`, rows::copy),
+  events as `change_python` writes a read (op "r", no transaction block, the snapshot
+  marker in `source`); a table with a column the COPY rewrite does not cover is the
+  Python path's (`avro_native_snapshot_off`, counted in `fallbacks`).
 - The Envelope is concatenated (an Avro record is its fields in order): the
   before/after unions and records, the `source` record from parts built once per
   transaction and table (`_source_parts`: everything but `sequence` and `lsn`), the
@@ -76,7 +82,7 @@ native and Python events interleave within one transaction.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -106,6 +112,7 @@ from service.output.native_text import (
 )
 from service.pgconst import UNIX_EPOCH_USECS
 from service.schema.tabledef import TableDef
+from service.tablesnap.markers import is_initial
 from service.types.deform import TYPALIGN_BYTES
 from service.types.registry import builtin_layout
 from service.types.rowdecode import DecodedRow, RowRun
@@ -420,6 +427,11 @@ class _Entry:
         self.key_exact = all(types.get(p.column) in EXACT_KEY_TYPES for p in t.plan.key_fields)
 
 
+# snapshot_rows' compiled table: the _Table, the TableDef, the entry, each column's COPY
+# field, and why the table is not native ("" when it is)
+_CopyEntry = tuple[_Table, TableDef, "_Entry", list[int], str]
+
+
 class _Hot:
     """What the changes of one table definition in one transaction share (`_hot_for`):
     checked by identity per change, rebuilt when the transaction, the `_Table` or the
@@ -460,6 +472,10 @@ class NativeRows:
         # transaction_record's last serializers, with their wire headers
         self._tx_headers: tuple[object, bytes | None, bytes | None] | None = None
         self._last: tuple[_Table, _Entry] | None = None  # the entry of the last change
+        # snapshot_rows' plans by (id(_Table), id(TableDef)): the _Table, the TableDef,
+        # the entry, each column's COPY field, and why the table is not native ("" when
+        # it is)
+        self._copy_entries: dict[tuple[int, int], _CopyEntry] = {}
         self._hot: _Hot | None = None  # what the last change's transaction and table share
         self.native = 0  # rows written natively
         self.fallbacks: Counter[str] = Counter()  # rows left to Python, by reason
@@ -468,15 +484,20 @@ class NativeRows:
         found = self._entries.get(id(t))
         if found is not None and found[0] is t and found[1].table is table:
             return found[1]
+        entry = self._compile(t, rel, table)
+        if entry.plan is None:
+            log.info("avro_native_rows_off", topic=t.plan.topic, reason=entry.reason)
+        self._entries[id(t)] = (t, entry)
+        return entry
+
+    def _compile(self, t: _Table, rel: RelationInfo, table: TableDef) -> _Entry:
+        """The `_Entry` of `t` as `table` defines it (its plan, or why it has none)."""
         plan, reason = compile_plan(table, rel, t, self.plugin.decimal_mode, self._native)
         entry = _Entry(table, plan, reason, t)
         if plan is not None and (
             entry.value_header is None or (t.key is not None and entry.key_header is None)
         ):
             entry.plan, entry.reason = None, "serializer is not an AvroEncoder"
-        if entry.plan is None:
-            log.info("avro_native_rows_off", topic=t.plan.topic, reason=entry.reason)
-        self._entries[id(t)] = (t, entry)
         return entry
 
     def _source_parts(
@@ -833,6 +854,98 @@ class NativeRows:
             self._clock(),
         )
         return key, value
+
+    def snapshot_rows(
+        self,
+        ctx: PluginContext,
+        txn: TxnInfo,
+        rel: RelationInfo,
+        table: TableDef,
+        chunk: Any,
+        fields: Mapping[str, int],
+        rows: Sequence[int],
+        start: int,
+        marker: Callable[[int], str],
+    ) -> int:
+        """The snapshot reads of rows `rows[start:]` of a native COPY chunk
+        (`service._native.CopyChunk`, connectors.tablesnap.chunks) of table `rel` as
+        `table` defines it, written as one RecordRun: what `change_python` writes for
+        each (op "r", no transaction block, uncounted, `source.snapshot` = `marker(n)`
+        of the row's position n in `rows`, `sequence` as `AvroPlugin._source` gives a
+        snapshot row), encoded by `RowPlan.encode_copy` with the table's plan (the WAL
+        rows' converters) from the rows' send format. `fields`: each live column's field
+        in a COPY row (-1: always NULL). Returns how many rows it wrote, stopping before
+        the first one the Python path must take (counted in `fallbacks`); -1, having
+        done nothing, when the table has no native plan or a column no native send form
+        (logged once per table definition, counted per call)."""
+        p = self.plugin
+        t = p._table(rel)
+        if t is None:
+            return len(rows) - start  # not published: nothing to write, as `change`
+        key = (id(t), id(table))
+        found = self._copy_entries.get(key)
+        if found is None or found[0] is not t or found[1] is not table:
+            entry = self._compile(t, rel, table)
+            spec = [-1 if c.dropped else fields.get(c.name, -1) for c in table.columns]
+            reason = entry.reason
+            if entry.plan is not None:
+                reason = entry.plan.copy_fallback(spec, chunk.ncols) or ""
+            if reason:
+                log.info("avro_native_snapshot_off", topic=t.plan.topic, reason=reason)
+            found = (t, table, entry, spec, reason)
+            self._copy_entries[key] = found
+        entry, spec, reason = found[2], found[3], found[4]
+        plan = entry.plan
+        if reason or plan is None or entry.value_header is None:
+            self.fallbacks[reason or "no plan"] += 1
+            return -1
+        lsn = txn.final_lsn
+        end = len(rows) - 1
+        parts = (
+            self._snapshot_parts(txn, t, marker(0)),
+            self._snapshot_parts(txn, t, marker(min(1, end))),
+            self._snapshot_parts(txn, t, marker(end)),
+        )
+        key_header = entry.key_header if entry.want_key else None
+        keys, values, why = plan.encode_copy(
+            chunk,
+            spec,
+            list(rows),
+            start,
+            entry.value_header,
+            key_header,
+            parts,
+            "r",
+            lsn,
+            self._clock(),
+        )
+        if why is not None:
+            self.fallbacks[why] += 1
+        done = len(values)
+        if done:
+            self.native += done
+            ctx.write_run(
+                RecordRun(t.plan.topic, keys, values, [lsn] * done, p.context_headers, "r")
+            )
+        return done
+
+    def _snapshot_parts(
+        self, txn: TxnInfo, t: _Table, marker: str
+    ) -> tuple[bytes, bytes, bytes, bytes, None]:
+        """The `source` parts of a snapshot read of `t` with `marker` (as
+        `AvroPlugin._source` gives it: the commit time, or the clock without one; the
+        sequence's last commit null for an initial snapshot's markers), and no
+        transaction block."""
+        _long, _string = self._native.avro_long, self._native.avro_string
+        commit_us = txn.commit_time + UNIX_EPOCH_USECS if txn.commit_time else self._clock() // 1000
+        const = self.plugin._source(txn, t.schema, t.table, txn.final_lsn, marker)
+        ident, _db, names = self._table_parts(t)
+        last = None if is_initial(marker) else self.plugin._last_commit_lsn
+        prefix = b'[null,"' if last is None else f'["{last}","'.encode()
+        head = ident + _long(commit_us // 1000) + b"\x00" + _string(marker) + _string(const["db"])
+        mid = b"\x02" + _long(commit_us) + b"\x02" + _long(commit_us * 1000) + names
+        mid += b"\x02" + _long(txn.xid)
+        return head, prefix, mid, b"\x00\x00\x00", None
 
     def transaction_record(
         self,

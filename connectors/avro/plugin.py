@@ -125,6 +125,7 @@ from service.output.api import (
 from service.output.filters import TableFilter, matches, patterns
 from service.pgconst import UNIX_EPOCH_USECS
 from service.schema.history import DDL_PREFIXES, INTERNAL_PREFIX
+from service.schema.tabledef import TableDef
 from service.tablesnap.markers import is_initial
 
 log = structlog.get_logger(__name__)
@@ -669,6 +670,26 @@ class AvroPlugin:
         for change in changes:
             ctx.write_lsn = change.lsn
             self.change(ctx, txn, change)
+
+    def snapshot_rows(
+        self,
+        ctx: PluginContext,
+        txn: TxnInfo,
+        rel: RelationInfo,
+        table: TableDef,
+        chunk: Any,
+        fields: Mapping[str, int],
+        rows: Sequence[int],
+        start: int,
+        marker: Callable[[int], str],
+    ) -> int:
+        """Snapshot reads of a native COPY chunk's rows, natively (NativeRows.snapshot_rows);
+        -1, having done nothing, without the native encoder."""
+        if self.native_rows is None:
+            return -1
+        return self.native_rows.snapshot_rows(
+            ctx, txn, rel, table, chunk, fields, rows, start, marker
+        )
 
     def change_python(self, ctx: PluginContext, txn: TxnInfo, t: _Table, change: RowChange) -> None:
         """The Python path of `change`, for table `t` (fastavro through `_event`)."""

@@ -11,12 +11,19 @@ the trailer (a field count of -1).
 No I/O: the caller owns the connection. Memory: the unparsed tail only (at most one row
 plus one network chunk). Errors: a bad signature, a row of the wrong width, data after
 the trailer or an end without it raise `DecodeError`.
+
+Under the native core (connectors.tablesnap.chunks decides), a chunk's stream is kept
+whole instead (`CopyBuffer`) and split by `service._native.CopyChunk`
+(rows::copy::parse, the same layout and errors): `native_chunk` turns its ValueError
+into the DecodeError naming the table, and `ChunkRows` shows its rows as the lists of
+fields `CopyRows` hands on, built only for the rows Python reads.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, overload
 
 from service._binary import BE_I16, BE_I32
 from service.errors import DecodeError
@@ -93,3 +100,59 @@ class CopyRows:
     def close(self) -> None:
         if not self.finished or self._buf:
             raise DecodeError("COPY BINARY output ended without its trailer")
+
+
+class CopyBuffer:
+    """A file-like target for `copy_expert` that keeps the whole stream (one chunk)."""
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+
+    def write(self, data: bytes | memoryview) -> int:
+        self._parts.append(bytes(data))
+        return len(data)
+
+    def getvalue(self) -> bytes:
+        return b"".join(self._parts)
+
+
+def native_chunk(native: Any, data: bytes, ncols: int, relation: str) -> Any:
+    """`service._native.CopyChunk` of a whole COPY BINARY stream of rows of `ncols`
+    fields; a malformed stream raises DecodeError naming `relation`."""
+    try:
+        return native.CopyChunk(data, ncols)
+    except ValueError as exc:
+        raise DecodeError(str(exc), relation=relation) from exc
+
+
+class ChunkRows(Sequence[list[bytes | None]]):
+    """The first `nrows` rows of a native `CopyChunk`, each as its first `width` fields
+    (what `CopyRows` hands on for the selected columns), made on access."""
+
+    __slots__ = ("chunk", "nrows", "width")
+
+    def __init__(self, chunk: Any, width: int, nrows: int) -> None:
+        self.chunk = chunk
+        self.width = width  # the fields a row's values are made of (the rest: key text)
+        self.nrows = nrows
+
+    def __len__(self) -> int:
+        return self.nrows
+
+    @overload
+    def __getitem__(self, i: int) -> list[bytes | None]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[list[bytes | None]]: ...
+    def __getitem__(self, i: int | slice) -> list[bytes | None] | list[list[bytes | None]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self.nrows))]
+        if i < 0:
+            i += self.nrows
+        if not 0 <= i < self.nrows:
+            raise IndexError(f"row {i} of {self.nrows}")
+        row: list[bytes | None] = self.chunk.row(i, self.width)
+        return row
+
+    def __iter__(self) -> Iterator[list[bytes | None]]:
+        for i in range(self.nrows):
+            yield self.chunk.row(i, self.width)

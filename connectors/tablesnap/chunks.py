@@ -30,6 +30,13 @@ here: `ChunkRead.values(row)` makes the lazily decoded `ColumnValue`s at publica
 with the same column plans (send format rewritten to the stored form) as
 connectors.tablesnap.reader, so values equal the WAL path's.
 
+Under the native core (`PGCDC_IMPL`, service.impl.native_row_core) a chunk's COPY
+stream is kept whole (one chunk's bytes, rows past the limits included) and split in
+Rust (`service._native.CopyChunk`, `_read_native`), with the GIL released; `rows` then
+shows the kept rows as field lists made on access (copy_binary.ChunkRows), and `copy`
+is the chunk the Avro plugin's native encoder reads the rows from at publication
+(`TablePlan.copy_fields` says where each column sits, or why the table cannot).
+
 Shared snapshot (`SharedSnapshotReader`, the default initial snapshot): the readers do
 not take fresh snapshots and write no watermarks. Each one opens a REPEATABLE READ,
 read-only transaction and imports the snapshot the aligned catalog transaction exported
@@ -55,7 +62,7 @@ import psycopg2.extensions
 
 from connectors.postgres.catalog import Catalog, parse_pg_snapshot
 from connectors.postgres.catalog_types import CatalogTypes
-from connectors.postgres.copy_binary import CopyRows
+from connectors.postgres.copy_binary import ChunkRows, CopyBuffer, CopyRows, native_chunk
 from connectors.postgres.server import connect
 from connectors.tablesnap.reader import (
     _NAMES_SQL,
@@ -66,6 +73,7 @@ from connectors.tablesnap.reader import (
 )
 from service.config import FilterSettings
 from service.errors import SourceSetupError, SourceUnavailableError
+from service.impl import native_row_core
 from service.lsn import parse_lsn
 from service.output.api import ColumnValue, RelationInfo
 from service.schema.history import SchemaHistory
@@ -107,6 +115,31 @@ class TablePlan:
     key_names: list[str]
     estimate: int  # pg_class.reltuples (0: unknown)
     pages: int  # pg_relation_size / BLCKSZ at planning time
+    # `copy_fields`, computed once; `native_off_logged`: the table's fallback was logged
+    fields: tuple[dict[str, int], str] | None = None
+    native_off_logged: bool = False
+
+    def copy_fields(self) -> tuple[dict[str, int], str]:
+        """Where each live column's value sits in a COPY row, for the native encoder
+        (-1: not selected, always NULL: a virtual generated column), and "" ; or the
+        reason the table's rows cannot be encoded from COPY natively: a column read as
+        something other than its send format (its text, `unknown_types = bytes`...;
+        xml, read as its stored text, is the one such column the encoder takes)."""
+        if self.fields is not None:
+            return self.fields
+        at, out, reason = 0, {}, ""
+        for p in self.plans:
+            if p.expr is None:
+                out[p.name] = -1
+                continue
+            ident = quote_ident(p.name)
+            xml_text = p.info.output_src == "xml_out" and p.expr == f"{ident}::text"
+            if p.mode != "stored" or (p.expr != ident and not xml_text):
+                reason = reason or f"column {p.name} is read as {p.expr} ({p.mode})"
+            out[p.name] = at
+            at += 1
+        self.fields = (out, reason)
+        return self.fields
 
 
 @dataclass(slots=True)
@@ -118,7 +151,9 @@ class ChunkRead:
     snapshot: CatalogSnapshot | None
     low_lsn: int
     high_lsn: int = 0
-    rows: list[list[bytes | None]] = field(default_factory=list)
+    # The kept rows' selected fields; under the native core a `ChunkRows` over `copy`.
+    rows: Sequence[list[bytes | None]] = field(default_factory=list)
+    copy: Any = None  # the native CopyChunk the rows are in (None: Python parsed them)
     last_keys: tuple[str, ...] | None = None  # key text of the last kept row
     # CTID chunks: the page of the last kept row; once cut, the first page not kept.
     last_page: int = 0
@@ -175,6 +210,8 @@ class ChunkReader:
         self._application_name = application_name
         self._cache: dict[int, TablePlan] = {}
         self.reads = 0
+        # the native core (PGCDC_IMPL): chunks are split in Rust (`_read_native`)
+        self._native = native_row_core()
 
     # --- connections ------------------------------------------------------------------
 
@@ -433,7 +470,13 @@ class ChunkReader:
             f"ORDER BY {order}{limit}) TO STDOUT (FORMAT binary)"
         )
         sql = cursor.mogrify(sql, params).decode() if params else sql
-        kept = out.rows
+        if conn_encoding(cursor) != "UTF8":
+            cursor.execute("SET LOCAL client_encoding = 'UTF8'")
+        if self._native is not None:
+            self._read_native(cursor, sql, out, nsel, len(extra), rows, max_bytes)
+            return
+        kept: list[list[bytes | None]] = []
+        out.rows = kept
 
         def on_row(fields: list[bytes | None]) -> None:
             if out.cut:
@@ -456,10 +499,53 @@ class ChunkReader:
             out.nbytes += size
 
         target = CopyRows(nsel + len(extra), on_row)
-        if conn_encoding(cursor) != "UTF8":
-            cursor.execute("SET LOCAL client_encoding = 'UTF8'")
         cursor.copy_expert(sql, target)
         target.close()
+
+    def _read_native(
+        self,
+        cursor: Any,
+        sql: str,
+        out: ChunkRead,
+        nsel: int,
+        nextra: int,
+        rows: int,
+        max_bytes: int,
+    ) -> None:
+        """`_read_in`'s COPY under the native core: the stream kept whole and split in
+        Rust (`CopyChunk`), then cut by the same rules as `_read_in`'s `on_row`, reading
+        only the sizes and the few key fields the cut needs. `out.rows` shows the kept
+        rows (`ChunkRows`); `out.copy` is the chunk, which the native encoder reads."""
+        spec = out.spec
+        buffer = CopyBuffer()
+        cursor.copy_expert(sql, buffer)
+        chunk = native_chunk(self._native, buffer.getvalue(), nsel + nextra, spec.table)
+        del buffer
+        sizes = chunk.sizes()
+        kept, nbytes = 0, 0
+        for i, size in enumerate(sizes):
+            if spec.keyed:
+                if kept >= rows or (kept and nbytes + size > max_bytes):
+                    out.cut = True
+                    break
+            # Whole pages only: the budget may be overrun by the rest of one page.
+            elif kept and nbytes + size > max_bytes:
+                page = _page(chunk, i, nsel)
+                if page != _page(chunk, kept - 1, nsel):
+                    out.cut, out.last_page = True, page
+                    break
+            kept += 1
+            nbytes += size
+        if kept:
+            if spec.keyed:
+                out.last_keys = tuple(
+                    (chunk.field(kept - 1, nsel + j) or b"").decode() for j in range(nextra)
+                )
+            elif not out.cut:
+                out.last_page = _page(chunk, kept - 1, nsel)
+        out.nbytes = nbytes
+        out.rows = ChunkRows(chunk, nsel, kept)
+        out.copy = chunk
 
 
 class SharedSnapshotReader(ChunkReader):
@@ -546,6 +632,11 @@ class SharedSnapshotReader(ChunkReader):
     def close(self) -> None:
         self._imported = False
         super().close()
+
+
+def _page(chunk: Any, row: int, at: int) -> int:
+    """The heap page of a CTID chunk's row (its field `at`: the page's text)."""
+    return int((chunk.field(row, at) or b"0").decode())
 
 
 def conn_encoding(cursor: Any) -> str:

@@ -256,7 +256,7 @@ class SharedSnapshot:
                 snap._advance(p.job)
             snap._commit(confirmed, p, 0, done_table=True)
             return
-        snap._emit_rows(snap.ctx, snapshot.lsn, p, read, read.plan.relation, read.rows)
+        snap._emit_rows(snap.ctx, snapshot.lsn, p, read, read.plan.relation, range(len(read.rows)))
         with snap.lock:
             iv = p.interval
             real_hi = read.real_hi

@@ -52,6 +52,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
@@ -72,6 +73,7 @@ from service.config import Settings
 from service.errors import PgcdcError
 from service.output.api import ChangeOp, PluginContext, RelationInfo, RowChange, TxnInfo
 from service.output.filters import TableFilter
+from service.schema.tabledef import TableDef
 from service.tablesnap import markers
 from service.tablesnap.plan import END, Bound, Interval, SnapshotState, TableJob
 from service.tablesnap.watermark import WindowTracker
@@ -175,6 +177,8 @@ class Snapshotter:
         self.empty_tables: set[str] = set()
         self.reads = 0
         self.retries = 0
+        # chunks whose rows the native encoder could not take, by reason (_native_fields)
+        self.native_fallbacks: Counter[str] = Counter()
         self._announce: list[TableJob] = []  # finished, logged after their commit
 
     # --- set-up ---------------------------------------------------------------------
@@ -504,9 +508,15 @@ class Snapshotter:
             self._commit(lsn, p, 0, done_table=True)
             return
         assert read.plan is not None
-        names = rel.key_columns if p.spec.keyed else ()
-        # Only the key columns are decoded here; whole rows at emission, one at a time.
-        rows = [(read.key(fields, names) if names else None, fields) for fields in read.rows]
+        # Only the key columns are decoded here, and only when the window saw a change
+        # of its table's keys; whole rows at emission. The tracker keeps rows by their
+        # index in the chunk (`_emit_rows` reads them).
+        names = rel.key_columns if p.spec.keyed and self.tracker.needs_keys(p.chunk_id) else ()
+        rows = (
+            [(read.key(fields, names), i) for i, fields in enumerate(read.rows)]
+            if names
+            else [(None, i) for i in range(len(read.rows))]
+        )
         outcome = self.tracker.high(p.chunk_id, rows, read.snapshot.xip if read.snapshot else ())
         if outcome.retry is not None or not same:
             self.retries += 1
@@ -595,14 +605,21 @@ class Snapshotter:
         p: _Pending,
         read: ChunkRead,
         rel: RelationInfo,
-        rows: list[Any],
-        filled: Sequence[tuple[list[Any], frozenset[int], Any]] = (),
+        rows: Sequence[int],
+        filled: Sequence[tuple[list[Any], frozenset[int], int]] = (),
     ) -> None:
-        """The kept rows as one pseudo-transaction through the wrapped (inner) plugin.
+        """The kept rows (indexes into `read.rows`) as one pseudo-transaction through the
+        wrapped (inner) plugin.
 
         `filled` (service.tablesnap.watermark, Unchanged TOAST): dropped rows whose latest
         stream state lacks unchanged-TOAST values, published first as that state with
-        the missing positions taken from the chunk row."""
+        the missing positions taken from the chunk row.
+
+        A chunk the native core split (`read.copy`) goes to the plugin's `snapshot_rows`
+        when it has one (the Avro plugin's native encoder, connectors.avro.native_rows):
+        runs of rows encoded in Rust from the chunk, each row it leaves to Python
+        published here the single way, in order; with no native plan for the table
+        (it returns -1), every row goes the single way."""
         wrapper = self.emitter
         assert wrapper is not None
         job = p.job
@@ -646,26 +663,53 @@ class Snapshotter:
         end = len(rows) - 1
         wrapper.call("begin", lsn, txn.xid, txn)
         try:
-            for latest, missing, fields in filled:
-                read_values = read.values(fields)
+            for latest, missing, at in filled:
+                read_values = read.values(read.rows[at])
                 values = [read_values[i] if i in missing else v for i, v in enumerate(latest)]
                 ctx.state["snapshot"] = markers.TRUE if initial else markers.INCREMENTAL
                 change = RowChange(ChangeOp.INSERT, lsn, rel, values, None, False)
                 wrapper.call("change", lsn, 0, txn, change)
-            for n, fields in enumerate(rows):
-                values = read.values(fields)
-                ctx.state["snapshot"] = (
-                    markers.initial_marker(
-                        first_table=first_table,
-                        first_in_table=n == 0 and first_of_table,
-                        last_in_table=n == end and table_ends,
-                        last_overall=n == end and table_ends and last_table,
-                    )
-                    if initial
-                    else markers.INCREMENTAL
+
+            def marker(n: int) -> str:
+                if not initial:
+                    return markers.INCREMENTAL
+                return markers.initial_marker(
+                    first_table=first_table,
+                    first_in_table=n == 0 and first_of_table,
+                    last_in_table=n == end and table_ends,
+                    last_overall=n == end and table_ends and last_table,
                 )
+
+            table, fields = self._native_fields(read, wrapper)
+            native = table is not None
+            n, count = 0, len(rows)
+            while n < count:
+                if native:
+                    done = wrapper.call(
+                        "snapshot_rows",
+                        lsn,
+                        txn.xid,
+                        txn,
+                        rel,
+                        table,
+                        read.copy,
+                        fields,
+                        rows,
+                        n,
+                        marker,
+                    )
+                    if done < 0:
+                        native = False  # no native plan: the rest the single way
+                    else:
+                        n += done
+                        if n >= count:
+                            break
+                # row n the single way (the Python path's, or no native encoder)
+                ctx.state["snapshot"] = marker(n)
+                values = read.values(read.rows[rows[n]])
                 change = RowChange(ChangeOp.INSERT, lsn, rel, values, None, False)
                 wrapper.call("change", lsn, txn.xid, txn, change)
+                n += 1
             wrapper.call("commit", lsn, txn.xid, txn, lsn)
         finally:
             ctx.state.pop("snapshot", None)
@@ -673,6 +717,24 @@ class Snapshotter:
             self.metrics.snapshot_rows.labels(self.slot, job.table).inc(len(rows) + len(filled))
             self.metrics.snapshot_current_table.labels(self.slot, job.table).set(1)
             self.metrics.snapshot_rows_estimate.labels(self.slot, job.table).set(job.estimate)
+
+    def _native_fields(self, read: ChunkRead, wrapper: Any) -> tuple[TableDef | None, Any]:
+        """(the table definition, where its columns sit in a COPY row) when the chunk's
+        rows can go to the plugin's native `snapshot_rows` (`_emit_rows`); (None, None)
+        when not: the chunk was parsed in Python, the plugin has no native encoder, or
+        a column is read as its text (logged once per table definition, and counted in
+        `native_fallbacks` per chunk)."""
+        plan = read.plan
+        if read.copy is None or plan is None or not wrapper.has("snapshot_rows"):
+            return None, None
+        fields, reason = plan.copy_fields()
+        if reason:
+            self.native_fallbacks[reason] += 1
+            if not plan.native_off_logged:
+                plan.native_off_logged = True
+                log.info("snapshot_native_off", table=read.spec.table, reason=reason)
+            return None, None
+        return plan.table, fields
 
     # --- the worker's side: signals ---------------------------------------------------
 

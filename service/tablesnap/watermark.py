@@ -207,6 +207,14 @@ class WindowTracker:
     def is_open(self, chunk_id: str) -> bool:
         return chunk_id in self._open
 
+    def needs_keys(self, chunk_id: str) -> bool:
+        """Does `high` for this open window read the rows' keys? Only when the stream
+        changed a key of its table inside it (`changed`, or a row to fill): the rows of
+        a quiet window are all kept whatever their keys, so their keys need not be
+        decoded."""
+        window = self._open.get(chunk_id)
+        return window is None or bool(window.changed) or bool(window.latest)
+
     def high(
         self,
         chunk_id: str,

@@ -29,6 +29,9 @@ Figures per run:
   committed (its log); Debezium: the first record in the topic -> the end above.
 - CPU s: the worker's CPU over the run (pgcdc's process; Connect's JVM), and rows per
   CPU second, the figure that depends least on what else the machine runs.
+- COPY ceiling: before each pgcdc run, one `COPY (SELECT * FROM bench) TO STDOUT
+  (FORMAT binary)` of the table into /dev/null (psycopg2, this process): the rate a
+  snapshot reading by COPY cannot beat on one connection.
 - peak RSS: pgcdc's worker's VmHWM (its life is this one run). Connect's JVM lives
   across runs, so its VmHWM only grows: the peak VmRSS sampled (every 0.2 s) during the
   run is printed, with the RSS it had before the connector started.
@@ -49,6 +52,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import psycopg2
 
 from tests.fixtures.services import ensure_service
 from tests.integration.pipeline_kafka_support import Pipeline, unique
@@ -110,6 +115,26 @@ def _fill(rows: int) -> list[str]:
     ]
 
 
+class _Discard:
+    """A file-like COPY target that keeps nothing (/dev/null)."""
+
+    def write(self, data: bytes | memoryview) -> int:
+        return len(data)
+
+
+def copy_ceiling(dsn: str) -> float:
+    """Seconds one `COPY (SELECT * FROM bench) TO STDOUT (FORMAT binary)` takes into
+    /dev/null over psycopg2 (the ceiling a snapshot reading the table by COPY has)."""
+    conn = psycopg2.connect(dsn)
+    try:
+        with conn.cursor() as cur:
+            started = time.monotonic()
+            cur.copy_expert("COPY (SELECT * FROM bench) TO STDOUT (FORMAT binary)", _Discard())
+            return time.monotonic() - started
+    finally:
+        conn.close()
+
+
 def run_pgcdc(args: argparse.Namespace, system: str, pg: dict[str, Any]) -> Run:
     kafka, registry = ensure_service("kafka"), ensure_service("registry")
     method = "blocking" if system == "pgcdc-blocking" else "chunked"
@@ -129,6 +154,12 @@ def run_pgcdc(args: argparse.Namespace, system: str, pg: dict[str, Any]) -> Run:
     )
     try:
         p.create([TABLE, *_fill(args.rows)])  # before the slot: its WAL is not decoded
+        ceiling = copy_ceiling(p.dsn)
+        print(
+            f"  {system}: COPY (SELECT * FROM bench) TO STDOUT (FORMAT binary) into /dev/null:"
+            f" {args.rows / ceiling:,.0f} rows/s ({ceiling:.2f} s)",
+            flush=True,
+        )
         t0 = time.time()
         worker = p.start_worker()
         deadline = time.monotonic() + 3600

@@ -22,6 +22,8 @@ mod py;
 #[cfg(feature = "python")]
 mod py_batch;
 #[cfg(feature = "python")]
+mod py_copy;
+#[cfg(feature = "python")]
 mod py_heap;
 #[cfg(feature = "python")]
 mod py_rows;

@@ -726,6 +726,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<crate::py_heap::PyHeapDecoder>()?;
     m.add_class::<crate::py_batch::PyHeapRows>()?;
     m.add_class::<crate::py_rows::PyRowPlan>()?;
+    m.add_class::<crate::py_copy::PyCopyChunk>()?;
     m.add_class::<crate::py_text::PyTextPlan>()?;
     m.add_function(wrap_pyfunction!(crate::py_rows::envelope, m)?)?;
     m.add_function(wrap_pyfunction!(crate::py_rows::avro_long, m)?)?;

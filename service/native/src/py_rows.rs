@@ -35,6 +35,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::py_batch::PyHeapRows;
+use crate::py_copy::{copy_plan, encode_copy_rows, PyCopyChunk, Stop};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -315,6 +316,104 @@ impl PyRowPlan {
             ts_ns,
         };
         self.events_of(py, rows.get().tuples().map(Ok), &events)
+    }
+
+    /// Why rows whose plan column c is field `fields[c]` (-1: none) of a COPY row of
+    /// `ncols` fields cannot be encoded natively (a column kind without a native send
+    /// form: the table is the Python path's), or None when they can.
+    fn copy_fallback(&self, fields: Vec<i64>, ncols: usize) -> PyResult<Option<String>> {
+        Ok(copy_plan(&self.plan, &fields, ncols)?.err())
+    }
+
+    /// The snapshot's events of rows `rows[start:]` of a `CopyChunk` (py_copy), each a
+    /// read (op `op`, "r") of this table at `lsn` without a transaction block: plan column
+    /// c is field `fields[c]` of a row (-1: always NULL); `parts` are the `source` parts
+    /// of the first row of `rows`, of the rows between, and of the last one (the
+    /// snapshot markers differ). The same `(keys, values, reason)` as `encode_events`:
+    /// `reason` None when every row was encoded, else why row `rows[start +
+    /// len(values)]` is the Python path's (a whole table's reason when no row was
+    /// encoded because a column has no native send form). A malformed field raises
+    /// DecodeError naming the column, with `lsn`.
+    #[pyo3(signature = (chunk, fields, rows, start, value_header, key_header, parts, op, lsn, ts_ns))]
+    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::type_complexity)]
+    fn encode_copy<'py>(
+        &self,
+        py: Python<'py>,
+        chunk: &Bound<'py, PyCopyChunk>,
+        fields: Vec<i64>,
+        rows: Vec<usize>,
+        start: usize,
+        value_header: &[u8],
+        key_header: Option<&[u8]>,
+        parts: (SourceTuple, SourceTuple, SourceTuple),
+        op: &str,
+        lsn: u64,
+        ts_ns: i64,
+    ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Option<String>)> {
+        let keys = PyList::empty(py);
+        let values = PyList::empty(py);
+        let c = chunk.get();
+        let plan = match copy_plan(&self.plan, &fields, c.ncols_of()) {
+            Ok(Ok(plan)) => plan,
+            Ok(Err(reason)) => return Ok((keys, values, Some(reason))),
+            Err(e) => return Err(e),
+        };
+        let todo = rows.get(start..).unwrap_or(&[]);
+        let want_key = key_header.is_some();
+        let encoded = encode_copy_rows(py, c, &plan, todo, want_key);
+        let (records, stop) = self
+            .errors
+            .check(py, encoded.map(Ok), "COPY row encoder", lsn)?;
+        let sources = [
+            SourceParts::of(&parts.0),
+            SourceParts::of(&parts.1),
+            SourceParts::of(&parts.2),
+        ];
+        let last = rows.len().saturating_sub(1);
+        let mut out = Vec::new();
+        let mut k = Vec::new();
+        for (n, (record, key)) in records.iter().enumerate() {
+            let at = start + n;
+            let source = if at == 0 {
+                &sources[0]
+            } else if at == last {
+                &sources[2]
+            } else {
+                &sources[1]
+            };
+            out.clear();
+            out.extend_from_slice(value_header);
+            write_envelope(
+                &mut out,
+                None,
+                Some(record),
+                source,
+                lsn as i64,
+                0,
+                0,
+                op,
+                ts_ns,
+            );
+            values.append(PyBytes::new(py, &out))?;
+            match key_header {
+                Some(h) => {
+                    k.clear();
+                    k.extend_from_slice(h);
+                    k.extend_from_slice(key);
+                    keys.append(PyBytes::new(py, &k))?;
+                }
+                None => keys.append(py.None())?,
+            }
+        }
+        match stop {
+            Stop::Done => Ok((keys, values, None)),
+            Stop::Fallback(why) => Ok((keys, values, Some(why.to_string()))),
+            Stop::Error(e) => self
+                .errors
+                .check(py, Ok(Err::<(), _>(e)), "COPY row encoder", lsn)
+                .map(|()| (keys, values, None)),
+        }
     }
 }
 

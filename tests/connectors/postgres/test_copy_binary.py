@@ -8,8 +8,15 @@ from collections.abc import Sequence
 
 import pytest
 
-from connectors.postgres.copy_binary import COPY_SIGNATURE, CopyRows
+from connectors.postgres.copy_binary import (
+    COPY_SIGNATURE,
+    ChunkRows,
+    CopyBuffer,
+    CopyRows,
+    native_chunk,
+)
 from service.errors import DecodeError
+from service.impl import native_row_core
 
 
 def _copy(rows: Sequence[Sequence[bytes | None]]) -> bytes:
@@ -46,3 +53,43 @@ def test_copy_rows_errors() -> None:
     truncated.write(_copy(ROWS)[:-2])
     with pytest.raises(DecodeError):
         truncated.close()
+
+
+@pytest.mark.skipif(native_row_core() is None, reason="the native core is not selected")
+def test_native_chunk_rows_equal_python_rows() -> None:
+    """The native split (`CopyChunk` through `native_chunk`, shown by `ChunkRows`) gives
+    the Python parser's fields, row for row, for the first `width` fields and whole."""
+    data = _copy(ROWS)
+    python: list[list[bytes | None]] = []
+    target = CopyRows(3, python.append)
+    buffer = CopyBuffer()
+    for i in range(0, len(data), 5):  # as copy_expert writes it, in pieces
+        target.write(data[i : i + 5])
+        buffer.write(data[i : i + 5])
+    target.close()
+    chunk = native_chunk(native_row_core(), buffer.getvalue(), 3, "public.t")
+    assert [chunk.row(i) for i in range(len(chunk))] == python
+    rows = ChunkRows(chunk, 2, 2)  # the first two rows' first two fields
+    assert len(rows) == 2 and list(rows) == [r[:2] for r in python[:2]]
+    assert rows[-1] == python[1][:2] and rows[0:2] == list(rows)
+    assert chunk.sizes() == [sum(len(f) for f in r if f is not None) for r in python]
+    with pytest.raises(IndexError):
+        rows[2]
+
+
+@pytest.mark.skipif(native_row_core() is None, reason="the native core is not selected")
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"PGCOPY\n\xff\r\n\x01" + b"\x00" * 8 + b"\xff\xff", "signature"),
+        (_copy(ROWS)[:-1], "without its trailer"),
+        (_copy(ROWS) + b"\x00", "after its trailer"),
+        (_copy([[b"1", b"2"]]), "fields, expected 3"),
+    ],
+)
+def test_native_chunk_errors_name_the_table(data: bytes, message: str) -> None:
+    """A malformed stream is a DecodeError naming the table, with the Python parser's
+    wording."""
+    with pytest.raises(DecodeError, match=message) as err:
+        native_chunk(native_row_core(), data, 3, "public.t")
+    assert err.value.relation == "public.t"

@@ -237,3 +237,20 @@ def test_unchanged_toast_of_a_dropped_row_is_filled_from_the_chunk_row() -> None
     t.truncate(TABLE)
     t.commit(101)
     assert t.high("d", [(2, "row2")], ()).filled == []
+
+
+def test_quiet_window_needs_no_keys_and_keeps_every_row() -> None:
+    """A window in which no key of its table changed does not need the rows' keys
+    (`needs_keys` False) and keeps every row whatever key it is given; once a key
+    changes inside it, the keys are needed and the changed row is dropped."""
+    tracker = WindowTracker()
+    tracker.low("q", TABLE, keyed=True)
+    tracker.change(2, [7])  # another table
+    tracker.commit(1)
+    assert not tracker.needs_keys("q")
+    assert tracker.high("q", [(None, "a"), (None, "b")], set()).kept == ["a", "b"]
+    tracker.low("c", TABLE, keyed=True)
+    tracker.change(TABLE, [7])
+    tracker.commit(2)
+    assert tracker.needs_keys("c")
+    assert tracker.high("c", [(6, "a"), (7, "b")], set()).kept == ["a"]

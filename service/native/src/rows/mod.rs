@@ -30,6 +30,7 @@
 
 pub mod array;
 pub mod avro;
+pub mod copy;
 pub mod datetime;
 pub mod extension;
 pub mod float;
@@ -376,7 +377,7 @@ pub enum Outcome {
 }
 
 /// What a deformed attribute is: NULL (or dropped, or absent) or its stored bytes.
-type Datum<'a> = Option<Cow<'a, [u8]>>;
+pub type Datum<'a> = Option<Cow<'a, [u8]>>;
 
 enum Step<'a> {
     Datums(Vec<Datum<'a>>),
@@ -606,11 +607,19 @@ impl Plan {
             Step::Datums(d) => d,
             Step::Fallback(why) => return Ok(Outcome::Fallback(why)),
         };
-        let mut value = Vec::with_capacity(t.data.len() + 16);
-        for (col, datum) in self.columns.iter().zip(&datums) {
+        Ok(self.encode_datums(&datums, want_key, t.data.len() + 16))
+    }
+
+    /// The Value (and with `want_key` the Key) record of a row's datums, one per plan
+    /// column (None: NULL, or not read), however they were obtained: deformed from a
+    /// heap tuple (`encode_toasted`) or rewritten from COPY's send format (rows::copy).
+    /// `capacity`: the Value record's expected size.
+    pub fn encode_datums(&self, datums: &[Datum<'_>], want_key: bool, capacity: usize) -> Outcome {
+        let mut value = Vec::with_capacity(capacity);
+        for (col, datum) in self.columns.iter().zip(datums) {
             let Some(kind) = col.kind else { continue };
             if let Err(why) = field(&mut value, col, kind, col.optional, datum.as_deref()) {
-                return Ok(Outcome::Fallback(why));
+                return Outcome::Fallback(why);
             }
         }
         let mut key = Vec::new();
@@ -618,14 +627,15 @@ impl Plan {
             for &k in &self.key {
                 let col = &self.columns[k];
                 let Some(kind) = col.kind else {
-                    return Ok(Outcome::Fallback("key column not in the value record"));
+                    return Outcome::Fallback("key column not in the value record");
                 };
-                if let Err(why) = field(&mut key, col, kind, false, datums[k].as_deref()) {
-                    return Ok(Outcome::Fallback(why));
+                let datum = datums.get(k).and_then(|d| d.as_deref());
+                if let Err(why) = field(&mut key, col, kind, false, datum) {
+                    return Outcome::Fallback(why);
                 }
             }
         }
-        Ok(Outcome::Encoded { value, key })
+        Outcome::Encoded { value, key }
     }
 }
 

@@ -1,0 +1,208 @@
+//! The PyO3 boundary of the snapshot's COPY rows: `service._native.CopyChunk`, and the
+//! loop of `RowPlan.encode_copy` (py_rows) over them.
+//!
+//! Receives: from connectors.tablesnap.chunks, the bytes of one whole
+//! `COPY ... TO STDOUT (FORMAT binary)` stream (a snapshot chunk) and its row width;
+//! from connectors.avro.native_rows (through `RowPlan.encode_copy`), the rows of a chunk
+//! to publish, where each plan column sits in a row, and the Envelope's parts.
+//! Hands on: `CopyChunk`, the stream split into rows (rows::copy::parse), whose fields
+//! Python reads only where it must (a chunk's cut, its key bounds, a row the Python path
+//! encodes: `row`, `field`, `sizes`); `encode_copy_rows`, each row's Value and Key
+//! records (rows::copy::CopyPlan), or the first row's fallback reason or typed error.
+//!
+//! The GIL: a chunk is split, and its rows are encoded, with the GIL released (one
+//! release per chunk, not per row): a reader thread parsing the next chunk, or the
+//! worker's sink, runs meanwhile. Only building the result's `bytes` holds it.
+//! A malformed stream is a ValueError with the parser's message (connectors.postgres.
+//! copy_binary raises it as DecodeError with the table); a panic never crosses.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+
+use crate::rows::copy::{self, Chunk, CopyPlan};
+use crate::rows::{Outcome, Plan, RowError};
+
+#[pyclass(module = "service._native", name = "CopyChunk", frozen)]
+pub struct PyCopyChunk {
+    /// The stream, kept whole: every field is an (offset, length) into it.
+    data: Py<PyBytes>,
+    chunk: Chunk,
+}
+
+#[pymethods]
+impl PyCopyChunk {
+    /// Split `data`, a whole COPY BINARY stream of rows of `ncols` fields.
+    #[new]
+    fn new(py: Python<'_>, data: Bound<'_, PyBytes>, ncols: usize) -> PyResult<Self> {
+        let bytes = data.as_bytes();
+        let parsed = py.detach(|| catch_unwind(AssertUnwindSafe(|| copy::parse(bytes, ncols))));
+        match parsed {
+            Ok(Ok(chunk)) => Ok(PyCopyChunk {
+                data: data.unbind(),
+                chunk,
+            }),
+            Ok(Err(e)) => Err(PyValueError::new_err(e.0)),
+            Err(_) => Err(PyValueError::new_err(
+                "internal error in the native COPY parser",
+            )),
+        }
+    }
+
+    fn __len__(&self) -> usize {
+        self.chunk.len()
+    }
+
+    /// The number of fields of a row.
+    #[getter]
+    fn ncols(&self) -> usize {
+        self.chunk.ncols
+    }
+
+    /// The stream's size in bytes.
+    #[getter]
+    fn nbytes(&self, py: Python<'_>) -> usize {
+        self.data.bind(py).as_bytes().len()
+    }
+
+    /// The first `n` fields of row `i` (all with `n` None): bytes, or None for NULL.
+    #[pyo3(signature = (i, n=None))]
+    fn row<'py>(
+        &self,
+        py: Python<'py>,
+        i: usize,
+        n: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let fields = self.fields_of(i)?;
+        let data = self.data.bind(py).as_bytes();
+        let n = n.unwrap_or(fields.len()).min(fields.len());
+        let out = PyList::empty(py);
+        for f in &fields[..n] {
+            match f {
+                None => out.append(py.None())?,
+                Some((off, len)) => out.append(PyBytes::new(py, &data[*off..off + len]))?,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Field `j` of row `i`.
+    fn field<'py>(
+        &self,
+        py: Python<'py>,
+        i: usize,
+        j: usize,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let fields = self.fields_of(i)?;
+        let f = fields.get(j).ok_or_else(|| {
+            PyIndexError::new_err(format!("field {j} of a row of {}", fields.len()))
+        })?;
+        let data = self.data.bind(py).as_bytes();
+        Ok(f.map(|(off, len)| PyBytes::new(py, &data[off..off + len])))
+    }
+
+    /// Per row, the bytes of its non-NULL fields (what a chunk's byte budget counts).
+    fn sizes(&self) -> Vec<usize> {
+        (0..self.chunk.len())
+            .map(|r| self.chunk.row(r).iter().flatten().map(|(_, n)| n).sum())
+            .collect()
+    }
+}
+
+impl PyCopyChunk {
+    /// The number of fields of a row (the `ncols` getter, for Rust callers).
+    pub fn ncols_of(&self) -> usize {
+        self.chunk.ncols
+    }
+
+    fn fields_of(&self, i: usize) -> PyResult<&[Option<(usize, usize)>]> {
+        if i >= self.chunk.len() {
+            return Err(PyIndexError::new_err(format!(
+                "row {i} of a chunk of {}",
+                self.chunk.len()
+            )));
+        }
+        Ok(self.chunk.row(i))
+    }
+}
+
+/// What `encode_copy_rows` made of the rows it was given, in order: each encoded row's
+/// (value, key) records, then, if it stopped early, why.
+pub enum Stop {
+    Done,
+    Fallback(&'static str),
+    Error(RowError),
+}
+
+/// The `CopyPlan` of `plan` for rows whose plan column `c` is field `fields[c]` (-1: none)
+/// of a row of `ncols` fields; Err(reason) when the table is the Python path's.
+pub fn copy_plan<'p>(
+    plan: &'p Plan,
+    fields: &[i64],
+    ncols: usize,
+) -> PyResult<Result<CopyPlan<'p>, String>> {
+    if fields.len() != plan.columns.len() {
+        return Err(PyValueError::new_err(format!(
+            "{} field positions for {} columns",
+            fields.len(),
+            plan.columns.len()
+        )));
+    }
+    let mut at = Vec::with_capacity(fields.len());
+    for &f in fields {
+        if f >= ncols as i64 {
+            return Err(PyValueError::new_err(format!(
+                "field position {f} in rows of {ncols}"
+            )));
+        }
+        at.push(usize::try_from(f).ok());
+    }
+    Ok(copy::copy_plan(plan).map(|c| CopyPlan {
+        plan,
+        copy: c,
+        fields: at,
+    }))
+}
+
+/// The records of rows `rows` of the chunk, encoded with the GIL released until the
+/// first fallback or error (`Stop`); a panic is the Err of catch_unwind.
+#[allow(clippy::type_complexity)]
+pub fn encode_copy_rows(
+    py: Python<'_>,
+    chunk: &PyCopyChunk,
+    plan: &CopyPlan<'_>,
+    rows: &[usize],
+    want_key: bool,
+) -> std::thread::Result<(Vec<(Vec<u8>, Vec<u8>)>, Stop)> {
+    let data = chunk.data.bind(py).as_bytes();
+    let c = &chunk.chunk;
+    let work = || {
+        catch_unwind(AssertUnwindSafe(|| {
+            let mut out = Vec::with_capacity(rows.len());
+            for &r in rows {
+                if r >= c.len() {
+                    return (
+                        out,
+                        Stop::Error(RowError::Decode {
+                            message: format!("row {r} of a chunk of {}", c.len()),
+                            field: None,
+                        }),
+                    );
+                }
+                match plan.encode(data, c, r, want_key) {
+                    Ok(Outcome::Encoded { value, key }) => out.push((value, key)),
+                    Ok(Outcome::Fallback(why)) => return (out, Stop::Fallback(why)),
+                    Err(e) => return (out, Stop::Error(e)),
+                }
+            }
+            (out, Stop::Done)
+        }))
+    };
+    if rows.len() > 8 {
+        py.detach(work)
+    } else {
+        work()
+    }
+}

@@ -1,0 +1,699 @@
+//! The initial snapshot's rows for the row encoder: `COPY ... TO STDOUT (FORMAT binary)`
+//! output split into fields, and each field's send format rewritten into the stored form
+//! the plan's value converters read.
+//!
+//! Receives: the bytes of one whole COPY BINARY stream (a snapshot chunk, as the server
+//! sent it: signature, header, rows, trailer) and the number of fields a row has; then,
+//! per field of a row the plan encodes, the column's `Kind` and the field's bytes.
+//! Hands on: `Chunk`, the fields of every row as (offset, length) into the stream
+//! (`None` for NULL); `stored`, one field's stored payload: exactly what heap_deform_tuple
+//! would hand on for the same value (a fixed-length type's little-endian image, a
+//! varlena's payload without its header), the Python reference being
+//! service.types.sendform.to_stored, check for check.
+//!
+//! The layout is copyto.c's (CopyToBinary... : CopySendData of BinarySignature, the flags
+//! word and the header extension length; per tuple an int16 field count, per field an
+//! int32 length, -1 for NULL, and the typsend bytes; the trailer is a field count of -1),
+//! mirrored from connectors.postgres.copy_binary (the Python parser).
+//!
+//! Each rewrite mirrors a type's *_recv (int2recv ... timestamptz_recv, numeric_recv,
+//! interval_recv, timetz_recv, uuid_recv, bit_recv, inet/cidr recv, macaddr(8)_recv,
+//! point_recv): network byte order turned into the stored image. enum_send is the label,
+//! which is what the encoder writes (checked against the plan's labels). jsonb has no
+//! stored form reachable from jsonb_send (a version byte and jsonb_out's text), so a
+//! jsonb field is handed on as that text and the caller encodes it as a string
+//! (`copy_kind`): the value Debezium's Json is, jsonb_out's text. array_recv's input is
+//! laid out as the ArrayType rows::array reads (`array`), for elements of the kinds above
+//! (an enum's label as its OID; not jsonb). A kind without a rewrite here is
+//! `Unsupported`: the caller leaves the whole table to the Python path.
+//!
+//! Errors: malformed streams and fields are `CopyError` (a message; the boundary raises
+//! DecodeError with the table). Nothing here panics on any input (tests below and
+//! tests/perf/fuzz_native_copy.py). Pure: no Python, no I/O.
+
+use std::borrow::Cow;
+
+use super::{Datum, Kind, Outcome, Plan, RowError};
+
+/// PostgreSQL's BinarySignature (copyto.c): "PGCOPY\n\377\r\n\0".
+pub const SIGNATURE: &[u8; 11] = b"PGCOPY\n\xff\r\n\0";
+const NAMEDATALEN: usize = 64;
+const NUMERIC_SPECIAL: u16 = 0xC000;
+const NUMERIC_DSCALE_MASK: u16 = 0x3FFF;
+
+/// A malformed COPY stream or field: what the Python parser / to_stored raise as
+/// DecodeError, with the same wording where they have one.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CopyError(pub String);
+
+/// One COPY BINARY stream split into rows: `fields[row * ncols + i]` is field `i` of row
+/// `row`, `Some((offset, length))` into the stream or `None` for NULL.
+#[derive(Debug, Default)]
+pub struct Chunk {
+    pub ncols: usize,
+    pub fields: Vec<Option<(usize, usize)>>,
+}
+
+impl Chunk {
+    /// The number of rows.
+    pub fn len(&self) -> usize {
+        self.fields.len().checked_div(self.ncols).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// The fields of row `row` (`row < len()`).
+    pub fn row(&self, row: usize) -> &[Option<(usize, usize)>] {
+        &self.fields[row * self.ncols..(row + 1) * self.ncols]
+    }
+}
+
+fn be_i16(d: &[u8], at: usize) -> Option<i16> {
+    Some(i16::from_be_bytes(d.get(at..at + 2)?.try_into().ok()?))
+}
+
+fn be_i32(d: &[u8], at: usize) -> Option<i32> {
+    Some(i32::from_be_bytes(
+        d.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
+}
+
+/// Split a whole COPY BINARY stream of rows of `ncols` fields (module docstring). `ncols`
+/// is at least 1: the snapshot selects `NULL` for a table without live columns.
+pub fn parse(data: &[u8], ncols: usize) -> Result<Chunk, CopyError> {
+    let err = |m: &str| Err(CopyError(m.to_string()));
+    if ncols == 0 || ncols > i16::MAX as usize {
+        return Err(CopyError(format!("COPY rows of {ncols} fields")));
+    }
+    if data.len() < SIGNATURE.len() + 8 {
+        return err("COPY BINARY output ended without its trailer");
+    }
+    if &data[..SIGNATURE.len()] != SIGNATURE {
+        return err("COPY BINARY output does not start with its signature");
+    }
+    let ext = be_i32(data, SIGNATURE.len() + 4).unwrap_or(-1);
+    if ext < 0 {
+        return Err(CopyError(format!(
+            "COPY BINARY header extension of {ext} bytes"
+        )));
+    }
+    let mut pos = SIGNATURE.len() + 8 + ext as usize;
+    let mut chunk = Chunk {
+        ncols,
+        fields: Vec::new(),
+    };
+    loop {
+        let Some(count) = be_i16(data, pos) else {
+            return err("COPY BINARY output ended without its trailer");
+        };
+        pos += 2;
+        if count == -1 {
+            break;
+        }
+        if count as usize != ncols || count < 0 {
+            return Err(CopyError(format!(
+                "COPY row has {count} fields, expected {ncols}"
+            )));
+        }
+        for _ in 0..ncols {
+            let Some(size) = be_i32(data, pos) else {
+                return err("COPY BINARY output ended inside a row");
+            };
+            pos += 4;
+            if size == -1 {
+                chunk.fields.push(None);
+                continue;
+            }
+            if size < 0 {
+                return Err(CopyError(format!("COPY field of length {size}")));
+            }
+            let size = size as usize;
+            if data.len() - pos < size {
+                return err("COPY BINARY output ended inside a row");
+            }
+            chunk.fields.push(Some((pos, size)));
+            pos += size;
+        }
+    }
+    if pos != data.len() {
+        return err("COPY data after its trailer");
+    }
+    Ok(chunk)
+}
+
+/// Why a field is not rewritten here.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Rewrite {
+    /// The kind has no native rewrite: the table is the Python path's.
+    Unsupported,
+    /// A malformed send value (the Python reference's DecodeError).
+    Bad(String),
+}
+
+/// The kind a column is encoded with when read from COPY: jsonb's field is its text
+/// (module docstring), every other kind its own; None for a kind `stored` cannot rewrite.
+pub fn copy_kind(kind: Kind) -> Option<Kind> {
+    Some(match kind {
+        // jsonb_send's text; enum_send's label (checked against the plan's labels)
+        Kind::Jsonb | Kind::Enum => Kind::Text,
+        Kind::Bool
+        | Kind::Char
+        | Kind::Int2
+        | Kind::Int4
+        | Kind::Int8
+        | Kind::Oid
+        | Kind::Float4
+        | Kind::Float8
+        | Kind::Date
+        | Kind::Time
+        | Kind::Timestamp
+        | Kind::TimestampTz
+        | Kind::Money
+        | Kind::MoneyText
+        | Kind::MoneyDouble
+        | Kind::Text
+        | Kind::Xml
+        | Kind::Name
+        | Kind::Bytea
+        | Kind::Uuid
+        | Kind::Decimal { .. }
+        | Kind::VarDecimal
+        | Kind::NumericText
+        | Kind::NumericDouble
+        | Kind::Interval
+        | Kind::TimeTz
+        | Kind::Mac
+        | Kind::Mac8
+        | Kind::Inet { .. }
+        | Kind::Bits
+        | Kind::Bit1
+        | Kind::Point
+        | Kind::Array => kind,
+        _ => return None,
+    })
+}
+
+/// `d` byte-reversed (a big-endian send image of `width` bytes as the little-endian stored
+/// one), as sendform._swap.
+fn swap(d: &[u8], width: usize, what: &str) -> Result<Cow<'static, [u8]>, Rewrite> {
+    if d.len() != width {
+        return Err(Rewrite::Bad(format!(
+            "{what} send value has {} bytes, not {width}",
+            d.len()
+        )));
+    }
+    Ok(Cow::Owned(d.iter().rev().copied().collect()))
+}
+
+/// `d` in `width`-byte pieces, each reversed (point: two float8s; interval's pieces
+/// differ, so it has its own).
+fn swap_each(d: &[u8], width: usize, total: usize, what: &str) -> Result<Vec<u8>, Rewrite> {
+    if d.len() != total {
+        return Err(Rewrite::Bad(format!(
+            "{what} send value has {} bytes",
+            d.len()
+        )));
+    }
+    Ok(d.chunks(width)
+        .flat_map(|c| c.iter().rev().copied())
+        .collect())
+}
+
+/// One non-NULL field of a column of `kind` (its plan kind, not `copy_kind`'s): the
+/// stored payload (module docstring).
+pub fn stored(kind: Kind, d: &[u8]) -> Result<Cow<'_, [u8]>, Rewrite> {
+    match kind {
+        // boolrecv, charrecv, uuid_recv, macaddr_recv, macaddr8_recv: the bytes as stored
+        Kind::Bool | Kind::Char => fixed_same(d, 1, "bool"),
+        Kind::Uuid => fixed_same(d, 16, "uuid"),
+        Kind::Mac => fixed_same(d, 6, "macaddr"),
+        Kind::Mac8 => fixed_same(d, 8, "macaddr8"),
+        // int2recv, int4recv, oidrecv, int8recv, float4recv, float8recv, date_recv,
+        // time_recv, timestamp_recv, timestamptz_recv, cash_recv: pq_getmsgint*
+        Kind::Int2 => swap(d, 2, "int2"),
+        Kind::Int4 => swap(d, 4, "int4"),
+        Kind::Oid => swap(d, 4, "oid"),
+        Kind::Float4 => swap(d, 4, "float4"),
+        Kind::Date => swap(d, 4, "date"),
+        Kind::Int8 => swap(d, 8, "int8"),
+        Kind::Float8 => swap(d, 8, "float8"),
+        Kind::Time => swap(d, 8, "time"),
+        Kind::Timestamp => swap(d, 8, "timestamp"),
+        Kind::TimestampTz => swap(d, 8, "timestamptz"),
+        Kind::Money | Kind::MoneyText | Kind::MoneyDouble => swap(d, 8, "money"),
+        // textrecv, varcharrecv, bpcharrecv, json_recv, byterearecv: the bytes; xml is
+        // selected as its stored text; enum_recv's label is written as the text it is
+        // (`CopyPlan::encode` checks it is one of the type's)
+        Kind::Text | Kind::Xml | Kind::Bytea | Kind::Enum => Ok(Cow::Borrowed(d)),
+        // namerecv: NameData, NUL-padded
+        Kind::Name => {
+            if d.len() >= NAMEDATALEN {
+                return Err(Rewrite::Bad(format!(
+                    "name send value of {} bytes is too long",
+                    d.len()
+                )));
+            }
+            let mut out = d.to_vec();
+            out.resize(NAMEDATALEN, 0);
+            Ok(Cow::Owned(out))
+        }
+        // jsonb_recv: version 1, then the text
+        Kind::Jsonb => match d.split_first() {
+            Some((1, text)) => Ok(Cow::Borrowed(text)),
+            _ => Err(Rewrite::Bad(
+                "jsonb send value does not start with version 1".into(),
+            )),
+        },
+        Kind::Decimal { .. } | Kind::VarDecimal | Kind::NumericText | Kind::NumericDouble => {
+            numeric(d).map(Cow::Owned)
+        }
+        // interval_recv: time int8, day int4, month int4
+        Kind::Interval => {
+            if d.len() != 16 {
+                return Err(Rewrite::Bad(format!(
+                    "interval send value has {} bytes",
+                    d.len()
+                )));
+            }
+            let mut out = Vec::with_capacity(16);
+            out.extend(d[..8].iter().rev());
+            out.extend(d[8..12].iter().rev());
+            out.extend(d[12..].iter().rev());
+            Ok(Cow::Owned(out))
+        }
+        // timetz_recv: time int8, zone int4
+        Kind::TimeTz => {
+            if d.len() != 12 {
+                return Err(Rewrite::Bad(format!(
+                    "timetz send value has {} bytes",
+                    d.len()
+                )));
+            }
+            let mut out = Vec::with_capacity(12);
+            out.extend(d[..8].iter().rev());
+            out.extend(d[8..].iter().rev());
+            Ok(Cow::Owned(out))
+        }
+        // point_recv: x, y float8
+        Kind::Point => swap_each(d, 8, 16, "point").map(Cow::Owned),
+        // inet_recv / cidr_recv: family, bits, is_cidr, nb, the address; stored:
+        // family, bits, the address (inet_struct behind the varlena header)
+        Kind::Inet { .. } => {
+            let nb = *d
+                .get(3)
+                .ok_or_else(|| Rewrite::Bad("inet send value is short".into()))?;
+            if d.len() != 4 + nb as usize {
+                return Err(Rewrite::Bad(format!(
+                    "inet send value of {} bytes says {nb} address bytes",
+                    d.len()
+                )));
+            }
+            let mut out = Vec::with_capacity(2 + nb as usize);
+            out.extend_from_slice(&d[..2]);
+            out.extend_from_slice(&d[4..]);
+            Ok(Cow::Owned(out))
+        }
+        // bit_recv / varbit_recv: bit_len int4, then the bits
+        Kind::Bits | Kind::Bit1 => {
+            let len = be_i32(d, 0).ok_or_else(|| Rewrite::Bad("bit send value is short".into()))?;
+            let mut out = Vec::with_capacity(d.len());
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(&d[4..]);
+            Ok(Cow::Owned(out))
+        }
+        _ => Err(Rewrite::Unsupported),
+    }
+}
+
+fn fixed_same<'a>(d: &'a [u8], width: usize, what: &str) -> Result<Cow<'a, [u8]>, Rewrite> {
+    if d.len() != width {
+        return Err(Rewrite::Bad(format!(
+            "{what} send value has {} bytes, not {width}",
+            d.len()
+        )));
+    }
+    Ok(Cow::Borrowed(d))
+}
+
+/// Can an array's elements of `kind` be rewritten into their stored form (`stored`, or an
+/// enum label into its pg_enum OID)? Not jsonb's: its stored form is a binary tree no
+/// send format gives.
+fn element_rewrites(kind: Kind) -> bool {
+    kind != Kind::Jsonb && kind != Kind::Array && copy_kind(kind).is_some()
+}
+
+const MAXDIM: i32 = 6;
+
+/// array_recv's input (ndim, flags, element type OID, per dimension its size and lower
+/// bound, then per element its length, -1 for NULL, and its send bytes) as the stored
+/// ArrayType payload rows::array reads, laid out as construct_md_array lays it out: the
+/// null bitmap only when an element is NULL (dataoffset set then), elements aligned to
+/// their typalign counted from the varlena header, varlena elements with 4-byte headers
+/// (as sendform._array). An enum element's label becomes its pg_enum OID (`labels`).
+fn array(d: &[u8], e: &super::Elem, labels: &super::Labels) -> Result<Vec<u8>, Rewrite> {
+    let bad = |m: &str| Rewrite::Bad(format!("array send value {m}"));
+    let head = |at| be_i32(d, at).ok_or_else(|| bad("is short"));
+    let ndim = head(0)?;
+    if !(0..=MAXDIM).contains(&ndim) {
+        return Err(Rewrite::Bad(format!(
+            "array send value has {ndim} dimensions"
+        )));
+    }
+    let elemtype = head(8)? as u32;
+    let ndim = ndim as usize;
+    let mut dims = Vec::with_capacity(ndim);
+    let mut lbounds = Vec::with_capacity(ndim);
+    let mut nitems: usize = usize::from(ndim > 0);
+    for i in 0..ndim {
+        let dim = head(12 + 8 * i)?;
+        lbounds.push(head(16 + 8 * i)?);
+        let dim_u = usize::try_from(dim).map_err(|_| bad("has a negative dimension"))?;
+        nitems = nitems
+            .checked_mul(dim_u)
+            .filter(|&n| n <= d.len() / 4)
+            .ok_or_else(|| bad("has more elements than bytes"))?;
+        dims.push(dim);
+    }
+    let mut off = 12 + 8 * ndim;
+    let mut items: Vec<Option<Cow<'_, [u8]>>> = Vec::with_capacity(nitems);
+    for _ in 0..nitems {
+        let size = head(off)?;
+        off += 4;
+        if size < 0 {
+            items.push(None);
+            continue;
+        }
+        let item = d
+            .get(off..off + size as usize)
+            .ok_or_else(|| bad("ends inside an element"))?;
+        off += size as usize;
+        items.push(Some(if e.kind == Kind::Enum {
+            let oid = labels
+                .iter()
+                .find(|(_, l)| l.as_bytes() == item)
+                .map(|(oid, _)| *oid)
+                .ok_or_else(|| bad("has an unknown enum label"))?;
+            Cow::Owned(oid.to_le_bytes().to_vec())
+        } else {
+            stored(e.kind, item)?
+        }));
+    }
+    if off != d.len() {
+        return Err(Rewrite::Bad(format!(
+            "array send value has {} trailing bytes",
+            d.len() - off
+        )));
+    }
+    let has_nulls = items.iter().any(Option::is_none);
+    // Built with the varlena header's 4 bytes in front, so that offsets count from it.
+    let mut out = vec![0u8; 4];
+    out.extend_from_slice(&(ndim as i32).to_le_bytes());
+    out.extend_from_slice(&0i32.to_le_bytes());
+    out.extend_from_slice(&elemtype.to_le_bytes());
+    for dim in &dims {
+        out.extend_from_slice(&dim.to_le_bytes());
+    }
+    for lb in &lbounds {
+        out.extend_from_slice(&lb.to_le_bytes());
+    }
+    if has_nulls {
+        let mut bitmap = vec![0u8; nitems.div_ceil(8)];
+        for (i, v) in items.iter().enumerate() {
+            if v.is_some() {
+                bitmap[i >> 3] |= 1 << (i & 7);
+            }
+        }
+        out.extend_from_slice(&bitmap);
+    }
+    out.resize(out.len().div_ceil(8) * 8, 0);
+    if has_nulls {
+        let dataoffset = out.len() as i32;
+        out[8..12].copy_from_slice(&dataoffset.to_le_bytes());
+    }
+    for v in items.iter().flatten() {
+        out.resize(out.len().div_ceil(e.align) * e.align, 0);
+        if e.attlen == -1 {
+            out.extend_from_slice(&(((v.len() + 4) as u32) << 2).to_le_bytes());
+        } else if usize::try_from(e.attlen) != Ok(v.len()) {
+            return Err(bad("has an element of another width"));
+        }
+        out.extend_from_slice(v);
+    }
+    out.drain(..4);
+    Ok(out)
+}
+
+/// numeric_recv's input (ndigits, weight, sign, dscale, digits, all big-endian) as the
+/// long stored form (NumericLong: sign | dscale, weight, the digits), or a special
+/// value's header alone (as sendform._numeric).
+fn numeric(d: &[u8]) -> Result<Vec<u8>, Rewrite> {
+    let head = |at| be_i16(d, at).ok_or_else(|| Rewrite::Bad("numeric send value is short".into()));
+    let ndigits = head(0)?;
+    let weight = head(2)?;
+    let sign = head(4)? as u16;
+    let dscale = head(6)? as u16;
+    if ndigits < 0 || d.len() != 8 + 2 * ndigits as usize {
+        return Err(Rewrite::Bad(format!(
+            "numeric send value of {} bytes has {ndigits} digits",
+            d.len()
+        )));
+    }
+    if sign & NUMERIC_SPECIAL == NUMERIC_SPECIAL {
+        return Ok(sign.to_le_bytes().to_vec());
+    }
+    let mut out = Vec::with_capacity(4 + 2 * ndigits as usize);
+    out.extend_from_slice(&(sign | (dscale & NUMERIC_DSCALE_MASK)).to_le_bytes());
+    out.extend_from_slice(&weight.to_le_bytes());
+    for digit in d[8..].chunks_exact(2) {
+        out.push(digit[1]);
+        out.push(digit[0]);
+    }
+    Ok(out)
+}
+
+/// The plan a COPY row is encoded with: `plan` with each read column's kind as
+/// `copy_kind` gives it; Err(reason naming the column) when a column's kind has no
+/// rewrite here (the table is the Python path's).
+pub fn copy_plan(plan: &Plan) -> Result<Plan, String> {
+    let mut out = plan.clone();
+    for col in &mut out.columns {
+        if let Some(kind) = col.kind {
+            col.kind =
+                Some(copy_kind(kind).ok_or_else(|| {
+                    format!("column {}: {kind:?} has no native send form", col.name)
+                })?);
+            if kind == Kind::Array {
+                match col.elem {
+                    Some(e) if element_rewrites(e.kind) => {}
+                    e => {
+                        return Err(format!(
+                            "column {}: array of {:?} has no native send form",
+                            col.name,
+                            e.map(|e| e.kind)
+                        ))
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A compiled COPY encoding: the table's plan, its `copy_plan`, and where each plan column
+/// sits in a COPY row (`fields[c]`: the field index, None for a column that is always
+/// NULL here, a virtual generated column, or is not read).
+pub struct CopyPlan<'p> {
+    pub plan: &'p Plan,
+    pub copy: Plan,
+    pub fields: Vec<Option<usize>>,
+}
+
+impl CopyPlan<'_> {
+    /// Row `row` of `chunk` (over the stream `data`): its datums rewritten (`stored`),
+    /// then the records, as `Plan::encode_datums` writes a WAL row's. A malformed field is
+    /// `RowError::Decode` naming the column.
+    pub fn encode(
+        &self,
+        data: &[u8],
+        chunk: &Chunk,
+        row: usize,
+        want_key: bool,
+    ) -> Result<Outcome, RowError> {
+        let fields = chunk.row(row);
+        let mut datums: Vec<Datum<'_>> = Vec::with_capacity(self.plan.columns.len());
+        let mut size = 16;
+        for (col, at) in self.plan.columns.iter().zip(&self.fields) {
+            let (Some(kind), Some(i)) = (col.kind, *at) else {
+                datums.push(None);
+                continue;
+            };
+            let Some(&Some((off, len))) = fields.get(i) else {
+                datums.push(None);
+                continue;
+            };
+            size += len;
+            let field = &data[off..off + len];
+            if kind == Kind::Enum && !col.labels.values().any(|l| l.as_bytes() == field) {
+                // enum_recv of a label the plan does not know: Python's error
+                return Ok(Outcome::Fallback("enum label Python decides"));
+            }
+            let rewritten = match (kind, col.elem) {
+                (Kind::Array, Some(e)) => array(field, &e, &col.labels).map(Cow::Owned),
+                _ => stored(kind, field),
+            };
+            match rewritten {
+                Ok(d) => datums.push(Some(d)),
+                Err(Rewrite::Bad(message)) => {
+                    return Err(RowError::Decode {
+                        message,
+                        field: Some(col.name.clone()),
+                    })
+                }
+                Err(Rewrite::Unsupported) => {
+                    return Ok(Outcome::Fallback("type without a native send form"))
+                }
+            }
+        }
+        Ok(self.copy.encode_datums(&datums, want_key, size))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream(rows: &[Vec<Option<&[u8]>>]) -> Vec<u8> {
+        let mut out = SIGNATURE.to_vec();
+        out.extend_from_slice(&0i32.to_be_bytes());
+        out.extend_from_slice(&0i32.to_be_bytes());
+        for row in rows {
+            out.extend_from_slice(&(row.len() as i16).to_be_bytes());
+            for f in row {
+                match f {
+                    None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                    Some(b) => {
+                        out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+                        out.extend_from_slice(b);
+                    }
+                }
+            }
+        }
+        out.extend_from_slice(&(-1i16).to_be_bytes());
+        out
+    }
+
+    /// Rows split into their fields, NULLs and empty fields kept apart.
+    #[test]
+    fn parses_rows_and_nulls() {
+        let data = stream(&[vec![Some(b"ab"), None], vec![Some(b""), Some(b"xyz")]]);
+        let c = parse(&data, 2).unwrap();
+        assert_eq!(c.len(), 2);
+        let f = |r: usize, i: usize| c.row(r)[i].map(|(o, n)| &data[o..o + n]);
+        assert_eq!(f(0, 0), Some(&b"ab"[..]));
+        assert_eq!(f(0, 1), None);
+        assert_eq!(f(1, 0), Some(&b""[..]));
+        assert_eq!(f(1, 1), Some(&b"xyz"[..]));
+    }
+
+    /// Every truncation of a valid stream, a row of the wrong width and a bad length are
+    /// errors, never a panic or a short result.
+    #[test]
+    fn damaged_streams_are_errors() {
+        let data = stream(&[vec![Some(b"ab"), None], vec![Some(b"c"), Some(b"d")]]);
+        for n in 0..data.len() {
+            assert!(parse(&data[..n], 2).is_err(), "truncated at {n}");
+        }
+        assert!(parse(&data, 3).is_err());
+        let mut bad = data.clone();
+        bad[19..23].copy_from_slice(&(-7i32).to_be_bytes());
+        assert!(parse(&bad, 2).is_err());
+        let mut extra = data.clone();
+        extra.push(0);
+        assert_eq!(
+            parse(&extra, 2).unwrap_err().0,
+            "COPY data after its trailer"
+        );
+    }
+
+    /// numeric_send's 12.50 (ndigits 2, weight 0, sign +, dscale 2: digits 12, 5000)
+    /// becomes the long stored form; NaN keeps only its header.
+    #[test]
+    fn numeric_to_stored() {
+        let send = [0, 2, 0, 0, 0, 0, 0, 2, 0, 12, 0x13, 0x88];
+        assert_eq!(numeric(&send).unwrap(), vec![2, 0, 0, 0, 12, 0, 0x88, 0x13]);
+        let nan = [0, 0, 0, 0, 0xC0, 0, 0, 0];
+        assert_eq!(numeric(&nan).unwrap(), vec![0, 0xC0]);
+        assert!(numeric(&send[..10]).is_err());
+    }
+
+    /// An int4[] with a NULL and a text[] become the ArrayType rows::array reads back:
+    /// the same elements, dimensions and lower bounds.
+    #[test]
+    fn arrays_to_stored() {
+        let labels = super::super::Labels::default();
+        let int4 = super::super::Elem {
+            kind: Kind::Int4,
+            oid: 23,
+            attlen: 4,
+            align: 4,
+        };
+        let mut send = Vec::new();
+        for v in [1i32, 0, 23, 3, 5, 4] {
+            send.extend_from_slice(&v.to_be_bytes());
+        }
+        send.extend_from_slice(&7i32.to_be_bytes());
+        send.extend_from_slice(&(-1i32).to_be_bytes());
+        send.extend_from_slice(&4i32.to_be_bytes());
+        send.extend_from_slice(&(-9i32).to_be_bytes());
+        let st = array(&send[..send.len() - 8], &int4, &labels);
+        assert!(st.is_err(), "one element short");
+        let st = array(&send, &int4, &labels).unwrap();
+        let a = super::super::array::elements(&st, 23, 4, 4).unwrap();
+        assert_eq!((a.dims, a.lbounds), (vec![3], vec![5]));
+        let seven = 7i32.to_le_bytes();
+        let nine = (-9i32).to_le_bytes();
+        assert_eq!(a.items, vec![Some(&seven[..]), None, Some(&nine[..])]);
+        let text = super::super::Elem {
+            kind: Kind::Text,
+            oid: 25,
+            attlen: -1,
+            align: 4,
+        };
+        let mut send = Vec::new();
+        for v in [1i32, 0, 25, 2, 1] {
+            send.extend_from_slice(&v.to_be_bytes());
+        }
+        for item in [&b"ab"[..], b""] {
+            send.extend_from_slice(&(item.len() as i32).to_be_bytes());
+            send.extend_from_slice(item);
+        }
+        let st = array(&send, &text, &labels).unwrap();
+        let a = super::super::array::elements(&st, 25, -1, 4).unwrap();
+        assert_eq!(a.items, vec![Some(&b"ab"[..]), Some(&b""[..])]);
+    }
+
+    /// Fixed-width values swap to little-endian; wrong widths are errors.
+    #[test]
+    fn fixed_widths() {
+        assert_eq!(
+            stored(Kind::Int4, &[0, 0, 1, 2]).unwrap().as_ref(),
+            &[2, 1, 0, 0]
+        );
+        assert!(stored(Kind::Int8, &[0; 4]).is_err());
+        assert!(stored(Kind::Uuid, &[0; 15]).is_err());
+        assert_eq!(
+            stored(
+                Kind::Interval,
+                &[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3]
+            )
+            .unwrap()
+            .as_ref(),
+            &[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]
+        );
+        assert_eq!(stored(Kind::Jsonb, b"\x01{}").unwrap().as_ref(), b"{}");
+        assert!(stored(Kind::Jsonb, b"\x02{}").is_err());
+        assert_eq!(stored(Kind::Geometry, b""), Err(Rewrite::Unsupported));
+    }
+}

@@ -1,0 +1,285 @@
+"""The initial snapshot's rows through the native encoder, against the Python snapshot
+path byte for byte, and against the stream path's rows of the same values.
+
+The wide type workload of tests/connectors/avro/test_native_rows_pipeline.py (every type
+the native row encoder covers, with its edge values, and tables it leaves to Python:
+arrays, geometric types and ranges, domains over arrays, a composite) is loaded on a
+real server (run for PG15 and PG18: `-k "pg15 or pg18"`), and `n_arr2`, n_arr without
+its jsonb[] column (arrays of every other element kind). Then:
+
+- snapshot: every table is read in chunks of `CHUNK_ROWS` rows (so chunks are cut and
+  markers span chunks) by two `ChunkReader`s, one parsing COPY in Python and one in Rust
+  (`CopyChunk`), and each chunk is published through `Snapshotter._emit_rows` into an
+  `AvroPlugin` on the Python path and one as `PGCDC_IMPL` selects it, with the plugins'
+  clock frozen. Both must write the same records: topic, key bytes, value bytes, headers.
+  Under the native core the test also requires that rows went native (n_all, n_more,
+  n_arr2, n_dom), that a table with a column without a native send form (n_arr's
+  jsonb[]) or without a plan (n_python) fell back as a whole (its reason counted), and
+  that a row the Python path decides (NaN numerics) fell back on its own.
+- stream: the same rows are copied into twin tables (`CREATE TABLE ... (LIKE ...)`,
+  `INSERT ... SELECT *`) and decoded from the WAL by a pgcdc `Session` into an
+  AvroPlugin as `PGCDC_IMPL` selects it. Per table, the multiset of `after` records
+  (decoded with the registered schema and compared by repr: NaN, -0.0 and Decimal
+  exponents included) and of key records (their Avro bytes behind the wire header) of
+  the snapshot must equal the stream's.
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+import uuid
+from collections import Counter
+from typing import Any
+
+import fastavro
+import psycopg2
+import pytest
+
+from connectors.avro import plugin as avro_plugin
+from connectors.avro.native_rows import NativeRows
+from connectors.avro.plugin import AvroPlugin
+from connectors.postgres.server import force_running_xacts
+from connectors.postgres.setup import setup, teardown
+from connectors.tablesnap.chunks import ChunkReader, ChunkSpec
+from connectors.tablesnap.snapshotter import Snapshotter, _Pending
+from service.config import FilterSettings, Settings
+from service.impl import native_row_core
+from service.lsn import parse_lsn
+from service.output.api import OutputRecord, PluginContext, PluginWrapper, RecordRun
+from service.tablesnap.plan import END, Interval, TableJob
+from tests.connectors.avro.test_codec_pipeline import FrozenTime, _dsn, _pump, _session
+from tests.connectors.avro.test_native_rows_pipeline import _LZ4, SCHEMA, WORKLOAD
+
+pytestmark = pytest.mark.integration
+
+CHUNK_ROWS = 37
+TABLES = [
+    "n_all",
+    "n_keyed",
+    "n_full",
+    "n_more",
+    "n_arr",
+    "n_arr2",
+    "n_geo",
+    "n_dom",
+    "n_python",
+]
+# n_arr without its jsonb[] column (jsonb elements have no stored form from their send
+# format: n_arr is the Python path's), so that arrays of every other element go native
+ARR2 = """CREATE TABLE n_arr2 AS SELECT id, i4, i8, tx, nu, nv, tz, d, bo, by, ip, iv, bt, b1,
+    u, f8, mo FROM n_arr;
+ALTER TABLE n_arr2 ADD PRIMARY KEY (id)"""
+
+
+def _plugin_ctx(plugin: AvroPlugin, out: list[OutputRecord], slot: str) -> PluginWrapper:
+    """A wrapper around `plugin` whose records (and record runs) land in `out`."""
+
+    def write(_lsn: int, _xid: int, data: Any) -> None:
+        out.append(data)
+
+    def write_run(_lsn: int, _xid: int, run: RecordRun) -> None:
+        out.extend(run.records())
+
+    ctx = PluginContext(slot, "avro", {}, write, write_run)
+    wrapper = PluginWrapper(plugin, ctx)
+    wrapper.startup(True)
+    return wrapper
+
+
+def _snapshot(
+    dsn: str,
+    settings: Settings,
+    plugin: AvroPlugin,
+    out: list[OutputRecord],
+    *,
+    native_copy: bool,
+) -> dict[str, Any]:
+    """Every table of TABLES, chunk by chunk, published by `Snapshotter._emit_rows`; with
+    `native_copy` False, COPY parsed and rows encoded on the Python path. Returns the
+    topics' schemas."""
+    snap = Snapshotter(settings, None)
+    wrapper = _plugin_ctx(plugin, out, settings.source.slot)
+    if not native_copy:
+        plugin.native_rows = None  # the Python path, whatever PGCDC_IMPL says
+    snap.emitter = wrapper
+    reader = ChunkReader(dsn, FilterSettings())
+    if not native_copy:
+        reader._native = None  # COPY parsed in Python, whatever PGCDC_IMPL says
+    try:
+        jobs = [TableJob(table=f"public.{t}", marker="initial", planned_to=END) for t in TABLES]
+        snap.state.jobs = jobs
+        for job in jobs:
+            plan = None
+            with reader._sql().cursor() as cur:
+                cur.execute("SELECT %s::regclass::oid", (job.table,))
+                row = cur.fetchone()
+                assert row is not None
+                job.oid = int(row[0])
+            plan = reader.describe(job.oid)
+            assert plan is not None
+            keyed = bool(plan.key_names)
+            lo: Any = None if keyed else 0
+            while True:
+                spec = ChunkSpec(job.oid, job.table, keyed, lo, None)
+                iv = Interval(lo, None)
+                job.open = [iv]
+                read = reader.read(
+                    spec,
+                    rows=CHUNK_ROWS,
+                    max_bytes=1 << 30 if keyed else 4000,
+                    low={"kind": "low"},
+                    high={"kind": "high"},
+                    on_read=lambda _r: None,
+                )
+                assert (read.copy is not None) == (native_copy and reader._native is not None)
+                assert read.plan is not None and read.snapshot is not None
+                if read.cut:
+                    iv.hi = read.real_hi
+                    job.open.append(Interval(read.real_hi, None))
+                p = _Pending(f"c{job.chunks}", job, iv, spec, read)
+                rel = read.plan.relation
+                # one LSN per chunk, the same on both paths (their reads' snapshots differ)
+                lsn = 0x1_0000_0000 + 0x1000 * job.oid + job.chunks
+                snap._emit_rows(wrapper.ctx, lsn, p, read, rel, range(len(read.rows)))
+                job.chunks += 1
+                if not read.cut:
+                    break
+                lo = read.real_hi
+            job.done = True
+        return _schemas(plugin)
+    finally:
+        reader.close()
+        wrapper.shutdown()  # the plugin's registry client
+
+
+def _schemas(plugin: AvroPlugin) -> dict[str, Any]:
+    """The Envelope schema of each topic `plugin` registered (read before its shutdown)."""
+    return {
+        t.plan.topic: fastavro.parse_schema(t.plan.envelope_schema, named_schemas={})
+        for t in plugin._tables.values()
+        if t is not None
+    }
+
+
+def _decoded(schemas: dict[str, Any], records: list[OutputRecord]) -> dict[str, Counter[str]]:
+    """Per table (the topic's last part, twin tables under their original's name): the
+    multiset of `after` records (repr of the decoded datum) and of key records (hex of
+    the Avro bytes behind the 5-byte wire header)."""
+    out: dict[str, Counter[str]] = {}
+    for r in records:
+        if r.topic not in schemas or r.value is None:
+            continue
+        env = fastavro.schemaless_reader(io.BytesIO(r.value[5:]), schemas[r.topic], None)
+        assert isinstance(env, dict)
+        name = r.topic.rsplit(".", 1)[-1].removeprefix("twin_")
+        seen = out.setdefault(name, Counter())
+        seen["after " + repr(env["after"])] += 1
+        seen["key " + ("" if r.key is None else r.key[5:].hex())] += 1
+    return out
+
+
+def test_native_snapshot_equals_python_snapshot_and_stream(
+    pg: dict[str, Any], registry: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Snapshot records: native == Python byte for byte; their rows == the stream's."""
+    monkeypatch.setattr(avro_plugin, "time", FrozenTime)
+    native = native_row_core() is not None
+    done_by_table: dict[str, list[int]] = {}  # NativeRows.snapshot_rows' results
+    snapshot_rows = NativeRows.snapshot_rows
+
+    def counted(self: NativeRows, *args: Any, **kwargs: Any) -> int:
+        done = snapshot_rows(self, *args, **kwargs)
+        done_by_table.setdefault(args[2].name, []).append(done)
+        return done
+
+    monkeypatch.setattr(NativeRows, "snapshot_rows", counted)
+    db = f"snapnative_{uuid.uuid4().hex[:10]}"
+    admin = psycopg2.connect(_dsn(pg, "postgres"))
+    admin.autocommit = True
+    admin.cursor().execute(f"CREATE DATABASE {db}")
+    dsn, phys, slot = _dsn(pg, db), f"{db}_phys", f"{db}_slot"
+    try:
+        setup(dsn, phys)
+        conn = psycopg2.connect(dsn)
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute(SCHEMA)
+            cur.execute(_LZ4)
+            found = cur.fetchone()
+            if found is not None and found[0]:
+                cur.execute("ALTER TABLE n_all ADD COLUMN big4 text COMPRESSION lz4")
+            for sql in WORKLOAD:
+                cur.execute(sql)
+            cur.execute(ARR2)
+            settings = Settings(
+                source={"slot": slot, "dbname": db},
+                kafka={
+                    "bootstrap_servers": "127.0.0.1:1",
+                    "topic_prefix": f"snapnative{uuid.uuid4().hex[:8]}",
+                },
+                registry={"url": registry["url"]},
+            )
+            # the snapshot, on both paths
+            python: list[OutputRecord] = []
+            got: list[OutputRecord] = []
+            on_python = AvroPlugin(settings)
+            ours = AvroPlugin(settings)
+            on_python.run_id = ours.run_id
+            _snapshot(dsn, settings, on_python, python, native_copy=False)
+            snap_schemas = _snapshot(dsn, settings, ours, got, native_copy=True)
+            assert len(got) == len(python) > 0
+            for i, (a, b) in enumerate(zip(python, got, strict=True)):
+                assert a == b, f"snapshot record {i} ({a.topic}) differs"
+            if native:
+                assert ours.native_rows is not None
+                assert ours.native_rows.native > 0
+                reasons = ours.native_rows.fallbacks
+                assert any("no native send form" in r for r in reasons), reasons
+                assert reasons["numeric Python decides"] > 0, reasons
+                # arrays (n_arr2, and n_dom's domains over arrays and arrays of domains
+                # and of an enum) go native; jsonb[] (n_arr) and a composite do not
+                for t in ("n_all", "n_more", "n_arr2", "n_dom"):
+                    assert sum(d for d in done_by_table[t] if d > 0) > 0, (t, done_by_table)
+                for t in ("n_arr", "n_python"):
+                    assert set(done_by_table[t]) == {-1}, (t, done_by_table)
+            # the stream, of the same rows copied into twin tables
+            for t in TABLES:
+                cur.execute(f"CREATE TABLE twin_{t} (LIKE {t} INCLUDING ALL)")
+            cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (slot,))
+            cur.execute(
+                "SELECT restart_lsn::text, confirmed_flush_lsn::text "
+                "FROM pg_replication_slots WHERE slot_name = %s",
+                (slot,),
+            )
+            row = cur.fetchone()
+            assert row is not None
+            start, consistent = parse_lsn(row[0]), parse_lsn(row[1])
+            force_running_xacts(dsn, int(pg["version"]))
+            streamed: list[OutputRecord] = []
+            stream_plugin = AvroPlugin(settings)
+            with tempfile.TemporaryDirectory(prefix="pgcdc-snap-native-") as spill:
+                session = _session(pg, dsn, slot, start, consistent, spill, stream_plugin, streamed)
+                for t in TABLES:
+                    cur.execute(f"INSERT INTO twin_{t} SELECT * FROM {t}")
+                cur.execute("SELECT pg_current_wal_lsn()::text")
+                row = cur.fetchone()
+                assert row is not None
+                try:
+                    _pump(pg, session, start, parse_lsn(row[0]))
+                    stream_schemas = _schemas(stream_plugin)
+                finally:
+                    session.close()
+            snap_rows = _decoded(snap_schemas, got)
+            stream_rows = _decoded(stream_schemas, streamed)
+            for t in TABLES:
+                assert snap_rows.get(t), f"no snapshot rows of {t}"
+                assert snap_rows[t] == stream_rows.get(t), f"{t}: snapshot rows != stream rows"
+            cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+        conn.close()
+    finally:
+        try:
+            teardown(dsn, phys)
+        finally:
+            admin.cursor().execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+            admin.close()

@@ -1,0 +1,261 @@
+"""Fuzz the native COPY BINARY parser and snapshot row encoder (service._native.CopyChunk,
+RowPlan.encode_copy) with damaged COPY streams.
+
+    python tests/perf/fuzz_native_copy.py [--count N] [--seed S] [--python-every K]
+
+Seeds: whole `COPY ... TO STDOUT (FORMAT binary)` streams (signature, header, rows,
+trailer) of a few rows over a plan with every kind the COPY encoder rewrites (rows::copy:
+the integers, floats, texts, name, bytea, uuid, dates and times, numeric in both
+mappings, interval, timetz, money, "char", inet, macaddr(8), bit strings, jsonb, xml, an
+enum, point, arrays of int4 and text), with random send-format values and NULLs. Each
+case damages one seed: flip a bit, set a byte, truncate, insert or delete bytes,
+rewrite a field's length, or a row's field count; then splits it
+(`connectors.postgres.copy_binary.native_chunk`) and encodes every row (`encode_copy`).
+
+The only acceptable outcomes are a split and an encoding (or a fallback reason), or a
+typed error: DecodeError (the split's, naming the table; the encoder's, carrying the
+case's lsn and the table) or SchemaMismatchError. Anything else is a failure: another
+exception, and a Rust panic (which the boundary turns into a ValueError / DecodeError
+"internal error in the native ...", recognised by that message). Every K-th case is
+also split by the Python parser (`CopyRows`): both must fail, or both give the same
+fields. Undamaged seeds must split and encode (or fall back), never raise. The exit
+status is 1 if there was any failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import struct
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from connectors.postgres.copy_binary import CopyRows, native_chunk  # noqa: E402
+from service import _native  # noqa: E402
+from service.errors import DecodeError, SchemaMismatchError  # noqa: E402
+
+PANIC = "internal error in the native"
+RELATION = "public.fuzzed"
+LSN = 0x1_2345_6789
+SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
+LABELS = {16_500: "sad", 16_501: "it's", 16_502: ""}
+
+
+def _text(r: random.Random) -> bytes:
+    return "".join(r.choice("aé😀 \n'\"x") for _ in range(r.randrange(8))).encode()
+
+
+def _numeric(r: random.Random, dscale: int) -> bytes:
+    digits = [r.randrange(10000) for _ in range(r.randrange(4))]
+    sign = r.choice([0, 0x4000, 0xC000])
+    return struct.pack(">hhHH", len(digits), r.randrange(-2, 3), sign, dscale) + b"".join(
+        struct.pack(">h", d) for d in digits
+    )
+
+
+def _array(r: random.Random, oid: int, item: Callable[[], bytes]) -> bytes:
+    """array_send of a 1-D array (lower bound 1, some NULLs) of `item()`s."""
+    n = r.randrange(4)
+    out = struct.pack(">iiIii", 1, 0, oid, n, 1) if n else struct.pack(">iiI", 0, 0, oid)
+    for _ in range(n):
+        value = None if r.random() < 0.2 else item()
+        out += struct.pack(">i", -1) if value is None else struct.pack(">i", len(value)) + value
+    return out
+
+
+# (name, attlen, align, kind, scale, precision, send-format value maker)
+COLUMNS = [
+    ("id", 8, 8, "int8", 0, 0, lambda r: struct.pack(">q", r.randrange(-(2**63), 2**63))),
+    ("b", 1, 1, "bool", 0, 0, lambda r: bytes([r.randrange(2)])),
+    ("s", 2, 2, "int2", 0, 0, lambda r: struct.pack(">h", r.randrange(-(2**15), 2**15))),
+    ("t", -1, 4, "text", 0, 0, _text),
+    ("i", 4, 4, "int4", 0, 0, lambda r: struct.pack(">i", r.randrange(-(2**31), 2**31))),
+    ("o", 4, 4, "oid", 0, 0, lambda r: struct.pack(">I", r.randrange(2**32))),
+    ("f4", 4, 4, "float4", 0, 0, lambda r: struct.pack(">f", r.uniform(-1e6, 1e6))),
+    ("f8", 8, 8, "float8", 0, 0, lambda r: struct.pack(">d", r.uniform(-1e300, 1e300))),
+    ("nm", 64, 1, "name", 0, 0, lambda r: _text(r)[:60]),
+    ("by", -1, 4, "bytea", 0, 0, lambda r: r.randbytes(r.randrange(6))),
+    ("u", 16, 1, "uuid", 0, 0, lambda r: r.randbytes(16)),
+    ("d", 4, 4, "date", 0, 0, lambda r: struct.pack(">i", r.randrange(-(2**31), 2**31))),
+    ("tm", 8, 8, "time", 0, 0, lambda r: struct.pack(">q", r.randrange(86_400_000_001))),
+    ("ts", 8, 8, "timestamp", 0, 0, lambda r: struct.pack(">q", r.randrange(-(2**62), 2**62))),
+    ("tz", 8, 8, "timestamptz", 0, 0, lambda r: struct.pack(">q", r.randrange(-(2**62), 2**62))),
+    ("n", -1, 4, "decimal", 2, 12, lambda r: _numeric(r, 2)),
+    ("nv", -1, 4, "variable_decimal", 0, 0, lambda r: _numeric(r, r.randrange(6))),
+    (
+        "iv",
+        16,
+        8,
+        "interval",
+        0,
+        0,
+        lambda r: struct.pack(">qii", r.randrange(-(2**40), 2**40), r.randrange(-99, 99), 3),
+    ),
+    ("tt", 12, 8, "timetz", 0, 0, lambda r: struct.pack(">qi", r.randrange(86_400_000_000), -3600)),
+    ("mo", 8, 8, "money", 0, 0, lambda r: struct.pack(">q", r.randrange(-(2**40), 2**40))),
+    ("ch", 1, 1, "char", 0, 0, lambda r: bytes([r.randrange(256)])),
+    ("ip", -1, 4, "inet", 0, 0, lambda r: bytes([2, r.randrange(33), 0, 4]) + r.randbytes(4)),
+    ("mc", 6, 4, "macaddr", 0, 0, lambda r: r.randbytes(6)),
+    ("m8", 8, 4, "macaddr8", 0, 0, lambda r: r.randbytes(8)),
+    ("vb", -1, 4, "bits", 0, 0, lambda r: struct.pack(">i", 12) + r.randbytes(2)),
+    ("jb", -1, 4, "jsonb", 0, 0, lambda r: b"\x01" + json.dumps({"a": r.random()}).encode()),
+    ("x", -1, 4, "xml", 0, 0, lambda r: b"<a>" + _text(r) + b"</a>"),
+    ("en", 4, 4, "enum", 0, 0, lambda r: r.choice(list(LABELS.values())).encode()),
+    ("pt", 16, 8, "point_record", 0, 0, lambda r: struct.pack(">dd", r.random(), -r.random())),
+    (
+        "ai",
+        -1,
+        4,
+        "array",
+        0,
+        0,
+        lambda r: _array(r, 23, lambda: struct.pack(">i", r.randrange(99))),
+    ),
+    ("at", -1, 4, "array", 0, 0, lambda r: _array(r, 25, lambda: _text(r))),
+]
+# The array columns' elements: (kind, scale, precision, type OID, typlen, typalign).
+ELEMENTS = {"ai": ("int4", 0, 0, 23, 4, 4), "at": ("text", 0, 0, 25, -1, 4)}
+NCOLS = len(COLUMNS)
+FIELDS = list(range(NCOLS))
+
+
+def plan() -> _native.RowPlan:
+    specs = [
+        (n, attlen, align, False, False, k, s, p, n != "id")
+        for n, attlen, align, k, s, p, _ in COLUMNS
+    ]
+    names = [c[0] for c in COLUMNS]
+    elements = {names.index(n): e for n, e in ELEMENTS.items()}
+    return _native.RowPlan(
+        specs,
+        [0],
+        RELATION,
+        SchemaMismatchError,
+        DecodeError,
+        {names.index("en"): LABELS},
+        elements,
+    )
+
+
+def seed(r: random.Random) -> bytes:
+    out = bytearray(SIGNATURE + struct.pack(">ii", 0, 0))
+    for _ in range(r.randrange(1, 4)):
+        out += struct.pack(">h", NCOLS)
+        for _name, *_rest, make in COLUMNS:
+            if r.random() < 0.15:
+                out += struct.pack(">i", -1)
+            else:
+                value = make(r)
+                out += struct.pack(">i", len(value)) + value
+    out += struct.pack(">h", -1)
+    return bytes(out)
+
+
+def damage(r: random.Random, data: bytes) -> bytes:
+    b = bytearray(data)
+    at = r.randrange(len(b))
+    match r.randrange(7):
+        case 0:
+            b[at] ^= 1 << r.randrange(8)
+        case 1:
+            b[at] = r.randrange(256)
+        case 2:
+            del b[at:]
+        case 3:
+            b[at:at] = r.randbytes(r.randrange(1, 9))
+        case 4:
+            del b[at : at + r.randrange(1, 9)]
+        case 5:  # a field's length word (any 4 bytes past the header)
+            at = r.randrange(19, max(20, len(b) - 4))
+            b[at : at + 4] = struct.pack(">i", r.choice([-2, -1, 0, 1, 7, 2**31 - 1]))
+        case _:  # the first row's field count
+            b[19:21] = struct.pack(">h", r.choice([-1, 0, NCOLS - 1, NCOLS + 1]))
+    return bytes(b)
+
+
+def python_fields(data: bytes) -> list[list[bytes | None]] | None:
+    rows: list[list[bytes | None]] = []
+    target = CopyRows(NCOLS, rows.append)
+    try:
+        target.write(data)
+        target.close()
+    except (DecodeError, struct.error):
+        return None
+    return rows
+
+
+def run_case(p: _native.RowPlan, data: bytes, compare: bool, damaged: bool) -> str:
+    """The case's outcome: "encoded", "fallback", "split-error", "encode-error"; raises
+    AssertionError for a failure."""
+    parts = (b"h", b'[null,"', b"m", b"\x00\x00\x00", None)
+    try:
+        chunk = native_chunk(_native, data, NCOLS, RELATION)
+    except DecodeError as exc:
+        assert PANIC not in str(exc), f"parser panic: {exc}"
+        assert exc.relation == RELATION
+        assert damaged, f"undamaged seed failed to split: {exc}"
+        if compare:
+            assert python_fields(data) is None, "Python split what native rejected"
+        return "split-error"
+    if compare:
+        py = python_fields(data)
+        assert py is not None, "native split what Python rejected"
+        assert py == [chunk.row(i) for i in range(len(chunk))], "fields differ"
+    try:
+        keys, values, reason = p.encode_copy(
+            chunk,
+            FIELDS,
+            list(range(len(chunk))),
+            0,
+            b"V",
+            b"K",
+            (parts, parts, parts),
+            "r",
+            LSN,
+            0,
+        )
+    except (DecodeError, SchemaMismatchError) as exc:
+        assert PANIC not in str(exc), f"encoder panic: {exc}"
+        assert exc.lsn == LSN and exc.relation == RELATION, exc.__dict__
+        assert damaged, f"undamaged seed failed to encode: {exc}"
+        return "encode-error"
+    assert len(keys) == len(values)
+    return "encoded" if reason is None else "fallback"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--count", type=int, default=20000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--python-every", type=int, default=10)
+    args = ap.parse_args()
+    r = random.Random(args.seed)
+    p = plan()
+    outcomes: Counter[str] = Counter()
+    failures: list[str] = []
+    started = time.monotonic()
+    for n in range(args.count):
+        data = seed(r)
+        damaged = n % 10 != 0
+        if damaged:
+            data = damage(r, data)
+        try:
+            outcomes[run_case(p, data, n % args.python_every == 0, damaged)] += 1
+        except Exception as exc:  # every failure is reported, then the exit status says so
+            failures.append(f"case {n}: {type(exc).__name__}: {exc}")
+    took = time.monotonic() - started
+    print(f"{args.count} cases in {took:.1f}s: {dict(outcomes)}; {len(failures)} failures")
+    for f in failures[:20]:
+        print(" ", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
