@@ -431,7 +431,7 @@ class HistoryRows:
         plan = self._last[2]
         loc, kind = first.locator, first.kind
         spc, db, number = loc.spc_oid, loc.db_oid, loc.rel_number
-        lo, hi, _cls = self._classes[(spc, db, number, top_xid)]
+        lo, hi, _cls = self._classes[(spc, db, number, self._owner(top_xid))]
         if rows is not None:
             # Inserts of one relation in LSN order: one classification covers them all
             # when it covers the first and the last.
