@@ -19,7 +19,10 @@ dropped or rewritten away since yields nothing):
    which the slot's xmin hold (connectors.postgres.stream) prevents. Chunk ids are
    unique among the stored tuples of a TOAST relation (GetNewOidWithIndex checks with
    SnapshotAny), so every stored chunk of that id belongs to the value.
-A value whose chunk_seq run is not 0..n-1 is not handed back (a warning names it). A
+A value whose chunk_seq run is not 0..n-1 is not handed back (a warning
+`toast_chunks_incomplete` names it): without the xmin hold, pruning
+(heap_page_prune_opt, on any read of the page, this reader's own included) and VACUUM
+remove dead chunks page by page, so part of a value can be gone. A
 missing privilege on the TOAST table is a warning `toast_fill_denied`: the values of
 that batch stay placeholders (counted by the caller), the worker goes on.
 
