@@ -146,7 +146,7 @@ def test_unchanged_values_are_filled_equal_to_select(docs: Pipeline, impl: str) 
     """UPDATE of another column: every after-image carries t and j whole, equal to a
     SELECT right after; in a transaction that also replaces j of one row, that row's
     new j (from the WAL) and unchanged t (filled) are both right. No placeholder. With
-    either implementation (PGCDC_IMPL) in the worker."""
+    either implementation (PGCDC_IMPL) in the worker. A clean stop clears the hold."""
     p = docs
     p.extra_env["PGCDC_IMPL"] = impl
     worker = p.start_worker()
@@ -180,6 +180,8 @@ def test_unchanged_values_are_filled_equal_to_select(docs: Pipeline, impl: str) 
     ]
     assert not holes, holes
     assert not worker.has_event("toast_placeholder")
+    assert worker.terminate() == 0
+    assert slot_xmin(p) is None  # a clean stop leaves no hold on the slot
 
 
 def test_earlier_event_keeps_earlier_values_across_vacuum_change_and_delete(
