@@ -12,7 +12,7 @@ reader of TOAST tables (`connectors.postgres.toast`), and the xmin hold
   `pgcdc_toast_placeholders_total{slot,table}` and logged as `toast_placeholder`
   (table, LSN, TOAST relation and value id); a release of the hold past
   `toast.max_hold_s` is logged as `toast_hold_released`.
-- The hold moves forward with each restart LSN confirmed in Kafka (`confirm`); the
+- The hold moves forward with each LSN confirmed in Kafka (`confirm`); the
   hot-standby feedback's epoch comes from the server's next full xid, asked again when
   the held xmin changes. If that question fails the last answer is kept (the hold
   stays), and with no answer yet no hold is sent.
@@ -69,10 +69,10 @@ class ToastWiring:
         assert self.hold is not None
         self.hold.observe(ev.lsn, ev.oldest_running_xid, time.monotonic())
 
-    def confirm(self, restart_lsn: int) -> None:
-        """Kafka committed up to `restart_lsn`: the hold may move forward."""
+    def confirm(self, confirmed_lsn: int) -> None:
+        """Kafka committed every transaction up to `confirmed_lsn`: the hold may move."""
         if self.hold is not None:
-            self.hold.confirm(restart_lsn)
+            self.hold.confirm(confirmed_lsn)
 
     def _hold_xmin(self) -> tuple[int, int] | None:
         hold = self.hold

@@ -201,7 +201,7 @@ class Worker:
         if self.stream is not None:
             self.stream.confirm(restart_lsn)
         if self.toast is not None:
-            self.toast.confirm(restart_lsn)
+            self.toast.confirm(confirmed_lsn)
         self._replays, self._replay_backoff = 0, None
         if self._uncounted:
             events, slot_name = self.metrics.events, self.settings.source.slot

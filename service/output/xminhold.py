@@ -8,12 +8,17 @@ feedback (`connectors.postgres.stream`, XLogWalRcvSendHSFeedback on a standby), 
 of them. This stage says which xmin to send.
 
 Receives: every RUNNING_XACTS record decoded, in WAL order (`observe`: its LSN and
-`oldestRunningXid`, with the monotonic time it was decoded), and the restart LSN each
-time pgcdc confirms one (`confirm`). Hands on (`xmin(now)`): the oldest running xid of
-the newest RUNNING_XACTS at or before the confirmed position, or, before one such is
-known, the oldest observed. Every transaction that commits after that record, and so
-every deletion pgcdc has not yet decoded past, has an xid at or above it: VACUUM keeps
-its chunks (GetOldestNonRemovableTransactionId takes the slot's xmin into account).
+`oldestRunningXid`, with the monotonic time it was decoded), and the LSN up to which
+every transaction is published each time Kafka confirms one (`confirm`). Hands on
+(`xmin(now)`): the oldest running xid of the newest RUNNING_XACTS at or before the
+confirmed LSN, or, before one such is known, the oldest observed. A value an unpublished
+event needs is referenced by a transaction that commits after the confirmed LSN; a
+transaction deleting it must update that very row version, so it waits for that commit
+and commits after the confirmed LSN too: it was running at that RUNNING_XACTS record or
+began after it, and its xid is at or above the xmin held. VACUUM keeps the chunks such
+a transaction deleted (GetOldestNonRemovableTransactionId respects the slot's xmin).
+Replays from the restart LSN after a restart skip what was confirmed, so they need no
+more.
 
 Cap: an xmin held for longer than `max_hold_s` (since its record was decoded) is
 released: `xmin` returns None (the feedback then clears the slot's xmin) until the
@@ -57,9 +62,9 @@ class XminHold:
         self._horizons.append(_Horizon(lsn, oldest_running_xid, now))
         self._trim()
 
-    def confirm(self, restart_lsn: int) -> None:
-        """pgcdc will never decode before `restart_lsn` again."""
-        self._confirmed = max(self._confirmed, restart_lsn)
+    def confirm(self, confirmed_lsn: int) -> None:
+        """Every transaction committed before `confirmed_lsn` is published for good."""
+        self._confirmed = max(self._confirmed, confirmed_lsn)
         self._trim()
 
     def _trim(self) -> None:
