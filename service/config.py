@@ -457,6 +457,27 @@ class FilterSettings(_Section):
     exclude_columns: list[str] = Field(default_factory=list)  # "schema.table.column"
 
 
+class ToastSettings(_Section):
+    """How an UPDATE's unchanged out-of-line (TOAST) value is published (issue 32).
+
+    `unchanged = fill`: the value is published whole, from the TOAST chunks pgcdc saw
+    in the WAL (a cache of `cache_bytes`) or read from the TOAST table; the physical
+    slot holds back VACUUM (hot-standby feedback xmin) for at most `max_hold_s` so
+    those chunks are still there. `placeholder`: Debezium's
+    `__debezium_unavailable_value`, no reads and no hold.
+    """
+
+    unchanged: Literal["fill", "placeholder"] = "fill"
+    # Past this age the xmin hold is released (VACUUM may remove the chunks of values
+    # pgcdc has not read yet; those fall back to the placeholder, counted).
+    max_hold_s: float = Field(600.0, gt=0)
+    # The bound of the cache of TOAST values seen in the WAL (least recently used
+    # values are evicted, never spilled: a miss reads the TOAST table).
+    cache_bytes: ByteSize = Field(ByteSize(32 * 1024 * 1024), ge=0)
+    # The most changes waiting for one batched TOAST-table read.
+    batch_changes: int = Field(256, ge=1, le=100_000)
+
+
 class LogSettings(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["auto", "json", "console"] = "auto"  # auto: console on a TTY, else JSON
@@ -476,6 +497,7 @@ class Settings(BaseSettings):
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     snapshot: SnapshotSettings = Field(default_factory=SnapshotSettings)
     filters: FilterSettings = Field(default_factory=FilterSettings)
+    toast: ToastSettings = Field(default_factory=ToastSettings)
     log: LogSettings = Field(default_factory=LogSettings)
 
     @classmethod

@@ -33,6 +33,15 @@ Behaviour:
   restart LSN handed back by the pipeline, never more: the walsender moves the
   slot's restart_lsn to the flush position. Feedback is sent every
   `status_interval` seconds and whenever a keepalive asks for a reply.
+- Hot-standby feedback (XLogWalRcvSendHSFeedback's message, read by the walsender's
+  ProcessStandbyHSFeedbackMessage): when `hold_xmin` is set, every status update is
+  followed by an `h` message with the `(xmin, epoch)` it returns, which becomes the
+  physical slot's xmin (PhysicalReplicationSlotNewXmin: VACUUM keeps what that xmin
+  may still see; the unchanged-TOAST fill needs it). `hold_xmin` returning None sends
+  xmin 0, which clears the slot's xmin; so does `close()` once a hold was sent. The
+  slot's xmin only moves forward (or is cleared): the walsender ignores an older one.
+  psycopg2 has no call for this message, so it goes out with libpq's PQputCopyData on
+  psycopg2's own connection (`pgconn_ptr`), as psycopg2 sends its status updates.
 - `on_idle`, when set, is called whenever every byte received so far has been handed
   on (the walsender has sent nothing more yet), before waiting for more: the Kafka
   sink commits then (adaptive batching: low latency at low load).
@@ -54,7 +63,11 @@ Behaviour:
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import select
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -88,6 +101,41 @@ log = structlog.get_logger(__name__)
 
 
 KEEPALIVE_INTERVAL_S = 10.0  # well inside the default wal_sender_timeout of 60 s
+
+# 'h', sendTime (µs since 2000-01-01), xmin, xmin epoch, catalog_xmin, its epoch; network
+# byte order (XLogWalRcvSendHSFeedback).
+_HS_FEEDBACK = struct.Struct("!cqIIII")
+_PG_EPOCH_UNIX_S = 946_684_800
+
+
+@functools.cache
+def _libpq() -> ctypes.CDLL:
+    """The libpq psycopg2 itself is linked with (the one loaded in this process)."""
+    path = None
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as maps:
+            for line in maps:
+                if "libpq" in line and ".so" in line:
+                    path = line.split(None, 5)[-1].strip()
+                    break
+    except OSError:
+        path = None
+    lib = ctypes.CDLL(path or ctypes.util.find_library("pq") or "libpq.so.5")
+    lib.PQputCopyData.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int)
+    lib.PQputCopyData.restype = ctypes.c_int
+    lib.PQflush.argtypes = (ctypes.c_void_p,)
+    lib.PQflush.restype = ctypes.c_int
+    return lib
+
+
+def send_hs_feedback(conn: Any, xmin: int, epoch: int) -> None:
+    """Send one hot-standby feedback message on a streaming replication connection."""
+    now_us = int((time.time() - _PG_EPOCH_UNIX_S) * 1_000_000)
+    msg = _HS_FEEDBACK.pack(b"h", now_us, xmin, epoch if xmin else 0, 0, 0)
+    lib = _libpq()
+    pgconn = ctypes.c_void_p(conn.pgconn_ptr)
+    if lib.PQputCopyData(pgconn, msg, len(msg)) != 1 or lib.PQflush(pgconn) != 0:
+        raise psycopg2.OperationalError("could not send hot-standby feedback")
 
 
 class _EndOfTimeline(Exception):
@@ -143,6 +191,10 @@ class PhysicalStream:
         # Called when nothing more is buffered (see the module docstring); exceptions
         # from it end the iteration of `chunks`, as the consumer's own would.
         self.on_idle: Callable[[], object] | None = None
+        # The (xmin, epoch) the slot is to hold, asked at every status update; None
+        # there: no hold (see the module docstring). Unset: no feedback message at all.
+        self.hold_xmin: Callable[[], tuple[int, int] | None] | None = None
+        self.held_xmin: int | None = None  # the xmin last sent (None: none or cleared)
 
     def caught_up(self) -> bool:
         """Every byte of WAL the server reported having has been received (see the
@@ -161,6 +213,9 @@ class PhysicalStream:
         if self._cur is not None:
             try:
                 self._feedback(self._cur)
+                if self.held_xmin is not None:  # no hold outlives the connection
+                    send_hs_feedback(self._conn, 0, 0)
+                    self.held_xmin = None
             except (psycopg2.DatabaseError, psycopg2.InterfaceError) as exc:
                 log.warning("replication_final_feedback_failed", error=str(exc).strip())
         self._cur = None
@@ -435,3 +490,9 @@ class PhysicalStream:
             reply=reply,
             force=True,
         )
+        if self.hold_xmin is not None:
+            hold = self.hold_xmin()
+            if hold is not None or self.held_xmin is not None:
+                xmin, epoch = hold if hold is not None else (0, 0)
+                send_hs_feedback(self._conn, xmin, epoch)
+                self.held_xmin = xmin or None

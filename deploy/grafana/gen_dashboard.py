@@ -18,6 +18,7 @@ Layout, top to bottom:
 - Kafka and schema registry: commits/aborts, errors by kind, registry calls/errors,
   commit-to-Kafka latency p50/p99 from the histogram.
 - Initial snapshot: tables done of total, rows/s by table.
+- Column types: undecodable columns; unchanged TOAST values filled or placeholders.
 - High availability: workers waiting as standbys (pgcdc_standby).
 
 No panel reads `up` or a job label: scraped through Kubernetes annotations, the job is
@@ -606,6 +607,24 @@ def build() -> dict[str, Any]:
             "Captured columns whose type pgcdc cannot decode, as decoding.unknown_types "
             "decided at start or when the table was first seen: left out of every event "
             "(omit), or published as their stored bytes (bytes).",
+        ),
+        24,
+        8,
+    )
+    g.add(
+        timeseries(
+            "Unchanged TOAST values",
+            [
+                target(f"sum(rate(pgcdc_toast_filled_total{sel}{RATE}))", "filled"),
+                target(
+                    f"sum by (table) (rate(pgcdc_toast_placeholders_total{sel}{RATE}))",
+                    "placeholder: {{table}}",
+                ),
+            ],
+            "ops",
+            "Values an UPDATE left unchanged and the WAL did not carry: filled from the "
+            "WAL cache or the TOAST table (toast.unchanged = fill), or published as "
+            "__debezium_unavailable_value (placeholder mode, or the value was gone).",
         ),
         24,
         8,

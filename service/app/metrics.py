@@ -20,6 +20,11 @@ Lag, as the alerts read it:
   and everything decoded confirmed in Kafka). A heartbeat alone never moves it: on an
   idle database it stays 0 instead of growing with the time since the last change.
 
+Unchanged TOAST (`toast.unchanged`, issue 32): `pgcdc_toast_placeholders_total{slot,
+table}` counts every unchanged out-of-line value still published as Debezium's
+placeholder (fill off, or the value was gone when pgcdc read it: each is also logged as
+`toast_placeholder` with the table and LSN); `pgcdc_toast_filled_total` the values filled.
+
 Presence and resources, for the alerts that need no scrape-job label:
 - `pgcdc_start_time_seconds{slot}` is set when the worker's metrics are created and is
   exported for as long as the process runs: its disappearance is a worker gone, a new
@@ -239,6 +244,19 @@ class Metrics:
             unknown,
             registry=r,
         )
+        # toast.unchanged (issue 32): placeholders still published, by table; values filled
+        self.toast_placeholders = Counter(
+            "pgcdc_toast_placeholders",
+            "Unchanged TOAST values published as __debezium_unavailable_value",
+            ["slot", "table"],
+            registry=r,
+        )
+        self.toast_filled = Counter(
+            "pgcdc_toast_filled",
+            "Unchanged TOAST values filled (WAL cache or TOAST table)",
+            lsn,
+            registry=r,
+        )
         self.standby = Gauge(
             "pgcdc_standby",
             "1 while waiting as a standby for the slot another worker holds",
@@ -256,6 +274,7 @@ class Metrics:
             self.registry_errors,
             self.snapshot_chunks,
             self.snapshot_chunk_retries,
+            self.toast_filled,
         ):
             counter.labels(slot)
         self.kafka_errors.labels(slot, "retry")

@@ -45,10 +45,11 @@ from service.reorder.buffer import PYTHON_CHANGE_OVERHEAD, ReorderBuffer, Reorde
 from service.reorder.spill import LocalSpillStore
 from service.schema.history import SchemaHistory
 from service.schema.pgclass import HistoricClass
-from service.schema.tabledef import CatalogSnapshot
+from service.schema.tabledef import CatalogSnapshot, TableDef
 from service.snapbuild.snapbuild import SnapBuilder
 from service.types.rowdecode import HistoryRows
 from service.types.unknown import UnknownTypePolicy
+from service.types.varlena import ToastPointer
 from service.wal.format import XLOG_BLCKSZ
 from service.wal.record import RelFileLocator, XLogRecord
 from service.wal.rmgr import RM_RELMAP_ID
@@ -116,6 +117,11 @@ class _DeferredRows:
 
     def relation(self, change: HeapChange, top_xid: int) -> RelationInfo | None:
         return self._rows().relation(change, top_xid)
+
+    def toast_pointers(
+        self, relation: RelationInfo, change: HeapChange, top_xid: int
+    ) -> tuple[TableDef, list[ToastPointer]]:
+        return self._rows().toast_pointers(relation, change, top_xid)
 
     def row(
         self,

@@ -99,6 +99,7 @@ from connectors.tablesnap.snapshotter import Snapshotter
 from service.app import gctune
 from service.app.metrics import Metrics
 from service.app.session import Session, SessionConfig
+from service.app.toast import ToastWiring
 from service.app.unknown_types import check_at_start, make_policy
 from service.backoff import Backoff
 from service.config import Settings
@@ -147,6 +148,8 @@ class Worker:
             retry_budget_s=settings.kafka.retry_budget_s,
         )
         self.session: Session | None = None
+        # toast.unchanged: the fill, its TOAST-table reader and xmin hold, per session
+        self.toast: ToastWiring | None = None
         self._schema_saved = -1
         self._last_heartbeat = time.monotonic()
         # The source commit time (PostgreSQL µs) of the last source transaction handed to
@@ -199,6 +202,8 @@ class Worker:
         """Kafka committed: only now may the slot move (and the metrics say so)."""
         if self.stream is not None:
             self.stream.confirm(restart_lsn)
+        if self.toast is not None:
+            self.toast.confirm(confirmed_lsn)
         self._replays, self._replay_backoff = 0, None
         if self._uncounted:
             events, slot_name = self.metrics.events, self.settings.source.slot
@@ -371,6 +376,8 @@ class Worker:
         )
         session.decoding.on_committed = self._end_txn
         session.sink.progress = self._replay_progress
+        self.toast = ToastWiring(s, self.metrics)
+        self.toast.attach(session, self.stream)
         self.stream.on_idle = self._on_idle
         if self.snapshotter is not None:
             self.snapshotter.emitter = PluginWrapper(avro, session.wrapper.ctx)
@@ -717,6 +724,8 @@ class Worker:
                 self.stream.close()
             if self._sql is not None:
                 self._sql.close()
+            if self.toast is not None:
+                self.toast.close()
             session.close()
         self._final_feedback()
         log.info("worker_stopped", decoded_lsn=format_lsn(session.decoding.last_end_lsn))
@@ -811,6 +820,8 @@ class Worker:
         m.rb_txns.labels(slot).set(session.rb.txn_count)
         m.sync_slot_stats(session.rb.stats)
         self._sync_counters()
+        if self.toast is not None:
+            self.toast.sync_metrics()
 
     def _on_idle(self) -> None:
         """The stream has handed over every byte received: commit what is complete

@@ -56,10 +56,13 @@ from service.output.api import (
     TruncateChange,
     TxnInfo,
 )
+from service.output.toastfill import ToastFill
 from service.reorder.buffer import ReorderBuffer, ReorderBufferTXN
 from service.reorder.changes import EMPTY_TOAST, ReplayChange
 from service.schema.pgclass import HistoricClass
+from service.schema.tabledef import TableDef
 from service.snapbuild.snapbuild import SnapBuilder
+from service.types.varlena import ToastPointer
 from service.wal import rmgr as rt
 from service.wal.record import XLogRecord
 
@@ -123,6 +126,11 @@ class RowResolver(Protocol):
     def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:
         """Definitions of truncated tables (TRUNCATE names relation OIDs)."""
 
+    def toast_pointers(
+        self, relation: RelationInfo, change: HeapChange, top_xid: int
+    ) -> tuple[TableDef, list[ToastPointer]]:
+        """The definition valid for `change` and its new tuple's TOAST pointers."""
+
 
 def txn_info(txn: ReorderBufferTXN) -> TxnInfo:
     return TxnInfo(
@@ -162,6 +170,12 @@ class PluginSink:
         # WAL source alive (OutputPluginUpdateProgress's job in PostgreSQL).
         self.progress: Callable[[], None] | None = None
         self._until_progress = PROGRESS_EVERY
+        # toast.unchanged = fill: the changes that may hold TOAST pointers wait here
+        # (and every change after them, so the order holds) for one batched fill; they
+        # are handed on before any other callback of the transaction and at
+        # `fill.batch_changes` (service.output.toastfill).
+        self.fill: ToastFill | None = None
+        self._pending: list[ReplayChange] = []
 
     def _txn_info(self, txn: ReorderBufferTXN) -> TxnInfo:
         """txn_info(txn), reused while the transaction's public fields are unchanged: a
@@ -235,6 +249,36 @@ class PluginSink:
         self.plugin.call("begin", txn.first_lsn, txn.xid, self._txn_info(txn))
 
     def change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        fill = self.fill
+        if fill is not None and (self._pending or fill.candidate(change.event)):
+            self._pending.append(change)
+            if len(self._pending) >= fill.batch_changes:
+                self._flush(txn)
+            return
+        self._change(txn, change)
+
+    def _flush(self, txn: ReorderBufferTXN) -> None:
+        """Hand on the waiting changes, each with its TOAST mapping filled."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        fill = self.fill
+        assert fill is not None
+        batch: list[tuple[HeapChange, Mapping[int, bytes]]] = []
+        for rc in pending:
+            if not isinstance(rc.event, HeapChange):  # `change` is only ever handed these
+                raise DecodeError(
+                    f"{type(rc.event).__name__} where a heap change was expected",
+                    lsn=getattr(rc.event, "lsn", None),
+                    xid=txn.xid,
+                )
+            batch.append((rc.event, rc.toast))
+        toasts = fill.fill(self.rows, txn.top.xid, batch)
+        for (event, _), toast in zip(batch, toasts, strict=True):
+            self._change(txn, ReplayChange(event, toast))
+
+    def _change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
         self._until_progress -= 1
         if not self._until_progress:
             self._until_progress = PROGRESS_EVERY
@@ -253,6 +297,14 @@ class PluginSink:
         its HeapChanges)."""
         if not changes:
             return
+        fill = self.fill
+        if fill is not None and type(changes) is not InsertRows:
+            candidate = fill.candidate
+            if self._pending or any(candidate(c) for c in changes):
+                for c in changes:  # one by one, through the fill's batches
+                    self.change(txn, ReplayChange(c, EMPTY_TOAST))
+                return
+        self._flush(txn)
         self._until_progress -= len(changes)
         if self._until_progress <= 0:
             self._until_progress = PROGRESS_EVERY
@@ -282,11 +334,14 @@ class PluginSink:
                 plugin.call("change", row.lsn, txn.xid, info, row)
 
     def truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        self._flush(txn)
         trunc = self._truncate(txn, change)
         if trunc is not None:
             self.plugin.call("truncate", trunc.lsn, txn.xid, txn_info(txn), trunc, optional=True)
 
     def message(self, txn: ReorderBufferTXN | None, change: ReplayChange) -> None:
+        if txn is not None:
+            self._flush(txn)
         msg = self._message(change)
         info = txn_info(txn) if txn is not None else None
         self.plugin.call("message", msg.lsn, txn.xid if txn else 0, info, msg, optional=True)
@@ -299,6 +354,7 @@ class PluginSink:
         )
 
     def commit(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
+        self._flush(txn)
         self.emitted_txns += 1
         self.plugin.call("commit", commit_lsn, txn.xid, self._txn_info(txn), commit_lsn)
 
@@ -306,6 +362,12 @@ class PluginSink:
         self.plugin.call("stream_start", first_lsn, txn.xid, txn_info(txn))
 
     def stream_change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        fill = self.fill
+        if fill is not None and fill.candidate(change.event):  # a batch of one: no waiting
+            event = change.event
+            assert isinstance(event, HeapChange)
+            filled = fill.fill(self.rows, txn.top.xid, [(event, change.toast)])
+            change = ReplayChange(event, filled[0])
         row = self._row_change(txn, change)
         if row is not None:
             self.plugin.call("stream_change", row.lsn, txn.xid, self._txn_info(txn), row)
@@ -338,6 +400,7 @@ class PluginSink:
         self.plugin.call("begin_prepare", txn.first_lsn, txn.xid, txn_info(txn))
 
     def prepare(self, txn: ReorderBufferTXN, prepare_lsn: int) -> None:
+        self._flush(txn)
         self.plugin.call("prepare", prepare_lsn, txn.xid, txn_info(txn), prepare_lsn)
 
     def commit_prepared(self, txn: ReorderBufferTXN, commit_lsn: int) -> None:
@@ -385,6 +448,9 @@ class Decoding:
         self.rb.consistent = snap.is_consistent
         # Called after a transaction was handed to the plugin and left the buffer.
         self.on_committed: Callable[[CommitEvent], None] | None = None
+        # Called with every RUNNING_XACTS record decoded (the unchanged-TOAST fill's xmin
+        # hold learns there which xids were running at which LSN).
+        self.on_running_xacts: Callable[[RunningXactsEvent], None] | None = None
 
     def process(self, record: XLogRecord | PredecodedRecord | InsertRun) -> None:
         """LogicalDecodingProcessRecord for one record. A PredecodedRecord (the native
@@ -486,6 +552,8 @@ class Decoding:
                 snap.process_running_xacts(ev)
                 rb.consistent = snap.is_consistent
                 rb.abort_old(ev.oldest_running_xid)
+                if self.on_running_xacts is not None:
+                    self.on_running_xacts(ev)
             case CommitEvent():
                 self._commit(ev)
             case AbortEvent():

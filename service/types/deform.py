@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from service.decode.events import RawTuple
 from service.errors import DecodeError, SchemaMismatchError
-from service.types.varlena import ToastPointer, read_varlena
+from service.types.varlena import ToastPointer, read_varlena, toast_pointer_at, varsize_any
 
 Datum = bytes | ToastPointer | None
 """A raw column value; see the module docstring."""
@@ -159,6 +159,48 @@ def deform(raw: RawTuple, columns: Sequence[Column], *, relation: str | None = N
         columns=columns,
         relation=relation,
     )
+
+
+def toast_pointers(raw: RawTuple, columns: Sequence[Column]) -> list[ToastPointer]:
+    """The on-disk TOAST pointers among a WAL heap tuple's live columns, in attnum order.
+
+    Walks the tuple as `deform` does (heap_deform_tuple) but reads only the varlena
+    headers: nothing is copied or decompressed, so the unchanged-TOAST fill can ask this
+    of every UPDATE. Errors as `deform`'s are left to `deform`: a tuple this walk cannot
+    follow yields the pointers found before the damage (the row decode raises it).
+    """
+    buf = raw.data
+    base = -_T_BITS_OFFSET
+    natts = min(raw.natts, len(columns))
+    has_nulls = raw.has_nulls
+    bits_at = base + _T_BITS_OFFSET
+    out: list[ToastPointer] = []
+    off = raw.hoff
+    try:
+        for i in range(natts):
+            if has_nulls and not (buf[bits_at + (i >> 3)] >> (i & 7)) & 1:
+                continue
+            col = columns[i]
+            typlen = col.typlen
+            if typlen == -1:
+                if buf[base + off] == 0:
+                    off = align(off, col.typalign)
+                at = base + off
+                if buf[at] == 0x01 and not col.dropped:
+                    ptr = toast_pointer_at(buf, at)
+                    if ptr is not None:
+                        out.append(ptr)
+                off += varsize_any(buf, at)
+            elif typlen == -2:
+                off = align(off, col.typalign)
+                off = buf.index(b"\x00", base + off) - base + 1
+            elif typlen > 0:
+                off = align(off, col.typalign) + typlen
+            else:
+                break
+    except (IndexError, ValueError, DecodeError):
+        return out
+    return out
 
 
 def composite_header(body: bytes) -> tuple[int, int, int, int, int]:

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from service._native import HeapRows  # an InsertRows' rows in the native core
 from service.schema.tabledef import ColumnDef, TableDef
 from service.types.convert import simple_functions, to_python, to_text, undecodable_part
-from service.types.deform import Column, deform
+from service.types.deform import Column, deform, toast_pointers
 from service.types.extensions import extension_type
 from service.types.registry import TypeInfo, TypeRegistry, undecodable
 from service.types.sendform import (
@@ -495,6 +495,24 @@ class HistoryRows:
                 relation=f"{relation.schema}.{relation.name}",
             )
         return self._decode(self._plan(table, change.lsn), raw, toast, change.lsn)
+
+    def toast_pointers(
+        self, relation: RelationInfo, change: HeapChange, top_xid: int
+    ) -> tuple[TableDef, list[ToastPointer]]:
+        """The table definition valid for `change` (the historic one, at its LSN) and
+        the on-disk TOAST pointers of its new tuple (the unchanged-TOAST fill's
+        question: `service.output.toastfill`)."""
+        table = self.history.by_oid(relation.oid, change.lsn, top_xid)
+        if table is None:
+            raise SchemaMismatchError(
+                "table definition vanished between lookups",
+                lsn=change.lsn,
+                relation=f"{relation.schema}.{relation.name}",
+            )
+        raw = change.new_tuple
+        if raw is None:
+            return table, []
+        return table, toast_pointers(raw, self._plan(table, change.lsn).columns)
 
     # --- internals ------------------------------------------------------------------
 

@@ -158,6 +158,14 @@ def read_varlena(buf: bytes, off: int) -> tuple[bytes | ToastPointer, int]:
     return buf[off + 4 : off + size], size
 
 
+def toast_pointer_at(buf: bytes, off: int) -> ToastPointer | None:
+    """The on-disk TOAST pointer at `off`, or None when the varlena there is not one."""
+    if buf[off] != 0x01 or buf[off + 1] != VARTAG_ONDISK:
+        return None
+    rawsize, extinfo, valueid, toastrelid = _EXTERNAL.unpack_from(buf, off + 2)
+    return ToastPointer(rawsize, extinfo, valueid, toastrelid)
+
+
 def payload(buf: bytes) -> bytes:
     """The payload of a whole varlena held in `buf` (nested datums, array elements).
 

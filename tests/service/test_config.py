@@ -60,3 +60,17 @@ def test_errors_name_the_field(tmp_path: Path, yaml_text: str, field: str) -> No
     with pytest.raises(ConfigError) as info:
         load_settings(cfg)
     assert info.value.field == field
+
+
+def test_toast_settings_default_to_fill_and_reject_unknown_values() -> None:
+    """toast.unchanged defaults to fill (issue 32); an unknown mode or a non-positive
+    max_hold_s is a ConfigError naming the dotted field."""
+    s = load_settings()
+    assert (s.toast.unchanged, s.toast.max_hold_s) == ("fill", 600.0)
+    assert load_settings(toast={"unchanged": "placeholder"}).toast.unchanged == "placeholder"
+    with pytest.raises(ConfigError) as info:
+        load_settings(toast={"unchanged": "null"})
+    assert info.value.field == "toast.unchanged"
+    with pytest.raises(ConfigError) as info:
+        load_settings(toast={"max_hold_s": 0})
+    assert info.value.field == "toast.max_hold_s"
