@@ -133,8 +133,12 @@ def decompress_inline(method: int, data: bytes, rawsize: int) -> bytes:
 
 def read_varlena(buf: bytes, off: int) -> tuple[bytes | ToastPointer, int]:
     """The varlena at `off`: (payload or ToastPointer, total stored length)."""
+    if off >= len(buf):
+        raise DecodeError(f"varlena at offset {off} is past the end of a {len(buf)}-byte datum")
     b0 = buf[off]
     if b0 == 0x01:
+        if off + 2 + _EXTERNAL.size > len(buf):
+            raise DecodeError(f"external varlena at offset {off} overruns datum")
         tag = buf[off + 1]
         if tag != VARTAG_ONDISK:
             raise DecodeError(f"varlena external tag {tag} cannot appear on disk (offset {off})")

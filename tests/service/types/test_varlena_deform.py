@@ -133,3 +133,12 @@ def test_deform_overrun_is_schema_mismatch() -> None:
     assert info.value.relation == "t"
     with pytest.raises(SchemaMismatchError):
         deform(_tuple(b"", 7), COLS)
+
+
+def test_a_varlena_past_the_end_or_a_cut_pointer_is_a_decode_error() -> None:
+    """A damaged datum whose next varlena starts at or past its end (a jsonb numeric
+    entry of length 0, say), or whose TOAST pointer is cut short, raises the typed
+    DecodeError, never IndexError."""
+    for buf, off in ((b"", 0), (b"\x05abcd", 5), (b"\x01\x12\x00\x00", 0), (b"\x01", 0)):
+        with pytest.raises(DecodeError):
+            read_varlena(buf, off)
