@@ -51,6 +51,10 @@ TABLES = [
     "CREATE TABLE dash (id int PRIMARY KEY, v text, o opaque_t)",
     "INSERT INTO dash SELECT g, 'v' || g, 'o' FROM generate_series(1, 2000) g",
     "ANALYZE dash",
+    # an out-of-line value an UPDATE leaves unchanged (the unchanged-TOAST panel)
+    "CREATE TABLE dash_doc (id int PRIMARY KEY, v int, big text)",
+    "ALTER TABLE dash_doc ALTER big SET STORAGE EXTERNAL",
+    "INSERT INTO dash_doc VALUES (1, 0, repeat('d', 5000))",
 ]
 
 
@@ -86,6 +90,9 @@ def test_every_panel_has_series_during_a_workload(
     env = {
         "PGCDC_DECODING__UNKNOWN_TYPES": "omit",
         "PGCDC_SOURCE__STANDBY": "true",
+        # placeholders, so that the unchanged-TOAST panel's placeholder series exists
+        # (the fill's own series are tested in tests/integration/test_toast_fill.py)
+        "PGCDC_TOAST__UNCHANGED": "placeholder",
     }
     with pipeline(pg15, kafka, registry, "dash", TABLES, work_mem="65536", extra_env=env) as p:
         worker = p.start_worker()
@@ -97,6 +104,7 @@ def test_every_panel_has_series_during_a_workload(
                 "INSERT INTO dash SELECT g, 'x', 'o' FROM generate_series(2001, 7000) g",
                 "UPDATE dash SET v = 'u' WHERE id <= 10",
                 "DELETE FROM dash WHERE id BETWEEN 11 AND 20",
+                "UPDATE dash_doc SET v = v + 1",
             )
             end = parse_lsn(p.query("SELECT pg_current_wal_lsn()")[0][0])
             p.wait_confirmed(end - 1, 90, worker)
