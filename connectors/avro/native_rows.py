@@ -755,13 +755,8 @@ class NativeRows:
         plan = entry.plan
         if plan is None:
             return None
-        raw = row.raw
-        toast = row.toast
-        out = plan.encode(
-            raw.natts, raw.infomask, raw.hoff, raw.data, lsn, entry.want_key, toast or None
-        )
-        if type(out) is str:
-            self.fallbacks[out] += 1
+        out = self._row(plan, row, lsn, entry.want_key)
+        if out is None:
             return None
         record, key_record = out
         self.native += 1
@@ -794,19 +789,11 @@ class NativeRows:
         if want_key and not entry.key_exact:
             self.fallbacks["update key compared in Python"] += 1
             return None
-        raw = new.raw
-        out = plan.encode(
-            raw.natts, raw.infomask, raw.hoff, raw.data, lsn, want_key, new.toast or None
-        )
-        if type(out) is str:
-            self.fallbacks[out] += 1
+        out = self._row(plan, new, lsn, want_key)
+        if out is None:
             return None
-        raw = old.raw
-        old_out = plan.encode(
-            raw.natts, raw.infomask, raw.hoff, raw.data, lsn, want_key, old.toast or None
-        )
-        if type(old_out) is str:
-            self.fallbacks[old_out] += 1
+        old_out = self._row(plan, old, lsn, want_key)
+        if old_out is None:
             return None
         record, key_record = out
         if old_out[1] != key_record:
@@ -815,6 +802,21 @@ class NativeRows:
         before = None if change.old_is_key else old_out[0]
         self.native += 1
         return ("u", *self._wrap(ctx, hot, before, record, key_record, lsn, "u"))
+
+    def _row(
+        self, plan: Any, row: DecodedRow, lsn: int, want_key: bool
+    ) -> tuple[bytes, bytes | None] | None:
+        """`row`'s (Value record, Key record) from `plan`; None, counted in `fallbacks`
+        by its reason, when the row is the Python path's."""
+        raw = row.raw
+        out = plan.encode(
+            raw.natts, raw.infomask, raw.hoff, raw.data, lsn, want_key, row.toast or None
+        )
+        if type(out) is str:
+            self.fallbacks[out] += 1
+            return None
+        record, key_record = out
+        return record, key_record
 
     def _wrap(
         self,
