@@ -1,4 +1,4 @@
-"""Type stub of the extension module built from service/native (src/py.rs).
+"""Type stub of the extension module built from service/native (src/glue/, one module per stage).
 
 The glue that uses it is `service.wal.native` (and `service.decode.native_heap`, and
 `connectors.avro.native_rows` for RowPlan/envelope); see the contract there.
@@ -64,18 +64,19 @@ class HeapDecoder:
         decode_error: type[PgcdcError],
     ) -> None: ...
     def decode(self, op: str, record: XLogRecord) -> list[Event]: ...
-    def load_rows(self, data: bytes, xid: int, locator: Any) -> HeapRows:
-        """The HeapRows whose `dump()` is `data` (src/run_rows.rs), of `xid`, its
-        HeapChanges holding `locator`: equal `changes()`. DecodeError (with xid, and an
-        LSN once the rows are read) for anything else: damaged, short, trailing bytes,
-        another version or xid."""
 
 @final
 class HeapRows:
-    """The rows of an insert run (src/py_batch.rs), or a window of them sharing the
+    """The rows of an insert run (src/glue/reorder.rs), or a window of them sharing the
     run's buffers; indices are relative to the window. Frozen; no sequence protocol
     beyond `len`."""
 
+    @staticmethod
+    def load(decoder: HeapDecoder, data: bytes, xid: int, locator: Any) -> HeapRows:
+        """The HeapRows whose `dump()` is `data` (src/reorder/run.rs), of `xid`, its
+        HeapChanges holding `locator` and built by `decoder`: equal `changes()`.
+        DecodeError (with xid, and an LSN once the rows are read) for anything else:
+        damaged, short, trailing bytes, another version or xid."""
     def __len__(self) -> int: ...
     @property
     def xid(self) -> int: ...
@@ -92,9 +93,9 @@ class HeapRows:
     def lsns(self) -> list[int]: ...
     def slice(self, i: int, j: int) -> HeapRows: ...  # ValueError unless 0 <= i <= j <= len
     def dump(self) -> bytes:
-        """The rows as bytes for a spill record (src/run_rows.rs: version, xid, count,
+        """The rows as bytes for a spill record (src/reorder/run.rs: version, xid, count,
         per row lsn/block/offset/natts/infomask/infomask2/hoff/clear_toast/length,
-        then the data; no locator), for `HeapDecoder.load_rows`. ValueError if empty."""
+        then the data; no locator), for `HeapRows.load`. ValueError if empty."""
     def fill(self, at: int, room: int, base: int, overhead: int) -> tuple[int, int]:
         """(end, added) of this loop (ValueError unless 0 <= at <= len):
 
@@ -168,7 +169,8 @@ class RowPlan:
     ) -> tuple[list[bytes | None], list[bytes | None], str | None]: ...
 
 class CopyChunk:
-    """A whole COPY BINARY stream split into rows (py_copy.rs); ValueError if malformed."""
+    """A whole COPY BINARY stream split into rows (src/glue/tablesnap.rs); ValueError if
+    malformed."""
 
     def __init__(self, data: bytes, ncols: int) -> None: ...
     def __len__(self) -> int: ...

@@ -64,7 +64,7 @@ How:
   WAL, transactions without a commit time.
 - Snapshot reads of a chunk the native core split (`snapshot_rows`, called by
   connectors.tablesnap.snapshotter with the chunk's `CopyChunk`): the same plan, its
-  columns read from the COPY rows' send format (`RowPlan.encode_copy`, rows::copy),
+  columns read from the COPY rows' send format (`RowPlan.encode_copy`, tablesnap::copy),
   events as `change_python` writes a read (op "r", no transaction block, the snapshot
   marker in `source`); a table with a column the COPY rewrite does not cover is the
   Python path's (`avro_native_snapshot_off`, counted in `fallbacks`).

@@ -14,7 +14,7 @@ the trailer or an end without it raise `DecodeError`.
 
 Under the native core (connectors.tablesnap.chunks decides), a chunk's stream is kept
 whole instead (`CopyBuffer`) and split by `service._native.CopyChunk`
-(rows::copy::parse, the same layout and errors): `native_chunk` turns its ValueError
+(tablesnap::copy::parse, the same layout and errors): `native_chunk` turns its ValueError
 into the DecodeError naming the table, and `ChunkRows` shows its rows as the lists of
 fields `CopyRows` hands on, built only for the rows Python reads.
 """

@@ -4,7 +4,7 @@ Receives: what `service.decode.heap`'s functions receive, one `XLogRecord` of rm
 or Heap2 whose op the caller has already looked up.
 Hands on: the same list of events (`HeapChange` per tuple, `TruncateEvent`,
 `NewCidEvent`), equal field for field: `RawTuple` and `HeapChange` instances built in
-Rust slot by slot (service/native/src/py_slots.rs: no Python frame per row), the others
+Rust slot by slot (service/native/src/glue/slots.rs: no Python frame per row), the others
 by the reference's own constructors; or the same `DecodeError` (message and lsn). Held to that by
 tests/service/wal/test_native_decode_heap.py.
 
@@ -66,7 +66,7 @@ __all__ = [
 
 def heap_decoder(raw_tuple: type = RawTuple, heap_change: type = HeapChange) -> _native.HeapDecoder:
     """The Rust parsers' boundary, building `raw_tuple` and `heap_change` instances slot
-    by slot (service/native/src/py_slots.rs: a TypeError here for a class it cannot
+    by slot (service/native/src/glue/slots.rs: a TypeError here for a class it cannot
     fill) and the other events by their constructors."""
     return _native.HeapDecoder(
         raw_tuple,
@@ -123,7 +123,7 @@ def load_rows(data: bytes, xid: int, locator: RelFileLocator) -> InsertRows:
     (what the spill store reads back, `service.reorder.spill`): its rows' HeapChanges
     equal the dumped ones'. `DecodeError` (with xid, and an LSN once the rows are
     read) for bytes that are not such a dump."""
-    return InsertRows(_DECODER.load_rows(data, xid, locator))
+    return InsertRows(_native.HeapRows.load(_DECODER, data, xid, locator))
 
 
 def predecode(reader: object, bare_rmids: Collection[int] = (), *, runs: bool = False) -> bool:

@@ -58,7 +58,7 @@ from service.types.rowdecode import RowRun
 
 log = structlog.get_logger(__name__)
 
-# Built-in types both plugins publish as their output text (rows::output), by OID:
+# Built-in types both plugins publish as their output text (types::outtext), by OID:
 # (kind, attlen of the stored form). The geometric types but point, tsvector, tsquery, the
 # built-in ranges and multiranges, pg_lsn, xid, cid, xid8.
 OUTPUT_TYPES: dict[int, tuple[str, int]] = {

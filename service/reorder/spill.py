@@ -23,9 +23,9 @@ Contract:
     `_TUPLE` + its data), the hot case;
   - 2: an `InsertRows` (an InsertRun's plain inserts, held by the native core) as ONE
     record for all its rows: the tag, the locator (`_ROWS`: spc, db, rel, u32 each),
-    then its rows' `HeapRows.dump()` (service/native/src/run_rows.rs: version, xid,
+    then its rows' `HeapRows.dump()` (service/native/src/reorder/run.rs: version, xid,
     count, per row its LSN, ctid, tuple header, clear_toast flag and data length, then
-    the data). Read back, it is an InsertRows again (`HeapDecoder.load_rows`, through
+    the data). Read back, it is an InsertRows again (`HeapRows.load`, through
     `service.decode.native_heap.load_rows`, imported only when such a record is read,
     or the `load_rows` the store was given), equal row for row. An InsertRows whose
     rows cannot dump (a pure-Python double) or that is not of the file's xid is
@@ -63,7 +63,7 @@ from service.decode.events import ChangeKind, HeapChange, InsertRows, RawTuple
 from service.errors import DecodeError, SpillFileError
 from service.wal.record import RelFileLocator
 
-# (dump bytes, xid, locator) -> the InsertRows of that dump (`HeapDecoder.load_rows`)
+# (dump bytes, xid, locator) -> the InsertRows of that dump (`HeapRows.load`)
 LoadRows = Callable[[bytes, int, RelFileLocator], InsertRows]
 
 MAGIC = b"PGCDCSP1"

@@ -24,7 +24,7 @@ yields, the position properties describe the record just yielded (as the Python
 reader's do). A caller that stops early (a `break`, a `return`, a closed generator) puts
 the native reader back to just after the last record it took (`rewind`), so the next
 `records()` resumes exactly where the Python reader would.
-Records are built in Rust slot by slot (service/native/src/py_slots.rs): the very
+Records are built in Rust slot by slot (service/native/src/glue/slots.rs): the very
 `XLogRecord` / `BlockRef` objects the Python reader's dataclass constructors give,
 without a Python frame per object.
 

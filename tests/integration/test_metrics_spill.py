@@ -6,9 +6,10 @@ server's. Not the server's 64 kB minimum: the servers are shared, and under that
 another database's DDL transaction, whose invalidations PostgreSQL queues into every
 slot's reorder buffer (xact_decode, XLOG_XACT_INVALIDATIONS, no database check), can
 be large enough to spill on the server's side too (`spill_txns` 2 against pgcdc's 1 in
-a CI run), which pgcdc, keeping schema history outside the buffer, never buffers. `Metrics.sync_slot_stats`
-then mirrors `ReorderBuffer.stats` into Prometheus counters, and `/metrics`, `/healthz`
-and `/readyz` are read from a real HTTP server on a free port.
+a CI run), which pgcdc, keeping schema history outside the buffer, never buffers.
+`Metrics.sync_slot_stats` then mirrors `ReorderBuffer.stats` into Prometheus counters,
+and `/metrics`, `/healthz` and `/readyz` are read from a real HTTP server on a free
+port.
 """
 
 from __future__ import annotations

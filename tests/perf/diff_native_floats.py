@@ -1,4 +1,4 @@
-"""Differential check of the native float text (service._native.TextPlan, rows::float)
+"""Differential check of the native float text (service._native.TextPlan, types::float)
 against the Python reference (service.types.numeric.float_text), over many values.
 
     python tests/perf/diff_native_floats.py [--count N] [--seed S]

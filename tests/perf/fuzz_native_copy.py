@@ -4,7 +4,7 @@ RowPlan.encode_copy) with damaged COPY streams.
     python tests/perf/fuzz_native_copy.py [--count N] [--seed S] [--python-every K]
 
 Seeds: whole `COPY ... TO STDOUT (FORMAT binary)` streams (signature, header, rows,
-trailer) of a few rows over a plan with every kind the COPY encoder rewrites (rows::copy:
+trailer) of a few rows over a plan with every kind the COPY encoder rewrites (tablesnap::copy:
 the integers, floats, texts, name, bytea, uuid, dates and times, numeric in both
 mappings, interval, timetz, money, "char", inet, macaddr(8), bit strings, jsonb, xml, an
 enum, point, arrays of int4 and text), with random send-format values and NULLs. Each

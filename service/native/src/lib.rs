@@ -1,33 +1,31 @@
-//! pgcdc's native core: the Rust twins of the pure Python stages, one module per stage
-//! (`wal`; `decode`, for heap records so far; `rows`, tuple deform straight to Avro
-//! binary, or to test_decoding's text, against a per-table plan), each a port of
-//! its Python reference with the same contract, results and typed errors.
+//! pgcdc's native core: the Rust twins of the pure Python stages, split by stage as the
+//! Python packages are, so that the two trees read side by side:
+//!
+//! - `wal`: the xlogreader (service.wal): pages, records, the decompressors;
+//! - `decode`: heap records to changes (service.decode.heap);
+//! - `reorder`: a run of inserts kept as plain data through the buffer and its spill
+//!   (service.reorder);
+//! - `types`: the type family decoders and heap_deform_tuple (service.types);
+//! - `output`: the plugins' rows: the per-table plan, the avro plugin's records
+//!   (connectors.avro) and test_decoding's text (service.output.text);
+//! - `tablesnap`: the snapshot's binary COPY rows, rewritten for the same encoder
+//!   (service.tablesnap, connectors.tablesnap).
+//!
+//! Each is a port of its Python reference with the same contract, results and typed
+//! errors, and each imports only stages below it (types sit below output).
 //!
 //! Without the `python` feature this crate is plain Rust (what `cargo test` runs). With
-//! it, `py` is the extension module `service._native`: the WAL walk crosses the
-//! Python/Rust boundary once per fed chunk (GIL released) and hands the records over in
-//! slices, a run of plain inserts as one `py_batch::HeapRows` whose rows stay in Rust
-//! (and spill as one record: `run_rows`, the rows as plain data and their dump);
-//! `py_heap` decodes one heap record per call, as the Python parsers do;
-//! `py_rows` encodes one row, or a run of one table's rows into their ready events, per
-//! call against a compiled plan; `py_text` writes a run's test_decoding lines per call.
+//! it, `glue` is the extension module `service._native`, one glue module per stage (see
+//! glue/mod.rs): the WAL walk crosses the boundary once per fed chunk (GIL released)
+//! and hands the records over in slices, a run of plain inserts as one `HeapRows` whose
+//! rows stay in Rust until the plugin encodes them.
 
 pub mod decode;
-pub mod rows;
-pub mod run_rows;
+pub mod output;
+pub mod reorder;
+pub mod tablesnap;
+pub mod types;
 pub mod wal;
 
 #[cfg(feature = "python")]
-mod py;
-#[cfg(feature = "python")]
-mod py_batch;
-#[cfg(feature = "python")]
-mod py_copy;
-#[cfg(feature = "python")]
-mod py_heap;
-#[cfg(feature = "python")]
-mod py_rows;
-#[cfg(feature = "python")]
-mod py_slots;
-#[cfg(feature = "python")]
-mod py_text;
+mod glue;

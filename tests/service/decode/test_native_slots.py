@@ -1,4 +1,4 @@
-"""The objects the native core builds slot by slot (service/native/src/py_slots.rs):
+"""The objects the native core builds slot by slot (service/native/src/glue/slots.rs):
 RawTuple and HeapChange from the heap parsers, XLogRecord and BlockRef from the walk.
 They are ordinary instances of those frozen dataclasses (type, equality, hash, replace,
 pickle, frozen, tracked by the cyclic collector), hold exactly one reference to each

@@ -9,7 +9,7 @@ and replays exactly what the same changes queued one by one do (sink log, spill
 counters, accounted size, change count, restore batches and peak), with fewer records
 on disk, a record split where a restore bound falls inside it; damaged tag-2
 records are `SpillFileError`s with the xid (and the LSN once the rows are read), the
-native `DecodeError` chained; `HeapDecoder.load_rows` on any bytes either loads a dump
+native `DecodeError` chained; `HeapRows.load` on any bytes either loads a dump
 that dumps back to the same bytes or raises DecodeError; and the store imports the
 native core only to read a tag-2 record.
 """
@@ -30,6 +30,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from service import _native
 from service.decode import native_heap
 from service.decode.dispatch import decoder_for
 from service.decode.events import HeapChange, InsertRows, InsertRun, RawTuple
@@ -439,10 +440,10 @@ _LOCATOR = RelFileLocator(1663, 5, 16384)
 
 
 def _check_load(data: bytes, xid: int) -> None:
-    """`load_rows` either raises DecodeError (with the xid) or loads rows that dump
+    """`HeapRows.load` either raises DecodeError (with the xid) or loads rows that dump
     back to `data` and build their HeapChanges."""
     try:
-        rows = _DECODER.load_rows(data, xid, _LOCATOR)
+        rows = _native.HeapRows.load(_DECODER, data, xid, _LOCATOR)
     except DecodeError as exc:
         assert exc.xid == xid
         return

@@ -125,7 +125,7 @@ def test_walk_headers_any_chunking(cuts: list[int]) -> None:
 
 def test_records_are_real_frozen_dataclasses() -> None:
     """Records and block refs (on the native reader built slot by slot in Rust,
-    service/native/src/py_slots.rs) are plain XLogRecord / BlockRef instances: same
+    service/native/src/glue/slots.rs) are plain XLogRecord / BlockRef instances: same
     type, frozen, equal and hash-equal to the dataclass-built value, picklable, and
     tracked by the cyclic collector as any instance."""
     w, _ = _stream(3)

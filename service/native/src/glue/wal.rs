@@ -8,7 +8,7 @@
 //! bytes hold, answered with the count and the error instance that ended it (or None);
 //! `take(n)` then hands the records over as Python objects in slices. The glue yields
 //! them, then raises the error. Armed with runs, a run's inserts cross as one
-//! `HeapRows` (py_batch): no Python object per row until one is read.
+//! `HeapRows` (glue::reorder): no Python object per row until one is read.
 //!
 //! Guarantees:
 //! - The walk runs with the GIL released (`Python::detach`); only building the result
@@ -29,9 +29,9 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple, PyType};
 use pyo3::IntoPyObjectExt;
 
 use crate::decode::heap::{self, Event, Input, Kind};
-use crate::py_batch::RowsBuilder;
-use crate::py_heap::PyHeapDecoder;
-use crate::py_slots::SlotClass;
+use crate::glue::decode::PyHeapDecoder;
+use crate::glue::reorder::RowsBuilder;
+use crate::glue::slots::SlotClass;
 use crate::wal::reader::{WalReader, Walked};
 use crate::wal::record::{Block, Body, Header};
 use crate::wal::{ErrorKind, WalError};
@@ -66,7 +66,7 @@ struct Predecode {
 /// (`Decoding.process_run`), since every gate it passes them through
 /// (ReorderBufferProcessXid, SnapBuildProcessChange, the database and origin filters)
 /// gives the same answer for each of them.
-/// Its inserts' rows stay in Rust (`py_batch`) until the run is handed on.
+/// Its inserts' rows stay in Rust (`glue::reorder`) until the run is handed on.
 struct Run<'py> {
     xid: u32,
     locator: (u32, u32, u32),
@@ -723,15 +723,15 @@ impl PyWalReader {
 #[pyo3(name = "_native")]
 fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyWalReader>()?;
-    m.add_class::<crate::py_heap::PyHeapDecoder>()?;
-    m.add_class::<crate::py_batch::PyHeapRows>()?;
-    m.add_class::<crate::py_rows::PyRowPlan>()?;
-    m.add_class::<crate::py_copy::PyCopyChunk>()?;
-    m.add_class::<crate::py_text::PyTextPlan>()?;
-    m.add_function(wrap_pyfunction!(crate::py_rows::envelope, m)?)?;
-    m.add_function(wrap_pyfunction!(crate::py_rows::avro_long, m)?)?;
-    m.add_function(wrap_pyfunction!(crate::py_rows::avro_string, m)?)?;
-    m.add_function(wrap_pyfunction!(crate::py_rows::transaction_value, m)?)?;
+    m.add_class::<crate::glue::decode::PyHeapDecoder>()?;
+    m.add_class::<crate::glue::reorder::PyHeapRows>()?;
+    m.add_class::<crate::glue::avro::PyRowPlan>()?;
+    m.add_class::<crate::glue::tablesnap::PyCopyChunk>()?;
+    m.add_class::<crate::glue::text::PyTextPlan>()?;
+    m.add_function(wrap_pyfunction!(crate::glue::avro::envelope, m)?)?;
+    m.add_function(wrap_pyfunction!(crate::glue::avro::avro_long, m)?)?;
+    m.add_function(wrap_pyfunction!(crate::glue::avro::avro_string, m)?)?;
+    m.add_function(wrap_pyfunction!(crate::glue::avro::transaction_value, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

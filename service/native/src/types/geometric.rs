@@ -404,7 +404,7 @@ mod tests {
         // from its neighbours and 47635264444366780 lies exactly on the lower bound, so
         // float8 leaves it to Python, which prints {497748.3496,-4.7635264444366784e+16,0}.
         let d = unhex("db8afd6551611e41f89fffa8802765c30000000000000000");
-        assert_eq!(text("line", &d), Err(crate::rows::float::ON_BOUND));
+        assert_eq!(text("line", &d), Err(crate::types::float::ON_BOUND));
     }
 
     #[test]

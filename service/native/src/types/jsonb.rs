@@ -4,7 +4,7 @@
 //! the low 28 bits, 0x10000000 scalar, 0x20000000 object, 0x40000000 array; then one
 //! uint32 JEntry per element, an object's keys before its values; then the data).
 //! Hands on: appended to a String, the text jsonb_out (JsonbToCString) prints: `", "` and
-//! `": "` separators, keys in stored order, numbers as numeric_out (rows::numeric::text),
+//! `": "` separators, keys in stored order, numbers as numeric_out (types::numeric::text),
 //! strings as escape_json. Mirrors service.types.jsonb.jsonb_text check for check.
 //!
 //! Errors: anything the Python reference would reject (an entry that overruns its

@@ -1,6 +1,7 @@
 //! Deform and encode against hand-built tuples, the layouts heap_form_tuple writes.
 
 use super::*;
+use crate::types::deform::HEAP_HASNULL;
 
 fn col(name: &str, attlen: i16, align: usize, kind: Option<Kind>, optional: bool) -> Column {
     Column {

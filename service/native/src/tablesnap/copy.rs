@@ -23,7 +23,7 @@
 //! stored form reachable from jsonb_send (a version byte and jsonb_out's text), so a
 //! jsonb field is handed on as that text and the caller encodes it as a string
 //! (`copy_kind`): the value Debezium's Json is, jsonb_out's text. array_recv's input is
-//! laid out as the ArrayType rows::array reads (`array`), for elements of the kinds above
+//! laid out as the ArrayType types::array reads (`array`), for elements of the kinds above
 //! (an enum's label as its OID; not jsonb). A kind without a rewrite here is
 //! `Unsupported`: the caller leaves the whole table to the Python path.
 //!
@@ -33,7 +33,10 @@
 
 use std::borrow::Cow;
 
-use super::{Datum, Kind, Outcome, Plan, RowError};
+use crate::output::avro::Outcome;
+use crate::output::kind::Kind;
+use crate::output::plan::{Elem, Labels, Plan};
+use crate::types::deform::{Datum, RowError};
 
 /// PostgreSQL's BinarySignature (copyto.c): "PGCOPY\n\377\r\n\0".
 pub const SIGNATURE: &[u8; 11] = b"PGCOPY\n\xff\r\n\0";
@@ -348,11 +351,11 @@ const MAXDIM: i32 = 6;
 
 /// array_recv's input (ndim, flags, element type OID, per dimension its size and lower
 /// bound, then per element its length, -1 for NULL, and its send bytes) as the stored
-/// ArrayType payload rows::array reads, laid out as construct_md_array lays it out: the
+/// ArrayType payload types::array reads, laid out as construct_md_array lays it out: the
 /// null bitmap only when an element is NULL (dataoffset set then), elements aligned to
 /// their typalign counted from the varlena header, varlena elements with 4-byte headers
 /// (as sendform._array). An enum element's label becomes its pg_enum OID (`labels`).
-fn array(d: &[u8], e: &super::Elem, labels: &super::Labels) -> Result<Vec<u8>, Rewrite> {
+fn array(d: &[u8], e: &Elem, labels: &Labels) -> Result<Vec<u8>, Rewrite> {
     let bad = |m: &str| Rewrite::Bad(format!("array send value {m}"));
     let head = |at| be_i32(d, at).ok_or_else(|| bad("is short"));
     let ndim = head(0)?;
@@ -628,12 +631,12 @@ mod tests {
         assert!(numeric(&send[..10]).is_err());
     }
 
-    /// An int4[] with a NULL and a text[] become the ArrayType rows::array reads back:
+    /// An int4[] with a NULL and a text[] become the ArrayType types::array reads back:
     /// the same elements, dimensions and lower bounds.
     #[test]
     fn arrays_to_stored() {
-        let labels = super::super::Labels::default();
-        let int4 = super::super::Elem {
+        let labels = super::Labels::default();
+        let int4 = super::Elem {
             kind: Kind::Int4,
             oid: 23,
             attlen: 4,
@@ -650,12 +653,12 @@ mod tests {
         let st = array(&send[..send.len() - 8], &int4, &labels);
         assert!(st.is_err(), "one element short");
         let st = array(&send, &int4, &labels).unwrap();
-        let a = super::super::array::elements(&st, 23, 4, 4).unwrap();
+        let a = crate::types::array::elements(&st, 23, 4, 4).unwrap();
         assert_eq!((a.dims, a.lbounds), (vec![3], vec![5]));
         let seven = 7i32.to_le_bytes();
         let nine = (-9i32).to_le_bytes();
         assert_eq!(a.items, vec![Some(&seven[..]), None, Some(&nine[..])]);
-        let text = super::super::Elem {
+        let text = super::Elem {
             kind: Kind::Text,
             oid: 25,
             attlen: -1,
@@ -670,7 +673,7 @@ mod tests {
             send.extend_from_slice(item);
         }
         let st = array(&send, &text, &labels).unwrap();
-        let a = super::super::array::elements(&st, 25, -1, 4).unwrap();
+        let a = crate::types::array::elements(&st, 25, -1, 4).unwrap();
         assert_eq!(a.items, vec![Some(&b"ab"[..]), Some(&b""[..])]);
     }
 

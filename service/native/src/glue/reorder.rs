@@ -17,16 +17,16 @@
 //! Hands on: one frozen `HeapRows` per run (shared, by `Arc`, with every `slice` of it,
 //! each a window [lo, hi) of the rows). `change(i)` / `changes()` build the very
 //! `HeapChange` objects `events_py` builds for those rows, only when asked; the
-//! encoders (`py_rows::encode_rows`, `py_text::rows_lines`) read the tuples in place
+//! encoders (`glue::avro::encode_rows`, `glue::text::rows_lines`) read the tuples in place
 //! (`tuples`), with no Python object per row. When the reorder buffer spills a window,
-//! `dump` lays its rows out as bytes (`run_rows`: one spill record for all of them) and
-//! `HeapDecoder.load_rows` (`load_rows` here) makes an equal HeapRows of them again,
+//! `dump` lays its rows out as bytes (`reorder::run`: one spill record for all of them) and
+//! `HeapRows.load` (`load_rows` here) makes an equal HeapRows of them again,
 //! with the locator object and decoder it is handed; it refuses any input that is not
 //! such a dump with the decoder's DecodeError.
 //!
 //! A panic never crosses the boundary: it becomes the heap decoder's DecodeError at the
 //! window's first LSN (in `load_rows`, with the xid). No `unsafe` here: the objects are
-//! built by `py_slots`.
+//! built by `glue::slots`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -37,9 +37,9 @@ use pyo3::types::{PyBytes, PyList};
 use pyo3::IntoPyObjectExt;
 
 use crate::decode::heap::{Event, Kind, Source};
-use crate::py_heap::PyHeapDecoder;
-use crate::rows::Tuple;
-use crate::run_rows::{self, Row};
+use crate::glue::decode::PyHeapDecoder;
+use crate::reorder::run::{self, Row};
+use crate::types::deform::Tuple;
 
 /// The rows of a run while the walk gathers them.
 #[derive(Default)]
@@ -123,10 +123,10 @@ impl RowsBuilder {
     }
 }
 
-/// `HeapDecoder.load_rows`: the HeapRows of a `HeapRows.dump()` (`run_rows::load`) of
+/// `HeapRows.load`: the HeapRows of a `HeapRows.dump()` (`reorder::run::load`) of
 /// transaction `xid`, into `locator`, built by `decoder`; any input that is not such a
 /// dump (or a panic) is the decoder's DecodeError with the xid and what LSN is known.
-pub(crate) fn load_rows(
+fn load_rows(
     decoder: &Bound<'_, PyHeapDecoder>,
     data: &[u8],
     xid: u32,
@@ -138,7 +138,7 @@ pub(crate) fn load_rows(
             .borrow()
             .decode_error_of(py, message, lsn, Some(xid))
     };
-    let loaded = match catch_unwind(|| run_rows::load(data)) {
+    let loaded = match catch_unwind(|| run::load(data)) {
         Ok(Ok(loaded)) => loaded,
         Ok(Err(e)) => return Err(refuse(&e.message, e.lsn)),
         Err(_) => return Err(refuse("internal error loading native heap rows", None)),
@@ -334,6 +334,21 @@ impl<'a, 'py> Materializer<'a, 'py> {
 
 #[pymethods]
 impl PyHeapRows {
+    /// The `HeapRows` `HeapRows.dump()` gave `data` for, of transaction `xid` into the
+    /// relation `locator` (the object its HeapChanges are to hold), its events built by
+    /// `decoder`: equal rows, the same `changes()`. Anything else (damaged, short,
+    /// trailing, another version, another xid) is the decoder's DecodeError, with the
+    /// xid and, once the rows are read, an LSN.
+    #[staticmethod]
+    fn load(
+        decoder: &Bound<'_, PyHeapDecoder>,
+        data: &[u8],
+        xid: u32,
+        locator: Py<PyAny>,
+    ) -> PyResult<PyHeapRows> {
+        load_rows(decoder, data, xid, locator)
+    }
+
     fn __len__(&self) -> usize {
         self.len()
     }
@@ -392,16 +407,16 @@ impl PyHeapRows {
         })
     }
 
-    /// The window's rows as bytes (`run_rows::dump`: its xid, then per row its LSN,
+    /// The window's rows as bytes (`reorder::run::dump`: its xid, then per row its LSN,
     /// ctid, tuple header fields, clear_toast_afterwards and data length, then the
-    /// data), which `HeapDecoder.load_rows` takes back; the locator is not in it.
+    /// data), which `HeapRows.load` takes back; the locator is not in it.
     fn dump<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         if self.lo == self.hi {
             return Err(PyValueError::new_err("an empty HeapRows has no dump"));
         }
         self.guarded(py, || {
             let s = &*self.shared;
-            let bytes = run_rows::dump(s.xid, &s.rows[self.lo..self.hi], &s.data, s.start(self.lo));
+            let bytes = run::dump(s.xid, &s.rows[self.lo..self.hi], &s.data, s.start(self.lo));
             Ok(PyBytes::new(py, &bytes))
         })
     }

@@ -17,7 +17,7 @@
 //! value in the Confluent wire format from its parts (connectors.avro.native_rows
 //! documents them). `encode_events` does both for each row of a run, returning the
 //! ready key and value bytes of the rows up to the first fallback, and its reason;
-//! `encode_rows` is the same for the rows of a `HeapRows` (py_batch), read in place.
+//! `encode_rows` is the same for the rows of a `HeapRows` (glue::reorder), read in place.
 //!
 //! The GIL is released around a row only when its tuple is large (`DETACH_AT` bytes, half
 //! a heap page: in practice a row with an inline-compressed value): a small row costs
@@ -34,14 +34,16 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-use crate::py_batch::PyHeapRows;
-use crate::py_copy::{copy_plan, encode_copy_rows, PyCopyChunk, Stop};
+use crate::glue::reorder::PyHeapRows;
+use crate::glue::tablesnap::{copy_plan, encode_copy_rows, PyCopyChunk, Stop};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::rows::text::{Composite, TextKind};
+use crate::output::kind::{Kind, TextKind};
+use crate::output::plan::{Column, Composite, Elem, Labels, Plan};
 
-use crate::rows::{avro, Column, Elem, Kind, Labels, Outcome, Plan, RowError, Toast, Tuple};
+use crate::output::avro::{binary as avro, Outcome};
+use crate::types::deform::{RowError, Toast, Tuple};
 
 const DETACH_AT: usize = 4096;
 
@@ -51,7 +53,7 @@ type ElemSpec = (String, u32, u32, u32, i16, usize);
 /// A composite column's type OID and fields: (name, attlen, align, dropped, text kind "").
 pub type CompositeSpec = (u32, Vec<(String, i16, usize, bool, String)>);
 
-/// The `Composite` of a column's spec (rows::text::composite_text prints it).
+/// The `Composite` of a column's spec (output::text::composite_text prints it).
 pub fn composite(column: &str, (oid, fields): CompositeSpec) -> PyResult<Arc<Composite>> {
     let mut columns = Vec::with_capacity(fields.len());
     let mut kinds = Vec::with_capacity(fields.len());
@@ -325,7 +327,7 @@ impl PyRowPlan {
         Ok(copy_plan(&self.plan, &fields, ncols)?.err())
     }
 
-    /// The snapshot's events of rows `rows[start:]` of a `CopyChunk` (py_copy), each a
+    /// The snapshot's events of rows `rows[start:]` of a `CopyChunk` (glue::tablesnap), each a
     /// read (op `op`, "r") of this table at `lsn` without a transaction block: plan column
     /// c is field `fields[c]` of a row (-1: always NULL); `parts` are the `source` parts
     /// of the first row of `rows`, of the rows between, and of the last one (the

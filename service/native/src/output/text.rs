@@ -12,135 +12,20 @@
 //! bool as true/false; every other kind single-quoted with quotes doubled. Or the
 //! reason the row is the Python path's (a fallback, the whole row): an external TOAST
 //! pointer, a missing attribute with a default, NaN/±Infinity numerics, a float whose
-//! shortest decimal is a rounding bound (rows::float), text that is not UTF-8, a stored
+//! shortest decimal is a rounding bound (types::float), text that is not UTF-8, a stored
 //! size that differs from the type's.
 //!
 //! The text is each output function's under the settings service.types.convert names
 //! (DateStyle=ISO, TimeZone=UTC, bytea_output=hex, extra_float_digits=1), as
-//! rows::numeric, rows::float and rows::datetime write it. Errors are the deform's (`RowError`). Pure, no panics.
+//! types::numeric, types::float and types::datetime write it. Errors are the deform's (`RowError`). Pure, no panics.
 
 use std::fmt::Write;
 
-use super::{
-    array, datetime, enum_label, fixed, float, formats, jsonb, network, numeric, output::Output,
-    Column, Plan, RowError, Step, Tuple,
-};
+use crate::types::deform::{Deformed, RowError, Tuple};
+use crate::types::{array, datetime, enum_label, fixed, float, formats, jsonb, network, numeric};
 
-/// How a printed column's value is written (its output function, then print_literal).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TextKind {
-    Bool,
-    Int2,
-    Int4,
-    Int8,
-    Oid,
-    Float4,
-    Float8,
-    /// text, varchar, bpchar, json: the stored UTF-8, quoted.
-    Text,
-    /// name: the bytes before the first NUL of NameData, quoted.
-    Name,
-    Bytea,
-    Uuid,
-    Numeric,
-    Date,
-    Time,
-    Timestamp,
-    TimestampTz,
-    Interval,
-    TimeTz,
-    Money,
-    /// "char": charout, quoted.
-    Char,
-    Inet,
-    Cidr,
-    Mac,
-    Mac8,
-    /// bit and varbit: `B'0101'`.
-    Bits,
-    Jsonb,
-    Xml,
-    /// An enum: its label (the column's `labels`), quoted.
-    Enum,
-    /// An array: array_out of its elements' texts (the printed column's `elem`), quoted.
-    Array,
-    /// A type printed as its output text (rows::output), quoted.
-    Output(Output),
-    /// A composite: record_out of its fields (the column's `composite`), quoted.
-    Composite,
-}
-
-impl TextKind {
-    /// The name service.output.native_text passes for it.
-    pub fn parse(name: &str) -> Option<TextKind> {
-        Some(match name {
-            "bool" => TextKind::Bool,
-            "int2" => TextKind::Int2,
-            "int4" => TextKind::Int4,
-            "int8" => TextKind::Int8,
-            "oid" => TextKind::Oid,
-            "float4" => TextKind::Float4,
-            "float8" => TextKind::Float8,
-            "text" => TextKind::Text,
-            "name" => TextKind::Name,
-            "bytea" => TextKind::Bytea,
-            "uuid" => TextKind::Uuid,
-            "numeric" => TextKind::Numeric,
-            "date" => TextKind::Date,
-            "time" => TextKind::Time,
-            "timestamp" => TextKind::Timestamp,
-            "timestamptz" => TextKind::TimestampTz,
-            "interval" => TextKind::Interval,
-            "timetz" => TextKind::TimeTz,
-            "money" => TextKind::Money,
-            "char" => TextKind::Char,
-            "inet" => TextKind::Inet,
-            "cidr" => TextKind::Cidr,
-            "macaddr" => TextKind::Mac,
-            "macaddr8" => TextKind::Mac8,
-            "bits" => TextKind::Bits,
-            "jsonb" => TextKind::Jsonb,
-            "xml" => TextKind::Xml,
-            "enum" => TextKind::Enum,
-            "array" => TextKind::Array,
-            "composite" => TextKind::Composite,
-            _ => TextKind::Output(Output::parse(name)?),
-        })
-    }
-
-    /// The attlen of the kind's stored form (checked when the plan is compiled).
-    pub fn attlen(self) -> i16 {
-        match self {
-            TextKind::Bool | TextKind::Char => 1,
-            TextKind::Int2 => 2,
-            TextKind::Int4 | TextKind::Oid | TextKind::Float4 | TextKind::Date | TextKind::Enum => {
-                4
-            }
-            TextKind::Mac => 6,
-            TextKind::Int8
-            | TextKind::Float8
-            | TextKind::Time
-            | TextKind::Timestamp
-            | TextKind::TimestampTz
-            | TextKind::Money
-            | TextKind::Mac8 => 8,
-            TextKind::TimeTz => 12,
-            TextKind::Uuid | TextKind::Interval => 16,
-            TextKind::Output(o) => o.attlen(),
-            TextKind::Name => 64,
-            TextKind::Text
-            | TextKind::Bytea
-            | TextKind::Numeric
-            | TextKind::Inet
-            | TextKind::Cidr
-            | TextKind::Bits
-            | TextKind::Jsonb
-            | TextKind::Xml
-            | TextKind::Array
-            | TextKind::Composite => -1,
-        }
-    }
-}
+use super::kind::TextKind;
+use super::plan::{Column, Composite, Plan};
 
 /// A printed column: its head (` name[type]:`) and value kind.
 #[derive(Clone, Debug)]
@@ -178,8 +63,8 @@ impl TextPlan {
         skip_nulls: bool,
     ) -> Result<Option<&'static str>, RowError> {
         let datums = match self.layout.deform(t, None)? {
-            Step::Datums(d) => d,
-            Step::Fallback(why) => return Ok(Some(why)),
+            Deformed::Datums(d) => d,
+            Deformed::Fallback(why) => return Ok(Some(why)),
         };
         let mark = out.len();
         for ((printed, datum), col) in self.printed.iter().zip(&datums).zip(&self.layout.columns) {
@@ -276,15 +161,6 @@ fn literal(out: &mut String, p: &Printed, col: &Column, d: &[u8]) -> Result<(), 
     Ok(())
 }
 
-/// A composite type's fields: their layout (a `Plan` of the type's attributes, dropped
-/// ones included) and how each live one prints (None: dropped).
-#[derive(Debug)]
-pub struct Composite {
-    pub oid: u32,
-    pub layout: Plan,
-    pub kinds: Vec<Option<TextKind>>,
-}
-
 /// record_out of a composite datum's payload (service.types.composite.composite_text):
 /// the nested tuple (its header from datum_typmod on, the fields from t_bits) deformed
 /// against the type's fields, `(` the fields' texts `,`-separated `)`, a NULL as nothing,
@@ -309,7 +185,7 @@ pub fn composite_text(out: &mut String, c: &Composite, d: &[u8]) -> Result<(), &
         data: &d[19..],
     };
     let datums = match c.layout.deform(&t, None) {
-        Ok(Step::Datums(datums)) => datums,
+        Ok(Deformed::Datums(datums)) => datums,
         _ => return Err(BAD),
     };
     out.push('(');
@@ -416,8 +292,8 @@ fn output(out: &mut String, kind: TextKind, col: &Column, d: &[u8]) -> Result<()
 
 #[cfg(test)]
 mod tests {
-    use super::super::Column;
     use super::*;
+    use crate::output::plan::Column;
 
     fn column(name: &str, attlen: i16, align: usize) -> Column {
         Column {

@@ -11,7 +11,7 @@
 //!
 //! - `pg_date`, `pg_clock`, `pg_timestamp`: the text date_out, time_out and
 //!   timestamp(tz)_out print with DateStyle=ISO and TimeZone=UTC (test_decoding's text,
-//!   rows::text), as service.types.datetime prints them.
+//!   output::text), as service.types.datetime prints them.
 //!
 //! The calendar is timestamp2tm's: µs floored into days, days since 2000-01-01 turned
 //! into a proleptic Gregorian (year, month, day) with year 0 = 1 BC (j2date).

@@ -1,14 +1,14 @@
 //! The PyO3 boundary of the snapshot's COPY rows: `service._native.CopyChunk`, and the
-//! loop of `RowPlan.encode_copy` (py_rows) over them.
+//! loop of `RowPlan.encode_copy` (glue::avro) over them.
 //!
 //! Receives: from connectors.tablesnap.chunks, the bytes of one whole
 //! `COPY ... TO STDOUT (FORMAT binary)` stream (a snapshot chunk) and its row width;
 //! from connectors.avro.native_rows (through `RowPlan.encode_copy`), the rows of a chunk
 //! to publish, where each plan column sits in a row, and the Envelope's parts.
-//! Hands on: `CopyChunk`, the stream split into rows (rows::copy::parse), whose fields
+//! Hands on: `CopyChunk`, the stream split into rows (tablesnap::copy::parse), whose fields
 //! Python reads only where it must (a chunk's cut, its key bounds, a row the Python path
 //! encodes: `row`, `field`, `sizes`); `encode_copy_rows`, each row's Value and Key
-//! records (rows::copy::CopyPlan), or the first row's fallback reason or typed error.
+//! records (tablesnap::copy::CopyPlan), or the first row's fallback reason or typed error.
 //!
 //! The GIL: a chunk is split, and its rows are encoded, with the GIL released (one
 //! release per chunk, not per row): a reader thread parsing the next chunk, or the
@@ -22,8 +22,10 @@ use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use crate::rows::copy::{self, Chunk, CopyPlan};
-use crate::rows::{Outcome, Plan, RowError};
+use crate::output::avro::Outcome;
+use crate::output::plan::Plan;
+use crate::tablesnap::copy::{self, Chunk, CopyPlan};
+use crate::types::deform::RowError;
 
 #[pyclass(module = "service._native", name = "CopyChunk", frozen)]
 pub struct PyCopyChunk {

@@ -10,7 +10,7 @@
 //! multirange_out and range_bound_escape print:
 //! - a range: `empty`, or `[`/`(`, the lower bound, `,`, the upper bound, `]`/`)`, an
 //!   infinite bound printed as nothing; a bound is the subtype's output text
-//!   (rows::numeric, rows::datetime, plain integers), double-quoted when empty or
+//!   (types::numeric, types::datetime, plain integers), double-quoted when empty or
 //!   holding `"` `\` `(` `)` `[` `]` `,` or whitespace, with `"` and `\` doubled;
 //! - a multirange: `{`, its ranges as above separated by `,`, `}`.
 //!
@@ -214,7 +214,7 @@ fn element_text(out: &mut String, value: &[u8], sub: RangeSub) -> Result<(), &'s
 }
 
 /// numeric_out (service.types.numeric.numeric_text): NaN and ±Infinity by the header
-/// alone, a finite value by rows::numeric.
+/// alone, a finite value by types::numeric.
 fn numeric_text(out: &mut String, value: &[u8]) -> Result<(), &'static str> {
     let header = match value {
         [a, b, ..] => u16::from_le_bytes([*a, *b]),

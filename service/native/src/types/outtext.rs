@@ -5,11 +5,11 @@
 //! Receives: the name service.output.native_text / connectors.avro.native_rows pass for
 //! the type, then per value its stored form (a fixed-length image, or a varlena's
 //! payload). Hands on: `Output`, its stored length (`attlen`) and its output text
-//! (`write`): the geometric types (rows::geometric), tsvector and tsquery
-//! (rows::tsearch), the built-in ranges and multiranges (rows::range), pg_lsn, xid,
+//! (`write`): the geometric types (types::geometric), tsvector and tsquery
+//! (types::tsearch), the built-in ranges and multiranges (types::range), pg_lsn, xid,
 //! cid and xid8 (service.types.text), and the extension types hstore, ltree, lquery,
-//! cube, seg and the isn types (rows::extension), PostGIS geometry and geography
-//! (rows::postgis) and pgvector's vector, halfvec and sparsevec (rows::pgvector).
+//! cube, seg and the isn types (types::extension), PostGIS geometry and geography
+//! (types::postgis) and pgvector's vector, halfvec and sparsevec (types::pgvector).
 //! Errors: each writer's `Err(reason)` (the row falls back to Python). Pure, no panics.
 
 use std::fmt::Write;
@@ -37,7 +37,7 @@ pub enum Output {
     Xid,
     /// xid8out: the unsigned 64-bit number.
     Xid8,
-    /// Extension types (rows::extension): hstore_out, ltree_out, lquery_out, cube_out
+    /// Extension types (types::extension): hstore_out, ltree_out, lquery_out, cube_out
     /// (earth too), seg_out, isn_out / ean13_out.
     Hstore,
     Ltree,
@@ -45,9 +45,9 @@ pub enum Output {
     Cube,
     Seg,
     Isn(IsnKind),
-    /// PostGIS geometry and geography: the hex EWKB (rows::postgis).
+    /// PostGIS geometry and geography: the hex EWKB (types::postgis).
     Geometry,
-    /// pgvector (rows::pgvector): vector_out, halfvec_out, sparsevec_out.
+    /// pgvector (types::pgvector): vector_out, halfvec_out, sparsevec_out.
     Vector,
     Halfvec,
     Sparsevec,

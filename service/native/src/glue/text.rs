@@ -6,17 +6,17 @@
 //! qualified table name and the SchemaMismatchError and DecodeError classes, and for
 //! each enum column (by index) its labels by pg_enum OID, and for each array column (by
 //! index) its element `(kind, type OID, typlen, typalign)`, and for each composite
-//! column its type OID and fields (py_rows::CompositeSpec); then per
+//! column its type OID and fields (glue::avro::CompositeSpec); then per
 //! run of rows of one table and op (`lines`) the RawTuples, their LSNs, where to start
 //! in them (past a row the Python path wrote), the line's prefix (`table s.t: INSERT:`)
 //! and whether NULLs are skipped (a DELETE's old key); or (`rows_lines`) the same for
-//! the rows of a `HeapRows` (py_batch), read in place.
+//! the rows of a `HeapRows` (glue::reorder), read in place.
 //! Hands on: `(lines, reason)`: the test_decoding line of each row from `start` up to the first one
-//! that is the Python path's (rows::text), and why that one falls back (None when all
+//! that is the Python path's (output::text), and why that one falls back (None when all
 //! were written). A bad tuple raises SchemaMismatchError / DecodeError with the LSN,
 //! relation and field the Python deformer gives; a panic becomes a DecodeError naming
 //! the table, never crossing the boundary. Rows are small and each line is built as a
-//! Python str under the GIL, so the GIL is held throughout (see py_rows on why a short
+//! Python str under the GIL, so the GIL is held throughout (see glue::avro on why a short
 //! row is not worth releasing it for).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -25,14 +25,15 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
-use crate::py_batch::PyHeapRows;
-use crate::py_rows::{
+use crate::glue::avro::{
     check_align, composite, intern_names, raw_fields, AsTuple, CompositeSpec, RowErrors,
 };
-use crate::rows::text::{Printed, TextElem, TextKind, TextPlan};
+use crate::glue::reorder::PyHeapRows;
+use crate::output::kind::TextKind;
+use crate::output::text::{Printed, TextElem, TextPlan};
 use std::collections::HashMap;
 
-use crate::rows::{Column, Labels, Plan};
+use crate::output::plan::{Column, Labels, Plan};
 
 type TextSpec = (String, i16, usize, bool, bool, String, String);
 /// An array column's element: (kind, type OID, typlen, typalign in bytes).

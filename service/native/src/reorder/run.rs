@@ -1,7 +1,7 @@
 //! The rows of an insert run as plain data, and their spill dump.
 //!
 //! Mirrors (PostgreSQL): the ReorderBufferChange / HeapTuple of each plain insert of a
-//! run (what `py_batch::HeapRows` holds), and the part of ReorderBufferSerializeChange /
+//! run (what `glue::reorder::HeapRows` holds), and the part of ReorderBufferSerializeChange /
 //! ReorderBufferRestoreChange that writes such changes to a spill file and reads them
 //! back. Python reference: `service.reorder.spill` (`_encode_heap` / `_decode_heap`,
 //! one HeapChange per record); here all rows of one entry make one record.

@@ -3,13 +3,12 @@
 //! Receives: from `service.decode.native_heap` (the glue), once, the constructors the
 //! Python parsers use (service.decode.heap's RawTuple and HeapChange twins,
 //! TruncateEvent, NewCidEvent, RelFileLocator), the ChangeKind members and DecodeError;
-//! then per call an op and one `XLogRecord`; or (`load_rows`) the bytes of a
-//! `HeapRows.dump()` read back from a spill file, with its xid and locator object.
+//! then per call an op and one `XLogRecord`.
 //! Hands on: the list of events `service.decode.heap.decode_<op>(record)` returns, equal
-//! field for field, or raises the same `DecodeError` (message and `lsn`); `load_rows`,
-//! a `HeapRows` equal to the one dumped (py_batch, run_rows), or a DecodeError.
+//! field for field, or raises the same `DecodeError` (message and `lsn`). A spilled run's rows are read
+//! back by `HeapRows.load` (glue::reorder), which builds its events with this decoder.
 //! A panic never crosses the boundary: it becomes a DecodeError naming the record.
-//! No `unsafe` here: the objects are built by `py_slots`.
+//! No `unsafe` here: the objects are built by `glue::slots`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -19,7 +18,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple, PyType};
 use pyo3::IntoPyObjectExt;
 
 use crate::decode::heap::{self, Event, Input, Kind, Source, Tuple};
-use crate::py_slots::SlotClass;
+use crate::glue::slots::SlotClass;
 
 #[pyclass(module = "service._native", name = "HeapDecoder")]
 pub struct PyHeapDecoder {
@@ -340,20 +339,6 @@ impl PyHeapDecoder {
             kinds,
             decode_error,
         })
-    }
-
-    /// The `HeapRows` `HeapRows.dump()` gave `data` for, of transaction `xid` into the
-    /// relation `locator` (the object its HeapChanges are to hold): equal rows, the
-    /// same `changes()`. Anything else (damaged, short, trailing, another version,
-    /// another xid) is this decoder's DecodeError, with the xid and, once the rows are
-    /// read, an LSN.
-    fn load_rows(
-        slf: &Bound<'_, Self>,
-        data: &[u8],
-        xid: u32,
-        locator: Py<PyAny>,
-    ) -> PyResult<crate::py_batch::PyHeapRows> {
-        crate::py_batch::load_rows(slf, data, xid, locator)
     }
 
     /// The events of one heap/heap2 record, as service.decode.heap.decode_<op>.

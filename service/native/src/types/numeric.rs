@@ -12,7 +12,7 @@
 //!   dscale, the value the unscaled integer in the fewest bytes
 //!   (java.math.BigInteger.toByteArray, connectors.avro.schema.unscaled_bytes).
 //!
-//! - `text`: the text numeric_out prints (test_decoding's text plugin, rows::text).
+//! - `text`: the text numeric_out prints (test_decoding's text plugin, output::text).
 //!
 //! `None` means "not mine": NaN/±Infinity, more places than the column's scale, more
 //! digits than its precision, a digit outside 0..9999, a malformed datum, or more than

@@ -1,0 +1,97 @@
+//! The per-table plan both plugins and the snapshot's COPY path compile once per table
+//! definition: its attributes (dropped ones included), how each live one is published
+//! (`Kind`) and what the value needs besides its bytes (an enum's labels, an array's
+//! element type, a composite's fields), and the key columns.
+//!
+//! Receives: what connectors.avro.native_rows (and service.output.native_text, for its
+//! layout) compile from service.schema.tabledef.ColumnDef. Hands on: `Plan::deform`,
+//! the tuple's datums per attribute (crate::types::deform), which the avro encoder
+//! (output::avro), the text printer (output::text) and the COPY rewriter
+//! (tablesnap::copy) consume. Pure.
+
+use crate::types::deform::{self, Attribute, Deformed, RowError, Toast, Tuple};
+pub use crate::types::Labels;
+
+use super::kind::{Kind, TextKind};
+
+/// One attribute of the table definition, dropped ones included.
+#[derive(Clone, Debug)]
+pub struct Column {
+    pub name: String,
+    pub attlen: i16,
+    /// 1, 2, 4 or 8 (attalign c, s, i, d).
+    pub align: usize,
+    pub dropped: bool,
+    pub has_missing: bool,
+    /// The field's encoding when the column is in the Value record (live, not
+    /// excluded by a column filter); None: deformed past, never written.
+    pub kind: Option<Kind>,
+    /// The field is the `["null", T]` union (the column is nullable).
+    pub optional: bool,
+    /// Someone reads the value (deform decompresses it): a live column of the Value
+    /// record, or one the text plan prints (output::text).
+    pub read: bool,
+    /// An enum column's (or enum array's) labels by pg_enum OID; empty otherwise.
+    pub labels: Labels,
+    /// An array column's element type; None otherwise.
+    pub elem: Option<Elem>,
+    /// A composite column's fields; None otherwise.
+    pub composite: Option<std::sync::Arc<Composite>>,
+}
+
+/// An array's element type: its encoding and stored form (pg_type's typlen, typalign).
+#[derive(Clone, Copy, Debug)]
+pub struct Elem {
+    pub kind: Kind,
+    pub oid: u32,
+    pub attlen: i16,
+    pub align: usize,
+}
+
+/// A composite type's fields: their layout (a `Plan` of the type's attributes, dropped
+/// ones included) and how each live one prints (None: dropped).
+#[derive(Debug)]
+pub struct Composite {
+    pub oid: u32,
+    pub layout: Plan,
+    pub kinds: Vec<Option<TextKind>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub columns: Vec<Column>,
+    /// Indexes into `columns` of the Key record's fields, in key order.
+    pub key: Vec<usize>,
+}
+
+impl Attribute for Column {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn attlen(&self) -> i16 {
+        self.attlen
+    }
+    fn align(&self) -> usize {
+        self.align
+    }
+    fn dropped(&self) -> bool {
+        self.dropped
+    }
+    fn has_missing(&self) -> bool {
+        self.has_missing
+    }
+    fn read(&self) -> bool {
+        self.read
+    }
+}
+
+impl Plan {
+    /// heap_deform_tuple of `t` over the plan's attributes (crate::types::deform).
+    pub fn deform<'a>(
+        &self,
+        t: &Tuple<'a>,
+        toast: Option<&Toast<'a>>,
+    ) -> Result<Deformed<'a>, RowError> {
+        deform::deform(&self.columns, t, toast)
+    }
+}
