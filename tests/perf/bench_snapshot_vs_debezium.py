@@ -1,19 +1,22 @@
 """Benchmark (a script, not a test): the initial snapshot of one table, pgcdc beside Debezium.
 
     PGCDC_STATE_DIR=... python -m tests.perf.bench_snapshot_vs_debezium [--pg pg16]
-        [--rows 500000] [--reps 2] [--chunk-rows 20000]
-        [--systems pgcdc-1,pgcdc-2,debezium] [--keep-connect]
+        [--rows 500000] [--reps 2] [--chunk-rows 20000] [--table narrow|wide]
+        [--write-rate 0] [--systems pgcdc-1,pgcdc-2,pgcdc-blocking-2,debezium]
+        [--keep-connect]
 
-Every run gets a fresh database on `--pg` holding bench_vs_debezium's 5-column table
-(bigint key, int, text, numeric(12,2), timestamptz) with `--rows` rows (VACUUM ANALYZEd
-before the system's slot exists, so neither decodes the load's WAL; idle source), and
-snapshots it into the shared Kafka (Avro, schemas in the shared Apicurio):
+Every run gets a fresh database on `--pg` holding the `--table` shape (tests/perf/shapes:
+`narrow`, bench_vs_debezium's 5 columns; `wide`, 13 columns of about 0.8 KB a row) with
+`--rows` rows (VACUUM ANALYZEd before the system's slot exists, so neither decodes the
+load's WAL; idle source), and snapshots it into the shared Kafka (Avro, schemas in the
+shared Apicurio):
 
 - `pgcdc-N`: `pgcdc run` (a subprocess; snapshot.mode initial, snapshot.method chunked,
   snapshot.parallelism N, `--chunk-rows`; the implementation PGCDC_IMPL selects);
-  `pgcdc-blocking`: the same with snapshot.method blocking (readers sharing one
-  exported snapshot, a Kafka transaction per chunk; its row count is the `rows` that
-  `snapshot_done` logs);
+  `pgcdc-blocking-N` (`pgcdc-blocking`: N = 1): the same with snapshot.method blocking
+  (N readers sharing one exported snapshot, a Kafka transaction per chunk); the rows
+  counted are those of the `bench` table in the log (`snapshot_chunk_committed`, or
+  `snapshot_table_done` for blocking);
 - `debezium`: Debezium 3.6.1's PostgreSQL connector in Kafka Connect 4.1.1
   (deploy/local/svc_connect.py; started here if it is not running and stopped again
   only then), configured as bench_vs_debezium configures it (`connector_config`:
@@ -32,6 +35,16 @@ Figures per run:
 - COPY ceiling: before each pgcdc run, one `COPY (SELECT * FROM bench) TO STDOUT
   (FORMAT binary)` of the table into /dev/null (psycopg2, this process): the rate a
   snapshot reading by COPY cannot beat on one connection.
+- with `--write-rate R`: a second table `bench_w` (created with `bench`) takes R rows/s
+  in 10 transactions a second from just before the system starts until its snapshot is
+  done, so that the stream has work beside the snapshot. "behind" is, at each sample
+  (every 0.5 s), how long the oldest write transaction not yet readable in Kafka has
+  been committed (pgcdc: the offsets record's confirmed LSN has not passed it;
+  Debezium: the `bench_w` topic's end offset has not reached its rows); the maximum
+  while the snapshot ran, and at the end the time from the last write's commit until
+  it is readable. The blocking method pauses decoding for the snapshot by design, as
+  Debezium's initial snapshot holds back streaming: their "behind" is the snapshot's
+  length; the chunked method streams between chunks.
 - peak RSS: pgcdc's worker's VmHWM (its life is this one run). Connect's JVM lives
   across runs, so its VmHWM only grows: the peak VmRSS sampled (every 0.2 s) during the
   run is printed, with the RSS it had before the connector started.
@@ -43,9 +56,11 @@ the table gives the median and the min-max over `--reps`.
 from __future__ import annotations
 
 import argparse
+import bisect
 import os
 import signal
 import sys
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -56,10 +71,8 @@ from typing import Any
 import psycopg2
 
 from tests.fixtures.services import ensure_service
-from tests.integration.pipeline_kafka_support import Pipeline, unique
+from tests.integration.pipeline_kafka_support import Pipeline, insert_lsn, unique
 from tests.perf.bench_vs_debezium import (
-    INSERT,
-    TABLE,
     Debezium,
     connector_config,
     end_offsets,
@@ -69,6 +82,9 @@ from tests.perf.bench_vs_debezium import (
     proc_hwm_mb,
     svc_connect,
 )
+from tests.perf.shapes import SHAPES, Shape
+
+WRITES_TABLE = "CREATE TABLE bench_w (id bigint PRIMARY KEY, at timestamptz)"
 
 
 def proc_rss_mb(pid: int) -> float:
@@ -91,6 +107,8 @@ class Run:
     rss_mb: float
     rss_before_mb: float
     load: float
+    behind_max: float = 0.0  # seconds; 0 without a write load
+    behind_end: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -105,14 +123,76 @@ class Run:
         return self.rows / max(self.cpu, 0.01)
 
 
-def _fill(rows: int) -> list[str]:
+def _fill(shape: Shape, rows: int) -> list[str]:
     """The rows, then VACUUM ANALYZE: hint bits and the visibility map are written now,
     not by an autovacuum in the middle of a run (its WAL would be decoded by pgcdc)."""
     step = 100_000
     return [
-        *(INSERT.format(a=a, b=min(a + step - 1, rows)) for a in range(1, rows + 1, step)),
+        *(shape.insert.format(a=a, b=min(a + step - 1, rows)) for a in range(1, rows + 1, step)),
         "VACUUM ANALYZE bench",
     ]
+
+
+class Writes:
+    """`rate` rows/s into bench_w, 10 transactions a second, on a thread, until `stop`.
+
+    Keeps per transaction its commit time, the insert LSN read just before its COMMIT
+    (a confirmed LSN past it has the commit out) and the rows written so far."""
+
+    def __init__(self, dsn: str, rate: int) -> None:
+        self.rate = rate
+        self.times: list[float] = []
+        self.lsns: list[int] = []
+        self.totals: list[int] = []
+        self._halt = threading.Event()
+        self._conn = psycopg2.connect(dsn)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        if rate > 0:
+            self._thread.start()
+
+    def _run(self) -> None:
+        per, n, tick = max(1, self.rate // 10), 0, 0.1
+        due = time.monotonic()
+        self._conn.autocommit = False
+        with self._conn.cursor() as cur:
+            while not self._halt.is_set():
+                cur.execute(
+                    "INSERT INTO bench_w SELECT g, now() FROM generate_series(%s, %s) g",
+                    (n + 1, n + per),
+                )
+                lsn = insert_lsn(cur)  # before the commit record: passed once it is out
+                self._conn.commit()
+                n += per
+                now = time.time()
+                self.lsns.append(lsn)
+                self.times.append(now)
+                self.totals.append(n)
+                due += tick
+                time.sleep(max(0.0, due - time.monotonic()))
+
+    def stop(self) -> None:
+        self._halt.set()
+        if self.rate > 0:
+            self._thread.join()
+        self._conn.close()
+
+    def behind_lsn(self, confirmed: int, now: float) -> float:
+        """Seconds the oldest write past `confirmed` (pgcdc's confirmed LSN) has waited."""
+        i = bisect.bisect_left(self.lsns, confirmed)
+        return now - self.times[i] if i < len(self.times) else 0.0
+
+    def behind_rows(self, visible: int, now: float) -> float:
+        """Seconds the oldest write not within the first `visible` rows has waited."""
+        i = bisect.bisect_right(self.totals, visible)
+        return now - self.times[i] if i < len(self.times) else 0.0
+
+
+def _bench_rows(events: list[dict[str, Any]], name: str) -> int:
+    return sum(
+        int(e["rows"])
+        for e in events
+        if e.get("event") == name and str(e.get("table", "")).split(".")[-1] == "bench"
+    )
 
 
 class _Discard:
@@ -137,8 +217,8 @@ def copy_ceiling(dsn: str) -> float:
 
 def run_pgcdc(args: argparse.Namespace, system: str, pg: dict[str, Any]) -> Run:
     kafka, registry = ensure_service("kafka"), ensure_service("registry")
-    method = "blocking" if system == "pgcdc-blocking" else "chunked"
-    readers = 1 if method == "blocking" else int(system.split("-")[1])
+    method = "blocking" if system.startswith("pgcdc-blocking") else "chunked"
+    readers = int(system.rsplit("-", 1)[1]) if system[-1].isdigit() else 1
     p = Pipeline(
         pg,
         kafka,
@@ -153,41 +233,62 @@ def run_pgcdc(args: argparse.Namespace, system: str, pg: dict[str, Any]) -> Run:
         },
     )
     try:
-        p.create([TABLE, *_fill(args.rows)])  # before the slot: its WAL is not decoded
+        shape = SHAPES[args.table]
+        # before the slot: the load's WAL is not decoded
+        p.create([shape.table, WRITES_TABLE, *_fill(shape, args.rows)])
         ceiling = copy_ceiling(p.dsn)
         print(
             f"  {system}: COPY (SELECT * FROM bench) TO STDOUT (FORMAT binary) into /dev/null:"
             f" {args.rows / ceiling:,.0f} rows/s ({ceiling:.2f} s)",
             flush=True,
         )
+        writes = Writes(p.dsn, args.write_rate)
         t0 = time.time()
         worker = p.start_worker()
         deadline = time.monotonic() + 3600
-        cpu = hwm = 0.0
-        while not worker.has_event("snapshot_done"):
-            if worker.proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"{system}: the worker stopped or timed out:\n{worker.tail()}")
-            cpu, hwm = proc_cpu(worker.pid), proc_hwm_mb(worker.pid)
-            time.sleep(0.2)
+        cpu = hwm = behind_max = 0.0
+        sampled = 0.0
+        try:
+            while not worker.has_event("snapshot_done"):
+                if worker.proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"{system}: the worker stopped or timed out:\n{worker.tail()}")
+                cpu, hwm = proc_cpu(worker.pid), proc_hwm_mb(worker.pid)
+                if args.write_rate and time.monotonic() - sampled >= 0.5:
+                    sampled = time.monotonic()
+                    last = p.last_offset()
+                    confirmed = last.confirmed_lsn if last is not None else 0
+                    behind_max = max(behind_max, writes.behind_lsn(confirmed, time.time()))
+                time.sleep(0.2)
+        finally:
+            writes.stop()
         cpu, hwm = proc_cpu(worker.pid), proc_hwm_mb(worker.pid)
+        behind_end = 0.0
+        if args.write_rate:
+            while True:
+                last = p.last_offset()
+                if last is not None and last.confirmed_lsn > writes.lsns[-1]:
+                    behind_end = time.time() - writes.times[-1]
+                    break
+                if worker.proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"{system}: the stream did not catch up:\n{worker.tail()}")
+                time.sleep(0.1)
         events = worker.events()
         if method == "chunked":
             first = min(_ts(e) for e in events if e.get("event") == "snapshot_chunk_read")
             end = max(_ts(e) for e in events if e.get("event") == "snapshot_chunk_committed")
-            got = sum(
-                int(e["rows"]) for e in events if e.get("event") == "snapshot_chunk_committed"
-            )
+            got = _bench_rows(events, "snapshot_chunk_committed")
         else:
             done = next(e for e in events if e.get("event") == "snapshot_done")
-            # Both methods log the published rows in `snapshot_done`; a missing count is
+            # `snapshot_table_done` logs each table's published rows; a missing count is
             # a defect of the worker, not zero rows.
-            first, end, got = t0, _ts(done), int(done["rows"])
+            first, end, got = t0, _ts(done), _bench_rows(events, "snapshot_table_done")
         if got != args.rows:
             raise SystemExit(f"{system}: the snapshot published {got} rows, not {args.rows}")
         code = worker.terminate()
         if code != 0:
             print(f"  {system} exited {code}: {worker.tail(400)}", flush=True)
-        return Run(args.rows, end - t0, end - first, cpu, hwm, 0.0, os.getloadavg()[0])
+        load = os.getloadavg()[0]
+        return Run(args.rows, end - t0, end - first, cpu, hwm, 0.0, load, behind_max, behind_end)
     finally:
         p.drop()
 
@@ -195,15 +296,20 @@ def run_pgcdc(args: argparse.Namespace, system: str, pg: dict[str, Any]) -> Run:
 def run_debezium(args: argparse.Namespace, pg: dict[str, Any]) -> Run:
     kafka, registry = ensure_service("kafka"), ensure_service("registry")
     d = Debezium(pg, kafka, registry)
-    p = d.new_db(pgbench=False)
+    shape = SHAPES[args.table]
+    p = d.new_db(pgbench=False, tables=(shape.table, WRITES_TABLE))
+    writes: Writes | None = None
     try:
-        p.execute(*_fill(args.rows))  # Debezium's slot comes with the connector, after it
+        # Debezium's slot comes with the connector, after the load
+        p.execute(*_fill(shape, args.rows))
         pid = d.pid()
         rss_before = proc_rss_mb(pid)
         c0 = proc_cpu(pid)
-        topic = d.topic("bench")
+        topic, wtopic = d.topic("bench"), d.topic("bench_w")
         d.connector = f"svdbz-{p.name}"
         config = connector_config(pg, registry, p, "initial")
+        writes = Writes(p.dsn, args.write_rate)
+        behind_max = 0.0
         t0 = time.time()
         http("PUT", f"{svc_connect.BASE}/connectors/{d.connector}/config", config)
         first = 0.0
@@ -215,15 +321,31 @@ def run_debezium(args: argparse.Namespace, pg: dict[str, Any]) -> Run:
             peak = max(peak, proc_rss_mb(pid))
             if n and not first:
                 first = now
+            if args.write_rate:
+                visible = end_offsets([wtopic], kafka["bootstrap"])
+                behind_max = max(behind_max, writes.behind_rows(visible, time.time()))
             if n >= args.rows:
                 break
             if time.monotonic() > deadline:
                 status = http("GET", f"{svc_connect.BASE}/connectors/{d.connector}/status")
                 raise SystemExit(f"debezium: {n} of {args.rows} rows after an hour: {status}")
             time.sleep(0.2)
+        writes.stop()
+        behind_end = 0.0
+        if args.write_rate:
+            while end_offsets([wtopic], kafka["bootstrap"]) < writes.totals[-1]:
+                if time.monotonic() > deadline:
+                    raise SystemExit("debezium: the stream did not catch up")
+                time.sleep(0.1)
+            behind_end = time.time() - writes.times[-1]
         cpu = proc_cpu(pid) - c0
-        return Run(args.rows, now - t0, now - first, cpu, peak, rss_before, os.getloadavg()[0])
+        load = os.getloadavg()[0]
+        return Run(
+            args.rows, now - t0, now - first, cpu, peak, rss_before, load, behind_max, behind_end
+        )
     finally:
+        if writes is not None:
+            writes.stop()
         d.stop()
 
 
@@ -234,6 +356,8 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--chunk-rows", type=int, default=20_000)
     ap.add_argument("--systems", default="pgcdc-1,pgcdc-2,debezium")
+    ap.add_argument("--table", choices=sorted(SHAPES), default="narrow")
+    ap.add_argument("--write-rate", type=int, default=0, help="rows/s into bench_w meanwhile")
     ap.add_argument("--keep-connect", action="store_true", help="leave Connect running")
     args = ap.parse_args()
     # SIGTERM ends the run through the `finally`s: connector, slots and databases go.
@@ -249,7 +373,8 @@ def main() -> int:
             connect.wait_healthy()
             started_connect = True
     print(
-        f"PostgreSQL {pg['version']} ({args.pg}), {args.rows:,} rows, chunk_rows "
+        f"PostgreSQL {pg['version']} ({args.pg}), {args.rows:,} rows of the {args.table} "
+        f"table, write load {args.write_rate} rows/s, chunk_rows "
         f"{args.chunk_rows}, PGCDC_IMPL={os.environ.get('PGCDC_IMPL', '(default)')}, "
         f"load average at start {os.getloadavg()[0]:.2f}",
         flush=True,
@@ -265,6 +390,7 @@ def main() -> int:
                     f"rep {rep + 1} {system:<15} {r.rate:>8,.0f} rows/s  snap {r.snap_rate:>8,.0f}"
                     f" rows/s  {r.seconds:6.1f} s  cpu {r.cpu:6.1f} s"
                     f" ({r.cpu_rate:,.0f} rows/cpu-s)  peak rss {r.rss_mb:5.0f} MB{before}"
+                    f"  behind max {r.behind_max:.1f} s end {r.behind_end:.1f} s"
                     f"  load {r.load:.2f}",
                     flush=True,
                 )
@@ -277,7 +403,8 @@ def main() -> int:
     )
     print(
         f"{'system':<16}{'rows/s':>24}{'snap rows/s':>24}{'CPU s':>22}"
-        f"{'rows/CPU s':>24}{'peak RSS MB':>20}{'load':>20}"
+        f"{'rows/CPU s':>24}{'peak RSS MB':>20}{'behind max s':>20}{'behind end s':>20}"
+        f"{'load':>20}"
     )
     for system in systems:
         rs = results[system]
@@ -285,7 +412,9 @@ def main() -> int:
             f"{system:<16}{fmt([r.rate for r in rs], ',.0f'):>24}"
             f"{fmt([r.snap_rate for r in rs], ',.0f'):>24}{fmt([r.cpu for r in rs], '.1f'):>22}"
             f"{fmt([r.cpu_rate for r in rs], ',.0f'):>24}"
-            f"{fmt([r.rss_mb for r in rs], '.0f'):>20}{fmt([r.load for r in rs], '.2f'):>20}"
+            f"{fmt([r.rss_mb for r in rs], '.0f'):>20}"
+            f"{fmt([r.behind_max for r in rs], '.1f'):>20}"
+            f"{fmt([r.behind_end for r in rs], '.1f'):>20}{fmt([r.load for r in rs], '.2f'):>20}"
         )
     return 0
 

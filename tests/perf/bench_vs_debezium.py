@@ -69,21 +69,15 @@ from tests.integration.pipeline_kafka_support import (
     insert_lsn,
     unique,
 )
+from tests.perf.shapes import NARROW
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "deploy" / "local"))
 
 import svc_connect  # noqa: E402  (needs the sys.path entry above)
 
-TABLE = (
-    "CREATE TABLE bench (id bigint PRIMARY KEY, n int, label text, "
-    "amount numeric(12,2), at timestamptz)"
-)
-INSERT = (
-    "INSERT INTO bench SELECT g, g % 1000, 'label ' || g, (g % 100000) / 100.0, "
-    "'2024-01-01'::timestamptz + g * interval '1 second' "
-    "FROM generate_series({a}, {b}) g"
-)
+TABLE = NARROW.table
+INSERT = NARROW.insert
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PGBENCH_TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history")
 
@@ -133,7 +127,7 @@ class System(abc.ABC):
         self.pg, self.kafka, self.registry = pg, kafka, registry
         self.p: Pipeline | None = None
 
-    def new_db(self, pgbench: bool) -> Pipeline:
+    def new_db(self, pgbench: bool, tables: tuple[str, ...] = (TABLE,)) -> Pipeline:
         p = Pipeline(
             self.pg,
             self.kafka,
@@ -142,7 +136,7 @@ class System(abc.ABC):
             heartbeat_s=1.0,
             extra_env={"PGCDC_SNAPSHOT__MODE": "never", "PGCDC_LOG__LEVEL": "info"},
         )
-        p.create([TABLE])
+        p.create(list(tables))
         if pgbench:
             subprocess.run(
                 [
