@@ -6,7 +6,8 @@ once as op `r`, and every `r` of a table lies in Kafka before any stream change 
 table, because decoding stays paused at the consistent point until the last chunk is
 committed. No Kafka transaction holds more than one chunk (`snapshot.chunk_rows`,
 `snapshot.chunk_bytes`), so none comes near transaction.max.timeout.ms whatever the
-database size; memory holds at most one chunk per reader.
+database size; memory holds at most `READ_AHEAD` (two) chunks per reader: a reader reads
+its next chunk while the worker publishes its last one.
 
 How (PostgreSQL's own pattern: walsender's CREATE_REPLICATION_SLOT ... EXPORT_SNAPSHOT,
 and pg_dump -j, whose workers import the leader's snapshot):
@@ -48,7 +49,7 @@ from typing import Any, Protocol
 import structlog
 
 from connectors.tablesnap.chunks import SharedSnapshotReader
-from connectors.tablesnap.snapshotter import Snapshotter, _Pending, log_chunk_read
+from connectors.tablesnap.snapshotter import READ_AHEAD, Snapshotter, _Pending, log_chunk_read
 from service.config import Settings
 from service.errors import PgcdcError, SourceUnavailableError
 from service.lsn import format_lsn
@@ -211,8 +212,13 @@ class SharedSnapshot:
 
     def _reader(self, n: int, reader: SharedSnapshotReader) -> None:
         snap, cfg = self.snap, self.settings.snapshot
+        held: list[_Pending] = []  # read by this reader, oldest first, maybe published
         try:
             while not self._halt.is_set():
+                held = [h for h in held if not h.published.is_set()]
+                if len(held) >= READ_AHEAD:  # the oldest is published before one more
+                    held[0].published.wait(0.5)
+                    continue
                 p = snap._next(reader, shared=True)
                 if p is None:
                     if self._done():
@@ -227,9 +233,7 @@ class SharedSnapshot:
                     p.read = read
                 log_chunk_read(p, read, reader=n)
                 self._ready.put(p)
-                while not p.published.wait(0.5):
-                    if self._halt.is_set():
-                        return
+                held.append(p)
                 snap._throttle(len(read.rows))
         except BaseException as exc:  # handed to the worker's thread, which raises it
             if not isinstance(exc, PgcdcError):

@@ -3,8 +3,10 @@
 Who does what:
 - reader threads (`snapshot.parallelism`, each a `ChunkReader` with its own
   connections) take the next chunk from the plan, write its low watermark, read it in
-  a fresh snapshot, write its high watermark, then wait until the worker has
-  published it (so memory holds at most one chunk per reader);
+  a fresh snapshot, write its high watermark, and go on to the next while the worker
+  publishes it; a reader waits for its oldest chunk to be published before it holds
+  `READ_AHEAD` of them (so memory holds at most two chunks per reader, and a single
+  reader's next read overlaps the publication of its last chunk);
 - the worker's thread, the only one touching the output plugin and the Kafka sink,
   sees the watermarks where they lie in the WAL through `SnapshotHooks` (a plugin
   wrapped around the Avro plugin): at a low watermark the chunk's window opens; every
@@ -115,6 +117,13 @@ class _Pending:
     read: ChunkRead | None = None
     failed: bool = False
     published: threading.Event = field(default_factory=threading.Event)
+
+
+# Chunks one reader may hold read and not yet published: 2, so that reading the next
+# chunk (the server's COPY, the watermarks' round trips) overlaps the worker's
+# publication of the last one (encode, produce, the Kafka commit); chunks are published
+# at their high watermarks in WAL order all the same, as with several readers.
+READ_AHEAD = 2
 
 
 def key_of(values: Any, names: tuple[str, ...]) -> tuple[str | None, ...] | None:
@@ -356,8 +365,13 @@ class Snapshotter:
             application_name=f"pgcdc-snapshot-{n}",
         )
         backoff = 0.2
+        held: list[_Pending] = []  # read by this reader, oldest first, maybe published
         try:
             while not self.stop.is_set():
+                held = [h for h in held if not h.published.is_set()]
+                if len(held) >= READ_AHEAD:
+                    held[0].published.wait(0.5)
+                    continue
                 try:
                     pending = self._next(reader)
                 except (psycopg2.Error, PgcdcError) as exc:
@@ -369,20 +383,26 @@ class Snapshotter:
                 if pending is None:
                     self.stop.wait(0.2)
                     continue
-                if not self._read_one(reader, pending):
+                read = self._read_one(reader, pending)
+                if read is None:
                     self.stop.wait(backoff)
                     backoff = min(backoff * 2, 5.0)
                     continue
+                if read:
+                    held.append(pending)
                 backoff = 0.2
         finally:
             reader.close()
 
-    def _read_one(self, reader: ChunkReader, p: _Pending) -> bool:
+    def _read_one(self, reader: ChunkReader, p: _Pending) -> bool | None:
+        """Read chunk `p`: True once read (the worker publishes it at its high
+        watermark), False when there was nothing to read (paused or stopped since it
+        was handed out), None when the read failed (the chunk is handed out again)."""
         with self.lock:
             if self.state.paused or p.job.done:  # paused or stopped since it was handed out
                 p.interval.busy = False
                 self._pending.pop(p.chunk_id, None)
-                return True
+                return False
         payload = {"run": self.run_id, "chunk": p.chunk_id}
         # A keyless chunk the stream forced to re-read KEYLESS_OPTIMISTIC_READS times is
         # read under a table lock, whose window no change can enter: progress is certain.
@@ -412,9 +432,7 @@ class Snapshotter:
                 p.failed = True
                 p.interval.busy = False
                 self._pending.pop(p.chunk_id, None)
-            return False
-        while not self.stop.is_set() and not p.published.wait(0.5):
-            pass
+            return None
         self._throttle(len(read.rows))
         return True
 
