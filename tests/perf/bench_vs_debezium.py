@@ -2,7 +2,9 @@
 
     PGCDC_STATE_DIR=... python -m tests.perf.bench_vs_debezium [--rows 1000000]
         [--txn-rows 10000] [--reps 3] [--pgbench-s 30] [--lat-rate 100] [--lat-rows 100]
-        [--lat-s 20] [--only bulk,single,pgbench,latency] [--systems pgcdc,debezium]
+        [--lat-s 20] [--change-rows 200000]
+        [--only bulk,single,wide,toast,updates,updates-full,deletes,pgbench,latency]
+        [--systems pgcdc,debezium]
 
 Both read the shared PostgreSQL 15 (127.0.0.1:55415) and write Avro to the shared Kafka
 (127.0.0.1:19092) with schemas in the shared Apicurio (http://127.0.0.1:18081):
@@ -21,6 +23,11 @@ Each repetition runs every workload under pgcdc and then under Debezium, each in
 own fresh database with the same 5-column table (bigint key, int, text, numeric(12,2),
 timestamptz). Workloads:
 - bulk: `--rows` rows in `--txn-rows`-row transactions; single: `--rows` rows in one;
+  wide: `--change-rows` rows of a 13-column table of about 0.8 KB a row; toast:
+  `--change-rows` / 10 rows with a 5-8 KB jsonb document each, stored out of line
+  (tests/perf/shapes); updates: UPDATE of non-key columns of `--change-rows` rows written
+  before the system's slot (REPLICA IDENTITY DEFAULT), updates-full the same under
+  REPLICA IDENTITY FULL; deletes: DELETE of them; all in `--txn-rows`-row transactions.
   pgbench: `pgbench -c4 -j2 -T --pgbench-s` (4 row changes per transaction, scale 1).
   rows/s = rows / (first statement -> last event readable by a read_committed consumer):
   for pgcdc, the committed offset passing the last commit (its Kafka transaction is then
@@ -33,7 +40,8 @@ For each run: the worker's CPU seconds over the workload (pgcdc's process; Conne
 and its peak RSS (VmHWM: for pgcdc the worker's life, one workload; for Connect the JVM's
 whole life, so it only grows). Beside pgcdc's bulk and single runs, PostgreSQL's own
 decoders decode the same WAL: a pgoutput and a test_decoding slot created before the
-workload are peeked after it (backend CPU from /proc).
+workload are peeked after it (backend CPU from /proc); so beside every workload but
+pgbench and latency. "CPU/row" is the worker's CPU over the workload per row changed.
 
 The table prints, per workload and system, the median and the min-max over `--reps`.
 The machine has 2 cores shared with other work: the load average is printed too.
@@ -69,7 +77,7 @@ from tests.integration.pipeline_kafka_support import (
     insert_lsn,
     unique,
 )
-from tests.perf.shapes import NARROW
+from tests.perf.shapes import NARROW, TOAST, WIDE, Shape
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "deploy" / "local"))
@@ -365,7 +373,45 @@ class ServerDecoders:
         return {"test_decoding_cpu": td, "pgoutput_cpu": po}
 
 
-def run_inserts(sys_: System, rows: int, per_txn: int, server: bool) -> Result:
+@dataclass(frozen=True)
+class Changes:
+    """A row-change workload: the tables (and rows, written before the system's slot
+    exists, so no system decodes them), and one statement per transaction, formatted
+    with the transaction's first and last id (`a`, `b`)."""
+
+    tables: tuple[str, ...]
+    statement: str
+
+
+def _prefilled(shape: Shape, rows: int, *extra: str) -> tuple[str, ...]:
+    step = 100_000
+    fill = (shape.insert.format(a=a, b=min(a + step - 1, rows)) for a in range(1, rows + 1, step))
+    return (shape.table, *fill, *extra, "VACUUM ANALYZE bench")
+
+
+def changes(workload: str, rows: int) -> Changes:
+    """The tables and statement of a row-change workload (module docstring)."""
+    if workload in ("bulk", "single"):
+        return Changes((TABLE,), INSERT)
+    if workload == "wide":
+        return Changes((WIDE.table,), WIDE.insert)
+    if workload == "toast":
+        return Changes((TOAST.table,), TOAST.insert)
+    update = "UPDATE bench SET n = n + 1, amount = amount + 1 WHERE id BETWEEN {a} AND {b}"
+    if workload == "updates":
+        return Changes(_prefilled(NARROW, rows), update)
+    if workload == "updates-full":
+        return Changes(_prefilled(NARROW, rows, "ALTER TABLE bench REPLICA IDENTITY FULL"), update)
+    if workload == "deletes":
+        return Changes(_prefilled(NARROW, rows), "DELETE FROM bench WHERE id BETWEEN {a} AND {b}")
+    raise ValueError(f"no row-change workload {workload!r}")
+
+
+def run_inserts(
+    sys_: System, rows: int, per_txn: int, server: bool, statement: str = INSERT
+) -> Result:
+    """`statement` over ids 1..rows, `per_txn` a transaction (each changes that many
+    rows), then until the system has published them."""
     p = sys_.p
     assert p is not None
     decoders = ServerDecoders(p) if server else None
@@ -378,7 +424,7 @@ def run_inserts(sys_: System, rows: int, per_txn: int, server: bool) -> Result:
     t0 = time.monotonic()
     for a in range(1, rows + 1, per_txn):
         cur.execute("BEGIN")
-        cur.execute(INSERT.format(a=a, b=min(a + per_txn - 1, rows)))
+        cur.execute(statement.format(a=a, b=min(a + per_txn - 1, rows)))
         last = insert_lsn(cur)
         cur.execute("COMMIT")
     t_src = time.monotonic()
@@ -541,10 +587,22 @@ def main() -> int:
     parser.add_argument("--lat-rate", type=int, default=100, help="transactions per second")
     parser.add_argument("--lat-rows", type=int, default=100, help="rows per transaction")
     parser.add_argument("--lat-s", type=int, default=20)
+    parser.add_argument("--change-rows", type=int, default=200_000)
     parser.add_argument("--only", default="bulk,single,pgbench,latency")
     parser.add_argument("--systems", default="pgcdc,debezium")
     args = parser.parse_args()
-    only = [w for w in ("bulk", "single", "pgbench", "latency") if w in args.only.split(",")]
+    every = (
+        "bulk",
+        "single",
+        "wide",
+        "toast",
+        "updates",
+        "updates-full",
+        "deletes",
+        "pgbench",
+        "latency",
+    )
+    only = [w for w in every if w in args.only.split(",")]
     names = args.systems.split(",")
     pg, kafka, registry = (
         ensure_service("pg15"),
@@ -566,6 +624,24 @@ def main() -> int:
     workloads: dict[str, Callable[[System], Result]] = {
         "bulk": lambda s: run_inserts(s, args.rows, args.txn_rows, s.name == "pgcdc"),
         "single": lambda s: run_inserts(s, args.rows, args.rows, s.name == "pgcdc"),
+        "wide": lambda s: run_inserts(
+            s, args.change_rows, args.txn_rows, s.name == "pgcdc", WIDE.insert
+        ),
+        "toast": lambda s: run_inserts(
+            s, args.change_rows // 10, args.txn_rows // 10, s.name == "pgcdc", TOAST.insert
+        ),
+        **{
+            w: (
+                lambda s, w=w: run_inserts(
+                    s,
+                    args.change_rows,
+                    args.txn_rows,
+                    s.name == "pgcdc",
+                    changes(w, args.change_rows).statement,
+                )
+            )
+            for w in ("updates", "updates-full", "deletes")
+        },
         "pgbench": lambda s: run_pgbench(s, args.pgbench_s),
         "latency": lambda s: run_latency(s, args.lat_rate, args.lat_rows, args.lat_s),
     }
@@ -580,7 +656,11 @@ def main() -> int:
             for w in only:
                 for n in names:
                     s = systems[n]
-                    s.new_db(pgbench=w == "pgbench")
+                    tables = (TABLE,) if w in ("pgbench", "latency") else None
+                    s.new_db(
+                        pgbench=w == "pgbench",
+                        tables=tables or changes(w, args.change_rows).tables,
+                    )
                     try:
                         s.start()
                         r = workloads[w](s)
@@ -588,8 +668,9 @@ def main() -> int:
                         s.stop()
                     results[(w, n)].append(r)
                     print(
-                        f"rep {rep + 1} {w:<8} {n:<9} {r.rows:>9,} rows {r.rate:>9,.0f} rows/s "
-                        f"lag {r.lag:5.1f} s cpu {r.cpu:6.1f} s rss {r.rss_mb:6.0f} MB "
+                        f"rep {rep + 1} {w:<12} {n:<9} {r.rows:>9,} rows {r.rate:>9,.0f} rows/s "
+                        f"lag {r.lag:5.1f} s cpu {r.cpu:6.1f} s "
+                        f"({r.cpu / r.rows * 1e6:.1f} us/row) rss {r.rss_mb:6.0f} MB "
                         f"{' '.join(f'{k}={v:.2f}' for k, v in r.extra.items())} "
                         f"load {os.getloadavg()[0]:.2f}",
                         flush=True,
@@ -602,15 +683,17 @@ def main() -> int:
         f"{os.getloadavg()[0]:.2f}"
     )
     head = (
-        f"{'workload':<10}{'system':<10}{'rows/s':>26}{'lag s':>20}{'CPU s':>22}{'peak RSS MB':>22}"
+        f"{'workload':<14}{'system':<10}{'rows/s':>26}{'lag s':>20}{'CPU s':>22}"
+        f"{'CPU/row us':>22}{'peak RSS MB':>22}"
     )
     print(head)
     for w in only:
         for n in names:
             rs = results[(w, n)]
             print(
-                f"{w:<10}{n:<10}{fmt([r.rate for r in rs], ',.0f'):>26}"
+                f"{w:<14}{n:<10}{fmt([r.rate for r in rs], ',.0f'):>26}"
                 f"{fmt([r.lag for r in rs], '.1f'):>20}{fmt([r.cpu for r in rs], '.1f'):>22}"
+                f"{fmt([r.cpu / r.rows * 1e6 for r in rs], ',.1f'):>22}"
                 f"{fmt([r.rss_mb for r in rs], '.0f'):>22}"
             )
             if w == "latency":
@@ -619,12 +702,12 @@ def main() -> int:
                 print(f"{'':<20}commit -> consumer p50 {p50} ms, p99 {p99} ms")
             if w == "pgbench":
                 print(f"{'':<20}pgbench tps {fmt([r.extra['tps'] for r in rs], ',.0f')}")
-            if w in ("bulk", "single") and n == "pgcdc":
+            if w not in ("pgbench", "latency") and n == "pgcdc":
                 for dec in ("pgoutput", "test_decoding"):
                     rates = fmt([r.rows / max(r.extra[f"{dec}_cpu"], 0.01) for r in rs], ",.0f")
-                    print(f"{'':<20}PostgreSQL {dec} on the same WAL: {rates} rows/s (backend CPU)")
+                    print(f"{'':<24}PostgreSQL {dec} on the same WAL: {rates} rows/s (backend CPU)")
                 src = fmt([r.rows / r.extra["source_s"] for r in rs], ",.0f")
-                print(f"{'':<20}PostgreSQL writing the rows: {src} rows/s")
+                print(f"{'':<24}PostgreSQL writing the rows: {src} rows/s")
     return 0
 
 

@@ -6,6 +6,8 @@ benchmark reads the same values:
 
 - `narrow`: bench_vs_debezium's 5 columns (bigint key, int, text, numeric(12,2),
   timestamptz), about 60 bytes of data a row;
+- `toast`: an int key, a title and a 5-8 KB jsonb document that compresses poorly, so
+  it is stored out of line (its TOAST chunks inserted before each row);
 - `wide`: an order line of 13 columns of mixed types (bigint key, ints, text, a 3-char
   currency, numerics, timestamptzs, a bool, a date, a uuid and a ~600-character note),
   about 0.8 KB a row: under TOAST_TUPLE_THRESHOLD, so stored inline and uncompressed.
@@ -49,4 +51,12 @@ WIDE = Shape(
     "FROM generate_series({a}, {b}) g",
 )
 
-SHAPES = {s.name: s for s in (NARROW, WIDE)}
+TOAST = Shape(
+    "toast",
+    "CREATE TABLE bench (id bigint PRIMARY KEY, title text, doc jsonb)",
+    "INSERT INTO bench SELECT g, 'doc ' || g, jsonb_build_object('id', g, 'body', "
+    "(SELECT string_agg(md5((g * 1000 + k)::text), ' ') FROM generate_series(1, 150 + g % 90) k))"
+    " FROM generate_series({a}, {b}) g",
+)
+
+SHAPES = {s.name: s for s in (NARROW, WIDE, TOAST)}
