@@ -46,7 +46,8 @@ How:
 - Per row, Rust deforms the tuple (heap_deform_tuple) and writes the Value and Key
   records, or says why the row is Python's (a typed fallback: a `str` reason, counted in
   `fallbacks`): an external or unchanged TOAST pointer, a missing attribute with a
-  default, NaN/±Infinity numerics, text that is not UTF-8, a value outside its Avro
+  default, NaN/±Infinity numerics in `precise` mode (the string and double modes write
+  them natively), text that is not UTF-8, a value outside its Avro
   type, an xml value with an XML declaration, a stored form the Python reference
   rejects (a damaged jsonb, inet or bit string, an enum OID without a label: Python
   raises its typed error). A fallback row is encoded entirely by the Python path, never

@@ -204,6 +204,22 @@ pub fn variable(buf: &[u8]) -> Option<(u32, Vec<u8>)> {
     Some((dscale, twos_complement(&l, negative, size)))
 }
 
+/// numeric_out's text of a special value (service.types.numeric: NaN 0xC000, +Infinity
+/// 0xD000, -Infinity 0xF000 in the header's top bits), None for a finite datum or a
+/// malformed one. Python prints them as `str(Decimal)` does, the same words.
+pub fn special(buf: &[u8]) -> Option<&'static str> {
+    let header = u16::from_le_bytes([*buf.first()?, *buf.get(1)?]);
+    if header & NUMERIC_SIGN_MASK != NUMERIC_SPECIAL {
+        return None;
+    }
+    match header & 0xF000 {
+        0xC000 => Some("NaN"),
+        0xD000 => Some("Infinity"),
+        0xF000 => Some("-Infinity"),
+        _ => None,
+    }
+}
+
 /// numeric_out's text of a finite datum, appended to `out` (service.types.numeric.
 /// numeric_text, step for step: the integer groups `%d` then `%04d`, the fraction's
 /// groups cut at dscale digits, `-` only before a value with a non-zero digit). None,
@@ -277,6 +293,12 @@ mod tests {
     #[test]
     fn fixed_leaves_what_python_decides() {
         assert_eq!(fixed(&0xC000u16.to_le_bytes(), 2, 10), None); // NaN
+        assert_eq!(special(&0xC000u16.to_le_bytes()), Some("NaN"));
+        assert_eq!(special(&0xD000u16.to_le_bytes()), Some("Infinity"));
+        assert_eq!(special(&0xF000u16.to_le_bytes()), Some("-Infinity"));
+        assert_eq!(special(&0xE000u16.to_le_bytes()), None); // not a special value
+        assert_eq!(special(&0x8000u16.to_le_bytes()), None); // short: finite zero
+        assert_eq!(special(&[0xC0]), None);
         assert_eq!(fixed(&0xD000u16.to_le_bytes(), 2, 10), None); // +Infinity
         let d = long_form(false, 0, 3, &[1, 2345]);
         assert_eq!(fixed(&d, 2, 10), None); // more places than the scale

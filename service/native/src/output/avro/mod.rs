@@ -305,20 +305,32 @@ fn write_value(out: &mut Vec<u8>, col: &Column, kind: Kind, d: &[u8]) -> Result<
             let mut text = String::new();
             if kind == Kind::MoneyText {
                 formats::money_text(&mut text, d)?;
+            } else if let Some(word) = numeric::special(d) {
+                // str(Decimal('NaN')) and the infinities: the string mode keeps them
+                text.push_str(word);
             } else {
                 numeric::text(&mut text, d).ok_or("numeric Python decides")?;
             }
             avro::bytes(out, text.as_bytes());
         }
         Kind::NumericDouble | Kind::MoneyDouble => {
-            // float(Decimal): the decimal's text read as the nearest double.
+            // float(Decimal): the decimal's text read as the nearest double; NaN and the
+            // infinities as themselves (float(Decimal('NaN')) is the quiet NaN fastavro
+            // packs as 0x7ff8000000000000, f64::NAN's bits too).
             let mut text = String::new();
-            if kind == Kind::MoneyDouble {
-                formats::money_decimal(&mut text, d)?;
-            } else {
-                numeric::text(&mut text, d).ok_or("numeric Python decides")?;
-            }
-            let v: f64 = text.parse().map_err(|_| "numeric Python decides")?;
+            let v: f64 = match (kind, numeric::special(d)) {
+                (Kind::NumericDouble, Some("NaN")) => f64::NAN,
+                (Kind::NumericDouble, Some("Infinity")) => f64::INFINITY,
+                (Kind::NumericDouble, Some(_)) => f64::NEG_INFINITY,
+                _ => {
+                    if kind == Kind::MoneyDouble {
+                        formats::money_decimal(&mut text, d)?;
+                    } else {
+                        numeric::text(&mut text, d).ok_or("numeric Python decides")?;
+                    }
+                    text.parse().map_err(|_| "numeric Python decides")?
+                }
+            };
             out.extend_from_slice(&v.to_le_bytes());
         }
         Kind::Array => {
