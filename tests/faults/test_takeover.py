@@ -4,6 +4,7 @@ under a continuous workload, the active one SIGKILLed 10 times, each takeover ti
 
 from __future__ import annotations
 
+import os
 import random
 from typing import Any
 
@@ -46,7 +47,8 @@ def test_standby_takes_over_after_each_kill(
         for s in (first, second):
             s.stop()
         verdict = verify(p, load.outcomes, read_all(p.settings(), topics(p), timeout_s=240))
-        line = f"PG{pg['version']} {summary(takeovers)}: {verdict}"
+        load_avg = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        line = f"PG{pg['version']} {summary(takeovers)}: {verdict} (load average {load_avg})"
         print(line)
         exits = [e for s in (first, second) for e in s.exits]
         print(f"PG{pg['version']} exits other than the kills: {exits}")
