@@ -16,12 +16,13 @@ from tests.faults.verifier import topics, verify
 from tests.faults.workload import ContinuousWorkload
 from tests.integration.pipeline_kafka_support import EO_TABLES, pipeline, read_all
 
-pytestmark = [pytest.mark.integration, pytest.mark.faults]
+pytestmark = [pytest.mark.integration, pytest.mark.faults, pytest.mark.slow]
 
 KILLS = 10
 
 
-@pytest.mark.parametrize("pg_name", ["pg15", "pg18"])
+# Lane F's own servers: it runs beside lane S, whose tests read the shared servers' state.
+@pytest.mark.parametrize("pg_name", ["fault_pg15", "fault_pg18"])
 def test_standby_takes_over_after_each_kill(
     pg_name: str, request: pytest.FixtureRequest, kafka: dict[str, Any], registry: dict[str, Any]
 ) -> None:
