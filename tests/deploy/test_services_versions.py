@@ -70,6 +70,7 @@ BUILDS = {
 SHARED = ("pg15", "pg18", "kafka", "registry")
 FAULT_PORTS = {
     "fault-pg15": {56415},
+    "fault-pg18": {56418},
     "fault-kafka": {29092, 29093, 29094, 29095},
     "fault-registry": {28081},
 }

@@ -1,6 +1,6 @@
 """Fixtures for the fault suite. Its services are services.py's fault instances
-(fault-pg15, fault-kafka, fault-registry; tests/fixtures/services.py starts them on
-first use); these fixtures only put one of them into a state a test needs and back.
+(fault-pg15, fault-pg18, fault-kafka, fault-registry; tests/fixtures/services.py starts
+them on first use); these fixtures only put one of them into a state a test needs and back.
 The fault instances this session started are stopped when it ends, unless
 PGCDC_KEEP_FAULT_SERVICES=1 (for a developer running the suite again and again).
 """

@@ -32,6 +32,7 @@ from typing import Any
 
 from tests.faults import pgctl
 from tests.faults.proxy import Proxy
+from tests.faults.takeover import TAKEOVER_LIMIT_S, kill_active, summary
 from tests.faults.verifier import Verdict, topics, verify
 from tests.faults.workload import ContinuousWorkload, server_lsn
 from tests.fixtures import services
@@ -135,6 +136,7 @@ class Context:
     rng: random.Random
     fault_end: float = 0.0
     notes: list[str] = field(default_factory=list)
+    standby: Supervisor | None = None  # the second worker's, with `second_worker`
 
     def end_of_fault(self) -> None:
         self.fault_end = time.monotonic()
@@ -213,6 +215,7 @@ def run_scenario(
             sups[-1].start()
         wl = ContinuousWorkload(p, seed)
         ctx = Context(p, wl, sup, kproxy, pproxy, rproxy, infos, quick, random.Random(seed))
+        ctx.standby = sups[1] if scenario.second_worker else None
         wl.start()
         time.sleep(3)
         scenario.fault(ctx)
@@ -397,6 +400,18 @@ def two_workers(ctx: Context) -> None:
     ctx.end_of_fault()
 
 
+def standby_takeover(ctx: Context) -> None:
+    """The active worker of the standby pair SIGKILLed 10 times (3 in quick mode), each
+    takeover timed (tests/faults/takeover.py); the times go into the behaviour column,
+    and one past TAKEOVER_LIMIT_S or not by the standby fails the row."""
+    assert ctx.standby is not None, "standby_takeover needs second_worker=True"
+    takeovers = kill_active([ctx.sup, ctx.standby], 3 if ctx.quick else 10, ctx.rng)
+    ctx.end_of_fault()
+    ctx.notes.append(summary(takeovers))
+    slow = [t for t in takeovers if t.commit_s >= TAKEOVER_LIMIT_S or t.by != "standby"]
+    assert not slow, f"takeovers over {TAKEOVER_LIMIT_S:.0f}s or not by the standby: {slow}"
+
+
 SCENARIOS = {
     s.name: s
     for s in (
@@ -417,6 +432,7 @@ SCENARIOS = {
         ),
         Scenario("kill -9 at random points", kill9_random(20, 5)),
         Scenario("two workers, one config", two_workers, second_worker=True),
+        Scenario("standby takeover, active worker kill -9", standby_takeover, second_worker=True),
     )
 }
 
