@@ -11,22 +11,33 @@ dropped or rewritten away since yields nothing):
 1. An MVCC read, `SELECT chunk_id, chunk_seq, chunk_data FROM pg_toast.pg_toast_<oid>
    WHERE chunk_id = ANY(...) ORDER BY chunk_id, chunk_seq`: the values still referenced
    by a live row (the common case: the row was not changed since).
-2. For the ids step 1 did not see, when the `pageinspect` extension is installed in the
-   database and usable by the role: the TOAST relation's pages, read raw
-   (`heap_page_items(get_raw_page(...))`), every tuple still stored whether or not a
-   snapshot sees it. This is what finds a value a later transaction deleted or replaced
-   (its chunks then have an xmax, invisible to step 1) but that VACUUM has not removed,
-   which the slot's xmin hold (connectors.postgres.stream) prevents. Chunk ids are
+2. For the ids step 1 did not see: the TOAST relation's pages, read raw, every tuple
+   still stored whether or not a snapshot sees it. Through `pgcdc.toast_chunks` (the
+   SECURITY DEFINER reader `pgcdc setup` installs, connectors/postgres/sql/
+   toast_reader.sql) when the role may execute it: how the least-privilege worker role
+   reads them; else, for a superuser with `pageinspect` installed, directly
+   (`heap_page_items(get_raw_page(...))`). Neither: step 1 alone (the start-up check,
+   connectors.postgres.privileges, keeps a worker with the fill on from getting here).
+   This is what finds a value a later transaction deleted or replaced (its chunks
+   then have an xmax, invisible to step 1) but that VACUUM has not removed, which the
+   slot's xmin hold (connectors.postgres.stream) prevents. Chunk ids are
    unique among the stored tuples of a TOAST relation (GetNewOidWithIndex checks with
    SnapshotAny), so every stored chunk of that id belongs to the value.
 A value whose chunk_seq run is not 0..n-1 is not handed back (a warning
 `toast_chunks_incomplete` names it): without the xmin hold, pruning
 (heap_page_prune_opt, on any read of the page, this reader's own included) and VACUUM
 remove dead chunks page by page, so part of a value can be gone. A
-missing privilege on the TOAST table is a warning `toast_fill_denied`: the values of
-that batch stay placeholders (counted by the caller), the worker goes on.
+missing privilege on the TOAST table (or pageinspect dropped under pgcdc.toast_chunks)
+is a warning `toast_fill_denied`: the values of that batch stay placeholders (counted
+by the caller), the worker goes on.
 
-`next_full_xid()` is the server's next FullTransactionId (`pg_current_snapshot()`'s
+`start_xmin(slot)` is the xmin the hold starts from before its first RUNNING_XACTS
+(service.output.xminhold.XminHold.assume): the slot's own xmin when a previous run left
+its hold there (a crash: a clean stop clears it), else the database's datfrozenxid.
+Every dead tuple still stored was deleted by an xid at or after datfrozenxid (VACUUM
+sets relfrozenxid no later than the horizon it removed tuples up to), so holding it
+keeps all of them, at the cost of VACUUM removing nothing newer until the hold moves
+on. `next_full_xid()` is the server's next FullTransactionId (`pg_current_snapshot()`'s
 xmax): the hot-standby feedback needs the epoch of the xmin it holds.
 Connection errors surface as `SourceUnavailableError` (retry).
 """
@@ -59,7 +70,22 @@ JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE c.oid = ANY(%(oids)s::oid[]) AND c.relkind = 't'
 """
 
-_PAGEINSPECT_SQL = "SELECT true FROM pg_catalog.pg_extension WHERE extname = 'pageinspect'"
+# How step 2 reads raw pages on this connection: 'reader' (pgcdc.toast_chunks), 'direct'
+# (a superuser with pageinspect) or '' (neither).
+_RAW_MODE_SQL = """
+SELECT CASE
+    WHEN pg_catalog.to_regprocedure('pgcdc.toast_chunks(regclass,oid[])') IS NOT NULL
+         AND pg_catalog.has_schema_privilege('pgcdc', 'USAGE')
+         AND pg_catalog.has_function_privilege(
+             pg_catalog.to_regprocedure('pgcdc.toast_chunks(regclass,oid[])'), 'EXECUTE')
+    THEN 'reader'
+    WHEN pg_catalog.current_setting('is_superuser') = 'on'
+         AND EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pageinspect')
+    THEN 'direct'
+    ELSE '' END
+"""
+
+_READER_SQL = "SELECT pgcdc.toast_chunks(%(oid)s::oid::regclass, %(ids)s::oid[])"
 
 _RAW_SQL = """
 SELECT i.t_data
@@ -68,6 +94,12 @@ FROM generate_series(0, (pg_catalog.pg_relation_size(%(oid)s::oid::regclass)
      LATERAL heap_page_items(get_raw_page(%(oid)s::oid::regclass::text, b)) AS i
 WHERE i.lp_flags = 1 AND i.t_data IS NOT NULL
   AND substring(i.t_data FROM 1 FOR 4) = ANY(%(heads)s::bytea[])
+"""  # the superuser's direct read; pgcdc.toast_chunks does the same for the worker's role
+
+_START_XMIN_SQL = """
+SELECT coalesce((SELECT s.xmin FROM pg_catalog.pg_replication_slots s
+                 WHERE s.slot_name = %(slot)s), d.datfrozenxid)::text::bigint
+FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()
 """
 
 _NEXT_XID_SQL = "SELECT pg_catalog.txid_snapshot_xmax(pg_catalog.txid_current_snapshot())"
@@ -79,14 +111,14 @@ class SqlToastSource:
     def __init__(self, dsn: str) -> None:
         self._dsn = dsn
         self._conn: psycopg2.extensions.connection | None = None
-        self._pageinspect: bool | None = None  # asked once per connection
+        self._raw_mode: str | None = None  # _RAW_MODE_SQL's answer, asked once per connection
         self.queries = 0
         self.raw_reads = 0  # values found only in the raw pages (deleted, not vacuumed)
 
     def _connection(self) -> psycopg2.extensions.connection:
         if self._conn is None or self._conn.closed:
             self._conn = connect(self._dsn, "pgcdc-toast")
-            self._pageinspect = None
+            self._raw_mode = None
         return self._conn
 
     def _query(self, sql: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -107,6 +139,10 @@ class SqlToastSource:
             self._conn.close()
         self._conn = None
 
+    def start_xmin(self, slot: str) -> int:
+        """The 32-bit xid the xmin hold starts from (module docstring)."""
+        return int(self._query(_START_XMIN_SQL, {"slot": slot})[0][0])
+
     def next_full_xid(self) -> int:
         """The server's next FullTransactionId (64 bits: epoch << 32 | xid)."""
         return int(self._query(_NEXT_XID_SQL, {})[0][0])
@@ -126,11 +162,14 @@ class SqlToastSource:
             try:
                 chunks = self._read_live(qualified, ids)
                 missing = [i for i in ids if i not in chunks]
-                if missing and self._has_pageinspect():
+                if missing and self._mode():
                     raw = self._read_raw(relid, missing)
                     self.raw_reads += len(raw)
                     chunks.update(raw)
-            except psycopg2.errors.InsufficientPrivilege as exc:
+            except (
+                psycopg2.errors.InsufficientPrivilege,
+                psycopg2.errors.ObjectNotInPrerequisiteState,  # pageinspect gone
+            ) as exc:
                 log.warning(
                     "toast_fill_denied",
                     toast_relation=name,
@@ -163,15 +202,19 @@ class SqlToastSource:
             chunks.setdefault(int(chunk_id), {})[int(seq)] = bytes(data)
         return chunks
 
-    def _has_pageinspect(self) -> bool:
-        if self._pageinspect is None:
-            self._pageinspect = bool(self._query(_PAGEINSPECT_SQL, {}))
-        return self._pageinspect
+    def _mode(self) -> str:
+        if self._raw_mode is None:
+            self._raw_mode = str(self._query(_RAW_MODE_SQL, {})[0][0])
+        return self._raw_mode
 
     def _read_raw(self, relid: int, ids: Sequence[int]) -> dict[int, dict[int, bytes]]:
-        heads = [psycopg2.Binary(_OID.pack(i)) for i in ids]
+        if self._mode() == "reader":
+            rows = self._query(_READER_SQL, {"oid": relid, "ids": list(ids)})
+        else:
+            heads = [psycopg2.Binary(_OID.pack(i)) for i in ids]
+            rows = self._query(_RAW_SQL, {"oid": relid, "heads": heads})
         chunks: dict[int, dict[int, bytes]] = {}
-        for (t_data,) in self._query(_RAW_SQL, {"oid": relid, "heads": heads}):
+        for (t_data,) in rows:
             body = bytes(t_data)
             chunk_id, seq = _CHUNK_HEAD.unpack_from(body, 0)
             value, _ = read_varlena(body, _CHUNK_HEAD.size)  # chunk_data: plain storage
