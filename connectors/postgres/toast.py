@@ -37,7 +37,13 @@ its hold there (a crash: a clean stop clears it), else the database's datfrozenx
 Every dead tuple still stored was deleted by an xid at or after datfrozenxid (VACUUM
 sets relfrozenxid no later than the horizon it removed tuples up to), so holding it
 keeps all of them, at the cost of VACUUM removing nothing newer until the hold moves
-on. `next_full_xid()` is the server's next FullTransactionId (`pg_current_snapshot()`'s
+on. `await_hold(slot)` makes the next `fetch` first wait (up to `HOLD_WAIT_S`) until the
+slot shows an xmin, then read on a new connection: a backend keeps the removal horizon
+it last computed (GlobalVisState's maybe_needed, which GlobalVisTestIsRemovableXid
+trusts without recomputing), so one that computed it before the hold was set could
+still prune the page of a value the hold now keeps, this reader's own MVCC read
+included. A backend started after the slot's xmin was set computes with it.
+`next_full_xid()` is the server's next FullTransactionId (`pg_current_snapshot()`'s
 xmax): the hot-standby feedback needs the epoch of the xmin it holds.
 Connection errors surface as `SourceUnavailableError` (retry).
 """
@@ -45,6 +51,7 @@ Connection errors surface as `SourceUnavailableError` (retry).
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -102,6 +109,9 @@ SELECT coalesce((SELECT s.xmin FROM pg_catalog.pg_replication_slots s
 FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()
 """
 
+_SLOT_XMIN_SQL = "SELECT xmin FROM pg_catalog.pg_replication_slots WHERE slot_name = %(slot)s"
+HOLD_WAIT_S = 10.0
+
 _NEXT_XID_SQL = "SELECT pg_catalog.txid_snapshot_xmax(pg_catalog.txid_current_snapshot())"
 
 
@@ -112,6 +122,7 @@ class SqlToastSource:
         self._dsn = dsn
         self._conn: psycopg2.extensions.connection | None = None
         self._raw_mode: str | None = None  # _RAW_MODE_SQL's answer, asked once per connection
+        self._await_slot: str | None = None  # await_hold's slot, until the wait is done
         self.queries = 0
         self.raw_reads = 0  # values found only in the raw pages (deleted, not vacuumed)
 
@@ -139,6 +150,19 @@ class SqlToastSource:
             self._conn.close()
         self._conn = None
 
+    def await_hold(self, slot: str) -> None:
+        """Before the next fetch: wait for `slot`'s xmin, then reconnect (module docstring)."""
+        self._await_slot = slot
+
+    def _wait_for_hold(self, slot: str) -> None:
+        deadline = time.monotonic() + HOLD_WAIT_S
+        while not self._query(_SLOT_XMIN_SQL, {"slot": slot})[0][0]:
+            if time.monotonic() >= deadline:
+                log.warning("toast_hold_not_seen", slot=slot, waited_s=HOLD_WAIT_S)
+                break
+            time.sleep(0.05)
+        self.close()  # the reads go on a backend that computes its horizon with the hold
+
     def start_xmin(self, slot: str) -> int:
         """The 32-bit xid the xmin hold starts from (module docstring)."""
         return int(self._query(_START_XMIN_SQL, {"slot": slot})[0][0])
@@ -149,6 +173,9 @@ class SqlToastSource:
 
     def fetch(self, wanted: Mapping[int, Sequence[int]], lsn: int) -> dict[tuple[int, int], bytes]:
         """See `service.output.toastfill.ToastSource.fetch`."""
+        if self._await_slot is not None:
+            slot, self._await_slot = self._await_slot, None
+            self._wait_for_hold(slot)
         names = {
             int(oid): (str(nsp), str(rel))
             for oid, nsp, rel in self._query(_NAMES_SQL, {"oids": list(wanted)})

@@ -77,6 +77,7 @@ class ToastWiring:
             assert self.source is not None
             start = self.source.start_xmin(self._slot)
             self.hold.assume(start, time.monotonic())
+            self.source.await_hold(self._slot)
             log.info("toast_hold_start", xmin=start)
             session.decoding.on_running_xacts = self._observe
             stream.hold_xmin = self._hold_xmin
