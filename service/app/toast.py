@@ -10,7 +10,8 @@ reader of TOAST tables (`connectors.postgres.toast`), and the xmin hold
   source and no cache, only to find and count the placeholders; no hold is sent.
 - Every placeholder still published is counted in
   `pgcdc_toast_placeholders_total{slot,table}` and logged as `toast_placeholder`
-  (table, LSN, TOAST relation and value id); a release of the hold past
+  (table, LSN, TOAST relation and value id); with `placeholder`, where each one is
+  the configured outcome, only the first per table is logged; a release of the hold past
   `toast.max_hold_s` is logged as `toast_hold_released`.
 - The hold starts, before any WAL is read, at the slot's own xmin or the database's
   datfrozenxid (`SqlToastSource.start_xmin`), so a VACUUM right after the start cannot
@@ -59,6 +60,7 @@ class ToastWiring:
         self._filled_seen = 0
         self._released_seen = 0
         self._epoch: tuple[int, int] | None = None  # (xmin, its epoch) last worked out
+        self._logged_tables: set[str] = set()  # placeholder mode: tables logged once
 
     def attach(self, session: Session, stream: PhysicalStream) -> None:
         """Hook the fill into the session's sink, the hold into decoding and the stream;
@@ -112,6 +114,12 @@ class ToastWiring:
 
     def _placeholder(self, p: Placeholder) -> None:
         self._metrics.toast_placeholders.labels(self._slot, p.table).inc()
+        if not self.enabled:
+            # Configured, not an anomaly: one line per table says so; a line per value
+            # cost a third of the worker's busy time on update-heavy TOAST traffic.
+            if p.table in self._logged_tables:
+                return
+            self._logged_tables.add(p.table)
         log.warning(
             "toast_placeholder",
             table=p.table,

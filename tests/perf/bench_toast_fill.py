@@ -24,6 +24,8 @@ round: every UPDATE logs only the document's TOAST pointer.
 Reported per system: rows/s = updates / (first UPDATE -> every event readable: for
 pgcdc the committed offset passing the last commit, i.e. readable by a read_committed
 consumer; for Debezium, not transactional, the topic's end offsets reaching the count),
+split into "write s" (the UPDATEs themselves, which share the 2 cores with the CDC
+system, the broker and the TOAST reads) and "lag s" (the rest),
 the worker's CPU seconds over that interval (/proc: utime + stime of pgcdc's process,
 of the Connect JVM for Debezium; the JVM is shared, so other connectors running at the
 same time would count too) and CPU µs per row, and, read back from the topic
@@ -73,19 +75,20 @@ def create_docs(p: Pipeline, rows: int) -> None:
 
 
 def update_docs(p: Pipeline, args: Any) -> tuple[int, int]:
-    """The workload: (updates done, the insert LSN after the last commit)."""
+    """The workload: (updates done, an LSN inside the last transaction, before its
+    commit record: pgcdc's confirmed LSN passes it once that commit is published,
+    whereas the insert LSN after the commit is passed only when more WAL follows)."""
     conn = p.connect()
     conn.autocommit = False
-    done = 0
+    done = end = 0
     with conn.cursor() as cur:
         while done < args.updates:
             lo = done % args.rows + 1
             hi = min(lo + args.txn_rows - 1, args.rows, lo + args.updates - done - 1)
             cur.execute("UPDATE docs SET n = n + 1 WHERE id BETWEEN %s AND %s", (lo, hi))
+            end = insert_lsn(cur)
             conn.commit()
             done += hi - lo + 1
-        end = insert_lsn(cur)
-    conn.commit()
     conn.close()
     return done, end
 
@@ -131,11 +134,14 @@ def run_pgcdc(
         worker.wait_ready(120)
         cpu0, t0 = cpu_seconds(worker.pid), time.monotonic()
         done, end = update_docs(p, args)
+        written = time.monotonic()
         p.wait_confirmed(end, 1800, worker)
         elapsed, cpu = time.monotonic() - t0, cpu_seconds(worker.pid) - cpu0
         worker.terminate()
         return {
             "rows_s": done / elapsed,
+            "write_s": written - t0,
+            "lag_s": t0 + elapsed - written,
             "cpu_s": cpu,
             "cpu_us_row": cpu / done * 1e6,
             **read_back(kafka["bootstrap"], p.topic("docs"), done),
@@ -155,10 +161,13 @@ def run_debezium(
         jvm = d.pid()
         cpu0, t0 = cpu_seconds(jvm), time.monotonic()
         done, end = update_docs(p, args)
+        written = time.monotonic()
         caught_up = d.wait_caught_up(end, done, [d.topic("docs")])
         elapsed, cpu = caught_up - t0, cpu_seconds(jvm) - cpu0
         return {
             "rows_s": done / elapsed,
+            "write_s": written - t0,
+            "lag_s": caught_up - written,
             "cpu_s": cpu,
             "cpu_us_row": cpu / done * 1e6,
             **read_back(kafka["bootstrap"], d.topic("docs"), done),
@@ -206,8 +215,8 @@ def main() -> int:
         f", median of {args.reps}"
     )
     print(
-        f"{'system':<20}{'rows/s':>9}{'CPU s':>8}{'CPU µs/row':>12}{'events':>8}"
-        f"{'placeholders':>14}{'value B':>9}"
+        f"{'system':<20}{'rows/s':>9}{'write s':>9}{'lag s':>7}{'CPU s':>8}{'CPU µs/row':>12}"
+        f"{'events':>8}{'placeholders':>14}{'value B':>9}"
     )
     med = {
         n: {k: statistics.median(r[k] for r in runs) for k in runs[0]}
@@ -220,7 +229,8 @@ def main() -> int:
     }
     for name, m in med.items():
         print(
-            f"{labels[name]:<20}{m['rows_s']:>9.0f}{m['cpu_s']:>8.2f}{m['cpu_us_row']:>12.0f}"
+            f"{labels[name]:<20}{m['rows_s']:>9.0f}{m['write_s']:>9.1f}{m['lag_s']:>7.1f}"
+            f"{m['cpu_s']:>8.2f}{m['cpu_us_row']:>12.0f}"
             f"{m['events']:>8.0f}{m['placeholders']:>14.0f}{m['value_bytes']:>9.0f}"
         )
     for other in ("placeholder", "debezium"):
