@@ -4,7 +4,8 @@
 `pgcdc setup` (`connectors.postgres.setup.check_source`: a supported version,
 `wal_level = logical`, the REPLICATION privilege), then the worker's other privileges
 (`connectors.postgres.privileges`: writing RUNNING_XACTS on demand, EXECUTE on the
-functions it calls, and, for a snapshot, reading the tables `tables` captures).
+functions it calls, for a snapshot reading the tables `tables` captures, and with the
+unchanged-TOAST fill its reader of replaced values).
 Without them, a source at `wal_level = replica` decodes to "consistent", drops every
 INSERT (the WAL lacks what decoding needs) and fails only at the first UPDATE with a
 misleading SchemaMismatchError; a role without pg_checkpoint dies at its first start
@@ -56,15 +57,15 @@ def source_identity(dsn: str) -> str:
         conn.close()
 
 
-def preflight(dsn: str, tables: FilterSettings | None) -> int:
+def preflight(dsn: str, tables: FilterSettings | None, *, toast_fill: bool = False) -> int:
     """Check the source as `pgcdc setup` does, and the worker's privileges (`tables`:
-    the filters of the tables a snapshot reads, None when none is taken); return the
-    source's major version."""
+    the filters of the tables a snapshot reads, None when none is taken; `toast_fill`:
+    the unchanged-TOAST fill's reader too); return the source's major version."""
     conn = connect(dsn, "pgcdc-preflight")
     try:
         with conn.cursor() as cur:
             major, _database, _superuser = check_source(cur)
-            check_worker_privileges(cur, major, tables=tables)
+            check_worker_privileges(cur, major, tables=tables, toast_fill=toast_fill)
         return major
     finally:
         conn.close()

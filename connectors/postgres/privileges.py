@@ -19,6 +19,17 @@ The worker's set (what deploy/postgres/init/01-pgcdc.sh grants; README "Privileg
   (`pg_read_all_data` gives both, for tables created later too). Not checked with
   `snapshot.mode: never`; a snapshot signalled later needs it all the same.
 
+- With `toast.unchanged: fill` (`toast_fill`): EXECUTE on `pgcdc.toast_chunks`
+  (`TOAST_READER`) and USAGE on its schema, the SECURITY DEFINER reader of TOAST
+  chunks a later transaction replaced or deleted
+  (connectors/postgres/sql/toast_reader.sql), and pageinspect, which it reads the pages
+  with, installed. `pgcdc setup --worker-role ROLE` creates both and grants them.
+  Without them a value replaced after the UPDATE that kept it would go to Kafka as a
+  placeholder although the database still has it: the fill's promise, so the worker
+  does not start (set `toast.unchanged: placeholder` to run without the fill).
+  pg_read_all_data does not stand in for it: it lets the role SELECT a TOAST table
+  directly, which shows only the chunks a snapshot sees (README "Privileges").
+
 Why a grant for RUNNING_XACTS and no fallback without one: the bgwriter logs such a
 record only every 15 s (LOG_SNAPSHOT_INTERVAL_MS) and only when other WAL was written
 since its last one, so a worker waiting for it on an idle server could wait
@@ -89,6 +100,25 @@ PUBLIC_FUNCTIONS = (
 )
 
 
+# The unchanged-TOAST fill's reader of replaced values (sql/toast_reader.sql).
+TOAST_READER = "pgcdc.toast_chunks(regclass, oid[])"
+_TOAST_READER_SQL = """
+SELECT p.oid IS NOT NULL,
+       p.oid IS NOT NULL AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE'),
+       p.oid IS NOT NULL AND pg_catalog.has_schema_privilege('pgcdc', 'USAGE'),
+       EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pageinspect')
+FROM (SELECT pg_catalog.to_regprocedure('pgcdc.toast_chunks(regclass,oid[])')::oid AS oid) p
+"""
+
+
+def toast_reader_state(cur: Any) -> tuple[bool, bool, bool, bool]:
+    """(pgcdc.toast_chunks exists, the connected role may execute it, and may use its
+    schema, pageinspect is installed) in the connected database."""
+    cur.execute(_TOAST_READER_SQL)
+    exists, executable, usage, pageinspect = cur.fetchone()
+    return bool(exists), bool(executable), bool(usage), bool(pageinspect)
+
+
 def public_functions(major: int) -> tuple[str, ...]:
     """`PUBLIC_FUNCTIONS` plus the watermark writer's signature on `major`."""
     emit = (
@@ -120,10 +150,13 @@ def role_ident(cur: Any) -> str:
     return str(cur.fetchone()[0])
 
 
-def missing_grants(cur: Any, major: int, *, tables: FilterSettings | None) -> list[str]:
+def missing_grants(
+    cur: Any, major: int, *, tables: FilterSettings | None, toast_fill: bool = False
+) -> list[str]:
     """The GRANT statements the connected role lacks for `pgcdc run` on `major`, in the
     order of the module docstring; `tables`: the filters whose tables the role must be
-    able to read (None: no snapshot, no read check)."""
+    able to read (None: no snapshot, no read check); `toast_fill`: the TOAST reader too
+    (a CREATE EXTENSION when pageinspect is missing)."""
     cur.execute("SELECT pg_catalog.current_setting('is_superuser') = 'on'")
     if cur.fetchone()[0]:
         return []
@@ -139,6 +172,14 @@ def missing_grants(cur: Any, major: int, *, tables: FilterSettings | None) -> li
             grants.append(f"GRANT EXECUTE ON FUNCTION {function} TO {role}")
     if tables is not None:
         grants.extend(_read_grants(cur, role, TableFilter(tables)))
+    if toast_fill:
+        exists, executable, usage, pageinspect = toast_reader_state(cur)
+        if exists and not usage:
+            grants.append(f"GRANT USAGE ON SCHEMA pgcdc TO {role}")
+        if not executable:
+            grants.append(f"GRANT EXECUTE ON FUNCTION {TOAST_READER} TO {role}")
+        if not pageinspect:
+            grants.append("CREATE EXTENSION pageinspect WITH SCHEMA pgcdc")
     return grants
 
 
@@ -163,18 +204,34 @@ def _read_grants(cur: Any, role: str, included: TableFilter) -> list[str]:
     return grants
 
 
-def check_worker_privileges(cur: Any, major: int, *, tables: FilterSettings | None) -> None:
+def check_worker_privileges(
+    cur: Any, major: int, *, tables: FilterSettings | None, toast_fill: bool = False
+) -> None:
     """Raise `SourcePrivilegeError` naming every grant `missing_grants` finds."""
-    grants = missing_grants(cur, major, tables=tables)
+    grants = missing_grants(cur, major, tables=tables, toast_fill=toast_fill)
     if not grants:
         return
     cur.execute("SELECT current_user")
     (role,) = cur.fetchone()
     reads = any(g.startswith(("GRANT SELECT", "GRANT USAGE")) for g in grants)
+    toast = ""
+    if any(TOAST_READER in g or "SCHEMA pgcdc" in g for g in grants):
+        exists = toast_reader_state(cur)[0]
+        toast = (
+            "; toast.unchanged is fill, whose reader of replaced TOAST values "
+            + ("pgcdc.toast_chunks" if exists else "pgcdc.toast_chunks does not exist yet:")
+            + (
+                " needs EXECUTE"
+                if exists
+                else f" `pgcdc setup --worker-role {role}` creates it and makes the grant"
+            )
+            + " (or set toast.unchanged: placeholder)"
+        )
     raise SourcePrivilegeError(
         f"role {role!r} lacks privileges `pgcdc run` needs on PostgreSQL {major} "
         "(README: Privileges"
         + ("; GRANT pg_read_all_data instead gives read access to every table" if reads else "")
+        + toast
         + ")",
         grants=tuple(grants),
     )

@@ -14,9 +14,16 @@ Then, idempotently: creates the physical replication slot if absent
 (`pg_create_physical_replication_slot(name, true)`, reserving WAL at once), and installs
 the DDL capture of `sql/ddl_capture.sql` in the connected database (schema `pgcdc`, the
 SECURITY DEFINER trigger functions with a fixed search_path, and the event triggers on
-`ddl_command_end` and `sql_drop`). Running it twice changes nothing. Last it lists
-every captured column whose type pgcdc cannot decode (array elements, domain bases,
-composite fields and range subtypes included), naming table, column and type, in
+`ddl_command_end` and `sql_drop`), and the TOAST reader of `sql/toast_reader.sql`
+(`pgcdc.toast_chunks`, a SECURITY DEFINER function over pageinspect, which it installs
+in schema pgcdc when the server has it and the database does not; EXECUTE revoked from
+PUBLIC and granted, with USAGE on schema pgcdc, to `worker_role` when one is named:
+the unchanged-TOAST fill's reads of values replaced since, README "Privileges"). A
+server without pageinspect gets the function all the same, reported as
+`toast_reader_usable = False`: the worker's start-up check
+(connectors.postgres.privileges) then names it. Running it twice changes nothing. Last
+it lists every captured column whose type pgcdc cannot decode (array elements, domain
+bases, composite fields and range subtypes included), naming table, column and type, in
 `SetupReport.undecodable_columns`.
 
 `teardown(dsn, slot_name, drop_slot=True)` removes the event triggers, the functions,
@@ -31,9 +38,12 @@ from dataclasses import dataclass
 from importlib import resources
 
 import psycopg2
+import psycopg2.errors
 import psycopg2.extensions
+import psycopg2.sql
 
 from connectors.postgres.catalog import table_def_sql
+from connectors.postgres.privileges import TOAST_READER
 from connectors.postgres.server import connect
 from connectors.postgres.slots import drop_slot as drop_slot_named
 from connectors.postgres.slots import ensure_physical_slot
@@ -57,6 +67,10 @@ class SetupReport:
     slot_created: bool  # False: it existed already
     restart_lsn: int | None
     ddl_capture_installed: bool
+    # pgcdc.toast_chunks exists and pageinspect is installed; `toast_reader_grantee`:
+    # the role granted EXECUTE on it (None: no --worker-role given)
+    toast_reader_usable: bool = False
+    toast_reader_grantee: str | None = None
     # Captured columns whose type pgcdc cannot decode (connectors.postgres.type_check),
     # each as "schema.table.column: type ..., cannot be decoded"; empty when none.
     undecodable_columns: tuple[str, ...] = ()
@@ -79,6 +93,41 @@ def ddl_capture_sql() -> str:
     sql = resources.files("connectors.postgres").joinpath("sql")
     script = sql.joinpath("ddl_capture.sql").read_text("utf-8")
     return script.replace("{table_def}", table_def_sql()).replace("{ddl_prefix}", DDL_PREFIX)
+
+
+def toast_reader_sql() -> str:
+    """The TOAST reader's installation script (pgcdc.toast_chunks)."""
+    return (
+        resources.files("connectors.postgres")
+        .joinpath("sql", "toast_reader.sql")
+        .read_text("utf-8")
+    )
+
+
+def _install_toast_reader(cur: psycopg2.extensions.cursor, worker_role: str | None) -> bool:
+    """pageinspect (in schema pgcdc, when available and absent), the reader, the grant;
+    whether the reader can work (pageinspect installed). Inside the caller's transaction."""
+    cur.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pageinspect'),"
+        " EXISTS (SELECT 1 FROM pg_catalog.pg_available_extensions"
+        "         WHERE name = 'pageinspect')"
+    )
+    row = cur.fetchone()
+    assert row is not None
+    installed, available = row
+    cur.execute(toast_reader_sql())
+    if not installed and available:
+        cur.execute("CREATE EXTENSION pageinspect WITH SCHEMA pgcdc")
+        installed = True
+    if worker_role is not None:
+        role = psycopg2.sql.Identifier(worker_role)
+        cur.execute(psycopg2.sql.SQL("GRANT USAGE ON SCHEMA pgcdc TO {}").format(role))
+        cur.execute(
+            psycopg2.sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(
+                psycopg2.sql.SQL(TOAST_READER), role
+            )
+        )
+    return bool(installed)
 
 
 def check_source(cur: psycopg2.extensions.cursor) -> tuple[int, str, bool]:
@@ -108,9 +157,17 @@ def check_source(cur: psycopg2.extensions.cursor) -> tuple[int, str, bool]:
     return major, str(database), bool(superuser)
 
 
-def setup(dsn: str, slot_name: str, filters: FilterSettings | None = None) -> SetupReport:
-    """Check the source, create the physical slot, install the DDL capture, and list the
-    captured columns (by `filters`) whose type pgcdc cannot decode."""
+def setup(
+    dsn: str,
+    slot_name: str,
+    filters: FilterSettings | None = None,
+    *,
+    worker_role: str | None = None,
+) -> SetupReport:
+    """Check the source, create the physical slot, install the DDL capture and the TOAST
+    reader (EXECUTE granted to `worker_role`, the role `pgcdc run` connects as, when
+    given), and list the captured columns (by `filters`) whose type pgcdc cannot
+    decode."""
     conn = connect(dsn, "pgcdc-setup")
     try:
         with conn.cursor() as cur:
@@ -127,10 +184,15 @@ def setup(dsn: str, slot_name: str, filters: FilterSettings | None = None) -> Se
             try:
                 conn.autocommit = False
                 cur.execute(ddl_capture_sql())
+                toast_usable = _install_toast_reader(cur, worker_role)
                 conn.commit()
             except psycopg2.Error as exc:
                 conn.rollback()
-                raise SourceSetupError(f"installing the DDL capture failed: {exc}") from exc
+                no_role = isinstance(exc, psycopg2.errors.UndefinedObject)
+                raise SourceSetupError(
+                    f"installing the DDL capture and TOAST reader failed: {exc}",
+                    field="--worker-role" if no_role else None,
+                ) from exc
             finally:
                 conn.autocommit = True
         unknown = tuple(
@@ -145,6 +207,8 @@ def setup(dsn: str, slot_name: str, filters: FilterSettings | None = None) -> Se
         slot_created=slot_created,
         restart_lsn=restart_lsn,
         ddl_capture_installed=True,
+        toast_reader_usable=toast_usable,
+        toast_reader_grantee=worker_role,
         undecodable_columns=unknown,
     )
 

@@ -396,6 +396,11 @@ class PhysicalStream:
         heard = last_data
         asked = False  # a reply was requested since the server was last heard
         self._cur = cur
+        if self.hold_xmin is not None:
+            # The xmin hold goes out before the first WAL is read: decoding that WAL
+            # may already read TOAST values the hold keeps (service.app.toast).
+            self._feedback(cur)
+            last_feedback = time.monotonic()
         while stop is None or not stop.is_set():
             msg = cur.read_message()  # answers keepalives that request a reply
             now = time.monotonic()

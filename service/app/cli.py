@@ -80,7 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--config", type=Path, help="YAML settings file")
         return p
 
-    command("setup", "check the source database and install the slot and DDL capture")
+    p = command("setup", "check the source database and install the slot and DDL capture")
+    p.add_argument(
+        "--worker-role",
+        metavar="ROLE",
+        help="the role `pgcdc run` connects as: granted EXECUTE on pgcdc.toast_chunks, the "
+        "reader of replaced TOAST values the unchanged-TOAST fill needs (README: Privileges)",
+    )
     p = command("teardown", "remove the DDL capture (and the slot unless --keep-slot)")
     p.add_argument("--keep-slot", action="store_true")
 

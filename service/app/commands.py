@@ -75,7 +75,12 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     report = dataclasses.asdict(
-        setup(settings.source.dsn(), settings.source.slot, settings.filters)
+        setup(
+            settings.source.dsn(),
+            settings.source.slot,
+            settings.filters,
+            worker_role=args.worker_role,
+        )
     )
     if report.get("restart_lsn") is not None:
         report["restart_lsn"] = format_lsn(report["restart_lsn"])

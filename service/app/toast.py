@@ -10,12 +10,15 @@ reader of TOAST tables (`connectors.postgres.toast`), and the xmin hold
   source and no cache, only to find and count the placeholders; no hold is sent.
 - Every placeholder still published is counted in
   `pgcdc_toast_placeholders_total{slot,table}` and logged as `toast_placeholder`
-  (table, LSN, TOAST relation and value id); a release of the hold past
+  (table, LSN, TOAST relation and value id); with `placeholder`, where each one is
+  the configured outcome, only the first per table is logged; a release of the hold past
   `toast.max_hold_s` is logged as `toast_hold_released`.
-- The hold moves forward with each LSN confirmed in Kafka (`confirm`); the
-  hot-standby feedback's epoch comes from the server's next full xid, asked again when
-  the held xmin changes. If that question fails the last answer is kept (the hold
-  stays), and with no answer yet no hold is sent.
+- The hold starts, before any WAL is read, at the slot's own xmin or the database's
+  datfrozenxid (`SqlToastSource.start_xmin`), so a VACUUM right after the start cannot
+  remove what the first events need; it moves forward with each LSN confirmed in
+  Kafka (`confirm`); the hot-standby feedback's epoch comes from the server's next
+  full xid, asked again when the held xmin changes. If that question fails the last
+  answer is kept (the hold stays), and with no answer yet no hold is sent.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from service.app.metrics import Metrics
 from service.app.session import Session
 from service.config import Settings
 from service.decode.events import RunningXactsEvent
-from service.errors import SourceUnavailableError
+from service.errors import ConfigError, SourceUnavailableError
 from service.lsn import format_lsn
 from service.output.toastfill import Placeholder, ToastFill, ToastValueCache
 from service.output.xminhold import XminHold, epoch_of
@@ -57,11 +60,27 @@ class ToastWiring:
         self._filled_seen = 0
         self._released_seen = 0
         self._epoch: tuple[int, int] | None = None  # (xmin, its epoch) last worked out
+        self._logged_tables: set[str] = set()  # placeholder mode: tables logged once
 
     def attach(self, session: Session, stream: PhysicalStream) -> None:
-        """Hook the fill into the session's sink, the hold into decoding and the stream."""
+        """Hook the fill into the session's sink, the hold into decoding and the stream;
+        the hold starts at `SqlToastSource.start_xmin` (sent with the stream's first
+        status update, before any WAL is read)."""
+        if session.sink.can_stream:
+            # The fill waits for whole transactions (PluginSink batches replayed
+            # changes); a streamed change would reach the plugin unfilled and uncounted.
+            raise ConfigError(
+                "toast.unchanged needs a plugin that does not stream in-progress "
+                "transactions; this session's plugin streams them",
+                field="toast.unchanged",
+            )
         session.sink.fill = self.fill
         if self.hold is not None:
+            assert self.source is not None
+            start = self.source.start_xmin(self._slot)
+            self.hold.assume(start, time.monotonic())
+            self.source.await_hold(self._slot)
+            log.info("toast_hold_start", xmin=start)
             session.decoding.on_running_xacts = self._observe
             stream.hold_xmin = self._hold_xmin
 
@@ -95,6 +114,12 @@ class ToastWiring:
 
     def _placeholder(self, p: Placeholder) -> None:
         self._metrics.toast_placeholders.labels(self._slot, p.table).inc()
+        if not self.enabled:
+            # Configured, not an anomaly: one line per table says so; a line per value
+            # cost a third of the worker's busy time on update-heavy TOAST traffic.
+            if p.table in self._logged_tables:
+                return
+            self._logged_tables.add(p.table)
         log.warning(
             "toast_placeholder",
             table=p.table,

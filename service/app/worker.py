@@ -260,7 +260,11 @@ class Worker:
         s = self.settings
         dsn = s.source.dsn()
         # wal_level, privileges, credentials: fatal if wrong, naming the fix.
-        version = preflight(dsn, None if s.snapshot.mode == "never" else s.filters)
+        version = preflight(
+            dsn,
+            None if s.snapshot.mode == "never" else s.filters,
+            toast_fill=s.toast.unchanged == "fill",
+        )
         # Every captured column's type, before Kafka, the stream or the snapshot: with
         # decoding.unknown_types = fail an undecodable one is fatal here, listed.
         check_at_start(s, self.unknown_types)

@@ -362,12 +362,8 @@ class PluginSink:
         self.plugin.call("stream_start", first_lsn, txn.xid, txn_info(txn))
 
     def stream_change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
-        fill = self.fill
-        if fill is not None and fill.candidate(change.event):  # a batch of one: no waiting
-            event = change.event
-            assert isinstance(event, HeapChange)
-            filled = fill.fill(self.rows, txn.top.xid, [(event, change.toast)])
-            change = ReplayChange(event, filled[0])
+        # No fill here: the worker's plugin (connectors.avro) does not stream, and
+        # service.app.toast refuses a fill on a sink that does.
         row = self._row_change(txn, change)
         if row is not None:
             self.plugin.call("stream_change", row.lsn, txn.xid, self._txn_info(txn), row)

@@ -20,6 +20,15 @@ a transaction deleted (GetOldestNonRemovableTransactionId respects the slot's xm
 Replays from the restart LSN after a restart skip what was confirmed, so they need no
 more.
 
+Before the first RUNNING_XACTS at or before the confirmed LSN is known (at start, the
+restart LSN may lie well before the next such record), `assume(xid)` gives the hold a
+start: an xid the caller knows to be no newer than any xid that may still delete a
+value an unpublished event needs (connectors.postgres.toast.SqlToastSource.start_xmin:
+the hold a previous run left on the slot, else the database's datfrozenxid, which no
+unremoved dead tuple's deleter precedes). It counts as a horizon at LSN 0, so it gives
+way, as any horizon does, once the confirmed LSN passes a RUNNING_XACTS record: a
+deleter that committed before the first record decoded need not be running at it.
+
 Cap: an xmin held for longer than `max_hold_s` (since its record was decoded) is
 released: `xmin` returns None (the feedback then clears the slot's xmin) until the
 confirmed position reaches a record decoded within the cap; `released` counts the
@@ -61,6 +70,12 @@ class XminHold:
             return  # nothing newer to hold (a replayed record, or the same horizon)
         self._horizons.append(_Horizon(lsn, oldest_running_xid, now))
         self._trim()
+
+    def assume(self, xid: int, now: float) -> None:
+        """Hold `xid` until a RUNNING_XACTS record at or before the confirmed LSN is
+        known (module docstring); only before anything was observed."""
+        if not self._horizons:
+            self._horizons.append(_Horizon(0, xid, now))
 
     def confirm(self, confirmed_lsn: int) -> None:
         """Every transaction committed before `confirmed_lsn` is published for good."""

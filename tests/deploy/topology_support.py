@@ -434,7 +434,13 @@ class Deployment:
         container_env: dict[str, str],
         mounts: dict[str, Path] | None = None,
     ) -> str:
-        """A one-shot container (setup): its stdout; it must exit 0."""
+        """A one-shot container (setup): its stdout; it must exit 0. The worker's role
+        that `--worker-role` names (the shipped "pgcdc") is mapped to this run's."""
+        args = list(args)
+        if "--worker-role" in args:
+            at = args.index("--worker-role") + 1
+            assert args[at] == "pgcdc", args
+            args[at] = self.mapping.role
         argv = [*self.image.console_script(image_json("ENTRYPOINT")[0]), *args]
         proc = subprocess.run(
             [self.mapping.path(a) for a in argv],

@@ -14,7 +14,12 @@ UPDATEs of another column then log only the TOAST pointers. Checked:
 - with `toast.max_hold_s` exceeded on purpose: the hold is released, VACUUM removes the
   deleted row's chunks, and that row's UPDATE event carries the placeholder, counted in
   pgcdc_toast_placeholders_total and logged as toast_placeholder with table and LSN;
-  every other event and value is there.
+  every other event and value is there;
+- a VACUUM right after a restart (the hold starts before any WAL is read) keeps what
+  the backlog's events need;
+- under the shipped least-privilege role (deploy/postgres/init/01-pgcdc.sh, then
+  `pgcdc setup --worker-role`), a value replaced and a row deleted before the worker
+  reads the UPDATE are filled through pgcdc.toast_chunks.
 Run for PG15 and PG18 (`-k "pg15 or pg18"`), 16 and 17 as well when time allows.
 """
 
@@ -31,6 +36,8 @@ from typing import Any
 import psycopg2
 import pytest
 
+from connectors.postgres.setup import setup
+from tests.fixtures.worker_role import drop_role, init_script_role
 from tests.integration.pipeline_kafka_support import Pipeline, insert_lsn, pipeline, read_all
 
 pytestmark = pytest.mark.integration
@@ -284,3 +291,97 @@ def test_hold_past_its_cap_gives_a_counted_logged_placeholder(
         lambda: metrics_value(port, "pgcdc_toast_placeholders_total", "public.docs") == 2,
         30,
     )
+
+
+def test_a_vacuum_right_after_start_keeps_what_the_backlog_needs(docs: Pipeline) -> None:
+    """The hold starts before the worker reads any WAL, not at the first RUNNING_XACTS:
+    after a clean stop (which clears the hold), an UPDATE of n and then a transaction
+    replacing row 1's t are committed; the worker starts, and the moment the slot holds
+    an xmin it is paused and VACUUM runs. Row 1's old chunks stay stored, and the
+    UPDATE's events carry the values as of the UPDATE, no placeholder."""
+    p = docs
+    worker = p.start_worker()
+    worker.wait_ready()
+    worker.wait_event({"snapshot_committed"}, 60)  # the restart below resumes, no snapshot
+    wait_for("the slot's xmin hold", lambda: slot_xmin(p))
+    assert worker.terminate() == 0
+    assert slot_xmin(p) is None
+    before = snapshot_values(p)
+    replaced = value_ids(p, 1)[0]
+    p.execute("UPDATE docs SET n = n + 1")
+    p.execute("UPDATE docs SET t = 'short now' WHERE id = 1")
+    conn = p.connect()
+    with conn.cursor() as cur:
+        end = insert_lsn(cur)
+    conn.close()
+    assert stored_chunks(p, replaced) > 0
+    worker = p.start_worker()
+    wait_for("the slot's xmin hold at start", lambda: slot_xmin(p), 60)
+    os.kill(worker.pid, signal.SIGSTOP)
+    try:
+        p.execute("VACUUM docs")
+        assert visible_chunks(p, replaced) == 0
+        assert stored_chunks(p, replaced) > 0
+    finally:
+        os.kill(worker.pid, signal.SIGCONT)
+    p.wait_confirmed(end, 120, worker)
+    got = updates(p)
+    assert len(got) == 6  # five of n, one of row 1's t
+    first = {ev["after"]["id"]: ev["after"] for ev in got[:5]}
+    for row_id, (t, j) in before.items():
+        assert first[row_id]["t"] == t, row_id
+        assert json.loads(first[row_id]["j"]) == json.loads(j), row_id
+    assert got[5]["after"]["t"] == "short now"
+    assert not worker.has_event("toast_placeholder")
+
+
+@pytest.fixture
+def role_docs(docs: Pipeline) -> Iterator[Pipeline]:
+    """`docs`, with the worker run as the shipped least-privilege role (made by the
+    init script in the pipeline's database; `pgcdc setup --worker-role` run for it)."""
+    role = f"{docs.name}_w"
+    init_script_role(docs.pg, docs.db, role, "pw")
+    try:
+        setup(docs.dsn, docs.slot, worker_role=role)
+        docs.extra_env.update(PGCDC_SOURCE__USER=role, PGCDC_SOURCE__PASSWORD="pw")
+        yield docs
+    finally:
+        for w in docs.workers:
+            w.kill()
+        docs.execute(f"DROP OWNED BY {role}")  # its grants in the pipeline's database
+        drop_role(docs.pg, role)
+
+
+def test_least_privilege_role_fills_values_replaced_before_it_reads_them(
+    role_docs: Pipeline,
+) -> None:
+    """Under the init script's role (no superuser, no pageinspect of its own), while
+    the worker is paused behind an UPDATE of n, later transactions replace row 1's t
+    and delete row 2, and VACUUM runs: the UPDATE's events carry the earlier values,
+    read through pgcdc.toast_chunks; no placeholder, no toast_fill_denied."""
+    p = role_docs
+    worker = p.start_worker()
+    worker.wait_ready()
+    wait_for("the slot's xmin hold", lambda: slot_xmin(p))
+    before = snapshot_values(p)
+    os.kill(worker.pid, signal.SIGSTOP)
+    try:
+        p.execute("UPDATE docs SET n = n + 1")
+        p.execute("UPDATE docs SET t = 'short now' WHERE id = 1")
+        p.execute("DELETE FROM docs WHERE id = 2")
+        p.execute("VACUUM docs")
+        conn = p.connect()
+        with conn.cursor() as cur:
+            end = insert_lsn(cur)
+        conn.close()
+    finally:
+        os.kill(worker.pid, signal.SIGCONT)
+    p.wait_confirmed(end, 120, worker)
+    got = updates(p)
+    assert len(got) == 6  # five of n, one of row 1's t
+    first = {ev["after"]["id"]: ev["after"] for ev in got[:5]}
+    for row_id, (t, j) in before.items():
+        assert first[row_id]["t"] == t, row_id
+        assert json.loads(first[row_id]["j"]) == json.loads(j), row_id
+    assert not worker.has_event("toast_placeholder")
+    assert not worker.has_event("toast_fill_denied")

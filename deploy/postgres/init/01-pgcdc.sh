@@ -10,7 +10,10 @@
 #   on 16+: EXECUTE ON FUNCTION pg_log_standby_snapshot()   writes that record alone;
 #                               granted in this database (function ACLs are per database)
 # and nothing else: the DDL capture's event triggers need a superuser, and compose's
-# pgcdc-setup installs them with the superuser's own credentials.
+# pgcdc-setup installs them with the superuser's own credentials; with
+# `--worker-role pgcdc` it also grants this role EXECUTE on pgcdc.toast_chunks, the
+# SECURITY DEFINER reader of replaced TOAST values the unchanged-TOAST fill needs (the
+# function does not exist before setup creates it, so this script cannot grant it).
 # Also allows the role's replication connections in pg_hba.conf (the image only allows
 # ordinary ones) and creates a small table to capture.
 #

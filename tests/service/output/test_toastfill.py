@@ -165,6 +165,26 @@ def test_hold_follows_confirmation_and_is_released_past_the_cap() -> None:
     assert hold.xmin(120) == 520
 
 
+def test_assumed_start_is_held_until_a_record_at_or_before_confirmed_is_known() -> None:
+    """`assume` gives the hold an xmin before any RUNNING_XACTS: held while the first
+    records decoded lie past the confirmed LSN (a deleter may have committed before
+    them), given way once the confirmed LSN passes one; ignored once one is known."""
+    hold = XminHold(max_hold_s=60)
+    hold.assume(300, now=0)
+    assert hold.xmin(1) == 300
+    hold.observe(1000, 500, now=2)
+    assert hold.xmin(3) == 300  # 1000 not confirmed yet
+    hold.confirm(999)
+    assert hold.xmin(3) == 300
+    hold.confirm(1000)
+    assert hold.xmin(3) == 500
+    hold.assume(100, now=4)
+    assert hold.xmin(5) == 500
+    late = XminHold(max_hold_s=60)
+    late.assume(300, now=0)
+    assert late.xmin(61) is None and late.released == 1  # the cap applies to it too
+
+
 def test_epoch_of_an_xid_before_wraparound() -> None:
     """An xid above the next xid's low 32 bits belongs to the previous epoch."""
     assert epoch_of(100, (3 << 32) | 200) == 3
