@@ -88,8 +88,18 @@ class SlotClaim:
         return True
 
     def release(self) -> None:
-        """Close the connection, and with it the lock (idempotent)."""
+        """Unlock, then close the connection (idempotent). The explicit unlock makes the
+        claim free when this returns: closing alone frees it only once the backend has
+        seen the socket closed and exited, a moment later (a standby polling right
+        after would still find it held)."""
         conn, self._conn = self._conn, None
-        if conn is not None:
-            with contextlib.suppress(psycopg2.Error):  # closing is all that is left to do
-                conn.close()
+        if conn is None:
+            return
+        # a lost connection took the lock along: nothing to unlock
+        with contextlib.suppress(psycopg2.Error), conn.cursor() as cur:
+            cur.execute(
+                "SELECT pg_catalog.pg_advisory_unlock(pg_catalog.hashtextextended(%s, 0))",
+                (self.key_text,),
+            )
+        with contextlib.suppress(psycopg2.Error):  # closing is all that is left to do
+            conn.close()
