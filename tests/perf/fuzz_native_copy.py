@@ -7,7 +7,10 @@ Seeds: whole `COPY ... TO STDOUT (FORMAT binary)` streams (signature, header, ro
 trailer) of a few rows over a plan with every kind the COPY encoder rewrites (tablesnap::copy:
 the integers, floats, texts, name, bytea, uuid, dates and times, numeric in both
 mappings, interval, timetz, money, "char", inet, macaddr(8), bit strings, jsonb, xml, an
-enum, point, arrays of int4 and text), with random send-format values and NULLs. Each
+enum, point, arrays of int4 and text; and tablesnap::sendform's: line, lseg, box,
+circle, path, polygon, ranges and multiranges over int4, int8, numeric, date and
+timestamptz, tsvector, pg_lsn, xid, and arrays of jsonb, box and int4range), with random
+send-format values and NULLs. Each
 case damages one seed: flip a bit, set a byte, truncate, insert or delete bytes,
 rewrite a field's length, or a row's field count; then splits it
 (`connectors.postgres.copy_binary.native_chunk`) and encodes every row (`encode_copy`).
@@ -70,6 +73,56 @@ def _array(r: random.Random, oid: int, item: Callable[[], bytes]) -> bytes:
     return out
 
 
+def _floats(r: random.Random, n: int) -> bytes:
+    return struct.pack(f">{n}d", *(r.choice([r.uniform(-1e9, 1e9), 0.5, -0.0]) for _ in range(n)))
+
+
+def _path(r: random.Random) -> bytes:
+    """path_send: closed byte, npts, the points."""
+    n = r.randrange(4)
+    return bytes([r.randrange(2)]) + struct.pack(">i", n) + _floats(r, 2 * n)
+
+
+def _polygon(r: random.Random) -> bytes:
+    """poly_send: npts (at least 1), the points."""
+    n = r.randrange(1, 4)
+    return struct.pack(">i", n) + _floats(r, 2 * n)
+
+
+def _range(r: random.Random, bound: Callable[[], bytes]) -> bytes:
+    """range_send: flags, then the bounds that are there (each length-prefixed)."""
+    flags = r.choice([0x01, 0x02, 0x06, 0x08, 0x10, 0x18, 0x0A, 0x14])
+    out = bytes([flags])
+    for absent in (0x01 | 0x08, 0x01 | 0x10):
+        if not flags & absent:
+            b = bound()
+            out += struct.pack(">i", len(b)) + b
+    return out
+
+
+def _multirange(r: random.Random, bound: Callable[[], bytes]) -> bytes:
+    """multirange_send: the range count, each range length-prefixed."""
+    ranges = [_range(r, bound) for _ in range(r.randrange(6))]
+    return struct.pack(">i", len(ranges)) + b"".join(struct.pack(">i", len(x)) + x for x in ranges)
+
+
+def _tsvector(r: random.Random) -> bytes:
+    """tsvectorsend: the count, per lexeme its text, NUL, npos and the positions."""
+    words = sorted({_text(r).replace(b"\x00", b"") or b"w" for _ in range(r.randrange(4))})
+    out = struct.pack(">i", len(words))
+    for w in words:
+        npos = r.randrange(3)
+        out += w + b"\x00" + struct.pack(">H", npos)
+        out += b"".join(
+            struct.pack(">H", r.randrange(1, 1 << 14) | r.randrange(4) << 14) for _ in range(npos)
+        )
+    return out
+
+
+def _i8(r: random.Random) -> bytes:
+    return struct.pack(">q", r.randrange(-(2**40), 2**40))
+
+
 # (name, attlen, align, kind, scale, precision, send-format value maker)
 COLUMNS = [
     ("id", 8, 8, "int8", 0, 0, lambda r: struct.pack(">q", r.randrange(-(2**63), 2**63))),
@@ -119,9 +172,66 @@ COLUMNS = [
         lambda r: _array(r, 23, lambda: struct.pack(">i", r.randrange(99))),
     ),
     ("at", -1, 4, "array", 0, 0, lambda r: _array(r, 25, lambda: _text(r))),
+    # tablesnap::sendform's kinds, and jsonb[] (its elements' text)
+    ("ln", 24, 8, "line", 0, 0, lambda r: _floats(r, 3)),
+    ("ls", 32, 8, "lseg", 0, 0, lambda r: _floats(r, 4)),
+    ("bx", 32, 8, "box", 0, 0, lambda r: _floats(r, 4)),
+    ("ci", 24, 8, "circle", 0, 0, lambda r: _floats(r, 3)),
+    ("pa", -1, 8, "path", 0, 0, _path),
+    ("po", -1, 8, "polygon", 0, 0, _polygon),
+    (
+        "r4",
+        -1,
+        4,
+        "int4range",
+        0,
+        0,
+        lambda r: _range(r, lambda: struct.pack(">i", r.randrange(99))),
+    ),
+    ("rn", -1, 4, "numrange", 0, 0, lambda r: _range(r, lambda: _numeric(r, 2))),
+    ("rz", -1, 8, "tstzrange", 0, 0, lambda r: _range(r, lambda: _i8(r))),
+    ("m8", -1, 8, "int8multirange", 0, 0, lambda r: _multirange(r, lambda: _i8(r))),
+    ("mn", -1, 4, "nummultirange", 0, 0, lambda r: _multirange(r, lambda: _numeric(r, 1))),
+    (
+        "md",
+        -1,
+        4,
+        "datemultirange",
+        0,
+        0,
+        lambda r: _multirange(r, lambda: struct.pack(">i", r.randrange(-9999, 9999))),
+    ),
+    ("tv", -1, 4, "tsvector", 0, 0, _tsvector),
+    ("lsn", 8, 8, "pg_lsn", 0, 0, _i8),
+    ("xd", 4, 4, "xid", 0, 0, lambda r: struct.pack(">I", r.randrange(2**32))),
+    (
+        "aj",
+        -1,
+        4,
+        "array",
+        0,
+        0,
+        lambda r: _array(r, 3802, lambda: b"\x01" + json.dumps([r.random()]).encode()),
+    ),
+    ("abx", -1, 8, "array", 0, 0, lambda r: _array(r, 603, lambda: _floats(r, 4))),
+    (
+        "ar4",
+        -1,
+        4,
+        "array",
+        0,
+        0,
+        lambda r: _array(r, 3904, lambda: _range(r, lambda: struct.pack(">i", 5))),
+    ),
 ]
 # The array columns' elements: (kind, scale, precision, type OID, typlen, typalign).
-ELEMENTS = {"ai": ("int4", 0, 0, 23, 4, 4), "at": ("text", 0, 0, 25, -1, 4)}
+ELEMENTS = {
+    "ai": ("int4", 0, 0, 23, 4, 4),
+    "at": ("text", 0, 0, 25, -1, 4),
+    "aj": ("jsonb", 0, 0, 3802, -1, 4),
+    "abx": ("box", 0, 0, 603, 32, 8),
+    "ar4": ("int4range", 0, 0, 3904, -1, 4),
+}
 NCOLS = len(COLUMNS)
 FIELDS = list(range(NCOLS))
 

@@ -4,8 +4,10 @@ path byte for byte, and against the stream path's rows of the same values.
 The wide type workload of tests/connectors/avro/test_native_rows_pipeline.py (every type
 the native row encoder covers, with its edge values, and tables it leaves to Python:
 arrays, geometric types and ranges, domains over arrays, a composite) is loaded on a
-real server (run for PG15 and PG18: `-k "pg15 or pg18"`), and `n_arr2`, n_arr without
-its jsonb[] column (arrays of every other element kind). Then:
+real server (run for PG15 and PG18: `-k "pg15 or pg18"`), with `n_arr2`, n_arr without
+its jsonb[] column (arrays of every other element kind), and `n_geo2`, n_geo without the
+columns the snapshot reads as text (tsquery, citext) and its composite, with a multirange
+of every built-in subtype and arrays of path, polygon, tsvector and multirange. Then:
 
 - snapshot: every table is read in chunks of `CHUNK_ROWS` rows (so chunks are cut and
   markers span chunks) by two `ChunkReader`s, one parsing COPY in Python and one in Rust
@@ -13,9 +15,10 @@ its jsonb[] column (arrays of every other element kind). Then:
   `AvroPlugin` on the Python path and one as `PGCDC_IMPL` selects it, with the plugins'
   clock frozen. Both must write the same records: topic, key bytes, value bytes, headers.
   Under the native core the test also requires that rows went native (n_all, n_more,
-  n_arr2, n_dom), that a table with a column without a native send form (n_arr's
-  jsonb[]) or without a plan (n_python) fell back as a whole (its reason counted), and
-  that a row the Python path decides (NaN numerics) fell back on its own.
+  n_arr, n_arr2, n_dom, n_geo2; n_arr and n_geo2 without the table ever falling back as
+  a whole), that a table with a column without a native send form (n_python's
+  composite) or read as text (n_geo's tsquery) fell back as a whole (its reason
+  counted), and that a row the Python path decides (NaN numerics) fell back on its own.
 - stream: the same rows are copied into twin tables (`CREATE TABLE ... (LIKE ...)`,
   `INSERT ... SELECT *`) and decoded from the WAL by a pgcdc `Session` into an
   AvroPlugin as `PGCDC_IMPL` selects it. Per table, the multiset of `after` records
@@ -62,14 +65,26 @@ TABLES = [
     "n_arr",
     "n_arr2",
     "n_geo",
+    "n_geo2",
     "n_dom",
     "n_python",
 ]
-# n_arr without its jsonb[] column (jsonb elements have no stored form from their send
-# format: n_arr is the Python path's), so that arrays of every other element go native
+# n_arr without its jsonb[] column, so that arrays of every other element go native
+# whatever jsonb[] does (n_arr: its elements go native as jsonb_send's text)
 ARR2 = """CREATE TABLE n_arr2 AS SELECT id, i4, i8, tx, nu, nv, tz, d, bo, by, ip, iv, bt, b1,
     u, f8, mo FROM n_arr;
 ALTER TABLE n_arr2 ADD PRIMARY KEY (id)"""
+# n_geo without the columns read as something other than their send format (tsquery and
+# citext as text) and its composite, plus a multirange of each other built-in subtype:
+# every geometric type, range, multirange, tsvector, pg_lsn and xid column, and arrays
+# of point, box and int4range, goes native (tablesnap::sendform)
+GEO2 = """CREATE TABLE n_geo2 AS SELECT id, p, p_nn, l, s, b, pa, po, c, tv, r4, r8, rn, rd,
+    rs, rz, m4, mz, ap, ab, ar, ls, xd, int8multirange(r8) AS m8, nummultirange(rn) AS mn,
+    datemultirange(rd) AS md, tsmultirange(rs) AS ms,
+    CASE WHEN id % 2 = 0 THEN ARRAY[pa, NULL] END AS paa, ARRAY[po, po] AS poa,
+    ARRAY[tv] AS tva, ARRAY[m4, NULL, m4] AS m4a
+    FROM n_geo;
+ALTER TABLE n_geo2 ADD PRIMARY KEY (id)"""
 
 
 def _plugin_ctx(plugin: AvroPlugin, out: list[OutputRecord], slot: str) -> PluginWrapper:
@@ -212,6 +227,7 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
             for sql in WORKLOAD:
                 cur.execute(sql)
             cur.execute(ARR2)
+            cur.execute(GEO2)
             settings = Settings(
                 source={"slot": slot, "dbname": db},
                 kafka={
@@ -235,14 +251,19 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 assert ours.native_rows is not None
                 assert ours.native_rows.native > 0
                 reasons = ours.native_rows.fallbacks
-                assert any("no native send form" in r for r in reasons), reasons
+                assert any("doc: type" in r and "is not native" in r for r in reasons), reasons
                 assert reasons["numeric Python decides"] > 0, reasons
-                # arrays (n_arr2, and n_dom's domains over arrays and arrays of domains
-                # and of an enum) go native; jsonb[] (n_arr) and a composite do not
-                for t in ("n_all", "n_more", "n_arr2", "n_dom"):
+                # arrays (n_arr2, jsonb[] in n_arr, and n_dom's domains over arrays and
+                # arrays of domains and of an enum) go native, and so do the geometric
+                # types, ranges, multiranges and tsvector (n_geo2); a composite (n_python)
+                # and n_geo's tsquery and citext (read as text) do not
+                for t in ("n_all", "n_more", "n_arr", "n_arr2", "n_dom", "n_geo2"):
                     assert sum(d for d in done_by_table[t] if d > 0) > 0, (t, done_by_table)
-                for t in ("n_arr", "n_python"):
-                    assert set(done_by_table[t]) == {-1}, (t, done_by_table)
+                for t in ("n_geo2", "n_arr"):
+                    assert -1 not in done_by_table[t], (t, done_by_table)
+                assert set(done_by_table["n_python"]) == {-1}, done_by_table
+                # n_geo's chunks are read without a native chunk (the reader's fallback)
+                assert "n_geo" not in done_by_table, done_by_table
             # the stream, of the same rows copied into twin tables
             for t in TABLES:
                 cur.execute(f"CREATE TABLE twin_{t} (LIKE {t} INCLUDING ALL)")

@@ -4,3 +4,4 @@
 //! byte for byte as it writes WAL rows. Pure: no Python, no I/O.
 
 pub mod copy;
+pub mod sendform;
