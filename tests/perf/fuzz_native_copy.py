@@ -9,7 +9,9 @@ the integers, floats, texts, name, bytea, uuid, dates and times, numeric in both
 mappings, interval, timetz, money, "char", inet, macaddr(8), bit strings, jsonb, xml, an
 enum, point, arrays of int4 and text; and tablesnap::sendform's: line, lseg, box,
 circle, path, polygon, ranges and multiranges over int4, int8, numeric, date and
-timestamptz, tsvector, pg_lsn, xid, and arrays of jsonb, box and int4range), with random
+timestamptz, tsvector, pg_lsn, xid, arrays of jsonb, box and int4range; and
+tablesnap::record's composite, of int4, a dropped attribute, text, jsonb, int4range,
+timestamptz and box), with random
 send-format values and NULLs. Each
 case damages one seed: flip a bit, set a byte, truncate, insert or delete bytes,
 rewrite a field's length, or a row's field count; then splits it
@@ -119,6 +121,41 @@ def _tsvector(r: random.Random) -> bytes:
     return out
 
 
+def _record(r: random.Random) -> bytes:
+    """record_send of a COMPOSITE value: the live field count, per field its type OID,
+    its length (-1: NULL) and its send bytes."""
+    fields = [
+        (23, struct.pack(">i", r.randrange(99))),
+        (25, _text(r)),
+        (3802, b"\x01" + json.dumps({"k": _text(r).decode()}).encode()),
+        (3904, _range(r, lambda: struct.pack(">i", r.randrange(99)))),
+        (1184, _i8(r)),
+        (603, _floats(r, 4)),
+    ]
+    out = struct.pack(">i", len(fields))
+    for oid, value in fields:
+        if r.random() < 0.2:
+            out += struct.pack(">Ii", oid, -1)
+        else:
+            out += struct.pack(">Ii", oid, len(value)) + value
+    return out
+
+
+# The composite column's type: (OID, fields: name, attlen, align, dropped, kind).
+COMPOSITE = (
+    77_001,
+    [
+        ("a", 4, 4, False, "int4"),
+        ("gone", 4, 4, True, ""),
+        ("b", -1, 4, False, "text"),
+        ("j", -1, 4, False, "jsonb"),
+        ("r", -1, 4, False, "int4range"),
+        ("t", 8, 8, False, "timestamptz"),
+        ("bx", 32, 8, False, "box"),
+    ],
+)
+
+
 def _i8(r: random.Random) -> bytes:
     return struct.pack(">q", r.randrange(-(2**40), 2**40))
 
@@ -204,6 +241,7 @@ COLUMNS = [
     ("tv", -1, 4, "tsvector", 0, 0, _tsvector),
     ("lsn", 8, 8, "pg_lsn", 0, 0, _i8),
     ("xd", 4, 4, "xid", 0, 0, lambda r: struct.pack(">I", r.randrange(2**32))),
+    ("cw", -1, 8, "composite", 0, 0, _record),
     (
         "aj",
         -1,
@@ -251,6 +289,7 @@ def plan() -> _native.RowPlan:
         DecodeError,
         {names.index("en"): LABELS},
         elements,
+        {names.index("cw"): COMPOSITE},
     )
 
 

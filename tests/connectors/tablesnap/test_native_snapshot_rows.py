@@ -6,8 +6,10 @@ the native row encoder covers, with its edge values, and tables it leaves to Pyt
 arrays, geometric types and ranges, domains over arrays, a composite) is loaded on a
 real server (run for PG15 and PG18: `-k "pg15 or pg18"`), with `n_arr2`, n_arr without
 its jsonb[] column (arrays of every other element kind), and `n_geo2`, n_geo without the
-columns the snapshot reads as text (tsquery, citext) and its composite, with a multirange
-of every built-in subtype and arrays of path, polygon, tsvector and multirange. Then:
+columns the snapshot reads as text (tsquery, citext), with a multirange of every
+built-in subtype, arrays of path, polygon, tsvector and multirange, and a composite of
+a dozen field types (jsonb, numeric, a range, box, a multirange...) with a dropped
+attribute. Then:
 
 - snapshot: every table is read in chunks of `CHUNK_ROWS` rows (so chunks are cut and
   markers span chunks) by two `ChunkReader`s, one parsing COPY in Python and one in Rust
@@ -16,9 +18,9 @@ of every built-in subtype and arrays of path, polygon, tsvector and multirange. 
   clock frozen. Both must write the same records: topic, key bytes, value bytes, headers.
   Under the native core the test also requires that rows went native (n_all, n_more,
   n_arr, n_arr2, n_dom, n_geo2; n_arr and n_geo2 without the table ever falling back as
-  a whole), that a table with a column without a native send form (n_python's
-  composite) or read as text (n_geo's tsquery) fell back as a whole (its reason
-  counted), and that a row the Python path decides (NaN numerics) fell back on its own.
+  a whole), that a table without a native plan (n_python's nested composite) or with a
+  column read as text (n_geo's tsquery) fell back as a whole (its reason counted), and
+  that a row the Python path decides (NaN numerics) fell back on its own.
 - stream: the same rows are copied into twin tables (`CREATE TABLE ... (LIKE ...)`,
   `INSERT ... SELECT *`) and decoded from the WAL by a pgcdc `Session` into an
   AvroPlugin as `PGCDC_IMPL` selects it. Per table, the multiset of `after` records
@@ -75,14 +77,25 @@ ARR2 = """CREATE TABLE n_arr2 AS SELECT id, i4, i8, tx, nu, nv, tz, d, bo, by, i
     u, f8, mo FROM n_arr;
 ALTER TABLE n_arr2 ADD PRIMARY KEY (id)"""
 # n_geo without the columns read as something other than their send format (tsquery and
-# citext as text) and its composite, plus a multirange of each other built-in subtype:
-# every geometric type, range, multirange, tsvector, pg_lsn and xid column, and arrays
-# of point, box and int4range, goes native (tablesnap::sendform)
-GEO2 = """CREATE TABLE n_geo2 AS SELECT id, p, p_nn, l, s, b, pa, po, c, tv, r4, r8, rn, rd,
-    rs, rz, m4, mz, ap, ab, ar, ls, xd, int8multirange(r8) AS m8, nummultirange(rn) AS mn,
-    datemultirange(rd) AS md, tsmultirange(rs) AS ms,
+# citext as text), plus a multirange of each other built-in subtype and a composite of
+# many field types with a dropped attribute: every geometric type, range, multirange,
+# tsvector, pg_lsn, xid and composite column, and arrays of point, box and int4range,
+# goes native (tablesnap::sendform, tablesnap::record)
+GEO2 = """CREATE TYPE n_wide AS (j jsonb, gone int4, n numeric, r tstzrange, b box,
+    t timestamptz, x int8, nm name, ch "char", iv interval, p point, m int4multirange);
+ALTER TYPE n_wide DROP ATTRIBUTE gone;
+CREATE TABLE n_geo2 AS SELECT id, p, p_nn, l, s, b, pa, po, c, tv, r4, r8, rn, rd,
+    rs, rz, m4, mz, ap, ab, ar, ls, xd, cp, int8multirange(r8) AS m8,
+    nummultirange(rn) AS mn, datemultirange(rd) AS md, tsmultirange(rs) AS ms,
     CASE WHEN id % 2 = 0 THEN ARRAY[pa, NULL] END AS paa, ARRAY[po, po] AS poa,
-    ARRAY[tv] AS tva, ARRAY[m4, NULL, m4] AS m4a
+    ARRAY[tv] AS tva, ARRAY[m4, NULL, m4] AS m4a,
+    CASE WHEN id % 3 = 1 THEN NULL
+         WHEN id = 2 THEN ROW(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                              NULL)::n_wide
+         ELSE ROW(jsonb_build_object('id', id, 'a', ARRAY['x y', '"q"']), id / 7.0, rz, b,
+                  timestamptz '2024-01-01 00:00+00' + id * interval '1 hour', -id,
+                  'n (' || id || ')', 'c', id * interval '1 min 1.5 s', p, m4)::n_wide
+    END AS cw
     FROM n_geo;
 ALTER TABLE n_geo2 ADD PRIMARY KEY (id)"""
 
@@ -255,8 +268,8 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 assert reasons["numeric Python decides"] > 0, reasons
                 # arrays (n_arr2, jsonb[] in n_arr, and n_dom's domains over arrays and
                 # arrays of domains and of an enum) go native, and so do the geometric
-                # types, ranges, multiranges and tsvector (n_geo2); a composite (n_python)
-                # and n_geo's tsquery and citext (read as text) do not
+                # types, ranges, multiranges, tsvector and composites (n_geo2); a nested
+                # composite (n_python) and n_geo's tsquery and citext (read as text) do not
                 for t in ("n_all", "n_more", "n_arr", "n_arr2", "n_dom", "n_geo2"):
                     assert sum(d for d in done_by_table[t] if d > 0) > 0, (t, done_by_table)
                 for t in ("n_geo2", "n_arr"):

@@ -27,7 +27,8 @@
 //! (`copy_kind`): the value Debezium's Json is, jsonb_out's text. array_recv's input is
 //! laid out as the ArrayType types::array reads (`array`), for elements of the kinds above
 //! (an enum's label as its OID; a jsonb element as its text, which the copy plan reads
-//! as a text element, `copy_plan`). A kind without a rewrite here is
+//! as a text element, `copy_plan`); record_recv's input as the composite datum in
+//! tablesnap::record. A kind without a rewrite here is
 //! `Unsupported`: the caller leaves the whole table to the Python path.
 //!
 //! Errors: malformed streams and fields are `CopyError` (a message; the boundary raises
@@ -36,7 +37,7 @@
 
 use std::borrow::Cow;
 
-use super::sendform;
+use super::{record, sendform};
 use crate::output::avro::Outcome;
 use crate::output::kind::Kind;
 use crate::output::plan::{Elem, Labels, Plan};
@@ -197,6 +198,7 @@ pub fn copy_kind(kind: Kind) -> Option<Kind> {
         | Kind::Bits
         | Kind::Bit1
         | Kind::Point
+        | Kind::Composite
         | Kind::Array => kind,
         Kind::Output(o) if sendform::rewrites(o) => kind,
         _ => return None,
@@ -351,7 +353,7 @@ fn fixed_same<'a>(d: &'a [u8], width: usize, what: &str) -> Result<Cow<'a, [u8]>
 /// enum label into its pg_enum OID)? A jsonb element becomes its text (`stored`) and the
 /// copy plan reads it as text (`copy_plan`), as a jsonb column's field.
 fn element_rewrites(kind: Kind) -> bool {
-    kind != Kind::Array && copy_kind(kind).is_some()
+    kind != Kind::Array && kind != Kind::Composite && copy_kind(kind).is_some()
 }
 
 const MAXDIM: i32 = 6;
@@ -494,6 +496,19 @@ pub fn copy_plan(plan: &Plan) -> Result<Plan, String> {
                 Some(copy_kind(kind).ok_or_else(|| {
                     format!("column {}: {kind:?} has no native send form", col.name)
                 })?);
+            if kind == Kind::Composite {
+                match &col.composite {
+                    Some(c) if record::field_rewrites(c) => {
+                        col.composite = Some(record::composite_plan(c))
+                    }
+                    _ => {
+                        return Err(format!(
+                            "column {}: a composite field has no native send form",
+                            col.name
+                        ))
+                    }
+                }
+            }
             if kind == Kind::Array {
                 match &mut col.elem {
                     // jsonb_send's text, in a text varlena under the header's jsonb OID
@@ -551,8 +566,9 @@ impl CopyPlan<'_> {
                 // enum_recv of a label the plan does not know: Python's error
                 return Ok(Outcome::Fallback("enum label Python decides"));
             }
-            let rewritten = match (kind, col.elem) {
-                (Kind::Array, Some(e)) => array(field, &e, &col.labels).map(Cow::Owned),
+            let rewritten = match (kind, col.elem, &col.composite) {
+                (Kind::Array, Some(e), _) => array(field, &e, &col.labels).map(Cow::Owned),
+                (Kind::Composite, _, Some(c)) => record::record(field, c).map(Cow::Owned),
                 _ => stored(kind, field),
             };
             match rewritten {

@@ -184,5 +184,5 @@ fn fixed_widths() {
     assert_eq!(stored(Kind::Jsonb, b"\x01{}").unwrap().as_ref(), b"{}");
     assert!(stored(Kind::Jsonb, b"\x02{}").is_err());
     assert_eq!(stored(Kind::Geometry, b""), Err(Rewrite::Unsupported));
-    assert_eq!(copy_kind(Kind::Composite), None);
+    assert_eq!(copy_kind(Kind::HstoreMap), None);
 }

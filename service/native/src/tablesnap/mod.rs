@@ -4,4 +4,5 @@
 //! byte for byte as it writes WAL rows. Pure: no Python, no I/O.
 
 pub mod copy;
+pub mod record;
 pub mod sendform;
