@@ -11,7 +11,8 @@ enum, point, arrays of int4 and text; and tablesnap::sendform's: line, lseg, box
 circle, path, polygon, ranges and multiranges over int4, int8, numeric, date and
 timestamptz, tsvector, pg_lsn, xid, arrays of jsonb, box and int4range; and
 tablesnap::record's composite, of int4, a dropped attribute, text, jsonb, int4range,
-timestamptz and box), with random
+timestamptz and box; and tablesnap::extension's hstore in both modes, vector, halfvec,
+sparsevec, geometry and geography), with random
 send-format values and NULLs. Each
 case damages one seed: flip a bit, set a byte, truncate, insert or delete bytes,
 rewrite a field's length, or a row's field count; then splits it
@@ -156,6 +157,61 @@ COMPOSITE = (
 )
 
 
+def _hstore(r: random.Random) -> bytes:
+    """hstore_send: the pair count, per pair the key and the value (-1: NULL)."""
+    keys = sorted({_text(r) for _ in range(r.randrange(4))}, key=lambda k: (len(k), k))
+    out = struct.pack(">i", len(keys))
+    for k in keys:
+        out += struct.pack(">i", len(k)) + k
+        v = None if r.random() < 0.3 else _text(r)
+        out += struct.pack(">i", -1) if v is None else struct.pack(">i", len(v)) + v
+    return out
+
+
+def _vector(r: random.Random, code: str) -> bytes:
+    """vector_send / halfvec_send: int16 dim, int16 unused, the elements."""
+    n = r.randrange(4)
+    return struct.pack(f">hh{n}{code}", n, 0, *(r.uniform(-9, 9) for _ in range(n)))
+
+
+def _sparsevec(r: random.Random) -> bytes:
+    """sparsevec_send: dim, nnz, unused, the indices, the values."""
+    idx = sorted(r.sample(range(50), r.randrange(4)))
+    vals = [r.uniform(-9, 9) for _ in idx]
+    return struct.pack(f">iii{len(idx)}i{len(idx)}f", 50, len(idx), 0, *idx, *vals)
+
+
+def _ewkb(r: random.Random, depth: int = 0) -> bytes:
+    """geometry_send's EWKB: a point, a linestring, a polygon or a collection of them,
+    in either byte order, sometimes with Z and an SRID."""
+    order = r.choice("<>")
+    z = r.random() < 0.3
+    srid = depth == 0 and r.random() < 0.5
+    kind = r.choice([1, 2, 3, 7] if depth < 2 else [1, 2, 3])
+    word = kind | (0x80000000 if z else 0) | (0x20000000 if srid else 0)
+    out = (b"\x01" if order == "<" else b"\x00") + struct.pack(order + "I", word)
+    if srid:
+        out += struct.pack(order + "i", r.choice([4326, 3857, 0]))
+    dims = 3 if z else 2
+
+    def pts(n: int) -> bytes:
+        return struct.pack(f"{order}{n * dims}d", *(r.uniform(-90, 90) for _ in range(n * dims)))
+
+    if kind == 1:
+        return out + pts(1)
+    if kind == 2:
+        n = r.randrange(4)
+        return out + struct.pack(order + "I", n) + pts(n)
+    if kind == 3:
+        rings = r.randrange(3)
+        out += struct.pack(order + "I", rings)
+        for _ in range(rings):
+            out += struct.pack(order + "I", 4) + pts(4)
+        return out
+    members = [_ewkb(r, depth + 1) for _ in range(r.randrange(3))]
+    return out + struct.pack(order + "I", len(members)) + b"".join(members)
+
+
 def _i8(r: random.Random) -> bytes:
     return struct.pack(">q", r.randrange(-(2**40), 2**40))
 
@@ -242,6 +298,14 @@ COLUMNS = [
     ("lsn", 8, 8, "pg_lsn", 0, 0, _i8),
     ("xd", 4, 4, "xid", 0, 0, lambda r: struct.pack(">I", r.randrange(2**32))),
     ("cw", -1, 8, "composite", 0, 0, _record),
+    # tablesnap::extension's kinds
+    ("hs", -1, 4, "hstore_json", 0, 0, _hstore),
+    ("hm", -1, 4, "hstore_map", 0, 0, _hstore),
+    ("vec", -1, 4, "double_vector", 0, 0, lambda r: _vector(r, "f")),
+    ("hv", -1, 4, "float_vector", 0, 0, lambda r: _vector(r, "e")),
+    ("sv", -1, 4, "sparse_vector", 0, 0, _sparsevec),
+    ("geo", -1, 8, "geometry_record", 0, 0, _ewkb),
+    ("geg", -1, 8, "geography_record", 0, 0, _ewkb),
     (
         "aj",
         -1,

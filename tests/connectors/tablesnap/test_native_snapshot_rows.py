@@ -9,7 +9,9 @@ its jsonb[] column (arrays of every other element kind), and `n_geo2`, n_geo wit
 columns the snapshot reads as text (tsquery, citext), with a multirange of every
 built-in subtype, arrays of path, polygon, tsvector and multirange, and a composite of
 a dozen field types (jsonb, numeric, a range, box, a multirange...) with a dropped
-attribute. Then:
+attribute, and `n_ext2`, a column per extension type the snapshot reads in its send
+format that the server has (hstore; PostGIS geometry and geography on PG15; pgvector's
+vector, halfvec and sparsevec on PG18). Then:
 
 - snapshot: every table is read in chunks of `CHUNK_ROWS` rows (so chunks are cut and
   markers span chunks) by two `ChunkReader`s, one parsing COPY in Python and one in Rust
@@ -17,10 +19,11 @@ attribute. Then:
   `AvroPlugin` on the Python path and one as `PGCDC_IMPL` selects it, with the plugins'
   clock frozen. Both must write the same records: topic, key bytes, value bytes, headers.
   Under the native core the test also requires that rows went native (n_all, n_more,
-  n_arr, n_arr2, n_dom, n_geo2; n_arr and n_geo2 without the table ever falling back as
-  a whole), that a table without a native plan (n_python's nested composite) or with a
-  column read as text (n_geo's tsquery) fell back as a whole (its reason counted), and
-  that a row the Python path decides (NaN numerics) fell back on its own.
+  n_arr, n_arr2, n_dom, n_geo2, n_ext2; n_arr, n_geo2 and n_ext2 without the table ever
+  falling back as a whole), that a table without a native plan (n_python's nested
+  composite) or with a column read as text (n_geo's tsquery) fell back as a whole (its
+  reason counted), and that a row the Python path decides (NaN numerics) fell back on
+  its own.
 - stream: the same rows are copied into twin tables (`CREATE TABLE ... (LIKE ...)`,
   `INSERT ... SELECT *`) and decoded from the WAL by a pgcdc `Session` into an
   AvroPlugin as `PGCDC_IMPL` selects it. Per table, the multiset of `after` records
@@ -55,6 +58,7 @@ from service.output.api import OutputRecord, PluginContext, PluginWrapper, Recor
 from service.tablesnap.plan import END, Interval, TableJob
 from tests.connectors.avro.test_codec_pipeline import FrozenTime, _dsn, _pump, _session
 from tests.connectors.avro.test_native_rows_pipeline import _LZ4, SCHEMA, WORKLOAD
+from tests.integration.extension_cases import EXTENSION_CASES, extension_ddl, has
 
 pytestmark = pytest.mark.integration
 
@@ -69,8 +73,42 @@ TABLES = [
     "n_geo",
     "n_geo2",
     "n_dom",
+    "n_ext2",
     "n_python",
 ]
+# The extension types the snapshot reads in their send format (tablesnap::extension), as
+# far as the server has them: hstore (PG15, PG18), PostGIS (PG15), pgvector (PG18).
+EXT2_FEATURES = ("hstore", "postgis", "vector", "halfvec", "sparsevec")
+
+
+def _ext2(pg: dict[str, Any]) -> str:
+    """The DDL and rows of n_ext2: a column per extension type of EXT2_FEATURES the
+    server has (not arrays), 60 rows cycling through each type's literals, some NULL."""
+    found = [
+        (typ, literals)
+        for feature in EXT2_FEATURES
+        if has(pg, feature)
+        for typ, literals in EXTENSION_CASES[feature]
+        if not typ.endswith("[]")
+    ]
+    assert found, "no extension type to snapshot"
+    ddl = (
+        extension_ddl(pg)
+        + "\nCREATE TABLE n_ext2 (id int4 PRIMARY KEY"
+        + "".join(f", c{k} {typ}" for k, (typ, _) in enumerate(found))
+        + ");"
+    )
+    rows = [
+        "("
+        + ", ".join(
+            [str(i), *("NULL" if i % 11 == 5 else lits[i % len(lits)] for _, lits in found)]
+        )
+        + ")"
+        for i in range(60)
+    ]
+    return ddl + "\nINSERT INTO n_ext2 VALUES " + ", ".join(rows)
+
+
 # n_arr without its jsonb[] column, so that arrays of every other element go native
 # whatever jsonb[] does (n_arr: its elements go native as jsonb_send's text)
 ARR2 = """CREATE TABLE n_arr2 AS SELECT id, i4, i8, tx, nu, nv, tz, d, bo, by, ip, iv, bt, b1,
@@ -241,6 +279,7 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 cur.execute(sql)
             cur.execute(ARR2)
             cur.execute(GEO2)
+            cur.execute(_ext2(pg))
             settings = Settings(
                 source={"slot": slot, "dbname": db},
                 kafka={
@@ -268,11 +307,12 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 assert reasons["numeric Python decides"] > 0, reasons
                 # arrays (n_arr2, jsonb[] in n_arr, and n_dom's domains over arrays and
                 # arrays of domains and of an enum) go native, and so do the geometric
-                # types, ranges, multiranges, tsvector and composites (n_geo2); a nested
+                # types, ranges, multiranges, tsvector and composites (n_geo2), hstore,
+                # PostGIS and pgvector (n_ext2, as far as the server has them); a nested
                 # composite (n_python) and n_geo's tsquery and citext (read as text) do not
-                for t in ("n_all", "n_more", "n_arr", "n_arr2", "n_dom", "n_geo2"):
+                for t in ("n_all", "n_more", "n_arr", "n_arr2", "n_dom", "n_geo2", "n_ext2"):
                     assert sum(d for d in done_by_table[t] if d > 0) > 0, (t, done_by_table)
-                for t in ("n_geo2", "n_arr"):
+                for t in ("n_geo2", "n_arr", "n_ext2"):
                     assert -1 not in done_by_table[t], (t, done_by_table)
                 assert set(done_by_table["n_python"]) == {-1}, done_by_table
                 # n_geo's chunks are read without a native chunk (the reader's fallback)

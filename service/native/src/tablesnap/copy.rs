@@ -28,7 +28,8 @@
 //! laid out as the ArrayType types::array reads (`array`), for elements of the kinds above
 //! (an enum's label as its OID; a jsonb element as its text, which the copy plan reads
 //! as a text element, `copy_plan`); record_recv's input as the composite datum in
-//! tablesnap::record. A kind without a rewrite here is
+//! tablesnap::record; hstore, pgvector's and PostGIS's in tablesnap::extension. A kind
+//! without a rewrite here is
 //! `Unsupported`: the caller leaves the whole table to the Python path.
 //!
 //! Errors: malformed streams and fields are `CopyError` (a message; the boundary raises
@@ -37,7 +38,7 @@
 
 use std::borrow::Cow;
 
-use super::{record, sendform};
+use super::{extension, record, sendform};
 use crate::output::avro::Outcome;
 use crate::output::kind::Kind;
 use crate::output::plan::{Elem, Labels, Plan};
@@ -199,6 +200,12 @@ pub fn copy_kind(kind: Kind) -> Option<Kind> {
         | Kind::Bit1
         | Kind::Point
         | Kind::Composite
+        | Kind::HstoreJson
+        | Kind::HstoreMap
+        | Kind::DoubleVector
+        | Kind::FloatVector
+        | Kind::SparseVector
+        | Kind::Geometry { .. }
         | Kind::Array => kind,
         Kind::Output(o) if sendform::rewrites(o) => kind,
         _ => return None,
@@ -335,6 +342,13 @@ pub fn stored(kind: Kind, d: &[u8]) -> Result<Cow<'_, [u8]>, Rewrite> {
         }
         // the geometric types, ranges, multiranges, tsvector, pg_lsn, xid(8)
         Kind::Output(o) => sendform::output(o, d).map(Cow::Owned),
+        // hstore_recv, vector_recv, halfvec_recv, sparsevec_recv, geometry_recv and
+        // geography_recv (tablesnap::extension)
+        Kind::HstoreJson | Kind::HstoreMap => extension::hstore(d).map(Cow::Owned),
+        Kind::DoubleVector => extension::dense(d, 4, "vector").map(Cow::Owned),
+        Kind::FloatVector => extension::dense(d, 2, "halfvec").map(Cow::Owned),
+        Kind::SparseVector => extension::sparse(d).map(Cow::Owned),
+        Kind::Geometry { geodetic } => extension::gserialized(d, geodetic).map(Cow::Owned),
         _ => Err(Rewrite::Unsupported),
     }
 }

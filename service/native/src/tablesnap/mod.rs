@@ -4,5 +4,6 @@
 //! byte for byte as it writes WAL rows. Pure: no Python, no I/O.
 
 pub mod copy;
+pub mod extension;
 pub mod record;
 pub mod sendform;
