@@ -6,7 +6,7 @@ the native row encoder covers, with its edge values, and tables it leaves to Pyt
 arrays, geometric types and ranges, domains over arrays, a composite) is loaded on a
 real server (run for PG15 and PG18: `-k "pg15 or pg18"`), with `n_arr2`, n_arr without
 its jsonb[] column (arrays of every other element kind), and `n_geo2`, n_geo without the
-columns the snapshot reads as text (tsquery, citext), with a multirange of every
+column the snapshot reads as text (tsquery), with a multirange of every
 built-in subtype, arrays of path, polygon, tsvector and multirange, and a composite of
 a dozen field types (jsonb, numeric, a range, box, a multirange...) with a dropped
 attribute, and `n_ext2`, a column per extension type the snapshot reads in its send
@@ -114,16 +114,16 @@ def _ext2(pg: dict[str, Any]) -> str:
 ARR2 = """CREATE TABLE n_arr2 AS SELECT id, i4, i8, tx, nu, nv, tz, d, bo, by, ip, iv, bt, b1,
     u, f8, mo FROM n_arr;
 ALTER TABLE n_arr2 ADD PRIMARY KEY (id)"""
-# n_geo without the columns read as something other than their send format (tsquery and
-# citext as text), plus a multirange of each other built-in subtype and a composite of
+# n_geo without its column read as something other than its send format (tsquery, as its
+# text), plus a multirange of each other built-in subtype and a composite of
 # many field types with a dropped attribute: every geometric type, range, multirange,
-# tsvector, pg_lsn, xid and composite column, and arrays of point, box and int4range,
+# tsvector, pg_lsn, xid, citext and composite column, and arrays of point, box and int4range,
 # goes native (tablesnap::sendform, tablesnap::record)
 GEO2 = """CREATE TYPE n_wide AS (j jsonb, gone int4, n numeric, r tstzrange, b box,
     t timestamptz, x int8, nm name, ch "char", iv interval, p point, m int4multirange);
 ALTER TYPE n_wide DROP ATTRIBUTE gone;
 CREATE TABLE n_geo2 AS SELECT id, p, p_nn, l, s, b, pa, po, c, tv, r4, r8, rn, rd,
-    rs, rz, m4, mz, ap, ab, ar, ls, xd, cp, int8multirange(r8) AS m8,
+    rs, rz, m4, mz, ap, ab, ar, ls, xd, ci, cp, int8multirange(r8) AS m8,
     nummultirange(rn) AS mn, datemultirange(rd) AS md, tsmultirange(rs) AS ms,
     CASE WHEN id % 2 = 0 THEN ARRAY[pa, NULL] END AS paa, ARRAY[po, po] AS poa,
     ARRAY[tv] AS tva, ARRAY[m4, NULL, m4] AS m4a,
@@ -309,7 +309,7 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 # arrays of domains and of an enum) go native, and so do the geometric
                 # types, ranges, multiranges, tsvector and composites (n_geo2), hstore,
                 # PostGIS and pgvector (n_ext2, as far as the server has them); a nested
-                # composite (n_python) and n_geo's tsquery and citext (read as text) do not
+                # composite (n_python) and n_geo's tsquery (read as text) do not
                 for t in ("n_all", "n_more", "n_arr", "n_arr2", "n_dom", "n_geo2", "n_ext2"):
                     assert sum(d for d in done_by_table[t] if d > 0) > 0, (t, done_by_table)
                 for t in ("n_geo2", "n_arr", "n_ext2"):
