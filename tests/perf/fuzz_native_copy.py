@@ -9,7 +9,7 @@ the integers, floats, texts, name, bytea, uuid, dates and times, numeric in both
 mappings, interval, timetz, money, "char", inet, macaddr(8), bit strings, jsonb, xml, an
 enum, point, arrays of int4 and text; and tablesnap::sendform's: line, lseg, box,
 circle, path, polygon, ranges and multiranges over int4, int8, numeric, date and
-timestamptz, tsvector, pg_lsn, xid, arrays of jsonb, box and int4range; and
+timestamptz, tsvector, tsquery, pg_lsn, xid, arrays of jsonb, box and int4range; and
 tablesnap::record's composite, of int4, a dropped attribute, text, jsonb, int4range,
 timestamptz and box; and tablesnap::extension's hstore in both modes, vector, halfvec,
 sparsevec, geometry and geography), with random
@@ -212,6 +212,34 @@ def _ewkb(r: random.Random, depth: int = 0) -> bytes:
     return out + struct.pack(order + "I", len(members)) + b"".join(members)
 
 
+def _tsquery_items(r: random.Random, depth: int) -> bytes:
+    """One tsquerysend subtree in prefix order: an operand, or an operator (NOT with one
+    operand; AND, OR, PHRASE with the right subtree, then the left)."""
+    if depth > 3 or r.random() < 0.4:
+        return (
+            bytes([1, r.randrange(16), r.randrange(2)]) + _text(r).replace(b"\x00", b"") + b"\x00"
+        )
+    oper = r.randrange(1, 5)
+    out = bytes([2, oper]) + (struct.pack(">h", r.randrange(1, 5)) if oper == 4 else b"")
+    out += _tsquery_items(r, depth + 1)
+    return out if oper == 1 else out + _tsquery_items(r, depth + 1)
+
+
+def _tsquery(r: random.Random) -> bytes:
+    """tsquerysend: the item count, then the items (none: the empty query)."""
+    if r.random() < 0.1:
+        return struct.pack(">i", 0)
+    items = _tsquery_items(r, 0)
+    count, at = 0, 0
+    while at < len(items):  # count the items: an operand ends at its NUL
+        count += 1
+        if items[at] == 1:
+            at = items.index(b"\x00", at + 3) + 1
+        else:
+            at += 4 if items[at + 1] == 4 else 2
+    return struct.pack(">i", count) + items
+
+
 def _i8(r: random.Random) -> bytes:
     return struct.pack(">q", r.randrange(-(2**40), 2**40))
 
@@ -295,6 +323,7 @@ COLUMNS = [
         lambda r: _multirange(r, lambda: struct.pack(">i", r.randrange(-9999, 9999))),
     ),
     ("tv", -1, 4, "tsvector", 0, 0, _tsvector),
+    ("tq", -1, 4, "tsquery", 0, 0, _tsquery),
     ("lsn", 8, 8, "pg_lsn", 0, 0, _i8),
     ("xd", 4, 4, "xid", 0, 0, lambda r: struct.pack(">I", r.randrange(2**32))),
     ("cw", -1, 8, "composite", 0, 0, _record),

@@ -5,9 +5,10 @@ The wide type workload of tests/connectors/avro/test_native_rows_pipeline.py (ev
 the native row encoder covers, with its edge values, and tables it leaves to Python:
 arrays, geometric types and ranges, domains over arrays, a composite) is loaded on a
 real server (run for PG15 and PG18: `-k "pg15 or pg18"`), with `n_arr2`, n_arr without
-its jsonb[] column (arrays of every other element kind), and `n_geo2`, n_geo without the
-column the snapshot reads as text (tsquery), with a multirange of every
-built-in subtype, arrays of path, polygon, tsvector and multirange, and a composite of
+its jsonb[] column (arrays of every other element kind), and `n_geo2`, n_geo (every
+geometric type, text search types, ranges, citext, a composite) with a multirange of
+every built-in subtype, arrays of path, polygon, tsvector, tsquery and multirange, and a
+composite of
 a dozen field types (jsonb, numeric, a range, box, a multirange...) with a dropped
 attribute, and `n_ext2`, a column per extension type the snapshot reads in its send
 format that the server has (hstore; PostGIS geometry and geography on PG15; pgvector's
@@ -19,11 +20,10 @@ vector, halfvec and sparsevec on PG18). Then:
   `AvroPlugin` on the Python path and one as `PGCDC_IMPL` selects it, with the plugins'
   clock frozen. Both must write the same records: topic, key bytes, value bytes, headers.
   Under the native core the test also requires that rows went native (n_all, n_more,
-  n_arr, n_arr2, n_dom, n_geo2, n_ext2; n_arr, n_geo2 and n_ext2 without the table ever
-  falling back as a whole), that a table without a native plan (n_python's nested
-  composite) or with a column read as text (n_geo's tsquery) fell back as a whole (its
-  reason counted), and that a row the Python path decides (NaN numerics) fell back on
-  its own.
+  n_arr, n_arr2, n_dom, n_geo, n_geo2, n_ext2; n_arr, n_geo, n_geo2 and n_ext2 without
+  the table ever falling back as a whole), that a table without a native plan
+  (n_python's nested composite) fell back as a whole (its reason counted), and that a
+  row the Python path decides (NaN numerics) fell back on its own.
 - stream: the same rows are copied into twin tables (`CREATE TABLE ... (LIKE ...)`,
   `INSERT ... SELECT *`) and decoded from the WAL by a pgcdc `Session` into an
   AvroPlugin as `PGCDC_IMPL` selects it. Per table, the multiset of `after` records
@@ -114,19 +114,19 @@ def _ext2(pg: dict[str, Any]) -> str:
 ARR2 = """CREATE TABLE n_arr2 AS SELECT id, i4, i8, tx, nu, nv, tz, d, bo, by, ip, iv, bt, b1,
     u, f8, mo FROM n_arr;
 ALTER TABLE n_arr2 ADD PRIMARY KEY (id)"""
-# n_geo without its column read as something other than its send format (tsquery, as its
-# text), plus a multirange of each other built-in subtype and a composite of
-# many field types with a dropped attribute: every geometric type, range, multirange,
-# tsvector, pg_lsn, xid, citext and composite column, and arrays of point, box and int4range,
-# goes native (tablesnap::sendform, tablesnap::record)
+# n_geo, plus a multirange of each other built-in subtype, arrays of path, polygon,
+# tsvector, tsquery and a multirange, and a composite of many field types with a dropped
+# attribute: every geometric type, range, multirange, tsvector, tsquery, pg_lsn, xid,
+# citext and composite column, and arrays of point, box and int4range, goes native
+# (tablesnap::sendform, tablesnap::tsquery, tablesnap::record)
 GEO2 = """CREATE TYPE n_wide AS (j jsonb, gone int4, n numeric, r tstzrange, b box,
     t timestamptz, x int8, nm name, ch "char", iv interval, p point, m int4multirange);
 ALTER TYPE n_wide DROP ATTRIBUTE gone;
 CREATE TABLE n_geo2 AS SELECT id, p, p_nn, l, s, b, pa, po, c, tv, r4, r8, rn, rd,
-    rs, rz, m4, mz, ap, ab, ar, ls, xd, ci, cp, int8multirange(r8) AS m8,
+    rs, rz, m4, mz, ap, ab, ar, ls, xd, tq, ci, cp, int8multirange(r8) AS m8,
     nummultirange(rn) AS mn, datemultirange(rd) AS md, tsmultirange(rs) AS ms,
     CASE WHEN id % 2 = 0 THEN ARRAY[pa, NULL] END AS paa, ARRAY[po, po] AS poa,
-    ARRAY[tv] AS tva, ARRAY[m4, NULL, m4] AS m4a,
+    ARRAY[tv] AS tva, ARRAY[m4, NULL, m4] AS m4a, ARRAY[tq, NULL, 'x <2> !y'] AS tqa,
     CASE WHEN id % 3 = 1 THEN NULL
          WHEN id = 2 THEN ROW(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                               NULL)::n_wide
@@ -307,16 +307,15 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 assert reasons["numeric Python decides"] > 0, reasons
                 # arrays (n_arr2, jsonb[] in n_arr, and n_dom's domains over arrays and
                 # arrays of domains and of an enum) go native, and so do the geometric
-                # types, ranges, multiranges, tsvector and composites (n_geo2), hstore,
-                # PostGIS and pgvector (n_ext2, as far as the server has them); a nested
-                # composite (n_python) and n_geo's tsquery (read as text) do not
-                for t in ("n_all", "n_more", "n_arr", "n_arr2", "n_dom", "n_geo2", "n_ext2"):
+                # types, ranges, multiranges, text search types, citext and composites
+                # (n_geo, n_geo2), hstore, PostGIS and pgvector (n_ext2, as far as the
+                # server has them); a nested composite (n_python) does not
+                native_tables = ("n_arr", "n_geo", "n_geo2", "n_ext2")
+                for t in ("n_all", "n_more", "n_arr2", "n_dom", *native_tables):
                     assert sum(d for d in done_by_table[t] if d > 0) > 0, (t, done_by_table)
-                for t in ("n_geo2", "n_arr", "n_ext2"):
+                for t in native_tables:
                     assert -1 not in done_by_table[t], (t, done_by_table)
                 assert set(done_by_table["n_python"]) == {-1}, done_by_table
-                # n_geo's chunks are read without a native chunk (the reader's fallback)
-                assert "n_geo" not in done_by_table, done_by_table
             # the stream, of the same rows copied into twin tables
             for t in TABLES:
                 cur.execute(f"CREATE TABLE twin_{t} (LIKE {t} INCLUDING ALL)")

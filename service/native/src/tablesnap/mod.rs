@@ -7,3 +7,4 @@ pub mod copy;
 pub mod extension;
 pub mod record;
 pub mod sendform;
+pub mod tsquery;

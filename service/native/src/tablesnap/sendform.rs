@@ -1,6 +1,6 @@
 //! The send → stored rewrites of the types published as their output text
 //! (`Kind::Output`): the geometric types, the built-in ranges and multiranges, tsvector,
-//! pg_lsn, xid and xid8. tablesnap::copy's `stored` hands a field of such a column here.
+//! pg_lsn, xid and xid8; tsquery's is tablesnap::tsquery. tablesnap::copy's `stored` hands a field of such a column here.
 //!
 //! Receives: one non-NULL COPY BINARY field (the type's typsend bytes) and the column's
 //! `Output`. Hands on: the stored payload the WAL path's types::outtext writer reads
@@ -55,7 +55,7 @@ const MAXSTRLEN: usize = (1 << 11) - 1;
 const MAXSTRPOS: usize = (1 << 20) - 1;
 
 /// Does `o` have a rewrite here (`output`)? The others keep their table on the Python
-/// path: tsquery (read as its text), the extension types.
+/// path: the extension types published as their text.
 pub fn rewrites(o: Output) -> bool {
     matches!(
         o,
@@ -69,6 +69,7 @@ pub fn rewrites(o: Output) -> bool {
             | Output::Range(_)
             | Output::Multirange(_)
             | Output::Tsvector
+            | Output::Tsquery
             | Output::PgLsn
             | Output::Xid
             | Output::Xid8
@@ -98,6 +99,7 @@ pub fn output(o: Output, d: &[u8]) -> Result<Vec<u8>, Rewrite> {
         Output::Range(sub) => range(d, sub)?,
         Output::Multirange(sub) => multirange(d, sub)?,
         Output::Tsvector => tsvector(d)?,
+        Output::Tsquery => super::tsquery::tsquery(d)?,
         Output::PgLsn => swapped(d, 8, "pg_lsn")?,
         Output::Xid8 => swapped(d, 8, "xid8")?,
         Output::Xid => swapped(d, 4, "xid")?,
@@ -609,13 +611,13 @@ mod tests {
         assert_eq!(text(tsearch::tsvector_text, &st), "");
     }
 
-    /// pg_lsn, xid and xid8 swap; tsquery and the extension types stay unsupported.
+    /// pg_lsn, xid and xid8 swap; the extension types published as text stay unsupported.
     #[test]
     fn scalars_and_unsupported() {
         let st = output(Output::PgLsn, &[0, 0, 0, 1, 0, 0x16, 0xB3, 0x74]).unwrap();
         assert_eq!(st, 0x0000_0001_0016_B374u64.to_le_bytes());
         assert!(matches!(output(Output::Xid, &[0; 8]), Err(Rewrite::Bad(_))));
-        assert_eq!(output(Output::Tsquery, b""), Err(Rewrite::Unsupported));
+        assert_eq!(output(Output::Ltree, b""), Err(Rewrite::Unsupported));
         assert!(!rewrites(Output::Hstore));
         assert!(rewrites(Output::Multirange(RangeSub::Date)));
     }
