@@ -229,7 +229,7 @@ def element_spec(meta: ColumnMeta, decimal_mode: str) -> ElemSpec | None:
 # Extension types whose Debezium value is not their text: the native kind writing it.
 _EXT_RECORDS = {
     "geometry": "geometry_record",  # {wkb, srid}
-    "geography": "geometry_record",
+    "geography": "geography_record",  # the same record; its snapshot rewrite is geodetic
     "vector": "double_vector",
     "halfvec": "float_vector",
     "sparsevec": "sparse_vector",

@@ -2,10 +2,10 @@
 
 Registered into `service.types.sendform`'s table (by output function) so the initial
 snapshot's COPY BINARY values of these types run through the same decoders as the
-WAL's: geometric types, tsvector, pg_snapshot/txid_snapshot and the reg* family (a
-uint32 OID). Types whose stored form cannot be rebuilt from their send form (jsonpath:
-its send form is its text, and the stored tree needs the jsonpath parser; tsquery; and
-aclitem, which has no send function) and the reg* types are read by the snapshot as
+WAL's: geometric types, tsvector, tsquery, pg_snapshot/txid_snapshot and the reg*
+family (a uint32 OID). Types whose stored form cannot be rebuilt from their send form
+(jsonpath: its send form is its text, and the stored tree needs the jsonpath parser;
+and aclitem, which has no send function) and the reg* types are read by the snapshot as
 their output text, which is their Python value too (`TEXT_VALUED`). Extension types
 (recognised by name and output function) have their own table: hstore, PostGIS and
 pgvector are rewritten, the others are text-valued (`text_valued`).
@@ -44,6 +44,7 @@ FIXED: dict[str, Rewrite] = {
     "path_out": lambda d, i, r: geometric.path_send_to_stored(d),
     "poly_out": lambda d, i, r: geometric.poly_send_to_stored(d),
     "tsvectorout": lambda d, i, r: tsearch.tsvector_send_to_stored(d),
+    "tsqueryout": lambda d, i, r: tsearch.tsquery_send_to_stored(d),
     "pg_snapshot_out": lambda d, i, r: snapshot_types.snapshot_send_to_stored(d),
     **dict.fromkeys(REG_OUTPUTS, _oid),
 }
@@ -65,7 +66,7 @@ def extension_rewrite(info: TypeInfo) -> Rewrite | None:
     return EXTENSION_FIXED.get(info.output_src) if extension_type(info) else None
 
 
-TEXT_VALUED = frozenset({"jsonpath_out", "tsqueryout", "aclitemout"}) | REG_OUTPUTS
+TEXT_VALUED = frozenset({"jsonpath_out", "aclitemout"}) | REG_OUTPUTS
 """Decodable output functions whose Python value is their text, which the snapshot
 reads with `::text` instead of rewriting a send value. The reg* types are among them
 although their send form is a plain OID: their text needs a catalog query, which

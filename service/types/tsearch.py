@@ -23,7 +23,11 @@ priority (and a phrase on the right of a phrase), `!`, ` & `, ` | `, ` <-> `, ` 
 
 `tsvector_send_to_stored` turns tsvectorsend's format (int32 count, then per lexeme
 the text, a NUL, uint16 npos and the positions) into the stored form for the initial
-snapshot's COPY BINARY; tsquery is read there as its text.
+snapshot's COPY BINARY; `tsquery_send_to_stored` turns tsquerysend's (int32 item count,
+then per item in prefix order its int8 type and, for an operand, its weight, prefix
+flag and NUL-terminated text, for an operator its oper and, for a phrase, the int16
+distance) into the stored tsquery as tsqueryrecv builds it (valcrc the legacy CRC-32,
+`left` as findoprnd sets it).
 
 Pure; malformed input raises `DecodeError`.
 """
@@ -182,3 +186,110 @@ def tsvector_send_to_stored(data: bytes) -> bytes:
     if off != len(data):
         raise DecodeError(f"tsvector send value has {len(data) - off} trailing bytes")
     return _I32.pack(count) + b"".join(_U32.pack(w) for w in words) + bytes(strings)
+
+
+def _legacy_crc_table() -> tuple[int, ...]:
+    """pg_crc32_table (pg_crc.c): the table of the reflected CRC-32 polynomial."""
+    out = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
+        out.append(c)
+    return tuple(out)
+
+
+_LEGACY_CRC = _legacy_crc_table()
+MAXSTRLEN = (1 << 11) - 1
+MAXSTRPOS = (1 << 20) - 1
+
+
+def legacy_crc32(data: bytes) -> int:
+    """INIT/COMP/FIN_LEGACY_CRC32 (pg_crc.h): the pre-9.5 CRC, which runs the reflected
+    table with the unreflected shift; tsquery operands still store it (valcrc)."""
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = _LEGACY_CRC[((crc >> 24) ^ b) & 0xFF] ^ ((crc << 8) & 0xFFFFFFFF)
+    return crc ^ 0xFFFFFFFF
+
+
+def _lefts(kinds: list[tuple[int, int]]) -> list[int]:
+    """findoprnd's `left` of each item (0 for an operand), from (type, oper) in prefix
+    order; a tree that is not exactly the items is a DecodeError. Subtree sizes are
+    computed from the end, without recursion: every item of a prefix expression starts
+    the subtree it is the root of."""
+    size = len(kinds)
+    sizes = [0] * size
+    lefts = [0] * size
+    for i in range(size - 1, -1, -1):
+        kind, oper = kinds[i]
+        if kind == QI_VAL:
+            sizes[i] = 1
+            continue
+        if i + 1 >= size:
+            raise DecodeError("malformed tsquery: operand not found")
+        if oper == OP_NOT:
+            lefts[i], sizes[i] = 1, 1 + sizes[i + 1]
+            continue
+        left = 1 + sizes[i + 1]
+        if i + left >= size:
+            raise DecodeError("malformed tsquery: operand not found")
+        lefts[i], sizes[i] = left, left + sizes[i + left]
+    if size and sizes[0] != size:
+        raise DecodeError("malformed tsquery: extra nodes")
+    return lefts
+
+
+def tsquery_send_to_stored(data: bytes) -> bytes:
+    """tsquerysend → the stored tsquery, as tsqueryrecv builds it: the items in the sent
+    (prefix) order, an operand with its weight, prefix flag, valcrc, length and string
+    offset, an operator with its phrase distance and findoprnd's left offset, then the
+    operand strings, each with its NUL, in item order (tsquery_in keeps them in the
+    order of the text instead: the bytes differ from the heap's, the value does not)."""
+    if len(data) < 4:
+        raise DecodeError("tsquery send value is too short")
+    size = _BE_I32.unpack_from(data, 0)[0]
+    if size < 0 or size > len(data):
+        raise DecodeError(f"tsquery send value says {size} items")
+    off = 4
+    parsed: list[tuple[int, int, int, bytes]] = []  # type, oper or weight, flag/dist, text
+    for _ in range(size):
+        if off + 2 > len(data):
+            raise DecodeError("tsquery send value ends inside an item")
+        kind, arg = data[off], data[off + 1]
+        off += 2
+        if kind == QI_VAL:
+            end = data.find(b"\x00", off + 1)
+            if off >= len(data) or end < 0:
+                raise DecodeError("tsquery send value ends inside an operand")
+            if arg > 0xF:
+                raise DecodeError("invalid tsquery: invalid weight bitmap")
+            parsed.append((kind, arg, data[off], data[off + 1 : end]))
+            off = end + 1
+        elif kind == QI_OPR:
+            if arg not in _PRIORITY:
+                raise DecodeError(f"invalid tsquery: unrecognized operator type {arg}")
+            distance = 0
+            if arg == OP_PHRASE:
+                if off + 2 > len(data):
+                    raise DecodeError("tsquery send value ends inside an item")
+                distance = struct.unpack_from(">h", data, off)[0]
+                off += 2
+            parsed.append((kind, arg, distance, b""))
+        else:
+            raise DecodeError(f"unrecognized tsquery node type: {kind}")
+    if off != len(data):
+        raise DecodeError(f"tsquery send value has {len(data) - off} trailing bytes")
+    lefts = _lefts([(kind, arg) for kind, arg, _, _ in parsed])
+    items = bytearray(_I32.pack(size))
+    strings = bytearray()
+    for (kind, arg, extra, text), left in zip(parsed, lefts, strict=True):
+        if kind == QI_OPR:
+            items += bytes((QI_OPR, arg)) + _I16.pack(extra) + _U32.pack(left) + bytes(4)
+            continue
+        if len(text) > MAXSTRLEN or len(strings) > MAXSTRPOS:
+            raise DecodeError("invalid tsquery: operand too long")
+        items += bytes((QI_VAL, arg, 1 if extra else 0, 0))
+        items += _U32.pack(legacy_crc32(text)) + _U32.pack(len(text) | len(strings) << 12)
+        strings += text + b"\x00"
+    return bytes(items + strings)

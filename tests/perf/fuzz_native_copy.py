@@ -7,7 +7,13 @@ Seeds: whole `COPY ... TO STDOUT (FORMAT binary)` streams (signature, header, ro
 trailer) of a few rows over a plan with every kind the COPY encoder rewrites (tablesnap::copy:
 the integers, floats, texts, name, bytea, uuid, dates and times, numeric in both
 mappings, interval, timetz, money, "char", inet, macaddr(8), bit strings, jsonb, xml, an
-enum, point, arrays of int4 and text), with random send-format values and NULLs. Each
+enum, point, arrays of int4 and text; and tablesnap::sendform's: line, lseg, box,
+circle, path, polygon, ranges and multiranges over int4, int8, numeric, date and
+timestamptz, tsvector, tsquery, pg_lsn, xid, arrays of jsonb, box and int4range; and
+tablesnap::record's composite, of int4, a dropped attribute, text, jsonb, int4range,
+timestamptz and box; and tablesnap::extension's hstore in both modes, vector, halfvec,
+sparsevec, geometry and geography), with random
+send-format values and NULLs. Each
 case damages one seed: flip a bit, set a byte, truncate, insert or delete bytes,
 rewrite a field's length, or a row's field count; then splits it
 (`connectors.postgres.copy_binary.native_chunk`) and encodes every row (`encode_copy`).
@@ -70,6 +76,174 @@ def _array(r: random.Random, oid: int, item: Callable[[], bytes]) -> bytes:
     return out
 
 
+def _floats(r: random.Random, n: int) -> bytes:
+    return struct.pack(f">{n}d", *(r.choice([r.uniform(-1e9, 1e9), 0.5, -0.0]) for _ in range(n)))
+
+
+def _path(r: random.Random) -> bytes:
+    """path_send: closed byte, npts, the points."""
+    n = r.randrange(4)
+    return bytes([r.randrange(2)]) + struct.pack(">i", n) + _floats(r, 2 * n)
+
+
+def _polygon(r: random.Random) -> bytes:
+    """poly_send: npts (at least 1), the points."""
+    n = r.randrange(1, 4)
+    return struct.pack(">i", n) + _floats(r, 2 * n)
+
+
+def _range(r: random.Random, bound: Callable[[], bytes]) -> bytes:
+    """range_send: flags, then the bounds that are there (each length-prefixed)."""
+    flags = r.choice([0x01, 0x02, 0x06, 0x08, 0x10, 0x18, 0x0A, 0x14])
+    out = bytes([flags])
+    for absent in (0x01 | 0x08, 0x01 | 0x10):
+        if not flags & absent:
+            b = bound()
+            out += struct.pack(">i", len(b)) + b
+    return out
+
+
+def _multirange(r: random.Random, bound: Callable[[], bytes]) -> bytes:
+    """multirange_send: the range count, each range length-prefixed."""
+    ranges = [_range(r, bound) for _ in range(r.randrange(6))]
+    return struct.pack(">i", len(ranges)) + b"".join(struct.pack(">i", len(x)) + x for x in ranges)
+
+
+def _tsvector(r: random.Random) -> bytes:
+    """tsvectorsend: the count, per lexeme its text, NUL, npos and the positions."""
+    words = sorted({_text(r).replace(b"\x00", b"") or b"w" for _ in range(r.randrange(4))})
+    out = struct.pack(">i", len(words))
+    for w in words:
+        npos = r.randrange(3)
+        out += w + b"\x00" + struct.pack(">H", npos)
+        out += b"".join(
+            struct.pack(">H", r.randrange(1, 1 << 14) | r.randrange(4) << 14) for _ in range(npos)
+        )
+    return out
+
+
+def _record(r: random.Random) -> bytes:
+    """record_send of a COMPOSITE value: the live field count, per field its type OID,
+    its length (-1: NULL) and its send bytes."""
+    fields = [
+        (23, struct.pack(">i", r.randrange(99))),
+        (25, _text(r)),
+        (3802, b"\x01" + json.dumps({"k": _text(r).decode()}).encode()),
+        (3904, _range(r, lambda: struct.pack(">i", r.randrange(99)))),
+        (1184, _i8(r)),
+        (603, _floats(r, 4)),
+    ]
+    out = struct.pack(">i", len(fields))
+    for oid, value in fields:
+        if r.random() < 0.2:
+            out += struct.pack(">Ii", oid, -1)
+        else:
+            out += struct.pack(">Ii", oid, len(value)) + value
+    return out
+
+
+# The composite column's type: (OID, fields: name, attlen, align, dropped, kind).
+COMPOSITE = (
+    77_001,
+    [
+        ("a", 4, 4, False, "int4"),
+        ("gone", 4, 4, True, ""),
+        ("b", -1, 4, False, "text"),
+        ("j", -1, 4, False, "jsonb"),
+        ("r", -1, 4, False, "int4range"),
+        ("t", 8, 8, False, "timestamptz"),
+        ("bx", 32, 8, False, "box"),
+    ],
+)
+
+
+def _hstore(r: random.Random) -> bytes:
+    """hstore_send: the pair count, per pair the key and the value (-1: NULL)."""
+    keys = sorted({_text(r) for _ in range(r.randrange(4))}, key=lambda k: (len(k), k))
+    out = struct.pack(">i", len(keys))
+    for k in keys:
+        out += struct.pack(">i", len(k)) + k
+        v = None if r.random() < 0.3 else _text(r)
+        out += struct.pack(">i", -1) if v is None else struct.pack(">i", len(v)) + v
+    return out
+
+
+def _vector(r: random.Random, code: str) -> bytes:
+    """vector_send / halfvec_send: int16 dim, int16 unused, the elements."""
+    n = r.randrange(4)
+    return struct.pack(f">hh{n}{code}", n, 0, *(r.uniform(-9, 9) for _ in range(n)))
+
+
+def _sparsevec(r: random.Random) -> bytes:
+    """sparsevec_send: dim, nnz, unused, the indices, the values."""
+    idx = sorted(r.sample(range(50), r.randrange(4)))
+    vals = [r.uniform(-9, 9) for _ in idx]
+    return struct.pack(f">iii{len(idx)}i{len(idx)}f", 50, len(idx), 0, *idx, *vals)
+
+
+def _ewkb(r: random.Random, depth: int = 0) -> bytes:
+    """geometry_send's EWKB: a point, a linestring, a polygon or a collection of them,
+    in either byte order, sometimes with Z and an SRID."""
+    order = r.choice("<>")
+    z = r.random() < 0.3
+    srid = depth == 0 and r.random() < 0.5
+    kind = r.choice([1, 2, 3, 7] if depth < 2 else [1, 2, 3])
+    word = kind | (0x80000000 if z else 0) | (0x20000000 if srid else 0)
+    out = (b"\x01" if order == "<" else b"\x00") + struct.pack(order + "I", word)
+    if srid:
+        out += struct.pack(order + "i", r.choice([4326, 3857, 0]))
+    dims = 3 if z else 2
+
+    def pts(n: int) -> bytes:
+        return struct.pack(f"{order}{n * dims}d", *(r.uniform(-90, 90) for _ in range(n * dims)))
+
+    if kind == 1:
+        return out + pts(1)
+    if kind == 2:
+        n = r.randrange(4)
+        return out + struct.pack(order + "I", n) + pts(n)
+    if kind == 3:
+        rings = r.randrange(3)
+        out += struct.pack(order + "I", rings)
+        for _ in range(rings):
+            out += struct.pack(order + "I", 4) + pts(4)
+        return out
+    members = [_ewkb(r, depth + 1) for _ in range(r.randrange(3))]
+    return out + struct.pack(order + "I", len(members)) + b"".join(members)
+
+
+def _tsquery_items(r: random.Random, depth: int) -> bytes:
+    """One tsquerysend subtree in prefix order: an operand, or an operator (NOT with one
+    operand; AND, OR, PHRASE with the right subtree, then the left)."""
+    if depth > 3 or r.random() < 0.4:
+        return (
+            bytes([1, r.randrange(16), r.randrange(2)]) + _text(r).replace(b"\x00", b"") + b"\x00"
+        )
+    oper = r.randrange(1, 5)
+    out = bytes([2, oper]) + (struct.pack(">h", r.randrange(1, 5)) if oper == 4 else b"")
+    out += _tsquery_items(r, depth + 1)
+    return out if oper == 1 else out + _tsquery_items(r, depth + 1)
+
+
+def _tsquery(r: random.Random) -> bytes:
+    """tsquerysend: the item count, then the items (none: the empty query)."""
+    if r.random() < 0.1:
+        return struct.pack(">i", 0)
+    items = _tsquery_items(r, 0)
+    count, at = 0, 0
+    while at < len(items):  # count the items: an operand ends at its NUL
+        count += 1
+        if items[at] == 1:
+            at = items.index(b"\x00", at + 3) + 1
+        else:
+            at += 4 if items[at + 1] == 4 else 2
+    return struct.pack(">i", count) + items
+
+
+def _i8(r: random.Random) -> bytes:
+    return struct.pack(">q", r.randrange(-(2**40), 2**40))
+
+
 # (name, attlen, align, kind, scale, precision, send-format value maker)
 COLUMNS = [
     ("id", 8, 8, "int8", 0, 0, lambda r: struct.pack(">q", r.randrange(-(2**63), 2**63))),
@@ -119,9 +293,76 @@ COLUMNS = [
         lambda r: _array(r, 23, lambda: struct.pack(">i", r.randrange(99))),
     ),
     ("at", -1, 4, "array", 0, 0, lambda r: _array(r, 25, lambda: _text(r))),
+    # tablesnap::sendform's kinds, and jsonb[] (its elements' text)
+    ("ln", 24, 8, "line", 0, 0, lambda r: _floats(r, 3)),
+    ("ls", 32, 8, "lseg", 0, 0, lambda r: _floats(r, 4)),
+    ("bx", 32, 8, "box", 0, 0, lambda r: _floats(r, 4)),
+    ("ci", 24, 8, "circle", 0, 0, lambda r: _floats(r, 3)),
+    ("pa", -1, 8, "path", 0, 0, _path),
+    ("po", -1, 8, "polygon", 0, 0, _polygon),
+    (
+        "r4",
+        -1,
+        4,
+        "int4range",
+        0,
+        0,
+        lambda r: _range(r, lambda: struct.pack(">i", r.randrange(99))),
+    ),
+    ("rn", -1, 4, "numrange", 0, 0, lambda r: _range(r, lambda: _numeric(r, 2))),
+    ("rz", -1, 8, "tstzrange", 0, 0, lambda r: _range(r, lambda: _i8(r))),
+    ("m8", -1, 8, "int8multirange", 0, 0, lambda r: _multirange(r, lambda: _i8(r))),
+    ("mn", -1, 4, "nummultirange", 0, 0, lambda r: _multirange(r, lambda: _numeric(r, 1))),
+    (
+        "md",
+        -1,
+        4,
+        "datemultirange",
+        0,
+        0,
+        lambda r: _multirange(r, lambda: struct.pack(">i", r.randrange(-9999, 9999))),
+    ),
+    ("tv", -1, 4, "tsvector", 0, 0, _tsvector),
+    ("tq", -1, 4, "tsquery", 0, 0, _tsquery),
+    ("lsn", 8, 8, "pg_lsn", 0, 0, _i8),
+    ("xd", 4, 4, "xid", 0, 0, lambda r: struct.pack(">I", r.randrange(2**32))),
+    ("cw", -1, 8, "composite", 0, 0, _record),
+    # tablesnap::extension's kinds
+    ("hs", -1, 4, "hstore_json", 0, 0, _hstore),
+    ("hm", -1, 4, "hstore_map", 0, 0, _hstore),
+    ("vec", -1, 4, "double_vector", 0, 0, lambda r: _vector(r, "f")),
+    ("hv", -1, 4, "float_vector", 0, 0, lambda r: _vector(r, "e")),
+    ("sv", -1, 4, "sparse_vector", 0, 0, _sparsevec),
+    ("geo", -1, 8, "geometry_record", 0, 0, _ewkb),
+    ("geg", -1, 8, "geography_record", 0, 0, _ewkb),
+    (
+        "aj",
+        -1,
+        4,
+        "array",
+        0,
+        0,
+        lambda r: _array(r, 3802, lambda: b"\x01" + json.dumps([r.random()]).encode()),
+    ),
+    ("abx", -1, 8, "array", 0, 0, lambda r: _array(r, 603, lambda: _floats(r, 4))),
+    (
+        "ar4",
+        -1,
+        4,
+        "array",
+        0,
+        0,
+        lambda r: _array(r, 3904, lambda: _range(r, lambda: struct.pack(">i", 5))),
+    ),
 ]
 # The array columns' elements: (kind, scale, precision, type OID, typlen, typalign).
-ELEMENTS = {"ai": ("int4", 0, 0, 23, 4, 4), "at": ("text", 0, 0, 25, -1, 4)}
+ELEMENTS = {
+    "ai": ("int4", 0, 0, 23, 4, 4),
+    "at": ("text", 0, 0, 25, -1, 4),
+    "aj": ("jsonb", 0, 0, 3802, -1, 4),
+    "abx": ("box", 0, 0, 603, 32, 8),
+    "ar4": ("int4range", 0, 0, 3904, -1, 4),
+}
 NCOLS = len(COLUMNS)
 FIELDS = list(range(NCOLS))
 
@@ -141,6 +382,7 @@ def plan() -> _native.RowPlan:
         DecodeError,
         {names.index("en"): LABELS},
         elements,
+        {names.index("cw"): COMPOSITE},
     )
 
 

@@ -4,8 +4,15 @@ path byte for byte, and against the stream path's rows of the same values.
 The wide type workload of tests/connectors/avro/test_native_rows_pipeline.py (every type
 the native row encoder covers, with its edge values, and tables it leaves to Python:
 arrays, geometric types and ranges, domains over arrays, a composite) is loaded on a
-real server (run for PG15 and PG18: `-k "pg15 or pg18"`), and `n_arr2`, n_arr without
-its jsonb[] column (arrays of every other element kind). Then:
+real server (run for PG15 and PG18: `-k "pg15 or pg18"`), with `n_arr2`, n_arr without
+its jsonb[] column (arrays of every other element kind), and `n_geo2`, n_geo (every
+geometric type, text search types, ranges, citext, a composite) with a multirange of
+every built-in subtype, arrays of path, polygon, tsvector, tsquery and multirange, and a
+composite of
+a dozen field types (jsonb, numeric, a range, box, a multirange...) with a dropped
+attribute, and `n_ext2`, a column per extension type the snapshot reads in its send
+format that the server has (hstore; PostGIS geometry and geography on PG15; pgvector's
+vector, halfvec and sparsevec on PG18). Then:
 
 - snapshot: every table is read in chunks of `CHUNK_ROWS` rows (so chunks are cut and
   markers span chunks) by two `ChunkReader`s, one parsing COPY in Python and one in Rust
@@ -13,9 +20,10 @@ its jsonb[] column (arrays of every other element kind). Then:
   `AvroPlugin` on the Python path and one as `PGCDC_IMPL` selects it, with the plugins'
   clock frozen. Both must write the same records: topic, key bytes, value bytes, headers.
   Under the native core the test also requires that rows went native (n_all, n_more,
-  n_arr2, n_dom), that a table with a column without a native send form (n_arr's
-  jsonb[]) or without a plan (n_python) fell back as a whole (its reason counted), and
-  that a row the Python path decides (NaN numerics) fell back on its own.
+  n_arr, n_arr2, n_dom, n_geo, n_geo2, n_ext2; n_arr, n_geo, n_geo2 and n_ext2 without
+  the table ever falling back as a whole), that a table without a native plan
+  (n_python's nested composite) fell back as a whole (its reason counted), and that a
+  row the Python path decides (NaN numerics) fell back on its own.
 - stream: the same rows are copied into twin tables (`CREATE TABLE ... (LIKE ...)`,
   `INSERT ... SELECT *`) and decoded from the WAL by a pgcdc `Session` into an
   AvroPlugin as `PGCDC_IMPL` selects it. Per table, the multiset of `after` records
@@ -50,6 +58,7 @@ from service.output.api import OutputRecord, PluginContext, PluginWrapper, Recor
 from service.tablesnap.plan import END, Interval, TableJob
 from tests.connectors.avro.test_codec_pipeline import FrozenTime, _dsn, _pump, _session
 from tests.connectors.avro.test_native_rows_pipeline import _LZ4, SCHEMA, WORKLOAD
+from tests.integration.extension_cases import EXTENSION_CASES, extension_ddl, has
 
 pytestmark = pytest.mark.integration
 
@@ -62,14 +71,71 @@ TABLES = [
     "n_arr",
     "n_arr2",
     "n_geo",
+    "n_geo2",
     "n_dom",
+    "n_ext2",
     "n_python",
 ]
-# n_arr without its jsonb[] column (jsonb elements have no stored form from their send
-# format: n_arr is the Python path's), so that arrays of every other element go native
+# The extension types the snapshot reads in their send format (tablesnap::extension), as
+# far as the server has them: hstore (PG15, PG18), PostGIS (PG15), pgvector (PG18).
+EXT2_FEATURES = ("hstore", "postgis", "vector", "halfvec", "sparsevec")
+
+
+def _ext2(pg: dict[str, Any]) -> str:
+    """The DDL and rows of n_ext2: a column per extension type of EXT2_FEATURES the
+    server has (not arrays), 60 rows cycling through each type's literals, some NULL."""
+    found = [
+        (typ, literals)
+        for feature in EXT2_FEATURES
+        if has(pg, feature)
+        for typ, literals in EXTENSION_CASES[feature]
+        if not typ.endswith("[]")
+    ]
+    assert found, "no extension type to snapshot"
+    ddl = (
+        extension_ddl(pg)
+        + "\nCREATE TABLE n_ext2 (id int4 PRIMARY KEY"
+        + "".join(f", c{k} {typ}" for k, (typ, _) in enumerate(found))
+        + ");"
+    )
+    rows = [
+        "("
+        + ", ".join(
+            [str(i), *("NULL" if i % 11 == 5 else lits[i % len(lits)] for _, lits in found)]
+        )
+        + ")"
+        for i in range(60)
+    ]
+    return ddl + "\nINSERT INTO n_ext2 VALUES " + ", ".join(rows)
+
+
+# n_arr without its jsonb[] column, so that arrays of every other element go native
+# whatever jsonb[] does (n_arr: its elements go native as jsonb_send's text)
 ARR2 = """CREATE TABLE n_arr2 AS SELECT id, i4, i8, tx, nu, nv, tz, d, bo, by, ip, iv, bt, b1,
     u, f8, mo FROM n_arr;
 ALTER TABLE n_arr2 ADD PRIMARY KEY (id)"""
+# n_geo, plus a multirange of each other built-in subtype, arrays of path, polygon,
+# tsvector, tsquery and a multirange, and a composite of many field types with a dropped
+# attribute: every geometric type, range, multirange, tsvector, tsquery, pg_lsn, xid,
+# citext and composite column, and arrays of point, box and int4range, goes native
+# (tablesnap::sendform, tablesnap::tsquery, tablesnap::record)
+GEO2 = """CREATE TYPE n_wide AS (j jsonb, gone int4, n numeric, r tstzrange, b box,
+    t timestamptz, x int8, nm name, ch "char", iv interval, p point, m int4multirange);
+ALTER TYPE n_wide DROP ATTRIBUTE gone;
+CREATE TABLE n_geo2 AS SELECT id, p, p_nn, l, s, b, pa, po, c, tv, r4, r8, rn, rd,
+    rs, rz, m4, mz, ap, ab, ar, ls, xd, tq, ci, cp, int8multirange(r8) AS m8,
+    nummultirange(rn) AS mn, datemultirange(rd) AS md, tsmultirange(rs) AS ms,
+    CASE WHEN id % 2 = 0 THEN ARRAY[pa, NULL] END AS paa, ARRAY[po, po] AS poa,
+    ARRAY[tv] AS tva, ARRAY[m4, NULL, m4] AS m4a, ARRAY[tq, NULL, 'x <2> !y'] AS tqa,
+    CASE WHEN id % 3 = 1 THEN NULL
+         WHEN id = 2 THEN ROW(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                              NULL)::n_wide
+         ELSE ROW(jsonb_build_object('id', id, 'a', ARRAY['x y', '"q"']), id / 7.0, rz, b,
+                  timestamptz '2024-01-01 00:00+00' + id * interval '1 hour', -id,
+                  'n (' || id || ')', 'c', id * interval '1 min 1.5 s', p, m4)::n_wide
+    END AS cw
+    FROM n_geo;
+ALTER TABLE n_geo2 ADD PRIMARY KEY (id)"""
 
 
 def _plugin_ctx(plugin: AvroPlugin, out: list[OutputRecord], slot: str) -> PluginWrapper:
@@ -212,6 +278,8 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
             for sql in WORKLOAD:
                 cur.execute(sql)
             cur.execute(ARR2)
+            cur.execute(GEO2)
+            cur.execute(_ext2(pg))
             settings = Settings(
                 source={"slot": slot, "dbname": db},
                 kafka={
@@ -235,14 +303,19 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 assert ours.native_rows is not None
                 assert ours.native_rows.native > 0
                 reasons = ours.native_rows.fallbacks
-                assert any("no native send form" in r for r in reasons), reasons
+                assert any("doc: type" in r and "is not native" in r for r in reasons), reasons
                 assert reasons["numeric Python decides"] > 0, reasons
-                # arrays (n_arr2, and n_dom's domains over arrays and arrays of domains
-                # and of an enum) go native; jsonb[] (n_arr) and a composite do not
-                for t in ("n_all", "n_more", "n_arr2", "n_dom"):
+                # arrays (n_arr2, jsonb[] in n_arr, and n_dom's domains over arrays and
+                # arrays of domains and of an enum) go native, and so do the geometric
+                # types, ranges, multiranges, text search types, citext and composites
+                # (n_geo, n_geo2), hstore, PostGIS and pgvector (n_ext2, as far as the
+                # server has them); a nested composite (n_python) does not
+                native_tables = ("n_arr", "n_geo", "n_geo2", "n_ext2")
+                for t in ("n_all", "n_more", "n_arr2", "n_dom", *native_tables):
                     assert sum(d for d in done_by_table[t] if d > 0) > 0, (t, done_by_table)
-                for t in ("n_arr", "n_python"):
-                    assert set(done_by_table[t]) == {-1}, (t, done_by_table)
+                for t in native_tables:
+                    assert -1 not in done_by_table[t], (t, done_by_table)
+                assert set(done_by_table["n_python"]) == {-1}, done_by_table
             # the stream, of the same rows copied into twin tables
             for t in TABLES:
                 cur.execute(f"CREATE TABLE twin_{t} (LIKE {t} INCLUDING ALL)")

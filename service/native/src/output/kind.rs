@@ -84,8 +84,11 @@ pub enum Kind {
     /// hstore in hstore.handling.mode=map: an Avro map of `["null", string]`.
     HstoreMap,
     /// PostGIS geometry / geography: io.debezium.data.geometry.Geometry / Geography
-    /// {wkb: the EWKB, srid} (types::postgis).
-    Geometry,
+    /// {wkb: the EWKB, srid} (types::postgis); `geodetic` for geography (the same
+    /// record; the snapshot's stored form carries the flag, tablesnap::extension).
+    Geometry {
+        geodetic: bool,
+    },
     /// pgvector vector: io.debezium.data.DoubleVector, an array of double.
     DoubleVector,
     /// pgvector halfvec: io.debezium.data.FloatVector, an array of float.
@@ -138,7 +141,8 @@ impl Kind {
             "composite" => Kind::Composite,
             "hstore_json" => Kind::HstoreJson,
             "hstore_map" => Kind::HstoreMap,
-            "geometry_record" => Kind::Geometry,
+            "geometry_record" => Kind::Geometry { geodetic: false },
+            "geography_record" => Kind::Geometry { geodetic: true },
             "double_vector" => Kind::DoubleVector,
             "float_vector" => Kind::FloatVector,
             "sparse_vector" => Kind::SparseVector,
@@ -181,7 +185,7 @@ impl Kind {
             | Kind::Composite
             | Kind::HstoreJson
             | Kind::HstoreMap
-            | Kind::Geometry
+            | Kind::Geometry { .. }
             | Kind::DoubleVector
             | Kind::FloatVector
             | Kind::SparseVector => -1,

@@ -18,13 +18,18 @@
 //!
 //! Each rewrite mirrors a type's *_recv (int2recv ... timestamptz_recv, numeric_recv,
 //! interval_recv, timetz_recv, uuid_recv, bit_recv, inet/cidr recv, macaddr(8)_recv,
-//! point_recv): network byte order turned into the stored image. enum_send is the label,
+//! point_recv): network byte order turned into the stored image; the types published as
+//! their output text (geometric, ranges and multiranges, tsvector, pg_lsn, xid, xid8)
+//! have theirs in tablesnap::sendform. enum_send is the label,
 //! which is what the encoder writes (checked against the plan's labels). jsonb has no
 //! stored form reachable from jsonb_send (a version byte and jsonb_out's text), so a
 //! jsonb field is handed on as that text and the caller encodes it as a string
 //! (`copy_kind`): the value Debezium's Json is, jsonb_out's text. array_recv's input is
 //! laid out as the ArrayType types::array reads (`array`), for elements of the kinds above
-//! (an enum's label as its OID; not jsonb). A kind without a rewrite here is
+//! (an enum's label as its OID; a jsonb element as its text, which the copy plan reads
+//! as a text element, `copy_plan`); record_recv's input as the composite datum in
+//! tablesnap::record; hstore, pgvector's and PostGIS's in tablesnap::extension. A kind
+//! without a rewrite here is
 //! `Unsupported`: the caller leaves the whole table to the Python path.
 //!
 //! Errors: malformed streams and fields are `CopyError` (a message; the boundary raises
@@ -33,6 +38,7 @@
 
 use std::borrow::Cow;
 
+use super::{extension, record, sendform};
 use crate::output::avro::Outcome;
 use crate::output::kind::Kind;
 use crate::output::plan::{Elem, Labels, Plan};
@@ -193,7 +199,15 @@ pub fn copy_kind(kind: Kind) -> Option<Kind> {
         | Kind::Bits
         | Kind::Bit1
         | Kind::Point
+        | Kind::Composite
+        | Kind::HstoreJson
+        | Kind::HstoreMap
+        | Kind::DoubleVector
+        | Kind::FloatVector
+        | Kind::SparseVector
+        | Kind::Geometry { .. }
         | Kind::Array => kind,
+        Kind::Output(o) if sendform::rewrites(o) => kind,
         _ => return None,
     })
 }
@@ -326,6 +340,15 @@ pub fn stored(kind: Kind, d: &[u8]) -> Result<Cow<'_, [u8]>, Rewrite> {
             out.extend_from_slice(&d[4..]);
             Ok(Cow::Owned(out))
         }
+        // the geometric types, ranges, multiranges, tsvector, pg_lsn, xid(8)
+        Kind::Output(o) => sendform::output(o, d).map(Cow::Owned),
+        // hstore_recv, vector_recv, halfvec_recv, sparsevec_recv, geometry_recv and
+        // geography_recv (tablesnap::extension)
+        Kind::HstoreJson | Kind::HstoreMap => extension::hstore(d).map(Cow::Owned),
+        Kind::DoubleVector => extension::dense(d, 4, "vector").map(Cow::Owned),
+        Kind::FloatVector => extension::dense(d, 2, "halfvec").map(Cow::Owned),
+        Kind::SparseVector => extension::sparse(d).map(Cow::Owned),
+        Kind::Geometry { geodetic } => extension::gserialized(d, geodetic).map(Cow::Owned),
         _ => Err(Rewrite::Unsupported),
     }
 }
@@ -341,10 +364,10 @@ fn fixed_same<'a>(d: &'a [u8], width: usize, what: &str) -> Result<Cow<'a, [u8]>
 }
 
 /// Can an array's elements of `kind` be rewritten into their stored form (`stored`, or an
-/// enum label into its pg_enum OID)? Not jsonb's: its stored form is a binary tree no
-/// send format gives.
+/// enum label into its pg_enum OID)? A jsonb element becomes its text (`stored`) and the
+/// copy plan reads it as text (`copy_plan`), as a jsonb column's field.
 fn element_rewrites(kind: Kind) -> bool {
-    kind != Kind::Jsonb && kind != Kind::Array && copy_kind(kind).is_some()
+    kind != Kind::Array && kind != Kind::Composite && copy_kind(kind).is_some()
 }
 
 const MAXDIM: i32 = 6;
@@ -451,7 +474,7 @@ fn array(d: &[u8], e: &Elem, labels: &Labels) -> Result<Vec<u8>, Rewrite> {
 /// numeric_recv's input (ndigits, weight, sign, dscale, digits, all big-endian) as the
 /// long stored form (NumericLong: sign | dscale, weight, the digits), or a special
 /// value's header alone (as sendform._numeric).
-fn numeric(d: &[u8]) -> Result<Vec<u8>, Rewrite> {
+pub(super) fn numeric(d: &[u8]) -> Result<Vec<u8>, Rewrite> {
     let head = |at| be_i16(d, at).ok_or_else(|| Rewrite::Bad("numeric send value is short".into()));
     let ndigits = head(0)?;
     let weight = head(2)?;
@@ -487,14 +510,29 @@ pub fn copy_plan(plan: &Plan) -> Result<Plan, String> {
                 Some(copy_kind(kind).ok_or_else(|| {
                     format!("column {}: {kind:?} has no native send form", col.name)
                 })?);
+            if kind == Kind::Composite {
+                match &col.composite {
+                    Some(c) if record::field_rewrites(c) => {
+                        col.composite = Some(record::composite_plan(c))
+                    }
+                    _ => {
+                        return Err(format!(
+                            "column {}: a composite field has no native send form",
+                            col.name
+                        ))
+                    }
+                }
+            }
             if kind == Kind::Array {
-                match col.elem {
+                match &mut col.elem {
+                    // jsonb_send's text, in a text varlena under the header's jsonb OID
+                    Some(e) if e.kind == Kind::Jsonb => e.kind = Kind::Text,
                     Some(e) if element_rewrites(e.kind) => {}
                     e => {
                         return Err(format!(
                             "column {}: array of {:?} has no native send form",
                             col.name,
-                            e.map(|e| e.kind)
+                            e.as_ref().map(|e| e.kind)
                         ))
                     }
                 }
@@ -542,8 +580,9 @@ impl CopyPlan<'_> {
                 // enum_recv of a label the plan does not know: Python's error
                 return Ok(Outcome::Fallback("enum label Python decides"));
             }
-            let rewritten = match (kind, col.elem) {
-                (Kind::Array, Some(e)) => array(field, &e, &col.labels).map(Cow::Owned),
+            let rewritten = match (kind, col.elem, &col.composite) {
+                (Kind::Array, Some(e), _) => array(field, &e, &col.labels).map(Cow::Owned),
+                (Kind::Composite, _, Some(c)) => record::record(field, c).map(Cow::Owned),
                 _ => stored(kind, field),
             };
             match rewritten {
@@ -564,139 +603,5 @@ impl CopyPlan<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn stream(rows: &[Vec<Option<&[u8]>>]) -> Vec<u8> {
-        let mut out = SIGNATURE.to_vec();
-        out.extend_from_slice(&0i32.to_be_bytes());
-        out.extend_from_slice(&0i32.to_be_bytes());
-        for row in rows {
-            out.extend_from_slice(&(row.len() as i16).to_be_bytes());
-            for f in row {
-                match f {
-                    None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-                    Some(b) => {
-                        out.extend_from_slice(&(b.len() as i32).to_be_bytes());
-                        out.extend_from_slice(b);
-                    }
-                }
-            }
-        }
-        out.extend_from_slice(&(-1i16).to_be_bytes());
-        out
-    }
-
-    /// Rows split into their fields, NULLs and empty fields kept apart.
-    #[test]
-    fn parses_rows_and_nulls() {
-        let data = stream(&[vec![Some(b"ab"), None], vec![Some(b""), Some(b"xyz")]]);
-        let c = parse(&data, 2).unwrap();
-        assert_eq!(c.len(), 2);
-        let f = |r: usize, i: usize| c.row(r)[i].map(|(o, n)| &data[o..o + n]);
-        assert_eq!(f(0, 0), Some(&b"ab"[..]));
-        assert_eq!(f(0, 1), None);
-        assert_eq!(f(1, 0), Some(&b""[..]));
-        assert_eq!(f(1, 1), Some(&b"xyz"[..]));
-    }
-
-    /// Every truncation of a valid stream, a row of the wrong width and a bad length are
-    /// errors, never a panic or a short result.
-    #[test]
-    fn damaged_streams_are_errors() {
-        let data = stream(&[vec![Some(b"ab"), None], vec![Some(b"c"), Some(b"d")]]);
-        for n in 0..data.len() {
-            assert!(parse(&data[..n], 2).is_err(), "truncated at {n}");
-        }
-        assert!(parse(&data, 3).is_err());
-        let mut bad = data.clone();
-        bad[19..23].copy_from_slice(&(-7i32).to_be_bytes());
-        assert!(parse(&bad, 2).is_err());
-        let mut extra = data.clone();
-        extra.push(0);
-        assert_eq!(
-            parse(&extra, 2).unwrap_err().0,
-            "COPY data after its trailer"
-        );
-    }
-
-    /// numeric_send's 12.50 (ndigits 2, weight 0, sign +, dscale 2: digits 12, 5000)
-    /// becomes the long stored form; NaN keeps only its header.
-    #[test]
-    fn numeric_to_stored() {
-        let send = [0, 2, 0, 0, 0, 0, 0, 2, 0, 12, 0x13, 0x88];
-        assert_eq!(numeric(&send).unwrap(), vec![2, 0, 0, 0, 12, 0, 0x88, 0x13]);
-        let nan = [0, 0, 0, 0, 0xC0, 0, 0, 0];
-        assert_eq!(numeric(&nan).unwrap(), vec![0, 0xC0]);
-        assert!(numeric(&send[..10]).is_err());
-    }
-
-    /// An int4[] with a NULL and a text[] become the ArrayType types::array reads back:
-    /// the same elements, dimensions and lower bounds.
-    #[test]
-    fn arrays_to_stored() {
-        let labels = super::Labels::default();
-        let int4 = super::Elem {
-            kind: Kind::Int4,
-            oid: 23,
-            attlen: 4,
-            align: 4,
-        };
-        let mut send = Vec::new();
-        for v in [1i32, 0, 23, 3, 5, 4] {
-            send.extend_from_slice(&v.to_be_bytes());
-        }
-        send.extend_from_slice(&7i32.to_be_bytes());
-        send.extend_from_slice(&(-1i32).to_be_bytes());
-        send.extend_from_slice(&4i32.to_be_bytes());
-        send.extend_from_slice(&(-9i32).to_be_bytes());
-        let st = array(&send[..send.len() - 8], &int4, &labels);
-        assert!(st.is_err(), "one element short");
-        let st = array(&send, &int4, &labels).unwrap();
-        let a = crate::types::array::elements(&st, 23, 4, 4).unwrap();
-        assert_eq!((a.dims, a.lbounds), (vec![3], vec![5]));
-        let seven = 7i32.to_le_bytes();
-        let nine = (-9i32).to_le_bytes();
-        assert_eq!(a.items, vec![Some(&seven[..]), None, Some(&nine[..])]);
-        let text = super::Elem {
-            kind: Kind::Text,
-            oid: 25,
-            attlen: -1,
-            align: 4,
-        };
-        let mut send = Vec::new();
-        for v in [1i32, 0, 25, 2, 1] {
-            send.extend_from_slice(&v.to_be_bytes());
-        }
-        for item in [&b"ab"[..], b""] {
-            send.extend_from_slice(&(item.len() as i32).to_be_bytes());
-            send.extend_from_slice(item);
-        }
-        let st = array(&send, &text, &labels).unwrap();
-        let a = crate::types::array::elements(&st, 25, -1, 4).unwrap();
-        assert_eq!(a.items, vec![Some(&b"ab"[..]), Some(&b""[..])]);
-    }
-
-    /// Fixed-width values swap to little-endian; wrong widths are errors.
-    #[test]
-    fn fixed_widths() {
-        assert_eq!(
-            stored(Kind::Int4, &[0, 0, 1, 2]).unwrap().as_ref(),
-            &[2, 1, 0, 0]
-        );
-        assert!(stored(Kind::Int8, &[0; 4]).is_err());
-        assert!(stored(Kind::Uuid, &[0; 15]).is_err());
-        assert_eq!(
-            stored(
-                Kind::Interval,
-                &[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3]
-            )
-            .unwrap()
-            .as_ref(),
-            &[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]
-        );
-        assert_eq!(stored(Kind::Jsonb, b"\x01{}").unwrap().as_ref(), b"{}");
-        assert!(stored(Kind::Jsonb, b"\x02{}").is_err());
-        assert_eq!(stored(Kind::Geometry, b""), Err(Rewrite::Unsupported));
-    }
-}
+#[path = "copy_tests.rs"]
+mod tests;

@@ -4,3 +4,7 @@
 //! byte for byte as it writes WAL rows. Pure: no Python, no I/O.
 
 pub mod copy;
+pub mod extension;
+pub mod record;
+pub mod sendform;
+pub mod tsquery;

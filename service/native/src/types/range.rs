@@ -66,7 +66,7 @@ pub enum RangeSub {
 impl RangeSub {
     /// pg_type OID of the built-in range type over this subtype, the rangetypid its
     /// datums store.
-    fn range_oid(self) -> u32 {
+    pub fn range_oid(self) -> u32 {
         match self {
             RangeSub::Int4 => 3904,
             RangeSub::Numeric => 3906,
@@ -77,8 +77,21 @@ impl RangeSub {
         }
     }
 
+    /// pg_type OID of the built-in multirange type over this subtype (pg_type.dat), the
+    /// multirangetypid its datums store.
+    pub fn multirange_oid(self) -> u32 {
+        match self {
+            RangeSub::Int4 => 4451,
+            RangeSub::Numeric => 4532,
+            RangeSub::Timestamp => 4533,
+            RangeSub::TimestampTz => 4534,
+            RangeSub::Date => 4535,
+            RangeSub::Int8 => 4536,
+        }
+    }
+
     /// The subtype's typlen (None: a varlena).
-    fn typlen(self) -> Option<usize> {
+    pub fn typlen(self) -> Option<usize> {
         match self {
             RangeSub::Int4 | RangeSub::Date => Some(4),
             RangeSub::Int8 | RangeSub::Timestamp | RangeSub::TimestampTz => Some(8),
@@ -87,7 +100,7 @@ impl RangeSub {
     }
 
     /// The subtype's typalign in bytes (int4, date, numeric: `i`; the rest `d`).
-    fn typalign(self) -> usize {
+    pub fn typalign(self) -> usize {
         match self {
             RangeSub::Int4 | RangeSub::Date | RangeSub::Numeric => 4,
             RangeSub::Int8 | RangeSub::Timestamp | RangeSub::TimestampTz => 8,

@@ -104,7 +104,7 @@ fn zero(out: &mut Vec<u8>, kind: Kind) {
         // the hstore zero of json mode is "{}" (the map's is the empty map: 0)
         Kind::HstoreJson => avro::bytes(out, b"{}"),
         // an empty GEOMETRYCOLLECTION (createEmpty), srid 0
-        Kind::Geometry => {
+        Kind::Geometry { .. } => {
             avro::bytes(out, &[0x01, 0x07, 0, 0, 0, 0, 0, 0, 0]);
             out.extend_from_slice(&[avro::SECOND_BRANCH, 0x00]);
         }
@@ -234,7 +234,7 @@ fn write_value(out: &mut Vec<u8>, col: &Column, kind: Kind, d: &[u8]) -> Result<
             let (x, y) = geometric::point_xy(d)?;
             point(out, x, y);
         }
-        Kind::Geometry => {
+        Kind::Geometry { .. } => {
             let (wkb, srid) = postgis::geometry_value(d)?;
             avro::bytes(out, &wkb);
             out.push(avro::SECOND_BRANCH);

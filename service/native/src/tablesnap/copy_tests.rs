@@ -1,0 +1,193 @@
+//! tablesnap::copy's unit tests: the COPY split, and the rewrites it owns (numeric,
+//! arrays, fixed widths, jsonb).
+
+use super::*;
+
+fn stream(rows: &[Vec<Option<&[u8]>>]) -> Vec<u8> {
+    let mut out = SIGNATURE.to_vec();
+    out.extend_from_slice(&0i32.to_be_bytes());
+    out.extend_from_slice(&0i32.to_be_bytes());
+    for row in rows {
+        out.extend_from_slice(&(row.len() as i16).to_be_bytes());
+        for f in row {
+            match f {
+                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                Some(b) => {
+                    out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+                    out.extend_from_slice(b);
+                }
+            }
+        }
+    }
+    out.extend_from_slice(&(-1i16).to_be_bytes());
+    out
+}
+
+/// Rows split into their fields, NULLs and empty fields kept apart.
+#[test]
+fn parses_rows_and_nulls() {
+    let data = stream(&[vec![Some(b"ab"), None], vec![Some(b""), Some(b"xyz")]]);
+    let c = parse(&data, 2).unwrap();
+    assert_eq!(c.len(), 2);
+    let f = |r: usize, i: usize| c.row(r)[i].map(|(o, n)| &data[o..o + n]);
+    assert_eq!(f(0, 0), Some(&b"ab"[..]));
+    assert_eq!(f(0, 1), None);
+    assert_eq!(f(1, 0), Some(&b""[..]));
+    assert_eq!(f(1, 1), Some(&b"xyz"[..]));
+}
+
+/// Every truncation of a valid stream, a row of the wrong width and a bad length are
+/// errors, never a panic or a short result.
+#[test]
+fn damaged_streams_are_errors() {
+    let data = stream(&[vec![Some(b"ab"), None], vec![Some(b"c"), Some(b"d")]]);
+    for n in 0..data.len() {
+        assert!(parse(&data[..n], 2).is_err(), "truncated at {n}");
+    }
+    assert!(parse(&data, 3).is_err());
+    let mut bad = data.clone();
+    bad[19..23].copy_from_slice(&(-7i32).to_be_bytes());
+    assert!(parse(&bad, 2).is_err());
+    let mut extra = data.clone();
+    extra.push(0);
+    assert_eq!(
+        parse(&extra, 2).unwrap_err().0,
+        "COPY data after its trailer"
+    );
+}
+
+/// numeric_send's 12.50 (ndigits 2, weight 0, sign +, dscale 2: digits 12, 5000)
+/// becomes the long stored form; NaN keeps only its header.
+#[test]
+fn numeric_to_stored() {
+    let send = [0, 2, 0, 0, 0, 0, 0, 2, 0, 12, 0x13, 0x88];
+    assert_eq!(numeric(&send).unwrap(), vec![2, 0, 0, 0, 12, 0, 0x88, 0x13]);
+    let nan = [0, 0, 0, 0, 0xC0, 0, 0, 0];
+    assert_eq!(numeric(&nan).unwrap(), vec![0, 0xC0]);
+    assert!(numeric(&send[..10]).is_err());
+}
+
+/// An int4[] with a NULL and a text[] become the ArrayType types::array reads back:
+/// the same elements, dimensions and lower bounds.
+#[test]
+fn arrays_to_stored() {
+    let labels = super::Labels::default();
+    let int4 = super::Elem {
+        kind: Kind::Int4,
+        oid: 23,
+        attlen: 4,
+        align: 4,
+    };
+    let mut send = Vec::new();
+    for v in [1i32, 0, 23, 3, 5, 4] {
+        send.extend_from_slice(&v.to_be_bytes());
+    }
+    send.extend_from_slice(&7i32.to_be_bytes());
+    send.extend_from_slice(&(-1i32).to_be_bytes());
+    send.extend_from_slice(&4i32.to_be_bytes());
+    send.extend_from_slice(&(-9i32).to_be_bytes());
+    let st = array(&send[..send.len() - 8], &int4, &labels);
+    assert!(st.is_err(), "one element short");
+    let st = array(&send, &int4, &labels).unwrap();
+    let a = crate::types::array::elements(&st, 23, 4, 4).unwrap();
+    assert_eq!((a.dims, a.lbounds), (vec![3], vec![5]));
+    let seven = 7i32.to_le_bytes();
+    let nine = (-9i32).to_le_bytes();
+    assert_eq!(a.items, vec![Some(&seven[..]), None, Some(&nine[..])]);
+    let text = super::Elem {
+        kind: Kind::Text,
+        oid: 25,
+        attlen: -1,
+        align: 4,
+    };
+    let mut send = Vec::new();
+    for v in [1i32, 0, 25, 2, 1] {
+        send.extend_from_slice(&v.to_be_bytes());
+    }
+    for item in [&b"ab"[..], b""] {
+        send.extend_from_slice(&(item.len() as i32).to_be_bytes());
+        send.extend_from_slice(item);
+    }
+    let st = array(&send, &text, &labels).unwrap();
+    let a = crate::types::array::elements(&st, 25, -1, 4).unwrap();
+    assert_eq!(a.items, vec![Some(&b"ab"[..]), Some(&b""[..])]);
+}
+
+/// A jsonb[] column: its copy plan reads text elements under the jsonb OID, and each
+/// element's send value (version 1, the text) becomes that text; a bad version is Bad.
+#[test]
+fn jsonb_arrays_to_text_elements() {
+    let labels = super::Labels::default();
+    let jsonb = super::Elem {
+        kind: Kind::Jsonb,
+        oid: 3802,
+        attlen: -1,
+        align: 4,
+    };
+    let mut send = Vec::new();
+    for v in [1i32, 0, 3802, 2, 1] {
+        send.extend_from_slice(&v.to_be_bytes());
+    }
+    for item in [&b"\x01{\"a\": 1}"[..], b"\x01[]"] {
+        send.extend_from_slice(&(item.len() as i32).to_be_bytes());
+        send.extend_from_slice(item);
+    }
+    let st = array(&send, &jsonb, &labels).unwrap();
+    let a = crate::types::array::elements(&st, 3802, -1, 4).unwrap();
+    assert_eq!(a.items, vec![Some(&b"{\"a\": 1}"[..]), Some(&b"[]"[..])]);
+    let at = send.len() - 3;
+    send[at] = 2;
+    assert!(matches!(
+        array(&send, &jsonb, &labels),
+        Err(Rewrite::Bad(_))
+    ));
+    let col = crate::output::plan::Column {
+        name: "jb".into(),
+        attlen: -1,
+        align: 4,
+        dropped: false,
+        has_missing: false,
+        kind: Some(Kind::Array),
+        optional: true,
+        read: true,
+        labels: labels.clone(),
+        elem: Some(jsonb),
+        composite: None,
+    };
+    let plan = Plan {
+        columns: vec![col],
+        key: vec![],
+    };
+    let copy = copy_plan(&plan).unwrap();
+    let e = copy.columns[0].elem.unwrap();
+    assert_eq!((e.kind, e.oid), (Kind::Text, 3802));
+}
+
+/// Fixed-width values swap to little-endian; wrong widths are errors.
+#[test]
+fn fixed_widths() {
+    assert_eq!(
+        stored(Kind::Int4, &[0, 0, 1, 2]).unwrap().as_ref(),
+        &[2, 1, 0, 0]
+    );
+    assert!(stored(Kind::Int8, &[0; 4]).is_err());
+    assert!(stored(Kind::Uuid, &[0; 15]).is_err());
+    assert_eq!(
+        stored(
+            Kind::Interval,
+            &[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3]
+        )
+        .unwrap()
+        .as_ref(),
+        &[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]
+    );
+    assert_eq!(stored(Kind::Jsonb, b"\x01{}").unwrap().as_ref(), b"{}");
+    assert!(stored(Kind::Jsonb, b"\x02{}").is_err());
+    assert!(matches!(
+        stored(Kind::Geometry { geodetic: false }, b""),
+        Err(Rewrite::Bad(_))
+    ));
+    let ltree = Kind::Output(crate::types::outtext::Output::Ltree);
+    assert_eq!(stored(ltree, b""), Err(Rewrite::Unsupported));
+    assert_eq!(copy_kind(ltree), None);
+}
