@@ -138,6 +138,18 @@ def send_hs_feedback(conn: Any, xmin: int, epoch: int) -> None:
         raise psycopg2.OperationalError("could not send hot-standby feedback")
 
 
+def source_timeline(dsn: str) -> tuple[str, TimelineHistory]:
+    """The server's system identifier and the history of its current timeline, over
+    a replication connection (IDENTIFY_SYSTEM, TIMELINE_HISTORY), as `_start` reads them."""
+    conn = psycopg2.connect(dsn, connection_factory=psycopg2.extras.PhysicalReplicationConnection)
+    try:
+        cur = conn.cursor()
+        system_id, tli, _ = identify_system(cur)
+        return system_id, timeline_history(cur, tli)
+    finally:
+        conn.close()
+
+
 class _EndOfTimeline(Exception):
     """Internal: every byte of a historic timeline up to its switch point was received."""
 
