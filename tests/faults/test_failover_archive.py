@@ -22,18 +22,13 @@ with another `source.archive`:
   created before the last workload.
 The error tests drop the slot their worker created, so each test starts from a new
 primary without one. The pair is held exclusively from its rebuild to the end of the
-module's tests for that version: flock on `/tmp/ha-pgNN.lock`, then
-`/tmp/ha-ha-pgNN.lock` (both spellings, in the order the other HA tests take them).
+module's tests for that version (tests/faults/ha_exclusive.py).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import itertools
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -52,9 +47,10 @@ from service.app.session import Session, SessionConfig
 from service.lsn import format_lsn, parse_lsn
 from service.output.text import TestDecodingPlugin
 from service.wal.bridge import bridge_range, segment_name
+from tests.faults.ha_exclusive import rebuilt_pair, services
 from tests.faults.verifier import topics, verify
 from tests.faults.workload import ContinuousWorkload
-from tests.fixtures.services import SERVICES, ensure_service, stop_service
+from tests.fixtures.services import ensure_service, stop_service
 from tests.integration.pipeline_kafka_support import (
     EO_TABLES,
     Pipeline,
@@ -68,14 +64,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 SEG = 16 * 1024 * 1024
 TEXT_OPTIONS = {"include-xids": "0", "skip-empty-xacts": "1"}
-
-
-def _services(*args: str) -> str:
-    proc = subprocess.run(
-        [sys.executable, str(SERVICES), *args], capture_output=True, text=True, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 @dataclass
@@ -150,17 +138,11 @@ def failed_over(
     request: pytest.FixtureRequest, kafka: dict[str, Any], registry: dict[str, Any]
 ) -> Iterator[Failover]:
     """The failover of the module docstring, on a freshly built pair."""
-    primary_name, standby_name = f"ha-pg{request.param}", f"ha-pg{request.param}s"
-    with contextlib.ExitStack() as locks:
-        # Both spellings of the pair's lock, in the order the other HA tests take them.
-        for name in (f"/tmp/ha-pg{request.param}.lock", f"/tmp/ha-{primary_name}.lock"):
-            fcntl.flock(locks.enter_context(open(name, "a")), fcntl.LOCK_EX)
-        _services("rebuild", standby_name)
-        stop_service(primary_name, standby_name)  # forget endpoints cached before the rebuild
-        primary, standby = ensure_service(primary_name), ensure_service(standby_name)
-        with pipeline(primary, kafka, registry, "haarc", EO_TABLES) as p:
-            yield _fail_over(p, primary, standby)
-        stop_service(primary_name, standby_name)
+    with (
+        rebuilt_pair(request.param) as (primary, standby),
+        pipeline(primary, kafka, registry, "haarc", EO_TABLES) as p,
+    ):
+        yield _fail_over(p, primary, standby)
 
 
 def _fail_over(p: Pipeline, primary: dict[str, Any], standby: dict[str, Any]) -> Failover:
@@ -207,7 +189,7 @@ def _fail_over(p: Pipeline, primary: dict[str, Any], standby: dict[str, Any]) ->
     _wait("standby replay", lambda: _replayed(standby, end_old))
     # 3. The primary stops; the standby is promoted. It has no slot for pgcdc.
     stop_service(primary["service"])
-    assert int(_services("promote", standby["service"]).split()[1]) == 2
+    assert int(services("promote", standby["service"]).split()[1]) == 2
     p.pg = ensure_service(standby["service"])
     p.dsn = p.pg["dsn"].replace("dbname=postgres", f"dbname={p.db}")
     new = p.connect()
