@@ -380,10 +380,6 @@ class Worker:
             receive_timeout=s.source.receive_timeout_s,
             retry_budget_s=s.source.retry_budget_s,
         )
-        if stream_from is not None and stream_from != start:
-            # The slot is never told an LSN below the seam: WAL before it is the
-            # archive's, and the server may have removed it already.
-            self.stream.confirm(stream_from)
         session.decoding.on_committed = self._end_txn
         session.sink.progress = self._replay_progress
         self.toast = ToastWiring(s, self.metrics)
