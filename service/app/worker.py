@@ -16,8 +16,9 @@ Start-up:
    own defaults). The offsets topic missing while the schema history is present is
    `OffsetsMissingError` (fatal);
 2. with an offset: the schema history is restored from the snapshot committed with it,
-   WAL is read again from its restart LSN, and every commit whose record starts before
-   its confirmed LSN is skipped (`SnapBuilder.restored`); without one: the physical slot
+   WAL is read again from its restart LSN (what the slot no longer has, from
+   `source.archive` first: `service.app.resume`), and every commit whose record starts
+   before its confirmed LSN is skipped (`SnapBuilder.restored`); without one: the physical slot
    is created or reused, and RUNNING_XACTS is forced; at the consistent point the
    catalog snapshot is taken and, with `snapshot.mode = initial` and the default
    `snapshot.method = blocking`, every existing row of the captured tables is read by
