@@ -20,7 +20,10 @@ With it (issue 31 part 3):
   every segment, before anything is published (`ArchiveBridge`).
 - A slot that was missing means pgcdc streamed from another server: offsets confirmed
   past the end of the timeline their restart LSN lies on came from WAL this server's
-  history abandoned (`TimelineDivergedError`, fatal).
+  history abandoned (`TimelineDivergedError`, fatal). The offsets record no timeline,
+  so a restart LSN itself past the switch point cannot be told from one on the new
+  timeline; the restart LSN lags to a checkpoint redo point, so that takes a checkpoint
+  between the switch point and the last offsets.
 - Nothing is snapshotted again: the stored offsets and schema history are resumed
   as they are; the bridge only supplies bytes.
 """
@@ -78,12 +81,12 @@ def resume_source(
             was="invalidated" if invalidated else "missing",
         )
     segment_size = int(row[0]) if row is not None else DEFAULT_SEGMENT_SIZE
-    gap = bridge_range(restart_lsn, slot_restart, segment_size)
-    if gap is None:
-        return restart_lsn, None
     system_id, history = source_timeline(s.source.dsn())
     if created:
         _check_not_abandoned(slot, history, restart_lsn, confirmed_lsn)
+    gap = bridge_range(restart_lsn, slot_restart, segment_size)
+    if gap is None:
+        return restart_lsn, None
     what = "was missing and is created with" if created else "has"
     bridge = ArchiveBridge(
         open_archive(s.source.archive, s.decoding.state_dir),
