@@ -35,7 +35,6 @@ Memory: one chunk (1 MiB) at a time; a restored file occupies the disk until rea
 
 from __future__ import annotations
 
-import os
 import struct
 import subprocess
 import threading
@@ -303,4 +302,4 @@ class ArchiveBridge:
 
 def open_archive(spec: str, state_dir: Path) -> WalArchive:
     """The `source.archive` setting as a `WalArchive`, restored files under `state_dir`."""
-    return WalArchive(spec, Path(os.fspath(state_dir)) / "archive")
+    return WalArchive(spec, state_dir / "archive")
