@@ -49,6 +49,7 @@ from pydantic_settings import (
 )
 
 from service.errors import ConfigError
+from service.wal.bridge import archive_kind, check_restore_command
 
 # The YAML file of the load_settings call in progress (the CLI's --config).
 _yaml_file: ContextVar[str | None] = ContextVar("pgcdc_yaml_file", default=None)
@@ -102,6 +103,23 @@ def _pair(cert: Path | None, key: Path | None, cert_field: str, key_field: str) 
         raise ConfigError(f"{key_field} is set without {cert_field}", field=cert_field)
 
 
+def _archive_setting(value: str | None) -> str | None:
+    """source.archive checked (service.wal.bridge): a restore command with %f and %p,
+    or an existing directory; empty is unset."""
+    if value is None or not value.strip():
+        return None
+    if archive_kind(value) == "command":
+        check_restore_command(value)
+        return value
+    if not Path(value).is_dir():
+        raise ConfigError(
+            f"source.archive {value!r} is not a directory (a restore command needs %f and "
+            "%p, e.g. 'cp /mnt/archive/%f %p')",
+            field="source.archive",
+        )
+    return value
+
+
 # Characters a libpq connection-string value may hold without quoting.
 _CONNINFO_BARE = re.compile(r"^[^\s'\\]+$")
 
@@ -146,6 +164,12 @@ class SourceSettings(_Section):
     # 15 s only while the primary writes WAL (indefinitely on an idle primary).
     primary_host: str | None = None
     primary_port: int | None = Field(None, ge=1, le=65535)
+    # Where the WAL a lost or recreated slot no longer has can be read (README
+    # "Failover"): a directory of archived WAL files, or a restore command in
+    # PostgreSQL's restore_command syntax (%f file name, %p where to copy it, %% a
+    # literal %). Text holding a % is a command, which needs %f and %p; anything else
+    # must be an existing directory. Unset: a gap is a fatal SlotGapError.
+    archive: str | None = None
     mode: Literal["stream", "archive"] = "stream"
     archive_dir: Path | None = None
     # Tail the archive directory for new segments instead of stopping at its end.
@@ -194,6 +218,7 @@ class SourceSettings(_Section):
             )
         if self.sslrootcert is not None and str(self.sslrootcert) != "system":
             _readable_file(self.sslrootcert, "source.sslrootcert")
+        self.archive = _archive_setting(self.archive)
         _pair(self.sslcert, self.sslkey, "source.sslcert", "source.sslkey")
         _readable_file(self.sslcert, "source.sslcert")
         _readable_file(self.sslkey, "source.sslkey")

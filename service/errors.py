@@ -187,6 +187,22 @@ class SlotGapError(WalRemovedError):
     dropped and recreated, or invalidated): resuming would skip what lies between."""
 
 
+class RestoreCommandError(FatalError):
+    """`source.archive`'s restore command failed in a way that is not "the archive has
+    no such file": killed by a signal, or exit status above 125 (126 not executable,
+    127 not found: the shell's own failures, as PostgreSQL's RestoreArchivedFile treats
+    them), or exit 0 without the file at %p, or a file of the wrong size. `command`,
+    `file_name` and `status` (the exit status, or -signal) name which."""
+
+    def __init__(
+        self, message: str, *, command: str, file_name: str, status: int, lsn: int | None = None
+    ) -> None:
+        self.command = command
+        self.file_name = file_name
+        self.status = status
+        super().__init__(message, lsn=lsn, field="source.archive")
+
+
 class OffsetsMissingError(FatalError):
     """No stored offsets, but the schema-history topic shows that an earlier run
     published: the offsets topic was lost, and starting over would silently re-snapshot

@@ -31,7 +31,11 @@ Behaviour:
   (`service.wal.timeline.TimelineGate`, `UnexpectedTimelineError` otherwise).
 - Standby status feedback reports write = bytes received and flush = apply = the
   restart LSN handed back by the pipeline, never more: the walsender moves the
-  slot's restart_lsn to the flush position. Feedback is sent every
+  slot's restart_lsn to the flush position (PhysicalConfirmReceivedLocation, which
+  moves it backwards too). Never less than the slot's restart_lsn when the connection
+  started, either: a stream started below it (the archive bridge starts at the first
+  byte of the slot's segment) must not drag the slot back into WAL the server may
+  already have removed. Feedback is sent every
   `status_interval` seconds and whenever a keepalive asks for a reply.
 - Hot-standby feedback (XLogWalRcvSendHSFeedback's message, read by the walsender's
   ProcessStandbyHSFeedbackMessage): when `hold_xmin` is set, every status update is
@@ -138,6 +142,18 @@ def send_hs_feedback(conn: Any, xmin: int, epoch: int) -> None:
         raise psycopg2.OperationalError("could not send hot-standby feedback")
 
 
+def source_timeline(dsn: str) -> tuple[str, TimelineHistory]:
+    """The server's system identifier and the history of its current timeline, over
+    a replication connection (IDENTIFY_SYSTEM, TIMELINE_HISTORY), as `_start` reads them."""
+    conn = psycopg2.connect(dsn, connection_factory=psycopg2.extras.PhysicalReplicationConnection)
+    try:
+        cur = conn.cursor()
+        system_id, tli, _ = identify_system(cur)
+        return system_id, timeline_history(cur, tli)
+    finally:
+        conn.close()
+
+
 class _EndOfTimeline(Exception):
     """Internal: every byte of a historic timeline up to its switch point was received."""
 
@@ -177,6 +193,8 @@ class PhysicalStream:
         self._cur: Any = None  # the replication cursor while streaming
         self.reconnects = 0  # connections lost and re-established (metrics, tests)
         self._last_data_start = 0  # data_start of the last WAL message received
+        # The slot's restart_lsn when this connection started: feedback never goes below.
+        self._slot_floor = 0
         self._last_keepalive = 0.0
         # The source's system identifier, from the first IDENTIFY_SYSTEM.
         self.system_id: str | None = None
@@ -260,6 +278,7 @@ class PhysicalStream:
         self.system_id = system_id
         history = timeline_history(cur, server_tli)
         slot_restart = self._ensure_slot(cur)
+        self._slot_floor = slot_restart
         if self.received_lsn is not None:
             start = self.received_lsn
         else:
@@ -484,6 +503,7 @@ class PhysicalStream:
         # keeps at most one message, <= 128 kB, more than strictly needed).
         if self._last_data_start:
             flush = min(flush, self._last_data_start - 1)
+        flush = max(flush, self._slot_floor)
         # Always forced: without it psycopg2 only records the values and sends them on
         # its own status interval, so a confirm could miss a stream that stops soon
         # after. The callers throttle (status_interval, KEEPALIVE_INTERVAL_S).

@@ -16,8 +16,9 @@ Start-up:
    own defaults). The offsets topic missing while the schema history is present is
    `OffsetsMissingError` (fatal);
 2. with an offset: the schema history is restored from the snapshot committed with it,
-   WAL is read again from its restart LSN, and every commit whose record starts before
-   its confirmed LSN is skipped (`SnapBuilder.restored`); without one: the physical slot
+   WAL is read again from its restart LSN (what the slot no longer has, from
+   `source.archive` first: `service.app.resume`), and every commit whose record starts
+   before its confirmed LSN is skipped (`SnapBuilder.restored`); without one: the physical slot
    is created or reused, and RUNNING_XACTS is forced; at the consistent point the
    catalog snapshot is taken and, with `snapshot.mode = initial` and the default
    `snapshot.method = blocking`, every existing row of the captured tables is read by
@@ -72,6 +73,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
@@ -91,17 +93,18 @@ from connectors.postgres.server import (
 )
 from connectors.postgres.slots import (
     advance_when_released,
-    check_covers,
     drop_slot,
     ensure_physical_slot,
     slot_state,
 )
 from connectors.postgres.stream import PhysicalStream
+from connectors.postgres.walarchive import ArchiveBridge
 from connectors.tablesnap.export import SharedSnapshot, export_visibility
 from connectors.tablesnap.progress import ProgressRecord, progress_topic, read_last_progress
 from connectors.tablesnap.snapshotter import Snapshotter
 from service.app import gctune
 from service.app.metrics import Metrics
+from service.app.resume import resume_source
 from service.app.session import Session, SessionConfig
 from service.app.toast import ToastWiring
 from service.app.unknown_types import check_at_start, make_policy
@@ -205,6 +208,9 @@ class Worker:
         # Resumed in the middle of it: the shared snapshot's horizon, until a commit
         # past it with every initial table done (then `snapshot_committed` is logged).
         self._resumed_horizon: int | None = None
+        # A resumed session's WAL from the archive, handed out once before the stream
+        # (`service.app.resume`, issue 31 part 3); None when the slot covers the offsets.
+        self._bridge: ArchiveBridge | None = None
 
     # --- callbacks ------------------------------------------------------------------
 
@@ -328,9 +334,10 @@ class Worker:
                 "from Kafka; restore the history topic or reset the offsets topic",
                 lsn=last.confirmed_lsn,
             )
+        stream_from: int | None = None
         if last is not None and stored is not None:
             try:
-                self._check_slot_covers(last.restart_lsn)
+                stream_from, self._bridge = resume_source(s, last.restart_lsn, last.confirmed_lsn)
             except SlotGapError as exc:
                 if not s.snapshot.fresh_start:
                     raise
@@ -383,7 +390,7 @@ class Worker:
         self.stream = PhysicalStream(
             dsn,
             s.source.slot,
-            start_lsn=start,
+            start_lsn=start if stream_from is None else stream_from,
             busy_grace_s=s.source.slot_busy_grace_s,
             receive_timeout=s.source.receive_timeout_s,
             retry_budget_s=s.source.retry_budget_s,
@@ -574,15 +581,15 @@ class Worker:
         self.sink.end_source_txn(confirmed, session.restart_lsn(), history.version)
         self.sink.flush()
 
-    def _check_slot_covers(self, restart_lsn: int) -> None:
-        """The slot still pins the WAL from the stored restart LSN on (issue 11, defect
-        4): else resuming would silently skip what lies in between (`SlotGapError`)."""
-        conn = connect(self.settings.source.dsn())
-        try:
-            with conn.cursor() as cur:
-                check_covers(cur, self.settings.source.slot, restart_lsn)
-        finally:
-            conn.close()
+    def _wal(self, stream: PhysicalStream) -> Iterator[tuple[int, bytes]]:
+        """The session's WAL: the archive bridge's range first, when there is one,
+        then the stream from exactly where it ends."""
+        bridge, self._bridge = self._bridge, None
+        if bridge is not None:
+            yield from bridge.chunks(self.stop)
+            if self.stop.is_set():
+                return
+        yield from stream.chunks(self.stop)
 
     def _slot_restart_lsn(self) -> int:
         """The slot's restart LSN, creating the slot (reserving WAL) if it is missing."""
@@ -691,7 +698,7 @@ class Worker:
         self.sink.guard.adopt(old.guard)
         self.sink.aborts, self.sink.retries = old.aborts, old.retries
         self.sink.kafka_txns, self.sink.records_sent = old.kafka_txns, old.records_sent
-        self.session, self.stream = None, None
+        self.session, self.stream, self._bridge = None, None, None
         self._schema_saved, self._ended_lsn = -1, 0
         self._snapshot_until, self._stop_seen = None, None
         self._resumed_horizon = None
@@ -720,7 +727,7 @@ class Worker:
                 # No idle timeout: the stream stays connected while the database is
                 # idle (heartbeats go out from `_on_idle`). Reconnecting on every idle
                 # interval released the slot each time, and a standby could take it.
-                for lsn, data in stream.chunks(self.stop):
+                for lsn, data in self._wal(stream):
                     m.health.beat()
                     session.feed(lsn, data)
                     self._settle_snapshot()

@@ -74,3 +74,21 @@ def test_toast_settings_default_to_fill_and_reject_unknown_values() -> None:
     with pytest.raises(ConfigError) as info:
         load_settings(toast={"max_hold_s": 0})
     assert info.value.field == "toast.max_hold_s"
+
+
+def test_source_archive_is_a_directory_or_a_restore_command(tmp_path: Path) -> None:
+    """source.archive: an existing directory, or a restore command with %f and %p;
+    empty is unset; anything else is a ConfigError naming source.archive."""
+    assert load_settings(source={"archive": str(tmp_path)}).source.archive == str(tmp_path)
+    cmd = "cp /mnt/archive/%f %p"
+    assert load_settings(source={"archive": cmd}).source.archive == cmd
+    assert load_settings(source={"archive": ""}).source.archive is None
+    assert load_settings().source.archive is None
+    for bad, words in (
+        (str(tmp_path / "absent"), "is not a directory"),
+        ("cp /mnt/archive/%f /tmp/x", "lacks %p"),
+        ("cp /mnt/%f %p %r", "%r"),
+    ):
+        with pytest.raises(ConfigError, match=words) as exc:
+            load_settings(source={"archive": bad})
+        assert exc.value.field == "source.archive"

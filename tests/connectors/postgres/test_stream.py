@@ -91,3 +91,44 @@ def test_streaming_equals_files(pg: dict[str, Any]) -> None:
         start,
         streamed[-1].lsn,
     )
+
+
+def test_stream_started_below_the_slot_never_drags_it_back(pg: dict[str, Any]) -> None:
+    """A stream started at the first byte of the slot's segment, below its restart_lsn
+    (as after an archive bridge), reports no flush position below that restart_lsn:
+    PhysicalConfirmReceivedLocation would move the slot back into WAL the server may
+    already have removed."""
+    slot = f"pgcdc_t_{uuid.uuid4().hex[:10]}"
+    admin = psycopg2.connect(pg["dsn"])
+    admin.autocommit = True
+    cur = admin.cursor()
+    cur.execute(
+        "SELECT (pg_create_physical_replication_slot(%s, true)).lsn::text, "
+        "setting::bigint FROM pg_settings WHERE name = 'wal_segment_size'",
+        (slot,),
+    )
+    restart_text, segment_size = cur.fetchone()
+    restart = _lsn(restart_text)
+    start = restart - restart % segment_size
+    stream = PhysicalStream(
+        pg["dsn"], slot, start_lsn=start, create_slot=False, status_interval=0.2
+    )
+    try:
+        cur.execute("SELECT pg_logical_emit_message(false, 'pgcdc-test', 'x')")  # some WAL
+        chunks = stream.chunks(idle_timeout=5)
+        first_lsn, _ = next(chunks)
+        assert first_lsn == start
+        for lsn, data in chunks:  # past the slot's position, with feedback on the way
+            if lsn + len(data) > restart:
+                break
+        threading.Event().wait(0.5)
+        next(chunks, None)  # one more round of the loop: a status update goes out
+    finally:
+        stream.close()
+        cur.execute(
+            "SELECT restart_lsn::text FROM pg_replication_slots WHERE slot_name = %s", (slot,)
+        )
+        after = _lsn(cur.fetchone()[0])
+        drop_slot_when_released(admin, slot)
+        admin.close()
+    assert after == restart, (restart_text, f"{after:X}")
