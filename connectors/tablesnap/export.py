@@ -228,6 +228,7 @@ class SharedSnapshot:
                 read = reader.read_shared(
                     p.spec, rows=cfg.chunk_rows, max_bytes=int(cfg.chunk_bytes)
                 )
+                snap.learn_cut(p.job, read)
                 with snap.lock:
                     snap.reads += 1
                     p.read = read

@@ -124,6 +124,7 @@ class _Pending:
 # publication of the last one (encode, produce, the Kafka commit); chunks are published
 # at their high watermarks in WAL order all the same, as with several readers.
 READ_AHEAD = 2
+HEAP_PAGE_BYTES = 8192  # BLCKSZ: what pg_class.relpages counts
 
 
 def key_of(values: Any, names: tuple[str, ...]) -> tuple[str | None, ...] | None:
@@ -189,6 +190,8 @@ class Snapshotter:
         # chunks whose rows the native encoder could not take, by reason (_native_fields)
         self.native_fallbacks: Counter[str] = Counter()
         self._announce: list[TableJob] = []  # finished, logged after their commit
+        # rows a chunk of the table held when its byte budget cut it (`_chunk_rows`)
+        self._rows_hint: dict[str, int] = {}
 
     # --- set-up ---------------------------------------------------------------------
 
@@ -309,18 +312,43 @@ class Snapshotter:
             return None
         lo = job.planned_to
         assert not isinstance(lo, str)
+        rows = self._chunk_rows(job, plan.estimate, plan.pages)
         if job.keyed:
             assert lo is None or isinstance(lo, tuple)
-            hi: Bound = reader.plan_key_bound(plan, lo, self.cfg.chunk_rows, job.where)
+            hi: Bound = reader.plan_key_bound(plan, lo, rows, job.where)
         else:
             per_page = max(1.0, plan.estimate / max(1, plan.pages)) if plan.pages else 100.0
-            pages = max(1, int(self.cfg.chunk_rows / per_page))
+            pages = max(1, int(rows / per_page))
             start = lo if isinstance(lo, int) else 0
             hi = start + pages if start + pages < plan.pages else None
         iv = Interval(lo, hi)
         job.open.append(iv)
         job.planned_to = END if hi is None else hi
         return iv
+
+    def _chunk_rows(self, job: TableJob, estimate: float, pages: int) -> int:
+        """The rows to plan a chunk of `job` for: `snapshot.chunk_rows`, or fewer where
+        as many would pass `snapshot.chunk_bytes`, judged by the heap's bytes per row
+        (pg_class's relpages and reltuples: the tuple headers make it an overestimate
+        of the COPY bytes, so the chunk stays within its budget) and by what a chunk of
+        the table cut at its byte budget held. A chunk planned past its budget is read
+        whole and cut, its rest read again: COPY twice for the rows of one chunk, and
+        the whole stream held meanwhile. Called under the lock (planning holds it)."""
+        rows = self.cfg.chunk_rows
+        learned = self._rows_hint.get(job.table)
+        if learned is not None:
+            rows = min(rows, learned)
+        if pages > 0 and estimate > 0:
+            per_row = pages * HEAP_PAGE_BYTES / estimate
+            rows = min(rows, max(1, int(int(self.cfg.chunk_bytes) / per_row)))
+        return rows
+
+    def learn_cut(self, job: TableJob, read: ChunkRead) -> None:
+        """A chunk of `job` was cut at its byte budget: plan the table's next chunks for
+        the rows it held (`_chunk_rows`)."""
+        if read.cut and read.rows:
+            with self.lock:
+                self._rows_hint[job.table] = len(read.rows)
 
     def _hand_out(self, job: TableJob, iv: Interval) -> _Pending:
         iv.busy = True
@@ -410,6 +438,7 @@ class Snapshotter:
 
         def hand_over(read: ChunkRead) -> None:
             self.reads += 1
+            self.learn_cut(p.job, read)
             log_chunk_read(p, read, locked=locked)
             with self.lock:
                 p.read = read

@@ -155,3 +155,23 @@ def test_a_run_of_changes_passes_the_window_tracker_row_by_row_only_when_watched
     assert plugin.calls[1:] == [("change", [1]), ("change", [2]), ("change", [3])]
     window = snap.tracker._open["c1"]
     assert window.all_changed  # the keyless table's change reached the window
+
+
+def test_chunks_of_wide_rows_are_planned_within_the_byte_budget() -> None:
+    """A table whose heap holds ~819 bytes a row gets chunks of chunk_bytes / 819 rows,
+    not chunk_rows (a chunk planned past its byte budget is read whole and then cut);
+    narrow rows keep chunk_rows; a chunk cut at its budget sets the table's rows."""
+    snap = Snapshotter(
+        load_settings(snapshot={"chunk_rows": 20_000, "chunk_bytes": 8 * 1024 * 1024}), None
+    )
+    job = TableJob("public.wide", "initial")
+    assert snap._chunk_rows(job, estimate=10_000, pages=1_000) == 10_240
+    assert snap._chunk_rows(job, estimate=1_000_000, pages=5_000) == 20_000
+    assert snap._chunk_rows(job, estimate=0, pages=0) == 20_000  # never analyzed
+
+    class _Cut:
+        cut, rows = True, [()] * 7_000
+
+    snap.learn_cut(job, _Cut())  # type: ignore[arg-type]
+    assert snap._chunk_rows(job, estimate=0, pages=0) == 7_000
+    assert snap._chunk_rows(TableJob("public.other", "initial"), estimate=0, pages=0) == 20_000
