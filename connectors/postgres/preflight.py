@@ -5,7 +5,8 @@
 `wal_level = logical`, the REPLICATION privilege), then the worker's other privileges
 (`connectors.postgres.privileges`: writing RUNNING_XACTS on demand, EXECUTE on the
 functions it calls, for a snapshot reading the tables `tables` captures, and with the
-unchanged-TOAST fill its reader of replaced values).
+unchanged-TOAST fill its reader of replaced values); and that a chunked initial snapshot
+does not meet a standby, where its watermarks cannot be written.
 Without them, a source at `wal_level = replica` decodes to "consistent", drops every
 INSERT (the WAL lacks what decoding needs) and fails only at the first UPDATE with a
 misleading SchemaMismatchError; a role without pg_checkpoint dies at its first start
@@ -26,7 +27,7 @@ from connectors.postgres.privileges import check_worker_privileges, role_ident
 from connectors.postgres.server import connect
 from connectors.postgres.setup import check_source
 from service.config import FilterSettings
-from service.errors import SourcePrivilegeError
+from service.errors import SourcePrivilegeError, SourceSetupError
 
 
 def source_identity(dsn: str) -> str:
@@ -57,15 +58,36 @@ def source_identity(dsn: str) -> str:
         conn.close()
 
 
-def preflight(dsn: str, tables: FilterSettings | None, *, toast_fill: bool = False) -> int:
+def preflight(
+    dsn: str,
+    tables: FilterSettings | None,
+    *,
+    toast_fill: bool = False,
+    chunked_snapshot: bool = False,
+) -> int:
     """Check the source as `pgcdc setup` does, and the worker's privileges (`tables`:
     the filters of the tables a snapshot reads, None when none is taken; `toast_fill`:
-    the unchanged-TOAST fill's reader too); return the source's major version."""
+    the unchanged-TOAST fill's reader too); return the source's major version.
+    `chunked_snapshot`: the initial snapshot is chunked, whose DBLog watermarks are
+    written into the source's WAL (pg_logical_emit_message), which a standby refuses
+    (a SourceSetupError naming snapshot.method, not a chunk retried for ever)."""
     conn = connect(dsn, "pgcdc-preflight")
     try:
         with conn.cursor() as cur:
             major, _database, _superuser = check_source(cur)
             check_worker_privileges(cur, major, tables=tables, toast_fill=toast_fill)
+            if chunked_snapshot:
+                cur.execute("SELECT pg_catalog.pg_is_in_recovery()")
+                row = cur.fetchone()
+                if row is not None and row[0]:
+                    raise SourceSetupError(
+                        "snapshot.method is chunked, whose watermarks are written into the "
+                        "source's WAL, and the source (source.host) is a standby, which "
+                        "cannot write: set snapshot.method: blocking (its readers share one "
+                        "exported snapshot and write nothing), or point source.host at the "
+                        "primary for the snapshot",
+                        field="snapshot.method",
+                    )
         return major
     finally:
         conn.close()

@@ -270,6 +270,7 @@ class Worker:
             dsn,
             None if s.snapshot.mode == "never" else s.filters,
             toast_fill=s.toast.unchanged == "fill",
+            chunked_snapshot=s.snapshot.mode != "never" and s.snapshot.method == "chunked",
         )
         # Every captured column's type, before Kafka, the stream or the snapshot: with
         # decoding.unknown_types = fail an undecodable one is fatal here, listed.
