@@ -69,24 +69,40 @@ def _sql(dsn: str, *statements: str) -> list[tuple[Any, ...]]:
 
 
 def _installed(dsn: str) -> tuple[int, int, int]:
+    """(pgcdc's event triggers, pgcdc's own functions in schema pgcdc, the schema): the
+    functions of an extension setup installed there (pageinspect, for the TOAST
+    reader) are the extension's, not counted."""
     (row,) = _sql(
         dsn,
         "SELECT (SELECT count(*) FROM pg_event_trigger WHERE evtname LIKE 'pgcdc%'),"
         " (SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
-        "   WHERE n.nspname = 'pgcdc'),"
+        "   WHERE n.nspname = 'pgcdc' AND NOT EXISTS (SELECT 1 FROM pg_depend d"
+        "     WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')),"
         " (SELECT count(*) FROM pg_namespace WHERE nspname = 'pgcdc')",
     )
     return int(row[0]), int(row[1]), int(row[2])
 
 
+def _extensions_in_pgcdc(dsn: str) -> list[str]:
+    rows = _sql(
+        dsn,
+        "SELECT e.extname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
+        " WHERE n.nspname = 'pgcdc' ORDER BY 1",
+    )
+    return [str(r[0]) for r in rows]
+
+
 def test_setup_is_idempotent_and_teardown_removes_everything(db: dict[str, Any]) -> None:
-    """Setup twice creates the slot once and the capture once; teardown removes it all."""
+    """Setup twice creates the slot once and the capture once (the DDL capture's three
+    functions and the TOAST reader, `pgcdc.toast_chunks`, with pageinspect where the
+    server has it); teardown removes it all."""
     first = setup(db["dsn"], db["slot"])
     second = setup(db["dsn"], db["slot"])
     assert first.server_version == db["pg"]["version"]
     assert first.slot_created and not second.slot_created
     assert first.restart_lsn is not None and first.restart_lsn > 0
-    assert _installed(db["dsn"]) == (len(EVENT_TRIGGERS), 3, 1)
+    assert _installed(db["dsn"]) == (len(EVENT_TRIGGERS), 4, 1)
+    assert _extensions_in_pgcdc(db["dsn"]) in ([], ["pageinspect"])
     rows = _sql(
         db["dsn"],
         f"SELECT slot_type FROM pg_replication_slots WHERE slot_name = '{db['slot']}'",
@@ -101,6 +117,7 @@ def test_setup_is_idempotent_and_teardown_removes_everything(db: dict[str, Any])
 
     teardown(db["dsn"], db["slot"])
     assert _installed(db["dsn"]) == (0, 0, 0)
+    assert _extensions_in_pgcdc(db["dsn"]) == []
     assert (
         _sql(db["dsn"], f"SELECT 1 FROM pg_replication_slots WHERE slot_name = '{db['slot']}'")
         == []
