@@ -110,6 +110,7 @@ from service.output.native_text import (
     RANGES,
     CompositeSpec,
     composite_spec,
+    enum_labels,
 )
 from service.pgconst import UNIX_EPOCH_USECS
 from service.schema.tabledef import TableDef
@@ -215,6 +216,9 @@ def element_spec(meta: ColumnMeta, decimal_mode: str) -> ElemSpec | None:
     header = meta.elem_stored_oid or elem.type_oid
     if elem.kind == "e":
         return ("enum", 0, 0, header, 4, 4) if elem.enum_by_oid() else None
+    if elem.kind == "c":
+        # items: each composite's record_out text (a row type: typlen -1, typalign d)
+        return ("composite", 0, 0, header, -1, 8) if composite_spec(meta) else None
     layout = builtin_layout(elem.type_oid)
     if layout is None or TYPALIGN_BYTES.get(layout[1]) is None:
         return None
@@ -277,8 +281,9 @@ def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> FieldKin
         if mapping.schema != type_mapping(meta, decimal_mode, _noop_warn).schema:
             return None
         return "array", 0, 0, -1
-    if meta.enum_by_oid() is not None:
-        # io.debezium.data.Enum: the label, a string (the schema names the allowed ones)
+    if enum_labels(meta) is not None:
+        # io.debezium.data.Enum: the label, a string (the schema names the allowed ones);
+        # a domain over an enum maps as the enum (its root type), its datums the enum's
         if mapping.schema == type_mapping(meta, decimal_mode, _noop_warn).schema:
             return "enum", 0, 0, 4
         return None
@@ -362,7 +367,7 @@ def compile_plan(
                 return None, f"column {c.name}: attlen {c.attlen}"
             optional = plan.optional
             if kind == "enum" and meta is not None:
-                labels[len(specs)] = meta.enum_by_oid() or {}
+                labels[len(specs)] = enum_labels(meta) or {}
             if kind == "composite" and meta is not None:
                 comp = composite_spec(meta)
                 if comp is None:
@@ -373,6 +378,11 @@ def compile_plan(
                 if elem is None:
                     return None, f"column {c.name}: element type is not native"
                 elements[len(specs)] = elem
+                if elem[0] == "composite":
+                    comp = composite_spec(meta)
+                    if comp is None:
+                        return None, f"column {c.name}: fields are not native"
+                    composites[len(specs)] = comp
                 if elem[0] == "enum":
                     labels[len(specs)] = dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
         index[c.name] = len(specs)

@@ -11,7 +11,9 @@ table, a table of arrays of those types (NULL elements, quoting, lower bounds, 2
 the geometric types, tsvector, tsquery and the built-in ranges and multiranges, a
 table of a composite (with a dropped field, quoting), a
 table of floats, a table of domains over int[] and text[] (printed as those arrays), a
-table with a nested composite column (no native plan) and
+table of composites nested in composites (with enum, array, domain-over-enum and
+composite-array fields), arrays of them and a domain over an enum, a table with a
+jsonpath column (no native plan) and
 values the writer leaves to Python (an unchanged TOAST value, NaN, a missing attribute,
 a float whose shortest decimal is a rounding bound or a tie, an xml declaration).
 pgcdc's lines must equal a real test_decoding slot's line for line under
@@ -278,9 +280,12 @@ def test_native_text_equals_test_decoding(
             f"CREATE TABLE ngeo ({GEO_COLUMNS})",
             "CREATE TYPE ncomp AS (a int, b text, gone int, d timestamptz, n numeric)",
             "ALTER TYPE ncomp DROP ATTRIBUTE gone",
-            "CREATE TYPE nnest AS (x ncomp, y int)",
+            "CREATE DOMAIN nmood_d AS nmood",
+            "CREATE TYPE nnest AS (x ncomp, y int, m nmood, a int[], ms nmood[], dm nmood_d,"
+            " xs ncomp[])",
             "CREATE TABLE ncmp (id int PRIMARY KEY, c ncomp)",
-            "CREATE TABLE nnst (id int PRIMARY KEY, c nnest)",
+            "CREATE TABLE nnst (id int PRIMARY KEY, c nnest, cs nnest[], dm nmood_d)",
+            "CREATE TABLE npy (id int PRIMARY KEY, j jsonpath)",
             "CREATE TABLE narr (id int PRIMARY KEY, i4 int[], tx text[], nu numeric(10,2)[],"
             " tz timestamptz[], jb jsonb[], bo bool[], by bytea[], mo nmood[], ip inet[],"
             ' m2 int8[][], ch "char"[], vb varbit[], iv interval[])',
@@ -304,8 +309,12 @@ def test_native_text_equals_test_decoding(
             " WHEN 2 THEN '' END, timestamptz '2024-01-01 00:00+00' + g * interval '1 h',"
             " g / 7.0)::ncomp FROM generate_series(1, 20) g",
             "INSERT INTO ncmp VALUES (100, NULL), (101, ROW(NULL, NULL, NULL, NULL))",
-            "INSERT INTO nnst SELECT g, ROW(ROW(g, 'x', NULL, NULL), g)::nnest"
-            " FROM generate_series(1, 20) g",
+            "INSERT INTO nnst SELECT g, ROW(ROW(g, 'x', NULL, NULL), g, 'it''s', ARRAY[g, -g],"
+            " ARRAY['ok', NULL]::nmood[], 'sad', ARRAY[ROW(g, 'a,b', NULL, 1.5)::ncomp, NULL])"
+            "::nnest, ARRAY[ROW(NULL, g, NULL, '{}', '{}', NULL, '{}')::nnest, NULL],"
+            " (ARRAY['sad', 'ok'])[g % 2 + 1]::nmood_d FROM generate_series(1, 20) g",
+            "INSERT INTO nnst VALUES (21, NULL, '{}', NULL)",
+            "INSERT INTO npy SELECT g, '$.a[*]' FROM generate_series(1, 5) g",
             f"INSERT INTO narr VALUES {array_rows}",
             "INSERT INTO ndom SELECT id, i4, tx FROM narr",
             f"INSERT INTO ngeo VALUES {geo_rows}",
@@ -361,14 +370,18 @@ def test_native_text_equals_test_decoding(
         assert native is None
         return
     assert native is not None
-    # Rows in runs are Rust's but for the fallbacks below; nnst's are Python's.
+    # Rows in runs are Rust's but for the fallbacks below; npy's are Python's.
     assert native.native >= 1200, (native.native, native.fallbacks)
     assert native.fallbacks["numeric Python decides"] >= 1, native.fallbacks  # NaN
     assert native.fallbacks["external TOAST pointer"] >= 1, native.fallbacks
     assert native.fallbacks["attribute missing with a default"] >= 1, native.fallbacks
     assert native.fallbacks["float Python decides"] >= 2, native.fallbacks  # 1e23, 2^47 + 1/8
     plans = {key: plan for key, (_table, plan) in native._plans.items()}
-    assert sum(plan is None for plan in plans.values()) == 1  # nnst: a nested composite
+    assert sum(plan is None for plan in plans.values()) == 1  # npy: jsonpath
+    # nested composites with enum, array and domain fields, arrays of composites and a
+    # domain over an enum are printed natively
+    assert all(plan is not None for t, plan in native._plans.values() if t.name == "nnst")
+    assert any(t.name == "nnst" for t, _ in native._plans.values())
     assert sum(plan is not None for plan in plans.values()) >= 9  # nx .. ndom among them
     # a domain over an array is printed as the array, natively
     assert all(plan is not None for t, plan in native._plans.values() if t.name == "ndom")

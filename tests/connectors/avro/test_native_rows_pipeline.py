@@ -18,8 +18,10 @@ arrays of them (NULL elements, 2-D, lower bounds, empty), a table of domains ove
 int4[], text[] and numeric(5,2)[], over numeric(5,2) and over that domain, and arrays
 of domains (over numeric(5,2), that domain's domain, int4 and an enum), a table of the
 geometric types (point as Debezium's Point record), tsvector, tsquery, the built-in
-ranges and multiranges, arrays of some of them and a composite, and a table with a
-composite column nested in a composite (no plan: Python) in the same transactions.
+ranges and multiranges, arrays of some of them and a composite, a table of composites
+nested in composites, with enum, array and domain fields, arrays of composites and a
+domain over an enum, and a table with a jsonpath column (no plan: Python) in the same
+transactions.
 
 The WAL is decoded three times by a pgcdc `Session`: into the reference plugin
 (AvroSerializer, generic datums: tests/connectors/avro/avro_reference.py), into
@@ -78,7 +80,7 @@ ALTER TABLE n_full_float REPLICA IDENTITY FULL;
 CREATE TYPE n_inner AS (a int4);
 CREATE TYPE n_pair AS (a int4, b text, c n_inner);
 CREATE TYPE n_simple AS (a int4, b text, d date);
-CREATE TABLE n_python (id int4 PRIMARY KEY, doc n_pair);
+CREATE TABLE n_python (id int4 PRIMARY KEY, doc n_pair, jp jsonpath);
 CREATE DOMAIN n_posint AS int4 CHECK (VALUE > 0);
 CREATE DOMAIN n_price AS numeric(10, 2);
 CREATE DOMAIN n_label AS text;
@@ -109,6 +111,10 @@ CREATE DOMAIN n_mood_d AS n_mood;
 CREATE TABLE n_dom (
     id int4 PRIMARY KEY, ia n_intarr, ta n_textarr, n n_n52, nn n_n52_again, na n_n52[],
     nna n_n52_again[], da n_n52arr, pa n_posint[], ma n_mood_d[]);
+CREATE TYPE n_rich AS (
+    m n_mood, ia int4[], inn n_inner, ma n_mood[], p n_pair, dm n_mood_d, dp n_posint,
+    tx text[]);
+CREATE TABLE n_nested (id int4 PRIMARY KEY, r n_rich, ps n_pair[], rs n_rich[], dm n_mood_d);
 """
 
 # Edge values of the types the native encoder gained second, then a bulk of them.
@@ -199,6 +205,24 @@ _MORE_ROWS = [
        FROM generate_series(1, 200) g""",
     "UPDATE n_dom SET ia = ia || 5, n = -n WHERE id % 3 = 0",
     "DELETE FROM n_dom WHERE id % 4 = 0",
+    # composites with enum, array, domain and composite fields (record_out nested),
+    # arrays of composites (array_out of record_out), a domain over an enum
+    r"""INSERT INTO n_nested VALUES
+ (1, ROW('it''s', '{1,NULL,-3}', ROW(NULL), '{sad,NULL,"it''s"}',
+         ROW(5, 'a "q" \ (x, y)', ROW(-1)), 'ok', 7, '{"a b",NULL,"",é,"{}"}')::n_rich,
+  ARRAY[ROW(1, '', NULL), NULL, ROW(NULL, NULL, ROW(2))]::n_pair[],
+  ARRAY[ROW(NULL, '{}', NULL, '{}', NULL, NULL, NULL, '{}')]::n_rich[], 'it''s'),
+ (2, ROW(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::n_rich, '{}', '{}', NULL),
+ (3, NULL, NULL, NULL, 'sad')""",
+    """INSERT INTO n_nested SELECT 10 + g,
+              ROW((ARRAY['sad', 'ok']::n_mood[])[g % 2 + 1], ARRAY[g, -g], ROW(g),
+                  ARRAY['ok', NULL]::n_mood[], ROW(g, 't ' || g, ROW(-g)), 'sad'::n_mood_d,
+                  g, ARRAY['x' || g, NULL])::n_rich,
+              ARRAY[ROW(g, 'p' || g, ROW(g)), NULL]::n_pair[], NULL,
+              (ARRAY['sad', 'ok'])[g % 2 + 1]::n_mood_d
+       FROM generate_series(1, 200) g""",
+    "UPDATE n_nested SET dm = 'ok' WHERE id % 3 = 0",
+    "DELETE FROM n_nested WHERE id % 4 = 0",
 ]
 
 _EDGE_ROWS = """
@@ -498,6 +522,7 @@ def test_native_rows_equal_python_and_reference(
             "n_geo",
             "n_ext",
             "n_dom",
+            "n_nested",
         }
         assert len(expected) > 500
         for name, records in (("python", python), ("native", got)):
@@ -533,6 +558,11 @@ def test_native_rows_equal_python_and_reference(
             # Domains over arrays and arrays of domains are native, row for row.
             doms = [(n, done) for table, n, done in groups if table == "n_dom"]
             assert sum(n for n, _ in doms) >= 200 and all(n == done for n, done in doms), doms
+            # Nested composites, composites with enum/array/domain fields, arrays of
+            # composites and domains over enums are native, row for row.
+            nested = [(n, done) for table, n, done in groups if table == "n_nested"]
+            assert sum(n for n, _ in nested) >= 200, nested
+            assert all(n == done for n, done in nested), nested
             if xml:
                 assert "xml declaration Python decides" in counts.fallbacks, counts.fallbacks
             # TOAST values are native; only the UPDATE that leaves one unchanged (its

@@ -6,8 +6,9 @@
 //! column indexes, the qualified table name and the SchemaMismatchError and DecodeError
 //! classes, for each enum column (by index) its labels by pg_enum OID, and for each
 //! array column (by index) its element `(kind, scale, precision, type OID, typlen,
-//! typalign)`, and for each composite column (by index) its type OID and fields `(name,
-//! attlen, align, dropped, text kind)`; then per row the RawTuple's fields and the change's LSN, or per run of rows
+//! typalign)`, and for each composite column (or array of composites, by index) its type
+//! OID and fields (`CompositeSpec`: an enum field with its labels, an array field with
+//! its element, a composite field with its own spec); then per row the RawTuple's fields and the change's LSN, or per run of rows
 //! of one table and op (`encode_events`) the RawTuples, their LSNs and the Envelope's
 //! per-transaction parts.
 //! Hands on: `encode` returns `(value_record, key_record | None)` as bytes, or a `str`
@@ -40,7 +41,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::output::kind::{Kind, TextKind};
-use crate::output::plan::{Column, Composite, Elem, Labels, Plan};
+use crate::output::plan::{Column, Composite, Elem, Labels, Plan, TextElem};
 
 use crate::output::avro::{binary as avro, Outcome};
 use crate::types::deform::{RowError, Toast, Tuple};
@@ -50,31 +51,78 @@ const DETACH_AT: usize = 4096;
 type ColumnSpec = (String, i16, usize, bool, bool, String, u32, u32, bool);
 /// An array column's element: (kind, scale, precision, type OID, typlen, typalign).
 type ElemSpec = (String, u32, u32, u32, i16, usize);
-/// A composite column's type OID and fields: (name, attlen, align, dropped, text kind "").
-pub type CompositeSpec = (u32, Vec<(String, i16, usize, bool, String)>);
+/// A composite type's OID and fields, as connectors.avro.native_rows / service.output.
+/// native_text's `composite_spec` passes them.
+#[derive(FromPyObject)]
+pub struct CompositeSpec(u32, Vec<FieldSpec>);
 
-/// The `Composite` of a column's spec (output::text::composite_text prints it).
-pub fn composite(column: &str, (oid, fields): CompositeSpec) -> PyResult<Arc<Composite>> {
+/// One field of a composite: (name, attlen, align, dropped, text kind ("" when dropped),
+/// an enum field's labels by pg_enum OID, an array field's element `(text kind, type OID,
+/// typlen, typalign)`, a composite field's (or a composite array element's) own spec).
+#[derive(FromPyObject)]
+pub struct FieldSpec(
+    String,
+    i16,
+    usize,
+    bool,
+    String,
+    Option<Labels>,
+    Option<(String, u32, i16, usize)>,
+    Option<CompositeSpec>,
+);
+
+/// The `Composite` of a column's spec (output::text::composite_text prints it). A field
+/// whose kind needs more than its bytes (an enum's labels, an array's element, a nested
+/// composite's fields) without it is a ValueError.
+pub fn composite(
+    column: &str,
+    CompositeSpec(oid, fields): CompositeSpec,
+) -> PyResult<Arc<Composite>> {
     let mut columns = Vec::with_capacity(fields.len());
     let mut kinds = Vec::with_capacity(fields.len());
-    for (name, attlen, align, dropped, kind) in fields {
+    let mut elems = Vec::with_capacity(fields.len());
+    for FieldSpec(name, attlen, align, dropped, kind, labels, elem, nested) in fields {
         check_align(&name, align)?;
+        let bad =
+            |what: &str| PyValueError::new_err(format!("column {column}: field {name} {what}"));
         let k = if dropped {
             None
         } else {
             let k = TextKind::parse(&kind)
-                .filter(|k| {
-                    !matches!(k, TextKind::Array | TextKind::Composite | TextKind::Enum)
-                        && k.attlen() == attlen
-                })
-                .ok_or_else(|| {
-                    PyValueError::new_err(format!(
-                        "column {column}: field {name} has a bad kind {kind:?} ({attlen})"
-                    ))
-                })?;
+                .filter(|k| k.attlen() == attlen)
+                .ok_or_else(|| bad(&format!("has a bad kind {kind:?} ({attlen})")))?;
             Some(k)
         };
+        let e = match (k, elem) {
+            (Some(TextKind::Array), Some((ekind, eoid, eattlen, ealign))) => {
+                check_align(&name, ealign)?;
+                let ek = TextKind::parse(&ekind)
+                    .filter(|e| *e != TextKind::Array && e.attlen() == eattlen)
+                    .ok_or_else(|| bad(&format!("has a bad element kind {ekind:?}")))?;
+                Some(TextElem {
+                    kind: ek,
+                    oid: eoid,
+                    attlen: eattlen,
+                    align: ealign,
+                })
+            }
+            (Some(TextKind::Array), None) => return Err(bad("is an array without its element")),
+            _ => None,
+        };
+        let elem_kind = e.map(|e| e.kind);
+        let needs = |want: TextKind| k == Some(want) || elem_kind == Some(want);
+        if needs(TextKind::Enum) && labels.is_none() {
+            return Err(bad("is an enum without its labels"));
+        }
+        let nested = match nested {
+            Some(spec) => Some(composite(column, spec)?),
+            None if needs(TextKind::Composite) => {
+                return Err(bad("is a composite without its fields"))
+            }
+            None => None,
+        };
         kinds.push(k);
+        elems.push(e);
         columns.push(Column {
             name,
             attlen,
@@ -84,9 +132,9 @@ pub fn composite(column: &str, (oid, fields): CompositeSpec) -> PyResult<Arc<Com
             kind: None,
             optional: true,
             read: !dropped,
-            labels: Labels::default(),
+            labels: labels.unwrap_or_default(),
             elem: None,
-            composite: None,
+            composite: nested,
         });
     }
     Ok(Arc::new(Composite {
@@ -96,6 +144,7 @@ pub fn composite(column: &str, (oid, fields): CompositeSpec) -> PyResult<Arc<Com
             key: vec![],
         },
         kinds,
+        elems,
     }))
 }
 

@@ -48,13 +48,27 @@ pub struct Elem {
     pub align: usize,
 }
 
+/// An array's element type as the text writers print it: its output function and stored
+/// form (typlen, typalign); an array column's of the text plan, or an array field's of a
+/// composite.
+#[derive(Clone, Copy, Debug)]
+pub struct TextElem {
+    pub kind: TextKind,
+    pub oid: u32,
+    pub attlen: i16,
+    pub align: usize,
+}
+
 /// A composite type's fields: their layout (a `Plan` of the type's attributes, dropped
-/// ones included) and how each live one prints (None: dropped).
+/// ones included; an enum field's column carries its labels, a composite field's its
+/// own `Composite`) and how each live one prints (None: dropped), with an array field's
+/// element (`elems[i]`, None for any other field).
 #[derive(Debug)]
 pub struct Composite {
     pub oid: u32,
     pub layout: Plan,
     pub kinds: Vec<Option<TextKind>>,
+    pub elems: Vec<Option<TextElem>>,
 }
 
 #[derive(Clone, Debug)]

@@ -92,6 +92,7 @@ pub fn composite_plan(c: &Arc<Composite>) -> Arc<Composite> {
                 k => *k,
             })
             .collect(),
+        elems: c.elems.clone(),
     })
 }
 
@@ -242,6 +243,7 @@ mod tests {
                     crate::types::range::RangeSub::Int4,
                 ))),
             ],
+            elems: vec![None; 6],
         })
     }
 
@@ -323,6 +325,7 @@ mod tests {
                 key: vec![],
             },
             kinds: vec![Some(TextKind::Array)],
+            elems: vec![None],
         };
         assert!(!field_rewrites(&arr));
     }
