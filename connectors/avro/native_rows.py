@@ -45,8 +45,10 @@ How:
   gets no plan: the Python path handles all its rows (`not_native` names why).
 - Per row, Rust deforms the tuple (heap_deform_tuple) and writes the Value and Key
   records, or says why the row is Python's (a typed fallback: a `str` reason, counted in
-  `fallbacks`): an external or unchanged TOAST pointer, a missing attribute with a
-  default, NaN/±Infinity numerics in `precise` mode (the string and double modes write
+  `fallbacks`): an external or unchanged TOAST pointer, a missing attribute whose
+  default the row decoder does not read as a stored datum (`RelationInfo.missing_datums`:
+  attmissingval of a jsonb or text-valued type; the stored ones are deformed in Rust, as
+  getmissingattr), NaN/±Infinity numerics in `precise` mode (the string and double modes write
   them natively), text that is not UTF-8, a value outside its Avro
   type, an xml value with an XML declaration, a stored form the Python reference
   rejects (a damaged jsonb, inet or bit string, an enum OID without a label: Python
@@ -351,6 +353,9 @@ def compile_plan(
     labels: dict[int, dict[int, str]] = {}  # an enum column's index -> its labels
     elements: dict[int, ElemSpec] = {}  # an array column's index -> its element
     composites: dict[int, CompositeSpec] = {}  # a composite column's index -> its fields
+    # a column added with a default -> attmissingval's stored datum (getmissingattr)
+    stored_missing = dict(rel.missing_datums)
+    missing: dict[int, bytes] = {}
     for c in table.columns:
         align = TYPALIGN_BYTES.get(c.attalign)
         if align is None:
@@ -385,6 +390,9 @@ def compile_plan(
                     composites[len(specs)] = comp
                 if elem[0] == "enum":
                     labels[len(specs)] = dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
+        datum = stored_missing.get(c.attnum)
+        if datum is not None and c.has_missing and not c.dropped:
+            missing[len(specs)] = datum
         index[c.name] = len(specs)
         specs.append(
             (c.name, c.attlen, align, c.dropped, c.has_missing, kind, scale, precision, optional)
@@ -394,7 +402,15 @@ def compile_plan(
     key = [index[p.column] for p in t.plan.key_fields]
     relation = f"{table.schema}.{table.name}"
     plan_obj = native.RowPlan(
-        specs, key, relation, SchemaMismatchError, DecodeError, labels, elements, composites
+        specs,
+        key,
+        relation,
+        SchemaMismatchError,
+        DecodeError,
+        labels,
+        elements,
+        composites,
+        missing,
     )
     return plan_obj, ""
 

@@ -287,6 +287,11 @@ class RelationInfo:
     key_columns: tuple[str, ...]
     columns: tuple[ColumnMeta, ...] = ()
     defined_at: int = 0
+    # (attnum, stored datum) of each column added with a default after older tuples were
+    # written (atthasmissing) whose attmissingval the row decoder reads as a stored datum
+    # (service.types.rowdecode._MissingPlanner: getmissingattr's value, as the deformer
+    # reads it); () where there is none or the decoder reads the default otherwise.
+    missing_datums: tuple[tuple[int, bytes], ...] = ()
 
 
 @dataclass(slots=True, frozen=True)

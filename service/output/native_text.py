@@ -8,7 +8,8 @@ UPDATE with an old tuple) carries each change's logged tuple (`raws`) and the
 Hands on: through `ctx.write`, exactly the lines `TestDecodingPlugin.change` writes for
 each change, in order, with `ctx.write_lsn` at each change's LSN. The rows of a
 RowRun go to Rust at once (`TextPlan.lines`); a row it leaves to the Python path (a
-typed fallback: an external TOAST pointer, a missing attribute with a default,
+typed fallback: an external TOAST pointer, a missing attribute whose default is not a
+stored datum (`RelationInfo.missing_datums`; a stored one is deformed in Rust),
 NaN/±Infinity numerics, a float whose shortest decimal is a rounding bound, text that is
 not UTF-8, an xml value with a declaration, a stored form the Python reference rejects;
 counted in `fallbacks`) is written by
@@ -323,6 +324,9 @@ def compile_text_plan(
     specs: list[TextSpec] = []
     printed: list[str] = []
     parts = _Parts()
+    # a column added with a default -> attmissingval's stored datum (getmissingattr)
+    stored_missing = dict(rel.missing_datums)
+    missing: dict[int, bytes] = {}
     for c in table.columns:
         align = TYPALIGN_BYTES.get(c.attalign)
         if align is None:
@@ -337,6 +341,9 @@ def compile_text_plan(
                 return None, f"column {c.name}: attlen {c.attlen}"
             kind, shown = found[0], head(meta.name, meta.type_name)
             printed.append(c.name)
+        datum = stored_missing.get(c.attnum)
+        if datum is not None and c.has_missing and not c.dropped:
+            missing[len(specs)] = datum
         specs.append((c.name, c.attlen, align, c.dropped, c.has_missing, shown, kind))
     if printed != [m.name for m in rel.columns]:
         return None, "printed columns are not the relation's, in attnum order"
@@ -349,6 +356,7 @@ def compile_text_plan(
         parts.labels,
         parts.elements,
         parts.composites,
+        missing,
     )
     return plan, ""
 

@@ -560,15 +560,6 @@ class HistoryRows:
                     stored_bytes_type=type_name if c.attnum in as_bytes else "",
                 )
             )
-        rel = RelationInfo(
-            oid=table.oid,
-            schema=table.schema,
-            name=table.name,
-            replica_identity=table.replica_identity,
-            key_columns=tuple(key_names[a] for a in table.key_attnums if a in key_names),
-            columns=tuple(metas),
-            defined_at=lsn,
-        )
         columns = []
         missing_values: dict[int, ColumnValue] = {}
         for c in table.columns:
@@ -599,6 +590,16 @@ class HistoryRows:
                     datum,
                 )
             )
+        rel = RelationInfo(
+            oid=table.oid,
+            schema=table.schema,
+            name=table.name,
+            replica_identity=table.replica_identity,
+            key_columns=tuple(key_names[a] for a in table.key_attnums if a in key_names),
+            columns=tuple(metas),
+            defined_at=lsn,
+            missing_datums=tuple((c.attnum, c.missing) for c in columns if c.missing is not None),
+        )
         plan = _Plan(
             rel, table, columns, [], registry, qualified, missing_values, omitted, as_bytes
         )

@@ -7,7 +7,9 @@ with edge values: NULLs, empty strings and bytea, NaN/±Infinity floats and nume
 294247, BC years, year 5's unpadded ZonedTimestamp, years past 9999, 24:00:00),
 negative and huge numerics at the two's-complement size boundaries, multi-byte UTF-8,
 a padded char(n), an inline pglz- (and lz4-, where the server has it) compressed text,
-dropped columns, columns added later (without a default: NULL; with one: the Python
+dropped columns, columns added later (without a default: NULL; with defaults the
+decoder reads as stored datums, text, numeric, int4[], an enum, timestamptz, a composite,
+inet, bool: natively, attmissingval deformed in Rust; with a jsonb one: the Python
 fallback), external TOAST (new values, uncompressed, pglz and lz4, natively; an UPDATE
 leaving one unchanged, the Python path's), a key
 change, deletes with tombstones, REPLICA IDENTITY FULL deletes of tuples older than an
@@ -72,6 +74,8 @@ CREATE TABLE n_full (id int4, v text);
 ALTER TABLE n_full REPLICA IDENTITY FULL;
 CREATE TABLE n_full_default (id int4, v text);
 ALTER TABLE n_full_default REPLICA IDENTITY FULL;
+CREATE TABLE n_full_jdefault (id int4, v text);
+ALTER TABLE n_full_jdefault REPLICA IDENTITY FULL;
 CREATE TABLE n_full_key (id int4 PRIMARY KEY, v text, big text);
 ALTER TABLE n_full_key REPLICA IDENTITY FULL;
 ALTER TABLE n_full_key ALTER COLUMN big SET STORAGE MAIN;
@@ -300,14 +304,27 @@ WORKLOAD = [
     # REPLICA IDENTITY FULL deletes of tuples older than ADD COLUMN
     "INSERT INTO n_full SELECT g, 'v' || g FROM generate_series(1, 10) g",
     "INSERT INTO n_full_default SELECT g, 'v' || g FROM generate_series(1, 10) g",
+    "INSERT INTO n_full_jdefault SELECT g, 'v' || g FROM generate_series(1, 4) g",
     "ALTER TABLE n_full ADD COLUMN added int4",
+    # defaults the decoder reads as stored datums (attmissingval: native), and a jsonb
+    # one it reads otherwise (its send form is text: the Python fallback)
     "ALTER TABLE n_full_default ADD COLUMN added int4 DEFAULT 7",
+    """ALTER TABLE n_full_default ADD COLUMN t2 text DEFAULT 'it''s a "default" ',
+       ADD COLUMN n2 numeric(10, 2) DEFAULT -3.50, ADD COLUMN a2 int4[] DEFAULT '{1,NULL}',
+       ADD COLUMN e2 n_mood DEFAULT 'ok',
+       ADD COLUMN tz2 timestamptz DEFAULT '2020-01-01 00:00+00',
+       ADD COLUMN c2 n_simple DEFAULT ROW(1, 'x y', '2020-01-02'),
+       ADD COLUMN ip2 inet DEFAULT '10.1.2.3/8', ADD COLUMN b2 bool DEFAULT true""",
+    "ALTER TABLE n_full_jdefault ADD COLUMN j jsonb DEFAULT '{\"a\": [1, null]}'",
     "DELETE FROM n_full WHERE id <= 5",
     "DELETE FROM n_full_default WHERE id <= 5",
-    # REPLICA IDENTITY FULL updates: of tuples older than ADD COLUMN (without a default:
-    # native; with one: the Python fallback), then of tuples with every attribute
+    "DELETE FROM n_full_jdefault WHERE id <= 2",
+    # REPLICA IDENTITY FULL updates: of tuples older than ADD COLUMN (without a default,
+    # and with defaults read as stored datums: native; a jsonb default: the Python
+    # fallback), then of tuples with every attribute
     "UPDATE n_full SET v = v || '!' WHERE id > 5",
     "UPDATE n_full_default SET v = v || '!' WHERE id > 5",
+    "UPDATE n_full_jdefault SET v = v || '!' WHERE id > 2",
     "UPDATE n_full SET added = id WHERE id > 7",
     # ... with a key: unchanged (native; a compressed inline value on both sides), a
     # key change (Python: DELETE, tombstone, CREATE), and a float key (Python compares)
@@ -514,6 +531,7 @@ def test_native_rows_equal_python_and_reference(
             "n_keyed",
             "n_full",
             "n_full_default",
+            "n_full_jdefault",
             "n_full_key",
             "n_full_float",
             "n_python",
@@ -578,13 +596,18 @@ def test_native_rows_equal_python_and_reference(
                 "update key compared in Python",
             } <= reasons, counts.fallbacks
             # UPDATEs with their old tuple (REPLICA IDENTITY FULL): native unless the key
-            # changed, a float key, or an old tuple missing an attribute with a default.
+            # changed, a float key, or an old tuple missing an attribute whose default
+            # the decoder does not read as a stored datum (jsonb).
             native_updates = Counter(table for table, done in updates if done)
             python_updates = Counter(table for table, done in updates if not done)
-            assert native_updates == {"n_full": 5 + 3, "n_full_key": 4 + 2}, native_updates
+            assert native_updates == {
+                "n_full": 5 + 3,
+                "n_full_default": 5,
+                "n_full_key": 4 + 2,
+            }, native_updates
             assert python_updates == {
                 "n_all": 1,  # the key change of the first workload
-                "n_full_default": 5,
+                "n_full_jdefault": 2,
                 "n_full_key": 2,
                 "n_full_float": 2,
             }, python_updates

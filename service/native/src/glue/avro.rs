@@ -6,7 +6,8 @@
 //! column indexes, the qualified table name and the SchemaMismatchError and DecodeError
 //! classes, for each enum column (by index) its labels by pg_enum OID, and for each
 //! array column (by index) its element `(kind, scale, precision, type OID, typlen,
-//! typalign)`, and for each composite column (or array of composites, by index) its type
+//! typalign)`, for each column added with a default (by index) its attmissingval as the
+//! stored datum, and for each composite column (or array of composites, by index) its type
 //! OID and fields (`CompositeSpec`: an enum field with its labels, an array field with
 //! its element, a composite field with its own spec); then per row the RawTuple's fields and the change's LSN, or per run of rows
 //! of one table and op (`encode_events`) the RawTuples, their LSNs and the Envelope's
@@ -129,6 +130,7 @@ pub fn composite(
             align,
             dropped,
             has_missing: false,
+            missing: None,
             kind: None,
             optional: true,
             read: !dropped,
@@ -148,6 +150,21 @@ pub fn composite(
     }))
 }
 
+/// A column's attmissingval as the plan keeps it (plan::Column::missing); one given for
+/// a column without atthasmissing is a ValueError (the glue compiled the plan wrong).
+pub fn missing_datum(
+    column: &str,
+    has_missing: bool,
+    datum: Option<Vec<u8>>,
+) -> PyResult<Option<Arc<[u8]>>> {
+    match datum {
+        Some(_) if !has_missing => Err(PyValueError::new_err(format!(
+            "column {column}: attmissingval without atthasmissing"
+        ))),
+        d => Ok(d.map(Arc::from)),
+    }
+}
+
 /// The `source` parts as the glue passes them: (head, sequence_head, mid, tail,
 /// block_head); see `SourceParts`.
 type SourceTuple = (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, Option<Vec<u8>>);
@@ -161,7 +178,7 @@ pub struct PyRowPlan {
 #[pymethods]
 impl PyRowPlan {
     #[new]
-    #[pyo3(signature = (columns, key, relation, mismatch_error, decode_error, labels=None, elements=None, composites=None))]
+    #[pyo3(signature = (columns, key, relation, mismatch_error, decode_error, labels=None, elements=None, composites=None, missing=None))]
     #[allow(clippy::too_many_arguments)] // the plan's parts, as the glue compiles them
     fn new(
         columns: Vec<ColumnSpec>,
@@ -172,10 +189,12 @@ impl PyRowPlan {
         labels: Option<HashMap<usize, Labels>>,
         elements: Option<HashMap<usize, ElemSpec>>,
         composites: Option<HashMap<usize, CompositeSpec>>,
+        missing: Option<HashMap<usize, Vec<u8>>>,
     ) -> PyResult<Self> {
         let mut labels = labels.unwrap_or_default();
         let mut elements = elements.unwrap_or_default();
         let mut composites = composites.unwrap_or_default();
+        let mut missing = missing.unwrap_or_default();
         let mut cols = Vec::with_capacity(columns.len());
         for (name, attlen, align, dropped, has_missing, kind, scale, precision, optional) in columns
         {
@@ -217,12 +236,14 @@ impl PyRowPlan {
                 Some(spec) => Some(composite(&name, spec)?),
                 None => None,
             };
+            let datum = missing_datum(&name, has_missing, missing.remove(&cols.len()))?;
             cols.push(Column {
                 name,
                 attlen,
                 align,
                 dropped,
                 has_missing,
+                missing: datum,
                 read: kind.is_some(),
                 labels: labels.remove(&cols.len()).unwrap_or_default(),
                 elem,

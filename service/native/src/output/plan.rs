@@ -23,6 +23,10 @@ pub struct Column {
     pub align: usize,
     pub dropped: bool,
     pub has_missing: bool,
+    /// With `has_missing`: attmissingval as its stored datum (getmissingattr's value for
+    /// a tuple written before the column), when the decoder resolved one; None: a row
+    /// lacking the attribute is the Python path's.
+    pub missing: Option<std::sync::Arc<[u8]>>,
     /// The field's encoding when the column is in the Value record (live, not
     /// excluded by a column filter); None: deformed past, never written.
     pub kind: Option<Kind>,
@@ -93,6 +97,9 @@ impl Attribute for Column {
     }
     fn has_missing(&self) -> bool {
         self.has_missing
+    }
+    fn missing(&self) -> Option<&[u8]> {
+        self.missing.as_deref()
     }
     fn read(&self) -> bool {
         self.read

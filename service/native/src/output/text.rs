@@ -310,6 +310,7 @@ mod tests {
             align,
             dropped: false,
             has_missing: false,
+            missing: None,
             kind: None,
             optional: true,
             read: true,

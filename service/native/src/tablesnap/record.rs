@@ -209,6 +209,7 @@ mod tests {
             align,
             dropped,
             has_missing: false,
+            missing: None,
             kind: None,
             optional: true,
             read: true,
