@@ -15,8 +15,9 @@ table of composites nested in composites (with enum, array, domain-over-enum and
 composite-array fields), arrays of them and a domain over an enum, a table with a
 jsonpath column (no native plan) and
 values the writer leaves to Python (an unchanged TOAST value, NaN, a missing attribute
-whose default is jsonb, a float whose shortest decimal is a rounding bound or a tie, an
-xml declaration); missing attributes whose defaults are stored datums are native.
+whose default is jsonb, an xml declaration); missing attributes whose defaults are
+stored datums, and floats whose shortest decimal is a rounding bound or a tie, are
+native.
 pgcdc's lines must equal a real test_decoding slot's line for line under
 PGCDC_IMPL=native and =python; under native, most rows must have been written by Rust
 and each fallback must have been for the reason the row carries.
@@ -385,7 +386,8 @@ def test_native_text_equals_test_decoding(
     # old tuples read their defaults' stored datums natively (nf's five); only nfj's
     # jsonb default is the Python path's
     assert native.fallbacks["attribute missing with a default"] == 3, native.fallbacks
-    assert native.fallbacks["float Python decides"] >= 2, native.fallbacks  # 1e23, 2^47 + 1/8
+    # 1e23's neighbour (a rounding bound) and 2^47 + 1/8 (a tie) print natively too
+    assert "float Python decides" not in native.fallbacks, native.fallbacks
     plans = {key: plan for key, (_table, plan) in native._plans.items()}
     assert sum(plan is None for plan in plans.values()) == 1  # npy: jsonpath
     # nested composites with enum, array and domain fields, arrays of composites and a
