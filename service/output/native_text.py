@@ -61,7 +61,8 @@ log = structlog.get_logger(__name__)
 
 # Built-in types both plugins publish as their output text (types::outtext), by OID:
 # (kind, attlen of the stored form). The geometric types but point, tsvector, tsquery, the
-# built-in ranges and multiranges, pg_lsn, xid, cid, xid8.
+# built-in ranges and multiranges, pg_lsn, xid, cid, xid8, txid_snapshot and pg_snapshot,
+# int2vector and oidvector.
 OUTPUT_TYPES: dict[int, tuple[str, int]] = {
     601: ("lseg", 32),
     602: ("path", -1),
@@ -87,6 +88,10 @@ OUTPUT_TYPES: dict[int, tuple[str, int]] = {
     29: ("xid", 4),  # cid
     3220: ("pg_lsn", 8),
     5069: ("xid8", 8),
+    2970: ("pg_snapshot", -1),  # txid_snapshot: pg_snapshot_out
+    5038: ("pg_snapshot", -1),
+    22: ("int2vector", -1),  # int2vectorout
+    30: ("oidvector", -1),  # oidvectorout
 }
 RANGES = frozenset({3904, 3906, 3908, 3910, 3912, 3926})
 

@@ -13,7 +13,8 @@ table of a composite (with a dropped field, quoting), a
 table of floats, a table of domains over int[] and text[] (printed as those arrays), a
 table of composites nested in composites (with enum, array, domain-over-enum and
 composite-array fields), arrays of them and a domain over an enum, a table with a
-jsonpath column (no native plan) and
+table of txid_snapshot, pg_snapshot, pg_snapshot[], int2vector and oidvector, a table
+with a jsonpath column (no native plan) and
 values the writer leaves to Python (an unchanged TOAST value, NaN, a missing attribute
 whose default is jsonb, an xml declaration); missing attributes whose defaults are
 stored datums, and floats whose shortest decimal is a rounding bound or a tie, are
@@ -290,6 +291,8 @@ def test_native_text_equals_test_decoding(
             "CREATE TABLE ncmp (id int PRIMARY KEY, c ncomp)",
             "CREATE TABLE nnst (id int PRIMARY KEY, c nnest, cs nnest[], dm nmood_d)",
             "CREATE TABLE npy (id int PRIMARY KEY, j jsonpath)",
+            "CREATE TABLE nsys (id int PRIMARY KEY, ts txid_snapshot, ps pg_snapshot,"
+            " iv int2vector, ov oidvector, pss pg_snapshot[])",
             "CREATE TABLE narr (id int PRIMARY KEY, i4 int[], tx text[], nu numeric(10,2)[],"
             " tz timestamptz[], jb jsonb[], bo bool[], by bytea[], mo nmood[], ip inet[],"
             ' m2 int8[][], ch "char"[], vb varbit[], iv interval[])',
@@ -319,6 +322,13 @@ def test_native_text_equals_test_decoding(
             " (ARRAY['sad', 'ok'])[g % 2 + 1]::nmood_d FROM generate_series(1, 20) g",
             "INSERT INTO nnst VALUES (21, NULL, '{}', NULL)",
             "INSERT INTO npy SELECT g, '$.a[*]' FROM generate_series(1, 5) g",
+            "INSERT INTO nsys VALUES (1, '10:20:10,14,15', '9223372036854775000:"
+            "9223372036854775807:', '1 -32768 32767', '0 4294967295 23',"
+            " ARRAY['10:20:'::pg_snapshot, NULL]), (2, '1:1:', '100:200:150', '', '', '{}'),"
+            " (3, NULL, NULL, NULL, NULL, NULL)",
+            "INSERT INTO nsys SELECT g, (g || ':' || g + 5 || ':' || g + 1)::txid_snapshot,"
+            " (g || ':' || g || ':')::pg_snapshot, (g || ' ' || -g)::int2vector,"
+            " (g::text)::oidvector, NULL FROM generate_series(10, 40) g",
             f"INSERT INTO narr VALUES {array_rows}",
             "INSERT INTO ndom SELECT id, i4, tx FROM narr",
             f"INSERT INTO ngeo VALUES {geo_rows}",
@@ -394,6 +404,9 @@ def test_native_text_equals_test_decoding(
     # domain over an enum are printed natively
     assert all(plan is not None for t, plan in native._plans.values() if t.name == "nnst")
     assert any(t.name == "nnst" for t, _ in native._plans.values())
+    # txid_snapshot, pg_snapshot (and arrays of it), int2vector and oidvector too
+    assert all(plan is not None for t, plan in native._plans.values() if t.name == "nsys")
+    assert any(t.name == "nsys" for t, _ in native._plans.values())
     assert sum(plan is not None for plan in plans.values()) >= 9  # nx .. ndom among them
     # a domain over an array is printed as the array, natively
     assert all(plan is not None for t, plan in native._plans.values() if t.name == "ndom")

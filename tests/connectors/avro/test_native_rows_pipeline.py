@@ -119,6 +119,9 @@ CREATE TYPE n_rich AS (
     m n_mood, ia int4[], inn n_inner, ma n_mood[], p n_pair, dm n_mood_d, dp n_posint,
     tx text[]);
 CREATE TABLE n_nested (id int4 PRIMARY KEY, r n_rich, ps n_pair[], rs n_rich[], dm n_mood_d);
+CREATE TABLE n_sys (
+    id int4 PRIMARY KEY, ts txid_snapshot, ps pg_snapshot, iv int2vector, ov oidvector,
+    pss pg_snapshot[]);
 """
 
 # Edge values of the types the native encoder gained second, then a bulk of them.
@@ -227,6 +230,18 @@ _MORE_ROWS = [
        FROM generate_series(1, 200) g""",
     "UPDATE n_nested SET dm = 'ok' WHERE id % 3 = 0",
     "DELETE FROM n_nested WHERE id % 4 = 0",
+    # pg_snapshot_out (txid_snapshot, pg_snapshot and an array of it), int2vectorout,
+    # oidvectorout
+    """INSERT INTO n_sys VALUES
+ (1, '10:20:10,14,15', '9223372036854775000:9223372036854775807:', '1 -32768 32767',
+  '0 4294967295 23', ARRAY['10:20:'::pg_snapshot, NULL]),
+ (2, '1:1:', '100:200:150', '', '', '{}'),
+ (3, NULL, NULL, NULL, NULL, NULL)""",
+    """INSERT INTO n_sys SELECT g, (g || ':' || g + 5 || ':' || g + 1)::txid_snapshot,
+              (g || ':' || g || ':')::pg_snapshot, (g || ' ' || -g)::int2vector,
+              (g::text)::oidvector, ARRAY[(g || ':' || g || ':')::pg_snapshot]
+       FROM generate_series(10, 209) g""",
+    "DELETE FROM n_sys WHERE id % 4 = 0",
 ]
 
 _EDGE_ROWS = """
@@ -541,6 +556,7 @@ def test_native_rows_equal_python_and_reference(
             "n_ext",
             "n_dom",
             "n_nested",
+            "n_sys",
         }
         assert len(expected) > 500
         for name, records in (("python", python), ("native", got)):
@@ -581,6 +597,10 @@ def test_native_rows_equal_python_and_reference(
             nested = [(n, done) for table, n, done in groups if table == "n_nested"]
             assert sum(n for n, _ in nested) >= 200, nested
             assert all(n == done for n, done in nested), nested
+            # txid_snapshot, pg_snapshot, pg_snapshot[], int2vector, oidvector: native
+            sys_rows = [(n, done) for table, n, done in groups if table == "n_sys"]
+            assert sum(n for n, _ in sys_rows) >= 200, sys_rows
+            assert all(n == done for n, done in sys_rows), sys_rows
             if xml:
                 assert "xml declaration Python decides" in counts.fallbacks, counts.fallbacks
             # TOAST values are native; only the UPDATE that leaves one unchanged (its

@@ -79,6 +79,7 @@ def _fixed(fmt: str) -> st.SearchStrategy[bytes]:
     return st.binary(min_size=size, max_size=size)
 
 
+_U64 = st.integers(0, 2**64 - 1)
 _DATUMS: dict[int, st.SearchStrategy[bytes]] = {
     16: st.sampled_from([b"\x00", b"\x01"]),
     17: st.binary(max_size=300),
@@ -139,6 +140,21 @@ _DATUMS: dict[int, st.SearchStrategy[bytes]] = {
     29: _fixed("<I"),
     3220: _fixed("<Q"),
     5069: _fixed("<Q"),
+    2970: st.builds(
+        lambda xmin, xmax, xips: struct.pack(f"<iQQ{len(xips)}Q", len(xips), xmin, xmax, *xips),
+        _U64,
+        _U64,
+        st.lists(_U64, max_size=5),
+    ),
+    5038: st.lists(_U64, min_size=2, max_size=7).map(
+        lambda v: struct.pack(f"<i{len(v)}Q", len(v) - 2, *v)
+    ),
+    22: st.lists(st.integers(-(2**15), 2**15 - 1), max_size=8).map(
+        lambda v: forms.array_datum(21, 2, 2, [struct.pack("<h", x) for x in v], [len(v)], [0])
+    ),
+    30: st.lists(st.integers(0, 2**32 - 1), max_size=8).map(
+        lambda v: forms.array_datum(26, 4, 4, [struct.pack("<I", x) for x in v], [len(v)], [0])
+    ),
 }
 # Kinds whose stored forms only the server makes here (their own Rust tests hold golden
 # server datums; tests/integration/test_native_text.py compares them on real WAL).
