@@ -210,7 +210,13 @@ pub fn deform<'a, A: Attribute>(
             if b0 == 0 {
                 off = (off + mask) & !mask;
                 p = off - T_BITS_OFFSET;
-                b0 = *buf.get(p).ok_or_else(|| overrun(off))?;
+                // past the end after the padding: read_varlena's DecodeError in deform_at
+                b0 = *buf.get(p).ok_or_else(|| {
+                    decode_err(
+                        format!("varlena at offset {p} is past the end of a {nbuf}-byte datum"),
+                        col.name(),
+                    )
+                })?;
             }
             if b0 == 0x01 {
                 // VARATT_IS_EXTERNAL: the value is in the change's TOAST chunks.

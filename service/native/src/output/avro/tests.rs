@@ -441,3 +441,44 @@ fn missing_attributes_read_their_default() {
     };
     assert_eq!(encoded(&plan, &full).0, want);
 }
+
+/// A varlena whose padding runs to the end of the tuple is read_varlena's DecodeError
+/// (past the end after the alignment), as the Python deformer raises it; without the
+/// padding byte it is the overrun SchemaMismatchError.
+#[test]
+fn varlena_past_the_end_after_padding_is_a_decode_error() {
+    let plan = Plan {
+        columns: vec![
+            col("c", 1, 1, Some(Kind::Char), true),
+            col("t", -1, 4, Some(Kind::Text), true),
+        ],
+        key: vec![],
+    };
+    let data = tuple_data(&[0x41, 0x00]);
+    let t = Tuple {
+        natts: 2,
+        infomask: 0,
+        hoff: 24,
+        data: &data,
+    };
+    match plan.encode(&t, false) {
+        Err(RowError::Decode { message, .. }) => {
+            assert_eq!(
+                message,
+                "varlena at offset 5 is past the end of a 3-byte datum"
+            )
+        }
+        other => panic!("expected a decode error, got {other:?}"),
+    }
+    let data = tuple_data(&[0x41]);
+    let t = Tuple {
+        natts: 2,
+        infomask: 0,
+        hoff: 24,
+        data: &data,
+    };
+    assert!(matches!(
+        plan.encode(&t, false),
+        Err(RowError::Mismatch { .. })
+    ));
+}
