@@ -45,8 +45,10 @@ How:
   gets no plan: the Python path handles all its rows (`not_native` names why).
 - Per row, Rust deforms the tuple (heap_deform_tuple) and writes the Value and Key
   records, or says why the row is Python's (a typed fallback: a `str` reason, counted in
-  `fallbacks`): an external or unchanged TOAST pointer, a missing attribute with a
-  default, NaN/±Infinity numerics in `precise` mode (the string and double modes write
+  `fallbacks`): an external or unchanged TOAST pointer, a missing attribute whose
+  default the row decoder does not read as a stored datum (`RelationInfo.missing_datums`:
+  attmissingval of a jsonb or text-valued type; the stored ones are deformed in Rust, as
+  getmissingattr), NaN/±Infinity numerics in `precise` mode (the string and double modes write
   them natively), text that is not UTF-8, a value outside its Avro
   type, an xml value with an XML declaration, a stored form the Python reference
   rejects (a damaged jsonb, inet or bit string, an enum OID without a label: Python
@@ -110,6 +112,7 @@ from service.output.native_text import (
     RANGES,
     CompositeSpec,
     composite_spec,
+    enum_labels,
 )
 from service.pgconst import UNIX_EPOCH_USECS
 from service.schema.tabledef import TableDef
@@ -215,6 +218,9 @@ def element_spec(meta: ColumnMeta, decimal_mode: str) -> ElemSpec | None:
     header = meta.elem_stored_oid or elem.type_oid
     if elem.kind == "e":
         return ("enum", 0, 0, header, 4, 4) if elem.enum_by_oid() else None
+    if elem.kind == "c":
+        # items: each composite's record_out text (a row type: typlen -1, typalign d)
+        return ("composite", 0, 0, header, -1, 8) if composite_spec(meta) else None
     layout = builtin_layout(elem.type_oid)
     if layout is None or TYPALIGN_BYTES.get(layout[1]) is None:
         return None
@@ -277,8 +283,9 @@ def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> FieldKin
         if mapping.schema != type_mapping(meta, decimal_mode, _noop_warn).schema:
             return None
         return "array", 0, 0, -1
-    if meta.enum_by_oid() is not None:
-        # io.debezium.data.Enum: the label, a string (the schema names the allowed ones)
+    if enum_labels(meta) is not None:
+        # io.debezium.data.Enum: the label, a string (the schema names the allowed ones);
+        # a domain over an enum maps as the enum (its root type), its datums the enum's
         if mapping.schema == type_mapping(meta, decimal_mode, _noop_warn).schema:
             return "enum", 0, 0, 4
         return None
@@ -346,6 +353,9 @@ def compile_plan(
     labels: dict[int, dict[int, str]] = {}  # an enum column's index -> its labels
     elements: dict[int, ElemSpec] = {}  # an array column's index -> its element
     composites: dict[int, CompositeSpec] = {}  # a composite column's index -> its fields
+    # a column added with a default -> attmissingval's stored datum (getmissingattr)
+    stored_missing = dict(rel.missing_datums)
+    missing: dict[int, bytes] = {}
     for c in table.columns:
         align = TYPALIGN_BYTES.get(c.attalign)
         if align is None:
@@ -362,7 +372,7 @@ def compile_plan(
                 return None, f"column {c.name}: attlen {c.attlen}"
             optional = plan.optional
             if kind == "enum" and meta is not None:
-                labels[len(specs)] = meta.enum_by_oid() or {}
+                labels[len(specs)] = enum_labels(meta) or {}
             if kind == "composite" and meta is not None:
                 comp = composite_spec(meta)
                 if comp is None:
@@ -373,8 +383,16 @@ def compile_plan(
                 if elem is None:
                     return None, f"column {c.name}: element type is not native"
                 elements[len(specs)] = elem
+                if elem[0] == "composite":
+                    comp = composite_spec(meta)
+                    if comp is None:
+                        return None, f"column {c.name}: fields are not native"
+                    composites[len(specs)] = comp
                 if elem[0] == "enum":
                     labels[len(specs)] = dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
+        datum = stored_missing.get(c.attnum)
+        if datum is not None and c.has_missing and not c.dropped:
+            missing[len(specs)] = datum
         index[c.name] = len(specs)
         specs.append(
             (c.name, c.attlen, align, c.dropped, c.has_missing, kind, scale, precision, optional)
@@ -384,7 +402,15 @@ def compile_plan(
     key = [index[p.column] for p in t.plan.key_fields]
     relation = f"{table.schema}.{table.name}"
     plan_obj = native.RowPlan(
-        specs, key, relation, SchemaMismatchError, DecodeError, labels, elements, composites
+        specs,
+        key,
+        relation,
+        SchemaMismatchError,
+        DecodeError,
+        labels,
+        elements,
+        composites,
+        missing,
     )
     return plan_obj, ""
 

@@ -253,9 +253,13 @@ class ColumnMeta:
     # The output function (pg_proc.prosrc of typoutput, e.g. "textout" for citext); ""
     # where not known.
     output_src: str = ""
-    # A composite column's fields, dropped ones included, in attnum order: (name, type
-    # OID, attlen, attalign, dropped); () for any other column.
+    # A composite column's fields (an array of composites': its element's), dropped ones
+    # included, in attnum order: (name, type OID, attlen, attalign, dropped); () for any
+    # other column.
     fields: tuple[tuple[str, int, int, str, bool], ...] = ()
+    # Each of `fields`' own ColumnMeta (None for a dropped one), where the describer
+    # knows them (service.types.rowdecode.type_meta); () where it does not.
+    field_metas: tuple[ColumnMeta | None, ...] = ()
 
     def enum_by_oid(self) -> dict[int, str] | None:
         """An enum column's labels by the pg_enum OID its datums store; None for any
@@ -283,6 +287,11 @@ class RelationInfo:
     key_columns: tuple[str, ...]
     columns: tuple[ColumnMeta, ...] = ()
     defined_at: int = 0
+    # (attnum, stored datum) of each column added with a default after older tuples were
+    # written (atthasmissing) whose attmissingval the row decoder reads as a stored datum
+    # (service.types.rowdecode._MissingPlanner: getmissingattr's value, as the deformer
+    # reads it); () where there is none or the decoder reads the default otherwise.
+    missing_datums: tuple[tuple[int, bytes], ...] = ()
 
 
 @dataclass(slots=True, frozen=True)

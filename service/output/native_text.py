@@ -8,7 +8,8 @@ UPDATE with an old tuple) carries each change's logged tuple (`raws`) and the
 Hands on: through `ctx.write`, exactly the lines `TestDecodingPlugin.change` writes for
 each change, in order, with `ctx.write_lsn` at each change's LSN. The rows of a
 RowRun go to Rust at once (`TextPlan.lines`); a row it leaves to the Python path (a
-typed fallback: an external TOAST pointer, a missing attribute with a default,
+typed fallback: an external TOAST pointer, a missing attribute whose default is not a
+stored datum (`RelationInfo.missing_datums`; a stored one is deformed in Rust),
 NaN/±Infinity numerics, a float whose shortest decimal is a rounding bound, text that is
 not UTF-8, an xml value with a declaration, a stored form the Python reference rejects;
 counted in `fallbacks`) is written by
@@ -60,7 +61,8 @@ log = structlog.get_logger(__name__)
 
 # Built-in types both plugins publish as their output text (types::outtext), by OID:
 # (kind, attlen of the stored form). The geometric types but point, tsvector, tsquery, the
-# built-in ranges and multiranges, pg_lsn, xid, cid, xid8.
+# built-in ranges and multiranges, pg_lsn, xid, cid, xid8, txid_snapshot and pg_snapshot,
+# int2vector and oidvector.
 OUTPUT_TYPES: dict[int, tuple[str, int]] = {
     601: ("lseg", 32),
     602: ("path", -1),
@@ -86,6 +88,10 @@ OUTPUT_TYPES: dict[int, tuple[str, int]] = {
     29: ("xid", 4),  # cid
     3220: ("pg_lsn", 8),
     5069: ("xid8", 8),
+    2970: ("pg_snapshot", -1),  # txid_snapshot: pg_snapshot_out
+    5038: ("pg_snapshot", -1),
+    22: ("int2vector", -1),  # int2vectorout
+    30: ("oidvector", -1),  # oidvectorout
 }
 RANGES = frozenset({3904, 3906, 3908, 3910, 3912, 3926})
 
@@ -149,37 +155,112 @@ _ENUM, _ARRAY, _COMPOSITE = "enum", "array", "composite"
 _TEXTOUT = ("text", -1)  # a base type printed by textout (citext): as text
 
 
-CompositeSpec = tuple[int, list[tuple[str, int, int, bool, str]]]
+# A composite field: name, attlen, typalign in bytes, dropped, its kind ("" when dropped),
+# an enum field's labels by pg_enum OID, an array field's element, a composite field's
+# (or a composite element's) own spec.
+FieldSpec = tuple[
+    str, int, int, bool, str, "dict[int, str] | None", "ElemSpec | None", "CompositeSpec | None"
+]
+CompositeSpec = tuple[int, list[FieldSpec]]
+# A composite type's stored form: typlen -1, typalign d (AddNewRelationType makes every
+# row type double-aligned).
+_ROW_LAYOUT = (-1, "d")
+_NO_FIELD = ("", 0, 0, False)
+
+
+def enum_labels(meta: ColumnMeta) -> dict[int, str] | None:
+    """An enum's (or a domain over one's) labels by pg_enum OID; None for any other type
+    and where the labels' OIDs are not known."""
+    if meta.ext or meta.stored_bytes_type:
+        return None
+    if meta.kind != "e" and not (meta.kind == "d" and meta.elem_kind == "e"):
+        return None
+    if not meta.enum_oids or len(meta.enum_oids) != len(meta.enum_labels):
+        return None
+    return dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
+
+
+def _field(meta: ColumnMeta) -> tuple[tuple[int, str] | None, FieldSpec] | None:
+    """(stored layout to check, or None for a kind whose attlen alone is checked; the
+    field's spec, its name and layout left blank) of a composite field printed as
+    record_out prints it (its type's output function, a domain's base type's), or None
+    when the Python path prints it."""
+    labels = enum_labels(meta)
+    if labels is not None:
+        return None, (*_NO_FIELD, _ENUM, labels, None, None)
+    elem = _element(meta)
+    if elem is not None:
+        nested = composite_spec(meta) if elem[0] == _COMPOSITE else None
+        elabels = None
+        if elem[0] == _ENUM:
+            elabels = dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
+        return None, (*_NO_FIELD, _ARRAY, elabels, elem, nested)
+    if meta.kind == "c":
+        nested = composite_spec(meta)
+        if nested is None:
+            return None
+        return _ROW_LAYOUT, (*_NO_FIELD, _COMPOSITE, None, None, nested)
+    if meta.ext or meta.stored_bytes_type or meta.kind not in ("b", "d", "r"):
+        return None
+    if meta.kind == "d" and meta.elem_kind != "b":
+        return None
+    # a domain prints as its base type (what its datums store)
+    oid = meta.elem_type_oid if meta.kind == "d" else meta.type_oid
+    found = TEXT_KINDS.get(oid)
+    layout = builtin_layout(oid)
+    if found is None or layout is None or found[1] != layout[0]:
+        return None
+    return layout, (*_NO_FIELD, found[0], None, None, None)
 
 
 def composite_spec(meta: ColumnMeta) -> CompositeSpec | None:
-    """A composite column's type OID and fields (name, attlen, typalign in bytes,
-    dropped, the field's kind), when every live field is a built-in type of TEXT_KINDS
-    (not an array or composite: record_out of those nested is the Python path's); None
-    otherwise."""
-    if meta.kind != "c" or meta.ext or meta.stored_bytes_type or not meta.fields:
+    """A composite column's (or an array of composites' element's) type OID and fields
+    (`FieldSpec`), when every live field is printed natively: a built-in type of
+    TEXT_KINDS or a domain over one, an enum (or a domain over one), an array of these
+    or of composites (array_out), a composite of these (record_out, nested); None
+    otherwise, and where the fields' own ColumnMetas are not known."""
+    if meta.ext or meta.stored_bytes_type or not meta.fields:
         return None
-    fields: list[tuple[str, int, int, bool, str]] = []
-    for name, typid, attlen, typalign, dropped in meta.fields:
+    if meta.kind != "c" and not (meta.kind == "a" and meta.elem_kind == "c"):
+        return None
+    if len(meta.field_metas) != len(meta.fields):
+        return None
+    oid = meta.type_oid if meta.kind == "c" else meta.elem_stored_oid or meta.elem_type_oid
+    fields: list[FieldSpec] = []
+    for (name, _typid, attlen, typalign, dropped), fmeta in zip(
+        meta.fields, meta.field_metas, strict=True
+    ):
         align = TYPALIGN_BYTES.get(typalign)
-        found = None if dropped else TEXT_KINDS.get(typid)
-        layout = None if dropped else builtin_layout(typid)
-        if align is None or (not dropped and (found is None or layout is None)):
+        if align is None or (fmeta is None) != dropped:
             return None
-        if found is not None and (found[1] != attlen or layout != (attlen, typalign)):
+        if fmeta is None:
+            fields.append((name, attlen, align, True, "", None, None, None))
+            continue
+        found = _field(fmeta)
+        if found is None:
             return None
-        fields.append((name, attlen, align, dropped, "" if found is None else found[0]))
-    return meta.type_oid, fields
+        layout, spec = found
+        if layout is None and attlen != (4 if spec[4] == _ENUM else -1):
+            return None
+        if layout is not None and layout != (attlen, typalign):
+            return None
+        fields.append((name, attlen, align, False, *spec[4:]))
+    return oid, fields
 
 
 def _element(meta: ColumnMeta) -> ElemSpec | None:
     """The element of an array column the native writer prints (a built-in type of
-    TEXT_KINDS, or an enum whose label OIDs are known), or None."""
+    TEXT_KINDS, an enum whose label OIDs are known, or a composite `composite_spec`
+    prints: record_out), or None."""
     if meta.kind != "a" or meta.ext or meta.stored_bytes_type or not meta.elem_type_oid:
         return None
     if meta.elem_kind == "e":
         known = meta.enum_oids and len(meta.enum_oids) == len(meta.enum_labels)
         return (_ENUM, meta.elem_type_oid, 4, 4) if known else None
+    if meta.elem_kind == "c":
+        if composite_spec(meta) is None:
+            return None
+        return (_COMPOSITE, meta.elem_stored_oid or meta.elem_type_oid, -1, 8)
     found = TEXT_KINDS.get(meta.elem_type_oid)
     layout = builtin_layout(meta.elem_type_oid)
     ranged = meta.elem_kind == "r" and meta.elem_type_oid in RANGES
@@ -213,7 +294,7 @@ def _kind(meta: ColumnMeta, at: int, parts: _Parts) -> tuple[str, int] | None:
         # an extension type (or a domain over one: earthdistance's earth over cube)
         found = EXT_KINDS.get(meta.ext)
         return found if meta.kind in ("b", "d") else None
-    enum = meta.enum_by_oid()
+    enum = enum_labels(meta)  # an enum, or a domain over one (printed as its label)
     if enum is not None:
         parts.labels[at] = enum
         return _ENUM, 4
@@ -222,6 +303,11 @@ def _kind(meta: ColumnMeta, at: int, parts: _Parts) -> tuple[str, int] | None:
         parts.elements[at] = elem
         if elem[0] == _ENUM:
             parts.labels[at] = dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
+        if elem[0] == _COMPOSITE:
+            spec = composite_spec(meta)
+            if spec is None:
+                return None
+            parts.composites[at] = spec
         return _ARRAY, -1
     comp = composite_spec(meta)
     if comp is not None:
@@ -243,6 +329,9 @@ def compile_text_plan(
     specs: list[TextSpec] = []
     printed: list[str] = []
     parts = _Parts()
+    # a column added with a default -> attmissingval's stored datum (getmissingattr)
+    stored_missing = dict(rel.missing_datums)
+    missing: dict[int, bytes] = {}
     for c in table.columns:
         align = TYPALIGN_BYTES.get(c.attalign)
         if align is None:
@@ -257,6 +346,9 @@ def compile_text_plan(
                 return None, f"column {c.name}: attlen {c.attlen}"
             kind, shown = found[0], head(meta.name, meta.type_name)
             printed.append(c.name)
+        datum = stored_missing.get(c.attnum)
+        if datum is not None and c.has_missing and not c.dropped:
+            missing[len(specs)] = datum
         specs.append((c.name, c.attlen, align, c.dropped, c.has_missing, shown, kind))
     if printed != [m.name for m in rel.columns]:
         return None, "printed columns are not the relation's, in attnum order"
@@ -269,6 +361,7 @@ def compile_text_plan(
         parts.labels,
         parts.elements,
         parts.composites,
+        missing,
     )
     return plan, ""
 

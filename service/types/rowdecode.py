@@ -38,7 +38,7 @@ Guarantees:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, overload
@@ -551,63 +551,15 @@ class HistoryRows:
         metas = []
         for c in live:
             info = registry.get(c.type_oid, column=c.name)
-            # What Avro maps the column as (Debezium: the column's root type): a domain as
-            # its base type, with the domain's typmod; a domain over an array as the array.
-            mapped, elem_typmod = base_type_and_typmod(info, registry)
-            kind = _mapped_kind(mapped)
-            if info.typtype == "d" and kind != "a":
-                kind = "d"
-            elem, stored_elem = mapped, 0
-            if kind == "a":
-                # An array of a domain names the domain in its datums and maps as the
-                # domain's base, with the domain's typmod.
-                stored_elem = mapped.typelem
-                elem, typmod = base_type_and_typmod(registry.get(mapped.typelem), registry)
-                if typmod >= 0:
-                    elem_typmod = typmod
-            elem_oid, elem_kind, labels = info.typelem, "b", info.enum_labels
-            ext = extension_type(info)
-            if kind in ("a", "d"):
-                elem_oid, elem_kind = elem.oid, _mapped_kind(elem)
-                if elem.typtype == "e":
-                    labels = elem.enum_labels
-                ext = extension_type(elem)
+            type_name = self._names.get(c.type_oid, info.name)
+            meta = type_meta(info, registry, c.name, c.attnum, c.typmod, type_name)
             metas.append(
-                ColumnMeta(
-                    name=c.name,
-                    attnum=c.attnum,
-                    type_oid=c.type_oid,
-                    type_name=self._names.get(c.type_oid, info.name),
-                    typmod=c.typmod,
+                replace(
+                    meta,
                     notnull=c.not_null,
-                    kind=kind,
-                    elem_type_oid=elem_oid,
-                    enum_labels=tuple(labels.values()),
-                    enum_oids=tuple(labels.keys()),
-                    output_src=info.output_src,
-                    fields=tuple(
-                        (f.name, f.typid, f.typlen, f.typalign, f.dropped) for f in info.fields
-                    )
-                    if kind == "c"
-                    else (),
-                    elem_kind=elem_kind,
-                    elem_typmod=elem_typmod,
-                    elem_stored_oid=stored_elem,
-                    ext=ext,
-                    stored_bytes_type=(
-                        self._names.get(c.type_oid, info.name) if c.attnum in as_bytes else ""
-                    ),
+                    stored_bytes_type=type_name if c.attnum in as_bytes else "",
                 )
             )
-        rel = RelationInfo(
-            oid=table.oid,
-            schema=table.schema,
-            name=table.name,
-            replica_identity=table.replica_identity,
-            key_columns=tuple(key_names[a] for a in table.key_attnums if a in key_names),
-            columns=tuple(metas),
-            defined_at=lsn,
-        )
         columns = []
         missing_values: dict[int, ColumnValue] = {}
         for c in table.columns:
@@ -638,6 +590,16 @@ class HistoryRows:
                     datum,
                 )
             )
+        rel = RelationInfo(
+            oid=table.oid,
+            schema=table.schema,
+            name=table.name,
+            replica_identity=table.replica_identity,
+            key_columns=tuple(key_names[a] for a in table.key_attnums if a in key_names),
+            columns=tuple(metas),
+            defined_at=lsn,
+            missing_datums=tuple((c.attnum, c.missing) for c in columns if c.missing is not None),
+        )
         plan = _Plan(
             rel, table, columns, [], registry, qualified, missing_values, omitted, as_bytes
         )
@@ -778,6 +740,62 @@ def bytes_text(datum: bytes) -> str:
     """The text of a `bytes` column's value (decoding.unknown_types = bytes): the stored
     bytes as byteaout prints them with bytea_output=hex."""
     return "\\x" + bytes(datum).hex()
+
+
+def type_meta(
+    info: TypeInfo, registry: TypeRegistry, name: str, attnum: int, typmod: int, type_name: str
+) -> ColumnMeta:
+    """The ColumnMeta of a column (or composite field) of type `info`: what Avro maps it
+    as (Debezium: the column's root type: a domain as its base type, with the domain's
+    typmod; a domain over an array as the array), and for a composite, or an array of
+    one, its fields with each live field's own ColumnMeta (`field_metas`, built the same
+    way: PostgreSQL has no composite that contains itself, so this ends)."""
+    mapped, elem_typmod = base_type_and_typmod(info, registry)
+    kind = _mapped_kind(mapped)
+    if info.typtype == "d" and kind != "a":
+        kind = "d"
+    elem, stored_elem = mapped, 0
+    if kind == "a":
+        # An array of a domain names the domain in its datums and maps as the domain's
+        # base, with the domain's typmod.
+        stored_elem = mapped.typelem
+        elem, elem_mod = base_type_and_typmod(registry.get(mapped.typelem), registry)
+        if elem_mod >= 0:
+            elem_typmod = elem_mod
+    elem_oid, elem_kind, labels = info.typelem, "b", info.enum_labels
+    ext = extension_type(info)
+    if kind in ("a", "d"):
+        elem_oid, elem_kind = elem.oid, _mapped_kind(elem)
+        if elem.typtype == "e":
+            labels = elem.enum_labels
+        ext = extension_type(elem)
+    # a composite's fields, or an array of composites' element's
+    row = info if kind == "c" else elem if kind == "a" and elem_kind == "c" else None
+    fields = () if row is None else row.fields
+    return ColumnMeta(
+        name=name,
+        attnum=attnum,
+        type_oid=info.oid,
+        type_name=type_name,
+        typmod=typmod,
+        notnull=False,
+        kind=kind,
+        elem_type_oid=elem_oid,
+        enum_labels=tuple(labels.values()),
+        enum_oids=tuple(labels.keys()),
+        output_src=info.output_src,
+        fields=tuple((f.name, f.typid, f.typlen, f.typalign, f.dropped) for f in fields),
+        field_metas=tuple(
+            None
+            if f.dropped
+            else type_meta(registry.get(f.typid), registry, f.name, i, f.typmod, f.name)
+            for i, f in enumerate(fields, 1)
+        ),
+        elem_kind=elem_kind,
+        elem_typmod=elem_typmod,
+        elem_stored_oid=stored_elem,
+        ext=ext,
+    )
 
 
 def _mapped_kind(info: TypeInfo) -> str:

@@ -85,6 +85,8 @@ EXTENSION_CASES: dict[str, list[tuple[str, list[str]]]] = {
                 "cube(array[1.5,2.5], array[1.5,2.5])",
                 "'(5,5),(5,5)'",
                 "cube(array(SELECT i::float8 / 3 FROM generate_series(1, 100) i))",
+                # 1e23's neighbour: its shortest digits lie on a rounding bound
+                "'(9.999999999999999e+22, 1)'",
             ],
         ),
         ("cube[]", ["ARRAY['(1)'::cube, NULL]"]),
@@ -164,15 +166,37 @@ EXTENSION_CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("geography[]", ["ARRAY['POINT(1 2)'::geography, NULL]"]),
     ],
     "vector": [
-        ("vector", ["'[1,2,3]'", "'[0.1,-1.5e-7,3e38]'", "'[0]'", "'[-0.0,1e-45]'", _BIG_VECTOR]),
+        (
+            "vector",
+            [
+                "'[1,2,3]'",
+                "'[0.1,-1.5e-7,3e38]'",
+                "'[0]'",
+                "'[-0.0,1e-45]'",
+                _BIG_VECTOR,
+                "'[0.00024414062,0.20117188]'",  # float4 ties of the shortest digits
+            ],
+        ),
         ("vector(2)[]", ["ARRAY['[1,2]'::vector, NULL]"]),
     ],
     "halfvec": [
-        ("halfvec", ["'[1,2.5,-0.1]'", "'[65504,6e-8,0.333]'", "'[0]'"]),
+        # 2^-12 and 0.0014648438: halves whose shortest float4 digits are ties
+        (
+            "halfvec",
+            [
+                "'[1,2.5,-0.1]'",
+                "'[65504,6e-8,0.333]'",
+                "'[0]'",
+                "'[1,0.0014648438,2,0.00024414062]'",
+            ],
+        ),
         ("halfvec[]", ["ARRAY['[1,2]'::halfvec, NULL]"]),
     ],
     "sparsevec": [
-        ("sparsevec", ["'{1:1.5,3:2}/5'", "'{}/3'", "'{2:0.1,1000:-7e-9}/100000'"]),
+        (
+            "sparsevec",
+            ["'{1:1.5,3:2}/5'", "'{}/3'", "'{2:0.1,1000:-7e-9}/100000'", "'{3:0.0053710938}/4'"],
+        ),
         ("sparsevec[]", ["ARRAY['{1:1}/2'::sparsevec, NULL]"]),
     ],
 }

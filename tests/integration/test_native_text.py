@@ -11,9 +11,14 @@ table, a table of arrays of those types (NULL elements, quoting, lower bounds, 2
 the geometric types, tsvector, tsquery and the built-in ranges and multiranges, a
 table of a composite (with a dropped field, quoting), a
 table of floats, a table of domains over int[] and text[] (printed as those arrays), a
-table with a nested composite column (no native plan) and
-values the writer leaves to Python (an unchanged TOAST value, NaN, a missing attribute,
-a float whose shortest decimal is a rounding bound or a tie, an xml declaration).
+table of composites nested in composites (with enum, array, domain-over-enum and
+composite-array fields), arrays of them and a domain over an enum, a table with a
+table of txid_snapshot, pg_snapshot, pg_snapshot[], int2vector and oidvector, a table
+with a jsonpath column (no native plan) and
+values the writer leaves to Python (an unchanged TOAST value, NaN, a missing attribute
+whose default is jsonb, an xml declaration); missing attributes whose defaults are
+stored datums, and floats whose shortest decimal is a rounding bound or a tie, are
+native.
 pgcdc's lines must equal a real test_decoding slot's line for line under
 PGCDC_IMPL=native and =python; under native, most rows must have been written by Rust
 and each fallback must have been for the reason the row carries.
@@ -271,6 +276,8 @@ def test_native_text_equals_test_decoding(
             f"CREATE TABLE nt ({COLUMNS})",
             "CREATE TABLE nf (id int, v text, w numeric)",
             "ALTER TABLE nf REPLICA IDENTITY FULL",
+            "CREATE TABLE nfj (id int, v text)",
+            "ALTER TABLE nfj REPLICA IDENTITY FULL",
             "CREATE TABLE nfl (id int PRIMARY KEY, f float8, r real)",
             "CREATE TYPE nmood AS ENUM ('sad', 'ok', 'it''s')",
             "CREATE EXTENSION IF NOT EXISTS citext",
@@ -278,9 +285,14 @@ def test_native_text_equals_test_decoding(
             f"CREATE TABLE ngeo ({GEO_COLUMNS})",
             "CREATE TYPE ncomp AS (a int, b text, gone int, d timestamptz, n numeric)",
             "ALTER TYPE ncomp DROP ATTRIBUTE gone",
-            "CREATE TYPE nnest AS (x ncomp, y int)",
+            "CREATE DOMAIN nmood_d AS nmood",
+            "CREATE TYPE nnest AS (x ncomp, y int, m nmood, a int[], ms nmood[], dm nmood_d,"
+            " xs ncomp[])",
             "CREATE TABLE ncmp (id int PRIMARY KEY, c ncomp)",
-            "CREATE TABLE nnst (id int PRIMARY KEY, c nnest)",
+            "CREATE TABLE nnst (id int PRIMARY KEY, c nnest, cs nnest[], dm nmood_d)",
+            "CREATE TABLE npy (id int PRIMARY KEY, j jsonpath)",
+            "CREATE TABLE nsys (id int PRIMARY KEY, ts txid_snapshot, ps pg_snapshot,"
+            " iv int2vector, ov oidvector, pss pg_snapshot[])",
             "CREATE TABLE narr (id int PRIMARY KEY, i4 int[], tx text[], nu numeric(10,2)[],"
             " tz timestamptz[], jb jsonb[], bo bool[], by bytea[], mo nmood[], ip inet[],"
             ' m2 int8[][], ch "char"[], vb varbit[], iv interval[])',
@@ -304,8 +316,19 @@ def test_native_text_equals_test_decoding(
             " WHEN 2 THEN '' END, timestamptz '2024-01-01 00:00+00' + g * interval '1 h',"
             " g / 7.0)::ncomp FROM generate_series(1, 20) g",
             "INSERT INTO ncmp VALUES (100, NULL), (101, ROW(NULL, NULL, NULL, NULL))",
-            "INSERT INTO nnst SELECT g, ROW(ROW(g, 'x', NULL, NULL), g)::nnest"
-            " FROM generate_series(1, 20) g",
+            "INSERT INTO nnst SELECT g, ROW(ROW(g, 'x', NULL, NULL), g, 'it''s', ARRAY[g, -g],"
+            " ARRAY['ok', NULL]::nmood[], 'sad', ARRAY[ROW(g, 'a,b', NULL, 1.5)::ncomp, NULL])"
+            "::nnest, ARRAY[ROW(NULL, g, NULL, '{}', '{}', NULL, '{}')::nnest, NULL],"
+            " (ARRAY['sad', 'ok'])[g % 2 + 1]::nmood_d FROM generate_series(1, 20) g",
+            "INSERT INTO nnst VALUES (21, NULL, '{}', NULL)",
+            "INSERT INTO npy SELECT g, '$.a[*]' FROM generate_series(1, 5) g",
+            "INSERT INTO nsys VALUES (1, '10:20:10,14,15', '9223372036854775000:"
+            "9223372036854775807:', '1 -32768 32767', '0 4294967295 23',"
+            " ARRAY['10:20:'::pg_snapshot, NULL]), (2, '1:1:', '100:200:150', '', '', '{}'),"
+            " (3, NULL, NULL, NULL, NULL, NULL)",
+            "INSERT INTO nsys SELECT g, (g || ':' || g + 5 || ':' || g + 1)::txid_snapshot,"
+            " (g || ':' || g || ':')::pg_snapshot, (g || ' ' || -g)::int2vector,"
+            " (g::text)::oidvector, NULL FROM generate_series(10, 40) g",
             f"INSERT INTO narr VALUES {array_rows}",
             "INSERT INTO ndom SELECT id, i4, tx FROM narr",
             f"INSERT INTO ngeo VALUES {geo_rows}",
@@ -331,8 +354,13 @@ def test_native_text_equals_test_decoding(
             "INSERT INTO nt (id, n) VALUES (1000, 1.5)",
             "DELETE FROM nt WHERE id % 5 = 0",
             # REPLICA IDENTITY FULL logs a deleted tuple as stored: without the attribute.
-            "ALTER TABLE nf ADD COLUMN x int DEFAULT 9",
+            "ALTER TABLE nf ADD COLUMN x int DEFAULT 9, ADD COLUMN y text DEFAULT 'a''b',"
+            " ADD COLUMN z int[] DEFAULT '{1,NULL}'",
             "DELETE FROM nf WHERE id < 10",
+            # ... with a jsonb default: its attmissingval is not a stored datum (Python)
+            "INSERT INTO nfj VALUES (1, 'a'), (2, 'b'), (3, NULL)",
+            "ALTER TABLE nfj ADD COLUMN j jsonb DEFAULT '{\"k\": 1}'",
+            "DELETE FROM nfj",
         ],
         plugin=make,
     )
@@ -341,7 +369,7 @@ def test_native_text_equals_test_decoding(
         "table public.nt: UPDATE: id[integer]:3 …",
         "table public.nf: DELETE: id[integer]:2 v[text]:'v''2' w[numeric]:0.28571428571428571429",
         "table public.nf: DELETE: id[integer]:1 v[text]:'v''1' w[numeric]:0.14285714285714285714"
-        " x[integer]:9",
+        " x[integer]:9 y[text]:'a''b' z[integer[]]:'{1,NULL}'",
         "table public.nt: INSERT: id[integer]:1000 b[boolean]:null by[bytea]:null nm[name]:null"
         " i8[bigint]:null i2[smallint]:null tx[text]:null o[oid]:null js[json]:null"
         " bp[character]:null vc[character varying]:null d[date]:null"
@@ -361,14 +389,24 @@ def test_native_text_equals_test_decoding(
         assert native is None
         return
     assert native is not None
-    # Rows in runs are Rust's but for the fallbacks below; nnst's are Python's.
+    # Rows in runs are Rust's but for the fallbacks below; npy's are Python's.
     assert native.native >= 1200, (native.native, native.fallbacks)
     assert native.fallbacks["numeric Python decides"] >= 1, native.fallbacks  # NaN
     assert native.fallbacks["external TOAST pointer"] >= 1, native.fallbacks
-    assert native.fallbacks["attribute missing with a default"] >= 1, native.fallbacks
-    assert native.fallbacks["float Python decides"] >= 2, native.fallbacks  # 1e23, 2^47 + 1/8
+    # old tuples read their defaults' stored datums natively (nf's five); only nfj's
+    # jsonb default is the Python path's
+    assert native.fallbacks["attribute missing with a default"] == 3, native.fallbacks
+    # 1e23's neighbour (a rounding bound) and 2^47 + 1/8 (a tie) print natively too
+    assert "float Python decides" not in native.fallbacks, native.fallbacks
     plans = {key: plan for key, (_table, plan) in native._plans.items()}
-    assert sum(plan is None for plan in plans.values()) == 1  # nnst: a nested composite
+    assert sum(plan is None for plan in plans.values()) == 1  # npy: jsonpath
+    # nested composites with enum, array and domain fields, arrays of composites and a
+    # domain over an enum are printed natively
+    assert all(plan is not None for t, plan in native._plans.values() if t.name == "nnst")
+    assert any(t.name == "nnst" for t, _ in native._plans.values())
+    # txid_snapshot, pg_snapshot (and arrays of it), int2vector and oidvector too
+    assert all(plan is not None for t, plan in native._plans.values() if t.name == "nsys")
+    assert any(t.name == "nsys" for t, _ in native._plans.values())
     assert sum(plan is not None for plan in plans.values()) >= 9  # nx .. ndom among them
     # a domain over an array is printed as the array, natively
     assert all(plan is not None for t, plan in native._plans.values() if t.name == "ndom")

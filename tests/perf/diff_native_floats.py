@@ -7,8 +7,9 @@ Values: random bit patterns (every exponent, subnormals, NaN payloads, ±0, ±In
 short decimals read as float8 and float4 (`0.3`, `1.125`, `2.5e-7`: the values tables
 hold), integers, powers of two and the halfway cases around them. Each is printed by
 the native writer in a one-column tuple and by the Python path; the native line must be
-the Python one, or a typed fallback ("float Python decides": a rounding bound or a tie,
-which the Python path then prints). Prints the counts; exits 1 on any difference.
+the Python one (rounding bounds and ties included: types::float searches the open
+interval, so a fallback is a failure too). Prints the counts; exits 1 on any difference
+or fallback.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def main() -> int:
             raw = RawTuple(1, 0, 1, 24, b"\x00" + datum)
             lines, reason = plan.lines([raw], [1], 0, "", False)
             if reason is not None:
-                counts[f"{kind} fallback: {reason}"] += 1
+                counts[f"FAIL {kind} fallback {datum.hex()}: {reason}"] += 1
             elif lines == [" c:" + python]:
                 counts[f"{kind} equal"] += 1
             else:

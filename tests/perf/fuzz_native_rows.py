@@ -5,7 +5,10 @@ text writer (service._native.TextPlan), with damaged heap tuples.
 
 Seeds: tuples laid out as heap_form_tuple lays them out (null bitmap, alignment, 1-byte
 and 4-byte varlena headers, an inline pglz- and an lz4-compressed text, a dropped
-column) over a plan with every native kind, with random values and NULLs. Each case
+column) over a plan with every native kind (a composite with enum, array and nested
+composite fields, pg_snapshot, int2vector, oidvector among them, and a last column added
+with a default, which seeds of fewer attributes read from the plan's attmissingval),
+with random values and NULLs. Each case
 damages one seed: flip a bit, set a byte, truncate, insert or delete bytes, or change
 natts, infomask's HEAP_HASNULL or t_hoff; then calls `RowPlan.encode`.
 
@@ -47,7 +50,7 @@ from service.errors import DecodeError, SchemaMismatchError  # noqa: E402
 from service.output.text import print_literal  # noqa: E402
 from service.types.convert import to_text  # noqa: E402
 from service.types.deform import Column, deform  # noqa: E402
-from service.types.registry import TypeRegistry  # noqa: E402
+from service.types.registry import TypeInfo, TypeRegistry  # noqa: E402
 from tests.service.types import stored_forms as forms  # noqa: E402
 
 PANIC = "internal error in the native row encoder"
@@ -93,7 +96,18 @@ COLUMNS = [
     ("pa", -1, "d", "path", False),
     ("rz", -1, "d", "tstzrange", False),
     ("r4", -1, "i", "int4range", False),
+    ("cp", -1, "d", "composite_rich", False),
+    ("ps", -1, "d", "pg_snapshot", False),
+    ("i2v", -1, "i", "int2vector", False),
+    ("ov", -1, "i", "oidvector", False),
+    # added with a default after the seeds that lack it were written: read from the
+    # plan's attmissingval datum (getmissingattr)
+    ("late", 4, "i", "int4", False),
 ]
+MISSING = {len(COLUMNS) - 1: struct.pack("<i", 42)}
+# The composite column's type: an enum field, an int4[] field and a nested composite
+# (int4, text), registered for the Python reference as a catalog would describe them.
+ENUM_OID, INNER_OID, OUTER_OID = 16_400, 16_410, 16_420
 ENUM_LABELS = {16_500: "sad", 16_501: "it's", 16_502: ""}
 # An array column's element (kind, OID, typlen, typalign in bytes), by the column's kind.
 _ARRAYS = {"array_int4": ("int4", 23, 4, 4), "array_text": ("text", 25, -1, 4)}
@@ -134,8 +148,91 @@ _TEXT = {
     "path": ("path", 602),
     "tstzrange": ("tstzrange", 3910),
     "int4range": ("int4range", 3904),
+    "composite_rich": ("composite", OUTER_OID),
+    "pg_snapshot": ("pg_snapshot", 5038),
+    "int2vector": ("int2vector", 22),
+    "oidvector": ("oidvector", 30),
 }
 REGISTRY = TypeRegistry(version=18)
+REGISTRY.add(TypeInfo(ENUM_OID, "mood", 4, True, "i", "e", "enum_out", enum_labels=ENUM_LABELS))
+REGISTRY.add(
+    TypeInfo(
+        INNER_OID,
+        "inner",
+        -1,
+        False,
+        "d",
+        "c",
+        "record_out",
+        fields=(Column(1, "a", 23, -1, 4, True, "i"), Column(2, "t", 25, -1, -1, False, "i")),
+    )
+)
+REGISTRY.add(
+    TypeInfo(
+        OUTER_OID,
+        "rich",
+        -1,
+        False,
+        "d",
+        "c",
+        "record_out",
+        fields=(
+            Column(1, "e", ENUM_OID, -1, 4, True, "i"),
+            Column(2, "ai", 1007, -1, -1, False, "i"),
+            Column(3, "inn", INNER_OID, -1, -1, False, "d"),
+        ),
+    )
+)
+# composite_spec's form of the composite column (connectors.avro.native_rows)
+COMPOSITE_SPEC = (
+    OUTER_OID,
+    [
+        ("e", 4, 4, False, "enum", ENUM_LABELS, None, None),
+        ("ai", -1, 4, False, "array", None, ("int4", 23, 4, 4), None),
+        (
+            "inn",
+            -1,
+            8,
+            False,
+            "composite",
+            None,
+            None,
+            (
+                INNER_OID,
+                [
+                    ("a", 4, 4, False, "int4", None, None, None),
+                    ("t", -1, 4, False, "text", None, None, None),
+                ],
+            ),
+        ),
+    ],
+)
+
+
+def _row(typeid: int, fields: list[tuple[int, bytes] | None]) -> bytes:
+    """A composite datum's payload (from datum_typmod on): its header, null bitmap and
+    fields `(align, stored bytes)` aligned from the header start (heap_form_tuple)."""
+    nulls = any(f is None for f in fields)
+    bitmap = bytearray((len(fields) + 7) // 8 if nulls else 0)
+    for i, f in enumerate(fields):
+        if f is not None and nulls:
+            bitmap[i >> 3] |= 1 << (i & 7)
+    hoff = (23 + len(bitmap) + 7) & ~7
+    out = bytearray(struct.pack("<iI6sHHB", -1, typeid, b"", len(fields), int(nulls), hoff))
+    out += bitmap
+    out += b"\0" * (hoff - 4 - len(out))
+    for f in fields:
+        if f is None:
+            continue
+        a, data = f
+        out += b"\0" * ((-(len(out) + 4)) % a)
+        out += data
+    return bytes(out)
+
+
+def _long(payload: bytes) -> bytes:
+    """A varlena with a 4-byte header."""
+    return struct.pack("<I", (len(payload) + 4) << 2) + payload
 
 
 def _numeric(rng: random.Random) -> bytes:
@@ -201,6 +298,35 @@ def _payload(kind: str, rng: random.Random) -> bytes:
         return struct.pack(
             f"<iii{2 * n}d", n, rng.randint(0, 1), 0, *(rng.uniform(-9, 9) for _ in range(2 * n))
         )
+    if kind == "composite_rich":
+        ints = [
+            None if rng.random() < 0.2 else _value("int4", rng) for _ in range(rng.randint(0, 4))
+        ]
+        inner = _row(
+            INNER_OID,
+            [
+                None if rng.random() < 0.2 else (4, _value("int4", rng)),
+                None if rng.random() < 0.2 else (4, _long(rng.choice([b"", b"a,b", b'q"(x)']))),
+            ],
+        )
+        return _row(
+            OUTER_OID,
+            [
+                None if rng.random() < 0.2 else (4, _value("enum", rng)),
+                None if rng.random() < 0.2 else (4, _long(forms.array_datum(23, 4, 4, ints))),
+                None if rng.random() < 0.2 else (8, _long(inner)),
+            ],
+        )
+    if kind == "pg_snapshot":
+        xips = [rng.getrandbits(64) for _ in range(rng.randint(0, 3))]
+        return struct.pack(f"<iQQ{len(xips)}Q", len(xips), 5, 2**64 - 1, *xips)
+    if kind in ("int2vector", "oidvector"):
+        n = rng.randint(0, 5)
+        if kind == "int2vector":
+            items = [_value("int2", rng) for _ in range(n)]
+            return forms.array_datum(21, 2, 2, items, [n], [0])
+        items = [_value("oid", rng) for _ in range(n)]
+        return forms.array_datum(26, 4, 4, items, [n], [0])
     if kind in ("tstzrange", "int4range"):
         oid = 3910 if kind == "tstzrange" else 3904
         bound = (
@@ -333,7 +459,11 @@ def make_plan() -> tuple[object, list[Column]]:
     elements: dict[int, tuple[str, int, int, int, int, int]] = {}
     for k, (name, attlen, align, kind, dropped) in enumerate(COLUMNS):
         avro_kind = "array" if kind in _ARRAYS else kind
-        specs.append((name, attlen, _ALIGN[align], dropped, False, avro_kind, 2, 12, k % 3 != 0))
+        avro_kind = "composite" if kind == "composite_rich" else avro_kind
+        has_missing = k in MISSING
+        specs.append(
+            (name, attlen, _ALIGN[align], dropped, has_missing, avro_kind, 2, 12, k % 3 != 0)
+        )
         if kind == "enum":
             labels[k] = ENUM_LABELS
         if kind in _ARRAYS:
@@ -341,11 +471,28 @@ def make_plan() -> tuple[object, list[Column]]:
             elements[k] = (ekind, 0, 0, oid, elen, ealign)
         columns.append(
             Column(
-                k + 1, name, 0 if dropped else 23, -1, attlen, attlen > 0, align, dropped=dropped
+                k + 1,
+                name,
+                0 if dropped else 23,
+                -1,
+                attlen,
+                attlen > 0,
+                align,
+                dropped=dropped,
+                missing=MISSING.get(k),
             )
         )
+    composites = {k: COMPOSITE_SPEC for k, c in enumerate(COLUMNS) if c[3] == "composite_rich"}
     plan = _native.RowPlan(
-        specs, [0, 3], RELATION, SchemaMismatchError, DecodeError, labels, elements
+        specs,
+        [0, 3],
+        RELATION,
+        SchemaMismatchError,
+        DecodeError,
+        labels,
+        elements,
+        composites,
+        MISSING,
     )
     return plan, columns
 
@@ -357,12 +504,22 @@ def make_text_plan() -> object:
     for k, (name, attlen, align, kind, dropped) in enumerate(COLUMNS):
         text_kind = "" if dropped or kind not in _TEXT else _TEXT[kind][0]
         head = f" {name}[{kind}]:" if text_kind else ""
-        specs.append((name, attlen, _ALIGN[align], dropped, False, head, text_kind))
+        specs.append((name, attlen, _ALIGN[align], dropped, k in MISSING, head, text_kind))
         if kind == "enum":
             labels[k] = ENUM_LABELS
         if kind in _ARRAYS:
             elements[k] = _ARRAYS[kind]
-    return _native.TextPlan(specs, RELATION, SchemaMismatchError, DecodeError, labels, elements)
+    composites = {k: COMPOSITE_SPEC for k, c in enumerate(COLUMNS) if c[3] == "composite_rich"}
+    return _native.TextPlan(
+        specs,
+        RELATION,
+        SchemaMismatchError,
+        DecodeError,
+        labels,
+        elements,
+        composites,
+        MISSING,
+    )
 
 
 def _python_line(columns: list[Column], t: RawTuple) -> str | None:

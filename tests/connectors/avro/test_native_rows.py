@@ -12,7 +12,8 @@ headers, inline pglz- and lz4-compressed text. Each tuple goes through
 
 and the Value and Key bytes must be equal wherever the native side does not fall back,
 while the edge values the Python path decides (NaN numerics, float4 NaN, external TOAST
-pointers, missing defaults) must fall back. `service._native.envelope` is checked
+pointers, a missing default the relation does not carry as a stored datum) must fall
+back, and one it carries is read natively. `service._native.envelope` is checked
 against fastavro writing the whole Envelope, with the source record's parts written by
 fastavro from sub-records of the Source schema.
 """
@@ -163,9 +164,19 @@ def _meta(c: ColumnDef) -> ColumnMeta:
     return ColumnMeta(c.name, c.attnum, c.type_oid, str(c.type_oid), c.typmod, c.not_null)
 
 
-def _rel(table: TableDef) -> RelationInfo:
+LATE_DEFAULT = struct.pack("<i", 7)  # `late`'s attmissingval, "{7}", as a stored datum
+
+
+def _rel(table: TableDef, stored_default: bool = False) -> RelationInfo:
+    """The relation as the row decoder describes it; `stored_default`: with `late`'s
+    attmissingval as the stored datum it resolves (RelationInfo.missing_datums)."""
     metas = tuple(_meta(c) for c in table.columns if not c.dropped)
-    return RelationInfo(table.oid, table.schema, table.name, "d", KEY, metas, 0x100)
+    missing = tuple(
+        (c.attnum, LATE_DEFAULT) for c in table.columns if stored_default and c.has_missing
+    )
+    return RelationInfo(
+        table.oid, table.schema, table.name, "d", KEY, metas, 0x100, missing_datums=missing
+    )
 
 
 def _codec(oid: int, name: str) -> ColumnCodec:
@@ -391,6 +402,7 @@ class Python:
                 c.attalign,
                 c.not_null,
                 c.dropped,
+                LATE_DEFAULT if c.has_missing else None,
             )
             for c in table.columns
         ]
@@ -428,9 +440,10 @@ class Python:
         return out[0], out[1]
 
 
-def _native_plan(table: TableDef, py: Python) -> Any:
+def _native_plan(table: TableDef, py: Python, stored_default: bool = False) -> Any:
     t = SimpleNamespace(plan=py.plan)
-    plan, reason = compile_plan(table, py.rel, t, py.decimal_mode, NATIVE)  # type: ignore[arg-type]
+    rel = _rel(table, stored_default)
+    plan, reason = compile_plan(table, rel, t, py.decimal_mode, NATIVE)  # type: ignore[arg-type]
     assert plan is not None, reason
     return plan
 
@@ -472,9 +485,14 @@ def test_native_rows_equal_the_python_path(excluded: frozenset[str], decimal_mod
 
 
 def test_missing_default_and_external_toast_fall_back() -> None:
+    """A tuple written before `late` was added with a default reads attmissingval's
+    stored datum natively (equal to the Python path) when the relation carries it, and
+    falls back when it does not; an external TOAST pointer without its chunks falls
+    back."""
     table = _table(missing_default=True)
     py = Python(table)
     plan = _native_plan(table, py)
+    stored = _native_plan(table, py, stored_default=True)
     for seed in range(100):  # a row without an edge value of its own (NaN, ...)
         rng = random.Random(seed)
         row = [None if c[6] else _value(c[0], c[1], rng) for c in COLUMNS]
@@ -488,6 +506,8 @@ def test_missing_default_and_external_toast_fall_back() -> None:
     assert plan.encode(older.natts, older.infomask, older.hoff, older.data, 1, True) == (
         "attribute missing with a default"
     )
+    native = stored.encode(older.natts, older.infomask, older.hoff, older.data, 1, True)
+    assert native == py.encode(older) == py.encode(form_tuple([*row[:-1], LATE_DEFAULT], rng))
     # `code` as an on-disk TOAST pointer (varatt_external: 0x01, tag 18, 16 bytes)
     pointer = bytes([0x01, 18]) + struct.pack("<iIII", 100, 96, 4242, 16_400)
     external = form_tuple(row, rng, raw={3: pointer})

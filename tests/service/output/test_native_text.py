@@ -79,6 +79,7 @@ def _fixed(fmt: str) -> st.SearchStrategy[bytes]:
     return st.binary(min_size=size, max_size=size)
 
 
+_U64 = st.integers(0, 2**64 - 1)
 _DATUMS: dict[int, st.SearchStrategy[bytes]] = {
     16: st.sampled_from([b"\x00", b"\x01"]),
     17: st.binary(max_size=300),
@@ -139,6 +140,21 @@ _DATUMS: dict[int, st.SearchStrategy[bytes]] = {
     29: _fixed("<I"),
     3220: _fixed("<Q"),
     5069: _fixed("<Q"),
+    2970: st.builds(
+        lambda xmin, xmax, xips: struct.pack(f"<iQQ{len(xips)}Q", len(xips), xmin, xmax, *xips),
+        _U64,
+        _U64,
+        st.lists(_U64, max_size=5),
+    ),
+    5038: st.lists(_U64, min_size=2, max_size=7).map(
+        lambda v: struct.pack(f"<i{len(v)}Q", len(v) - 2, *v)
+    ),
+    22: st.lists(st.integers(-(2**15), 2**15 - 1), max_size=8).map(
+        lambda v: forms.array_datum(21, 2, 2, [struct.pack("<h", x) for x in v], [len(v)], [0])
+    ),
+    30: st.lists(st.integers(0, 2**32 - 1), max_size=8).map(
+        lambda v: forms.array_datum(26, 4, 4, [struct.pack("<I", x) for x in v], [len(v)], [0])
+    ),
 }
 # Kinds whose stored forms only the server makes here (their own Rust tests hold golden
 # server datums; tests/integration/test_native_text.py compares them on real WAL).
@@ -158,21 +174,32 @@ def test_native_text_is_the_python_text(oid: int, data: st.DataObject) -> None:
     plan = plan_of(oid)
     raw = tuple_of(TEXT_KINDS[oid][1], datum)
     lines, reason = plan.lines([raw], [16], 0, "", False)
-    if reason == "float Python decides":
-        return  # the Python path's (test_float_bounds_fall_back)
     if reason is not None and reason == _PYTHONS.get(oid):
         return
     assert reason is None, (datum, reason)
     assert lines == [python_text(oid, datum)], datum
 
 
-def test_float_bounds_fall_back() -> None:
+def test_float_bounds_and_ties_print_natively() -> None:
     """A double whose shortest round-trip decimal is exactly a rounding bound (1e23 lies
-    halfway between two doubles) is left to Python, whose float8out text is longer."""
-    below = struct.pack("<d", 99_999_999_999_999_991_611_392.0)
-    raw = tuple_of(8, below)
-    assert plan_of(701).lines([raw], [1], 0, "", False) == ([], "float Python decides")
-    assert python_text(701, below) == HEAD + "9.999999999999999e+22"
+    halfway between two doubles) prints float8out's longer text, a tie (2^47 + 1/8) the
+    even one, natively; and every finite half widened to float4 (1024 of the positive
+    ones are ties of the shortest digits) and float4's extremes print as the Python
+    reference prints them."""
+    cases = [
+        (701, struct.pack("<d", 99_999_999_999_999_991_611_392.0)),
+        (701, struct.pack("<d", 2.0**47 + 0.125)),
+        (701, struct.pack("<d", -(2.0**47) - 0.125)),
+        (700, struct.pack("<I", 1)),
+        (700, struct.pack("<I", 0x7F7FFFFF)),
+    ]
+    halves = [struct.unpack("<e", struct.pack("<H", bits))[0] for bits in range(0x7C00)]
+    cases += [(700, struct.pack("<f", sign * h)) for h in halves for sign in (1.0, -1.0)]
+    for oid, datum in cases:
+        raw = tuple_of(TEXT_KINDS[oid][1], datum)
+        assert plan_of(oid).lines([raw], [1], 0, "", False) == ([python_text(oid, datum)], None)
+    assert python_text(701, cases[0][1]) == HEAD + "9.999999999999999e+22"
+    assert python_text(701, cases[1][1]) == HEAD + "140737488355328.12"
 
 
 def test_special_numerics_and_bad_text_fall_back() -> None:
@@ -298,6 +325,6 @@ def test_native_array_text_is_the_python_text(array_oid: int, data: st.DataObjec
     )
     lines, reason = plan.lines([tuple_of(-1, datum)], [1], 0, "", False)
     if reason is not None:
-        assert reason in ("float Python decides", _PYTHONS.get(elem)), (items, reason)
+        assert reason == _PYTHONS.get(elem), (items, reason)
         return
     assert lines == [python_text(array_oid, datum)], items

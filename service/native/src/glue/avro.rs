@@ -6,8 +6,10 @@
 //! column indexes, the qualified table name and the SchemaMismatchError and DecodeError
 //! classes, for each enum column (by index) its labels by pg_enum OID, and for each
 //! array column (by index) its element `(kind, scale, precision, type OID, typlen,
-//! typalign)`, and for each composite column (by index) its type OID and fields `(name,
-//! attlen, align, dropped, text kind)`; then per row the RawTuple's fields and the change's LSN, or per run of rows
+//! typalign)`, for each column added with a default (by index) its attmissingval as the
+//! stored datum, and for each composite column (or array of composites, by index) its type
+//! OID and fields (`CompositeSpec`: an enum field with its labels, an array field with
+//! its element, a composite field with its own spec); then per row the RawTuple's fields and the change's LSN, or per run of rows
 //! of one table and op (`encode_events`) the RawTuples, their LSNs and the Envelope's
 //! per-transaction parts.
 //! Hands on: `encode` returns `(value_record, key_record | None)` as bytes, or a `str`
@@ -40,7 +42,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::output::kind::{Kind, TextKind};
-use crate::output::plan::{Column, Composite, Elem, Labels, Plan};
+use crate::output::plan::{Column, Composite, Elem, Labels, Plan, TextElem};
 
 use crate::output::avro::{binary as avro, Outcome};
 use crate::types::deform::{RowError, Toast, Tuple};
@@ -50,43 +52,91 @@ const DETACH_AT: usize = 4096;
 type ColumnSpec = (String, i16, usize, bool, bool, String, u32, u32, bool);
 /// An array column's element: (kind, scale, precision, type OID, typlen, typalign).
 type ElemSpec = (String, u32, u32, u32, i16, usize);
-/// A composite column's type OID and fields: (name, attlen, align, dropped, text kind "").
-pub type CompositeSpec = (u32, Vec<(String, i16, usize, bool, String)>);
+/// A composite type's OID and fields, as connectors.avro.native_rows / service.output.
+/// native_text's `composite_spec` passes them.
+#[derive(FromPyObject)]
+pub struct CompositeSpec(u32, Vec<FieldSpec>);
 
-/// The `Composite` of a column's spec (output::text::composite_text prints it).
-pub fn composite(column: &str, (oid, fields): CompositeSpec) -> PyResult<Arc<Composite>> {
+/// One field of a composite: (name, attlen, align, dropped, text kind ("" when dropped),
+/// an enum field's labels by pg_enum OID, an array field's element `(text kind, type OID,
+/// typlen, typalign)`, a composite field's (or a composite array element's) own spec).
+#[derive(FromPyObject)]
+pub struct FieldSpec(
+    String,
+    i16,
+    usize,
+    bool,
+    String,
+    Option<Labels>,
+    Option<(String, u32, i16, usize)>,
+    Option<CompositeSpec>,
+);
+
+/// The `Composite` of a column's spec (output::text::composite_text prints it). A field
+/// whose kind needs more than its bytes (an enum's labels, an array's element, a nested
+/// composite's fields) without it is a ValueError.
+pub fn composite(
+    column: &str,
+    CompositeSpec(oid, fields): CompositeSpec,
+) -> PyResult<Arc<Composite>> {
     let mut columns = Vec::with_capacity(fields.len());
     let mut kinds = Vec::with_capacity(fields.len());
-    for (name, attlen, align, dropped, kind) in fields {
+    let mut elems = Vec::with_capacity(fields.len());
+    for FieldSpec(name, attlen, align, dropped, kind, labels, elem, nested) in fields {
         check_align(&name, align)?;
+        let bad =
+            |what: &str| PyValueError::new_err(format!("column {column}: field {name} {what}"));
         let k = if dropped {
             None
         } else {
             let k = TextKind::parse(&kind)
-                .filter(|k| {
-                    !matches!(k, TextKind::Array | TextKind::Composite | TextKind::Enum)
-                        && k.attlen() == attlen
-                })
-                .ok_or_else(|| {
-                    PyValueError::new_err(format!(
-                        "column {column}: field {name} has a bad kind {kind:?} ({attlen})"
-                    ))
-                })?;
+                .filter(|k| k.attlen() == attlen)
+                .ok_or_else(|| bad(&format!("has a bad kind {kind:?} ({attlen})")))?;
             Some(k)
         };
+        let e = match (k, elem) {
+            (Some(TextKind::Array), Some((ekind, eoid, eattlen, ealign))) => {
+                check_align(&name, ealign)?;
+                let ek = TextKind::parse(&ekind)
+                    .filter(|e| *e != TextKind::Array && e.attlen() == eattlen)
+                    .ok_or_else(|| bad(&format!("has a bad element kind {ekind:?}")))?;
+                Some(TextElem {
+                    kind: ek,
+                    oid: eoid,
+                    attlen: eattlen,
+                    align: ealign,
+                })
+            }
+            (Some(TextKind::Array), None) => return Err(bad("is an array without its element")),
+            _ => None,
+        };
+        let elem_kind = e.map(|e| e.kind);
+        let needs = |want: TextKind| k == Some(want) || elem_kind == Some(want);
+        if needs(TextKind::Enum) && labels.is_none() {
+            return Err(bad("is an enum without its labels"));
+        }
+        let nested = match nested {
+            Some(spec) => Some(composite(column, spec)?),
+            None if needs(TextKind::Composite) => {
+                return Err(bad("is a composite without its fields"))
+            }
+            None => None,
+        };
         kinds.push(k);
+        elems.push(e);
         columns.push(Column {
             name,
             attlen,
             align,
             dropped,
             has_missing: false,
+            missing: None,
             kind: None,
             optional: true,
             read: !dropped,
-            labels: Labels::default(),
+            labels: labels.unwrap_or_default(),
             elem: None,
-            composite: None,
+            composite: nested,
         });
     }
     Ok(Arc::new(Composite {
@@ -96,7 +146,23 @@ pub fn composite(column: &str, (oid, fields): CompositeSpec) -> PyResult<Arc<Com
             key: vec![],
         },
         kinds,
+        elems,
     }))
+}
+
+/// A column's attmissingval as the plan keeps it (plan::Column::missing); one given for
+/// a column without atthasmissing is a ValueError (the glue compiled the plan wrong).
+pub fn missing_datum(
+    column: &str,
+    has_missing: bool,
+    datum: Option<Vec<u8>>,
+) -> PyResult<Option<Arc<[u8]>>> {
+    match datum {
+        Some(_) if !has_missing => Err(PyValueError::new_err(format!(
+            "column {column}: attmissingval without atthasmissing"
+        ))),
+        d => Ok(d.map(Arc::from)),
+    }
 }
 
 /// The `source` parts as the glue passes them: (head, sequence_head, mid, tail,
@@ -112,7 +178,7 @@ pub struct PyRowPlan {
 #[pymethods]
 impl PyRowPlan {
     #[new]
-    #[pyo3(signature = (columns, key, relation, mismatch_error, decode_error, labels=None, elements=None, composites=None))]
+    #[pyo3(signature = (columns, key, relation, mismatch_error, decode_error, labels=None, elements=None, composites=None, missing=None))]
     #[allow(clippy::too_many_arguments)] // the plan's parts, as the glue compiles them
     fn new(
         columns: Vec<ColumnSpec>,
@@ -123,10 +189,12 @@ impl PyRowPlan {
         labels: Option<HashMap<usize, Labels>>,
         elements: Option<HashMap<usize, ElemSpec>>,
         composites: Option<HashMap<usize, CompositeSpec>>,
+        missing: Option<HashMap<usize, Vec<u8>>>,
     ) -> PyResult<Self> {
         let mut labels = labels.unwrap_or_default();
         let mut elements = elements.unwrap_or_default();
         let mut composites = composites.unwrap_or_default();
+        let mut missing = missing.unwrap_or_default();
         let mut cols = Vec::with_capacity(columns.len());
         for (name, attlen, align, dropped, has_missing, kind, scale, precision, optional) in columns
         {
@@ -168,12 +236,14 @@ impl PyRowPlan {
                 Some(spec) => Some(composite(&name, spec)?),
                 None => None,
             };
+            let datum = missing_datum(&name, has_missing, missing.remove(&cols.len()))?;
             cols.push(Column {
                 name,
                 attlen,
                 align,
                 dropped,
                 has_missing,
+                missing: datum,
                 read: kind.is_some(),
                 labels: labels.remove(&cols.len()).unwrap_or_default(),
                 elem,

@@ -5,8 +5,9 @@
 //! for a column that does not print: dropped, or left out of the relation), the
 //! qualified table name and the SchemaMismatchError and DecodeError classes, and for
 //! each enum column (by index) its labels by pg_enum OID, and for each array column (by
-//! index) its element `(kind, type OID, typlen, typalign)`, and for each composite
-//! column its type OID and fields (glue::avro::CompositeSpec); then per
+//! index) its element `(kind, type OID, typlen, typalign)`, for each composite column
+//! its type OID and fields (glue::avro::CompositeSpec), and for each column added with a
+//! default its attmissingval as the stored datum (glue::avro::missing_datum); then per
 //! run of rows of one table and op (`lines`) the RawTuples, their LSNs, where to start
 //! in them (past a row the Python path wrote), the line's prefix (`table s.t: INSERT:`)
 //! and whether NULLs are skipped (a DELETE's old key); or (`rows_lines`) the same for
@@ -26,7 +27,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
 use crate::glue::avro::{
-    check_align, composite, intern_names, raw_fields, AsTuple, CompositeSpec, RowErrors,
+    check_align, composite, intern_names, missing_datum, raw_fields, AsTuple, CompositeSpec,
+    RowErrors,
 };
 use crate::glue::reorder::PyHeapRows;
 use crate::output::kind::TextKind;
@@ -48,7 +50,7 @@ pub struct PyTextPlan {
 #[pymethods]
 impl PyTextPlan {
     #[new]
-    #[pyo3(signature = (columns, relation, mismatch_error, decode_error, labels=None, elements=None, composites=None))]
+    #[pyo3(signature = (columns, relation, mismatch_error, decode_error, labels=None, elements=None, composites=None, missing=None))]
     #[allow(clippy::too_many_arguments)] // the plan's parts, as the glue compiles them
     fn new(
         columns: Vec<TextSpec>,
@@ -58,10 +60,12 @@ impl PyTextPlan {
         labels: Option<HashMap<usize, Labels>>,
         elements: Option<HashMap<usize, ElemSpec>>,
         composites: Option<HashMap<usize, CompositeSpec>>,
+        missing: Option<HashMap<usize, Vec<u8>>>,
     ) -> PyResult<Self> {
         let mut labels = labels.unwrap_or_default();
         let mut elements = elements.unwrap_or_default();
         let mut composites = composites.unwrap_or_default();
+        let mut missing = missing.unwrap_or_default();
         let mut layout = Vec::with_capacity(columns.len());
         let mut printed = Vec::with_capacity(columns.len());
         for (name, attlen, align, dropped, has_missing, head, kind) in columns {
@@ -112,12 +116,14 @@ impl PyTextPlan {
                 Some(spec) => Some(composite(&name, spec)?),
                 None => None,
             };
+            let datum = missing_datum(&name, has_missing, missing.remove(&layout.len()))?;
             layout.push(Column {
                 name,
                 attlen,
                 align,
                 dropped,
                 has_missing,
+                missing: datum,
                 kind: None,
                 optional: true,
                 read: shown.is_some(),

@@ -23,6 +23,10 @@ pub struct Column {
     pub align: usize,
     pub dropped: bool,
     pub has_missing: bool,
+    /// With `has_missing`: attmissingval as its stored datum (getmissingattr's value for
+    /// a tuple written before the column), when the decoder resolved one; None: a row
+    /// lacking the attribute is the Python path's.
+    pub missing: Option<std::sync::Arc<[u8]>>,
     /// The field's encoding when the column is in the Value record (live, not
     /// excluded by a column filter); None: deformed past, never written.
     pub kind: Option<Kind>,
@@ -48,13 +52,27 @@ pub struct Elem {
     pub align: usize,
 }
 
+/// An array's element type as the text writers print it: its output function and stored
+/// form (typlen, typalign); an array column's of the text plan, or an array field's of a
+/// composite.
+#[derive(Clone, Copy, Debug)]
+pub struct TextElem {
+    pub kind: TextKind,
+    pub oid: u32,
+    pub attlen: i16,
+    pub align: usize,
+}
+
 /// A composite type's fields: their layout (a `Plan` of the type's attributes, dropped
-/// ones included) and how each live one prints (None: dropped).
+/// ones included; an enum field's column carries its labels, a composite field's its
+/// own `Composite`) and how each live one prints (None: dropped), with an array field's
+/// element (`elems[i]`, None for any other field).
 #[derive(Debug)]
 pub struct Composite {
     pub oid: u32,
     pub layout: Plan,
     pub kinds: Vec<Option<TextKind>>,
+    pub elems: Vec<Option<TextElem>>,
 }
 
 #[derive(Clone, Debug)]
@@ -79,6 +97,9 @@ impl Attribute for Column {
     }
     fn has_missing(&self) -> bool {
         self.has_missing
+    }
+    fn missing(&self) -> Option<&[u8]> {
+        self.missing.as_deref()
     }
     fn read(&self) -> bool {
         self.read

@@ -25,6 +25,7 @@ use crate::types::deform::{Deformed, RowError, Tuple};
 use crate::types::{array, datetime, enum_label, fixed, float, formats, jsonb, network, numeric};
 
 use super::kind::TextKind;
+pub use super::plan::TextElem;
 use super::plan::{Column, Composite, Plan};
 
 /// A printed column: its head (` name[type]:`) and value kind.
@@ -34,15 +35,6 @@ pub struct Printed {
     pub kind: TextKind,
     /// An array column's element type; None otherwise.
     pub elem: Option<TextElem>,
-}
-
-/// An array's element type: how it prints and its stored form (typlen, typalign).
-#[derive(Clone, Copy, Debug)]
-pub struct TextElem {
-    pub kind: TextKind,
-    pub oid: u32,
-    pub attlen: i16,
-    pub align: usize,
 }
 
 /// A table definition's layout and what of it prints (`printed[i]` for `layout.columns[i]`;
@@ -165,8 +157,10 @@ fn literal(out: &mut String, p: &Printed, col: &Column, d: &[u8]) -> Result<(), 
 /// the nested tuple (its header from datum_typmod on, the fields from t_bits) deformed
 /// against the type's fields, `(` the fields' texts `,`-separated `)`, a NULL as nothing,
 /// a field quoted when empty or holding `"` `\` `(` `)` `,` or whitespace, with `"` and
-/// `\` doubled. Another type than the column's, a damaged tuple or a field Python must
-/// judge is a fallback.
+/// `\` doubled. An enum field prints its label, an array field array_out of its
+/// elements, a composite field its own record_out (each field's text quoted again, as
+/// record_out quotes any field's output). Another type than the column's, a damaged
+/// tuple or a field Python must judge is a fallback.
 pub fn composite_text(out: &mut String, c: &Composite, d: &[u8]) -> Result<(), &'static str> {
     const BAD: &str = "composite Python decides";
     if d.len() < 19 {
@@ -191,7 +185,13 @@ pub fn composite_text(out: &mut String, c: &Composite, d: &[u8]) -> Result<(), &
     out.push('(');
     let mut first = true;
     let mut one = String::new();
-    for ((kind, datum), field) in c.kinds.iter().zip(&datums).zip(&c.layout.columns) {
+    let fields = c
+        .kinds
+        .iter()
+        .zip(&c.elems)
+        .zip(&datums)
+        .zip(&c.layout.columns);
+    for (((kind, elem), datum), field) in fields {
         let Some(kind) = kind else { continue };
         if !first {
             out.push(',');
@@ -199,7 +199,15 @@ pub fn composite_text(out: &mut String, c: &Composite, d: &[u8]) -> Result<(), &
         first = false;
         let Some(v) = datum else { continue };
         one.clear();
-        output(&mut one, *kind, field, v)?;
+        match (kind, elem) {
+            // an array field: array_out of its elements (a nested composite's or enum's
+            // through the field's own column)
+            (TextKind::Array, Some(e)) => {
+                let a = array::elements(v, e.oid, e.attlen, e.align)?;
+                array::write_text(&mut one, &a, |s, x| output(s, e.kind, field, x))?;
+            }
+            _ => output(&mut one, *kind, field, v)?,
+        }
         let special = |ch: char| {
             matches!(ch, '"' | '\\' | '(' | ')' | ',') || ch.is_ascii_whitespace() || ch == '\u{b}'
         };
@@ -302,6 +310,7 @@ mod tests {
             align,
             dropped: false,
             has_missing: false,
+            missing: None,
             kind: None,
             optional: true,
             read: true,
@@ -472,5 +481,141 @@ mod tests {
         assert!(lit(&mut out, TextKind::Int4, &[1, 2]).is_err());
         assert!(lit(&mut out, TextKind::Text, &[0xc3]).is_err());
         assert_eq!(out, "");
+    }
+
+    /// A composite datum's payload (from datum_typmod on) of type `typeid`, each field
+    /// `(align, stored bytes)` laid out from the header start as heap_fill_tuple does; a
+    /// varlena field's bytes carry their 4-byte header.
+    fn row_datum(typeid: u32, fields: &[Option<(usize, Vec<u8>)>]) -> Vec<u8> {
+        let nulls = fields.iter().any(Option::is_none);
+        let bitmap = if nulls { fields.len().div_ceil(8) } else { 0 };
+        let hoff = (23 + bitmap).div_ceil(8) * 8;
+        let mut d = (-1i32).to_le_bytes().to_vec();
+        d.extend_from_slice(&typeid.to_le_bytes());
+        d.extend_from_slice(&[0; 6]);
+        d.extend_from_slice(&(fields.len() as u16).to_le_bytes());
+        d.extend_from_slice(&u16::from(nulls).to_le_bytes());
+        d.push(hoff as u8);
+        let mut bits = vec![0u8; bitmap];
+        for (i, f) in fields.iter().enumerate() {
+            if f.is_some() && nulls {
+                bits[i / 8] |= 1 << (i % 8);
+            }
+        }
+        d.extend_from_slice(&bits);
+        d.resize(hoff - 4, 0);
+        for (align, bytes) in fields.iter().flatten() {
+            d.resize((d.len() + 4).div_ceil(*align) * align - 4, 0);
+            d.extend_from_slice(bytes);
+        }
+        d
+    }
+
+    fn varlena(payload: &[u8]) -> Vec<u8> {
+        let mut v = (((payload.len() + 4) as u32) << 2).to_le_bytes().to_vec();
+        v.extend_from_slice(payload);
+        v
+    }
+
+    /// An int4[] or enum[] (4-byte elements, no NULLs, one dimension) as
+    /// construct_md_array lays it out, without its varlena header.
+    fn array4(elemtype: u32, items: &[u32]) -> Vec<u8> {
+        let mut d = 1i32.to_le_bytes().to_vec();
+        d.extend_from_slice(&0i32.to_le_bytes());
+        d.extend_from_slice(&elemtype.to_le_bytes());
+        d.extend_from_slice(&(items.len() as i32).to_le_bytes());
+        d.extend_from_slice(&1i32.to_le_bytes());
+        for v in items {
+            d.extend_from_slice(&v.to_le_bytes());
+        }
+        d
+    }
+
+    fn composite_of(oid: u32, fields: Vec<(Column, TextKind, Option<TextElem>)>) -> Composite {
+        Composite {
+            oid,
+            kinds: fields.iter().map(|f| Some(f.1)).collect(),
+            elems: fields.iter().map(|f| f.2).collect(),
+            layout: Plan {
+                columns: fields.into_iter().map(|f| f.0).collect(),
+                key: vec![],
+            },
+        }
+    }
+
+    /// record_out of a composite whose fields are an enum (its label), an int4[]
+    /// (array_out, quoted for its comma), a nested composite (its record_out, quoted),
+    /// an array of enums and a NULL, as PostgreSQL prints
+    /// `('b','{1,2}','(7,"x y")','{a,b}',NULL)::outer`.
+    #[test]
+    fn nested_composites_enums_and_arrays() {
+        let inner = composite_of(
+            70_001,
+            vec![
+                (column("i", 4, 4), TextKind::Int4, None),
+                (column("t", -1, 4), TextKind::Text, None),
+            ],
+        );
+        let mut e = column("e", 4, 4);
+        e.labels = [(900, "a".to_string()), (901, "b".to_string())].into();
+        let arr = column("arr", -1, 4);
+        let mut nested = column("n", -1, 8);
+        nested.composite = Some(std::sync::Arc::new(inner));
+        let mut earr = column("ea", -1, 4);
+        earr.labels = e.labels.clone();
+        let elem = |kind, oid| TextElem {
+            kind,
+            oid,
+            attlen: 4,
+            align: 4,
+        };
+        let outer = composite_of(
+            70_002,
+            vec![
+                (e, TextKind::Enum, None),
+                (arr, TextKind::Array, Some(elem(TextKind::Int4, 23))),
+                (nested, TextKind::Composite, None),
+                (earr, TextKind::Array, Some(elem(TextKind::Enum, 70_003))),
+                (column("z", 4, 4), TextKind::Int4, None),
+            ],
+        );
+        let inner_d = row_datum(
+            70_001,
+            &[
+                Some((4, 7i32.to_le_bytes().to_vec())),
+                Some((4, varlena(b"x y"))),
+            ],
+        );
+        let d = row_datum(
+            70_002,
+            &[
+                Some((4, 901u32.to_le_bytes().to_vec())),
+                Some((4, varlena(&array4(23, &[1, 2])))),
+                Some((8, varlena(&inner_d))),
+                Some((4, varlena(&array4(70_003, &[900, 901])))),
+                None,
+            ],
+        );
+        let mut s = String::new();
+        composite_text(&mut s, &outer, &d).unwrap();
+        assert_eq!(s, r#"(b,"{1,2}","(7,""x y"")","{a,b}",)"#);
+        // an enum OID without a label, and a nested datum of another type, are Python's
+        let bad = row_datum(
+            70_002,
+            &[
+                Some((4, 5u32.to_le_bytes().to_vec())),
+                None,
+                None,
+                None,
+                None,
+            ],
+        );
+        assert!(composite_text(&mut String::new(), &outer, &bad).is_err());
+        let other = row_datum(70_009, &[Some((4, 1i32.to_le_bytes().to_vec())), None]);
+        let d = row_datum(
+            70_002,
+            &[None, None, Some((8, varlena(&other))), None, None],
+        );
+        assert!(composite_text(&mut String::new(), &outer, &d).is_err());
     }
 }

@@ -147,6 +147,7 @@ fn jsonb_arrays_to_text_elements() {
         align: 4,
         dropped: false,
         has_missing: false,
+        missing: None,
         kind: Some(Kind::Array),
         optional: true,
         read: true,

@@ -92,6 +92,7 @@ pub fn composite_plan(c: &Arc<Composite>) -> Arc<Composite> {
                 k => *k,
             })
             .collect(),
+        elems: c.elems.clone(),
     })
 }
 
@@ -208,6 +209,7 @@ mod tests {
             align,
             dropped,
             has_missing: false,
+            missing: None,
             kind: None,
             optional: true,
             read: true,
@@ -242,6 +244,7 @@ mod tests {
                     crate::types::range::RangeSub::Int4,
                 ))),
             ],
+            elems: vec![None; 6],
         })
     }
 
@@ -323,6 +326,7 @@ mod tests {
                 key: vec![],
             },
             kinds: vec![Some(TextKind::Array)],
+            elems: vec![None],
         };
         assert!(!field_rewrites(&arr));
     }

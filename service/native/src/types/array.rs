@@ -188,6 +188,34 @@ fn nest(out: &mut String, part: &[String], dims: &[i32]) {
     out.push('}');
 }
 
+/// int2vectorout / oidvectorout (int.c, oid.c): the elements of an int2vector (`oid`
+/// false: int2 elements) or oidvector (oid elements), each as its integer, separated by
+/// single spaces; read as an array datum like service.types.array.vector_text (a NULL
+/// element, which the server never stores, prints as nothing, as there).
+pub fn vector_text(out: &mut String, d: &[u8], oid: bool) -> Result<(), &'static str> {
+    use std::fmt::Write;
+    let a = if oid {
+        elements(d, 26, 4, 4)?
+    } else {
+        elements(d, 21, 2, 2)?
+    };
+    for (i, item) in a.items.iter().enumerate() {
+        if i != 0 {
+            out.push(' ');
+        }
+        match (item, oid) {
+            (None, _) => {}
+            (Some(v), true) => {
+                let _ = write!(out, "{}", u32::from_le_bytes(super::fixed(v)?));
+            }
+            (Some(v), false) => {
+                let _ = write!(out, "{}", i16::from_le_bytes(super::fixed(v)?));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,5 +303,35 @@ mod tests {
                 let _ = text(&bad);
             }
         }
+    }
+
+    /// int2vector and oidvector print their elements space-separated (an empty one as
+    /// nothing); another element type than the vector's is the Python path's.
+    #[test]
+    fn vectors_print_space_separated() {
+        let mut int2 = 1i32.to_le_bytes().to_vec();
+        int2.extend_from_slice(&0i32.to_le_bytes());
+        int2.extend_from_slice(&21u32.to_le_bytes());
+        int2.extend_from_slice(&3i32.to_le_bytes());
+        int2.extend_from_slice(&0i32.to_le_bytes());
+        for v in [1i16, -32768, 7] {
+            int2.extend_from_slice(&v.to_le_bytes());
+        }
+        let mut out = String::new();
+        vector_text(&mut out, &int2, false).unwrap();
+        assert_eq!(out, "1 -32768 7");
+        assert!(vector_text(&mut String::new(), &int2, true).is_err());
+        let oids = int4_array(&[2], &[0], &[Some(23), Some(-1)]);
+        let mut oids = oids;
+        oids[8..12].copy_from_slice(&26u32.to_le_bytes());
+        out.clear();
+        vector_text(&mut out, &oids, true).unwrap();
+        assert_eq!(out, "23 4294967295");
+        let empty = int4_array(&[], &[], &[]);
+        let mut empty = empty;
+        empty[8..12].copy_from_slice(&26u32.to_le_bytes());
+        out.clear();
+        vector_text(&mut out, &empty, true).unwrap();
+        assert_eq!(out, "");
     }
 }

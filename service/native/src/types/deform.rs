@@ -15,7 +15,9 @@
 //! (att_align_pointer); 1-byte and 4-byte varlena headers; inline-compressed varlenas
 //! (toast_decompress_datum: pglz or lz4, with the decompressors in crate::wal);
 //! external ones from the change's chunks (detoast_external_attr); attributes past
-//! natts are NULL (getmissingattr: a default is the Python path's).
+//! natts read as getmissingattr does: NULL, or, for an attribute with atthasmissing, its
+//! attmissingval as the plan carries it (`Attribute::missing`, the stored datum the Python
+//! decoder resolved); one without it is the Python path's.
 //!
 //! Errors: a tuple that does not fit its definition is `RowError::Mismatch` (the Python
 //! SchemaMismatchError) with deform_at's messages; a malformed varlena header is
@@ -41,6 +43,9 @@ pub trait Attribute {
     fn align(&self) -> usize;
     fn dropped(&self) -> bool;
     fn has_missing(&self) -> bool;
+    /// attmissingval as a stored datum (the payload deform hands on for a value, varlena
+    /// header stripped), where the plan has one; None: NULL, or the Python path decides.
+    fn missing(&self) -> Option<&[u8]>;
     /// Someone reads the value: deform decompresses it (else it only steps past it).
     fn read(&self) -> bool;
 }
@@ -169,8 +174,13 @@ pub fn deform<'a, A: Attribute>(
     let mut out: Vec<Datum<'a>> = Vec::with_capacity(n);
     for (i, col) in columns.iter().enumerate() {
         if i >= t.natts {
+            // getmissingattr: the attribute's attmissingval, or NULL without one
             if col.has_missing() && !col.dropped() {
-                return Ok(Deformed::Fallback("attribute missing with a default"));
+                match col.missing() {
+                    Some(d) => out.push(Some(Cow::Owned(d.to_vec()))),
+                    None => return Ok(Deformed::Fallback("attribute missing with a default")),
+                }
+                continue;
             }
             out.push(None);
             continue;
@@ -200,7 +210,13 @@ pub fn deform<'a, A: Attribute>(
             if b0 == 0 {
                 off = (off + mask) & !mask;
                 p = off - T_BITS_OFFSET;
-                b0 = *buf.get(p).ok_or_else(|| overrun(off))?;
+                // past the end after the padding: read_varlena's DecodeError in deform_at
+                b0 = *buf.get(p).ok_or_else(|| {
+                    decode_err(
+                        format!("varlena at offset {p} is past the end of a {nbuf}-byte datum"),
+                        col.name(),
+                    )
+                })?;
             }
             if b0 == 0x01 {
                 // VARATT_IS_EXTERNAL: the value is in the change's TOAST chunks.

@@ -8,24 +8,37 @@
 //! mantissa is even, as round-half-even reading does. The two agree everywhere else: a
 //! candidate strictly inside the interval is also PostgreSQL's shortest (its interval is
 //! the same one without the bounds), and both take the nearest among the shortest. So
-//! the digits come from `{:e}`, and a candidate that is exactly a bound (checked in
-//! integers: `on_bound`) is left to the Python path, which searches the open interval.
-//! So is a tie, a value exactly halfway between two shortest candidates (`tie`):
-//! PostgreSQL takes the even one, `{:e}` the one above.
+//! the digits come from `{:e}`, unless the candidate is exactly a bound (checked in
+//! integers: `on_bound`) or a tie, a value exactly halfway between two shortest
+//! candidates (`tie`: Ryu's d2s/f2s round such a value to the even one, `{:e}` takes the
+//! one above). Then `open_shortest` searches the open interval as
+//! service.types.numeric._shortest does: for each precision from one digit up, the
+//! decimals just below and above the value (exact comparisons in `Big` integers),
+//! the nearest of those strictly inside, ties to the even one.
 //!
 //! Layout: NaN, Infinity, -Infinity; a signed zero as 0 or -0; fixed notation for a
 //! decimal exponent in [-4, 15) (float4: [-4, 6)), else d.ddde±XX.
 
+use std::cmp::Ordering;
 use std::fmt::Write;
 
-/// Why a value is the Python path's.
+/// Why a value is the Python path's: `{:e}` gave no digits this module reads, or the
+/// open interval held no decimal of at most 17 digits (neither happens for a finite
+/// value; kept typed rather than a panic).
 pub const ON_BOUND: &str = "float Python decides";
 
 /// float8out's text, appended to `out`; Err(ON_BOUND) leaves `out` as it was.
 pub fn float8(out: &mut String, v: f64) -> Result<(), &'static str> {
     let special = Special::of(v.is_nan(), v.is_infinite(), v.is_sign_negative(), v == 0.0);
     let shortest = format!("{:e}", v.abs());
-    write(out, special, 15, &shortest, binary(v.to_bits(), 52, 11))
+    write(
+        out,
+        special,
+        15,
+        &shortest,
+        binary(v.to_bits(), 52, 11),
+        v.abs(),
+    )
 }
 
 /// float4out's text, appended to `out`; Err(ON_BOUND) leaves `out` as it was.
@@ -38,6 +51,7 @@ pub fn float4(out: &mut String, v: f32) -> Result<(), &'static str> {
         6,
         &shortest,
         binary(v.to_bits().into(), 23, 8),
+        f64::from(v.abs()),
     )
 }
 
@@ -83,13 +97,14 @@ fn binary(bits: u64, frac: u32, exp: u32) -> (u64, i32, bool) {
 }
 
 /// The shared layout of a value whose shortest digits are `shortest` (`{:e}` of its
-/// magnitude) and whose binary form is `binary`.
+/// magnitude `magnitude`) and whose binary form is `binary`.
 fn write(
     out: &mut String,
     special: Special,
     fixed_below: i32,
     shortest: &str,
     binary: (u64, i32, bool),
+    magnitude: f64,
 ) -> Result<(), &'static str> {
     let negative = match special {
         Special::NaN => {
@@ -116,9 +131,14 @@ fn write(
         return Err(ON_BOUND);
     };
     let k = exp - (digits.len() as i32 - 1);
-    if on_bound(d, k, m, e, half_below) || tie(d, k, m, e) {
-        return Err(ON_BOUND);
-    }
+    let (digits, exp) = if on_bound(d, k, m, e, half_below) || tie(d, k, m, e) {
+        let (d, k) = open_shortest(magnitude, binary).ok_or(ON_BOUND)?;
+        let digits = d.to_string();
+        let exp = k + digits.len() as i32 - 1;
+        (digits, exp)
+    } else {
+        (digits, exp)
+    };
     out.push_str(sign);
     let n = digits.len() as i32;
     if (-4..fixed_below).contains(&exp) {
@@ -196,6 +216,142 @@ fn equals(d: u64, k: i32, odd: u64, p: i32) -> bool {
     small == large
 }
 
+/// The shortest decimal d × 10^k (d without trailing zeros) strictly inside the rounding
+/// interval of `magnitude` = m × 2^e (`binary`), nearest to it, ties to the even digit:
+/// what Ryu prints without accepting bounds (d2s.c / f2s.c, acceptBounds = false), as
+/// service.types.numeric._shortest finds it. None: no such decimal of at most 17 digits
+/// (not a finite positive value).
+fn open_shortest(magnitude: f64, (m, e, half_below): (u64, i32, bool)) -> Option<(u64, i32)> {
+    // In units of 2^(e - 2): the value is 4m, the bounds 4m + 2 and 4m - 2 (4m - 1 where
+    // the gap below is half the gap above).
+    let q = e - 2;
+    let value = 4 * m;
+    let (lo, hi) = (value - if half_below { 1 } else { 2 }, value + 2);
+    let inside = |d: u64, k: i32| {
+        cmp_dec_bin(d, k, lo, q) == Ordering::Greater && cmp_dec_bin(d, k, hi, q) == Ordering::Less
+    };
+    for p in 1..=17usize {
+        // the value rounded to p digits, then its neighbours at that precision
+        let r = format!("{:.*e}", p - 1, magnitude);
+        let (mantissa, exp) = r.split_once('e')?;
+        let d: u64 = mantissa.replace('.', "").parse().ok()?;
+        let k = exp.parse::<i32>().ok()? - (p as i32 - 1);
+        let (floor, ceil) = match cmp_dec_bin(d, k, value, q) {
+            Ordering::Equal => return Some(strip(d, k)),
+            Ordering::Less => ((d, k), (d + 1, k)),
+            // below a power of ten the grid one digit finer is the p-digit one
+            Ordering::Greater if d == 10u64.pow(p as u32 - 1) => ((10 * d - 1, k - 1), (d, k)),
+            Ordering::Greater => ((d - 1, k), (d, k)),
+        };
+        let pick = match (inside(floor.0, floor.1), inside(ceil.0, ceil.1)) {
+            (false, false) => continue,
+            (true, false) => floor,
+            (false, true) => ceil,
+            (true, true) => {
+                // nearer of the two; the sum against twice the value (8m × 2^q)
+                let (sum, at) = if floor.1 == ceil.1 {
+                    (floor.0 + ceil.0, ceil.1)
+                } else {
+                    (floor.0 + 10 * ceil.0, floor.1)
+                };
+                match cmp_dec_bin(sum, at, 2 * value, q) {
+                    Ordering::Less => ceil,
+                    Ordering::Greater => floor,
+                    Ordering::Equal if floor.0 % 2 == 0 => floor,
+                    Ordering::Equal => ceil,
+                }
+            }
+        };
+        return Some(strip(pick.0, pick.1));
+    }
+    None
+}
+
+fn strip(mut d: u64, mut k: i32) -> (u64, i32) {
+    while d != 0 && d % 10 == 0 {
+        d /= 10;
+        k += 1;
+    }
+    (d, k)
+}
+
+/// d × 10^k against n × 2^q, exactly: both sides brought to integers.
+fn cmp_dec_bin(d: u64, k: i32, n: u64, q: i32) -> Ordering {
+    let mut left = Big::from(d);
+    let mut right = Big::from(n);
+    for _ in 0..k.max(0) {
+        left.mul_small(10);
+    }
+    for _ in 0..(-k).max(0) {
+        right.mul_small(10);
+    }
+    left.shl(q.min(0).unsigned_abs());
+    right.shl(q.max(0).unsigned_abs());
+    left.cmp(&right)
+}
+
+/// A non-negative integer as little-endian 32-bit limbs, enough of one for the exact
+/// comparisons of `open_shortest` (at most a few thousand bits).
+#[derive(PartialEq, Eq)]
+struct Big(Vec<u32>);
+
+impl Big {
+    fn from(v: u64) -> Big {
+        let mut b = Big(vec![v as u32, (v >> 32) as u32]);
+        b.trim();
+        b
+    }
+    fn trim(&mut self) {
+        while self.0.last() == Some(&0) {
+            self.0.pop();
+        }
+    }
+    fn mul_small(&mut self, f: u32) {
+        let mut carry = 0u64;
+        for limb in &mut self.0 {
+            let x = u64::from(*limb) * u64::from(f) + carry;
+            *limb = x as u32;
+            carry = x >> 32;
+        }
+        if carry != 0 {
+            self.0.push(carry as u32);
+        }
+    }
+    fn shl(&mut self, bits: u32) {
+        if self.0.is_empty() {
+            return;
+        }
+        let (words, bits) = ((bits / 32) as usize, bits % 32);
+        if bits != 0 {
+            let mut carry = 0u32;
+            for limb in &mut self.0 {
+                let x = (u64::from(*limb) << bits) | u64::from(carry);
+                *limb = x as u32;
+                carry = (x >> 32) as u32;
+            }
+            if carry != 0 {
+                self.0.push(carry);
+            }
+        }
+        self.0.splice(0..0, std::iter::repeat_n(0, words));
+    }
+}
+
+impl Ord for Big {
+    fn cmp(&self, other: &Big) -> Ordering {
+        self.0
+            .len()
+            .cmp(&other.0.len())
+            .then_with(|| self.0.iter().rev().cmp(other.0.iter().rev()))
+    }
+}
+
+impl PartialOrd for Big {
+    fn partial_cmp(&self, other: &Big) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,24 +385,34 @@ mod tests {
         assert_eq!(f4(0.1).unwrap(), "0.1");
     }
 
+    /// A bound (1e23: exactly halfway between two doubles; the even one below reads
+    /// back from "1e23", which PostgreSQL's open interval does not accept) and a tie
+    /// (2^47 + 1/8, halfway between ...328.12 and ...328.13) are searched in the open
+    /// interval: the longer digits, and the even one of a tie, as float8out prints them.
     #[test]
-    fn a_bound_is_left_to_python() {
-        // 1e23 lies exactly halfway between two doubles; the even one below reads
-        // back from "1e23", which PostgreSQL's open interval does not accept.
+    fn bounds_and_ties_search_the_open_interval() {
         let below = 99_999_999_999_999_991_611_392.0f64;
         assert_eq!(format!("{below:e}"), "1e23");
-        assert_eq!(f8(below), Err(ON_BOUND));
-        let mut out = String::from("kept");
-        assert!(float8(&mut out, below).is_err());
-        assert_eq!(out, "kept");
+        assert_eq!(f8(below).unwrap(), "9.999999999999999e+22");
+        let v = (1u64 << 47) as f64 + 0.125;
+        assert_eq!(f8(v).unwrap(), "140737488355328.12");
+        assert_eq!(f8(-v).unwrap(), "-140737488355328.12");
+        assert_eq!(f8(140_737_488_355_328.25).unwrap(), "140737488355328.25");
+        // 2^-149 (the smallest float4) and a float4 tie: 1.5 * 2^-126 widened from a half
+        assert_eq!(f4(f32::from_bits(1)).unwrap(), "1e-45");
+        assert_eq!(f4(f32::MAX).unwrap(), "3.4028235e+38");
+        assert_eq!(f8(f64::MAX).unwrap(), "1.7976931348623157e+308");
     }
 
     #[test]
-    fn a_tie_is_left_to_python() {
-        // 2^47 + 1/8 is halfway between ...328.12 and ...328.13 (17 digits each).
-        let v = (1u64 << 47) as f64 + 0.125;
-        assert_eq!(f8(v), Err(ON_BOUND));
-        assert_eq!(f8(140_737_488_355_328.25).unwrap(), "140737488355328.25");
+    fn big_compares_exactly() {
+        // 15 * 10^-1 against 3 * 2^-1; 4 * 10^1 against 5 * 2^3; a thousand-bit shift
+        assert_eq!(cmp_dec_bin(15, -1, 3, -1), Ordering::Equal);
+        assert_eq!(cmp_dec_bin(4, 1, 5, 3), Ordering::Equal);
+        assert_eq!(cmp_dec_bin(4, 1, 5, 4), Ordering::Less);
+        assert_eq!(cmp_dec_bin(1, 300, 1, 996), Ordering::Greater);
+        assert_eq!(cmp_dec_bin(1, 300, 1, 997), Ordering::Less);
+        assert_eq!(cmp_dec_bin(5, -324, 1, -1074), Ordering::Greater);
     }
 
     #[test]

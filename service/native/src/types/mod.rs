@@ -27,6 +27,7 @@ pub mod outtext;
 pub mod pgvector;
 pub mod postgis;
 pub mod range;
+pub mod snapshot;
 pub mod tsearch;
 
 /// An enum type's labels by the OID its datums store.

@@ -7,7 +7,8 @@
 //! payload). Hands on: `Output`, its stored length (`attlen`) and its output text
 //! (`write`): the geometric types (types::geometric), tsvector and tsquery
 //! (types::tsearch), the built-in ranges and multiranges (types::range), pg_lsn, xid,
-//! cid and xid8 (service.types.text), and the extension types hstore, ltree, lquery,
+//! cid and xid8 (service.types.text), txid_snapshot and pg_snapshot (types::snapshot),
+//! int2vector and oidvector (types::array::vector_text), and the extension types hstore, ltree, lquery,
 //! cube, seg and the isn types (types::extension), PostGIS geometry and geography
 //! (types::postgis) and pgvector's vector, halfvec and sparsevec (types::pgvector).
 //! Errors: each writer's `Err(reason)` (the row falls back to Python). Pure, no panics.
@@ -15,7 +16,7 @@
 use std::fmt::Write;
 
 use super::extension::{self, IsnKind};
-use super::{fixed, geometric, pgvector, postgis, range::RangeSub, tsearch};
+use super::{array, fixed, geometric, pgvector, postgis, range::RangeSub, snapshot, tsearch};
 
 /// A built-in type published as its output text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +38,11 @@ pub enum Output {
     Xid,
     /// xid8out: the unsigned 64-bit number.
     Xid8,
+    /// pg_snapshot_out (txid_snapshot and pg_snapshot, types::snapshot).
+    Snapshot,
+    /// int2vectorout, oidvectorout (types::array::vector_text).
+    Int2Vector,
+    OidVector,
     /// Extension types (types::extension): hstore_out, ltree_out, lquery_out, cube_out
     /// (earth too), seg_out, isn_out / ean13_out.
     Hstore,
@@ -78,6 +84,9 @@ impl Output {
             "pg_lsn" => Output::PgLsn,
             "xid" => Output::Xid,
             "xid8" => Output::Xid8,
+            "pg_snapshot" => Output::Snapshot,
+            "int2vector" => Output::Int2Vector,
+            "oidvector" => Output::OidVector,
             "hstore" => Output::Hstore,
             "ltree" => Output::Ltree,
             "lquery" => Output::Lquery,
@@ -143,6 +152,9 @@ impl Output {
                 let _ = write!(out, "{}", u64::from_le_bytes(fixed(d)?));
                 Ok(())
             }
+            Output::Snapshot => snapshot::snapshot_text(out, d),
+            Output::Int2Vector => array::vector_text(out, d, false),
+            Output::OidVector => array::vector_text(out, d, true),
             Output::Hstore => extension::hstore_text(out, d),
             Output::Ltree => extension::ltree_text(out, d),
             Output::Lquery => extension::lquery_text(out, d),

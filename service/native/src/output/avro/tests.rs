@@ -10,6 +10,7 @@ fn col(name: &str, attlen: i16, align: usize, kind: Option<Kind>, optional: bool
         align,
         dropped: false,
         has_missing: false,
+        missing: None,
         kind,
         optional,
         read: kind.is_some(),
@@ -391,4 +392,93 @@ fn external_toast_from_the_changes_chunks() {
         data: cut,
     };
     assert!(plan.encode_toasted(&t, false, Some(&bad)).is_err());
+}
+
+/// A tuple written before ADD COLUMN ... DEFAULT reads each missing attribute as
+/// getmissingattr does: its attmissingval datum where the plan carries one (an int4 and
+/// a text default here), NULL for a column without atthasmissing; the datum is the
+/// value's, as a stored one would be.
+#[test]
+fn missing_attributes_read_their_default() {
+    let mut plan = Plan {
+        columns: vec![
+            col("id", 4, 4, Some(Kind::Int4), false),
+            col("n", 4, 4, Some(Kind::Int4), false),
+            col("t", -1, 4, Some(Kind::Text), true),
+            col("later", 4, 4, Some(Kind::Int4), true),
+        ],
+        key: vec![0],
+    };
+    plan.columns[1].has_missing = true;
+    plan.columns[1].missing = Some(std::sync::Arc::from(&42i32.to_le_bytes()[..]));
+    plan.columns[2].has_missing = true;
+    plan.columns[2].missing = Some(std::sync::Arc::from(&b"it's"[..]));
+    let data = tuple_data(&7i32.to_le_bytes());
+    let old = Tuple {
+        natts: 1,
+        infomask: 0,
+        hoff: 24,
+        data: &data,
+    };
+    let (value, key) = encoded(&plan, &old);
+    let mut want = vec![14, 84]; // 7, 42 (zigzag)
+    want.extend_from_slice(&[0x02, 8]);
+    want.extend_from_slice(b"it's");
+    want.push(0x00); // later: null
+    assert_eq!(value, want);
+    assert_eq!(key, vec![14]);
+    // the same row written in full encodes alike
+    let mut body = 7i32.to_le_bytes().to_vec();
+    body.extend_from_slice(&42i32.to_le_bytes());
+    body.push((5 << 1) | 1);
+    body.extend_from_slice(b"it's");
+    let data = tuple_data(&body);
+    let full = Tuple {
+        natts: 3,
+        infomask: 0,
+        hoff: 24,
+        data: &data,
+    };
+    assert_eq!(encoded(&plan, &full).0, want);
+}
+
+/// A varlena whose padding runs to the end of the tuple is read_varlena's DecodeError
+/// (past the end after the alignment), as the Python deformer raises it; without the
+/// padding byte it is the overrun SchemaMismatchError.
+#[test]
+fn varlena_past_the_end_after_padding_is_a_decode_error() {
+    let plan = Plan {
+        columns: vec![
+            col("c", 1, 1, Some(Kind::Char), true),
+            col("t", -1, 4, Some(Kind::Text), true),
+        ],
+        key: vec![],
+    };
+    let data = tuple_data(&[0x41, 0x00]);
+    let t = Tuple {
+        natts: 2,
+        infomask: 0,
+        hoff: 24,
+        data: &data,
+    };
+    match plan.encode(&t, false) {
+        Err(RowError::Decode { message, .. }) => {
+            assert_eq!(
+                message,
+                "varlena at offset 5 is past the end of a 3-byte datum"
+            )
+        }
+        other => panic!("expected a decode error, got {other:?}"),
+    }
+    let data = tuple_data(&[0x41]);
+    let t = Tuple {
+        natts: 2,
+        infomask: 0,
+        hoff: 24,
+        data: &data,
+    };
+    assert!(matches!(
+        plan.encode(&t, false),
+        Err(RowError::Mismatch { .. })
+    ));
 }
