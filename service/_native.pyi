@@ -88,6 +88,8 @@ class HeapRows:
     def last_lsn(self) -> int: ...  # ValueError for an empty window
     @property
     def data_bytes(self) -> int: ...  # sum of len(change.new_tuple.data)
+    @property
+    def chunks(self) -> int: ...  # rows that are TOAST chunk inserts (on_toast_relation)
     def change(self, i: int) -> HeapChange: ...  # IndexError outside [0, len)
     def changes(self) -> list[HeapChange]: ...
     def lsns(self) -> list[int]: ...
@@ -95,7 +97,8 @@ class HeapRows:
     def dump(self) -> bytes:
         """The rows as bytes for a spill record (src/reorder/run.rs: version, xid, count,
         per row lsn/block/offset/natts/infomask/infomask2/hoff/clear_toast/length,
-        then the data; no locator), for `HeapRows.load`. ValueError if empty."""
+        then the data; no locator), for `HeapRows.load`. ValueError if empty or if
+        any row is a TOAST chunk insert (`chunks` > 0)."""
     def fill(self, at: int, room: int, base: int, overhead: int) -> tuple[int, int]:
         """(end, added) of this loop (ValueError unless 0 <= at <= len):
 

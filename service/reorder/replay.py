@@ -23,8 +23,9 @@ main-table changes (no TOAST chunks held for them) go to `changes` in runs of up
 `change` on each of its changes. A queued `InsertRows` (an InsertRun's rows, still in
 the native core) is such a run already and goes to `changes` as it is, in windows of
 up to `RUN_MAX` (one of fewer than `ROWS_ALONE` rows joins the run around it as its
-rows); where its rows could not all join a run (TOAST chunks held, streaming, a toast
-relation) they come one by one instead, exactly as if queued one by one.
+rows); where its rows could not all join a run (TOAST chunks held or among its rows,
+streaming, a toast relation) they come one by one instead, exactly as if queued one by
+one.
 
 Guarantees:
 - Changes of one input keep their order; inputs are merged by LSN.
@@ -263,8 +264,15 @@ class Replayer:
 
         def whole(rows: InsertRows) -> bool:
             # As its rows would go: all into the run (none of a toast relation, no TOAST
-            # chunks held); else the rows go one by one, down the branches below.
-            return run is not None and not toast.held and not toast_of(rows.locator)
+            # chunks held or among them); else the rows go one by one, down the branches
+            # below, its chunks to `toast` (ReorderBufferToastAppendChunk) and each main
+            # row with them (ReorderBufferToastReplace).
+            return (
+                run is not None
+                and not rows.chunks
+                and not toast.held
+                and not toast_of(rows.locator)
+            )
 
         for owner, change, size in self._iter_txn(txn, whole):
             stats.total_bytes += size

@@ -10,8 +10,9 @@ counters, accounted size, change count, restore batches and peak), with fewer re
 on disk, a record split where a restore bound falls inside it; damaged tag-2
 records are `SpillFileError`s with the xid (and the LSN once the rows are read), the
 native `DecodeError` chained; `HeapRows.load` on any bytes either loads a dump
-that dumps back to the same bytes or raises DecodeError; and the store imports the
-native core only to read a tag-2 record.
+that dumps back to the same bytes or raises DecodeError; the store imports the
+native core only to read a tag-2 record; and a run carrying TOAST chunk rows spills
+(row by row) and replays exactly as its changes queued one by one.
 """
 
 from __future__ import annotations
@@ -41,8 +42,10 @@ from service.reorder.changes import change_size
 from service.reorder.replay import Replayer
 from service.reorder.spill import MAGIC, LocalSpillStore
 from service.wal.record import RelFileLocator
-from tests.service.decode.test_insert_runs import DATA, _items
+from tests.service.decode.test_insert_runs import DATA, _items, _pool
+from tests.service.decode.test_native_heap import blocks_of
 from tests.service.reorder.reorderbuffer_support import make_buffer, message
+from tests.service.walwriter import Block, WalWriter, record_body
 
 _HEADER_LEN = len(MAGIC) + 16
 _RECORD = struct.Struct("<II")
@@ -518,3 +521,72 @@ def test_the_sink_gets_restored_rows_whole(tmp_path: Path, monkeypatch: pytest.M
     assert len(whole) >= len(seen) - len(runs) and whole, seen
     assert all(len(x) == 64 for x in whole)
     assert [e[2] for e in sink.log if e[0] == "change"] == [c for r in runs for c in r.changes]
+
+
+# --- runs with TOAST chunks -----------------------------------------------------------
+
+_TOAST_REL = (1663, 5, 16390)  # reorderbuffer_support.TOAST
+
+
+def _chunk_body(chunk_id: int, seq: int, payload: bytes) -> bytes:
+    """The record body of a Heap INSERT of one TOAST chunk (chunk_id oid, chunk_seq int4,
+    chunk_data bytea with a 4-byte header; hoff 24, 3 attributes, no nulls) into the
+    test schema's toast relation, flagged XLH_INSERT_ON_TOAST_RELATION."""
+    header = struct.pack("<HHB", 3, 0x0002, 24)  # t_infomask2, HEAP_HASVARWIDTH, t_hoff
+    tuple_data = b"\x00" + struct.pack("<Ii", chunk_id, seq)
+    tuple_data += struct.pack("<I", (len(payload) + 4) << 2) + payload
+    main = struct.pack("<HB", 1, (1 << 3) | (1 << 4))  # offnum; CONTAINS_NEW_TUPLE, TOAST
+    block = Block(0, rel=_TOAST_REL, data=header + tuple_data)
+    return record_body([block], main)
+
+
+@cache
+def toast_runs() -> tuple[InsertRun, ...]:
+    """The InsertRuns of a PG15 WAL stream of xid 700: 60 rows (a golden plain insert),
+    each but the first preceded by the 3 chunks of its value (chunk_ids 1000 + row)."""
+    insert = next(
+        x
+        for v, x in _pool()
+        if v == 15
+        and (x.rmid, x.info & 0x70) == (10, 0x00)
+        and x.main_data[2] & 0x1C == 1 << 3  # XLH_INSERT_CONTAINS_NEW_TUPLE, no other
+    )
+    writer = WalWriter(magic=0xD110)
+    for row in range(60):
+        if row:
+            for seq in range(3):
+                payload = bytes([row, seq]) * 700
+                writer.add(10, 0x00, 700, _chunk_body(1000 + row, seq, payload))
+        writer.add(insert.rmid, insert.info, 700, record_body(blocks_of(insert), insert.main_data))
+    bare = decoder_for(15).without_decode
+    items = _items(writer.data(), writer.base, bare, runs=True, seg=writer.seg_size)
+    return tuple(i for i in items if type(i) is InsertRun)
+
+
+@pytest.mark.parametrize("work_mem", [8_000, 30_000, 1_000_000])
+@pytest.mark.parametrize("restore_batch", [1, 5, 4096])
+def test_runs_with_toast_chunks_spill_and_replay_as_their_changes(
+    tmp_path: Path, work_mem: int, restore_batch: int
+) -> None:
+    """A run carrying TOAST chunk rows (each chunk a change of its own size, as
+    ReorderBufferChangeSize counts it) queued as one InsertRows: the same spills,
+    counters, accounting, restore batches and peak as its changes queued one by one,
+    and the same sink log, each main row handed on with its value's chunks
+    (ReorderBufferToastAppendChunk / ReorderBufferToastReplace); spilled, its rows are
+    written one record each (a dump holds no chunks) and restored as HeapChanges."""
+    runs = list(toast_runs())
+    assert len(runs) == 1 and runs[0].changes.nrows == 60 + 59 * 3
+    assert runs[0].changes.chunks == 59 * 3
+    one = _queue(tmp_path / "one", runs, work_mem, restore_batch, batched=False)
+    run = _queue(tmp_path / "run", runs, work_mem, restore_batch, batched=True)
+    _compare(one, run)
+    assert run["held"] == (0, 0)
+    toasted = [e for e in run["log"] if e[0] == "change" and e[3]]
+    assert len(toasted) == 59
+    assert all(len(v) == 3 * 1400 for e in toasted for v in e[3].values())
+    if work_mem < 1_000_000:
+        assert one["stats"].spill_count >= 1
+        assert run["records"] == one["records"] > 0
+        assert all(type(c) is HeapChange for c in run["restored"])
+    else:
+        assert one["stats"].spill_count == 0
