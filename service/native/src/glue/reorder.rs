@@ -40,12 +40,13 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 use pyo3::IntoPyObjectExt;
 
 use crate::decode::heap::{Event, Kind, Source};
 use crate::glue::decode::PyHeapDecoder;
 use crate::reorder::run::{self, Row};
+use crate::reorder::toast::{self, ToastHash};
 use crate::types::deform::Tuple;
 
 /// The rows of a run while the walk gathers them.
@@ -455,6 +456,92 @@ impl PyHeapRows {
     #[getter]
     fn chunks(&self) -> usize {
         self.shared.chunks_in(self.lo, self.hi)
+    }
+
+    /// Whether the window's last row is a main-table row with clear_toast_afterwards
+    /// (so that no chunk of it is still held after it: ReorderBufferToastReset).
+    #[getter]
+    fn ends_reset(&self) -> bool {
+        let s = &*self.shared;
+        self.hi > self.lo && !s.is_chunk(self.hi - 1) && s.rows[self.hi - 1].clear_toast_afterwards
+    }
+
+    /// The window's main-table rows as the replay hands them on, each
+    /// `(HeapChange, toast)`: `toast` the dict chunk_id -> chunk data of the chunks held
+    /// when it comes (ReorderBufferToastAppendChunk of every chunk row before it since
+    /// the last reset; ReorderBufferToastReset after each row with
+    /// clear_toast_afterwards), or None when none is held; `held` is what the replay
+    /// held before the window, (chunk_id, last chunk_seq, data so far) per value, in
+    /// the order they came. Answered as `(rows, error, reset, held, lens)`: a chunk that
+    /// `toast_chunk` or the sequence check refuses ends `rows` there, with `error` the
+    /// same DecodeError (message, LSN, xid) as the Python replay raises after handing
+    /// on the rows before it, else `error` is None; `reset` whether any row reset the
+    /// chunks (so `held` as given went with it); `held` the values still held after
+    /// the window, as `held` is given; `lens` the tuple data length of each chunk row
+    /// of the window still held (after its last reset), for their accounting.
+    #[pyo3(signature = (held=Vec::new()))]
+    #[allow(clippy::type_complexity)]
+    fn toast_replay<'py>(
+        &self,
+        py: Python<'py>,
+        held: Vec<(u32, i32, Vec<u8>)>,
+    ) -> PyResult<(
+        Bound<'py, PyList>,
+        Option<PyErr>,
+        bool,
+        Vec<(u32, i32, Bound<'py, PyBytes>)>,
+        Vec<usize>,
+    )> {
+        self.guarded(py, || {
+            let s = &*self.shared;
+            let mut m = Materializer::new(py, self)?;
+            let out = PyList::empty(py);
+            let mut hash = ToastHash::default();
+            for (id, seq, data) in held {
+                hash.seed(id, seq, data);
+            }
+            let mut held = hash;
+            let mut reset = false;
+            let mut lens: Vec<usize> = Vec::new();
+            let refuse = |message: &str, k: usize| {
+                s.decoder
+                    .borrow(py)
+                    .decode_error_of(py, message, Some(s.rows[k].lsn), Some(s.xid))
+            };
+            for k in self.lo..self.hi {
+                let r = &s.rows[k];
+                if s.is_chunk(k) {
+                    let appended = toast::chunk(r.natts, r.infomask, r.hoff, s.data_of(k))
+                        .map_err(str::to_string)
+                        .and_then(|(id, seq, data)| held.append(id, seq, data));
+                    if let Err(e) = appended {
+                        return Ok((out, Some(refuse(&e, k)), reset, Vec::new(), Vec::new()));
+                    }
+                    lens.push(s.data_of(k).len());
+                    continue;
+                }
+                let change = m.change(k)?;
+                if held.is_empty() {
+                    out.append((change, py.None()))?;
+                    continue;
+                }
+                let mapping = PyDict::new(py);
+                for (id, data) in held.values() {
+                    mapping.set_item(id, PyBytes::new(py, data))?;
+                }
+                out.append((change, mapping))?;
+                if r.clear_toast_afterwards {
+                    held.reset();
+                    lens.clear();
+                    reset = true;
+                }
+            }
+            let rest = held
+                .entries()
+                .map(|(id, seq, data)| (id, seq, PyBytes::new(py, data)))
+                .collect();
+            Ok((out, None, reset, rest, lens))
+        })
     }
 
     /// The window's tuple data, in bytes: the sum of its rows' `len(new_tuple.data)`.
