@@ -88,6 +88,25 @@ class HeapRows:
     def last_lsn(self) -> int: ...  # ValueError for an empty window
     @property
     def data_bytes(self) -> int: ...  # sum of len(change.new_tuple.data)
+    @property
+    def chunks(self) -> int: ...  # rows that are TOAST chunk inserts (on_toast_relation)
+    @property
+    def ends_reset(self) -> bool: ...  # last row: a main row with clear_toast_afterwards
+    def toast_replay(
+        self, held: list[tuple[int, int, bytes]] = ...
+    ) -> tuple[
+        list[tuple[HeapChange, dict[int, bytes] | None]],
+        Exception | None,
+        bool,
+        list[tuple[int, int, bytes]],
+        list[int],
+    ]:
+        """(rows, error, reset, held after, lens): the main rows, each with the chunks
+        held for it (None: none held), the chunks collected natively
+        (ReorderBufferToastAppendChunk / Reset) from `held` on (chunk_id, last seq,
+        data); a refused chunk ends the list, the error (DecodeError, as the Python
+        replay's) beside it; whether any row reset the chunks; the values held after
+        the window; the data length of each of its chunk rows still held."""
     def change(self, i: int) -> HeapChange: ...  # IndexError outside [0, len)
     def changes(self) -> list[HeapChange]: ...
     def lsns(self) -> list[int]: ...
@@ -95,7 +114,8 @@ class HeapRows:
     def dump(self) -> bytes:
         """The rows as bytes for a spill record (src/reorder/run.rs: version, xid, count,
         per row lsn/block/offset/natts/infomask/infomask2/hoff/clear_toast/length,
-        then the data; no locator), for `HeapRows.load`. ValueError if empty."""
+        then the data; no locator), for `HeapRows.load`. ValueError if empty or if
+        any row is a TOAST chunk insert (`chunks` > 0)."""
     def fill(self, at: int, room: int, base: int, overhead: int) -> tuple[int, int]:
         """(end, added) of this loop (ValueError unless 0 <= at <= len):
 

@@ -393,11 +393,15 @@ class PredecodedRecord(NamedTuple):
 
 class InsertRows(Sequence[HeapChange]):
     """The plain inserts of an `InsertRun`, held by the native core (`HeapRows`): one
-    (sub)transaction's inserts into one relation, in WAL order, none on a toast relation,
-    none with an origin. Item `i` is built when it is read, as exactly the `HeapChange`
-    the unbatched reader gives for that row; until then a row is its logged tuple in Rust,
-    so a run crosses the reorder buffer and reaches a native encoder without a Python
-    object per row.
+    (sub)transaction's inserts into one relation (`locator`), in WAL order, none with an
+    origin, and among them, after the first, `chunks` TOAST chunk inserts into that
+    relation's toast relation (`on_toast_relation`: what DecodeInsert queues for each
+    chunk, and ReorderBufferToastAppendChunk collects at replay for the next main-table
+    row). Item `i` is built when it is read, as exactly the `HeapChange` the unbatched
+    reader gives for that row; until then a row is its logged tuple in Rust, so a run
+    crosses the reorder buffer and reaches a native encoder without a Python object per
+    row. Only an InsertRows without chunks reaches an encoder or is dumped whole; one
+    with chunks is replayed and spilled as its rows.
 
     The reorder buffer queues one as a single entry (ReorderBufferQueueChange of each of
     its rows: `nrows` changes, `data_bytes` of tuple data), and replay hands it on whole
@@ -406,7 +410,7 @@ class InsertRows(Sequence[HeapChange]):
     and last row); `last_lsn` the last's. Immutable; slicing (`window`) shares the rows.
     """
 
-    __slots__ = ("data_bytes", "last_lsn", "locator", "lsn", "nrows", "rows", "xid")
+    __slots__ = ("chunks", "data_bytes", "last_lsn", "locator", "lsn", "nrows", "rows", "xid")
 
     def __init__(self, rows: HeapRows) -> None:
         self.rows = rows
@@ -416,6 +420,7 @@ class InsertRows(Sequence[HeapChange]):
         self.locator: RelFileLocator = rows.locator
         self.nrows: int = len(rows)
         self.data_bytes: int = rows.data_bytes
+        self.chunks: int = rows.chunks
 
     def __len__(self) -> int:
         return self.nrows
@@ -447,7 +452,9 @@ class InsertRun(NamedTuple):
     (once armed with runs: see `service.decode.native_heap.predecode`): Heap INSERT and
     Heap2 MULTI_INSERT records of transaction `xid` into one relation, none with a
     top-level xid (block 252) or an origin (block 253), whose events are all plain
-    inserts (`ChangeKind.INSERT`, not on a toast relation); and between and after them
+    inserts (`ChangeKind.INSERT`) not on a toast relation; after the first of them, the
+    single plain inserts of `xid` into one toast relation (TOAST chunks); and between
+    and after them
     the records of rmgrs without rm_decode (the index inserts), of `xid` or of none and
     with no top-level xid, which the driver only counts. `records` counts them all.
 

@@ -131,8 +131,9 @@ def predecode(reader: object, bare_rmids: Collection[int] = (), *, runs: bool = 
     heap record as a `PredecodedRecord` whose events these parsers give (a record they
     refuse still comes as an `XLogRecord`), and every record of an rmgr in `bare_rmids`
     as one with no events (`Decoder.without_decode`: the rmgrs without rm_decode);
-    with `runs`, consecutive plain inserts of one transaction into one relation as one
-    `InsertRun`. False, having done nothing, for any other reader."""
+    with `runs`, consecutive plain inserts of one transaction into one relation (with
+    the TOAST chunk inserts between them) as one `InsertRun`. False, having done
+    nothing, for any other reader."""
     if not isinstance(reader, NativeXLogReader):
         return False
     if runs:

@@ -23,8 +23,14 @@ main-table changes (no TOAST chunks held for them) go to `changes` in runs of up
 `change` on each of its changes. A queued `InsertRows` (an InsertRun's rows, still in
 the native core) is such a run already and goes to `changes` as it is, in windows of
 up to `RUN_MAX` (one of fewer than `ROWS_ALONE` rows joins the run around it as its
-rows); where its rows could not all join a run (TOAST chunks held, streaming, a toast
-relation) they come one by one instead, exactly as if queued one by one.
+rows). One that carries TOAST chunk rows is replayed whole too, its chunks collected
+in the native core (`HeapRows.toast_replay`, ReorderBufferToastAppendChunk /
+ReorderBufferToastReset) from the chunks held before it on (those of its first row),
+each main row handed on as the branches for single changes would (with the chunks
+held for it to `change`, else into the run), and the chunks still held after it
+handed back to the replay's `_ToastState`, still accounted. Where its rows could not
+go so (chunks held before one without chunks, streaming, a toast relation) they come
+one by one instead, exactly as if queued one by one.
 
 Guarantees:
 - Changes of one input keep their order; inputs are merged by LSN.
@@ -262,9 +268,15 @@ class Replayer:
         is_toast = False
 
         def whole(rows: InsertRows) -> bool:
-            # As its rows would go: all into the run (none of a toast relation, no TOAST
-            # chunks held); else the rows go one by one, down the branches below.
-            return run is not None and not toast.held and not toast_of(rows.locator)
+            # As its rows would go: none of a toast relation, and either no chunk among
+            # them nor held (all into the run), or chunks among them (`toast_replay`:
+            # the native ReorderBufferToastAppendChunk, going on from the chunks held
+            # before it, and handing back those held after it); else the rows go one
+            # by one, down the branches below, its chunks to `toast` and each main row
+            # with them.
+            if run is None or toast_of(rows.locator):
+                return False
+            return bool(rows.chunks) or not toast.held
 
         for owner, change, size in self._iter_txn(txn, whole):
             stats.total_bytes += size
@@ -332,6 +344,34 @@ class Replayer:
                     if spec is not None:
                         release(spec[0], spec[2])
                     spec = (owner, change, size)
+            elif type(change) is InsertRows and change.chunks:  # whole(change)
+                assert run is not None  # whole(): not streaming
+                # Each main row as the branches above hand it on: with the chunks held
+                # for it (ReorderBufferToastReplace's input) alone, else into the run;
+                # a refused chunk raises after the rows before it. The chunks still
+                # held after it stay accounted until their reset, as one by one.
+                rows, error, was_reset, rest, lens = change.rows.toast_replay(toast.export())
+                kept = [_ROW_BASE + n for n in lens]
+                release(owner, size - sum(kept), change.nrows - len(kept))
+                if spec is not None:  # the speculative insertion was not confirmed
+                    release(spec[0], spec[2])
+                    spec = None
+                for row, held_toast in rows:
+                    if held_toast is None:
+                        run.append(row)
+                        if len(run) >= RUN_MAX:
+                            sink.changes(txn, run)
+                            run = []
+                        continue
+                    if run:
+                        sink.changes(txn, run)
+                        run = []
+                    sink.change(txn, ReplayChange(row, MappingProxyType(held_toast)))
+                if error is not None:
+                    raise error
+                if was_reset:  # what was held before it went with a row's reset
+                    toast.reset(state)
+                toast.take_over(owner, rest, kept)
             elif type(change) is InsertRows:  # whole(change): the run, in pieces
                 release(owner, size, change.nrows)
                 if spec is not None:  # the speculative insertion was not confirmed
@@ -479,6 +519,23 @@ class _ToastState:
         self._held.append((owner, size))
         self._cached = None
         self.held = True
+
+    def export(self) -> list[tuple[int, int, bytes]]:
+        """The held values as (chunk_id, last chunk_seq, data so far), in the order
+        they came: where the native collection (`HeapRows.toast_replay`) goes on."""
+        return [(k, self._last_seq[k], bytes(v)) for k, v in self._chunks.items()]
+
+    def take_over(
+        self, owner: ReorderBufferTXN, values: list[tuple[int, int, bytes]], sizes: list[int]
+    ) -> None:
+        """Hold `values` (as `export` gives them) instead of what is held now, and
+        `sizes`, more accounted chunks of owner's, until the next reset: where the
+        native collection (`HeapRows.toast_replay`) stopped."""
+        self._chunks = {k: bytearray(v) for k, _, v in values}
+        self._last_seq = {k: seq for k, seq, _ in values}
+        self._held.extend((owner, size) for size in sizes)
+        self._cached = None
+        self.held = bool(self._held)
 
     def mapping(self) -> Mapping[int, bytes]:
         if not self._chunks:

@@ -28,8 +28,9 @@ Contract:
     the data). Read back, it is an InsertRows again (`HeapRows.load`, through
     `service.decode.native_heap.load_rows`, imported only when such a record is read,
     or the `load_rows` the store was given), equal row for row. An InsertRows whose
-    rows cannot dump (a pure-Python double) or that is not of the file's xid is
-    written as its rows, one tag-1 record each, as it was before tag 2;
+    rows cannot dump (a pure-Python double), that holds TOAST chunk rows
+    (`InsertRows.chunks`) or that is not of the file's xid is written as its rows,
+    one tag-1 record each, as it was before tag 2;
   - 0: a `pickle` (protocol 5) of any other change object (`TruncateEvent`,
     `MessageEvent`, the buffer's `InternalChange`).
   `write` returns the number of RECORDS written, which is what `read` needs; the
@@ -158,7 +159,8 @@ class LocalSpillStore:
                 payload = _encode_heap(change)
             elif type(change) is InsertRows:
                 dump = getattr(change.rows, "dump", None)
-                if dump is None or change.xid != xid:  # its rows, one record each
+                # its rows, one record each: no native dump, or TOAST chunks among them
+                if dump is None or change.xid != xid or change.chunks:
                     for row in change:
                         payload = _encode_heap(row)
                         out += pack(len(payload), crc32(payload))

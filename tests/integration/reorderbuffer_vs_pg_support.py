@@ -97,6 +97,7 @@ class Result:
     peak_memory: int  # pgcdc's peak buffered bytes
     largest_change: int  # the largest accounted change size pgcdc saw
     run_changes: int  # of them, how many were queued in InsertRuns (the native reader's)
+    run_chunks: int  # of those, how many were TOAST chunk inserts (InsertRows.chunks)
     spill_left: list[str]  # files left in the spill directory after close
     pgcdc_seconds: float
     server_seconds: float
@@ -173,8 +174,9 @@ class _CatalogCommits:
 
 def _largest_change_tracker(session: Session) -> list[int]:
     """Wrap queue_change and queue_run to remember the largest accounted change size
-    and count the changes queued in runs (instance-only)."""
-    largest = [0, 0]
+    and count the changes queued in runs, and the TOAST chunks among them
+    (instance-only)."""
+    largest = [0, 0, 0]
     rb = session.rb
     queue = rb.queue_change
 
@@ -188,6 +190,7 @@ def _largest_change_tracker(session: Session) -> list[int]:
     def tracking_run(xid: int, lsn: int, inserts: Any) -> None:
         largest[0] = max(largest[0], *(change_size(c) for c in inserts))
         largest[1] += len(inserts)
+        largest[2] += inserts.chunks
         queue_run(xid, lsn, inserts)
 
     rb.queue_change = tracking  # type: ignore[method-assign]
@@ -336,6 +339,7 @@ def run_vs_pg(
             peak_memory=peak,
             largest_change=largest[0],
             run_changes=largest[1],
+            run_chunks=largest[2],
             spill_left=spill_left,
             pgcdc_seconds=pgcdc_seconds,
             server_seconds=server_seconds,

@@ -2,9 +2,11 @@
 (`service.decode.events.InsertRun`), and holds to its contract. Every run stands for
 exactly the consecutive records the reader armed without runs hands on in its place:
 their events are its changes, its first and last LSNs are theirs, each of them may join
-a run (a plain, non-toast insert of the run's xid and relation, with no top-level xid
-and no origin; or a record of an rmgr without rm_decode of that xid or of none, with
-no top-level xid), and every other item is the same. On WAL of one slice the runs are
+a run (a plain, non-toast insert of the run's xid and relation; after it, a single plain
+insert of the run's xid on a toast relation, a TOAST chunk, all of a run's chunks in
+one relation; each with no top-level xid and no origin; or a record of an rmgr without
+rm_decode of that xid or of none, with no top-level xid), and every other item is the
+same. On WAL of one slice the runs are
 as long as that rule allows. Checked on real PG15/PG18 WAL and on random record
 sequences written from its records (other xids, relations, top-level xids, origins,
 speculative and toast inserts)."""
@@ -15,6 +17,7 @@ import random
 from functools import cache
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +25,7 @@ from service.decode import native_heap
 from service.decode.dispatch import decoder_for
 from service.decode.events import ChangeKind, HeapChange, InsertRun, PredecodedRecord
 from service.wal.native import NativeXLogReader
-from service.wal.record import XLogRecord
+from service.wal.record import RelFileLocator, XLogRecord
 from tests.service.decode.test_native_heap import blocks_of, golden_records
 from tests.service.walwriter import WalWriter, record_body
 
@@ -55,16 +58,38 @@ def _plain_insert(item: object) -> bool:
     )
 
 
-def _joins(run: InsertRun, item: object, bare: frozenset[int]) -> bool:
-    """Whether `item` (an item of the reader armed without runs) may join `run`."""
+def _chunk_insert(item: object) -> RelFileLocator | None:
+    """The toast relation of a predecoded TOAST chunk insert that may join a run
+    (one plain Heap INSERT on a toast relation), else None."""
+    if (
+        isinstance(item, PredecodedRecord)
+        and (item.rmid, item.info & 0x70) == (10, 0x00)
+        and item.toplevel_xid is None
+        and item.origin is None
+        and len(item.events) == 1
+    ):
+        e = item.events[0]
+        if isinstance(e, HeapChange) and e.kind is ChangeKind.INSERT and e.on_toast_relation:
+            return e.locator
+    return None
+
+
+def _joins(
+    run: InsertRun, item: object, bare: frozenset[int], toast: RelFileLocator | None
+) -> bool:
+    """Whether `item` (an item of the reader armed without runs) may join `run`, whose
+    chunks so far are in `toast` (None: it has none yet)."""
     if not isinstance(item, PredecodedRecord) or item.toplevel_xid is not None:
         return False
+    if item.xid != run.xid and not (item.rmid in bare and item.xid == 0):
+        return False
     if item.rmid in bare:
-        return item.xid in (run.xid, 0)
+        return True
+    chunk = _chunk_insert(item)
+    if chunk is not None:
+        return toast is None or chunk == toast
     return (
-        _plain_insert(item)
-        and item.xid == run.xid
-        and item.events[0].locator == run.changes.locator  # type: ignore[attr-defined]
+        _plain_insert(item) and item.events[0].locator == run.changes.locator  # type: ignore[attr-defined]
     )
 
 
@@ -85,18 +110,21 @@ def _check(
         assert _plain_insert(first), first
         assert isinstance(first, PredecodedRecord)
         assert item.xid == first.xid
+        toast: RelFileLocator | None = None
         for p in part[1:]:
-            assert _joins(item, p, bare), p
+            assert _joins(item, p, bare, toast), p
+            toast = toast or _chunk_insert(p)
         events = [e for p in part for e in p.events]  # type: ignore[attr-defined]
         rows = item.changes
         assert list(rows) == events
+        assert rows.chunks == sum(e.on_toast_relation for e in events)
         assert (len(rows), rows.lsn, rows.last_lsn) == (len(events), events[0].lsn, events[-1].lsn)
         assert (rows.xid, rows.locator) == (item.xid, events[0].locator)
         assert rows.data_bytes == sum(len(e.new_tuple.data) for e in events)
         assert item.first_lsn == first.lsn
         assert (item.lsn, item.end_lsn) == (part[-1].lsn, part[-1].end_lsn)  # type: ignore[attr-defined]
         if maximal and at + item.records < len(plain):
-            assert not _joins(item, plain[at + item.records], bare), n
+            assert not _joins(item, plain[at + item.records], bare, toast), n
         runs.append(item)
         at += item.records
     assert at == len(plain)
@@ -143,7 +171,7 @@ def test_runs_on_random_sequences(seed: int, version: int) -> None:
         if (rec.rmid, rec.info & 0x70) == (10, 0x00) and len(main) >= 3:
             if rng.random() < 0.05:
                 main[2] ^= 1 << 2  # XLH_INSERT_IS_SPECULATIVE
-            if rng.random() < 0.05:
+            if rng.random() < 0.2:
                 main[2] ^= 1 << 4  # XLH_INSERT_ON_TOAST_RELATION
         xid = (
             rng.choice([700, 700, 700, 701, 0]) if rec.rmid == 11 else rng.choice([700] * 6 + [701])
@@ -213,3 +241,50 @@ def test_a_consumer_that_stops_at_a_run_resumes_after_it() -> None:
     rest = list(reader.decoded_records())
     after = [p for p in plain if p.lsn > stop.lsn]  # type: ignore[attr-defined]
     assert rest and rest[0].lsn == after[0].lsn  # type: ignore[attr-defined]
+
+
+def test_toast_chunks_join_the_run_of_their_rows() -> None:
+    """TOAST chunk inserts (XLH_INSERT_ON_TOAST_RELATION) of the run's transaction join
+    it after its first main-table row, as rows of their own (`chunks`), built as the
+    very HeapChanges the unbatched reader gives (toast locator, on_toast_relation);
+    a chunk never starts a run, and a chunk of a second toast relation ends it."""
+    insert = next(
+        x
+        for v, x in _pool()
+        if v == 15
+        and (x.rmid, x.info & 0x70) == (10, 0x00)
+        and x.main_data[2] & 0x1C == 1 << 3  # XLH_INSERT_CONTAINS_NEW_TUPLE, no other
+    )
+    writer = WalWriter(magic=_MAGIC[15])
+
+    def add(rel: int | None, toast: bool) -> None:
+        main = bytearray(insert.main_data)
+        if toast:
+            main[2] |= 1 << 4  # XLH_INSERT_ON_TOAST_RELATION
+        writer.add(insert.rmid, insert.info, 700, record_body(blocks_of(insert, rel), bytes(main)))
+
+    add(70_001, True)  # before any row: its own record
+    add(None, False)  # the run starts
+    for _ in range(3):
+        add(70_001, True)
+    add(None, False)
+    add(70_002, True)  # a second toast relation: the run ends before it
+    add(None, False)  # a new run
+    data = writer.data()
+    bare = decoder_for(15).without_decode
+    plain = _items(data, writer.base, bare, runs=False, seg=writer.seg_size)
+    items = _items(data, writer.base, bare, runs=True, seg=writer.seg_size)
+    runs = _check(items, plain, bare, maximal=True)
+    assert [type(i).__name__ for i in items] == [
+        "PredecodedRecord",
+        "InsertRun",
+        "PredecodedRecord",
+        "InsertRun",
+    ]
+    assert [(r.records, r.changes.nrows, r.changes.chunks) for r in runs] == [(5, 5, 3), (1, 1, 0)]
+    chunk = runs[0].changes[1]
+    assert chunk.on_toast_relation and chunk.locator.rel_number == 70_001
+    assert runs[0].changes.window(0, 1).chunks == 0
+    assert runs[0].changes.window(1, 4).chunks == 3
+    with pytest.raises(ValueError, match="TOAST chunk rows has no dump"):
+        runs[0].changes.rows.dump()

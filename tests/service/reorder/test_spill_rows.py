@@ -10,8 +10,9 @@ counters, accounted size, change count, restore batches and peak), with fewer re
 on disk, a record split where a restore bound falls inside it; damaged tag-2
 records are `SpillFileError`s with the xid (and the LSN once the rows are read), the
 native `DecodeError` chained; `HeapRows.load` on any bytes either loads a dump
-that dumps back to the same bytes or raises DecodeError; and the store imports the
-native core only to read a tag-2 record.
+that dumps back to the same bytes or raises DecodeError; the store imports the
+native core only to read a tag-2 record; and a run carrying TOAST chunk rows spills
+(row by row) and replays exactly as its changes queued one by one.
 """
 
 from __future__ import annotations
@@ -41,8 +42,10 @@ from service.reorder.changes import change_size
 from service.reorder.replay import Replayer
 from service.reorder.spill import MAGIC, LocalSpillStore
 from service.wal.record import RelFileLocator
-from tests.service.decode.test_insert_runs import DATA, _items
+from tests.service.decode.test_insert_runs import DATA, _items, _pool
+from tests.service.decode.test_native_heap import blocks_of
 from tests.service.reorder.reorderbuffer_support import make_buffer, message
+from tests.service.walwriter import Block, WalWriter, record_body
 
 _HEADER_LEN = len(MAGIC) + 16
 _RECORD = struct.Struct("<II")
@@ -518,3 +521,210 @@ def test_the_sink_gets_restored_rows_whole(tmp_path: Path, monkeypatch: pytest.M
     assert len(whole) >= len(seen) - len(runs) and whole, seen
     assert all(len(x) == 64 for x in whole)
     assert [e[2] for e in sink.log if e[0] == "change"] == [c for r in runs for c in r.changes]
+
+
+# --- runs with TOAST chunks -----------------------------------------------------------
+
+_TOAST_REL = (1663, 5, 16390)  # reorderbuffer_support.TOAST
+
+
+def _chunk_tuple(chunk_id: int, seq: int, payload: bytes) -> bytes:
+    """A TOAST chunk's tuple data from t_bits' offset on (a pad byte, chunk_id oid,
+    chunk_seq int4, chunk_data bytea with a 4-byte header)."""
+    tuple_data = b"\x00" + struct.pack("<Ii", chunk_id, seq)
+    return tuple_data + struct.pack("<I", (len(payload) + 4) << 2) + payload
+
+
+def _chunk_body(
+    chunk_id: int,
+    seq: int,
+    payload: bytes,
+    *,
+    raw: tuple[int, int, int, bytes] | None = None,
+) -> bytes:
+    """The record body of a Heap INSERT of one TOAST chunk (hoff 24, 3 attributes, no
+    nulls; or `raw`: natts, infomask, hoff and tuple data as given) into the test
+    schema's toast relation, flagged XLH_INSERT_ON_TOAST_RELATION."""
+    natts, infomask, hoff, tuple_data = raw or (
+        3,
+        0x0002,  # HEAP_HASVARWIDTH
+        24,
+        _chunk_tuple(chunk_id, seq, payload),
+    )
+    header = struct.pack("<HHB", natts, infomask, hoff)  # t_infomask2, t_infomask, t_hoff
+    main = struct.pack("<HB", 1, (1 << 3) | (1 << 4))  # offnum; CONTAINS_NEW_TUPLE, TOAST
+    block = Block(0, rel=_TOAST_REL, data=header + tuple_data)
+    return record_body([block], main)
+
+
+@cache
+def toast_runs(damaged: int | None = None) -> tuple[InsertRun, ...]:
+    """The InsertRuns of a PG15 WAL stream of xid 700: 60 rows (a golden plain insert),
+    each but the first preceded by the 3 chunks of its value (chunk_ids 1000 + row);
+    row `damaged`'s last chunk logged with chunk_seq 3 instead of 2."""
+    insert = next(
+        x
+        for v, x in _pool()
+        if v == 15
+        and (x.rmid, x.info & 0x70) == (10, 0x00)
+        and x.main_data[2] & 0x1C == 1 << 3  # XLH_INSERT_CONTAINS_NEW_TUPLE, no other
+    )
+    writer = WalWriter(magic=0xD110)
+    for row in range(60):
+        if row:
+            for seq in range(3):
+                payload = bytes([row, seq]) * 700
+                logged = 3 if row == damaged and seq == 2 else seq
+                writer.add(10, 0x00, 700, _chunk_body(1000 + row, logged, payload))
+        writer.add(insert.rmid, insert.info, 700, record_body(blocks_of(insert), insert.main_data))
+    bare = decoder_for(15).without_decode
+    items = _items(writer.data(), writer.base, bare, runs=True, seg=writer.seg_size)
+    return tuple(i for i in items if type(i) is InsertRun)
+
+
+@pytest.mark.parametrize("work_mem", [8_000, 30_000, 1_000_000])
+@pytest.mark.parametrize("restore_batch", [1, 5, 4096])
+def test_runs_with_toast_chunks_spill_and_replay_as_their_changes(
+    tmp_path: Path, work_mem: int, restore_batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run carrying TOAST chunk rows (each chunk a change of its own size, as
+    ReorderBufferChangeSize counts it) queued as one InsertRows: the same spills,
+    counters, accounting, restore batches and peak as its changes queued one by one,
+    and the same sink log, each main row handed on with its value's chunks
+    (ReorderBufferToastAppendChunk / ReorderBufferToastReplace); spilled, its rows are
+    written one record each (a dump holds no chunks) and restored as HeapChanges; not
+    spilled, it is replayed whole, its chunks collected natively (`toast_replay`: the
+    Python `toast_chunk` is never called)."""
+    runs = list(toast_runs())
+    assert len(runs) == 1 and runs[0].changes.nrows == 60 + 59 * 3
+    assert runs[0].changes.chunks == 59 * 3 and runs[0].changes.rows.ends_reset
+    one = _queue(tmp_path / "one", runs, work_mem, restore_batch, batched=False)
+    if work_mem == 1_000_000:
+
+        def forbidden(change: HeapChange) -> tuple[int, int, bytes]:
+            raise AssertionError(f"chunk at {change.lsn:X} deformed in Python")
+
+        monkeypatch.setattr(replay, "toast_chunk", forbidden)
+    run = _queue(tmp_path / "run", runs, work_mem, restore_batch, batched=True)
+    _compare(one, run)
+    assert run["held"] == (0, 0)
+    toasted = [e for e in run["log"] if e[0] == "change" and e[3]]
+    assert len(toasted) == 59
+    assert all(len(v) == 3 * 1400 for e in toasted for v in e[3].values())
+    if work_mem < 1_000_000:
+        assert one["stats"].spill_count >= 1
+        assert run["records"] == one["records"] > 0
+        assert all(type(c) is HeapChange for c in run["restored"])
+    else:
+        assert one["stats"].spill_count == 0 and run["restored"] == []
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_a_refused_chunk_in_a_run_raises_after_the_rows_before_it(
+    tmp_path: Path, batched: bool
+) -> None:
+    """A chunk out of sequence (row 30's last chunk logged as chunk_seq 3): the run
+    replayed whole (`HeapRows.toast_replay`) hands on the rows before it, then raises
+    the DecodeError the Python replay (`_ToastState.append`) raises, with its message,
+    LSN and xid."""
+    runs = list(toast_runs(damaged=30))
+    rb, sink, _store = make_buffer(tmp_path, work_mem=1 << 30)
+    run = runs[0]
+    rb.process_xid(run.xid, run.first_lsn)
+    rb.set_base_snapshot(run.xid, run.first_lsn, object())
+    if batched:
+        rb.queue_run(run.xid, run.first_lsn, run.changes)
+    else:
+        for c in run.changes:
+            rb.queue_change(run.xid, c.lsn, c)
+    with pytest.raises(DecodeError) as info:
+        rb.commit(run.xid, run.end_lsn, run.end_lsn + 8, commit_time=0, origin=None)
+    bad = [c for c in run.changes if c.on_toast_relation][29 * 3 + 2]
+    assert str(info.value).startswith("got sequence entry 3 for toast chunk 1030 instead of seq 2")
+    assert (info.value.lsn, info.value.xid) == (bad.lsn, 700)
+    assert [e[0] for e in sink.log] == ["begin"] + ["change"] * 30  # rows 0..29
+
+
+def _replay_of(tmp: Path, runs: list[InsertRun], batched: bool) -> tuple[list[Any], Any]:
+    """The sink log and the error (class, message, lsn, xid) of `runs` (of one xid)
+    queued each as one InsertRows (`batched`) or as its changes, then committed."""
+    rb, sink, _store = make_buffer(tmp, work_mem=1 << 30)
+    first, last = runs[0], runs[-1]
+    rb.process_xid(first.xid, first.first_lsn)
+    rb.set_base_snapshot(first.xid, first.first_lsn, object())
+    for run in runs:
+        if batched:
+            rb.queue_run(run.xid, run.first_lsn, run.changes)
+        else:
+            for c in run.changes:
+                rb.queue_change(run.xid, c.lsn, c)
+    error = None
+    try:
+        rb.commit(last.xid, last.end_lsn, last.end_lsn + 8, commit_time=0, origin=None)
+    except DecodeError as exc:
+        error = (type(exc), str(exc), exc.lsn, exc.xid)
+    return list(sink.log), error
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    chunks=st.lists(
+        st.tuples(
+            st.sampled_from([3, 3, 3, 2]),
+            st.sampled_from([0x0002, 0x0002, 0x0003]),
+            st.sampled_from([24, 24, 24, 20, 32]),
+            st.integers(0, 3),  # chunk_id 500 + this
+            st.integers(-1, 3),  # chunk_seq
+            st.binary(max_size=40),
+            st.lists(st.tuples(st.integers(0, 60), st.integers(0, 255)), max_size=3),
+            st.integers(0, 60),  # cut the tuple data to at most this plus 9
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    rows=st.integers(1, 4),
+    tail=st.booleans(),
+)
+def test_toast_replay_of_random_chunks_is_the_python_replay(
+    tmp_path_factory: pytest.TempPathFactory, chunks: list[Any], rows: int, tail: bool
+) -> None:
+    """Chunk tuples of every shape (damaged headers, lengths, attribute counts, nulls,
+    sequence gaps, several values) between a run's rows, the run ending with a row or
+    (`tail`) with chunks, then a run of another relation whose first row takes the
+    chunks still held: the runs replayed whole (chunks collected natively,
+    `toast_replay`, handing back what is still held) hand the sink the same rows with
+    the same TOAST mappings as their changes queued one by one (the Python
+    `_ToastState`), and raise the same DecodeError (message, LSN, xid) after the same
+    rows, or none."""
+    insert = next(
+        x
+        for v, x in _pool()
+        if v == 15 and (x.rmid, x.info & 0x70) == (10, 0x00) and x.main_data[2] & 0x1C == 1 << 3
+    )
+    writer = WalWriter(magic=0xD110)
+
+    def row(rel: int | None = None) -> None:
+        body = record_body(blocks_of(insert, rel), insert.main_data)
+        writer.add(insert.rmid, insert.info, 700, body)
+
+    row()
+    per_row = max(1, len(chunks) // rows)
+    for i, (natts, infomask, hoff, cid, seq, payload, edits, cut) in enumerate(chunks):
+        data = bytearray(_chunk_tuple(500 + cid, seq, payload))
+        for at, value in edits:
+            if at < len(data):
+                data[at] = value
+        raw = (natts, infomask, hoff, bytes(data[: cut + 9]))
+        writer.add(10, 0x00, 700, _chunk_body(0, 0, b"", raw=raw))
+        if (i + 1) % per_row == 0:
+            row()
+    if len(chunks) % per_row and not tail:
+        row()
+    row(99_999)  # another relation: a run of its own
+    row(99_999)
+    bare = decoder_for(15).without_decode
+    items = _items(writer.data(), writer.base, bare, runs=True, seg=writer.seg_size)
+    runs = [i for i in items if type(i) is InsertRun]
+    assert len(runs) == len(items) == 2 and runs[0].changes.chunks == len(chunks)
+    tmp = tmp_path_factory.mktemp("toast")
+    assert _replay_of(tmp / "run", runs, True) == _replay_of(tmp / "one", runs, False)

@@ -387,7 +387,7 @@ impl PyRowPlan {
             op,
             ts_ns,
         };
-        self.events_of(py, rows.get().tuples().map(Ok), &events)
+        self.events_of(py, rows.get().tuples(py)?.map(Ok), &events)
     }
 
     /// Why rows whose plan column c is field `fields[c]` (-1: none) of a COPY row of

@@ -4,16 +4,21 @@
 //! DecodeInsert and DecodeMultiInsert queue for one transaction and relation (the rows
 //! of a run, `py::Run`): per row its LSN, its ctid (block, offset), its xl_heap_header
 //! (t_infomask2, t_infomask, t_hoff) and the tuple bytes after it, and
-//! `clear_toast_afterwards`. Python reference: the `HeapChange`s (with their
-//! `RawTuple`s) that `PyHeapDecoder::events_py` builds for those records
+//! `clear_toast_afterwards`; and, among them, the TOAST chunk inserts DecodeInsert
+//! queues as changes of their own (XLH_INSERT_ON_TOAST_RELATION: each a change the
+//! size ReorderBufferChangeSize gives any insert, which ReorderBufferToastAppendChunk
+//! collects at replay for the next main-table row). Python reference: the `HeapChange`s
+//! (with their `RawTuple`s) that `PyHeapDecoder::events_py` builds for those records
 //! (service.decode.events).
 //!
 //! Receives: from the armed reader's walk (`py::PyWalReader::build`), per record of a
 //! run, its LSN, block 0's block number and the parsed events of a runnable record
-//! (plain inserts only: kind INSERT, not on a toast relation, no old tuple, no origin);
+//! (plain inserts only: kind INSERT, no old tuple, no origin; either into the run's
+//! relation, or one chunk insert into its toast relation);
 //! each tuple's data bytes are copied out of the record into one buffer of the run.
-//! Then, at the run's end, its xid, the RelFileLocator object of block 0 (the reader's
-//! cached one, as in its HeapChanges) and the heap decoder whose classes build them.
+//! Then, at the run's end, its xid, the RelFileLocator objects of its relation and of
+//! its toast relation if it has chunks (the reader's cached ones, as in its
+//! HeapChanges) and the heap decoder whose classes build them.
 //! Hands on: one frozen `HeapRows` per run (shared, by `Arc`, with every `slice` of it,
 //! each a window [lo, hi) of the rows). `change(i)` / `changes()` build the very
 //! `HeapChange` objects `events_py` builds for those rows, only when asked; the
@@ -22,7 +27,9 @@
 //! `dump` lays its rows out as bytes (`reorder::run`: one spill record for all of them) and
 //! `HeapRows.load` (`load_rows` here) makes an equal HeapRows of them again,
 //! with the locator object and decoder it is handed; it refuses any input that is not
-//! such a dump with the decoder's DecodeError.
+//! such a dump with the decoder's DecodeError. A window holding TOAST chunk rows
+//! (`chunks` > 0) is neither read by the encoders nor dumped (`dump` and `tuples`
+//! refuse it): its consumers take its rows as HeapChanges.
 //!
 //! A panic never crosses the boundary: it becomes the heap decoder's DecodeError at the
 //! window's first LSN (in `load_rows`, with the xid). No `unsafe` here: the objects are
@@ -33,12 +40,13 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 use pyo3::IntoPyObjectExt;
 
 use crate::decode::heap::{Event, Kind, Source};
 use crate::glue::decode::PyHeapDecoder;
 use crate::reorder::run::{self, Row};
+use crate::reorder::toast::{self, ToastHash};
 use crate::types::deform::Tuple;
 
 /// The rows of a run while the walk gathers them.
@@ -46,6 +54,9 @@ use crate::types::deform::Tuple;
 pub(crate) struct RowsBuilder {
     rows: Vec<Row>,
     data: Vec<u8>,
+    /// Per row, whether it is a TOAST chunk insert; empty while no row is one (then
+    /// every row is a main-table row).
+    chunk: Vec<bool>,
 }
 
 impl RowsBuilder {
@@ -68,11 +79,17 @@ impl RowsBuilder {
                 old_tuple: None,
                 old_is_key: false,
                 clear_toast_afterwards,
-                on_toast_relation: false,
+                on_toast_relation,
             } = ev
             else {
                 return Err("an insert run row that is not a plain insert");
             };
+            if *on_toast_relation && self.chunk.is_empty() {
+                self.chunk = vec![false; self.rows.len()];
+            }
+            if !self.chunk.is_empty() {
+                self.chunk.push(*on_toast_relation);
+            }
             let src = match t.source {
                 Source::Main => main,
                 Source::Block0 => block0,
@@ -96,20 +113,35 @@ impl RowsBuilder {
         Ok(())
     }
 
-    /// The `HeapRows` of all gathered rows, of transaction `xid` into `locator`.
+    /// The `HeapRows` of all gathered rows, of transaction `xid` into `locator`, its
+    /// chunk rows (if any) into `toast`.
     pub(crate) fn finish<'py>(
         self,
         py: Python<'py>,
         xid: u32,
         locator: Py<PyAny>,
+        toast: Option<Py<PyAny>>,
         decoder: Py<PyHeapDecoder>,
     ) -> PyResult<Bound<'py, PyHeapRows>> {
         let hi = self.rows.len();
+        let chunks = match (self.chunk.is_empty(), toast) {
+            (true, _) => None,
+            (false, Some(toast)) => Some(Chunks {
+                toast,
+                chunk: self.chunk,
+            }),
+            (false, None) => {
+                return Err(PyValueError::new_err(
+                    "an insert run with chunk rows and no toast relation",
+                ))
+            }
+        };
         let shared = Shared {
             rows: self.rows,
             data: self.data,
             xid,
             locator,
+            chunks,
             decoder,
         };
         Bound::new(
@@ -160,11 +192,20 @@ fn load_rows(
             data: loaded.data,
             xid,
             locator,
+            chunks: None,
             decoder: decoder.clone().unbind(),
         }),
         lo: 0,
         hi,
     })
+}
+
+/// The TOAST chunk rows of a run that has any.
+struct Chunks {
+    /// The RelFileLocator object of the toast relation every chunk row is in.
+    toast: Py<PyAny>,
+    /// Per row of the run (as long as `Shared::rows`), whether it is a chunk.
+    chunk: Vec<bool>,
 }
 
 /// What every window of one run shares.
@@ -173,6 +214,8 @@ struct Shared {
     data: Vec<u8>,
     xid: u32,
     locator: Py<PyAny>,
+    /// None when no row of the run is a TOAST chunk (a dump never holds one).
+    chunks: Option<Chunks>,
     decoder: Py<PyHeapDecoder>,
 }
 
@@ -188,6 +231,18 @@ impl Shared {
     fn data_of(&self, k: usize) -> &[u8] {
         &self.data[self.start(k)..self.rows[k].end]
     }
+
+    /// Whether row `k` is a TOAST chunk insert.
+    fn is_chunk(&self, k: usize) -> bool {
+        self.chunks.as_ref().is_some_and(|c| c.chunk[k])
+    }
+
+    /// How many of rows [lo, hi) are TOAST chunk inserts.
+    fn chunks_in(&self, lo: usize, hi: usize) -> usize {
+        self.chunks
+            .as_ref()
+            .map_or(0, |c| c.chunk[lo..hi].iter().filter(|&&b| b).count())
+    }
 }
 
 #[pyclass(module = "service._native", name = "HeapRows", frozen)]
@@ -198,10 +253,24 @@ pub struct PyHeapRows {
 }
 
 impl PyHeapRows {
-    /// The window's rows as the encoders read them: (tuple, LSN), in order.
-    pub(crate) fn tuples(&self) -> impl Iterator<Item = (Tuple<'_>, u64)> + '_ {
+    /// The window's rows as the encoders read them: (tuple, LSN), in order. Only for a
+    /// window without TOAST chunk rows (`chunks` 0: the replay hands no other to an
+    /// encoder); one that has some is the decoder's DecodeError at its first LSN, since
+    /// its chunks are not main-table rows.
+    pub(crate) fn tuples(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<impl Iterator<Item = (Tuple<'_>, u64)> + '_> {
         let s = &*self.shared;
-        (self.lo..self.hi).map(move |k| {
+        if s.chunks_in(self.lo, self.hi) > 0 {
+            let lsn = s.rows.get(self.lo).map_or(0, |r| r.lsn);
+            return Err(s.decoder.borrow(py).decode_error(
+                py,
+                "an insert run window with TOAST chunk rows read as main-table rows",
+                lsn,
+            ));
+        }
+        Ok((self.lo..self.hi).map(move |k| {
             let r = &s.rows[k];
             let tuple = Tuple {
                 natts: usize::from(r.natts),
@@ -210,7 +279,7 @@ impl PyHeapRows {
                 data: s.data_of(k),
             };
             (tuple, r.lsn)
-        })
+        }))
     }
 
     fn len(&self) -> usize {
@@ -314,19 +383,24 @@ impl<'a, 'py> Materializer<'a, 'py> {
             r.hoff,
             s.data_of(k),
         )?;
+        let chunk = s.is_chunk(k);
+        let locator = match (&s.chunks, chunk) {
+            (Some(c), true) => c.toast.bind(py).clone(),
+            _ => self.locator.clone(),
+        };
         self.decoder.change_py(
             py,
             lsn,
             self.xid.clone(),
             Kind::Insert,
-            self.locator.clone(),
+            locator,
             block,
             r.offset,
             Some(tuple),
             None,
             false,
             r.clear_toast_afterwards,
-            false,
+            chunk,
             self.none.clone(),
         )
     }
@@ -377,6 +451,99 @@ impl PyHeapRows {
         self.lsn_at((self.lo < self.hi).then(|| self.hi - 1))
     }
 
+    /// How many rows of the window are TOAST chunk inserts (changes on the toast
+    /// relation, `on_toast_relation`, counted and sized as any insert).
+    #[getter]
+    fn chunks(&self) -> usize {
+        self.shared.chunks_in(self.lo, self.hi)
+    }
+
+    /// Whether the window's last row is a main-table row with clear_toast_afterwards
+    /// (so that no chunk of it is still held after it: ReorderBufferToastReset).
+    #[getter]
+    fn ends_reset(&self) -> bool {
+        let s = &*self.shared;
+        self.hi > self.lo && !s.is_chunk(self.hi - 1) && s.rows[self.hi - 1].clear_toast_afterwards
+    }
+
+    /// The window's main-table rows as the replay hands them on, each
+    /// `(HeapChange, toast)`: `toast` the dict chunk_id -> chunk data of the chunks held
+    /// when it comes (ReorderBufferToastAppendChunk of every chunk row before it since
+    /// the last reset; ReorderBufferToastReset after each row with
+    /// clear_toast_afterwards), or None when none is held; `held` is what the replay
+    /// held before the window, (chunk_id, last chunk_seq, data so far) per value, in
+    /// the order they came. Answered as `(rows, error, reset, held, lens)`: a chunk that
+    /// `toast_chunk` or the sequence check refuses ends `rows` there, with `error` the
+    /// same DecodeError (message, LSN, xid) as the Python replay raises after handing
+    /// on the rows before it, else `error` is None; `reset` whether any row reset the
+    /// chunks (so `held` as given went with it); `held` the values still held after
+    /// the window, as `held` is given; `lens` the tuple data length of each chunk row
+    /// of the window still held (after its last reset), for their accounting.
+    #[pyo3(signature = (held=Vec::new()))]
+    #[allow(clippy::type_complexity)]
+    fn toast_replay<'py>(
+        &self,
+        py: Python<'py>,
+        held: Vec<(u32, i32, Vec<u8>)>,
+    ) -> PyResult<(
+        Bound<'py, PyList>,
+        Option<PyErr>,
+        bool,
+        Vec<(u32, i32, Bound<'py, PyBytes>)>,
+        Vec<usize>,
+    )> {
+        self.guarded(py, || {
+            let s = &*self.shared;
+            let mut m = Materializer::new(py, self)?;
+            let out = PyList::empty(py);
+            let mut hash = ToastHash::default();
+            for (id, seq, data) in held {
+                hash.seed(id, seq, data);
+            }
+            let mut held = hash;
+            let mut reset = false;
+            let mut lens: Vec<usize> = Vec::new();
+            let refuse = |message: &str, k: usize| {
+                s.decoder
+                    .borrow(py)
+                    .decode_error_of(py, message, Some(s.rows[k].lsn), Some(s.xid))
+            };
+            for k in self.lo..self.hi {
+                let r = &s.rows[k];
+                if s.is_chunk(k) {
+                    let appended = toast::chunk(r.natts, r.infomask, r.hoff, s.data_of(k))
+                        .map_err(str::to_string)
+                        .and_then(|(id, seq, data)| held.append(id, seq, data));
+                    if let Err(e) = appended {
+                        return Ok((out, Some(refuse(&e, k)), reset, Vec::new(), Vec::new()));
+                    }
+                    lens.push(s.data_of(k).len());
+                    continue;
+                }
+                let change = m.change(k)?;
+                if held.is_empty() {
+                    out.append((change, py.None()))?;
+                    continue;
+                }
+                let mapping = PyDict::new(py);
+                for (id, data) in held.values() {
+                    mapping.set_item(id, PyBytes::new(py, data))?;
+                }
+                out.append((change, mapping))?;
+                if r.clear_toast_afterwards {
+                    held.reset();
+                    lens.clear();
+                    reset = true;
+                }
+            }
+            let rest = held
+                .entries()
+                .map(|(id, seq, data)| (id, seq, PyBytes::new(py, data)))
+                .collect();
+            Ok((out, None, reset, rest, lens))
+        })
+    }
+
     /// The window's tuple data, in bytes: the sum of its rows' `len(new_tuple.data)`.
     #[getter]
     fn data_bytes(&self) -> usize {
@@ -413,6 +580,11 @@ impl PyHeapRows {
     fn dump<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         if self.lo == self.hi {
             return Err(PyValueError::new_err("an empty HeapRows has no dump"));
+        }
+        if self.shared.chunks_in(self.lo, self.hi) > 0 {
+            return Err(PyValueError::new_err(
+                "a HeapRows with TOAST chunk rows has no dump",
+            ));
         }
         self.guarded(py, || {
             let s = &*self.shared;

@@ -187,7 +187,7 @@ impl PyTextPlan {
         prefix: &str,
         skip_nulls: bool,
     ) -> PyResult<(Bound<'py, PyList>, Option<&'static str>)> {
-        let rows = rows.get().tuples().skip(start).map(Ok);
+        let rows = rows.get().tuples(py)?.skip(start).map(Ok);
         self.lines_of(py, rows, prefix, skip_nulls)
     }
 }

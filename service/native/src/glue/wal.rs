@@ -60,13 +60,17 @@ struct Predecode {
 
 /// Consecutive Heap INSERT / Heap2 MULTI_INSERT records of one transaction into one
 /// relation, with no top-level xid (block 252), no origin (block 253), and only
-/// plain inserts into a table that is not a toast relation, and between and after
-/// them the records of rmgrs without rm_decode (the index inserts) of that xid or of
-/// none, with no top-level xid: the records the decoding driver can take as one
-/// (`Decoding.process_run`), since every gate it passes them through
-/// (ReorderBufferProcessXid, SnapBuildProcessChange, the database and origin filters)
-/// gives the same answer for each of them.
-/// Its inserts' rows stay in Rust (`glue::reorder`) until the run is handed on.
+/// plain inserts into a table that is not a toast relation; after its first such
+/// record, the plain single inserts of that transaction into one toast relation
+/// (XLH_INSERT_ON_TOAST_RELATION: the TOAST chunks DecodeInsert queues as changes of
+/// their own, which ReorderBufferToastAppendChunk collects at replay for the next
+/// main-table change); and between and after them the records of rmgrs without
+/// rm_decode (the index inserts) of that xid or of none, with no top-level xid: the
+/// records the decoding driver can take as one (`Decoding.process_run`), since every
+/// gate it passes them through (ReorderBufferProcessXid, SnapBuildProcessChange, the
+/// database and origin filters) gives the same answer for each of them.
+/// Its inserts' rows, chunks included, stay in Rust (`glue::reorder`) until the run
+/// is handed on.
 struct Run<'py> {
     xid: u32,
     locator: (u32, u32, u32),
@@ -76,6 +80,9 @@ struct Run<'py> {
     lsn: u64,
     end_lsn: u64,
     records: usize,
+    /// The toast relation of the run's TOAST chunk rows and its RelFileLocator object,
+    /// from its first chunk on (None while it has none): every chunk of a run is in it.
+    toast: Option<((u32, u32, u32), Bound<'py, PyAny>)>,
     rows: RowsBuilder,
 }
 
@@ -92,6 +99,7 @@ impl<'py> Run<'py> {
             py,
             self.xid,
             self.locator_obj.unbind(),
+            self.toast.map(|(_, obj)| obj.unbind()),
             decoder.clone_ref(py),
         )?;
         let fields = (
@@ -107,23 +115,39 @@ impl<'py> Run<'py> {
     }
 }
 
-/// Whether a parsed record may join a `Run`: only plain, non-toast inserts (which
-/// always carry a new tuple, and never an old one).
-fn runnable(events: &[Event]) -> bool {
-    !events.is_empty()
-        && events.iter().all(|e| {
-            matches!(
-                e,
-                Event::Change {
-                    kind: Kind::Insert,
-                    on_toast_relation: false,
-                    new_tuple: Some(_),
-                    old_tuple: None,
-                    old_is_key: false,
-                    ..
-                }
-            )
-        })
+/// What a parsed record may be in a `Run`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Part {
+    /// Plain inserts into a table that is not a toast relation (which always carry a
+    /// new tuple, and never an old one): it may start a run or extend one.
+    Main,
+    /// One plain insert on a toast relation (a TOAST chunk, as DecodeInsert sees
+    /// XLH_INSERT_ON_TOAST_RELATION): it may only extend a run, and only with the chunks
+    /// of one toast relation.
+    Chunk,
+}
+
+/// The `Part` a parsed record may be in a run, None if it may be in none.
+fn runnable(events: &[Event]) -> Option<Part> {
+    let plain = |e: &Event, toast: bool| {
+        matches!(
+            e,
+            Event::Change {
+                kind: Kind::Insert,
+                on_toast_relation,
+                new_tuple: Some(_),
+                old_tuple: None,
+                old_is_key: false,
+                ..
+            } if *on_toast_relation == toast
+        )
+    };
+    match events {
+        [] => None,
+        [one] if plain(one, true) => Some(Part::Chunk),
+        _ if events.iter().all(|e| plain(e, false)) => Some(Part::Main),
+        _ => None,
+    }
 }
 
 type HeapParser = fn(&Input<'_>) -> heap::Result<Vec<Event>>;
@@ -269,22 +293,34 @@ impl PyWalReader {
                         .any(|b| self.watched.contains(&b.locator));
                 if let Some(parse) = predecoded_parser(h.rmid, h.info).filter(|_| !watched) {
                     if let Some((events, b0)) = parse_heap(parse, h, body, bytes) {
-                        let key = b0.map(|b| b.locator);
-                        let joins = make_run.is_some()
+                        let part = if make_run.is_some()
                             && body.toplevel_xid.is_none()
                             && body.origin.is_none()
-                            && key.is_some()
-                            && runnable(&events);
+                        {
+                            b0.and_then(|b| runnable(&events).map(|p| (p, b)))
+                        } else {
+                            None
+                        };
                         // Whether this record extends the run being gathered; if not,
                         // that run is handed on before anything of this record.
-                        let extends = joins
-                            && run
-                                .as_ref()
-                                .is_some_and(|r| r.xid == h.xid && Some(r.locator) == key);
+                        let extends = part.is_some_and(|(p, b)| {
+                            run.as_ref().is_some_and(|r| {
+                                r.xid == h.xid
+                                    && match p {
+                                        Part::Main => r.locator == b.locator,
+                                        Part::Chunk => {
+                                            r.toast.as_ref().is_none_or(|(t, _)| *t == b.locator)
+                                        }
+                                    }
+                            })
+                        });
                         if !extends {
                             flush(py, &mut run, make_run, &list)?;
                         }
-                        if let (true, Some(b)) = (joins, b0) {
+                        // A chunk never starts a run: the run's relation is a main
+                        // table's, named by its first row.
+                        let part = part.filter(|(p, _)| extends || *p == Part::Main);
+                        if let Some((p, b)) = part {
                             let r = match &mut run {
                                 Some(r) => r,
                                 None => run.insert(Run {
@@ -300,9 +336,15 @@ impl PyWalReader {
                                     lsn: h.lsn,
                                     end_lsn: h.end_lsn,
                                     records: 0,
+                                    toast: None,
                                     rows: RowsBuilder::default(),
                                 }),
                             };
+                            if p == Part::Chunk && r.toast.is_none() {
+                                let obj =
+                                    locator(&mut self.locators, &self.factory, py, b.locator)?;
+                                r.toast = Some((b.locator, obj));
+                            }
                             r.rows
                                 .push_record(
                                     h.lsn,
@@ -653,9 +695,10 @@ impl PyWalReader {
     /// (one tuple: `tuple.__new__` of the NamedTuple class, no Python frame per record),
     /// its events parsed here by `decoder`'s parsers, instead of as an `XLogRecord`;
     /// and each record of an rmgr in `bare_rmids` (those without rm_decode) the same
-    /// way with no events. With `make_run`, each `Run` of consecutive plain inserts is
-    /// handed on as one `make_run((first_lsn, lsn, end_lsn, xid, records, rows))`
-    /// instead of a record per insert, `rows` its inserts as one `HeapRows`.
+    /// way with no events. With `make_run`, each `Run` of consecutive plain inserts (and
+    /// the TOAST chunk inserts among them) is handed on as one
+    /// `make_run((first_lsn, lsn, end_lsn, xid, records, rows))` instead of a record
+    /// per insert, `rows` its inserts as one `HeapRows`.
     #[pyo3(signature = (decoder, make, bare_rmids, make_run=None))]
     fn predecode_heap(
         &mut self,

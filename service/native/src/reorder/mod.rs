@@ -5,3 +5,4 @@
 //! stage's. Pure: no Python, no I/O.
 
 pub mod run;
+pub mod toast;
