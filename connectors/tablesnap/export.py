@@ -49,7 +49,12 @@ from typing import Any, Protocol
 import structlog
 
 from connectors.tablesnap.chunks import SharedSnapshotReader
-from connectors.tablesnap.snapshotter import READ_AHEAD, Snapshotter, _Pending, log_chunk_read
+from connectors.tablesnap.snapshotter import (
+    Snapshotter,
+    _Pending,
+    log_chunk_read,
+    read_ahead_room,
+)
 from service.config import Settings
 from service.errors import PgcdcError, SourceUnavailableError
 from service.lsn import format_lsn
@@ -215,9 +220,7 @@ class SharedSnapshot:
         held: list[_Pending] = []  # read by this reader, oldest first, maybe published
         try:
             while not self._halt.is_set():
-                held = [h for h in held if not h.published.is_set()]
-                if len(held) >= READ_AHEAD:  # the oldest is published before one more
-                    held[0].published.wait(0.5)
+                if not read_ahead_room(held):  # the oldest is published before one more
                     continue
                 p = snap._next(reader, shared=True)
                 if p is None:

@@ -127,6 +127,17 @@ READ_AHEAD = 2
 HEAP_PAGE_BYTES = 8192  # BLCKSZ: what pg_class.relpages counts
 
 
+def read_ahead_room(held: list[_Pending]) -> bool:
+    """A reader's `READ_AHEAD` rule, for both methods: drop the published chunks from
+    `held` (this reader's, oldest first); True when it may read one more, else wait up
+    to 0.5 s on the oldest and return False (the caller loops, so it sees a stop)."""
+    held[:] = [h for h in held if not h.published.is_set()]
+    if len(held) < READ_AHEAD:
+        return True
+    held[0].published.wait(0.5)
+    return False
+
+
 def key_of(values: Any, names: tuple[str, ...]) -> tuple[str | None, ...] | None:
     """The key of a row as the text of its key columns (the same text both sides)."""
     if values is None or not names:
@@ -396,9 +407,7 @@ class Snapshotter:
         held: list[_Pending] = []  # read by this reader, oldest first, maybe published
         try:
             while not self.stop.is_set():
-                held = [h for h in held if not h.published.is_set()]
-                if len(held) >= READ_AHEAD:
-                    held[0].published.wait(0.5)
+                if not read_ahead_room(held):
                     continue
                 try:
                     pending = self._next(reader)

@@ -15,8 +15,8 @@ from connectors.postgres.copy_binary import (
     CopyRows,
     native_chunk,
 )
+from service import _native
 from service.errors import DecodeError
-from service.impl import native_row_core
 
 
 def _copy(rows: Sequence[Sequence[bytes | None]]) -> bytes:
@@ -55,7 +55,6 @@ def test_copy_rows_errors() -> None:
         truncated.close()
 
 
-@pytest.mark.skipif(native_row_core() is None, reason="the native core is not selected")
 def test_native_chunk_rows_equal_python_rows() -> None:
     """The native split (`CopyChunk` through `native_chunk`, shown by `ChunkRows`) gives
     the Python parser's fields, row for row, for the first `width` fields and whole."""
@@ -67,7 +66,7 @@ def test_native_chunk_rows_equal_python_rows() -> None:
         target.write(data[i : i + 5])
         buffer.write(data[i : i + 5])
     target.close()
-    chunk = native_chunk(native_row_core(), buffer.getvalue(), 3, "public.t")
+    chunk = native_chunk(_native, buffer.getvalue(), 3, "public.t")
     assert [chunk.row(i) for i in range(len(chunk))] == python
     rows = ChunkRows(chunk, 2, 2)  # the first two rows' first two fields
     assert len(rows) == 2 and list(rows) == [r[:2] for r in python[:2]]
@@ -77,7 +76,6 @@ def test_native_chunk_rows_equal_python_rows() -> None:
         rows[2]
 
 
-@pytest.mark.skipif(native_row_core() is None, reason="the native core is not selected")
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -91,5 +89,5 @@ def test_native_chunk_errors_name_the_table(data: bytes, message: str) -> None:
     """A malformed stream is a DecodeError naming the table, with the Python parser's
     wording."""
     with pytest.raises(DecodeError, match=message) as err:
-        native_chunk(native_row_core(), data, 3, "public.t")
+        native_chunk(_native, data, 3, "public.t")
     assert err.value.relation == "public.t"
