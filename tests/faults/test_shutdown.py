@@ -2,24 +2,56 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from tests.integration.pipeline_kafka_support import (
     current_xid,
     insert_lsn,
     pipeline,
     read_all,
-    uncommitted_count,
+    unique,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
-# Large enough that the replay outlasts the SIGTERM: the native path publishes one
-# spilled transaction at ~200k rows/s, so 300,000 rows could be through before it lands.
+# Large enough that the replay outlasts the SIGTERM and its grace: the native path
+# publishes one spilled transaction at 200-300k rows/s, so the replay lasts 2-3 s.
 ROWS = 600_000
+GRACE_S = 0.2  # kafka.shutdown_timeout_s: the replay may go on this long after SIGTERM
+
+
+class Watermarks:
+    """One read_uncommitted consumer kept open, so that each count is one watermark
+    request (a new consumer per count took long enough for the replay to end)."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": unique("wm"),
+                "isolation.level": "read_uncommitted",
+            }
+        )
+
+    def count(self, topic: str) -> int:
+        meta = self.consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if meta is None or meta.error is not None:
+            return 0
+        total = 0
+        for n in meta.partitions:
+            tp = TopicPartition(topic, n)
+            low, high = self.consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+            total += high - low
+        return total
+
+    def close(self) -> None:
+        self.consumer.close()
 
 
 def test_sigterm_mid_replay_aborts_within_the_shutdown_timeout(
@@ -27,7 +59,7 @@ def test_sigterm_mid_replay_aborts_within_the_shutdown_timeout(
 ) -> None:
     """SIGTERM while a 600,000-row transaction is being written into its Kafka
     transaction: the worker aborts that Kafka transaction and exits 0 within
-    kafka.shutdown_timeout_s (1 s here) plus a few seconds, instead of finishing the
+    kafka.shutdown_timeout_s (0.2 s here) plus a few seconds, instead of finishing the
     replay; nothing of the transaction is visible to read_committed consumers; a
     restarted worker publishes it once, whole."""
     with pipeline(
@@ -36,7 +68,7 @@ def test_sigterm_mid_replay_aborts_within_the_shutdown_timeout(
         registry,
         "term",
         ["CREATE TABLE big (id int PRIMARY KEY)"],
-        extra_env={"PGCDC_KAFKA__SHUTDOWN_TIMEOUT_S": "1"},
+        extra_env={"PGCDC_KAFKA__SHUTDOWN_TIMEOUT_S": str(GRACE_S)},
     ) as p:
         worker = p.start_worker()
         worker.wait_ready(90)
@@ -49,12 +81,23 @@ def test_sigterm_mid_replay_aborts_within_the_shutdown_timeout(
         end = insert_lsn(cur)
         conn.close()
         topic = p.topic("big")
-        deadline = time.monotonic() + 180
-        while uncommitted_count(p.kafka["bootstrap"], topic) < ROWS // 100:
-            assert time.monotonic() < deadline, worker.tail()
-            time.sleep(0.2)
+        marks = Watermarks(p.kafka["bootstrap"])
+        try:
+            deadline = time.monotonic() + 180
+            while marks.count(topic) < ROWS // 100:
+                assert time.monotonic() < deadline, worker.tail()
+                time.sleep(0.05)
+            # Frozen, the worker cannot finish the replay between the count that proves
+            # it is inside it and the SIGTERM; SIGCONT delivers the SIGTERM at once.
+            os.kill(worker.proc.pid, signal.SIGSTOP)
+            written = marks.count(topic)
+        finally:
+            marks.close()
+        assert written < ROWS, f"the replay was through ({written}) before the SIGTERM"
         t0 = time.monotonic()
-        code = worker.terminate(120)
+        worker.proc.send_signal(signal.SIGTERM)
+        os.kill(worker.proc.pid, signal.SIGCONT)
+        code = worker.wait(120)
         took = time.monotonic() - t0
         assert code == 0, worker.tail()
         assert took < 6.0, f"SIGTERM took {took:.1f}s"
