@@ -7,6 +7,10 @@ takes them, so two holders never deadlock), rebuilds the pair (timeline 1, a fre
 system identifier; retried while a port is taken, see `_rebuild`), yields
 `(primary, standby)` service infos, and stops both at exit before releasing the locks.
 A lock file is never deleted: a holder's lock would then be on a file nobody else opens.
+
+`on_standby(p, standby, primary)` points a pipeline's workers at the standby (its slot
+there, the primary for RUNNING_XACTS); `replayed(standby, db, lsn)` waits for the
+standby's replay to pass `lsn`.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg2
+
 from tests.fixtures.services import SERVICES, ensure_service, stop_service
+from tests.integration.pipeline_kafka_support import Pipeline, insert_lsn
 
 
 def services(*args: str) -> str:
@@ -63,3 +70,41 @@ def rebuilt_pair(version: str) -> Iterator[tuple[dict[str, Any], dict[str, Any]]
             yield ensure_service(primary_name), ensure_service(standby_name)
         finally:
             stop_service(primary_name, standby_name)
+
+
+def replayed(standby: dict[str, Any], dbname: str, lsn: int, timeout: float = 60) -> None:
+    """Wait until the standby has replayed up to `lsn` (and `dbname` exists there)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn = psycopg2.connect(standby["dsn"].replace("dbname=postgres", f"dbname={dbname}"))
+            with conn.cursor() as cur:
+                cur.execute(
+                    "SELECT pg_last_wal_replay_lsn() - %s::pg_lsn",
+                    (f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}",),
+                )
+                row = cur.fetchone()
+                done = row is not None and float(row[0]) >= 0
+            conn.close()
+            if done:
+                return
+        except psycopg2.OperationalError:
+            pass
+        assert time.monotonic() < deadline, f"{standby['service']} did not replay {lsn:X}"
+        time.sleep(0.2)
+
+
+def on_standby(p: Pipeline, standby: dict[str, Any], primary: dict[str, Any]) -> None:
+    """Point the pipeline's workers at the standby, the primary for RUNNING_XACTS; drop
+    the slot setup made on the primary (the worker makes its own on the standby)."""
+    p.extra_env.update(
+        {
+            "PGCDC_SOURCE__HOST": str(standby["host"]),
+            "PGCDC_SOURCE__PORT": str(standby["port"]),
+            "PGCDC_SOURCE__PRIMARY_HOST": str(primary["host"]),
+            "PGCDC_SOURCE__PRIMARY_PORT": str(primary["port"]),
+            "PGCDC_SOURCE__RECEIVE_TIMEOUT_S": "10",
+        }
+    )
+    p.execute(f"SELECT pg_drop_replication_slot('{p.slot}')")
+    replayed(standby, p.db, insert_lsn(p.connect().cursor()))

@@ -3,7 +3,7 @@ row of the scenario table, on services.py's HA pairs (ha-pg15/ha-pg15s,
 ha-pg18/ha-pg18s) with run_all's fault-kafka and fault-registry.
 
 `run_promotion(version, kafka, registry)` rebuilds the pair, points the worker at the
-standby (test_failover's `_on_standby`: its slot there, the primary for RUNNING_XACTS),
+standby (ha_exclusive's `on_standby`: its slot there, the primary for RUNNING_XACTS),
 runs the continuous workload on the primary, leaves one transaction open there,
 promotes the standby, stops the old primary, runs the workload again on the new
 primary, and counts what a read_committed consumer saw with the verifier. Recovery is
@@ -12,22 +12,18 @@ by then. The worker must follow timeline 1 -> 2 without exiting and never publis
 open transaction; either failing is the row's error.
 
 The pair is rebuilt and promoted, so other engineers' tests must not use it meanwhile:
-`ha_lock(version)` holds an fcntl lock on /tmp/ha-pg<version>.lock and
-/tmp/ha-ha-pg<version>.lock (both spellings of the pair's lock) while the scenario runs.
+ha_exclusive's `rebuilt_pair(version)` holds its locks while the scenario runs.
 """
 
 from __future__ import annotations
 
-import fcntl
 import time
 import traceback
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from pathlib import Path
+from contextlib import ExitStack
 from typing import Any
 
+from tests.faults.ha_exclusive import on_standby, rebuilt_pair, replayed, services
 from tests.faults.scenarios import Result, _wait_offset_past
-from tests.faults.test_failover import _on_standby, _replayed, _services
 from tests.faults.verifier import Verdict, topics, verify
 from tests.faults.workload import ContinuousWorkload, server_lsn
 from tests.fixtures.services import ensure_service, stop_service
@@ -40,30 +36,18 @@ def promotion_name(version: str) -> str:
     return f"standby promotion mid-workload (PG{version})"
 
 
-@contextmanager
-def ha_lock(version: str) -> Iterator[None]:
-    """Exclusive use of the pair ha-pg<version>/ha-pg<version>s (blocks until free)."""
-    with ExitStack() as stack:
-        for name in (f"/tmp/ha-pg{version}.lock", f"/tmp/ha-ha-pg{version}.lock"):
-            f = stack.enter_context(Path(name).open("a"))
-            fcntl.flock(f, fcntl.LOCK_EX)
-        yield
-
-
 def run_promotion(
     version: str, kafka: dict[str, Any], registry: dict[str, Any], *, seed: int = 32
 ) -> Result:
     name = promotion_name(version)
     began = time.monotonic()
     load: ContinuousWorkload | None = None
-    with ha_lock(version):
-        primary_name, standby_name = f"ha-pg{version}", f"ha-pg{version}s"
+    primary_name, standby_name = f"ha-pg{version}", f"ha-pg{version}s"
+    with ExitStack() as held:
         try:
-            _services("rebuild", standby_name)
-            stop_service(primary_name, standby_name)  # endpoints cached before the rebuild
-            primary, standby = ensure_service(primary_name), ensure_service(standby_name)
+            primary, standby = held.enter_context(rebuilt_pair(version))
             with pipeline(primary, kafka, registry, "frpromo", EO_TABLES) as p:
-                _on_standby(p, standby, primary)
+                on_standby(p, standby, primary)
                 w = p.start_worker()
                 w.wait_ready(120)
                 load = ContinuousWorkload(p, seed)
@@ -76,9 +60,9 @@ def run_promotion(
                         "INSERT INTO kv SELECT 'open' || g, 'never' FROM generate_series(1, 50) g"
                     )
                 load.finish()
-                _replayed(standby, p.db, insert_lsn(p.connect().cursor()))
+                replayed(standby, p.db, insert_lsn(p.connect().cursor()))
                 promoted_at = time.monotonic()
-                tli = int(_services("promote", standby_name).split()[1])
+                tli = int(services("promote", standby_name).split()[1])
                 stop_service(primary_name)  # the old primary dies with the open transaction
                 p.pg = ensure_service(standby_name)
                 p.dsn = p.pg["dsn"].replace("dbname=postgres", f"dbname={p.db}")
@@ -118,5 +102,3 @@ def run_promotion(
             error = f"{type(exc).__name__}: {str(exc)[:300]}"
             spent = time.monotonic() - began
             return Result(name, "-", Verdict(), -1.0, transactions, 0, spent, error=error)
-        finally:
-            stop_service(primary_name, standby_name)

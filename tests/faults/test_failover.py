@@ -9,8 +9,6 @@ against the topics with the fault suite's verifier. Each test rebuilds its pair.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -18,12 +16,12 @@ from typing import Any
 import psycopg2
 import pytest
 
+from tests.faults.ha_exclusive import on_standby, rebuilt_pair, replayed, services
 from tests.faults.verifier import topics, verify
 from tests.faults.workload import ContinuousWorkload
-from tests.fixtures.services import SERVICES, ensure_service, stop_service
+from tests.fixtures.services import ensure_service, stop_service
 from tests.integration.pipeline_kafka_support import (
     EO_TABLES,
-    Pipeline,
     insert_lsn,
     pipeline,
     read_all,
@@ -32,59 +30,12 @@ from tests.integration.pipeline_kafka_support import (
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 
-def _services(*args: str) -> str:
-    proc = subprocess.run(
-        [sys.executable, str(SERVICES), *args], capture_output=True, text=True, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
 @pytest.fixture(params=["15", "18"])
 def ha_pair(request: pytest.FixtureRequest) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """A freshly built primary + hot standby pair of one major version."""
-    primary, standby = f"ha-pg{request.param}", f"ha-pg{request.param}s"
-    _services("rebuild", standby)
-    stop_service(primary, standby)  # forget endpoints cached before the rebuild
-    yield ensure_service(primary), ensure_service(standby)
-    stop_service(primary, standby)
-
-
-def _replayed(standby: dict[str, Any], dbname: str, lsn: int, timeout: float = 60) -> None:
-    """Wait until the standby has replayed up to `lsn` (and `dbname` exists there)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            conn = psycopg2.connect(standby["dsn"].replace("dbname=postgres", f"dbname={dbname}"))
-            with conn.cursor() as cur:
-                cur.execute(
-                    "SELECT pg_last_wal_replay_lsn() - %s::pg_lsn",
-                    (f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}",),
-                )
-                done = float(cur.fetchone()[0]) >= 0
-            conn.close()
-            if done:
-                return
-        except psycopg2.OperationalError:
-            pass
-        assert time.monotonic() < deadline, f"{standby['service']} did not replay {lsn:X}"
-        time.sleep(0.2)
-
-
-def _on_standby(p: Pipeline, standby: dict[str, Any], primary: dict[str, Any]) -> None:
-    """Point the pipeline's workers at the standby, the primary for RUNNING_XACTS; drop
-    the slot setup made on the primary (the worker makes its own on the standby)."""
-    p.extra_env.update(
-        {
-            "PGCDC_SOURCE__HOST": str(standby["host"]),
-            "PGCDC_SOURCE__PORT": str(standby["port"]),
-            "PGCDC_SOURCE__PRIMARY_HOST": str(primary["host"]),
-            "PGCDC_SOURCE__PRIMARY_PORT": str(primary["port"]),
-            "PGCDC_SOURCE__RECEIVE_TIMEOUT_S": "10",
-        }
-    )
-    p.execute(f"SELECT pg_drop_replication_slot('{p.slot}')")
-    _replayed(standby, p.db, insert_lsn(p.connect().cursor()))
+    """A freshly built primary + hot standby pair of one major version, held
+    exclusively (ha_exclusive.rebuilt_pair: the rebuild is retried while a port is taken)."""
+    with rebuilt_pair(request.param) as pair:
+        yield pair
 
 
 def test_standby_as_source_under_workload(
@@ -95,7 +46,7 @@ def test_standby_as_source_under_workload(
     out exactly once, whole and in order; nothing rolled back is published."""
     primary, standby = ha_pair
     with pipeline(primary, kafka, registry, "hasrc", EO_TABLES) as p:
-        _on_standby(p, standby, primary)
+        on_standby(p, standby, primary)
         w = p.start_worker()
         w.wait_ready(120)
         load = ContinuousWorkload(p, seed=31)
@@ -127,7 +78,7 @@ def test_promotion_mid_workload_follows_the_new_timeline(
     transaction of timeline 1."""
     primary, standby = ha_pair
     with pipeline(primary, kafka, registry, "hapromo", EO_TABLES) as p:
-        _on_standby(p, standby, primary)
+        on_standby(p, standby, primary)
         w = p.start_worker()
         w.wait_ready(120)
         load = ContinuousWorkload(p, seed=32)
@@ -139,8 +90,8 @@ def test_promotion_mid_workload_follows_the_new_timeline(
             cur.execute("INSERT INTO kv SELECT 'open' || g, 'never' FROM generate_series(1, 50) g")
         load.finish()
         before = load.outcomes[:]
-        _replayed(standby, p.db, insert_lsn(p.connect().cursor()))
-        tli = int(_services("promote", standby["service"]).split()[1])
+        replayed(standby, p.db, insert_lsn(p.connect().cursor()))
+        tli = int(services("promote", standby["service"]).split()[1])
         assert tli == 2
         stop_service(primary["service"])  # the old primary dies with the open transaction
         p.pg = ensure_service(standby["service"])

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.faults.ha_exclusive import rebuilt_pair
-from tests.faults.test_failover import _on_standby
+from tests.faults.ha_exclusive import on_standby, rebuilt_pair
 from tests.integration.pipeline_kafka_support import pipeline
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
@@ -32,7 +31,7 @@ def test_chunked_snapshot_on_a_standby_is_fatal(
         pipeline(primary, kafka, registry, "sbchunk", ["CREATE TABLE t (id int PRIMARY KEY)"]) as p,
     ):
         p.execute("INSERT INTO t SELECT generate_series(1, 100)")
-        _on_standby(p, standby, primary)
+        on_standby(p, standby, primary)
         p.extra_env.update({"PGCDC_SNAPSHOT__MODE": "initial", "PGCDC_SNAPSHOT__METHOD": "chunked"})
         worker = p.start_worker()
         code = worker.wait(90)
