@@ -81,14 +81,14 @@ def test_chunked_snapshot_survives_kills_under_writes(
     """Two readers, small chunks, writes throughout, SIGKILL at random points in the
     middle of the snapshot (three times): the replayed topics equal the tables, every
     key is read at most once, no committed chunk is read again, the keyless table is
-    read exactly once per row, and the stream's committed position kept moving (lag
-    bounded) while chunks were read."""
+    read exactly once per row, and the stream's committed position kept moving (it
+    caught up with the server's while chunks were read)."""
     rnd = random.Random(5)
     with pipeline(pg, kafka, registry, "snapc", TABLES, extra_env=CHUNKED) as p:
         writer = Writer(p, {"big": BIG, "small": 3000})
         writer.start()
         worker = p.start_worker()
-        lags: list[int] = []
+        samples: list[tuple[int, int]] = []
         for _ in range(3):
             target = _committed(worker) + rnd.randint(2, 8)
             deadline = time.monotonic() + 240
@@ -98,7 +98,9 @@ def test_chunked_snapshot_survives_kills_under_writes(
             assert not worker.has_event("snapshot_done"), "snapshot ended before the kill"
             worker.kill()
             worker = p.start_worker()
-        # Lag while the snapshot runs: server position minus the committed offset.
+        # While the snapshot runs: (server position, committed position) samples. The
+        # server's position moves with every database's WAL (other tests' included), so
+        # the stream is judged by catching up with it, not by a byte distance.
         while not worker.has_event("snapshot_done"):
             assert worker.proc.poll() is None, worker.tail()
             conn = p.connect()
@@ -106,8 +108,8 @@ def test_chunked_snapshot_survives_kills_under_writes(
             conn.close()
             last = p.last_offset()
             if last is not None:
-                lags.append(server - last.confirmed_lsn)
-            time.sleep(1.0)
+                samples.append((server, last.confirmed_lsn))
+            time.sleep(0.25)
         time.sleep(1.0)
         writer.stop.set()
         writer.join(30)
@@ -125,8 +127,17 @@ def test_chunked_snapshot_survives_kills_under_writes(
             if r.value is not None and r.value["op"] == "r"
         ]
         assert sorted(v["after"]["n"] for v in nokey) == list(range(1, 5001))
-        assert lags, "no lag sample taken during the snapshot"
-        assert max(lags) < 64 * 1024 * 1024, f"stream lag reached {max(lags)} bytes"
+        # The stream kept moving while chunks were read: a committed position sampled
+        # during the snapshot passed a server position sampled earlier in it (a stream
+        # held until the snapshot's end would commit nothing past it meanwhile).
+        assert len(samples) >= 2, f"{len(samples)} samples taken during the snapshot"
+        caught = [
+            j - i
+            for i, (server, _) in enumerate(samples)
+            for j in range(i + 1, len(samples))
+            if samples[j][1] >= server
+        ]
+        assert caught, f"the committed position never passed the server's: {samples[:20]}"
         markers = {
             r.value["source"]["snapshot"]
             for r in read_topics(p.settings(), [p.topic("small")])
