@@ -7,6 +7,9 @@ another database's DDL transaction, whose invalidations PostgreSQL queues into e
 slot's reorder buffer (xact_decode, XLOG_XACT_INVALIDATIONS, no database check), can
 be large enough to spill on the server's side too (`spill_txns` 2 against pgcdc's 1 in
 a CI run), which pgcdc, keeping schema history outside the buffer, never buffers.
+Even at 1 MB, another database's transactions in the server's buffer move its eviction
+points (`spill_count` 4 against pgcdc's 3 in a CI run), so the file runs `alone`
+(tests/conftest.py ALONE): with no other test writing to the shared servers.
 `Metrics.sync_slot_stats` then mirrors `ReorderBuffer.stats` into Prometheus counters,
 and `/metrics`, `/healthz` and `/readyz` are read from a real HTTP server on a free
 port.
