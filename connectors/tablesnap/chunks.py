@@ -80,7 +80,8 @@ from service.schema.history import SchemaHistory
 from service.schema.tabledef import CatalogSnapshot, TableDef
 from service.tablesnap.plan import Bound, json_bound
 from service.types.rowdecode import HistoryRows
-from service.types.sendform import snapshot_registry
+from service.types.sendform import base_type, snapshot_registry
+from service.types.snapshot_rewrites import EXTENSION_TEXT_VALUED, text_valued
 from service.types.unknown import UnknownTypePolicy
 
 WATERMARK_PREFIX = "__pgcdc.snapshot.watermark"
@@ -123,8 +124,10 @@ class TablePlan:
         """Where each live column's value sits in a COPY row, for the native encoder
         (-1: not selected, always NULL: a virtual generated column), and "" ; or the
         reason the table's rows cannot be encoded from COPY natively: a column read as
-        something other than its send format (its text, `unknown_types = bytes`...;
-        xml, read as its stored text, is the one such column the encoder takes)."""
+        something other than its send format (its text, `unknown_types = bytes`...).
+        The encoder takes two kinds of column read as `::text`: xml (its stored text)
+        and the extension types whose value is their output text (ltree, lquery, cube,
+        earth, seg, the isn types: EXTENSION_TEXT_VALUED), whose field is that value."""
         if self.fields is not None:
             return self.fields
         at, out, reason = 0, {}, ""
@@ -133,8 +136,10 @@ class TablePlan:
                 out[p.name] = -1
                 continue
             ident = quote_ident(p.name)
-            xml_text = p.info.output_src == "xml_out" and p.expr == f"{ident}::text"
-            if p.mode != "stored" or (p.expr != ident and not xml_text):
+            as_text = p.expr == f"{ident}::text" and (
+                p.info.output_src == "xml_out" or _extension_text(p)
+            )
+            if p.mode != "stored" or (p.expr != ident and not as_text):
                 reason = reason or f"column {p.name} is read as {p.expr} ({p.mode})"
             out[p.name] = at
             at += 1
@@ -632,6 +637,13 @@ class SharedSnapshotReader(ChunkReader):
     def close(self) -> None:
         self._imported = False
         super().close()
+
+
+def _extension_text(p: _ColumnPlan) -> bool:
+    """Is `p` a column of a recognised extension type the snapshot reads as its output
+    text, which is its value (service.types.snapshot_rewrites.text_valued)?"""
+    base = base_type(p.registry.get(p.type_oid), p.registry)
+    return base.output_src in EXTENSION_TEXT_VALUED and text_valued(base)
 
 
 def _page(chunk: Any, row: int, at: int) -> int:

@@ -10,9 +10,10 @@ geometric type, text search types, ranges, citext, a composite) with a multirang
 every built-in subtype, arrays of path, polygon, tsvector, tsquery and multirange, and a
 composite of
 a dozen field types (jsonb, numeric, a range, box, a multirange...) with a dropped
-attribute, and `n_ext2`, a column per extension type the snapshot reads in its send
-format that the server has (hstore; PostGIS geometry and geography on PG15; pgvector's
-vector, halfvec and sparsevec on PG18). Then:
+attribute, and `n_ext2`, a column per extension type the snapshot reads natively that
+the server has (hstore; PostGIS geometry and geography on PG15; pgvector's vector,
+halfvec and sparsevec on PG18; in their send format), and ltree, lquery, the isn types,
+cube, earth and seg (read as their text, their value). Then:
 
 - snapshot: every table is read in chunks of `CHUNK_ROWS` rows (so chunks are cut and
   markers span chunks) by two `ChunkReader`s, one parsing COPY in Python and one in Rust
@@ -20,8 +21,8 @@ vector, halfvec and sparsevec on PG18). Then:
   `AvroPlugin` on the Python path and one as `PGCDC_IMPL` selects it, with the plugins'
   clock frozen. Both must write the same records: topic, key bytes, value bytes, headers.
   Under the native core the test also requires that rows went native (n_all, n_more,
-  n_arr, n_arr2, n_dom, n_geo, n_geo2, n_ext2; n_arr, n_geo, n_geo2 and n_ext2 without
-  the table ever falling back as a whole), that a table without a native plan
+  n_arr, n_arr2, n_dom, n_geo, n_geo2, n_ext2, n_sys; n_arr, n_geo, n_geo2, n_ext2 and
+  n_sys without the table ever falling back as a whole), that a table without a native plan
   (n_python's jsonpath: its chunks never reach the native rows) and one whose
   composites' fields have no send rewrite (n_nested) fell back as a whole (its reason
   counted), and that a
@@ -76,12 +77,26 @@ TABLES = [
     "n_geo2",
     "n_dom",
     "n_ext2",
+    "n_sys",
     "n_python",
     "n_nested",
 ]
 # The extension types the snapshot reads in their send format (tablesnap::extension), as
-# far as the server has them: hstore (PG15, PG18), PostGIS (PG15), pgvector (PG18).
-EXT2_FEATURES = ("hstore", "postgis", "vector", "halfvec", "sparsevec")
+# far as the server has them: hstore (PG15, PG18), PostGIS (PG15), pgvector (PG18); and
+# those it reads as their text, which is their value (ltree, lquery, the isn types, cube,
+# earth, seg: tablesnap::copy's `text_read`).
+EXT2_FEATURES = (
+    "hstore",
+    "postgis",
+    "vector",
+    "halfvec",
+    "sparsevec",
+    "ltree",
+    "isn",
+    "cube",
+    "earthdistance",
+    "seg",
+)
 
 
 def _ext2(pg: dict[str, Any]) -> str:
@@ -314,9 +329,11 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 # arrays (n_arr2, jsonb[] in n_arr, and n_dom's domains over arrays and
                 # arrays of domains and of an enum) go native, and so do the geometric
                 # types, ranges, multiranges, text search types, citext and composites
-                # (n_geo, n_geo2), hstore, PostGIS and pgvector (n_ext2, as far as the
-                # server has them); a jsonpath column (n_python) does not
-                native_tables = ("n_arr", "n_geo", "n_geo2", "n_ext2")
+                # (n_geo, n_geo2), hstore, PostGIS, pgvector and the extension types
+                # read as their text (n_ext2, as far as the server has them),
+                # txid_snapshot, pg_snapshot (and arrays of it), int2vector and oidvector
+                # (n_sys); a jsonpath column (n_python) does not
+                native_tables = ("n_arr", "n_geo", "n_geo2", "n_ext2", "n_sys")
                 for t in ("n_all", "n_more", "n_arr2", "n_dom", *native_tables):
                     assert sum(d for d in done_by_table[t] if d > 0) > 0, (t, done_by_table)
                 for t in native_tables:

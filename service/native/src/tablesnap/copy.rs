@@ -20,7 +20,10 @@
 //! interval_recv, timetz_recv, uuid_recv, bit_recv, inet/cidr recv, macaddr(8)_recv,
 //! point_recv): network byte order turned into the stored image; the types published as
 //! their output text (geometric, ranges and multiranges, tsvector, pg_lsn, xid, xid8)
-//! have theirs in tablesnap::sendform. enum_send is the label,
+//! have theirs in tablesnap::sendform; the extension types valued as their text (ltree,
+//! lquery, cube, seg, isn) are selected as `::text`, so their field is the string the
+//! encoder writes (`copy_kind`); int2vector and oidvector are arrays of int2 / oid
+//! (`array`). enum_send is the label,
 //! which is what the encoder writes (checked against the plan's labels). jsonb has no
 //! stored form reachable from jsonb_send (a version byte and jsonb_out's text), so a
 //! jsonb field is handed on as that text and the caller encodes it as a string
@@ -43,6 +46,7 @@ use crate::output::avro::Outcome;
 use crate::output::kind::Kind;
 use crate::output::plan::{Elem, Labels, Plan};
 use crate::types::deform::{Datum, RowError};
+use crate::types::outtext::Output;
 
 /// PostgreSQL's BinarySignature (copyto.c): "PGCOPY\n\377\r\n\0".
 pub const SIGNATURE: &[u8; 11] = b"PGCOPY\n\xff\r\n\0";
@@ -208,8 +212,38 @@ pub fn copy_kind(kind: Kind) -> Option<Kind> {
         | Kind::Geometry { .. }
         | Kind::Array => kind,
         Kind::Output(o) if sendform::rewrites(o) => kind,
+        Kind::Output(o) if text_read(o) => Kind::Text,
+        Kind::Output(Output::Int2Vector | Output::OidVector) => kind,
         _ => return None,
     })
+}
+
+/// int2vector's and oidvector's elements, for `array` (pg_type: int2 2/2, oid 4/4).
+const VECTOR_INT2: Elem = Elem {
+    kind: Kind::Int2,
+    oid: 21,
+    attlen: 2,
+    align: 2,
+};
+const VECTOR_OID: Elem = Elem {
+    kind: Kind::Oid,
+    oid: 26,
+    attlen: 4,
+    align: 4,
+};
+
+fn vector(o: Output) -> bool {
+    matches!(o, Output::Int2Vector | Output::OidVector)
+}
+
+/// The extension types published as their output text, which the snapshot selects as
+/// `::text` (service.types.snapshot_rewrites.EXTENSION_TEXT_VALUED: ltree, lquery, cube
+/// and earth, seg, the isn types): the field is the value, encoded as a string.
+fn text_read(o: Output) -> bool {
+    matches!(
+        o,
+        Output::Ltree | Output::Lquery | Output::Cube | Output::Seg | Output::Isn(_)
+    )
 }
 
 /// `d` byte-reversed (a big-endian send image of `width` bytes as the little-endian stored
@@ -340,6 +374,12 @@ pub fn stored(kind: Kind, d: &[u8]) -> Result<Cow<'_, [u8]>, Rewrite> {
             out.extend_from_slice(&d[4..]);
             Ok(Cow::Owned(out))
         }
+        // the extension types selected as their text (`text_read`): the text itself
+        Kind::Output(o) if text_read(o) => Ok(Cow::Borrowed(d)),
+        // int2vectorrecv, oidvectorrecv: array_recv's input of one dimension; stored, the
+        // ArrayType of int2 / oid elements (types::array::vector_text reads it)
+        Kind::Output(Output::Int2Vector) => array(d, &VECTOR_INT2, &Labels::new()).map(Cow::Owned),
+        Kind::Output(Output::OidVector) => array(d, &VECTOR_OID, &Labels::new()).map(Cow::Owned),
         // the geometric types, ranges, multiranges, tsvector, pg_lsn, xid(8)
         Kind::Output(o) => sendform::output(o, d).map(Cow::Owned),
         // hstore_recv, vector_recv, halfvec_recv, sparsevec_recv, geometry_recv and
@@ -366,8 +406,11 @@ fn fixed_same<'a>(d: &'a [u8], width: usize, what: &str) -> Result<Cow<'a, [u8]>
 /// Can an array's elements of `kind` be rewritten into their stored form (`stored`, or an
 /// enum label into its pg_enum OID)? A jsonb element becomes its text (`stored`) and the
 /// copy plan reads it as text (`copy_plan`), as a jsonb column's field.
+/// Not a text-read extension type either (an array of one is selected as `::text[]`,
+/// which the Python path keeps), nor int2vector / oidvector (arrays themselves).
 fn element_rewrites(kind: Kind) -> bool {
-    kind != Kind::Array && kind != Kind::Composite && copy_kind(kind).is_some()
+    let text = matches!(kind, Kind::Output(o) if text_read(o) || vector(o));
+    kind != Kind::Array && kind != Kind::Composite && !text && copy_kind(kind).is_some()
 }
 
 const MAXDIM: i32 = 6;

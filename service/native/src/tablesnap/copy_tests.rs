@@ -188,7 +188,53 @@ fn fixed_widths() {
         stored(Kind::Geometry { geodetic: false }, b""),
         Err(Rewrite::Bad(_))
     ));
+    // selected as `::text`: the field is the value, a string
     let ltree = Kind::Output(crate::types::outtext::Output::Ltree);
-    assert_eq!(stored(ltree, b""), Err(Rewrite::Unsupported));
-    assert_eq!(copy_kind(ltree), None);
+    assert_eq!(stored(ltree, b"a.b").unwrap().as_ref(), b"a.b");
+    assert_eq!(copy_kind(ltree), Some(Kind::Text));
+    assert!(!element_rewrites(ltree)); // ltree[] is selected as `::text[]`
+    let hstore_text = Kind::Output(crate::types::outtext::Output::Hstore);
+    assert_eq!(copy_kind(hstore_text), None);
+}
+
+/// int2vector and oidvector: array_recv's input of int2 / oid elements, stored as the
+/// ArrayType types::array::vector_text prints as int2vectorout / oidvectorout do.
+#[test]
+fn vectors_to_stored() {
+    use crate::types::outtext::Output;
+    fn send(elemtype: i32, items: &[&[u8]]) -> Vec<u8> {
+        let mut d = Vec::new();
+        for v in [1i32, 0, elemtype, items.len() as i32, 0] {
+            d.extend_from_slice(&v.to_be_bytes());
+        }
+        for item in items {
+            d.extend_from_slice(&(item.len() as i32).to_be_bytes());
+            d.extend_from_slice(item);
+        }
+        d
+    }
+    let int2 = Kind::Output(Output::Int2Vector);
+    assert_eq!(copy_kind(int2), Some(int2));
+    let d = send(
+        21,
+        &[
+            &1i16.to_be_bytes(),
+            &(-2i16).to_be_bytes(),
+            &3i16.to_be_bytes(),
+        ],
+    );
+    let st = stored(int2, &d).unwrap();
+    let mut t = String::new();
+    crate::types::array::vector_text(&mut t, &st, false).unwrap();
+    assert_eq!(t, "1 -2 3");
+    let oids = Kind::Output(Output::OidVector);
+    let d = send(26, &[&23u32.to_be_bytes(), &4_000_000_000u32.to_be_bytes()]);
+    let st = stored(oids, &d).unwrap();
+    let mut t = String::new();
+    crate::types::array::vector_text(&mut t, &st, true).unwrap();
+    assert_eq!(t, "23 4000000000");
+    // an element of the wrong width is Bad, as the Python reference's check
+    let d = send(21, &[&1i32.to_be_bytes()]);
+    assert!(matches!(stored(int2, &d), Err(Rewrite::Bad(_))));
+    assert!(!element_rewrites(int2));
 }

@@ -1,6 +1,6 @@
 //! The send → stored rewrites of the types published as their output text
 //! (`Kind::Output`): the geometric types, the built-in ranges and multiranges, tsvector,
-//! pg_lsn, xid and xid8; tsquery's is tablesnap::tsquery. tablesnap::copy's `stored` hands a field of such a column here.
+//! pg_lsn, xid, xid8 and pg_snapshot/txid_snapshot; tsquery's is tablesnap::tsquery. tablesnap::copy's `stored` hands a field of such a column here.
 //!
 //! Receives: one non-NULL COPY BINARY field (the type's typsend bytes) and the column's
 //! `Output`. Hands on: the stored payload the WAL path's types::outtext writer reads
@@ -32,7 +32,9 @@
 //!   (haspos:1, len:11, pos:20) per lexeme, then the lexemes, each one's positions at the
 //!   next even offset as uint16 npos and the positions (entries in the sent order:
 //!   tsvectorsend sends a stored, already sorted tsvector);
-//! - pg_lsn_recv, xidrecv, xid8recv: pq_getmsgint64 / pq_getmsgint, byte-swapped.
+//! - pg_lsn_recv, xidrecv, xid8recv: pq_getmsgint64 / pq_getmsgint, byte-swapped;
+//! - pg_snapshot_recv: int32 nxip and nxip + 2 int64s; stored uint32 nxip and the
+//!   FullTransactionIds, each little-endian.
 //!
 //! Errors: `Rewrite::Bad(reason)` for a field the reference rejects (a wrong size, a
 //! count or length overrunning the field, trailing bytes) and for one it would store
@@ -73,6 +75,7 @@ pub fn rewrites(o: Output) -> bool {
             | Output::PgLsn
             | Output::Xid
             | Output::Xid8
+            | Output::Snapshot
     )
 }
 
@@ -103,8 +106,31 @@ pub fn output(o: Output, d: &[u8]) -> Result<Vec<u8>, Rewrite> {
         Output::PgLsn => swapped(d, 8, "pg_lsn")?,
         Output::Xid8 => swapped(d, 8, "xid8")?,
         Output::Xid => swapped(d, 4, "xid")?,
+        Output::Snapshot => snapshot(d)?,
         _ => return Err(Rewrite::Unsupported),
     })
+}
+
+/// pg_snapshot_recv (xid8funcs.c; txid_snapshot's too): int32 nxip, int64 xmin, int64
+/// xmax, then nxip int64 xips; stored (pg_snapshot): uint32 nxip, then xmin, xmax and the
+/// xips as FullTransactionIds, little-endian (service.types.snapshot_types.
+/// snapshot_send_to_stored).
+fn snapshot(d: &[u8]) -> Result<Vec<u8>, Rewrite> {
+    let nxip = be_i32(d, 0).ok_or_else(|| bad("pg_snapshot send value is too short".into()))?;
+    let fits = usize::try_from(nxip)
+        .ok()
+        .and_then(|n| n.checked_mul(8)?.checked_add(20))
+        == Some(d.len());
+    if d.len() < 20 || !fits {
+        return Err(bad(format!(
+            "pg_snapshot send value of {} bytes says {nxip} xips",
+            d.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(d.len());
+    out.extend_from_slice(&nxip.to_le_bytes());
+    out.extend(d[4..].chunks_exact(8).flat_map(|c| c.iter().rev().copied()));
+    Ok(out)
 }
 
 fn swapped(d: &[u8], width: usize, what: &str) -> Result<Vec<u8>, Rewrite> {
@@ -404,6 +430,34 @@ mod tests {
             assert!(matches!(output(o, &[0; 40][..n - 1]), Err(Rewrite::Bad(_))));
             assert!(matches!(output(o, &[0; 40][..n + 1]), Err(Rewrite::Bad(_))));
         }
+    }
+
+    /// pg_snapshot: read back as pg_snapshot_out prints it; a count that disagrees with
+    /// the size, or a negative one, is Bad.
+    #[test]
+    fn pg_snapshot() {
+        let mut send = 2i32.to_be_bytes().to_vec();
+        for x in [100u64, 110, 103, 105] {
+            send.extend_from_slice(&x.to_be_bytes());
+        }
+        let st = output(Output::Snapshot, &send).unwrap();
+        let mut t = String::new();
+        crate::types::snapshot::snapshot_text(&mut t, &st).unwrap();
+        assert_eq!(t, "100:110:103,105");
+        assert!(matches!(
+            output(Output::Snapshot, &send[..28]),
+            Err(Rewrite::Bad(_))
+        ));
+        let mut neg = (-1i32).to_be_bytes().to_vec();
+        neg.extend_from_slice(&[0; 16]);
+        assert!(matches!(
+            output(Output::Snapshot, &neg),
+            Err(Rewrite::Bad(_))
+        ));
+        assert!(matches!(
+            output(Output::Snapshot, &[0; 3]),
+            Err(Rewrite::Bad(_))
+        ));
     }
 
     /// path (open and closed) and polygon, read back as path_out / poly_out print them;
