@@ -9,7 +9,8 @@ the integers, floats, texts, name, bytea, uuid, dates and times, numeric in both
 mappings, interval, timetz, money, "char", inet, macaddr(8), bit strings, jsonb, xml, an
 enum, point, arrays of int4 and text; and tablesnap::sendform's: line, lseg, box,
 circle, path, polygon, ranges and multiranges over int4, int8, numeric, date and
-timestamptz, tsvector, tsquery, pg_lsn, xid, arrays of jsonb, box and int4range; and
+timestamptz, tsvector, tsquery, pg_lsn, xid, pg_snapshot, int2vector, oidvector,
+arrays of jsonb, box and int4range; ltree and cube as their text; and
 tablesnap::record's composite, of int4, a dropped attribute, text, jsonb, int4range,
 timestamptz and box; and tablesnap::extension's hstore in both modes, vector, halfvec,
 sparsevec, geometry and geography), with random
@@ -142,17 +143,22 @@ def _record(r: random.Random) -> bytes:
     return out
 
 
-# The composite column's type: (OID, fields: name, attlen, align, dropped, kind).
+# The composite column's type: (OID, fields: name, attlen, align, dropped, kind, an enum
+# field's labels, an array field's element, a composite field's spec; glue::avro's
+# FieldSpec).
 COMPOSITE = (
     77_001,
     [
-        ("a", 4, 4, False, "int4"),
-        ("gone", 4, 4, True, ""),
-        ("b", -1, 4, False, "text"),
-        ("j", -1, 4, False, "jsonb"),
-        ("r", -1, 4, False, "int4range"),
-        ("t", 8, 8, False, "timestamptz"),
-        ("bx", 32, 8, False, "box"),
+        (name, attlen, align, dropped, kind, None, None, None)
+        for name, attlen, align, dropped, kind in [
+            ("a", 4, 4, False, "int4"),
+            ("gone", 4, 4, True, ""),
+            ("b", -1, 4, False, "text"),
+            ("j", -1, 4, False, "jsonb"),
+            ("r", -1, 4, False, "int4range"),
+            ("t", 8, 8, False, "timestamptz"),
+            ("bx", 32, 8, False, "box"),
+        ]
     ],
 )
 
@@ -238,6 +244,23 @@ def _tsquery(r: random.Random) -> bytes:
         else:
             at += 4 if items[at + 1] == 4 else 2
     return struct.pack(">i", count) + items
+
+
+def _snapshot(r: random.Random) -> bytes:
+    """pg_snapshot_send: int32 nxip, xmin, xmax, the xips (int64s)."""
+    xips = sorted(r.randrange(1, 2**40) for _ in range(r.randrange(4)))
+    return struct.pack(f">iqq{len(xips)}q", len(xips), 1, 2**40, *xips)
+
+
+def _vector_of(r: random.Random, elemtype: int, fmt: str) -> bytes:
+    """int2vectorsend / oidvectorsend: array_send of one dimension, no NULLs."""
+    n = r.randrange(4)
+    width = struct.calcsize(fmt)
+    lo, hi = (-(2**15), 2**15) if fmt == ">h" else (0, 2**32)
+    items = b"".join(
+        struct.pack(">i", width) + struct.pack(fmt, r.randrange(lo, hi)) for _ in range(n)
+    )
+    return struct.pack(">iiiii", 1, 0, elemtype, n, 0) + items
 
 
 def _i8(r: random.Random) -> bytes:
@@ -327,6 +350,12 @@ COLUMNS = [
     ("lsn", 8, 8, "pg_lsn", 0, 0, _i8),
     ("xd", 4, 4, "xid", 0, 0, lambda r: struct.pack(">I", r.randrange(2**32))),
     ("cw", -1, 8, "composite", 0, 0, _record),
+    ("sn", -1, 8, "pg_snapshot", 0, 0, _snapshot),
+    ("i2v", -1, 4, "int2vector", 0, 0, lambda r: _vector_of(r, 21, ">h")),
+    ("oiv", -1, 4, "oidvector", 0, 0, lambda r: _vector_of(r, 26, ">I")),
+    # the extension types selected as their text (tablesnap::copy's text_read)
+    ("lt", -1, 4, "ltree", 0, 0, lambda r: b"a." + _text(r)),
+    ("cu", -1, 8, "cube", 0, 0, lambda r: b"(" + _text(r) + b")"),
     # tablesnap::extension's kinds
     ("hs", -1, 4, "hstore_json", 0, 0, _hstore),
     ("hm", -1, 4, "hstore_map", 0, 0, _hstore),
