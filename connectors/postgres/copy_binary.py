@@ -21,6 +21,7 @@ fields `CopyRows` hands on, built only for the rows Python reads.
 
 from __future__ import annotations
 
+import io
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
@@ -102,18 +103,12 @@ class CopyRows:
             raise DecodeError("COPY BINARY output ended without its trailer")
 
 
-class CopyBuffer:
-    """A file-like target for `copy_expert` that keeps the whole stream (one chunk)."""
+class CopyBuffer(io.BytesIO):
+    """A file-like target for `copy_expert` that keeps the whole stream (one chunk).
 
-    def __init__(self) -> None:
-        self._parts: list[bytes] = []
-
-    def write(self, data: bytes | memoryview) -> int:
-        self._parts.append(bytes(data))
-        return len(data)
-
-    def getvalue(self) -> bytes:
-        return b"".join(self._parts)
+    A BytesIO: its `getvalue` hands over the buffer it grew (shrunk to size, not
+    copied), so a chunk is held once while it is turned into bytes, not twice (a list
+    of the parts joined held both the parts and the joined copy at once)."""
 
 
 def native_chunk(native: Any, data: bytes, ncols: int, relation: str) -> Any:
