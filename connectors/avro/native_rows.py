@@ -23,7 +23,7 @@ How:
     `NATIVE_TYPES` (the same object): the integers, floats, texts, json and jsonb, xml,
     dates and times, interval, timetz, uuid, "char", inet, cidr, macaddr, macaddr8,
     point (the Point record), and the types published as their output text: the other
-    geometric types, tsvector, tsquery, the built-in ranges and multiranges;
+    geometric types, tsvector, tsquery, jsonpath, the built-in ranges and multiranges;
   - by schema: numeric and money in each decimal.handling.mode (precise: Decimal or
     VariableScaleDecimal; string: the output text; double), bit and varbit (Bits;
     bit(1) a boolean), an enum (Enum: the label of the stored pg_enum OID, from the

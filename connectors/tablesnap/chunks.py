@@ -126,8 +126,8 @@ class TablePlan:
         reason the table's rows cannot be encoded from COPY natively: a column read as
         something other than its send format (its text, `unknown_types = bytes`...).
         The encoder takes two kinds of column read as `::text`: xml (its stored text)
-        and the extension types whose value is their output text (ltree, lquery, cube,
-        earth, seg, the isn types: EXTENSION_TEXT_VALUED), whose field is that value."""
+        and the types whose value is their output text (ltree, lquery, cube, earth, seg,
+        the isn types: EXTENSION_TEXT_VALUED; jsonpath), whose field is that value."""
         if self.fields is not None:
             return self.fields
         at, out, reason = 0, {}, ""
@@ -137,7 +137,7 @@ class TablePlan:
                 continue
             ident = quote_ident(p.name)
             as_text = p.expr == f"{ident}::text" and (
-                p.info.output_src == "xml_out" or _extension_text(p)
+                p.info.output_src == "xml_out" or _text_is_value(p)
             )
             if p.mode != "stored" or (p.expr != ident and not as_text):
                 reason = reason or f"column {p.name} is read as {p.expr} ({p.mode})"
@@ -639,11 +639,19 @@ class SharedSnapshotReader(ChunkReader):
         super().close()
 
 
-def _extension_text(p: _ColumnPlan) -> bool:
-    """Is `p` a column of a recognised extension type the snapshot reads as its output
-    text, which is its value (service.types.snapshot_rewrites.text_valued)?"""
+# Output functions of the types the snapshot reads as `::text` whose text is the value
+# the native encoder writes as a string (tablesnap::copy's `text_read`): the recognised
+# extension types of EXTENSION_TEXT_VALUED, and jsonpath (TEXT_VALUED: its `::text` is
+# the I/O cast, jsonpath_out's text, which is also its published value). Not aclitem nor
+# the reg* types, which the native row encoder leaves to Python.
+_NATIVE_TEXT_READ = EXTENSION_TEXT_VALUED | {"jsonpath_out"}
+
+
+def _text_is_value(p: _ColumnPlan) -> bool:
+    """Is `p` a column the snapshot reads as its output text, which is its value
+    (service.types.snapshot_rewrites.text_valued), and the native COPY path takes so?"""
     base = base_type(p.registry.get(p.type_oid), p.registry)
-    return base.output_src in EXTENSION_TEXT_VALUED and text_valued(base)
+    return base.output_src in _NATIVE_TEXT_READ and text_valued(base)
 
 
 def _page(chunk: Any, row: int, at: int) -> int:

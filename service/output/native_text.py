@@ -24,13 +24,13 @@ quote_identifier of the plugin's server version) and the built-in type's kind
 dates and times, interval, timetz, money, "char", bit and varbit, inet, cidr, macaddr
 and macaddr8; an enum, whose label the plan maps from its pg_enum OID: `enum_oids`; and
 an array of any of these but box, printed as array_out, with its element's layout from
-`service.types.registry.builtin_layout`; the geometric types, tsvector, tsquery, and
-the built-in ranges and multiranges; a composite of any of these but arrays, enums and
-composites, printed as record_out; the contrib extension types, PostGIS geometry and
-geography, pgvector's types: `EXT_KINDS`). A relation with a column of any other type
-(arrays of other types, domains,
-composites, ranges, extension types, ...) gets no plan: the Python path prints all its
-rows (`reason` says why).
+`service.types.registry.builtin_layout`; the geometric types, tsvector, tsquery,
+jsonpath, and the built-in ranges and multiranges; a composite of any of these but
+arrays, enums and composites, printed as record_out; the contrib extension types,
+PostGIS geometry and geography, pgvector's types: `EXT_KINDS`). A relation with a
+column of any other type (arrays of other types, domains, composites, ranges,
+extension types, ...) gets no plan: the Python path prints all its rows (`reason` says
+why).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ log = structlog.get_logger(__name__)
 # Built-in types both plugins publish as their output text (types::outtext), by OID:
 # (kind, attlen of the stored form). The geometric types but point, tsvector, tsquery, the
 # built-in ranges and multiranges, pg_lsn, xid, cid, xid8, txid_snapshot and pg_snapshot,
-# int2vector and oidvector.
+# int2vector and oidvector, jsonpath.
 OUTPUT_TYPES: dict[int, tuple[str, int]] = {
     601: ("lseg", 32),
     602: ("path", -1),
@@ -92,6 +92,7 @@ OUTPUT_TYPES: dict[int, tuple[str, int]] = {
     5038: ("pg_snapshot", -1),
     22: ("int2vector", -1),  # int2vectorout
     30: ("oidvector", -1),  # oidvectorout
+    4072: ("jsonpath", -1),  # jsonpath_out (printJsonPathItem), every server's item types
 }
 RANGES = frozenset({3904, 3906, 3908, 3910, 3912, 3926})
 

@@ -14,7 +14,8 @@ table of floats, a table of domains over int[] and text[] (printed as those arra
 table of composites nested in composites (with enum, array, domain-over-enum and
 composite-array fields), arrays of them and a domain over an enum, a table with a
 table of txid_snapshot, pg_snapshot, pg_snapshot[], int2vector and oidvector, a table
-with a jsonpath column (no native plan) and
+of jsonpath values (every item kind, and jsonpath[]), a table with an aclitem column
+(no native plan) and
 values the writer leaves to Python (an unchanged TOAST value, NaN, a missing attribute
 whose default is jsonb, an xml declaration); missing attributes whose defaults are
 stored datums, and floats whose shortest decimal is a rounding bound or a tie, are
@@ -34,6 +35,7 @@ import pytest
 
 from service.output.text import TestDecodingPlugin
 from tests.integration.decoding_support import compare
+from tests.integration.jsonpath_cases import JSONPATHS, JSONPATHS_17
 from tests.integration.test_text_plugin_vs_test_decoding import assert_same
 
 pytestmark = pytest.mark.integration
@@ -247,6 +249,20 @@ def _geo_row(rng: random.Random, i: int) -> str:
     return "(" + ", ".join(v if k == 0 else _maybe(rng, v) for k, v in enumerate(values)) + ")"
 
 
+def _jsonpath_rows(version: int) -> list[str]:
+    """njp's rows: each path of the Avro differential test's JSONPATHS (and JSONPATHS_17
+    from PG17), with an array of the path and a NULL, then an UPDATE and a DELETE."""
+    paths = JSONPATHS + (JSONPATHS_17 if version >= 17 else [])
+    values = ", ".join(
+        f"({i}, $jp${p}$jp$, ARRAY[$jp${p}$jp$::jsonpath, NULL])" for i, p in enumerate(paths, 1)
+    )
+    return [
+        f"INSERT INTO njp VALUES {values}, (0, NULL, '{{}}')",
+        "UPDATE njp SET j = '$.\"new\"' WHERE id = 1",
+        "DELETE FROM njp WHERE id = 2",
+    ]
+
+
 class _Counting(TestDecodingPlugin):
     """The text plugin, kept so the test can read its native counters."""
 
@@ -290,7 +306,8 @@ def test_native_text_equals_test_decoding(
             " xs ncomp[])",
             "CREATE TABLE ncmp (id int PRIMARY KEY, c ncomp)",
             "CREATE TABLE nnst (id int PRIMARY KEY, c nnest, cs nnest[], dm nmood_d)",
-            "CREATE TABLE npy (id int PRIMARY KEY, j jsonpath)",
+            "CREATE TABLE npy (id int PRIMARY KEY, a aclitem)",
+            "CREATE TABLE njp (id int PRIMARY KEY, j jsonpath, js jsonpath[])",
             "CREATE TABLE nsys (id int PRIMARY KEY, ts txid_snapshot, ps pg_snapshot,"
             " iv int2vector, ov oidvector, pss pg_snapshot[])",
             "CREATE TABLE narr (id int PRIMARY KEY, i4 int[], tx text[], nu numeric(10,2)[],"
@@ -321,7 +338,8 @@ def test_native_text_equals_test_decoding(
             "::nnest, ARRAY[ROW(NULL, g, NULL, '{}', '{}', NULL, '{}')::nnest, NULL],"
             " (ARRAY['sad', 'ok'])[g % 2 + 1]::nmood_d FROM generate_series(1, 20) g",
             "INSERT INTO nnst VALUES (21, NULL, '{}', NULL)",
-            "INSERT INTO npy SELECT g, '$.a[*]' FROM generate_series(1, 5) g",
+            "INSERT INTO npy SELECT g, 'postgres=r/postgres' FROM generate_series(1, 5) g",
+            *_jsonpath_rows(int(pg["version"])),
             "INSERT INTO nsys VALUES (1, '10:20:10,14,15', '9223372036854775000:"
             "9223372036854775807:', '1 -32768 32767', '0 4294967295 23',"
             " ARRAY['10:20:'::pg_snapshot, NULL]), (2, '1:1:', '100:200:150', '', '', '{}'),"
@@ -399,7 +417,11 @@ def test_native_text_equals_test_decoding(
     # 1e23's neighbour (a rounding bound) and 2^47 + 1/8 (a tie) print natively too
     assert "float Python decides" not in native.fallbacks, native.fallbacks
     plans = {key: plan for key, (_table, plan) in native._plans.items()}
-    assert sum(plan is None for plan in plans.values()) == 1  # npy: jsonpath
+    assert sum(plan is None for plan in plans.values()) == 1  # npy: aclitem
+    # jsonpath and jsonpath[] are printed natively (jsonpath_out in Rust)
+    assert all(plan is not None for t, plan in native._plans.values() if t.name == "njp")
+    assert any(t.name == "njp" for t, _ in native._plans.values())
+    assert not [r for r in native.fallbacks if "jsonpath" in r], native.fallbacks
     # nested composites with enum, array and domain fields, arrays of composites and a
     # domain over an enum are printed natively
     assert all(plan is not None for t, plan in native._plans.values() if t.name == "nnst")

@@ -6,7 +6,8 @@ PG15, 16 on PG18), the reg* family and xml declarations (PG15: the PG18 build ha
 libxml): scalars, arrays, NULLs and edge values, through INSERT, UPDATE (REPLICA
 IDENTITY FULL, so old tuples print too) and DELETE. Same method as
 test_text_plugin_vs_test_decoding.py: one WAL, a real test_decoding slot, identical
-output.
+output. Under the native core (PGCDC_IMPL=native) the jsonpath table is printed by the
+native writer (a plan, no jsonpath fallback); the aclitem / reg* table is Python's.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from typing import Any
 
 import pytest
 
+from service.impl import native_text_core
+from service.output.text import TestDecodingPlugin
 from tests.integration.decoding_support import compare
+from tests.integration.jsonpath_cases import JSONPATHS, JSONPATHS_17
 from tests.integration.test_text_plugin_vs_test_decoding import assert_same
 
 pytestmark = pytest.mark.integration
@@ -99,7 +103,21 @@ def test_new_builtin_types(pg: dict[str, Any]) -> None:
             'INSERT INTO x VALUES (2, \'<?xml version="1.0" standalone="yes"?><r/>\','
             " ARRAY[E'\\n<b/>'::xml])",
         ]
-    out = compare(pg, setup, workload)
+    paths = JSONPATHS + (JSONPATHS_17 if int(pg["version"]) >= 17 else [])
+    workload.append(
+        "INSERT INTO jp VALUES "
+        + ", ".join(
+            f"({i}, $jp${p}$jp$, ARRAY[$jp${p}$jp$::jsonpath])" for i, p in enumerate(paths, 10)
+        )
+    )
+    workload.append("UPDATE jp SET js = NULL WHERE id = 10")
+    plugins: list[TestDecodingPlugin] = []
+
+    def make() -> TestDecodingPlugin:
+        plugins.append(TestDecodingPlugin())
+        return plugins[-1]
+
+    out = compare(pg, setup, workload, plugin=make)
     assert_same(
         out,
         "table public.geo: DELETE: id[integer]:2 p[point]:'(NaN,Infinity)'…",
@@ -109,3 +127,12 @@ def test_new_builtin_types(pg: dict[str, Any]) -> None:
     )
     if int(pg["version"]) == 15:
         assert any("v[xml]:'<r x=\"1\"/>'" in line for line in out.expected)
+    (plugin,) = plugins
+    native = plugin.native_text
+    assert (native is not None) == (native_text_core() is not None)
+    if native is not None:
+        # jsonpath and jsonpath[] (jp) have a native plan and never fall back; misc's
+        # aclitem and reg* columns leave it to Python
+        plans = {t.name: plan for t, plan in native._plans.values()}
+        assert plans["jp"] is not None and plans["misc"] is None, plans
+        assert not [r for r in native.fallbacks if "jsonpath" in r], native.fallbacks

@@ -6,9 +6,9 @@ text writer (service._native.TextPlan), with damaged heap tuples.
 Seeds: tuples laid out as heap_form_tuple lays them out (null bitmap, alignment, 1-byte
 and 4-byte varlena headers, an inline pglz- and an lz4-compressed text, a dropped
 column) over a plan with every native kind (a composite with enum, array and nested
-composite fields, pg_snapshot, int2vector, oidvector among them, and a last column added
-with a default, which seeds of fewer attributes read from the plan's attmissingval),
-with random values and NULLs. Each case
+composite fields, pg_snapshot, int2vector, oidvector, and a jsonpath of a random item
+tree among them, and a last column added with a default, which seeds of fewer
+attributes read from the plan's attmissingval), with random values and NULLs. Each case
 damages one seed: flip a bit, set a byte, truncate, insert or delete bytes, or change
 natts, infomask's HEAP_HASNULL or t_hoff; then calls `RowPlan.encode`.
 
@@ -100,6 +100,7 @@ COLUMNS = [
     ("ps", -1, "d", "pg_snapshot", False),
     ("i2v", -1, "i", "int2vector", False),
     ("ov", -1, "i", "oidvector", False),
+    ("jp", -1, "i", "jsonpath", False),
     # added with a default after the seeds that lack it were written: read from the
     # plan's attmissingval datum (getmissingattr)
     ("late", 4, "i", "int4", False),
@@ -152,6 +153,7 @@ _TEXT = {
     "pg_snapshot": ("pg_snapshot", 5038),
     "int2vector": ("int2vector", 22),
     "oidvector": ("oidvector", 30),
+    "jsonpath": ("jsonpath", 4072),
 }
 REGISTRY = TypeRegistry(version=18)
 REGISTRY.add(TypeInfo(ENUM_OID, "mood", 4, True, "i", "e", "enum_out", enum_labels=ENUM_LABELS))
@@ -327,6 +329,9 @@ def _payload(kind: str, rng: random.Random) -> bytes:
             return forms.array_datum(21, 2, 2, items, [n], [0])
         items = [_value("oid", rng) for _ in range(n)]
         return forms.array_datum(26, 4, 4, items, [n], [0])
+    if kind == "jsonpath":
+        # a random item tree of any item kind (flattenJsonPathParseItem's layout)
+        return forms.jsonpath_datum(forms.random_jsonpath(rng, 3), rng.random() < 0.5)
     if kind in ("tstzrange", "int4range"):
         oid = 3910 if kind == "tstzrange" else 3904
         bound = (

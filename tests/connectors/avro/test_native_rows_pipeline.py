@@ -22,8 +22,10 @@ of domains (over numeric(5,2), that domain's domain, int4 and an enum), a table 
 geometric types (point as Debezium's Point record), tsvector, tsquery, the built-in
 ranges and multiranges, arrays of some of them and a composite, a table of composites
 nested in composites, with enum, array and domain fields, arrays of composites and a
-domain over an enum, and a table with a jsonpath column (no plan: Python) in the same
-transactions.
+domain over an enum, a table of jsonpath values (every item kind: lax/strict, each
+operator and its parentheses, filters, like_regex flags, .datetime, escapes, subscripts
+with `last`, .** bounds, and from PG17 the new methods) and jsonpath[], and a table
+with an aclitem column (no plan: Python) in the same transactions.
 
 The WAL is decoded three times by a pgcdc `Session`: into the reference plugin
 (AvroSerializer, generic datums: tests/connectors/avro/avro_reference.py), into
@@ -57,6 +59,7 @@ from tests.connectors.avro.avro_reference import ReferencePlugin
 from tests.connectors.avro.test_codec import drop_subjects
 from tests.connectors.avro.test_codec_pipeline import FrozenTime, _dsn, _pump, _session
 from tests.integration.extension_cases import EXTENSION_CASES, extension_ddl, has
+from tests.integration.jsonpath_cases import JSONPATHS, JSONPATHS_17
 
 pytestmark = pytest.mark.integration
 
@@ -84,7 +87,9 @@ ALTER TABLE n_full_float REPLICA IDENTITY FULL;
 CREATE TYPE n_inner AS (a int4);
 CREATE TYPE n_pair AS (a int4, b text, c n_inner);
 CREATE TYPE n_simple AS (a int4, b text, d date);
-CREATE TABLE n_python (id int4 PRIMARY KEY, doc n_pair, jp jsonpath);
+CREATE TABLE n_python (id int4 PRIMARY KEY, doc n_pair, acl aclitem);
+CREATE TABLE n_jpath (id int4 PRIMARY KEY, j jsonpath);
+CREATE TABLE n_jpath_arr (id int4 PRIMARY KEY, js jsonpath[]);
 CREATE DOMAIN n_posint AS int4 CHECK (VALUE > 0);
 CREATE DOMAIN n_price AS numeric(10, 2);
 CREATE DOMAIN n_label AS text;
@@ -123,6 +128,24 @@ CREATE TABLE n_sys (
     id int4 PRIMARY KEY, ts txid_snapshot, ps pg_snapshot, iv int2vector, ov oidvector,
     pss pg_snapshot[]);
 """
+
+
+def jsonpath_rows(version: int) -> list[str]:
+    """INSERTs of n_jpath (each path of JSONPATHS, those of JSONPATHS_17 from PG17, and
+    a NULL) and n_jpath_arr (arrays of them, NULL elements, empty)."""
+    paths = JSONPATHS + (JSONPATHS_17 if version >= 17 else [])
+    values = ", ".join(f"({i}, $jp${p}$jp$)" for i, p in enumerate(paths, 1))
+    return [
+        f"INSERT INTO n_jpath VALUES {values}, (0, NULL)",
+        "INSERT INTO n_jpath_arr VALUES (1, ARRAY[$jp$$.a$jp$::jsonpath, NULL,"
+        r""" $jp$$ ? (@ like_regex "a,b" flag "i")$jp$, $jp$strict $."x y"[last]$jp$]),"""
+        " (2, '{}'), (3, NULL)",
+        "INSERT INTO n_jpath_arr SELECT 100 + g, ARRAY[j, j] FROM n_jpath, generate_series(1, 3) g"
+        " WHERE n_jpath.id = g",
+        "UPDATE n_jpath SET j = '$.updated' WHERE id = 1",
+        "DELETE FROM n_jpath WHERE id = 2",
+    ]
+
 
 # Edge values of the types the native encoder gained second, then a bulk of them.
 _MORE_ROWS = [
@@ -352,7 +375,7 @@ WORKLOAD = [
     "INSERT INTO n_full_float VALUES (1.5, 'a'), ('NaN', 'nan')",
     "UPDATE n_full_float SET v = v || '!'",
     *_MORE_ROWS,
-    # a composite table (no native plan) interleaved with native rows in one transaction
+    # a table without a native plan (aclitem) interleaved with native rows in one transaction
     """BEGIN; INSERT INTO n_python VALUES (1, '(1,x,"(1)")');
        INSERT INTO n_all (id, t) VALUES (5000, 'mixed');
        INSERT INTO n_python VALUES (2, '(2,,)'); COMMIT""",
@@ -465,6 +488,7 @@ def test_native_rows_equal_python_and_reference(
             cur.execute(_LZ4)
             found = cur.fetchone()
             workload = [*WORKLOAD, ext_rows, "DELETE FROM n_ext WHERE id = 3"]
+            workload += jsonpath_rows(int(pg["version"]))
             xml = _has_xml(cur)
             if xml:  # where the server has libxml (not the PG18 build here)
                 cur.execute("ALTER TABLE n_more ADD COLUMN x xml")
@@ -557,6 +581,8 @@ def test_native_rows_equal_python_and_reference(
             "n_dom",
             "n_nested",
             "n_sys",
+            "n_jpath",
+            "n_jpath_arr",
         }
         assert len(expected) > 500
         for name, records in (("python", python), ("native", got)):
@@ -601,6 +627,12 @@ def test_native_rows_equal_python_and_reference(
             sys_rows = [(n, done) for table, n, done in groups if table == "n_sys"]
             assert sum(n for n, _ in sys_rows) >= 200, sys_rows
             assert all(n == done for n, done in sys_rows), sys_rows
+            # jsonpath (jsonpath_out, every item kind) and jsonpath[]: native, row for row
+            for name in ("n_jpath", "n_jpath_arr"):
+                jp = [(n, done) for table, n, done in groups if table == name]
+                assert sum(n for n, _ in jp) >= 6, (name, jp)
+                assert all(n == done for n, done in jp), (name, jp)
+            assert not [r for r in counts.fallbacks if "jsonpath" in r], counts.fallbacks
             if xml:
                 assert "xml declaration Python decides" in counts.fallbacks, counts.fallbacks
             # TOAST values are native; only the UPDATE that leaves one unchanged (its

@@ -21,9 +21,10 @@ cube, earth and seg (read as their text, their value). Then:
   `AvroPlugin` on the Python path and one as `PGCDC_IMPL` selects it, with the plugins'
   clock frozen. Both must write the same records: topic, key bytes, value bytes, headers.
   Under the native core the test also requires that rows went native (n_all, n_more,
-  n_arr, n_arr2, n_dom, n_geo, n_geo2, n_ext2, n_sys; n_arr, n_geo, n_geo2, n_ext2 and
-  n_sys without the table ever falling back as a whole), that a table without a native plan
-  (n_python's jsonpath: its chunks never reach the native rows) and one whose
+  n_arr, n_arr2, n_dom, n_geo, n_geo2, n_ext2, n_sys, n_jpath; n_arr, n_geo, n_geo2,
+  n_ext2, n_sys and n_jpath without the table ever falling back as a whole), that a table
+  without a native plan (n_python's aclitem) and one selected as `::text[]` (n_jpath_arr's
+  jsonpath[]: their chunks never reach the native rows) and one whose
   composites' fields have no send rewrite (n_nested) fell back as a whole (its reason
   counted), and that a
   row the Python path decides (NaN numerics) fell back on its own.
@@ -60,7 +61,12 @@ from service.lsn import parse_lsn
 from service.output.api import OutputRecord, PluginContext, PluginWrapper, RecordRun
 from service.tablesnap.plan import END, Interval, TableJob
 from tests.connectors.avro.test_codec_pipeline import FrozenTime, _dsn, _pump, _session
-from tests.connectors.avro.test_native_rows_pipeline import _LZ4, SCHEMA, WORKLOAD
+from tests.connectors.avro.test_native_rows_pipeline import (
+    _LZ4,
+    SCHEMA,
+    WORKLOAD,
+    jsonpath_rows,
+)
 from tests.integration.extension_cases import EXTENSION_CASES, extension_ddl, has
 
 pytestmark = pytest.mark.integration
@@ -80,6 +86,8 @@ TABLES = [
     "n_sys",
     "n_python",
     "n_nested",
+    "n_jpath",
+    "n_jpath_arr",
 ]
 # The extension types the snapshot reads in their send format (tablesnap::extension), as
 # far as the server has them: hstore (PG15, PG18), PostGIS (PG15), pgvector (PG18); and
@@ -293,7 +301,7 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
             found = cur.fetchone()
             if found is not None and found[0]:
                 cur.execute("ALTER TABLE n_all ADD COLUMN big4 text COMPRESSION lz4")
-            for sql in WORKLOAD:
+            for sql in [*WORKLOAD, *jsonpath_rows(int(pg["version"]))]:
                 cur.execute(sql)
             cur.execute(ARR2)
             cur.execute(GEO2)
@@ -332,15 +340,18 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 # (n_geo, n_geo2), hstore, PostGIS, pgvector and the extension types
                 # read as their text (n_ext2, as far as the server has them),
                 # txid_snapshot, pg_snapshot (and arrays of it), int2vector and oidvector
-                # (n_sys); a jsonpath column (n_python) does not
-                native_tables = ("n_arr", "n_geo", "n_geo2", "n_ext2", "n_sys")
+                # (n_sys), and jsonpath, read as its `::text` (n_jpath); an aclitem
+                # column (n_python) and jsonpath[] (n_jpath_arr, `::text[]`) do not
+                native_tables = ("n_arr", "n_geo", "n_geo2", "n_ext2", "n_sys", "n_jpath")
                 for t in ("n_all", "n_more", "n_arr2", "n_dom", *native_tables):
                     assert sum(d for d in done_by_table[t] if d > 0) > 0, (t, done_by_table)
                 for t in native_tables:
                     assert -1 not in done_by_table[t], (t, done_by_table)
-                # jsonpath has no native COPY form: n_python's chunks are parsed in Python
-                # and never reach the native rows
+                # aclitem (n_python) and arrays read as `::text[]` (n_jpath_arr) have no
+                # native COPY form: their chunks are parsed in Python and never reach the
+                # native rows
                 assert "n_python" not in done_by_table, done_by_table
+                assert "n_jpath_arr" not in done_by_table, done_by_table
             # the stream, of the same rows copied into twin tables
             for t in TABLES:
                 cur.execute(f"CREATE TABLE twin_{t} (LIKE {t} INCLUDING ALL)")

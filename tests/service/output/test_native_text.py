@@ -155,6 +155,11 @@ _DATUMS: dict[int, st.SearchStrategy[bytes]] = {
     30: st.lists(st.integers(0, 2**32 - 1), max_size=8).map(
         lambda v: forms.array_datum(26, 4, 4, [struct.pack("<I", x) for x in v], [len(v)], [0])
     ),
+    4072: st.builds(
+        lambda rng, lax: forms.jsonpath_datum(forms.random_jsonpath(rng, 4), lax),
+        st.randoms(use_true_random=False),
+        st.booleans(),
+    ),
 }
 # Kinds whose stored forms only the server makes here (their own Rust tests hold golden
 # server datums; tests/integration/test_native_text.py compares them on real WAL).
@@ -234,7 +239,13 @@ def test_a_bad_tuple_raises_the_deformers_error() -> None:
         plan_of(25).lines([bad], [1], 0, "", False)
 
 
-_DAMAGEABLE = {3802: forms.JSONB, 869: forms.INET, 1562: forms.VARBIT, 1186: forms.INTERVAL}
+_DAMAGEABLE = {
+    3802: forms.JSONB,
+    869: forms.INET,
+    1562: forms.VARBIT,
+    1186: forms.INTERVAL,
+    4072: _DATUMS[4072],
+}
 
 
 @pytest.mark.parametrize("oid", sorted(_DAMAGEABLE))
@@ -258,7 +269,9 @@ def test_damaged_forms_fall_back_or_print_the_same(oid: int, data: st.DataObject
     lines, reason = plan_of(oid).lines([tuple_of(attlen, bytes(datum))], [1], 0, "", False)
     try:
         expected = python_text(oid, bytes(datum))
-    except DecodeError:
+    except (DecodeError, RecursionError):
+        # RecursionError: a damaged jsonpath whose offsets loop (the Python reference's
+        # recursion has no bound of its own; the native writer's has, and falls back)
         assert lines == [] and reason is not None, (datum, lines)
         return
     assert lines in ([expected], []), datum

@@ -306,3 +306,139 @@ def ranges_of(oid: int) -> st.SearchStrategy[bytes]:
         st.one_of(st.none(), values),
         st.sampled_from([0, 0x02, 0x04, 0x06, 0x01]),
     )
+
+
+# jsonpath (jsonpath.h): JsonPathItemType numbers by shape, as the Python reference
+# service.types.jsonpath names them (15/16's 0..42, 17's 43..53).
+_JP_BINARY = (4, 5, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 41)
+_JP_UNARY = (6, 7, 19, 20, 29, 30)  # NOT, IS_UNKNOWN, PLUS, MINUS, FILTER, EXISTS
+_JP_METHODS = (31, 32, 33, 34, 35, 36, 38, 43, 44, 45, 47, 48, 49)
+_JP_ONE_ARG = (37, 50, 51, 52, 53)  # .datetime(fmt), .time(p) .. .timestamp_tz(p)
+_JP_DECIMAL, _JP_INDEX, _JP_ANY, _JP_LIKE = 46, 23, 24, 42
+_JP_STRINGS = (1, 25, 28)  # STRING, KEY, VARIABLE
+_JP_BARE = (0, 21, 22, 26, 27, 40)  # NULL, ANY_ARRAY, ANY_KEY, CURRENT, ROOT, LAST
+_JP_TEXTS = ["a", "", 'k "q"', "é\n\t\x01\\", "HH24:MI"]
+# A jsonpath item: (type, payload, next item or None); the payload by type: the
+# string's text, the numeric's (n, dscale), the bool, argument items (None: absent),
+# subscripts [(from, to or None)], (first, last) levels, or like_regex's (flags, expr,
+# pattern).
+JsonPathItem = tuple[int, Any, "JsonPathItem | None"]
+
+
+def random_jsonpath(rng: random.Random, depth: int) -> JsonPathItem:
+    """A random jsonpath item tree (an expression, then a chain of accessors), `depth`
+    levels of arguments at most: any item kind, not only those the parser combines."""
+
+    def leaf() -> JsonPathItem:
+        kind = rng.choice((2, 3, *_JP_STRINGS, *_JP_BARE))
+        if kind == 2:
+            return 2, (rng.randint(-(10**9), 10**9), rng.choice([0, 0, 2, 5])), None
+        if kind == 3:
+            return 3, rng.random() < 0.5, None
+        if kind in _JP_STRINGS:
+            return kind, rng.choice(_JP_TEXTS), None
+        return kind, None, None
+
+    def chain(head: JsonPathItem, d: int) -> JsonPathItem:
+        links = rng.randint(0, 3)
+        if links == 0:
+            return head
+        node: JsonPathItem | None = None
+        for _ in range(links):
+            node = (*accessor(d)[:2], node)
+        return head[0], head[1], node
+
+    def accessor(d: int) -> JsonPathItem:
+        kind = rng.choice(
+            (25, 21, 22, _JP_INDEX, _JP_ANY, 29, *_JP_METHODS, *_JP_ONE_ARG, _JP_DECIMAL)
+        )
+        if kind == 25:
+            return 25, rng.choice(_JP_TEXTS), None
+        if kind == _JP_INDEX:
+            subs = [
+                (expr(d - 1), expr(d - 1) if rng.random() < 0.4 else None)
+                for _ in range(rng.randint(1, 3))
+            ]
+            return kind, subs, None
+        if kind == _JP_ANY:
+            level = rng.choice([0, 1, 2, 0xFFFFFFFF])
+            return kind, (level, rng.choice([level, 3, 0xFFFFFFFF])), None
+        if kind == 29:
+            return kind, [expr(d - 1)], None
+        if kind in _JP_ONE_ARG:
+            arg = (1, "HH24", None) if kind == 37 else (2, (rng.randint(0, 6), 0), None)
+            return kind, [arg if rng.random() < 0.6 else None], None
+        if kind == _JP_DECIMAL:
+            p, s = (2, (rng.randint(1, 20), 0), None), (2, (rng.randint(0, 5), 0), None)
+            return kind, rng.choice([[None, None], [p, None], [p, s]]), None
+        return kind, None, None
+
+    def expr(d: int) -> JsonPathItem:
+        if d <= 0 or rng.random() < 0.3:
+            return chain(leaf(), 0)
+        r = rng.random()
+        if r < 0.45:
+            node: JsonPathItem = rng.choice(_JP_BINARY), [expr(d - 1), expr(d - 1)], None
+        elif r < 0.7:
+            node = rng.choice(_JP_UNARY), [expr(d - 1)], None
+        elif r < 0.8:
+            flags, pattern = rng.randint(0, 0x1F), rng.choice(_JP_TEXTS)
+            node = _JP_LIKE, (flags, expr(d - 1), pattern), None
+        else:
+            node = leaf()
+        return chain(node, d - 1)
+
+    return expr(depth)
+
+
+def _jsonpath_flatten(buf: bytearray, item: JsonPathItem) -> int:
+    """Appends `item` as flattenJsonPathParseItem lays it out (its type byte, padding to
+    4, the next offset, the payload, then its arguments, then its next item; offsets
+    relative to the item); returns its position."""
+    kind, payload, nxt = item
+    pos = len(buf)
+    buf.append(kind)
+    _pad4(buf)
+    next_at = len(buf)
+    buf += bytes(4)
+
+    def args_at(at: int, args: list[JsonPathItem | None]) -> None:
+        for i, arg in enumerate(args):
+            if arg is not None:
+                struct.pack_into("<i", buf, at + 4 * i, _jsonpath_flatten(buf, arg) - pos)
+
+    if kind in _JP_STRINGS:
+        text = payload.encode()
+        buf += struct.pack("<i", len(text)) + text + b"\0"
+    elif kind == 2:
+        num = numeric_payload(*payload)
+        buf += struct.pack("<I", (len(num) + 4) << 2) + num
+    elif kind == 3:
+        buf.append(int(payload))
+    elif kind in (*_JP_BINARY, _JP_DECIMAL, *_JP_UNARY, *_JP_ONE_ARG):
+        at = len(buf)
+        buf += bytes(4 * len(payload))
+        args_at(at, payload)
+    elif kind == _JP_INDEX:
+        buf += struct.pack("<i", len(payload))
+        at = len(buf)
+        buf += bytes(8 * len(payload))
+        args_at(at, [x for pair in payload for x in pair])
+    elif kind == _JP_ANY:
+        buf += struct.pack("<II", *payload)
+    elif kind == _JP_LIKE:
+        flags, expr, pattern = payload
+        text = pattern.encode()
+        at = len(buf)
+        buf += struct.pack("<IiI", flags, 0, len(text)) + text + b"\0"
+        args_at(at + 4, [expr])
+    if nxt is not None:
+        struct.pack_into("<i", buf, next_at, _jsonpath_flatten(buf, nxt) - pos)
+    return pos
+
+
+def jsonpath_datum(item: JsonPathItem, lax: bool = True) -> bytes:
+    """A jsonpath's varlena payload: the header (version 1, the lax flag), the items."""
+    items = bytearray()
+    _jsonpath_flatten(items, item)
+    return struct.pack("<I", 1 | (0x80000000 if lax else 0)) + bytes(items)

@@ -21,8 +21,8 @@
 //! point_recv): network byte order turned into the stored image; the types published as
 //! their output text (geometric, ranges and multiranges, tsvector, pg_lsn, xid, xid8)
 //! have theirs in tablesnap::sendform; the extension types valued as their text (ltree,
-//! lquery, cube, seg, isn) are selected as `::text`, so their field is the string the
-//! encoder writes (`copy_kind`); int2vector and oidvector are arrays of int2 / oid
+//! lquery, cube, seg, isn) and jsonpath are selected as `::text`, so their field is the
+//! string the encoder writes (`copy_kind`); int2vector and oidvector are arrays of int2 / oid
 //! (`array`). enum_send is the label,
 //! which is what the encoder writes (checked against the plan's labels). jsonb has no
 //! stored form reachable from jsonb_send (a version byte and jsonb_out's text), so a
@@ -236,13 +236,19 @@ fn vector(o: Output) -> bool {
     matches!(o, Output::Int2Vector | Output::OidVector)
 }
 
-/// The extension types published as their output text, which the snapshot selects as
-/// `::text` (service.types.snapshot_rewrites.EXTENSION_TEXT_VALUED: ltree, lquery, cube
-/// and earth, seg, the isn types): the field is the value, encoded as a string.
+/// The types published as their output text which the snapshot selects as `::text`
+/// (service.types.snapshot_rewrites.EXTENSION_TEXT_VALUED: ltree, lquery, cube and
+/// earth, seg, the isn types; and TEXT_VALUED's jsonpath, whose `::text` is the I/O
+/// cast, jsonpath_out's text): the field is the value, encoded as a string.
 fn text_read(o: Output) -> bool {
     matches!(
         o,
-        Output::Ltree | Output::Lquery | Output::Cube | Output::Seg | Output::Isn(_)
+        Output::Ltree
+            | Output::Lquery
+            | Output::Cube
+            | Output::Seg
+            | Output::Isn(_)
+            | Output::Jsonpath
     )
 }
 

@@ -193,6 +193,12 @@ fn fixed_widths() {
     assert_eq!(stored(ltree, b"a.b").unwrap().as_ref(), b"a.b");
     assert_eq!(copy_kind(ltree), Some(Kind::Text));
     assert!(!element_rewrites(ltree)); // ltree[] is selected as `::text[]`
+                                       // jsonpath too: its `::text` is jsonpath_out's (jsonpath_send is a version byte and
+                                       // the text, not the stored item tree)
+    let jsonpath = Kind::Output(crate::types::outtext::Output::Jsonpath);
+    assert_eq!(stored(jsonpath, b"$.a").unwrap().as_ref(), b"$.a");
+    assert_eq!(copy_kind(jsonpath), Some(Kind::Text));
+    assert!(!element_rewrites(jsonpath)); // jsonpath[] is selected as `::text[]`
     let hstore_text = Kind::Output(crate::types::outtext::Output::Hstore);
     assert_eq!(copy_kind(hstore_text), None);
 }

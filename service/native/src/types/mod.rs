@@ -1,9 +1,9 @@
 //! The type family decoders: a stored datum (a fixed-length image, or a varlena's
 //! payload) read as its type's value, and the helpers they share. One module per type
 //! family, as service.types has (psycopg's layout): `numeric`, `datetime`, `float`,
-//! `formats` (bits, money, interval, timetz, char, xml), `network`, `jsonb`, `array`,
-//! `range`, `geometric`, `tsearch`, `postgis`, `pgvector` and the `extension` types;
-//! `outtext` names the types published as their output text; `deform` is
+//! `formats` (bits, money, interval, timetz, char, xml), `network`, `jsonb`, `jsonpath`,
+//! `array`, `range`, `geometric`, `tsearch`, `postgis`, `pgvector` and the `extension`
+//! types; `outtext` names the types published as their output text; `deform` is
 //! heap_deform_tuple over a table's attributes (service.types.deform).
 //!
 //! Receives: bytes the deform (or a COPY field rewritten to its stored form) hands over.
@@ -21,6 +21,7 @@ pub mod float;
 pub mod formats;
 pub mod geometric;
 pub mod jsonb;
+pub mod jsonpath;
 pub mod network;
 pub mod numeric;
 pub mod outtext;

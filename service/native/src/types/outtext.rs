@@ -8,7 +8,8 @@
 //! (`write`): the geometric types (types::geometric), tsvector and tsquery
 //! (types::tsearch), the built-in ranges and multiranges (types::range), pg_lsn, xid,
 //! cid and xid8 (service.types.text), txid_snapshot and pg_snapshot (types::snapshot),
-//! int2vector and oidvector (types::array::vector_text), and the extension types hstore, ltree, lquery,
+//! int2vector and oidvector (types::array::vector_text), jsonpath (types::jsonpath), and
+//! the extension types hstore, ltree, lquery,
 //! cube, seg and the isn types (types::extension), PostGIS geometry and geography
 //! (types::postgis) and pgvector's vector, halfvec and sparsevec (types::pgvector).
 //! Errors: each writer's `Err(reason)` (the row falls back to Python). Pure, no panics.
@@ -16,7 +17,9 @@
 use std::fmt::Write;
 
 use super::extension::{self, IsnKind};
-use super::{array, fixed, geometric, pgvector, postgis, range::RangeSub, snapshot, tsearch};
+use super::{
+    array, fixed, geometric, jsonpath, pgvector, postgis, range::RangeSub, snapshot, tsearch,
+};
 
 /// A built-in type published as its output text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +46,8 @@ pub enum Output {
     /// int2vectorout, oidvectorout (types::array::vector_text).
     Int2Vector,
     OidVector,
+    /// jsonpath_out (types::jsonpath): the item tree printed.
+    Jsonpath,
     /// Extension types (types::extension): hstore_out, ltree_out, lquery_out, cube_out
     /// (earth too), seg_out, isn_out / ean13_out.
     Hstore,
@@ -87,6 +92,7 @@ impl Output {
             "pg_snapshot" => Output::Snapshot,
             "int2vector" => Output::Int2Vector,
             "oidvector" => Output::OidVector,
+            "jsonpath" => Output::Jsonpath,
             "hstore" => Output::Hstore,
             "ltree" => Output::Ltree,
             "lquery" => Output::Lquery,
@@ -155,6 +161,7 @@ impl Output {
             Output::Snapshot => snapshot::snapshot_text(out, d),
             Output::Int2Vector => array::vector_text(out, d, false),
             Output::OidVector => array::vector_text(out, d, true),
+            Output::Jsonpath => jsonpath::jsonpath_text(out, d),
             Output::Hstore => extension::hstore_text(out, d),
             Output::Ltree => extension::ltree_text(out, d),
             Output::Lquery => extension::lquery_text(out, d),
@@ -188,6 +195,8 @@ mod tests {
             Some(Output::Range(RangeSub::Int8))
         );
         assert_eq!(Output::parse("polygon"), Some(Output::Polygon));
+        assert_eq!(Output::parse("jsonpath"), Some(Output::Jsonpath));
+        assert_eq!(Output::Jsonpath.attlen(), -1);
         assert_eq!(Output::parse("isbn13"), Some(Output::Isn(IsnKind::Isbn13)));
         assert_eq!(Output::Seg.attlen(), 12);
         assert_eq!(Output::parse("range"), None);
