@@ -203,3 +203,38 @@ def test_a_locked_read_keeps_writers_out_until_the_high_watermark(db: str) -> No
     finally:
         writer.close()
         reader.close()
+
+
+def _flushed(dsn: str) -> int:
+    conn = psycopg2.connect(dsn)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT pg_current_wal_flush_lsn() - '0/0'::pg_lsn")
+            return int(cur.fetchone()[0])
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("lock", [False, True])
+def test_the_high_watermark_is_flushed_when_the_read_returns(db: str, lock: bool) -> None:
+    """A chunk is published only once its high watermark is decoded, and a walsender
+    sends only flushed WAL: when read() returns, the server's flush position is past
+    the high watermark (a non-transactional message alone waits for the WAL writer,
+    200 ms by default), with and without the table lock; ten reads in a row, so that
+    another session's commit cannot flush them all by chance."""
+    reader = ChunkReader(db, FilterSettings())
+    try:
+        oid = _oid(db, "n")
+        for page in range(10):
+            read = reader.read(
+                ChunkSpec(oid, "public.n", False, page, page + 1),
+                rows=10**6,
+                max_bytes=10**6,
+                low={},
+                high={},
+                on_read=lambda _: None,
+                lock=lock,
+            )
+            assert _flushed(db) >= read.high_lsn, (page, read.high_lsn)  # its end LSN
+    finally:
+        reader.close()
