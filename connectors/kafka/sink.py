@@ -430,7 +430,7 @@ class KafkaSink:
 
     def poll(self) -> bool:
         """Serve producer events; commit a complete batch that is too old. True if committed."""
-        self._producer.poll(0)
+        self._poll(0)
         self._admin.poll(0)  # its queued log lines (connectors.kafka.client_log)
         if (
             self._pending is not None
@@ -495,6 +495,20 @@ class KafkaSink:
         if err.fatal():
             raise RestartableError(f"Kafka producer failed fatally in {op}: {err.str()}")
 
+    def _poll(self, timeout: float) -> None:
+        """producer.poll, whose KafkaException is a fatal error librdkafka raised since the
+        last call (the producer has no error_cb): a worker that took over fenced this one
+        between two produce calls, say. Raised as the produce and commit paths raise it
+        (`_raise_if_fatal`: FencedError naming the slot), not as an uncaught exception."""
+        try:
+            self._producer.poll(timeout)
+        except KafkaException as exc:
+            err = exc.args[0]
+            if not isinstance(err, KafkaError):
+                raise RestartableError(f"Kafka producer poll failed: {exc}") from exc
+            self._raise_if_fatal(err, "poll")
+            raise RestartableError(f"Kafka producer poll failed: {err.str()}") from exc
+
     def _classify(self, exc: KafkaException, op: str) -> _Retry:
         err = exc.args[0]
         if not isinstance(err, KafkaError):
@@ -534,7 +548,7 @@ class KafkaSink:
                         f"produce: librdkafka's queue stayed full for {self.retry_budget_s:.0f}s"
                     ) from exc
                 self._check_timeout("produce", "the local queue is full")
-                self._producer.poll(0.1)
+                self._poll(0.1)
             except KafkaException as exc:
                 raise self._classify(exc, "produce") from exc
 
@@ -544,7 +558,7 @@ class KafkaSink:
         self._since_poll += n
         if self._since_poll >= _POLL_EVERY:
             self._since_poll = 0
-            self._producer.poll(0)
+            self._poll(0)
             self._check_timeout("produce", "still producing")
 
     def _check_timeout(self, op: str, why: str, *, margin: float = _TIMEOUT_MARGIN) -> None:

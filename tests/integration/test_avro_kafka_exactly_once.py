@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,34 @@ def test_second_worker_fences_the_first(kafka: dict[str, Any], registry: dict[st
         assert first.sink.dead
     ids = [r.value["after"]["id"] for r in read_topics(settings, [f"{prefix}.public.f"])]
     assert ids == [1, 2]
+
+
+def test_fencing_found_by_poll_is_a_fenced_error(
+    kafka: dict[str, Any], registry: dict[str, Any]
+) -> None:
+    """A worker fenced between two produce calls learns it when librdkafka's ProduceRequest
+    fails, and producer.poll raises that fatal error: the sink's poll raises FencedError
+    naming the slot (an uncaught KafkaException crashed the worker there, in a CI run of
+    test_pipeline_kafka's fencing test), and the sink is dead."""
+    prefix, slot = unique("fencepoll"), unique("slot")
+    settings = make_settings(kafka, registry, prefix, slot)
+    rel = RelationInfo(
+        17101, "public", "f", "d", ("id",), (col("id", 23, 1, notnull=True),), defined_at=1
+    )
+    with Harness(settings) as first:
+        first.start()
+        first.txn(100, 0x1000, [insert(rel, 0x800, id=1)])
+        first.sink.flush()
+        with Harness(settings) as second:
+            second.start()
+            # produced into librdkafka's queue: the broker refuses them afterwards
+            first.txn(101, 0x2000, [insert(rel, 0x1800 + i, id=2 + i) for i in range(50)])
+            with pytest.raises(FencedError, match="took over slot"):
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline:
+                    first.sink.poll()
+                    time.sleep(0.05)
+        assert first.sink.dead
 
 
 def test_schema_evolution_backward(kafka: dict[str, Any], registry: dict[str, Any]) -> None:
