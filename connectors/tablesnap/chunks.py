@@ -259,22 +259,13 @@ class ChunkReader:
         synchronous_commit = local), and with it the message before it."""
         conn = self._sql()
         text = json.dumps(payload, separators=(",", ":"))
+        call, also = "pg_logical_emit_message(%s, %s, %s)::text", ""
+        if flush and conn.server_version >= 170000:
+            call = "pg_logical_emit_message(%s, %s, %s, true)::text"
+        elif flush:
+            also = ", pg_current_xact_id()"
         with conn.cursor() as cur:
-            if flush and conn.server_version >= 170000:
-                cur.execute(
-                    "SELECT pg_logical_emit_message(%s, %s, %s, true)::text",
-                    (transactional, prefix, text),
-                )
-            elif flush:
-                cur.execute(
-                    "SELECT pg_logical_emit_message(%s, %s, %s)::text, pg_current_xact_id()",
-                    (transactional, prefix, text),
-                )
-            else:
-                cur.execute(
-                    "SELECT pg_logical_emit_message(%s, %s, %s)::text",
-                    (transactional, prefix, text),
-                )
+            cur.execute(f"SELECT {call}{also}", (transactional, prefix, text))
             row = cur.fetchone()
         return parse_lsn(str(row[0]))
 
