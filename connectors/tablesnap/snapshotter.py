@@ -573,7 +573,9 @@ class Snapshotter:
             if names
             else [(None, i) for i in range(len(read.rows))]
         )
-        outcome = self.tracker.high(p.chunk_id, rows, read.snapshot.xip if read.snapshot else ())
+        snap = read.snapshot
+        assert snap is not None  # set by every read that is not `missing`
+        outcome = self.tracker.high(p.chunk_id, rows, snap.xip, snap.xmax)
         if outcome.retry is not None or not same:
             self.retries += 1
             with self.lock:

@@ -26,11 +26,22 @@ before the window opened, and S's stale row would overwrite it. Such an X is in 
 `xip` (it was running when S was taken). `high` therefore also receives S's in-progress
 xids, and the tracker remembers the xids (and tables) of the last `ring_size` commits:
 if one of S's in-progress xids committed before the low watermark and changed T, the
-chunk is not published but re-read (`Outcome.retry`). A transaction with an xid at or
-past S's xmax was not even started when S was taken, after the low watermark was
-written, so it commits after it and is covered by the window. (A commit older than the
-ring, which means one stuck between its commit record and the proc array for more than
-`ring_size` later commits, is not detected: documented, not guessed away.)
+chunk is not published but re-read (`Outcome.retry`).
+
+S's xip alone does not name every such X. GetSnapshotData sets xmax to
+latestCompletedXid + 1 and leaves out of xip every running xid at or past it: they
+are invisible all the same (XidInMVCCSnapshot). X is often the newest xid there is (a
+single writer's next transaction), so while it waits between its commit record and
+the proc array, no xid at or past its own has completed, and X is not in xip. A
+commit before the low watermark whose xid is at or past S's xmax is therefore such an
+X as well. Every transaction that completed before S has an xid below S's xmax, so
+this never re-reads a chunk that was read correctly. The tracker keeps the newest
+committed xid, so `high` looks through the ring for these only when the newest xid
+committed before the window is at or past S's xmax.
+
+(A commit older than the ring, which means one stuck between its commit record and
+the proc array for more than `ring_size` later commits, is not detected: documented,
+not guessed away.)
 
 Tables without a usable key (chunked by CTID): any change of T inside the window, or
 a TRUNCATE of T, makes every row suspect (`all_changed`), and the chunk is re-read.
@@ -69,6 +80,8 @@ from collections.abc import Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from service.reorder.buffer import xid_precedes
+
 Row = TypeVar("Row")
 
 RING_SIZE = 65536
@@ -93,6 +106,8 @@ class ChunkWindow:
     # The commit sequence number when the low watermark was decoded: commits numbered
     # at or below it came before the window.
     opened_seq: int
+    # The newest xid committed before the window (0: none yet).
+    newest_before: int = 0
     changed: set[Hashable] = field(default_factory=set)  # keys changed inside the window
     all_changed: bool = False  # a TRUNCATE, or any change of a keyless table
     truncated: bool = False
@@ -117,6 +132,7 @@ class WindowTracker:
     def __init__(self, ring_size: int = RING_SIZE) -> None:
         self.ring_size = ring_size
         self.commit_seq = 0
+        self.newest_xid = 0  # the newest committed xid (TransactionIdPrecedes order)
         # xid -> (commit sequence number, tables it changed); oldest first.
         self._recent: OrderedDict[int, tuple[int, frozenset[int]]] = OrderedDict()
         self._open: dict[str, ChunkWindow] = {}
@@ -188,6 +204,8 @@ class WindowTracker:
         """The transaction whose changes were just replayed has committed."""
         self.commit_seq += 1
         if xid:
+            if not self.newest_xid or xid_precedes(self.newest_xid, xid):
+                self.newest_xid = xid
             self._recent[xid] = (self.commit_seq, frozenset(self._txn_tables))
             self._recent.move_to_end(xid)
             while len(self._recent) > self.ring_size:
@@ -200,7 +218,7 @@ class WindowTracker:
         """The chunk's low watermark was decoded: its window opens."""
         if chunk_id in self._open:
             raise ValueError(f"window {chunk_id} is already open")
-        window = ChunkWindow(chunk_id, table, keyed, self.commit_seq)
+        window = ChunkWindow(chunk_id, table, keyed, self.commit_seq, self.newest_xid)
         self._open[chunk_id] = window
         self._by_table.setdefault(table, []).append(window)
 
@@ -220,10 +238,12 @@ class WindowTracker:
         chunk_id: str,
         rows: Sequence[tuple[Hashable, Row]],
         in_progress: Collection[int],
+        xmax: int,
     ) -> Outcome[Row]:
         """The chunk's high watermark was decoded: close the window and filter `rows`.
 
-        `rows` are (key, row) as read under S; `in_progress` is S's xip.
+        `rows` are (key, row) as read under S; `in_progress` and `xmax` are S's xip and
+        xmax (32-bit xids).
         """
         window = self._open.pop(chunk_id, None)
         if window is None:
@@ -232,7 +252,7 @@ class WindowTracker:
         siblings.remove(window)
         if not siblings:
             del self._by_table[window.table]
-        for xid in in_progress:
+        for xid in self._unseen(window, in_progress, xmax):
             seen = self._recent.get(xid)
             if seen is not None and seen[0] <= window.opened_seq and window.table in seen[1]:
                 return Outcome(
@@ -252,6 +272,18 @@ class WindowTracker:
                 if st is not None:
                     filled.append((st.values, st.missing, row))
         return Outcome(kept, len(rows) - len(kept), filled=filled)
+
+    def _unseen(
+        self, window: ChunkWindow, in_progress: Collection[int], xmax: int
+    ) -> Iterable[int]:
+        """The xids S could not see that may have committed before the window: its xip,
+        and, when the newest commit before the window is at or past S's xmax, the
+        ring's xids at or past it (module docstring)."""
+        newest = window.newest_before
+        if not newest or xid_precedes(newest, xmax):
+            return in_progress
+        late = [xid for xid in self._recent if not xid_precedes(xid, xmax)]
+        return [*in_progress, *late]
 
     def abandon(self, chunk_id: str) -> None:
         """Forget a window whose chunk will not be published (stop, or a failed read)."""

@@ -3,6 +3,7 @@
 A model database of a few keys runs random transactions while chunks of it are read
 between low and high watermarks, in random interleavings, with transactions whose
 commit record precedes their visibility (the proc-array race) and overlapping windows.
+Snapshots are made as GetSnapshotData makes them (xmax and xip; module `Sim.snapshot`).
 The events a consumer sees (stream changes at their commits, kept chunk rows at each
 high watermark) are replayed per key; whatever the interleaving, the replay must equal
 the model's final state, and no key may be read (op r) twice.
@@ -19,6 +20,8 @@ from service.tablesnap.watermark import WindowTracker
 
 TABLE = 1
 KEYS = 12
+FIRST_XID = 100
+XMAX_ALL = 1 << 20  # past every xid a test commits: all completed
 
 
 @dataclass
@@ -48,8 +51,15 @@ class Sim:
                         state[k] = v
         return state
 
-    def in_progress(self, tick: int) -> set[int]:
-        return {t.xid for t in self.txns if t.commit <= tick < t.visible}
+    def snapshot(self, tick: int) -> tuple[set[int], int]:
+        """(xip, xmax) of a snapshot taken at `tick`, as GetSnapshotData makes them:
+        xmax is the newest completed xid + 1, and xip holds only the running xids below
+        it. A transaction between its commit record and its visibility whose xid is
+        the newest is therefore not in xip, only at or past xmax."""
+        done = [t.xid for t in self.txns if t.visible <= tick]
+        xmax = max(done, default=FIRST_XID - 1) + 1
+        running = {t.xid for t in self.txns if t.visible > tick and t.xid < xmax}
+        return running, xmax
 
     def final(self) -> dict[int, int]:
         return self.state_at(1 << 30)
@@ -62,7 +72,7 @@ def scenarios(draw: st.DrawFn) -> tuple[Sim, list[tuple[int, int, int, int, int]
     sim = Sim(initial)
     clock = 0
     last_visible = dict.fromkeys(range(KEYS), 0)
-    for xid in range(100, 100 + draw(st.integers(0, 25))):
+    for xid in range(FIRST_XID, FIRST_XID + draw(st.integers(0, 25))):
         keys = draw(st.sets(st.integers(0, KEYS - 1), min_size=1, max_size=3))
         # A row lock: a transaction touching k starts after the previous one on k ended.
         clock = max(clock, *(last_visible[k] for k in keys)) + draw(st.integers(1, 3))
@@ -95,7 +105,7 @@ def run(sim: Sim, chunks: list[tuple[int, int, int, int, int]]) -> list[tuple[st
         wal.append((high + 0.75, "high", n))
     wal.sort(key=lambda e: (e[0], e[1] != "commit"))
     out: list[tuple[str, int, object]] = []
-    reads: dict[int, tuple[list[tuple[int, tuple[int, int]]], set[int]]] = {}
+    reads: dict[int, tuple[list[tuple[int, tuple[int, int]]], tuple[set[int], int]]] = {}
     retries: list[tuple[int, int]] = []
     for _pos, kind, item in wal:
         if kind == "commit":
@@ -112,10 +122,10 @@ def run(sim: Sim, chunks: list[tuple[int, int, int, int, int]]) -> list[tuple[st
             # The read's snapshot (taken after the low watermark, at `read`).
             state = sim.state_at(read)
             rows = [(k, (k, v)) for k, v in sorted(state.items()) if lo <= k < hi]
-            reads[item] = (rows, sim.in_progress(read))
+            reads[item] = (rows, sim.snapshot(read))
         else:
-            rows, xip = reads.pop(item)
-            outcome = tracker.high(str(item), rows, xip)
+            rows, (xip, xmax) = reads.pop(item)
+            outcome = tracker.high(str(item), rows, xip, xmax)
             if outcome.retry is not None:
                 retries.append((lo, hi))
                 continue
@@ -126,7 +136,8 @@ def run(sim: Sim, chunks: list[tuple[int, int, int, int, int]]) -> list[tuple[st
         tracker.low(f"retry{n}", TABLE, keyed=True)
         state = sim.state_at(end)
         rows = [(k, (k, v)) for k, v in sorted(state.items()) if lo <= k < hi]
-        outcome = tracker.high(f"retry{n}", rows, set())
+        xip, xmax = sim.snapshot(end)
+        outcome = tracker.high(f"retry{n}", rows, xip, xmax)
         assert outcome.retry is None
         out.extend(("r", k, v) for k, v in outcome.kept)
     return out
@@ -169,8 +180,43 @@ def test_late_visible_commit_before_low_forces_retry() -> None:
     tracker.change(TABLE, [3])
     tracker.commit(500)
     tracker.low("c", TABLE, keyed=True)
-    outcome = tracker.high("c", [(3, "stale")], {500})
+    outcome = tracker.high("c", [(3, "stale")], {500}, 501)
     assert outcome.retry is not None and outcome.kept == []
+
+
+def test_newest_commit_before_low_at_or_past_xmax_forces_retry() -> None:
+    """The race with a transaction that is not in xip: it is the newest xid, so no xid
+    at or past it had completed when the snapshot was taken (xmax = latestCompletedXid
+    + 1 <= its xid, GetSnapshotData), and xip leaves it out. Its commit record precedes
+    the low watermark: the chunk is read again."""
+    tracker = WindowTracker()
+    tracker.change(TABLE, [3])
+    tracker.commit(500)
+    tracker.low("c", TABLE, keyed=True)
+    outcome = tracker.high("c", [(3, "stale")], set(), 500)
+    assert outcome.retry is not None and "500" in outcome.retry and outcome.kept == []
+    # Completed before the snapshot (xmax past it): the read saw it, nothing to redo.
+    tracker.low("d", TABLE, keyed=True)
+    assert tracker.high("d", [(3, "row")], set(), 501).kept == ["row"]
+    # Past xmax but committed inside the window: the window's key check covers it.
+    tracker.low("e", TABLE, keyed=True)
+    tracker.change(TABLE, [3])
+    tracker.commit(501)
+    outcome = tracker.high("e", [(3, "row"), (4, "four")], set(), 501)
+    assert outcome.retry is None and outcome.kept == ["four"]
+
+
+def test_xmax_comparison_wraps_around() -> None:
+    """xids compare modulo 2^32 (TransactionIdPrecedes): a commit of xid 2^32 - 10 is
+    below a snapshot xmax of 5 taken after the counter wrapped, and at or past it
+    otherwise."""
+    tracker = WindowTracker()
+    tracker.change(TABLE, [1])
+    tracker.commit(2**32 - 10)
+    tracker.low("c", TABLE, keyed=True)
+    assert tracker.high("c", [(1, "row")], set(), 5).retry is None
+    tracker.low("d", TABLE, keyed=True)
+    assert tracker.high("d", [(1, "row")], set(), 2**32 - 20).retry is not None
 
 
 def test_in_progress_xid_of_another_table_does_not_retry() -> None:
@@ -179,7 +225,7 @@ def test_in_progress_xid_of_another_table_does_not_retry() -> None:
     tracker.change(2, [3])
     tracker.commit(500)
     tracker.low("c", TABLE, keyed=True)
-    outcome = tracker.high("c", [(3, "row")], {500})
+    outcome = tracker.high("c", [(3, "row")], {500}, 501)
     assert outcome.retry is None and outcome.kept == ["row"]
 
 
@@ -190,11 +236,11 @@ def test_keyless_change_in_window_retries_and_truncate_drops_all() -> None:
     tracker.low("k", TABLE, keyed=False)
     tracker.change(TABLE, None)
     tracker.commit(1)
-    assert tracker.high("k", [(None, "x")], set()).retry is not None
+    assert tracker.high("k", [(None, "x")], set(), 2).retry is not None
     tracker.low("t", TABLE, keyed=True)
     tracker.truncate(TABLE)
     tracker.commit(2)
-    outcome = tracker.high("t", [(1, "a"), (2, "b")], set())
+    outcome = tracker.high("t", [(1, "a"), (2, "b")], set(), 3)
     assert outcome.kept == [] and outcome.dropped == 2 and outcome.retry is None
 
 
@@ -206,9 +252,9 @@ def test_ring_is_bounded() -> None:
         tracker.commit(xid)
     tracker.low("c", TABLE, keyed=True)
     # xid 5 fell out of the ring: not detected (documented limit); xid 95 is detected.
-    assert tracker.high("c", [], {5}).retry is None
+    assert tracker.high("c", [], {5}, 100).retry is None
     tracker.low("d", TABLE, keyed=True)
-    assert tracker.high("d", [], {95}).retry is not None
+    assert tracker.high("d", [], {95}, 100).retry is not None
 
 
 def test_unchanged_toast_of_a_dropped_row_is_filled_from_the_chunk_row() -> None:
@@ -226,7 +272,7 @@ def test_unchanged_toast_of_a_dropped_row_is_filled_from_the_chunk_row() -> None
     t.change(TABLE, [4], old_key=4)
     t.commit(100)
     rows = [(k, f"row{k}") for k in (1, 2, 3, 4, 5)]
-    out = t.high("c", rows, ())
+    out = t.high("c", rows, (), XMAX_ALL)
     assert out.kept == ["row5"] and out.dropped == 4
     assert out.filled == [
         (["v1", "?"], frozenset({1}), "row1"),
@@ -236,7 +282,7 @@ def test_unchanged_toast_of_a_dropped_row_is_filled_from_the_chunk_row() -> None
     t.change(TABLE, [2], new_key=2, values=["v2c", "?"], missing=[1])
     t.truncate(TABLE)
     t.commit(101)
-    assert t.high("d", [(2, "row2")], ()).filled == []
+    assert t.high("d", [(2, "row2")], (), XMAX_ALL).filled == []
 
 
 def test_quiet_window_needs_no_keys_and_keeps_every_row() -> None:
@@ -248,9 +294,9 @@ def test_quiet_window_needs_no_keys_and_keeps_every_row() -> None:
     tracker.change(2, [7])  # another table
     tracker.commit(1)
     assert not tracker.needs_keys("q")
-    assert tracker.high("q", [(None, "a"), (None, "b")], set()).kept == ["a", "b"]
+    assert tracker.high("q", [(None, "a"), (None, "b")], set(), XMAX_ALL).kept == ["a", "b"]
     tracker.low("c", TABLE, keyed=True)
     tracker.change(TABLE, [7])
     tracker.commit(2)
     assert tracker.needs_keys("c")
-    assert tracker.high("c", [(6, "a"), (7, "b")], set()).kept == ["a"]
+    assert tracker.high("c", [(6, "a"), (7, "b")], set(), XMAX_ALL).kept == ["a"]
