@@ -3,7 +3,7 @@
     PGCDC_STATE_DIR=... python -m tests.perf.bench_snapshot_vs_debezium [--pg pg16]
         [--rows 500000] [--reps 2] [--chunk-rows 20000] [--table narrow|wide]
         [--write-rate 0] [--systems pgcdc-1,pgcdc-2,pgcdc-blocking-2,debezium]
-        [--keep-connect]
+        [--keep-connect] [--env PGCDC_X=V ...]
 
 Every run gets a fresh database on `--pg` holding the `--table` shape (tests/perf/shapes:
 `narrow`, bench_vs_debezium's 5 columns; `wide`, 13 columns of about 0.8 KB a row) with
@@ -230,6 +230,7 @@ def run_pgcdc(args: argparse.Namespace, system: str, pg: dict[str, Any]) -> Run:
             "PGCDC_SNAPSHOT__PARALLELISM": str(readers),
             "PGCDC_SNAPSHOT__CHUNK_ROWS": str(args.chunk_rows),
             "PGCDC_LOG__LEVEL": "info",
+            **dict(kv.split("=", 1) for kv in args.env),
         },
     )
     try:
@@ -359,6 +360,13 @@ def main() -> int:
     ap.add_argument("--table", choices=sorted(SHAPES), default="narrow")
     ap.add_argument("--write-rate", type=int, default=0, help="rows/s into bench_w meanwhile")
     ap.add_argument("--keep-connect", action="store_true", help="leave Connect running")
+    ap.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="PGCDC_X=V",
+        help="a setting for the pgcdc workers (repeatable), beside the bench's own",
+    )
     args = ap.parse_args()
     # SIGTERM ends the run through the `finally`s: connector, slots and databases go.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
