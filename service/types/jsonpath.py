@@ -33,6 +33,9 @@ _U32 = struct.Struct("<I")
 
 JSONPATH_LAX = 0x80000000
 UINT32_MAX = 0xFFFFFFFF
+# The deepest argument nesting printed; deeper is a DecodeError (as in the native
+# printer, whose MAX_DEPTH is the same).
+MAX_DEPTH = 256
 
 # JsonPathItemType (jsonpath.h); the order is the on-disk format.
 (
@@ -200,10 +203,18 @@ class _Item:
 
 
 class _Printer:
-    __slots__ = ("data",)
+    """printJsonPathItem over one datum. Where the server's recursion would follow a
+    damaged datum without end, this stops with DecodeError, as the native printer does
+    (service/native/src/types/jsonpath.rs): argument nesting deeper than `MAX_DEPTH`,
+    and more items visited than the datum has bytes (offsets that make a cycle; a tree
+    the server writes visits each item once). A chain of accessors is walked in a
+    loop, so a long valid path prints whatever its length."""
+
+    __slots__ = ("data", "visits")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
+        self.visits = 0
 
     def _string(self, at: int) -> str:
         length = _I32.unpack_from(self.data, at)[0]
@@ -217,14 +228,29 @@ class _Printer:
             raise DecodeError("jsonpath numeric overruns its datum")
         return numeric_text(self.data[at + 4 : at + size])
 
-    def item(self, pos: int, in_key: bool, brackets: bool, out: list[str]) -> None:
-        """printJsonPathItem."""
+    def item(self, pos: int, in_key: bool, brackets: bool, out: list[str], depth: int) -> None:
+        """printJsonPathItem: the item at `pos`, then its chain (each next item as an
+        accessor: in_key and brackets set). `depth`: the argument nesting so far."""
+        if depth > MAX_DEPTH:
+            raise DecodeError(f"jsonpath arguments nested deeper than {MAX_DEPTH}")
+        while True:
+            self.visits += 1
+            if self.visits > len(self.data):
+                raise DecodeError("jsonpath item offsets loop or share items without end")
+            nxt = self._one(pos, in_key, brackets, out, depth)
+            if nxt <= 0:
+                return
+            pos, in_key, brackets = pos + nxt, True, True
+
+    def _one(self, pos: int, in_key: bool, brackets: bool, out: list[str], depth: int) -> int:
+        """One item at `pos`, without its chain; returns its next offset."""
         data = self.data
         v = _Item(data, pos)
         kind, p = v.kind, v.payload
+        down = depth + 1
 
         def sub(offset: int, key: bool, br: bool) -> None:
-            self.item(pos + offset, key, br, out)
+            self.item(pos + offset, key, br, out, down)
 
         def arg_brackets(offset: int) -> bool:
             return _priority(_Item(data, pos + offset).kind) <= _priority(kind)
@@ -267,7 +293,7 @@ class _Printer:
         elif kind == ANY_KEY:
             out.append(".*" if in_key else "*")
         elif kind == INDEX_ARRAY:
-            self._subscripts(pos, p, out)
+            self._subscripts(pos, p, out, down)
         elif kind == ANY:
             out.append(self._any(p, in_key))
         elif kind == KEY:
@@ -304,23 +330,22 @@ class _Printer:
         elif kind == LAST:
             out.append("last")
         elif kind == LIKE_REGEX:
-            self._like_regex(pos, p, brackets, out)
+            self._like_regex(pos, p, brackets, out, down)
         else:
             raise DecodeError(f"jsonpath item of unknown type {kind}")
-        if v.next > 0:
-            self.item(pos + v.next, True, True, out)
+        return int(v.next)
 
-    def _subscripts(self, pos: int, p: int, out: list[str]) -> None:
+    def _subscripts(self, pos: int, p: int, out: list[str], depth: int) -> None:
         nelems = _I32.unpack_from(self.data, p)[0]
         out.append("[")
         for i in range(nelems):
             frm, to = struct.unpack_from("<ii", self.data, p + 4 + 8 * i)
             if i:
                 out.append(",")
-            self.item(pos + frm, False, False, out)
+            self.item(pos + frm, False, False, out, depth)
             if to:
                 out.append(" to ")
-                self.item(pos + to, False, False, out)
+                self.item(pos + to, False, False, out, depth)
         out.append("]")
 
     def _any(self, p: int, in_key: bool) -> str:
@@ -336,13 +361,13 @@ class _Printer:
             return dot + f"**{{{first} to last}}"
         return dot + f"**{{{first} to {last}}}"
 
-    def _like_regex(self, pos: int, p: int, brackets: bool, out: list[str]) -> None:
+    def _like_regex(self, pos: int, p: int, brackets: bool, out: list[str], depth: int) -> None:
         flags, expr, patlen = struct.unpack_from("<IiI", self.data, p)
         pattern = self.data[p + 12 : p + 12 + patlen].decode("utf-8")
         if brackets:
             out.append("(")
         inner = _Item(self.data, pos + expr)
-        self.item(pos + expr, False, _priority(inner.kind) <= _priority(LIKE_REGEX), out)
+        self.item(pos + expr, False, _priority(inner.kind) <= _priority(LIKE_REGEX), out, depth)
         out.append(" like_regex " + escape_json(pattern))
         if flags:
             out.append(' flag "' + "".join(ch for bit, ch in _REGEX_FLAGS if flags & bit) + '"')
@@ -359,7 +384,7 @@ def jsonpath_text(buf: bytes) -> str:
         raise DecodeError(f"jsonpath version {header & ~JSONPATH_LAX} is not 1")
     out = [] if header & JSONPATH_LAX else ["strict "]
     try:
-        _Printer(buf[4:]).item(0, False, True, out)
+        _Printer(buf[4:]).item(0, False, True, out, 0)
     except (struct.error, IndexError, UnicodeDecodeError) as exc:
         raise DecodeError(f"malformed jsonpath datum: {exc}") from exc
     return "".join(out)
