@@ -6,8 +6,9 @@ once as op `r`, and every `r` of a table lies in Kafka before any stream change 
 table, because decoding stays paused at the consistent point until the last chunk is
 committed. No Kafka transaction holds more than one chunk (`snapshot.chunk_rows`,
 `snapshot.chunk_bytes`), so none comes near transaction.max.timeout.ms whatever the
-database size; memory holds at most `READ_AHEAD` (two) chunks per reader: a reader reads
-its next chunk while the worker publishes its last one.
+database size; memory holds at most two chunks per reader and max(four, parallelism) in
+all (connectors.tablesnap.snapshotter `ReadAhead`): a reader reads its next chunk while
+the worker publishes its last one.
 
 How (PostgreSQL's own pattern: walsender's CREATE_REPLICATION_SLOT ... EXPORT_SNAPSHOT,
 and pg_dump -j, whose workers import the leader's snapshot):
@@ -53,7 +54,6 @@ from connectors.tablesnap.snapshotter import (
     Snapshotter,
     _Pending,
     log_chunk_read,
-    read_ahead_room,
 )
 from service.config import Settings
 from service.errors import PgcdcError, SourceUnavailableError
@@ -220,10 +220,11 @@ class SharedSnapshot:
         held: list[_Pending] = []  # read by this reader, oldest first, maybe published
         try:
             while not self._halt.is_set():
-                if not read_ahead_room(held):  # the oldest is published before one more
+                if not snap.read_ahead.room(held):  # the oldest is published before one more
                     continue
                 p = snap._next(reader, shared=True)
                 if p is None:
+                    snap.read_ahead.release()
                     if self._done():
                         return
                     self._halt.wait(0.05)  # a cut chunk's rest may still be planned
@@ -237,7 +238,7 @@ class SharedSnapshot:
                     p.read = read
                 log_chunk_read(p, read, reader=n)
                 self._ready.put(p)
-                held.append(p)
+                snap.read_ahead.add(held, p)
                 snap._throttle(len(read.rows))
         except BaseException as exc:  # handed to the worker's thread, which raises it
             if not isinstance(exc, PgcdcError):

@@ -5,8 +5,9 @@ Who does what:
   connections) take the next chunk from the plan, write its low watermark, read it in
   a fresh snapshot, write its high watermark, and go on to the next while the worker
   publishes it; a reader waits for its oldest chunk to be published before it holds
-  `READ_AHEAD` of them (so memory holds at most two chunks per reader, and a single
-  reader's next read overlaps the publication of its last chunk);
+  `READ_AHEAD` of them, and for the oldest of all readers' before they hold
+  max(`HELD_MAX`, parallelism) together (`ReadAhead`: memory holds at most that many
+  chunks, and a single reader's next read overlaps the publication of its last chunk);
 - the worker's thread, the only one touching the output plugin and the Kafka sink,
   sees the watermarks where they lie in the WAL through `SnapshotHooks` (a plugin
   wrapped around the Avro plugin): at a low watermark the chunk's window opens; every
@@ -124,18 +125,57 @@ class _Pending:
 # publication of the last one (encode, produce, the Kafka commit); chunks are published
 # at their high watermarks in WAL order all the same, as with several readers.
 READ_AHEAD = 2
+HELD_MAX = 4  # chunks held unpublished by all readers together (ReadAhead)
+RATE_BURST_S = 1.0  # rate_limit_rows_per_s: idle time earns at most this much (_throttle)
 HEAP_PAGE_BYTES = 8192  # BLCKSZ: what pg_class.relpages counts
 
 
-def read_ahead_room(held: list[_Pending]) -> bool:
-    """A reader's `READ_AHEAD` rule, for both methods: drop the published chunks from
-    `held` (this reader's, oldest first); True when it may read one more, else wait up
-    to 0.5 s on the oldest and return False (the caller loops, so it sees a stop)."""
-    held[:] = [h for h in held if not h.published.is_set()]
-    if len(held) < READ_AHEAD:
-        return True
-    held[0].published.wait(0.5)
-    return False
+class ReadAhead:
+    """The read-ahead rule of every reader, for both methods: a reader holds at most
+    `READ_AHEAD` chunks read and not yet published, and all readers together at most
+    `limit`, max(`HELD_MAX`, parallelism), so that each reader can hold one. Memory then
+    holds at most that many chunks: a second reader doubles what one holds, a third or
+    fourth adds nothing (before: two per reader, and four readers of 8 MiB chunks of
+    0.8 KB rows peaked at 228 MB). No reader waits for another: a chunk held is
+    published by the worker's thread alone, whose high watermark its reader has
+    already written."""
+
+    def __init__(self, limit: int = HELD_MAX) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._all: list[_Pending] = []  # every reader's, oldest first, maybe published
+        self._reserved = 0  # places `room` gave to reads not yet `add`ed or `release`d
+
+    def room(self, held: list[_Pending]) -> bool:
+        """Drop the published chunks from `held` (this reader's, oldest first); True when
+        it may read one more, its place then reserved until `add` or `release`; else
+        wait up to 0.5 s on the oldest chunk it waits for and return False (the caller
+        loops, so it sees a stop)."""
+        held[:] = [h for h in held if not h.published.is_set()]
+        with self._lock:
+            self._all = [h for h in self._all if not h.published.is_set()]
+            oldest = self._all[0] if self._all else None
+            if len(held) < READ_AHEAD and len(self._all) + self._reserved < self.limit:
+                self._reserved += 1
+                return True
+        wait_on = held[0] if len(held) >= READ_AHEAD else oldest
+        if wait_on is None:  # the places are reads still in progress: they end soon
+            time.sleep(0.02)
+        else:
+            wait_on.published.wait(0.5)
+        return False
+
+    def add(self, held: list[_Pending], p: _Pending) -> None:
+        """The reserved place holds `p`, read by the reader whose chunks are `held`."""
+        held.append(p)
+        with self._lock:
+            self._reserved -= 1
+            self._all.append(p)
+
+    def release(self) -> None:
+        """The reserved place read nothing (no chunk to read, or the read failed)."""
+        with self._lock:
+            self._reserved -= 1
 
 
 def key_of(values: Any, names: tuple[str, ...]) -> tuple[str | None, ...] | None:
@@ -174,6 +214,7 @@ class Snapshotter:
         self.run_id = uuid.uuid4().hex[:12]
         self.state = SnapshotState()
         self.tracker = WindowTracker()
+        self.read_ahead = ReadAhead(max(HELD_MAX, settings.snapshot.parallelism))
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.port: WorkerPort | None = None
@@ -188,6 +229,8 @@ class Snapshotter:
         self._threads: list[threading.Thread] = []
         self._rate_started = time.monotonic()
         self._rate_rows = 0
+        # rate_limit_rows_per_s: when the rows read so far may all have been read
+        self._rate_due = self._rate_started
         self.terminal = (
             terminal if terminal is not None else (sys.stderr if sys.stderr.isatty() else None)
         )
@@ -407,26 +450,30 @@ class Snapshotter:
         held: list[_Pending] = []  # read by this reader, oldest first, maybe published
         try:
             while not self.stop.is_set():
-                if not read_ahead_room(held):
+                if not self.read_ahead.room(held):
                     continue
+                read: bool | None = False
+                pending: _Pending | None = None
                 try:
                     pending = self._next(reader)
+                    if pending is not None:
+                        read = self._read_one(reader, pending)
                 except (psycopg2.Error, PgcdcError) as exc:
                     log.warning("snapshot_plan_failed", error=str(exc).strip())
                     reader.close()
+                    read = None
+                finally:
+                    if read and pending is not None:
+                        self.read_ahead.add(held, pending)
+                    else:
+                        self.read_ahead.release()
+                if read is None:
                     self.stop.wait(backoff)
                     backoff = min(backoff * 2, 5.0)
                     continue
                 if pending is None:
                     self.stop.wait(0.2)
                     continue
-                read = self._read_one(reader, pending)
-                if read is None:
-                    self.stop.wait(backoff)
-                    backoff = min(backoff * 2, 5.0)
-                    continue
-                if read:
-                    held.append(pending)
                 backoff = 0.2
         finally:
             reader.close()
@@ -498,12 +545,18 @@ class Snapshotter:
             self.empty_tables |= empty
 
     def _throttle(self, rows: int) -> None:
+        """rate_limit_rows_per_s, after a read of `rows`: wait until they are due. Time
+        spent idle (streaming between snapshots, paused) earns at most `RATE_BURST_S`
+        of reads at full speed: before, the rate counted from the worker's start, so an
+        on-demand snapshot after an hour of streaming was not limited at all."""
         rate = self.cfg.rate_limit_rows_per_s
         if rate <= 0:
             return
         with self.lock:
+            now = time.monotonic()
             self._rate_rows += rows
-            ahead = self._rate_rows / rate - (time.monotonic() - self._rate_started)
+            self._rate_due = max(self._rate_due, now - RATE_BURST_S) + rows / rate
+            ahead = self._rate_due - now
         if ahead > 0:
             self.stop.wait(ahead)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from connectors.tablesnap.progress import ProgressRecord
 from connectors.tablesnap.snapshotter import Snapshotter
 from service.config import load_settings
@@ -175,3 +177,32 @@ def test_chunks_of_wide_rows_are_planned_within_the_byte_budget() -> None:
     snap.learn_cut(job, _Cut())  # type: ignore[arg-type]
     assert snap._chunk_rows(job, estimate=0, pages=0) == 7_000
     assert snap._chunk_rows(TableJob("public.other", "initial"), estimate=0, pages=0) == 20_000
+
+
+def test_rate_limit_gives_idle_time_no_more_than_a_second_of_credit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """rate_limit_rows_per_s = 1000. After a minute idle (streaming, no snapshot) the
+    next reads run at full speed for one second's rows only, then wait their due time:
+    the rate counted from the worker's start let an on-demand snapshot after an hour of
+    streaming read everything unlimited."""
+    snap = Snapshotter(load_settings(snapshot={"rate_limit_rows_per_s": 1000}), None)
+    clock = [1000.0]
+    waits: list[float] = []
+    monkeypatch.setattr("connectors.tablesnap.snapshotter.time.monotonic", lambda: clock[0])
+
+    def wait(timeout: float) -> bool:
+        waits.append(timeout)
+        return False
+
+    monkeypatch.setattr(snap.stop, "wait", wait)
+    snap._rate_due = clock[0]
+    clock[0] += 60.0  # a minute of streaming
+    snap._throttle(500)
+    snap._throttle(500)
+    assert waits == []  # one second of credit: 1000 rows
+    snap._throttle(500)
+    assert waits == [pytest.approx(0.5)]
+    clock[0] += 0.5
+    snap._throttle(2000)
+    assert waits[-1] == pytest.approx(2.0)
