@@ -159,7 +159,9 @@ def test_fencing_found_by_poll_is_a_fenced_error(
     """A worker fenced between two produce calls learns it when librdkafka's ProduceRequest
     fails, and producer.poll raises that fatal error: the sink's poll raises FencedError
     naming the slot (an uncaught KafkaException crashed the worker there, in a CI run of
-    test_pipeline_kafka's fencing test), and the sink is dead."""
+    test_pipeline_kafka's fencing test), and the sink is dead. librdkafka may find the
+    fencing already while the records are produced (AddPartitionsToTxn, then the
+    produce path's abort, fails): that path raises the same FencedError."""
     prefix, slot = unique("fencepoll"), unique("slot")
     settings = make_settings(kafka, registry, prefix, slot)
     rel = RelationInfo(
@@ -171,9 +173,9 @@ def test_fencing_found_by_poll_is_a_fenced_error(
         first.sink.flush()
         with Harness(settings) as second:
             second.start()
-            # produced into librdkafka's queue: the broker refuses them afterwards
-            first.txn(101, 0x2000, [insert(rel, 0x1800 + i, id=2 + i) for i in range(50)])
             with pytest.raises(FencedError, match="took over slot"):
+                # produced into librdkafka's queue: the broker refuses them afterwards
+                first.txn(101, 0x2000, [insert(rel, 0x1800 + i, id=2 + i) for i in range(50)])
                 deadline = time.monotonic() + 30
                 while time.monotonic() < deadline:
                     first.sink.poll()
