@@ -503,11 +503,9 @@ class KafkaSink:
         try:
             self._producer.poll(timeout)
         except KafkaException as exc:
-            err = exc.args[0]
-            if not isinstance(err, KafkaError):
-                raise RestartableError(f"Kafka producer poll failed: {exc}") from exc
-            self._raise_if_fatal(err, "poll")
-            raise RestartableError(f"Kafka producer poll failed: {err.str()}") from exc
+            # `_classify` raises what is fatal; the rest is no retry of a produce here
+            reason = self._classify(exc, "poll")
+            raise RestartableError(f"Kafka producer failed in {reason}") from exc
 
     def _classify(self, exc: KafkaException, op: str) -> _Retry:
         err = exc.args[0]

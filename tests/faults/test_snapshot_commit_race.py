@@ -18,8 +18,6 @@ replays to the table.
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import threading
 import time
 from typing import Any
@@ -28,7 +26,7 @@ import pytest
 
 from tests.faults import pgctl
 from tests.integration.avro_kafka_support import read_topics
-from tests.integration.pipeline_kafka_support import REPO, insert_lsn, pipeline
+from tests.integration.pipeline_kafka_support import insert_lsn, pipeline
 from tests.integration.snapshot_chunked_support import replay
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
@@ -78,15 +76,7 @@ def test_commit_before_low_watermark_past_xmax_is_read_again(
             # older than the writer's, and no newer xid completes before the chunk read.
             worker.proc.send_signal(signal.SIGSTOP)
             try:
-                out = subprocess.run(
-                    [sys.executable, "-m", "service.app.cli", "snapshot", "public.small"],
-                    cwd=REPO,
-                    env=p.env(),
-                    capture_output=True,
-                    timeout=60,
-                    check=False,
-                )
-                assert out.returncode == 0, out.stderr.decode()
+                p.cli("snapshot", "public.small")
                 wcur = writer.cursor()
                 wcur.execute("SET synchronous_commit = on")
                 writer.autocommit = False

@@ -241,6 +241,20 @@ class Pipeline:
         self.workers.append(worker)
         return worker
 
+    def cli(self, *args: str) -> str:
+        """`python -m service.app.cli args` with this pipeline's settings; must exit 0.
+        Returns its standard output."""
+        out = subprocess.run(
+            [sys.executable, "-m", "service.app.cli", *args],
+            cwd=REPO,
+            env=self.env(),
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert out.returncode == 0, out.stderr.decode()
+        return out.stdout.decode()
+
     def settings(self) -> Settings:
         return load_settings(
             source={

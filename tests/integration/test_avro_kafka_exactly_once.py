@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -129,18 +131,31 @@ def read_uncommitted_count(settings: Any, topic: str) -> int:
         c.close()
 
 
-def test_second_worker_fences_the_first(kafka: dict[str, Any], registry: dict[str, Any]) -> None:
-    """Starting a second sink with the same transactional.id fences the first: its next
-    commit raises FencedError; the second carries on from the committed offset."""
-    prefix, slot = unique("fence"), unique("slot")
-    settings = make_settings(kafka, registry, prefix, slot)
-    rel = RelationInfo(
-        17100, "public", "f", "d", ("id",), (col("id", 23, 1, notnull=True),), defined_at=1
+def _fence_table(oid: int) -> RelationInfo:
+    """public.f (id int NOT NULL, the key), as the fencing tests publish it."""
+    return RelationInfo(
+        oid, "public", "f", "d", ("id",), (col("id", 23, 1, notnull=True),), defined_at=1
     )
+
+
+@contextmanager
+def _committed_once(settings: Any, rel: RelationInfo) -> Iterator[Harness]:
+    """A started sink that has committed source transaction 100 (one row of `rel`,
+    confirmed at 0x1000): the worker a second one on the same slot then fences."""
     with Harness(settings) as first:
         first.start()
         first.txn(100, 0x1000, [insert(rel, 0x800, id=1)])
         first.sink.flush()
+        yield first
+
+
+def test_second_worker_fences_the_first(kafka: dict[str, Any], registry: dict[str, Any]) -> None:
+    """Starting a second sink with the same transactional.id fences the first: its next
+    commit raises FencedError; the second carries on from the committed offset."""
+    prefix = unique("fence")
+    settings = make_settings(kafka, registry, prefix, unique("slot"))
+    rel = _fence_table(17100)
+    with _committed_once(settings, rel) as first:
         with Harness(settings) as second:
             assert second.start().confirmed_lsn == 0x1000
             with pytest.raises(FencedError, match="took over slot"):
@@ -162,15 +177,9 @@ def test_fencing_found_by_poll_is_a_fenced_error(
     test_pipeline_kafka's fencing test), and the sink is dead. librdkafka may find the
     fencing already while the records are produced (AddPartitionsToTxn, then the
     produce path's abort, fails): that path raises the same FencedError."""
-    prefix, slot = unique("fencepoll"), unique("slot")
-    settings = make_settings(kafka, registry, prefix, slot)
-    rel = RelationInfo(
-        17101, "public", "f", "d", ("id",), (col("id", 23, 1, notnull=True),), defined_at=1
-    )
-    with Harness(settings) as first:
-        first.start()
-        first.txn(100, 0x1000, [insert(rel, 0x800, id=1)])
-        first.sink.flush()
+    settings = make_settings(kafka, registry, unique("fencepoll"), unique("slot"))
+    rel = _fence_table(17101)
+    with _committed_once(settings, rel) as first:
         with Harness(settings) as second:
             second.start()
             with pytest.raises(FencedError, match="took over slot"):

@@ -11,15 +11,13 @@ The workers' logs count chunk reads: no committed chunk may be read again.
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 import time
 from typing import Any
 
 import pytest
 
 from tests.integration.avro_kafka_support import read_topics
-from tests.integration.pipeline_kafka_support import REPO, Pipeline, insert_lsn, pipeline
+from tests.integration.pipeline_kafka_support import Pipeline, insert_lsn, pipeline
 from tests.integration.snapshot_chunked_support import Writer, reads_after_commit, replay
 
 pytestmark = pytest.mark.integration
@@ -166,15 +164,7 @@ def test_cli_snapshot_of_one_table_while_writes_continue(
         writer = Writer(p, {"small": 3000}, seed=3)
         writer.start()
         time.sleep(1.0)
-        out = subprocess.run(
-            [sys.executable, "-m", "service.app.cli", "snapshot", "public.small"],
-            cwd=REPO,
-            env=p.env(),
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
-        assert out.returncode == 0, out.stderr.decode()
+        p.cli("snapshot", "public.small")
         worker.wait_event(["snapshot_done"], 180)
         time.sleep(1.0)
         writer.stop.set()

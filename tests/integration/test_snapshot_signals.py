@@ -17,8 +17,6 @@ from `pgcdc snapshot` (a logical message in the WAL) or from the Kafka topic
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from typing import Any
 
@@ -27,7 +25,7 @@ from confluent_kafka import Producer
 
 from connectors.tablesnap.progress import read_last_progress, signal_topic
 from tests.integration.avro_kafka_support import read_topics
-from tests.integration.pipeline_kafka_support import REPO, Pipeline, insert_lsn, pipeline
+from tests.integration.pipeline_kafka_support import Pipeline, insert_lsn, pipeline
 from tests.integration.snapshot_chunked_support import Writer, replay
 
 pytestmark = pytest.mark.integration
@@ -54,16 +52,7 @@ ENV = {
 
 
 def _cli(p: Pipeline, *args: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-m", "service.app.cli", *args],
-        cwd=REPO,
-        env=p.env(),
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr.decode()
-    doc: dict[str, Any] = json.loads(out.stdout)
+    doc: dict[str, Any] = json.loads(p.cli(*args))
     return doc
 
 

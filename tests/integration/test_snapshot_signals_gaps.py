@@ -13,8 +13,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 from typing import Any
@@ -22,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.integration.avro_kafka_support import Read, read_topics
-from tests.integration.pipeline_kafka_support import REPO, Pipeline, insert_lsn, pipeline
+from tests.integration.pipeline_kafka_support import Pipeline, insert_lsn, pipeline
 
 pytestmark = pytest.mark.integration
 
@@ -34,18 +32,6 @@ def _finish(p: Pipeline, worker: Any) -> None:
     end = insert_lsn(conn.cursor())
     conn.close()
     p.wait_confirmed(end - 1, 180, worker)
-
-
-def _cli_snapshot(p: Pipeline, *args: str) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "service.app.cli", "snapshot", *args],
-        cwd=REPO,
-        env=p.env(),
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr.decode()
 
 
 class _Loop(threading.Thread):
@@ -148,7 +134,7 @@ def test_keyless_table_under_constant_writes_is_snapshotted_with_bounded_reads(
         writer = _Loop(p, "INSERT INTO nokey VALUES (%s, 'new')", lambda i: (100_000 + i,))
         writer.start()
         time.sleep(1.0)
-        _cli_snapshot(p, "public.nokey")
+        p.cli("snapshot", "public.nokey")
         worker.wait_event(["snapshot_done"], 120)
         writer.end()
         assert writer.commits > 200
@@ -219,7 +205,7 @@ def test_unchanged_toast_of_a_dropped_chunk_row_ends_with_its_full_value(
         writer = _Loop(p, "UPDATE tt SET v = v + 1 WHERE id = %s", lambda i: ((i * 37) % 120 + 1,))
         writer.start()
         time.sleep(1.0)
-        _cli_snapshot(p, "public.tt")
+        p.cli("snapshot", "public.tt")
         worker.wait_event(["snapshot_done"], 120)
         writer.end()
         _finish(p, worker)
