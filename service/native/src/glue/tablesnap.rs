@@ -77,14 +77,14 @@ impl PyCopyChunk {
         i: usize,
         n: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let fields = self.fields_of(i)?;
+        self.check_row(i)?;
         let data = self.data.bind(py).as_bytes();
-        let n = n.unwrap_or(fields.len()).min(fields.len());
+        let n = n.unwrap_or(self.chunk.ncols).min(self.chunk.ncols);
         let out = PyList::empty(py);
-        for f in &fields[..n] {
+        for f in self.chunk.row(data, i).take(n) {
             match f {
                 None => out.append(py.None())?,
-                Some((off, len)) => out.append(PyBytes::new(py, &data[*off..off + len]))?,
+                Some((off, len)) => out.append(PyBytes::new(py, &data[off..off + len]))?,
             }
         }
         Ok(out)
@@ -97,18 +97,23 @@ impl PyCopyChunk {
         i: usize,
         j: usize,
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let fields = self.fields_of(i)?;
-        let f = fields.get(j).ok_or_else(|| {
-            PyIndexError::new_err(format!("field {j} of a row of {}", fields.len()))
-        })?;
+        self.check_row(i)?;
+        if j >= self.chunk.ncols {
+            return Err(PyIndexError::new_err(format!(
+                "field {j} of a row of {}",
+                self.chunk.ncols
+            )));
+        }
         let data = self.data.bind(py).as_bytes();
+        let f = self.chunk.field(data, i, j);
         Ok(f.map(|(off, len)| PyBytes::new(py, &data[off..off + len])))
     }
 
     /// Per row, the bytes of its non-NULL fields (what a chunk's byte budget counts).
-    fn sizes(&self) -> Vec<usize> {
+    fn sizes(&self, py: Python<'_>) -> Vec<usize> {
+        let data = self.data.bind(py).as_bytes();
         (0..self.chunk.len())
-            .map(|r| self.chunk.row(r).iter().flatten().map(|(_, n)| n).sum())
+            .map(|r| self.chunk.row(data, r).flatten().map(|(_, n)| n).sum())
             .collect()
     }
 }
@@ -119,14 +124,14 @@ impl PyCopyChunk {
         self.chunk.ncols
     }
 
-    fn fields_of(&self, i: usize) -> PyResult<&[Option<(usize, usize)>]> {
+    fn check_row(&self, i: usize) -> PyResult<()> {
         if i >= self.chunk.len() {
             return Err(PyIndexError::new_err(format!(
                 "row {i} of a chunk of {}",
                 self.chunk.len()
             )));
         }
-        Ok(self.chunk.row(i))
+        Ok(())
     }
 }
 

@@ -5,8 +5,8 @@
 //! Receives: the bytes of one whole COPY BINARY stream (a snapshot chunk, as the server
 //! sent it: signature, header, rows, trailer) and the number of fields a row has; then,
 //! per field of a row the plan encodes, the column's `Kind` and the field's bytes.
-//! Hands on: `Chunk`, the fields of every row as (offset, length) into the stream
-//! (`None` for NULL); `stored`, one field's stored payload: exactly what heap_deform_tuple
+//! Hands on: `Chunk`, where every field of every row sits in the stream (`field`: its
+//! (offset, length), `None` for NULL); `stored`, one field's stored payload: exactly what heap_deform_tuple
 //! would hand on for the same value (a fixed-length type's little-endian image, a
 //! varlena's payload without its header), the Python reference being
 //! service.types.sendform.to_stored, check for check.
@@ -59,27 +59,43 @@ const NUMERIC_DSCALE_MASK: u16 = 0x3FFF;
 #[derive(Debug, PartialEq, Eq)]
 pub struct CopyError(pub String);
 
-/// One COPY BINARY stream split into rows: `fields[row * ncols + i]` is field `i` of row
-/// `row`, `Some((offset, length))` into the stream or `None` for NULL.
+/// One COPY BINARY stream split into rows: `starts[row * ncols + i]` is where field `i`
+/// of row `row` sits in the stream, at its int32 length word (`field` reads it: -1 is
+/// NULL). One word per field, not an (offset, length) pair: a chunk held while it waits
+/// for its window (connectors.tablesnap.snapshotter's read-ahead) costs a third of the
+/// memory a pair would, and the length was checked once by `parse`.
 #[derive(Debug, Default)]
 pub struct Chunk {
     pub ncols: usize,
-    pub fields: Vec<Option<(usize, usize)>>,
+    starts: Vec<usize>,
 }
 
 impl Chunk {
     /// The number of rows.
     pub fn len(&self) -> usize {
-        self.fields.len().checked_div(self.ncols).unwrap_or(0)
+        self.starts.len().checked_div(self.ncols).unwrap_or(0)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.fields.is_empty()
+        self.starts.is_empty()
     }
 
-    /// The fields of row `row` (`row < len()`).
-    pub fn row(&self, row: usize) -> &[Option<(usize, usize)>] {
-        &self.fields[row * self.ncols..(row + 1) * self.ncols]
+    /// Field `i` of row `row` in `data`, the stream `parse` split (`row < len()`,
+    /// `i < ncols`): `Some((offset, length))` of its bytes, or None for NULL.
+    pub fn field(&self, data: &[u8], row: usize, i: usize) -> Option<(usize, usize)> {
+        let at = self.starts[row * self.ncols + i];
+        let size = be_i32(data, at)?;
+        // parse checked every length: -1 (NULL) or a size that fits the stream
+        usize::try_from(size).ok().map(|n| (at + 4, n))
+    }
+
+    /// The fields of row `row`, in order, as `field` gives them.
+    pub fn row<'a>(
+        &'a self,
+        data: &'a [u8],
+        row: usize,
+    ) -> impl Iterator<Item = Option<(usize, usize)>> + 'a {
+        (0..self.ncols).map(move |i| self.field(data, row, i))
     }
 }
 
@@ -115,7 +131,7 @@ pub fn parse(data: &[u8], ncols: usize) -> Result<Chunk, CopyError> {
     let mut pos = SIGNATURE.len() + 8 + ext as usize;
     let mut chunk = Chunk {
         ncols,
-        fields: Vec::new(),
+        starts: Vec::new(),
     };
     loop {
         let Some(count) = be_i16(data, pos) else {
@@ -134,9 +150,9 @@ pub fn parse(data: &[u8], ncols: usize) -> Result<Chunk, CopyError> {
             let Some(size) = be_i32(data, pos) else {
                 return err("COPY BINARY output ended inside a row");
             };
+            chunk.starts.push(pos);
             pos += 4;
             if size == -1 {
-                chunk.fields.push(None);
                 continue;
             }
             if size < 0 {
@@ -146,13 +162,13 @@ pub fn parse(data: &[u8], ncols: usize) -> Result<Chunk, CopyError> {
             if data.len() - pos < size {
                 return err("COPY BINARY output ended inside a row");
             }
-            chunk.fields.push(Some((pos, size)));
             pos += size;
         }
     }
     if pos != data.len() {
         return err("COPY data after its trailer");
     }
+    chunk.starts.shrink_to_fit();
     Ok(chunk)
 }
 
@@ -611,7 +627,6 @@ impl CopyPlan<'_> {
         row: usize,
         want_key: bool,
     ) -> Result<Outcome, RowError> {
-        let fields = chunk.row(row);
         let mut datums: Vec<Datum<'_>> = Vec::with_capacity(self.plan.columns.len());
         let mut size = 16;
         for (col, at) in self.plan.columns.iter().zip(&self.fields) {
@@ -619,7 +634,10 @@ impl CopyPlan<'_> {
                 datums.push(None);
                 continue;
             };
-            let Some(&Some((off, len))) = fields.get(i) else {
+            let Some((off, len)) = (i < chunk.ncols)
+                .then(|| chunk.field(data, row, i))
+                .flatten()
+            else {
                 datums.push(None);
                 continue;
             };
