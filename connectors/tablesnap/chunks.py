@@ -127,7 +127,8 @@ class TablePlan:
         something other than its send format (its text, `unknown_types = bytes`...).
         The encoder takes two kinds of column read as `::text`: xml (its stored text)
         and the types whose value is their output text (ltree, lquery, cube, earth, seg,
-        the isn types: EXTENSION_TEXT_VALUED; jsonpath), whose field is that value."""
+        the isn types: EXTENSION_TEXT_VALUED; jsonpath), whose field is that value; and
+        arrays of the latter read as `::text[]`, whose elements are those values."""
         if self.fields is not None:
             return self.fields
         at, out, reason = 0, {}, ""
@@ -139,7 +140,8 @@ class TablePlan:
             as_text = p.expr == f"{ident}::text" and (
                 p.info.output_src == "xml_out" or _text_is_value(p)
             )
-            if p.mode != "stored" or (p.expr != ident and not as_text):
+            as_texts = p.expr == f"{ident}::text[]" and _elements_text_are_value(p)
+            if p.mode != "stored" or (p.expr != ident and not as_text and not as_texts):
                 reason = reason or f"column {p.name} is read as {p.expr} ({p.mode})"
             out[p.name] = at
             at += 1
@@ -679,6 +681,17 @@ def _text_is_value(p: _ColumnPlan) -> bool:
     (service.types.snapshot_rewrites.text_valued), and the native COPY path takes so?"""
     base = base_type(p.registry.get(p.type_oid), p.registry)
     return base.output_src in _NATIVE_TEXT_READ and text_valued(base)
+
+
+def _elements_text_are_value(p: _ColumnPlan) -> bool:
+    """Is `p` an array (or a domain over one) of a type `_text_is_value` takes, which the
+    snapshot reads as `::text[]` (tablesnap::copy's `copy_plan` plans it as a text
+    array)?"""
+    base = base_type(p.registry.get(p.type_oid), p.registry)
+    if base.output_src != "array_out":
+        return False
+    elem = base_type(p.registry.get(base.typelem), p.registry)
+    return elem.output_src in _NATIVE_TEXT_READ and text_valued(elem)
 
 
 def _page(chunk: Any, row: int, at: int) -> int:

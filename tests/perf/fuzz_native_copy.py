@@ -12,7 +12,8 @@ circle, path, polygon, ranges and multiranges over int4, int8, numeric, date and
 timestamptz, tsvector, tsquery, pg_lsn, xid, pg_snapshot, int2vector, oidvector,
 arrays of jsonb, box and int4range; ltree and cube as their text; and
 tablesnap::record's composite, of int4, a dropped attribute, text, jsonb, int4range,
-timestamptz and box; and tablesnap::extension's hstore in both modes, vector, halfvec,
+timestamptz, box, an enum, int4[], jsonb[] and a nested composite of int4 and text;
+and tablesnap::extension's hstore in both modes, vector, halfvec,
 sparsevec, geometry and geography), with random
 send-format values and NULLs. Each
 case damages one seed: flip a bit, set a byte, truncate, insert or delete bytes,
@@ -126,14 +127,28 @@ def _tsvector(r: random.Random) -> bytes:
 def _record(r: random.Random) -> bytes:
     """record_send of a COMPOSITE value: the live field count, per field its type OID,
     its length (-1: NULL) and its send bytes."""
+    inner = [(23, struct.pack(">i", r.randrange(99))), (25, _text(r))]
     fields = [
         (23, struct.pack(">i", r.randrange(99))),
         (25, _text(r)),
-        (3802, b"\x01" + json.dumps({"k": _text(r).decode()}).encode()),
+        (3802, _jsonb(r)),
         (3904, _range(r, lambda: struct.pack(">i", r.randrange(99)))),
         (1184, _i8(r)),
         (603, _floats(r, 4)),
+        (16_499, r.choice([*LABELS.values(), "unknown"]).encode()),
+        (1007, _array(r, 23, lambda: struct.pack(">i", r.randrange(99)))),
+        (3807, _array(r, 3802, lambda: _jsonb(r))),
+        (77_002, _fields(r, inner)),
     ]
+    return _fields(r, fields)
+
+
+def _jsonb(r: random.Random) -> bytes:
+    return b"\x01" + json.dumps({"k": _text(r).decode()}).encode()
+
+
+def _fields(r: random.Random, fields: list[tuple[int, bytes]]) -> bytes:
+    """record_send's layout of `fields` (type OID, send bytes), some of them NULL."""
     out = struct.pack(">i", len(fields))
     for oid, value in fields:
         if r.random() < 0.2:
@@ -159,6 +174,27 @@ COMPOSITE = (
             ("t", 8, 8, False, "timestamptz"),
             ("bx", 32, 8, False, "box"),
         ]
+    ]
+    + [
+        ("e", 4, 4, False, "enum", LABELS, None, None),
+        ("xs", -1, 4, False, "array", None, ("int4", 23, 4, 4), None),
+        ("js", -1, 4, False, "array", None, ("jsonb", 3802, -1, 4), None),
+        (
+            "n",
+            -1,
+            8,
+            False,
+            "composite",
+            None,
+            None,
+            (
+                77_002,
+                [
+                    ("a", 4, 4, False, "int4", None, None, None),
+                    ("b", -1, 4, False, "text", None, None, None),
+                ],
+            ),
+        ),
     ],
 )
 

@@ -30,8 +30,9 @@
 //! (`copy_kind`): the value Debezium's Json is, jsonb_out's text. array_recv's input is
 //! laid out as the ArrayType types::array reads (`array`), for elements of the kinds above
 //! (an enum's label as its OID; a jsonb element as its text, which the copy plan reads
-//! as a text element, `copy_plan`); record_recv's input as the composite datum in
-//! tablesnap::record; hstore, pgvector's and PostGIS's in tablesnap::extension. A kind
+//! as a text element, `copy_plan`; a composite as its datum; a text-read type's array is
+//! selected as `::text[]` and planned as a text array); record_recv's input as the
+//! composite datum in tablesnap::record (nested composites, enum and array fields too); hstore, pgvector's and PostGIS's in tablesnap::extension. A kind
 //! without a rewrite here is
 //! `Unsupported`: the caller leaves the whole table to the Python path.
 //!
@@ -44,7 +45,7 @@ use std::borrow::Cow;
 use super::{extension, record, sendform};
 use crate::output::avro::Outcome;
 use crate::output::kind::Kind;
-use crate::output::plan::{Elem, Labels, Plan};
+use crate::output::plan::{Composite, Elem, Labels, Plan};
 use crate::types::deform::{Datum, RowError};
 use crate::types::outtext::Output;
 
@@ -234,6 +235,15 @@ pub fn copy_kind(kind: Kind) -> Option<Kind> {
     })
 }
 
+/// A text array's elements (pg_type: text -1/i), for an array of a `text_read` type,
+/// which the snapshot selects as `::text[]`.
+const TEXT_ELEM: Elem = Elem {
+    kind: Kind::Text,
+    oid: 25,
+    attlen: -1,
+    align: 4,
+};
+
 /// int2vector's and oidvector's elements, for `array` (pg_type: int2 2/2, oid 4/4).
 const VECTOR_INT2: Elem = Elem {
     kind: Kind::Int2,
@@ -400,8 +410,12 @@ pub fn stored(kind: Kind, d: &[u8]) -> Result<Cow<'_, [u8]>, Rewrite> {
         Kind::Output(o) if text_read(o) => Ok(Cow::Borrowed(d)),
         // int2vectorrecv, oidvectorrecv: array_recv's input of one dimension; stored, the
         // ArrayType of int2 / oid elements (types::array::vector_text reads it)
-        Kind::Output(Output::Int2Vector) => array(d, &VECTOR_INT2, &Labels::new()).map(Cow::Owned),
-        Kind::Output(Output::OidVector) => array(d, &VECTOR_OID, &Labels::new()).map(Cow::Owned),
+        Kind::Output(Output::Int2Vector) => {
+            array(d, &VECTOR_INT2, &Labels::new(), None).map(Cow::Owned)
+        }
+        Kind::Output(Output::OidVector) => {
+            array(d, &VECTOR_OID, &Labels::new(), None).map(Cow::Owned)
+        }
         // the geometric types, ranges, multiranges, tsvector, pg_lsn, xid(8)
         Kind::Output(o) => sendform::output(o, d).map(Cow::Owned),
         // hstore_recv, vector_recv, halfvec_recv, sparsevec_recv, geometry_recv and
@@ -428,8 +442,9 @@ fn fixed_same<'a>(d: &'a [u8], width: usize, what: &str) -> Result<Cow<'a, [u8]>
 /// Can an array's elements of `kind` be rewritten into their stored form (`stored`, or an
 /// enum label into its pg_enum OID)? A jsonb element becomes its text (`stored`) and the
 /// copy plan reads it as text (`copy_plan`), as a jsonb column's field.
-/// Not a text-read extension type either (an array of one is selected as `::text[]`,
-/// which the Python path keeps), nor int2vector / oidvector (arrays themselves).
+/// Not a text-read extension type (an array of one is selected as `::text[]`, which
+/// `copy_plan` plans as a text array), nor int2vector / oidvector (arrays themselves), nor
+/// a composite (`copy_plan` checks its fields, record::field_rewrites).
 fn element_rewrites(kind: Kind) -> bool {
     let text = matches!(kind, Kind::Output(o) if text_read(o) || vector(o));
     kind != Kind::Array && kind != Kind::Composite && !text && copy_kind(kind).is_some()
@@ -442,8 +457,42 @@ const MAXDIM: i32 = 6;
 /// ArrayType payload types::array reads, laid out as construct_md_array lays it out: the
 /// null bitmap only when an element is NULL (dataoffset set then), elements aligned to
 /// their typalign counted from the varlena header, varlena elements with 4-byte headers
-/// (as sendform._array). An enum element's label becomes its pg_enum OID (`labels`).
-fn array(d: &[u8], e: &Elem, labels: &Labels) -> Result<Vec<u8>, Rewrite> {
+/// (as sendform._array). An enum element's label becomes its pg_enum OID (`labels`); a
+/// composite element is record_recv's input (`composite`: tablesnap::record).
+fn array(
+    d: &[u8],
+    e: &Elem,
+    labels: &Labels,
+    composite: Option<&Composite>,
+) -> Result<Vec<u8>, Rewrite> {
+    array_with(d, e.attlen, e.align, |item| match e.kind {
+        Kind::Enum => enum_oid(labels, item).map(Cow::Owned),
+        Kind::Composite => {
+            let c = composite.ok_or(Rewrite::Unsupported)?;
+            record::record(item, c).map(Cow::Owned)
+        }
+        kind => stored(kind, item),
+    })
+}
+
+/// enum_recv of a label: its pg_enum OID, as the stored 4 bytes. A label the plan does
+/// not know is `Unsupported` (the row is the Python path's, as a column's is).
+pub(super) fn enum_oid(labels: &Labels, label: &[u8]) -> Result<Vec<u8>, Rewrite> {
+    labels
+        .iter()
+        .find(|(_, l)| l.as_bytes() == label)
+        .map(|(oid, _)| oid.to_le_bytes().to_vec())
+        .ok_or(Rewrite::Unsupported)
+}
+
+/// `array`'s layout, each non-NULL element's send bytes rewritten by `item` into its
+/// stored form, laid out with the element type's `attlen` and `align`.
+pub(super) fn array_with<'d>(
+    d: &'d [u8],
+    attlen: i16,
+    align: usize,
+    item: impl Fn(&'d [u8]) -> Result<Cow<'d, [u8]>, Rewrite>,
+) -> Result<Vec<u8>, Rewrite> {
     let bad = |m: &str| Rewrite::Bad(format!("array send value {m}"));
     let head = |at| be_i32(d, at).ok_or_else(|| bad("is short"));
     let ndim = head(0)?;
@@ -476,20 +525,11 @@ fn array(d: &[u8], e: &Elem, labels: &Labels) -> Result<Vec<u8>, Rewrite> {
             items.push(None);
             continue;
         }
-        let item = d
+        let value = d
             .get(off..off + size as usize)
             .ok_or_else(|| bad("ends inside an element"))?;
         off += size as usize;
-        items.push(Some(if e.kind == Kind::Enum {
-            let oid = labels
-                .iter()
-                .find(|(_, l)| l.as_bytes() == item)
-                .map(|(oid, _)| *oid)
-                .ok_or_else(|| bad("has an unknown enum label"))?;
-            Cow::Owned(oid.to_le_bytes().to_vec())
-        } else {
-            stored(e.kind, item)?
-        }));
+        items.push(Some(item(value)?));
     }
     if off != d.len() {
         return Err(Rewrite::Bad(format!(
@@ -523,11 +563,12 @@ fn array(d: &[u8], e: &Elem, labels: &Labels) -> Result<Vec<u8>, Rewrite> {
         let dataoffset = out.len() as i32;
         out[8..12].copy_from_slice(&dataoffset.to_le_bytes());
     }
+    let align = align.max(1);
     for v in items.iter().flatten() {
-        out.resize(out.len().div_ceil(e.align) * e.align, 0);
-        if e.attlen == -1 {
+        out.resize(out.len().div_ceil(align) * align, 0);
+        if attlen == -1 {
             out.extend_from_slice(&(((v.len() + 4) as u32) << 2).to_le_bytes());
-        } else if usize::try_from(e.attlen) != Ok(v.len()) {
+        } else if usize::try_from(attlen) != Ok(v.len()) {
             return Err(bad("has an element of another width"));
         }
         out.extend_from_slice(v);
@@ -590,8 +631,23 @@ pub fn copy_plan(plan: &Plan) -> Result<Plan, String> {
             }
             if kind == Kind::Array {
                 match &mut col.elem {
+                    // record_recv's input per element, laid out as the column's composite
+                    Some(e) if e.kind == Kind::Composite => match &col.composite {
+                        Some(c) if record::field_rewrites(c) => {
+                            col.composite = Some(record::composite_plan(c))
+                        }
+                        _ => {
+                            return Err(format!(
+                                "column {}: a composite field has no native send form",
+                                col.name
+                            ))
+                        }
+                    },
                     // jsonb_send's text, in a text varlena under the header's jsonb OID
                     Some(e) if e.kind == Kind::Jsonb => e.kind = Kind::Text,
+                    // selected as `::text[]` (its elements' output text, their value):
+                    // a text array, its elements encoded as the strings they are
+                    Some(e) if matches!(e.kind, Kind::Output(o) if text_read(o)) => *e = TEXT_ELEM,
                     Some(e) if element_rewrites(e.kind) => {}
                     e => {
                         return Err(format!(
@@ -648,7 +704,9 @@ impl CopyPlan<'_> {
                 return Ok(Outcome::Fallback("enum label Python decides"));
             }
             let rewritten = match (kind, col.elem, &col.composite) {
-                (Kind::Array, Some(e), _) => array(field, &e, &col.labels).map(Cow::Owned),
+                (Kind::Array, Some(e), c) => {
+                    array(field, &e, &col.labels, c.as_deref()).map(Cow::Owned)
+                }
                 (Kind::Composite, _, Some(c)) => record::record(field, c).map(Cow::Owned),
                 _ => stored(kind, field),
             };

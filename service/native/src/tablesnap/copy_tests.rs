@@ -105,9 +105,9 @@ fn arrays_to_stored() {
     send.extend_from_slice(&(-1i32).to_be_bytes());
     send.extend_from_slice(&4i32.to_be_bytes());
     send.extend_from_slice(&(-9i32).to_be_bytes());
-    let st = array(&send[..send.len() - 8], &int4, &labels);
+    let st = array(&send[..send.len() - 8], &int4, &labels, None);
     assert!(st.is_err(), "one element short");
-    let st = array(&send, &int4, &labels).unwrap();
+    let st = array(&send, &int4, &labels, None).unwrap();
     let a = crate::types::array::elements(&st, 23, 4, 4).unwrap();
     assert_eq!((a.dims, a.lbounds), (vec![3], vec![5]));
     let seven = 7i32.to_le_bytes();
@@ -127,7 +127,7 @@ fn arrays_to_stored() {
         send.extend_from_slice(&(item.len() as i32).to_be_bytes());
         send.extend_from_slice(item);
     }
-    let st = array(&send, &text, &labels).unwrap();
+    let st = array(&send, &text, &labels, None).unwrap();
     let a = crate::types::array::elements(&st, 25, -1, 4).unwrap();
     assert_eq!(a.items, vec![Some(&b"ab"[..]), Some(&b""[..])]);
 }
@@ -151,13 +151,13 @@ fn jsonb_arrays_to_text_elements() {
         send.extend_from_slice(&(item.len() as i32).to_be_bytes());
         send.extend_from_slice(item);
     }
-    let st = array(&send, &jsonb, &labels).unwrap();
+    let st = array(&send, &jsonb, &labels, None).unwrap();
     let a = crate::types::array::elements(&st, 3802, -1, 4).unwrap();
     assert_eq!(a.items, vec![Some(&b"{\"a\": 1}"[..]), Some(&b"[]"[..])]);
     let at = send.len() - 3;
     send[at] = 2;
     assert!(matches!(
-        array(&send, &jsonb, &labels),
+        array(&send, &jsonb, &labels, None),
         Err(Rewrite::Bad(_))
     ));
     let col = crate::output::plan::Column {
@@ -181,6 +181,59 @@ fn jsonb_arrays_to_text_elements() {
     let copy = copy_plan(&plan).unwrap();
     let e = copy.columns[0].elem.unwrap();
     assert_eq!((e.kind, e.oid), (Kind::Text, 3802));
+}
+
+/// An array of a type selected as its text (jsonpath[], ltree[]: `::text[]`) is planned
+/// as a text array, and its send value (text elements, NULLs kept) becomes the
+/// ArrayType of text types::array reads; an element of another width is still checked.
+#[test]
+fn text_read_arrays_are_text_arrays() {
+    use crate::types::outtext::Output;
+    for (out, oid, align) in [(Output::Jsonpath, 4072, 4), (Output::Cube, 16_400, 8)] {
+        let col = crate::output::plan::Column {
+            name: "a".into(),
+            attlen: -1,
+            align: 4,
+            dropped: false,
+            has_missing: false,
+            missing: None,
+            kind: Some(Kind::Array),
+            optional: true,
+            read: true,
+            labels: Labels::default(),
+            elem: Some(Elem {
+                kind: Kind::Output(out),
+                oid,
+                attlen: -1,
+                align,
+            }),
+            composite: None,
+        };
+        let plan = Plan {
+            columns: vec![col],
+            key: vec![],
+        };
+        let copy = copy_plan(&plan).unwrap();
+        let e = copy.columns[0].elem.unwrap();
+        assert_eq!((e.kind, e.oid, e.attlen, e.align), (Kind::Text, 25, -1, 4));
+        // array_send of text[] {'$.a', NULL, '$[*]'}: ndim 1, flags 1, text, 3 from 1
+        let mut send = Vec::new();
+        for word in [1i32, 1, 25, 3, 1] {
+            send.extend_from_slice(&word.to_be_bytes());
+        }
+        for item in [Some(&b"$.a"[..]), None, Some(&b"$[*]"[..])] {
+            match item {
+                None => send.extend_from_slice(&(-1i32).to_be_bytes()),
+                Some(b) => {
+                    send.extend_from_slice(&(b.len() as i32).to_be_bytes());
+                    send.extend_from_slice(b);
+                }
+            }
+        }
+        let st = array(&send, &e, &Labels::default(), None).unwrap();
+        let a = crate::types::array::elements(&st, 25, -1, 4).unwrap();
+        assert_eq!(a.items, vec![Some(&b"$.a"[..]), None, Some(&b"$[*]"[..])]);
+    }
 }
 
 /// Fixed-width values swap to little-endian; wrong widths are errors.
