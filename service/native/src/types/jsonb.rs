@@ -45,24 +45,62 @@ fn intalign(n: usize) -> usize {
     (n + 3) & !3
 }
 
-/// escape_json: the quoted string.
+/// Does `b` need an escape in a JSON string (a control character, `"` or `\`)?
+fn needs_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Are the 8 bytes of `w` all free of `needs_escape`? Word-at-a-time: a byte below 0x20
+/// sets its high bit in `w - 0x20..` where `!w` has it set too (exact for a bound up to
+/// 0x80), and a byte equal to `c` is a zero byte of `w ^ c..`, found the same way.
+fn plain_word(w: u64) -> bool {
+    let below = |v: u64, n: u64| v.wrapping_sub(ONES * n) & !v & HIGHS;
+    let quote = w ^ (ONES * u64::from(b'"'));
+    let backslash = w ^ (ONES * u64::from(b'\\'));
+    (below(w, 0x20) | below(quote, 1) | below(backslash, 1)) == 0
+}
+
+/// escape_json (json.c): the quoted string. The text is copied in runs between the
+/// bytes that need an escape, all ASCII, so a run never splits a multi-byte character;
+/// the runs are found 8 bytes at a time (`plain_word`).
 pub fn escape_json(out: &mut String, text: &str) {
+    out.reserve(text.len() + 2);
     out.push('"');
-    for ch in text.chars() {
-        match ch {
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
+    let bytes = text.as_bytes();
+    let (mut start, mut i) = (0, 0);
+    while i < bytes.len() {
+        if let Some(word) = bytes.get(i..i + 8) {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            if plain_word(u64::from_le_bytes(w)) {
+                i += 8;
+                continue;
             }
-            c => out.push(c),
+        }
+        let b = bytes[i];
+        i += 1;
+        if !needs_escape(b) {
+            continue;
+        }
+        out.push_str(&text[start..i - 1]);
+        start = i;
+        match b {
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            c => {
+                let _ = write!(out, "\\u{:04x}", c);
+            }
         }
     }
+    out.push_str(&text[start..]);
     out.push('"');
 }
 
@@ -248,6 +286,71 @@ mod tests {
         let mut s = String::new();
         escape_json(&mut s, "q\"\\\u{1}é");
         assert_eq!(s, "\"q\\\"\\\\\\u0001é\"");
+    }
+
+    /// The run-copying escape_json against a char-by-char one (json.c's loop): every
+    /// ASCII character alone and between multi-byte ones, and every code point below
+    /// 0x3000 in one string.
+    #[test]
+    fn escape_json_equals_the_char_loop() {
+        fn reference(text: &str) -> String {
+            let mut out = String::from('"');
+            for ch in text.chars() {
+                match ch {
+                    '\u{8}' => out.push_str("\\b"),
+                    '\u{c}' => out.push_str("\\f"),
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\t' => out.push_str("\\t"),
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        }
+        let mut cases: Vec<String> = (0u8..0x80)
+            .flat_map(|b| {
+                let c = char::from(b);
+                [c.to_string(), format!("é{c}€{c}{c}😀"), format!("{c}plain")]
+            })
+            .collect();
+        cases.push((0u32..0x3000).filter_map(char::from_u32).collect());
+        // each escaped byte at every offset of a 20-byte run, and bytes 0x80..0xFF (in
+        // multi-byte characters) next to it: the word test must find it wherever it is
+        for special in [
+            '"', '\\', '\n', '\u{1f}', '\u{0}', ' ', '\u{7f}', 'ÿ', '\u{ff}',
+        ] {
+            for at in 0..20 {
+                let mut t: String = "abcdefghijklmnopqrst".into();
+                t.insert(at, special);
+                cases.push(t);
+            }
+        }
+        cases.push(String::new());
+        // random strings over a palette of escaped, plain and multi-byte characters
+        let palette = [
+            'a', '"', '\\', '\n', '\u{1}', '\u{1f}', ' ', '~', 'é', '€', '😀', '\u{7f}',
+        ];
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..5000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = (seed % 40) as usize;
+            cases.push(
+                (0..len)
+                    .map(|k| palette[((seed >> (k % 50)) as usize + k * 7) % palette.len()])
+                    .collect(),
+            );
+        }
+        for text in &cases {
+            let mut s = String::from("keep");
+            escape_json(&mut s, text);
+            assert_eq!(s, format!("keep{}", reference(text)), "{text:?}");
+        }
     }
 
     #[test]
