@@ -72,16 +72,21 @@ class HeapRows:
     beyond `len`."""
 
     @staticmethod
-    def load(decoder: HeapDecoder, data: bytes, xid: int, locator: Any) -> HeapRows:
+    def load(
+        decoder: HeapDecoder, data: bytes, xid: int, locator: Any, toast: Any = None
+    ) -> HeapRows:
         """The HeapRows whose `dump()` is `data` (src/reorder/run.rs), of `xid`, its
-        HeapChanges holding `locator` and built by `decoder`: equal `changes()`.
-        DecodeError (with xid, and an LSN once the rows are read) for anything else:
-        damaged, short, trailing bytes, another version or xid."""
+        HeapChanges holding `locator` (its TOAST chunk rows' `toast`) and built by
+        `decoder`: equal `changes()`. DecodeError (with xid, and an LSN once the rows are
+        read) for anything else: damaged, short, trailing bytes, another version or xid,
+        chunk rows without `toast`."""
     def __len__(self) -> int: ...
     @property
     def xid(self) -> int: ...
     @property
     def locator(self) -> Any: ...  # the RelFileLocator of the rows' HeapChanges
+    @property
+    def toast_locator(self) -> Any: ...  # its chunk rows' (None: a run without chunks)
     @property
     def first_lsn(self) -> int: ...  # ValueError for an empty window
     @property

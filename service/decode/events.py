@@ -400,8 +400,9 @@ class InsertRows(Sequence[HeapChange]):
     row). Item `i` is built when it is read, as exactly the `HeapChange` the unbatched
     reader gives for that row; until then a row is its logged tuple in Rust, so a run
     crosses the reorder buffer and reaches a native encoder without a Python object per
-    row. Only an InsertRows without chunks reaches an encoder or is dumped whole; one
-    with chunks is replayed and spilled as its rows.
+    row. Only an InsertRows without chunks reaches an encoder; one with chunks is
+    replayed whole (its chunks collected in Rust) and spilled whole too (its dump keeps
+    which rows are chunks).
 
     The reorder buffer queues one as a single entry (ReorderBufferQueueChange of each of
     its rows: `nrows` changes, `data_bytes` of tuple data), and replay hands it on whole

@@ -118,12 +118,15 @@ def decode_new_cid(record: XLogRecord) -> list[Event]:
     return _decode("new_cid", record)
 
 
-def load_rows(data: bytes, xid: int, locator: RelFileLocator) -> InsertRows:
-    """The InsertRows whose rows' `HeapRows.dump()` is `data`, of `xid` into `locator`
-    (what the spill store reads back, `service.reorder.spill`): its rows' HeapChanges
-    equal the dumped ones'. `DecodeError` (with xid, and an LSN once the rows are
-    read) for bytes that are not such a dump."""
-    return InsertRows(_native.HeapRows.load(_DECODER, data, xid, locator))
+def load_rows(
+    data: bytes, xid: int, locator: RelFileLocator, toast: RelFileLocator | None = None
+) -> InsertRows:
+    """The InsertRows whose rows' `HeapRows.dump()` is `data`, of `xid` into `locator`,
+    its TOAST chunk rows into `toast` (what the spill store reads back,
+    `service.reorder.spill`): its rows' HeapChanges equal the dumped ones'.
+    `DecodeError` (with xid, and an LSN once the rows are read) for bytes that are not
+    such a dump, or that hold chunk rows and `toast` is None."""
+    return InsertRows(_native.HeapRows.load(_DECODER, data, xid, locator, toast))
 
 
 def predecode(reader: object, bare_rmids: Collection[int] = (), *, runs: bool = False) -> bool:

@@ -24,13 +24,16 @@ Contract:
   - 2: an `InsertRows` (an InsertRun's plain inserts, held by the native core) as ONE
     record for all its rows: the tag, the locator (`_ROWS`: spc, db, rel, u32 each),
     then its rows' `HeapRows.dump()` (service/native/src/reorder/run.rs: version, xid,
-    count, per row its LSN, ctid, tuple header, clear_toast flag and data length, then
-    the data). Read back, it is an InsertRows again (`HeapRows.load`, through
-    `service.decode.native_heap.load_rows`, imported only when such a record is read,
-    or the `load_rows` the store was given), equal row for row. An InsertRows whose
-    rows cannot dump (a pure-Python double), that holds TOAST chunk rows
-    (`InsertRows.chunks`) or that is not of the file's xid is written as its rows,
-    one tag-1 record each, as it was before tag 2;
+    count, per row its LSN, ctid, tuple header, flags (clear_toast, TOAST chunk row) and
+    data length, then the data). Read back, it is an InsertRows again (`HeapRows.load`,
+    through `service.decode.native_heap.load_rows`, imported only when such a record is
+    read, or the `load_rows` the store was given), equal row for row;
+  - 3: the same for an InsertRows that holds TOAST chunk rows (`InsertRows.chunks`):
+    the tag, the relation's and its toast relation's locators (`_TOAST_ROWS`), then the
+    dump, whose chunk rows are read back into the toast relation, so the replay collects
+    them natively as it does a run that never spilled. An InsertRows whose rows cannot
+    dump (a pure-Python double) or that is not of the file's xid is written as its rows,
+    one tag-1 record each;
   - 0: a `pickle` (protocol 5) of any other change object (`TruncateEvent`,
     `MessageEvent`, the buffer's `InternalChange`).
   `write` returns the number of RECORDS written, which is what `read` needs; the
@@ -64,14 +67,17 @@ from service.decode.events import ChangeKind, HeapChange, InsertRows, RawTuple
 from service.errors import DecodeError, SpillFileError
 from service.wal.record import RelFileLocator
 
-# (dump bytes, xid, locator) -> the InsertRows of that dump (`HeapRows.load`)
-LoadRows = Callable[[bytes, int, RelFileLocator], InsertRows]
+# (dump bytes, xid, locator, toast locator) -> the InsertRows of that dump
+# (`HeapRows.load`; the toast relation's locator for a dump with TOAST chunk rows)
+LoadRows = Callable[[bytes, int, RelFileLocator, RelFileLocator | None], InsertRows]
 
 MAGIC = b"PGCDCSP1"
 _TAG_PICKLE = b"\x00"
 _TAG_HEAP = 1
 _TAG_ROWS = 2
 _ROWS = struct.Struct("<BIII")  # tag, spc, db, rel; then the HeapRows dump
+_TAG_TOAST_ROWS = 3
+_TOAST_ROWS = struct.Struct("<BIIIIII")  # tag, then the relation's and its toast's locators
 # tag, lsn, xid, kind, spc, db, rel, block, offset, flags, origin
 _HEAP = struct.Struct("<BQIBIIIIHBI")
 _TUPLE = struct.Struct("<HHHBI")  # natts, infomask, infomask2, hoff, data length
@@ -159,8 +165,8 @@ class LocalSpillStore:
                 payload = _encode_heap(change)
             elif type(change) is InsertRows:
                 dump = getattr(change.rows, "dump", None)
-                # its rows, one record each: no native dump, or TOAST chunks among them
-                if dump is None or change.xid != xid or change.chunks:
+                # its rows, one record each: no native dump
+                if dump is None or change.xid != xid:
                     for row in change:
                         payload = _encode_heap(row)
                         out += pack(len(payload), crc32(payload))
@@ -168,7 +174,14 @@ class LocalSpillStore:
                     count += change.nrows
                     continue
                 loc = change.locator
-                head = _ROWS.pack(_TAG_ROWS, loc.spc_oid, loc.db_oid, loc.rel_number)
+                toast = change.rows.toast_locator if change.chunks else None
+                if toast is None:
+                    head = _ROWS.pack(_TAG_ROWS, loc.spc_oid, loc.db_oid, loc.rel_number)
+                else:
+                    head = _TOAST_ROWS.pack(
+                        _TAG_TOAST_ROWS, loc.spc_oid, loc.db_oid, loc.rel_number,
+                        toast.spc_oid, toast.db_oid, toast.rel_number,
+                    )  # fmt: skip
                 body: bytes = dump()
                 out += pack(len(head) + len(body), crc32(body, crc32(head)))
                 out += head
@@ -238,7 +251,7 @@ class LocalSpillStore:
                 tag = payload[0] if payload else -1
                 if tag == _TAG_HEAP:
                     yield _decode_heap(payload)
-                elif tag == _TAG_ROWS:
+                elif tag in (_TAG_ROWS, _TAG_TOAST_ROWS):
                     yield self._rows(payload, path, xid, index)
                 elif tag == 0:
                     yield loads(payload[1:])
@@ -252,12 +265,14 @@ class LocalSpillStore:
             fh.close()
 
     def _rows(self, payload: bytes, path: Path, xid: int, index: int) -> InsertRows:
-        """The InsertRows of tag-2 record `index` of xid's file."""
-        if len(payload) < _ROWS.size:
+        """The InsertRows of tag-2 or tag-3 record `index` of xid's file."""
+        head = _ROWS if payload[0] == _TAG_ROWS else _TOAST_ROWS
+        if len(payload) < head.size:
             raise SpillFileError(
                 f"spill file {path} record {index} is too short for insert rows", xid=xid
             )
-        _, spc, db, rel = _ROWS.unpack_from(payload)
+        _, spc, db, rel, *on_toast = head.unpack_from(payload)
+        toast = _locator(*on_toast) if on_toast else None
         load = self._load_rows
         if load is None:
             try:
@@ -270,7 +285,7 @@ class LocalSpillStore:
                 ) from exc
             load = self._load_rows = load_rows
         try:
-            return load(payload[_ROWS.size :], xid, _locator(spc, db, rel))
+            return load(payload[head.size :], xid, _locator(spc, db, rel), toast)
         except DecodeError as exc:
             raise SpillFileError(
                 f"spill file {path} record {index} holds damaged insert rows: {exc.message}",

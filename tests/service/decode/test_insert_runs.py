@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from service.decode import native_heap
 from service.decode.dispatch import decoder_for
 from service.decode.events import ChangeKind, HeapChange, InsertRun, PredecodedRecord
+from service.errors import DecodeError
 from service.wal.native import NativeXLogReader
 from service.wal.record import RelFileLocator, XLogRecord
 from tests.service.decode.test_native_heap import blocks_of, golden_records
@@ -286,5 +287,11 @@ def test_toast_chunks_join_the_run_of_their_rows() -> None:
     assert chunk.on_toast_relation and chunk.locator.rel_number == 70_001
     assert runs[0].changes.window(0, 1).chunks == 0
     assert runs[0].changes.window(1, 4).chunks == 3
-    with pytest.raises(ValueError, match="TOAST chunk rows has no dump"):
-        runs[0].changes.rows.dump()
+    # the dump keeps which rows are chunks; read back, they are the toast relation's
+    rows = runs[0].changes.rows
+    toast = rows.toast_locator
+    assert toast is chunk.locator
+    back = native_heap.load_rows(rows.dump(), rows.xid, rows.locator, toast)
+    assert back.chunks == 3 and list(back) == list(runs[0].changes)
+    with pytest.raises(DecodeError, match="without its toast relation"):
+        native_heap.load_rows(rows.dump(), rows.xid, rows.locator)

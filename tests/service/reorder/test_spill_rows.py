@@ -106,7 +106,7 @@ def test_dump_and_load_give_the_same_rows() -> None:
         for a, b in {(0, n), (0, 1), (n - 1, n), (n // 3, max(n // 3 + 1, 2 * n // 3))}:
             window = rows if (a, b) == (0, n) else rows.window(a, b)
             dump = window.rows.dump()
-            assert dump[0] == 1
+            assert dump[0] == 2  # reorder::run::DUMP_VERSION
             assert struct.unpack_from("<II", dump, 1) == (window.xid, window.nrows)
             assert len(dump) == _DUMP_HEAD + _ROW * window.nrows + window.data_bytes
             loaded = native_heap.load_rows(dump, window.xid, window.locator)
@@ -163,9 +163,11 @@ def test_an_injected_loader_is_used(tmp_path: Path) -> None:
     rows = golden_runs()[0].changes
     calls: list[tuple[int, RelFileLocator]] = []
 
-    def load(data: bytes, xid: int, locator: RelFileLocator) -> InsertRows:
+    def load(
+        data: bytes, xid: int, locator: RelFileLocator, toast: RelFileLocator | None
+    ) -> InsertRows:
         calls.append((xid, locator))
-        return native_heap.load_rows(data, xid, locator)
+        return native_heap.load_rows(data, xid, locator, toast)
 
     store = LocalSpillStore(tmp_path, load_rows=load)
     store.write(rows.xid, [rows])
@@ -391,13 +393,19 @@ _DAMAGE: dict[str, tuple[Callable[[bytes], bytes], str, str]] = {
     "truncated header": (lambda p: p[: _ROWS_HEAD + 4], "shorter than its 9-byte header", "none"),
     "no dump": (lambda p: p[:_ROWS_HEAD], "shorter than its 9-byte header", "none"),
     "no locator": (lambda p: p[:7], "too short for insert rows", "none"),
-    "bad version": (_set(_ROWS_HEAD, b"\x07"), "version 7, expected 1", "none"),
+    "bad version": (_set(_ROWS_HEAD, b"\x07"), "version 7, expected 2", "none"),
     "trailing bytes": (lambda p: p + b"\x00\x01", "2 trailing bytes", "first"),
     "count one more": (_with_count(1), "damaged insert rows", "any"),
     "count one fewer": (_with_count(-1), "trailing bytes", "first"),
     "count zero": (_with_count(-(1 << 40)), "no rows", "none"),
     "another xid": (_set(_ROWS_HEAD + 1, struct.pack("<I", 5)), "of xid 5 read back", "first"),
-    "bad flag": (_set(_ROWS_HEAD + _DUMP_HEAD + 21, b"\x02"), "afterwards byte 2", "first"),
+    "bad flag": (_set(_ROWS_HEAD + _DUMP_HEAD + 21, b"\x04"), "flags byte 0x04", "first"),
+    # a TOAST chunk row in a tag-2 record, which has no toast relation to read it into
+    "chunk without toast": (
+        _set(_ROWS_HEAD + _DUMP_HEAD + 21, b"\x02"),
+        "chunk rows read back without its toast relation",
+        "first",
+    ),
     "unknown tag": (_set(0, b"\x09"), "unknown tag 9", "none"),
 }
 
@@ -440,29 +448,36 @@ def test_damaged_rows_record_is_a_spill_file_error(tmp_path: Path, damage: str) 
 
 _DECODER = native_heap.heap_decoder()
 _LOCATOR = RelFileLocator(1663, 5, 16384)
+_TOAST_LOCATOR = RelFileLocator(1663, 5, 16387)
 
 
 def _check_load(data: bytes, xid: int) -> None:
     """`HeapRows.load` either raises DecodeError (with the xid) or loads rows that dump
-    back to `data` and build their HeapChanges."""
-    try:
-        rows = _native.HeapRows.load(_DECODER, data, xid, _LOCATOR)
-    except DecodeError as exc:
-        assert exc.xid == xid
-        return
-    assert rows.dump() == data
-    changes = rows.changes()
-    assert len(changes) == len(rows) >= 1
-    assert all(c.xid == xid and c.locator is _LOCATOR for c in changes)
+    back to `data` and build their HeapChanges: those flagged as TOAST chunks into the
+    toast relation, given one (without one, a dump with chunk rows is refused)."""
+    for toast in (None, _TOAST_LOCATOR):
+        try:
+            rows = _native.HeapRows.load(_DECODER, data, xid, _LOCATOR, toast)
+        except DecodeError as exc:
+            assert exc.xid == xid
+            continue
+        assert rows.dump() == data
+        changes = rows.changes()
+        assert len(changes) == len(rows) >= 1
+        assert all(c.xid == xid for c in changes)
+        on_toast = [c for c in changes if c.locator is _TOAST_LOCATOR]
+        assert len(on_toast) == rows.chunks
+        assert all(c.locator is _LOCATOR for c in changes if c not in on_toast)
+        assert toast is not None or rows.chunks == 0
 
 
 @settings(max_examples=500, deadline=None)
 @given(data=st.binary(max_size=400), xid=st.integers(0, 2**32 - 1))
 def test_load_rows_of_random_bytes_is_typed(data: bytes, xid: int) -> None:
-    """Random bytes (the version byte forced to 1 half the time): only DecodeError."""
+    """Random bytes (the version byte forced to 2 half the time): only DecodeError."""
     _check_load(data, xid)
     if data:
-        _check_load(b"\x01" + data[1:], xid)
+        _check_load(b"\x02" + data[1:], xid)
 
 
 @settings(max_examples=500, deadline=None)
@@ -591,20 +606,19 @@ def test_runs_with_toast_chunks_spill_and_replay_as_their_changes(
     ReorderBufferChangeSize counts it) queued as one InsertRows: the same spills,
     counters, accounting, restore batches and peak as its changes queued one by one,
     and the same sink log, each main row handed on with its value's chunks
-    (ReorderBufferToastAppendChunk / ReorderBufferToastReplace); spilled, its rows are
-    written one record each (a dump holds no chunks) and restored as HeapChanges; not
-    spilled, it is replayed whole, its chunks collected natively (`toast_replay`: the
-    Python `toast_chunk` is never called)."""
+    (ReorderBufferToastAppendChunk / ReorderBufferToastReplace). Spilled or not, it is
+    replayed whole, its chunks collected natively (`toast_replay`: the Python
+    `toast_chunk` is never called): spilled, each window is one tag-3 record (its dump
+    keeps which rows are chunks) and is restored as an InsertRows with its chunks."""
     runs = list(toast_runs())
     assert len(runs) == 1 and runs[0].changes.nrows == 60 + 59 * 3
     assert runs[0].changes.chunks == 59 * 3 and runs[0].changes.rows.ends_reset
     one = _queue(tmp_path / "one", runs, work_mem, restore_batch, batched=False)
-    if work_mem == 1_000_000:
 
-        def forbidden(change: HeapChange) -> tuple[int, int, bytes]:
-            raise AssertionError(f"chunk at {change.lsn:X} deformed in Python")
+    def forbidden(change: HeapChange) -> tuple[int, int, bytes]:
+        raise AssertionError(f"chunk at {change.lsn:X} deformed in Python")
 
-        monkeypatch.setattr(replay, "toast_chunk", forbidden)
+    monkeypatch.setattr(replay, "toast_chunk", forbidden)
     run = _queue(tmp_path / "run", runs, work_mem, restore_batch, batched=True)
     _compare(one, run)
     assert run["held"] == (0, 0)
@@ -613,8 +627,9 @@ def test_runs_with_toast_chunks_spill_and_replay_as_their_changes(
     assert all(len(v) == 3 * 1400 for e in toasted for v in e[3].values())
     if work_mem < 1_000_000:
         assert one["stats"].spill_count >= 1
-        assert run["records"] == one["records"] > 0
-        assert all(type(c) is HeapChange for c in run["restored"])
+        assert 0 < run["records"] < one["records"]
+        assert all(type(c) is InsertRows for c in run["restored"])
+        assert sum(c.chunks for c in run["restored"]) == 59 * 3
     else:
         assert one["stats"].spill_count == 0 and run["restored"] == []
 

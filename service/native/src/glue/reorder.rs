@@ -26,10 +26,11 @@
 //! (`tuples`), with no Python object per row. When the reorder buffer spills a window,
 //! `dump` lays its rows out as bytes (`reorder::run`: one spill record for all of them) and
 //! `HeapRows.load` (`load_rows` here) makes an equal HeapRows of them again,
-//! with the locator object and decoder it is handed; it refuses any input that is not
+//! with the locator objects and decoder it is handed; it refuses any input that is not
 //! such a dump with the decoder's DecodeError. A window holding TOAST chunk rows
-//! (`chunks` > 0) is neither read by the encoders nor dumped (`dump` and `tuples`
-//! refuse it): its consumers take its rows as HeapChanges.
+//! (`chunks` > 0) is not read by the encoders (`tuples` refuses it): the replay collects
+//! its chunks (`toast_replay`); its dump keeps which rows are chunks, and its load
+//! takes the toast relation's locator for them.
 //!
 //! A panic never crosses the boundary: it becomes the heap decoder's DecodeError at the
 //! window's first LSN (in `load_rows`, with the xid). No `unsafe` here: the objects are
@@ -156,13 +157,15 @@ impl RowsBuilder {
 }
 
 /// `HeapRows.load`: the HeapRows of a `HeapRows.dump()` (`reorder::run::load`) of
-/// transaction `xid`, into `locator`, built by `decoder`; any input that is not such a
-/// dump (or a panic) is the decoder's DecodeError with the xid and what LSN is known.
+/// transaction `xid`, into `locator`, its TOAST chunk rows (if any) into `toast`, built
+/// by `decoder`; any input that is not such a dump, or one with chunk rows and no
+/// `toast` (or a panic), is the decoder's DecodeError with the xid and what LSN is known.
 fn load_rows(
     decoder: &Bound<'_, PyHeapDecoder>,
     data: &[u8],
     xid: u32,
     locator: Py<PyAny>,
+    toast: Option<Py<PyAny>>,
 ) -> PyResult<PyHeapRows> {
     let py = decoder.py();
     let refuse = |message: &str, lsn: Option<u64>| {
@@ -185,6 +188,20 @@ fn load_rows(
             lsn,
         ));
     }
+    let chunks = match (loaded.chunk.is_empty(), toast) {
+        (true, _) => None,
+        (false, Some(toast)) => Some(Chunks {
+            toast,
+            chunk: loaded.chunk,
+        }),
+        (false, None) => {
+            let lsn = loaded.rows.first().map(|r| r.lsn);
+            return Err(refuse(
+                "insert run dump with TOAST chunk rows read back without its toast relation",
+                lsn,
+            ));
+        }
+    };
     let hi = loaded.rows.len();
     Ok(PyHeapRows {
         shared: Arc::new(Shared {
@@ -192,7 +209,7 @@ fn load_rows(
             data: loaded.data,
             xid,
             locator,
-            chunks: None,
+            chunks,
             decoder: decoder.clone().unbind(),
         }),
         lo: 0,
@@ -214,7 +231,7 @@ struct Shared {
     data: Vec<u8>,
     xid: u32,
     locator: Py<PyAny>,
-    /// None when no row of the run is a TOAST chunk (a dump never holds one).
+    /// None when no row of the run is a TOAST chunk.
     chunks: Option<Chunks>,
     decoder: Py<PyHeapDecoder>,
 }
@@ -414,13 +431,25 @@ impl PyHeapRows {
     /// trailing, another version, another xid) is the decoder's DecodeError, with the
     /// xid and, once the rows are read, an LSN.
     #[staticmethod]
+    #[pyo3(signature = (decoder, data, xid, locator, toast=None))]
     fn load(
         decoder: &Bound<'_, PyHeapDecoder>,
         data: &[u8],
         xid: u32,
         locator: Py<PyAny>,
+        toast: Option<Py<PyAny>>,
     ) -> PyResult<PyHeapRows> {
-        load_rows(decoder, data, xid, locator)
+        load_rows(decoder, data, xid, locator, toast)
+    }
+
+    /// The RelFileLocator of the run's toast relation (the object its chunk rows'
+    /// HeapChanges hold), or None for a run without chunk rows.
+    #[getter]
+    fn toast_locator<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        self.shared
+            .chunks
+            .as_ref()
+            .map(|c| c.toast.bind(py).clone())
     }
 
     fn __len__(&self) -> usize {
@@ -575,20 +604,26 @@ impl PyHeapRows {
     }
 
     /// The window's rows as bytes (`reorder::run::dump`: its xid, then per row its LSN,
-    /// ctid, tuple header fields, clear_toast_afterwards and data length, then the
-    /// data), which `HeapRows.load` takes back; the locator is not in it.
+    /// ctid, tuple header fields, clear_toast_afterwards and whether it is a TOAST chunk
+    /// row, and its data length, then the data), which `HeapRows.load` takes back; the
+    /// locators (`locator`, `toast_locator`) are not in it.
     fn dump<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         if self.lo == self.hi {
             return Err(PyValueError::new_err("an empty HeapRows has no dump"));
         }
-        if self.shared.chunks_in(self.lo, self.hi) > 0 {
-            return Err(PyValueError::new_err(
-                "a HeapRows with TOAST chunk rows has no dump",
-            ));
-        }
         self.guarded(py, || {
             let s = &*self.shared;
-            let bytes = run::dump(s.xid, &s.rows[self.lo..self.hi], &s.data, s.start(self.lo));
+            let chunk = s
+                .chunks
+                .as_ref()
+                .map_or(&[][..], |c| &c.chunk[self.lo..self.hi]);
+            let bytes = run::dump(
+                s.xid,
+                &s.rows[self.lo..self.hi],
+                chunk,
+                &s.data,
+                s.start(self.lo),
+            );
             Ok(PyBytes::new(py, &bytes))
         })
     }

@@ -13,25 +13,30 @@
 //! u32 xid
 //! u32 row count (n >= 1)
 //! n x { u64 lsn, u32 block, u16 offset, u16 natts, u16 infomask, u16 infomask2,
-//!       u8 hoff, u8 clear_toast_afterwards (0 or 1), u32 tuple data length }
+//!       u8 hoff, u8 flags, u32 tuple data length }
 //! the rows' tuple data, concatenated in row order
 //! ```
 //!
-//! The relation (locator) is not in it: the spill record carries it beside the dump.
+//! `flags`: bit 0 the row's clear_toast_afterwards, bit 1 set for a TOAST chunk insert
+//! (a row of the run's toast relation, which ReorderBufferToastAppendChunk collects at
+//! replay; version 1 had no chunk rows and only bit 0). The relations (locators) are not
+//! in it: the spill record carries them beside the dump.
 //! `load` takes such bytes back, checking everything: the version, the row count
-//! against the bytes present, each row (a flag of 0 or 1, `natts` equal to
+//! against the bytes present, each row (no flag bit but those two, `natts` equal to
 //! `infomask2 & HEAP_NATTS_MASK` as the decoder sets it, LSNs in WAL order), and that the
 //! data lengths add up to exactly the bytes after the rows: a short, damaged or
 //! trailing input is a `LoadError`, never a panic (and no allocation larger than the
 //! input). Pure: no Python, no I/O.
 
 /// The dump layout's version byte.
-pub const DUMP_VERSION: u8 = 1;
+pub const DUMP_VERSION: u8 = 2;
 
 const HEAD: usize = 1 + 4 + 4;
 /// Bytes per row in the row table.
 pub const ROW_BYTES: usize = 8 + 4 + 2 + 2 + 2 + 2 + 1 + 1 + 4;
 const HEAP_NATTS_MASK: u16 = 0x07FF;
+const FLAG_CLEAR_TOAST: u8 = 0x01;
+const FLAG_CHUNK: u8 = 0x02;
 
 /// One row: the fields of its HeapChange and RawTuple that vary per row, and where its
 /// tuple data ends in the run's buffer (it starts where the previous row's ends).
@@ -49,12 +54,13 @@ pub struct Row {
 }
 
 /// The dump of `rows` of transaction `xid`, whose tuple data lies in `data` from
-/// `start` (where the first row's data starts) to the last row's `end`.
+/// `start` (where the first row's data starts) to the last row's `end`; `chunk[k]` says
+/// whether row `k` is a TOAST chunk insert (empty: none is).
 ///
 /// Panics if the rows do not fit `data` as described, or if there are more than
 /// u32::MAX rows or a row's data is longer than u32::MAX bytes (a run's rows never
 /// are: a WAL record is at most 1 GB): the caller's guard turns that into an error.
-pub fn dump(xid: u32, rows: &[Row], data: &[u8], start: usize) -> Vec<u8> {
+pub fn dump(xid: u32, rows: &[Row], chunk: &[bool], data: &[u8], start: usize) -> Vec<u8> {
     let end = rows.last().map_or(start, |r| r.end);
     let body = &data[start..end];
     let mut out = Vec::with_capacity(HEAD + rows.len() * ROW_BYTES + body.len());
@@ -63,7 +69,7 @@ pub fn dump(xid: u32, rows: &[Row], data: &[u8], start: usize) -> Vec<u8> {
     let n = u32::try_from(rows.len()).expect("an insert run has fewer than 2^32 rows");
     out.extend_from_slice(&n.to_le_bytes());
     let mut prev = start;
-    for r in rows {
+    for (k, r) in rows.iter().enumerate() {
         let len = u32::try_from(r.end - prev).expect("a tuple is shorter than 4 GB");
         prev = r.end;
         out.extend_from_slice(&r.lsn.to_le_bytes());
@@ -73,18 +79,23 @@ pub fn dump(xid: u32, rows: &[Row], data: &[u8], start: usize) -> Vec<u8> {
         out.extend_from_slice(&r.infomask.to_le_bytes());
         out.extend_from_slice(&r.infomask2.to_le_bytes());
         out.push(r.hoff);
-        out.push(u8::from(r.clear_toast_afterwards));
+        let is_chunk = chunk.get(k).copied().unwrap_or(false);
+        out.push(
+            u8::from(r.clear_toast_afterwards) * FLAG_CLEAR_TOAST + u8::from(is_chunk) * FLAG_CHUNK,
+        );
         out.extend_from_slice(&len.to_le_bytes());
     }
     out.extend_from_slice(body);
     out
 }
 
-/// What `load` gives back: the rows (their `end`s relative to `data`) and their data.
+/// What `load` gives back: the rows (their `end`s relative to `data`), which of them are
+/// TOAST chunk inserts (`chunk`: empty when none is), and their data.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Loaded {
     pub xid: u32,
     pub rows: Vec<Row>,
+    pub chunk: Vec<bool>,
     pub data: Vec<u8>,
 }
 
@@ -166,6 +177,7 @@ pub fn load(input: &[u8]) -> Result<Loaded, LoadError> {
     let data_at = HEAD + n * ROW_BYTES;
     let data_len = input.len() - data_at;
     let mut rows = Vec::with_capacity(n);
+    let mut chunk = Vec::with_capacity(n);
     let mut end: usize = 0;
     let mut last_lsn = 0u64;
     for k in 0..n {
@@ -178,12 +190,13 @@ pub fn load(input: &[u8]) -> Result<Loaded, LoadError> {
         let hoff = c.u8();
         let flag = c.u8();
         let len = c.u32() as usize;
-        if flag > 1 {
+        if flag & !(FLAG_CLEAR_TOAST | FLAG_CHUNK) != 0 {
             return refuse(
-                format!("insert run dump row {k} has clear_toast_afterwards byte {flag}"),
+                format!("insert run dump row {k} has flags byte {flag:#04x}"),
                 Some(lsn),
             );
         }
+        chunk.push(flag & FLAG_CHUNK != 0);
         if natts != infomask2 & HEAP_NATTS_MASK {
             return refuse(
                 format!("insert run dump row {k} has natts {natts} but infomask2 {infomask2:#06x}"),
@@ -218,7 +231,7 @@ pub fn load(input: &[u8]) -> Result<Loaded, LoadError> {
             infomask,
             infomask2,
             hoff,
-            clear_toast_afterwards: flag == 1,
+            clear_toast_afterwards: flag & FLAG_CLEAR_TOAST != 0,
         });
     }
     if end != data_len {
@@ -230,9 +243,13 @@ pub fn load(input: &[u8]) -> Result<Loaded, LoadError> {
             rows.first().map(|r| r.lsn),
         );
     }
+    if !chunk.contains(&true) {
+        chunk = Vec::new();
+    }
     Ok(Loaded {
         xid,
         rows,
+        chunk,
         data: input[data_at..].to_vec(),
     })
 }
@@ -268,9 +285,10 @@ mod tests {
         for lo in 0..rows.len() {
             for hi in lo + 1..=rows.len() {
                 let start = if lo == 0 { 0 } else { rows[lo - 1].end };
-                let bytes = dump(42, &rows[lo..hi], &data, start);
+                let bytes = dump(42, &rows[lo..hi], &[], &data, start);
                 let got = load(&bytes).unwrap();
                 assert_eq!(got.xid, 42);
+                assert!(got.chunk.is_empty());
                 assert_eq!(got.data, &data[start..rows[hi - 1].end]);
                 assert_eq!(got.rows.len(), hi - lo);
                 for (g, r) in got.rows.iter().zip(&rows[lo..hi]) {
@@ -286,10 +304,32 @@ mod tests {
         }
     }
 
+    /// Chunk rows keep their flag, beside clear_toast_afterwards, in every window.
+    #[test]
+    fn chunk_rows_round_trip() {
+        let (rows, data) = sample();
+        let chunk = [false, true, true, false];
+        for lo in 0..rows.len() {
+            for hi in lo + 1..=rows.len() {
+                let start = if lo == 0 { 0 } else { rows[lo - 1].end };
+                let got = load(&dump(7, &rows[lo..hi], &chunk[lo..hi], &data, start)).unwrap();
+                let want: Vec<bool> = chunk[lo..hi].to_vec();
+                if want.contains(&true) {
+                    assert_eq!(got.chunk, want);
+                } else {
+                    assert!(got.chunk.is_empty());
+                }
+                for (g, r) in got.rows.iter().zip(&rows[lo..hi]) {
+                    assert_eq!(g.clear_toast_afterwards, r.clear_toast_afterwards);
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_truncation_and_extension_is_refused() {
         let (rows, data) = sample();
-        let bytes = dump(42, &rows, &data, 0);
+        let bytes = dump(42, &rows, &[false, true, true, false], &data, 0);
         for cut in 0..bytes.len() {
             assert!(load(&bytes[..cut]).is_err(), "cut at {cut}");
         }
@@ -303,13 +343,13 @@ mod tests {
     #[test]
     fn damaged_fields_are_refused() {
         let (rows, data) = sample();
-        let bytes = dump(42, &rows, &data, 0);
+        let bytes = dump(42, &rows, &[], &data, 0);
         let with = |at: usize, v: &[u8]| {
             let mut b = bytes.clone();
             b[at..at + v.len()].copy_from_slice(v);
             load(&b).unwrap_err().message
         };
-        assert!(with(0, &[2]).contains("version 2"));
+        assert!(with(0, &[1]).contains("version 1"));
         assert!(with(5, &0u32.to_le_bytes()).contains("no rows"));
         // One row fewer: the last row's table entry is read as data, and is left over.
         assert!(with(5, &3u32.to_le_bytes()).contains("trailing bytes"));
@@ -317,7 +357,7 @@ mod tests {
         // short for the rows' lengths.
         assert!(with(5, &5u32.to_le_bytes()).contains("row 2's tuple data ends past"));
         assert!(with(5, &u32::MAX.to_le_bytes()).contains("too short"));
-        assert!(with(HEAD + 21, &[2]).contains("clear_toast_afterwards byte 2"));
+        assert!(with(HEAD + 21, &[4]).contains("flags byte 0x04"));
         assert!(with(HEAD + 14, &4u16.to_le_bytes()).contains("natts 4"));
         assert!(with(HEAD + ROW_BYTES, &0u64.to_le_bytes()).contains("precedes row 0"));
         assert!(with(HEAD + 22, &u32::MAX.to_le_bytes()).contains("ends past"));
