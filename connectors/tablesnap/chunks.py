@@ -79,6 +79,7 @@ from service.output.api import ColumnValue, RelationInfo
 from service.schema.history import SchemaHistory
 from service.schema.tabledef import CatalogSnapshot, TableDef
 from service.tablesnap.plan import Bound, json_bound
+from service.types.registry import TypeInfo
 from service.types.rowdecode import HistoryRows
 from service.types.sendform import base_type, snapshot_registry
 from service.types.snapshot_rewrites import EXTENSION_TEXT_VALUED, text_valued
@@ -676,22 +677,26 @@ class SharedSnapshotReader(ChunkReader):
 _NATIVE_TEXT_READ = EXTENSION_TEXT_VALUED | {"jsonpath_out"}
 
 
-def _text_is_value(p: _ColumnPlan) -> bool:
-    """Is `p` a column the snapshot reads as its output text, which is its value
-    (service.types.snapshot_rewrites.text_valued), and the native COPY path takes so?"""
-    base = base_type(p.registry.get(p.type_oid), p.registry)
+def _native_text_read(base: TypeInfo) -> bool:
+    """Is `base` (a base type) read as its output text, which is its value
+    (service.types.snapshot_rewrites.text_valued), and taken so by the native COPY path?"""
     return base.output_src in _NATIVE_TEXT_READ and text_valued(base)
 
 
+def _text_is_value(p: _ColumnPlan) -> bool:
+    """Is `p` a column the snapshot reads as its output text, which is its value, and the
+    native COPY path takes so (`_native_text_read`)?"""
+    return _native_text_read(base_type(p.registry.get(p.type_oid), p.registry))
+
+
 def _elements_text_are_value(p: _ColumnPlan) -> bool:
-    """Is `p` an array (or a domain over one) of a type `_text_is_value` takes, which the
-    snapshot reads as `::text[]` (tablesnap::copy's `copy_plan` plans it as a text
+    """Is `p` an array (or a domain over one) of a type `_native_text_read` takes, which
+    the snapshot reads as `::text[]` (tablesnap::copy's `copy_plan` plans it as a text
     array)?"""
     base = base_type(p.registry.get(p.type_oid), p.registry)
     if base.output_src != "array_out":
         return False
-    elem = base_type(p.registry.get(base.typelem), p.registry)
-    return elem.output_src in _NATIVE_TEXT_READ and text_valued(elem)
+    return _native_text_read(base_type(p.registry.get(base.typelem), p.registry))
 
 
 def _page(chunk: Any, row: int, at: int) -> int:

@@ -125,18 +125,9 @@ impl RowsBuilder {
         decoder: Py<PyHeapDecoder>,
     ) -> PyResult<Bound<'py, PyHeapRows>> {
         let hi = self.rows.len();
-        let chunks = match (self.chunk.is_empty(), toast) {
-            (true, _) => None,
-            (false, Some(toast)) => Some(Chunks {
-                toast,
-                chunk: self.chunk,
-            }),
-            (false, None) => {
-                return Err(PyValueError::new_err(
-                    "an insert run with chunk rows and no toast relation",
-                ))
-            }
-        };
+        let chunks = Chunks::of(self.chunk, toast).map_err(|()| {
+            PyValueError::new_err("an insert run with chunk rows and no toast relation")
+        })?;
         let shared = Shared {
             rows: self.rows,
             data: self.data,
@@ -178,8 +169,8 @@ fn load_rows(
         Ok(Err(e)) => return Err(refuse(&e.message, e.lsn)),
         Err(_) => return Err(refuse("internal error loading native heap rows", None)),
     };
+    let lsn = loaded.rows.first().map(|r| r.lsn);
     if loaded.xid != xid {
-        let lsn = loaded.rows.first().map(|r| r.lsn);
         return Err(refuse(
             &format!(
                 "insert run dump of xid {} read back for xid {xid}",
@@ -188,20 +179,12 @@ fn load_rows(
             lsn,
         ));
     }
-    let chunks = match (loaded.chunk.is_empty(), toast) {
-        (true, _) => None,
-        (false, Some(toast)) => Some(Chunks {
-            toast,
-            chunk: loaded.chunk,
-        }),
-        (false, None) => {
-            let lsn = loaded.rows.first().map(|r| r.lsn);
-            return Err(refuse(
-                "insert run dump with TOAST chunk rows read back without its toast relation",
-                lsn,
-            ));
-        }
-    };
+    let chunks = Chunks::of(loaded.chunk, toast).map_err(|()| {
+        refuse(
+            "insert run dump with TOAST chunk rows read back without its toast relation",
+            lsn,
+        )
+    })?;
     let hi = loaded.rows.len();
     Ok(PyHeapRows {
         shared: Arc::new(Shared {
@@ -223,6 +206,18 @@ struct Chunks {
     toast: Py<PyAny>,
     /// Per row of the run (as long as `Shared::rows`), whether it is a chunk.
     chunk: Vec<bool>,
+}
+
+impl Chunks {
+    /// The chunk rows of a run whose rows `chunk` flags (empty: none is a chunk), into
+    /// `toast`: None without chunk rows; Err when there are some and no `toast`.
+    fn of(chunk: Vec<bool>, toast: Option<Py<PyAny>>) -> Result<Option<Chunks>, ()> {
+        match (chunk.is_empty(), toast) {
+            (true, _) => Ok(None),
+            (false, Some(toast)) => Ok(Some(Chunks { toast, chunk })),
+            (false, None) => Err(()),
+        }
+    }
 }
 
 /// What every window of one run shares.

@@ -616,7 +616,10 @@ pub fn copy_plan(plan: &Plan) -> Result<Plan, String> {
                 Some(copy_kind(kind).ok_or_else(|| {
                     format!("column {}: {kind:?} has no native send form", col.name)
                 })?);
-            if kind == Kind::Composite {
+            // a composite column, or an array of composites (record_recv's input per
+            // element): laid out as the column's composite
+            let elem_kind = col.elem.map(|e| e.kind);
+            if kind == Kind::Composite || elem_kind == Some(Kind::Composite) {
                 match &col.composite {
                     Some(c) if record::field_rewrites(c) => {
                         col.composite = Some(record::composite_plan(c))
@@ -631,18 +634,7 @@ pub fn copy_plan(plan: &Plan) -> Result<Plan, String> {
             }
             if kind == Kind::Array {
                 match &mut col.elem {
-                    // record_recv's input per element, laid out as the column's composite
-                    Some(e) if e.kind == Kind::Composite => match &col.composite {
-                        Some(c) if record::field_rewrites(c) => {
-                            col.composite = Some(record::composite_plan(c))
-                        }
-                        _ => {
-                            return Err(format!(
-                                "column {}: a composite field has no native send form",
-                                col.name
-                            ))
-                        }
-                    },
+                    Some(e) if e.kind == Kind::Composite => {}
                     // jsonb_send's text, in a text varlena under the header's jsonb OID
                     Some(e) if e.kind == Kind::Jsonb => e.kind = Kind::Text,
                     // selected as `::text[]` (its elements' output text, their value):

@@ -23,6 +23,28 @@ fn stream(rows: &[Vec<Option<&[u8]>>]) -> Vec<u8> {
     out
 }
 
+/// A plan of one array column `name` (a varlena) of `elem`s, with `labels`.
+fn array_plan(name: &str, labels: Labels, elem: Elem) -> Plan {
+    let col = crate::output::plan::Column {
+        name: name.into(),
+        attlen: -1,
+        align: 4,
+        dropped: false,
+        has_missing: false,
+        missing: None,
+        kind: Some(Kind::Array),
+        optional: true,
+        read: true,
+        labels,
+        elem: Some(elem),
+        composite: None,
+    };
+    Plan {
+        columns: vec![col],
+        key: vec![],
+    }
+}
+
 /// Rows split into their fields, NULLs and empty fields kept apart.
 #[test]
 fn parses_rows_and_nulls() {
@@ -160,25 +182,7 @@ fn jsonb_arrays_to_text_elements() {
         array(&send, &jsonb, &labels, None),
         Err(Rewrite::Bad(_))
     ));
-    let col = crate::output::plan::Column {
-        name: "jb".into(),
-        attlen: -1,
-        align: 4,
-        dropped: false,
-        has_missing: false,
-        missing: None,
-        kind: Some(Kind::Array),
-        optional: true,
-        read: true,
-        labels: labels.clone(),
-        elem: Some(jsonb),
-        composite: None,
-    };
-    let plan = Plan {
-        columns: vec![col],
-        key: vec![],
-    };
-    let copy = copy_plan(&plan).unwrap();
+    let copy = copy_plan(&array_plan("jb", labels.clone(), jsonb)).unwrap();
     let e = copy.columns[0].elem.unwrap();
     assert_eq!((e.kind, e.oid), (Kind::Text, 3802));
 }
@@ -190,30 +194,13 @@ fn jsonb_arrays_to_text_elements() {
 fn text_read_arrays_are_text_arrays() {
     use crate::types::outtext::Output;
     for (out, oid, align) in [(Output::Jsonpath, 4072, 4), (Output::Cube, 16_400, 8)] {
-        let col = crate::output::plan::Column {
-            name: "a".into(),
+        let elem = Elem {
+            kind: Kind::Output(out),
+            oid,
             attlen: -1,
-            align: 4,
-            dropped: false,
-            has_missing: false,
-            missing: None,
-            kind: Some(Kind::Array),
-            optional: true,
-            read: true,
-            labels: Labels::default(),
-            elem: Some(Elem {
-                kind: Kind::Output(out),
-                oid,
-                attlen: -1,
-                align,
-            }),
-            composite: None,
+            align,
         };
-        let plan = Plan {
-            columns: vec![col],
-            key: vec![],
-        };
-        let copy = copy_plan(&plan).unwrap();
+        let copy = copy_plan(&array_plan("a", Labels::default(), elem)).unwrap();
         let e = copy.columns[0].elem.unwrap();
         assert_eq!((e.kind, e.oid, e.attlen, e.align), (Kind::Text, 25, -1, 4));
         // array_send of text[] {'$.a', NULL, '$[*]'}: ndim 1, flags 1, text, 3 from 1

@@ -292,22 +292,55 @@ mod tests {
         }
     }
 
-    /// (a int4, <dropped>, b text, j jsonb, t timestamptz, r int4range)
-    fn composite() -> Arc<Composite> {
-        Arc::new(Composite {
-            oid: 77_001,
+    fn composite_of(
+        oid: u32,
+        columns: Vec<Column>,
+        kinds: Vec<Option<TextKind>>,
+        elems: Vec<Option<TextElem>>,
+    ) -> Composite {
+        Composite {
+            oid,
             layout: Plan {
-                columns: vec![
-                    col("a", 4, 4, false),
-                    col("gone", 4, 4, true),
-                    col("b", -1, 4, false),
-                    col("j", -1, 4, false),
-                    col("t", 8, 8, false),
-                    col("r", -1, 4, false),
-                ],
+                columns,
                 key: vec![],
             },
-            kinds: vec![
+            kinds,
+            elems,
+        }
+    }
+
+    /// array_send's layout: ndim 1, `flags`, the element type, `items.len()` items from
+    /// `lbound`, each its length (-1: NULL) and bytes.
+    fn array_send(flags: i32, elemtype: i32, lbound: i32, items: &[Option<&[u8]>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for w in [1, flags, elemtype, items.len() as i32, lbound] {
+            out.extend_from_slice(&w.to_be_bytes());
+        }
+        for item in items {
+            match item {
+                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                Some(b) => {
+                    out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+                    out.extend_from_slice(b);
+                }
+            }
+        }
+        out
+    }
+
+    /// (a int4, <dropped>, b text, j jsonb, t timestamptz, r int4range)
+    fn composite() -> Arc<Composite> {
+        Arc::new(composite_of(
+            77_001,
+            vec![
+                col("a", 4, 4, false),
+                col("gone", 4, 4, true),
+                col("b", -1, 4, false),
+                col("j", -1, 4, false),
+                col("t", 8, 8, false),
+                col("r", -1, 4, false),
+            ],
+            vec![
                 Some(TextKind::Int4),
                 None,
                 Some(TextKind::Text),
@@ -317,8 +350,8 @@ mod tests {
                     crate::types::range::RangeSub::Int4,
                 ))),
             ],
-            elems: vec![None; 6],
-        })
+            vec![None; 6],
+        ))
     }
 
     fn send(fields: &[Option<&[u8]>]) -> Vec<u8> {
@@ -394,44 +427,26 @@ mod tests {
                 align,
             })
         };
-        let outer = Arc::new(Composite {
-            oid: 77_002,
-            layout: Plan {
-                columns: vec![e, n, col("xs", -1, 4, false), ms, col("js", -1, 4, false)],
-                key: vec![],
-            },
-            kinds: vec![
+        let outer = Arc::new(composite_of(
+            77_002,
+            vec![e, n, col("xs", -1, 4, false), ms, col("js", -1, 4, false)],
+            vec![
                 Some(TextKind::Enum),
                 Some(TextKind::Composite),
                 Some(TextKind::Array),
                 Some(TextKind::Array),
                 Some(TextKind::Array),
             ],
-            elems: vec![
+            vec![
                 None,
                 None,
                 elem(TextKind::Int4, 23, 4, 4),
                 elem(TextKind::Enum, 77_003, 4, 4),
                 elem(TextKind::Jsonb, 3802, -1, 4),
             ],
-        });
+        ));
         assert!(field_rewrites(&outer));
-        let array = |elemtype: i32, items: &[Option<&[u8]>]| {
-            let mut out = Vec::new();
-            for w in [1, 1, elemtype, items.len() as i32, 1] {
-                out.extend_from_slice(&w.to_be_bytes());
-            }
-            for item in items {
-                match item {
-                    None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-                    Some(b) => {
-                        out.extend_from_slice(&(b.len() as i32).to_be_bytes());
-                        out.extend_from_slice(b);
-                    }
-                }
-            }
-            out
-        };
+        let array = |elemtype: i32, items: &[Option<&[u8]>]| array_send(1, elemtype, 1, items);
         let seven = 7i32.to_be_bytes();
         let epoch = 0i64.to_be_bytes();
         let inner = send(&[
@@ -492,29 +507,19 @@ mod tests {
     /// int2vectorout / oidvectorout print them; a jsonpath field has no rewrite.
     #[test]
     fn vector_fields_to_stored() {
-        let c = Arc::new(Composite {
-            oid: 77_004,
-            layout: Plan {
-                columns: vec![col("v", -1, 4, false), col("o", -1, 4, false)],
-                key: vec![],
-            },
-            kinds: vec![
+        let c = Arc::new(composite_of(
+            77_004,
+            vec![col("v", -1, 4, false), col("o", -1, 4, false)],
+            vec![
                 Some(TextKind::Output(Output::Int2Vector)),
                 Some(TextKind::Output(Output::OidVector)),
             ],
-            elems: vec![None, None],
-        });
+            vec![None, None],
+        ));
         assert!(field_rewrites(&c));
         let vector = |elemtype: i32, items: &[&[u8]]| {
-            let mut out = Vec::new();
-            for w in [1, 0, elemtype, items.len() as i32, 0] {
-                out.extend_from_slice(&w.to_be_bytes());
-            }
-            for item in items {
-                out.extend_from_slice(&(item.len() as i32).to_be_bytes());
-                out.extend_from_slice(item);
-            }
-            out
+            let items: Vec<Option<&[u8]>> = items.iter().map(|b| Some(*b)).collect();
+            array_send(0, elemtype, 0, &items)
         };
         let v = vector(21, &[&1i16.to_be_bytes(), &(-2i16).to_be_bytes()]);
         let o = vector(26, &[&23u32.to_be_bytes()]);
@@ -522,15 +527,12 @@ mod tests {
         let mut s = String::new();
         composite_text(&mut s, &c, &st).unwrap();
         assert_eq!(s, r#"("1 -2",23)"#);
-        let jp = Composite {
-            oid: 77_005,
-            layout: Plan {
-                columns: vec![col("j", -1, 4, false)],
-                key: vec![],
-            },
-            kinds: vec![Some(TextKind::Output(Output::Jsonpath))],
-            elems: vec![None],
-        };
+        let jp = composite_of(
+            77_005,
+            vec![col("j", -1, 4, false)],
+            vec![Some(TextKind::Output(Output::Jsonpath))],
+            vec![None],
+        );
         assert!(!field_rewrites(&jp));
     }
 
@@ -555,15 +557,12 @@ mod tests {
         let mut huge = d.clone();
         huge[8..12].copy_from_slice(&i32::MAX.to_be_bytes());
         assert!(matches!(record(&huge, &c), Err(Rewrite::Bad(_))));
-        let arr = Composite {
-            oid: 1,
-            layout: Plan {
-                columns: vec![col("a", -1, 4, false)],
-                key: vec![],
-            },
-            kinds: vec![Some(TextKind::Array)],
-            elems: vec![None],
-        };
+        let arr = composite_of(
+            1,
+            vec![col("a", -1, 4, false)],
+            vec![Some(TextKind::Array)],
+            vec![None],
+        );
         assert!(!field_rewrites(&arr));
     }
 }
