@@ -25,7 +25,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from service.app.metrics import SLOT_STATS, Metrics
-from tests.integration.reorderbuffer_vs_pg_support import run_vs_pg, small_and_large
+from tests.integration.reorderbuffer_vs_pg_support import run_vs_pg_quiet, small_and_large
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +62,7 @@ def test_spill_counters_scraped_equal_reorder_buffer(pg: dict[str, Any]) -> None
         "CREATE TABLE big (id int) WITH (autovacuum_enabled = off)",
     ]
     # 20,000 x 132 accounted bytes over 1 MB: two evictions, then the rest at commit
-    r = run_vs_pg(pg, tables, list(small_and_large(10, 20_000)), work_mem_kb=1024)
+    r = run_vs_pg_quiet(pg, tables, list(small_and_large(10, 20_000)), work_mem_kb=1024)
     stats = r.rb_stats
     assert stats.spill_txns == r.server_stats["spill_txns"] == 1
     assert stats.spill_count == r.server_stats["spill_count"] == 3
