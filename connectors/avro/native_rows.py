@@ -12,7 +12,8 @@ headers, and the DELETE's tombstone. `change` returns False, having done nothing
 every change it leaves to the Python path. `changes` writes the same records, in the
 same order, the events of consecutive changes of one table definition and op as one
 `RecordRun` of ready bytes (`ctx.write_run`, one Rust call per run:
-`RowPlan.encode_events`); the events of one run share one clock reading.
+`RowPlan.encode_events`), a DELETE's event followed by its tombstone when
+`kafka.tombstones_on_delete`; the events of one run share one clock reading.
 
 How:
 - A plan (`RowPlan`) is compiled once per table definition (per `_Table`, i.e. per
@@ -423,6 +424,24 @@ def _header(serialize: Callable[[Any], bytes] | None) -> bytes | None:
     return None
 
 
+def _with_tombstones(
+    keys: list[bytes | None], values: list[bytes | None], lsns: list[int]
+) -> tuple[list[bytes | None], list[bytes | None], list[int]]:
+    """The DELETE events `keys`/`values`, each followed by its tombstone (same key, null
+    value), as `AvroPlugin._tombstone` writes one after each DELETE when
+    `kafka.tombstones_on_delete`."""
+    n = len(values)
+    both_keys: list[bytes | None] = [None] * (2 * n)
+    both_keys[0::2] = keys
+    both_keys[1::2] = keys
+    both_values: list[bytes | None] = [None] * (2 * n)
+    both_values[0::2] = values
+    both_lsns = [0] * (2 * n)
+    both_lsns[0::2] = lsns
+    both_lsns[1::2] = lsns
+    return both_keys, both_values, both_lsns
+
+
 def _encoded_row(change: RowChange) -> Sequence[ColumnValue] | None:
     """The row whose record an event of `change` carries natively: the old row of a
     DELETE, the new one of an INSERT or UPDATE, None for an UPDATE with its old tuple
@@ -640,9 +659,6 @@ class NativeRows:
             self._rows(ctx, txn, changes, plain)
             return
         op, rel = changes.op, changes.relation
-        if op is ChangeOp.DELETE and p._tombstones():
-            self._rows(ctx, txn, changes, plain)
-            return
         t = p._table(rel)  # once per run
         if t is None:
             return  # not published
@@ -677,15 +693,13 @@ class NativeRows:
         `_group`, any other one the single way."""
         p = self.plugin
         tables, table_of = p._tables, p._table
-        tombstones = p._tombstones()
-        delete = ChangeOp.DELETE
         n, i = len(changes), 0
         while i < n:
             change = changes[i]
             ctx.write_lsn = change.lsn
             op = change.op
             row = _encoded_row(change)
-            if not plain or type(row) is not DecodedRow or (tombstones and op is delete):
+            if not plain or type(row) is not DecodedRow:
                 p.change(ctx, txn, change)
                 i += 1
                 continue
@@ -759,7 +773,10 @@ class NativeRows:
             if not st.began:
                 p._begin_once(ctx, st, lsns[0])
             p._order(st, t.collection, done)
-            run = RecordRun(t.plan.topic, keys, values, lsns[:done], p.context_headers, code)
+            lsns = lsns[:done]
+            if code == "d" and p._tombstones():
+                keys, values, lsns = _with_tombstones(keys, values, lsns)
+            run = RecordRun(t.plan.topic, keys, values, lsns, p.context_headers, code)
             ctx.write_run(run)
         return done
 

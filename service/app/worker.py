@@ -313,7 +313,11 @@ class Worker:
             check_stop(lsn, xid)
             sink_write_run(lsn, xid, run)
             labels = (run.topic, run.op or "-")
-            uncounted[labels] = uncounted.get(labels, 0) + len(run.values)
+            tombstones = run.tombstones
+            uncounted[labels] = uncounted.get(labels, 0) + len(run.values) - tombstones
+            if tombstones:
+                labels = (run.topic, "-")
+                uncounted[labels] = uncounted.get(labels, 0) + tombstones
 
         stored = KafkaSchemaStore(s, self.sink).load_latest()
         if last is None and stored is not None and not s.snapshot.fresh_start:

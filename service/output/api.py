@@ -524,6 +524,8 @@ class RecordRun(NamedTuple):
 
     `lsns[i]` is the LSN of the change `keys[i]`/`values[i]` came from (the error
     context of a failed write). The lists are the run's own: nobody changes them after.
+    A None value is a tombstone, written after its DELETE's event: its op is "", as
+    the single `write` of one has it.
     """
 
     topic: str
@@ -537,7 +539,12 @@ class RecordRun(NamedTuple):
         """The run as the OutputRecords `write` would have had."""
         topic, headers, op = self.topic, self.headers, self.op
         for key, value in zip(self.keys, self.values, strict=True):
-            yield OutputRecord(topic, key, value, headers, op)
+            yield OutputRecord(topic, key, value, headers, op if value is not None else "")
+
+    @property
+    def tombstones(self) -> int:
+        """How many of the run's records are tombstones (None values)."""
+        return self.values.count(None)
 
     @property
     def size(self) -> int:

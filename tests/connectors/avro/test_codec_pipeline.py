@@ -123,11 +123,12 @@ def _session(
 ) -> Session:
     """A session whose catalog snapshot is taken now, before the workload (as a live
     worker's), writing `plugin`'s records into `out`. With `runs`, record runs come
-    through a run writer (as the worker's), each run's length appended to `runs`."""
+    through a run writer (as the worker's), each run's events (tombstones not counted)
+    appended to `runs`."""
 
     def write_run(_l: int, _x: int, run: RecordRun) -> None:
         assert runs is not None and run.values
-        runs.append(len(run.values))
+        runs.append(len(run.values) - run.tombstones)
         out.extend(run.records())
 
     return Session(

@@ -53,7 +53,7 @@ from connectors.postgres.setup import setup, teardown
 from service.config import Settings
 from service.impl import native_row_core
 from service.lsn import parse_lsn
-from service.output.api import OutputRecord
+from service.output.api import ChangeOp, OutputRecord
 from tests.connectors.avro import avro_reference
 from tests.connectors.avro.avro_reference import ReferencePlugin
 from tests.connectors.avro.test_codec import drop_subjects
@@ -465,9 +465,14 @@ def test_native_rows_equal_python_and_reference(
 
     monkeypatch.setattr(NativeRows, "_encode_update", counted_update)
 
+    deletes: list[tuple[str, int, int]] = []  # the same, of DELETE groups
+
     def counted(self: NativeRows, *args: Any) -> int:
         done = group(self, *args)
-        groups.append((args[2].plan.topic.rsplit(".", 1)[-1], len(args[6]), done))
+        seen = (args[2].plan.topic.rsplit(".", 1)[-1], len(args[6]), done)
+        groups.append(seen)
+        if args[5] is ChangeOp.DELETE:
+            deletes.append(seen)
         return done
 
     monkeypatch.setattr(NativeRows, "_group", counted)
@@ -601,6 +606,13 @@ def test_native_rows_equal_python_and_reference(
             # Runs between single records (BEGIN/END, fallbacks, tombstones), and long
             # ones: the 300-row INSERT is one run, cut where a fallback row falls.
             assert sum(runs) < counts.native and max(runs) > 100 and len(runs) > 5, runs
+            # DELETEs go native in groups too, each event followed by its tombstone
+            # (kafka.tombstones_on_delete, on by default), as the Python path writes it.
+            assert settings.kafka.tombstones_on_delete
+            gone = [(n, done) for table, n, done in deletes if table == "n_more"]
+            assert sum(n for n, _ in gone) >= 300 // 7 and all(n == d for n, d in gone), gone
+            stones = sum(1 for r in got if r.value is None)
+            assert stones == sum(1 for r in python if r.value is None) >= 300 // 7
             # A table without a plan goes to Python a whole group at a time (one
             # _group call per run of its rows, not one per row). The 400-row INSERT's
             # groups are the reader's InsertRuns, which end at its 256-record slices

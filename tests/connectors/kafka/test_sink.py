@@ -219,3 +219,23 @@ def test_broker_refusing_the_timeout_is_a_config_error(
     with pytest.raises(ConfigError, match=r"transaction\.max\.timeout\.ms"):
         sink.start()
     assert producer.conf["transaction.timeout.ms"] == 3_600_000
+
+
+def test_a_delete_run_holds_its_tombstones_as_none_values(make_sink: Any) -> None:
+    """A run of DELETE events, each followed by its tombstone (a None value): the sink
+    produces them in that order, and `records()` gives the tombstones op "" as a single
+    write of one has it (the worker counts them apart from the "d" events)."""
+    keys: list[bytes | None] = [b"k1", b"k1", b"k2", b"k2"]
+    values: list[bytes | None] = [b"d1", None, b"d2", None]
+    run = RecordRun("t.public.a", keys, values, [5, 5, 6, 6], None, "d")
+    assert run.tombstones == 2
+    assert [(r.key, r.value, r.op) for r in run.records()] == [
+        (b"k1", b"d1", "d"),
+        (b"k1", None, ""),
+        (b"k2", b"d2", "d"),
+        (b"k2", None, ""),
+    ]
+    sink, producer, _ = make_sink(max_batch_age_s=60)
+    sink.write_run(5, 7, run)
+    assert [v for _, v in producer.produced] == values
+    assert sink.records_sent == 4
