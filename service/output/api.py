@@ -543,8 +543,9 @@ class RecordRun(NamedTuple):
 
     @property
     def tombstones(self) -> int:
-        """How many of the run's records are tombstones (None values)."""
-        return self.values.count(None)
+        """How many of the run's records are tombstones (None values): only a DELETE
+        run holds any, so no other run's values are scanned."""
+        return self.values.count(None) if self.op == "d" else 0
 
     @property
     def size(self) -> int:

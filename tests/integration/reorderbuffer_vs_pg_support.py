@@ -42,7 +42,7 @@ from connectors.postgres.server import force_running_xacts
 from connectors.postgres.setup import setup, teardown
 from service.app.metrics import SLOT_STATS
 from service.app.session import Session, SessionConfig
-from service.lsn import parse_lsn
+from service.lsn import format_lsn, parse_lsn
 from service.output.text import TestDecodingPlugin
 from service.reorder.buffer import ReorderBufferStats
 from service.reorder.changes import change_size
@@ -245,7 +245,7 @@ def run_vs_pg_quiet(
 
 def _describe(pg: dict[str, Any], r: Result) -> str:
     """The row-less counted transactions, each with its WAL records (pg_waldump)."""
-    start, end = (f"{v >> 32:X}/{v & 0xFFFFFFFF:X}" for v in r.wal_range)
+    start, end = (format_lsn(v) for v in r.wal_range)
     parts = []
     for xid, lsn in r.counted_without_rows:
         proc = subprocess.run(
@@ -265,9 +265,7 @@ def _describe(pg: dict[str, Any], r: Result) -> str:
             check=False,
         )
         lines = (proc.stdout or proc.stderr).splitlines()[:12]
-        parts.append(
-            f"xid {xid} committed at {lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}:\n" + "\n".join(lines)
-        )
+        parts.append(f"xid {xid} committed at {format_lsn(lsn)}:\n" + "\n".join(lines))
     return "\n".join(parts)
 
 

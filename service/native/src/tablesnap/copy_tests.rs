@@ -2,6 +2,7 @@
 //! arrays, fixed widths, jsonb).
 
 use super::*;
+use crate::tablesnap::put_field;
 
 fn stream(rows: &[Vec<Option<&[u8]>>]) -> Vec<u8> {
     let mut out = SIGNATURE.to_vec();
@@ -10,13 +11,7 @@ fn stream(rows: &[Vec<Option<&[u8]>>]) -> Vec<u8> {
     for row in rows {
         out.extend_from_slice(&(row.len() as i16).to_be_bytes());
         for f in row {
-            match f {
-                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-                Some(b) => {
-                    out.extend_from_slice(&(b.len() as i32).to_be_bytes());
-                    out.extend_from_slice(b);
-                }
-            }
+            put_field(&mut out, *f);
         }
     }
     out.extend_from_slice(&(-1i16).to_be_bytes());

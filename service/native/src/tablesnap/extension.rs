@@ -315,6 +315,7 @@ fn geometry(r: &mut Wkb<'_>, body: &mut Vec<u8>, depth: usize) -> Result<(i32, u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tablesnap::put_field;
     use crate::types::{extension, pgvector, postgis};
 
     fn pairs(items: &[(&[u8], Option<&[u8]>)]) -> Vec<u8> {
@@ -322,13 +323,7 @@ mod tests {
         for (k, v) in items {
             out.extend_from_slice(&(k.len() as i32).to_be_bytes());
             out.extend_from_slice(k);
-            match v {
-                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-                Some(v) => {
-                    out.extend_from_slice(&(v.len() as i32).to_be_bytes());
-                    out.extend_from_slice(v);
-                }
-            }
+            put_field(&mut out, *v);
         }
         out
     }

@@ -274,6 +274,7 @@ mod tests {
     use super::*;
     use crate::output::plan::{Column, Plan};
     use crate::output::text::composite_text;
+    use crate::tablesnap::put_field;
 
     fn col(name: &str, attlen: i16, align: usize, dropped: bool) -> Column {
         Column {
@@ -317,13 +318,7 @@ mod tests {
             out.extend_from_slice(&w.to_be_bytes());
         }
         for item in items {
-            match item {
-                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-                Some(b) => {
-                    out.extend_from_slice(&(b.len() as i32).to_be_bytes());
-                    out.extend_from_slice(b);
-                }
-            }
+            put_field(&mut out, *item);
         }
         out
     }
@@ -358,13 +353,7 @@ mod tests {
         let mut out = (fields.len() as i32).to_be_bytes().to_vec();
         for f in fields {
             out.extend_from_slice(&0u32.to_be_bytes());
-            match f {
-                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-                Some(b) => {
-                    out.extend_from_slice(&(b.len() as i32).to_be_bytes());
-                    out.extend_from_slice(b);
-                }
-            }
+            put_field(&mut out, *f);
         }
         out
     }
