@@ -162,11 +162,23 @@ def _pid(name: str) -> int | None:
 @pytest.fixture(scope="module")
 def shared_pids() -> Iterator[dict[str, int | None]]:
     """The shared services' pids before the fault tests; after them, they must be the
-    same. Fault instances this module started are stopped again at its end."""
+    same. Fault instances this module started are stopped again at its end: only those
+    its selected cases named (`_touched`), so that a lane running some of them never
+    stops an instance another lane uses (fault-pg18, in the HA lane)."""
     before_healthy = _healthy()
     pids = {name: _pid(name) for name in SHARED}
+    _touched.clear()
     yield pids
-    stop_service(*(name for name in FAULT_PORTS if name not in before_healthy))
+    stop_service(*(name for name in _touched if name not in before_healthy))
+
+
+# The fault instances this module's cases ensured (shared_pids stops those it started).
+_touched: set[str] = set()
+
+
+def _ensure_fault(name: str) -> dict[str, Any]:
+    _touched.add(name)
+    return ensure_service(name)
 
 
 @pytest.mark.parametrize("name", list(FAULT_PORTS), ids=lambda n: n.replace("-", "_"))
@@ -178,7 +190,7 @@ def test_fault_instance_runs_apart_from_the_shared_services(
     `.ci/run` selects by these ids, so that the fault lane never touches fault-pg18,
     which the HA lane uses meanwhile (a session stops the fault instances it touched when
     it ends); fault_pg18's case runs in the HA lane."""
-    info = ensure_service(name)
+    info = _ensure_fault(name)
     assert not FAULT_PORTS[name] & SHARED_PORTS
     assert info["pid"] is not None
     assert info["pid"] not in set(shared_pids.values())
@@ -284,7 +296,7 @@ def test_kill_then_up_restarts_a_fault_instance(
     what was committed before the crash (a row, a transactional Kafka record) still
     there; the shared services keep their pids throughout."""
     write, read = CHECKS[name]
-    info = ensure_service(name)
+    info = _ensure_fault(name)
     token = uuid.uuid4().hex[:12]
     write(info, token)
     old = _pid(name)
