@@ -36,8 +36,10 @@ class WalReader:
         make: Callable[..., Any],
         bare_rmids: list[int],
         make_run: Callable[[tuple[int, int, int, int, int, HeapRows]], Any] | None = None,
+        runs_from: int = 0,
     ) -> None:
-        """`make_run` gets `(first_lsn, lsn, end_lsn, xid, records, rows)` per run."""
+        """`make_run` gets `(first_lsn, lsn, end_lsn, xid, records, rows)` per run; no run
+        holds a record before `runs_from`."""
     def watch_relations(self, locators: list[tuple[int, int, int]]) -> None:
         """Records with a block of one of these (spc, db, rel) come whole."""
     def _arm_panic_probe(self) -> None: ...

@@ -83,20 +83,26 @@ class XLogReaderFactory(Protocol):
 
 
 def predecoding(
-    reader: XLogReaderLike, bare_rmids: Collection[int] = (), *, runs: bool = False
+    reader: XLogReaderLike,
+    bare_rmids: Collection[int] = (),
+    *,
+    runs: bool = False,
+    runs_from: int = 0,
 ) -> Callable[[], Iterator[XLogRecord | PredecodedRecord | InsertRun]] | None:
     """Arm `reader`, when it is the native one, to decode table-change heap records in
     its walk, and to hand on the records of `bare_rmids` (rmgrs the decoder gives no
     events for) without their bodies (`service.decode.native_heap.predecode`), and with
-    `runs` its plain inserts as InsertRuns: its `decoded_records`, whose items the
-    decoding driver takes as they come (`Decoding.process`); None, having done nothing,
-    for the Python reader."""
+    `runs` its plain inserts as InsertRuns (none holding a record before `runs_from`):
+    its `decoded_records`, whose items the decoding driver takes as they come
+    (`Decoding.process`); None, having done nothing, for the Python reader."""
     if isinstance(reader, XLogReader):
         return None
     from service.decode.native_heap import predecode  # noqa: PLC0415 (needs the extension)
     from service.wal.native import NativeXLogReader  # noqa: PLC0415 (needs the extension)
 
-    if not isinstance(reader, NativeXLogReader) or not predecode(reader, bare_rmids, runs=runs):
+    if not isinstance(reader, NativeXLogReader) or not predecode(
+        reader, bare_rmids, runs=runs, runs_from=runs_from
+    ):
         return None
     return reader.decoded_records
 

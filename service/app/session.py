@@ -255,6 +255,9 @@ class Session:
                 self.reader,
                 self.decoding.decoder.without_decode - {RM_RELMAP_ID},
                 runs=True,
+                # `feed` skips the records before the start (the reader begins at its
+                # page): none of them may be in a run with one after it.
+                runs_from=start_lsn,
             )
             or self.reader.records
         )
@@ -317,10 +320,7 @@ class Session:
         for record in self.records():
             if record.lsn < self.start_lsn:
                 continue
-            if isinstance(record, InsertRun) and record.first_lsn < self.start_lsn:
-                self.decoding.process(record.since(self.start_lsn))
-            else:
-                self.decoding.process(record)
+            self.decoding.process(record)
             if self._awaiting_alignment and self.snap.is_consistent:
                 self._align()
 

@@ -15,7 +15,6 @@ disk, and must not be mutated after the decoder emits them.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -473,15 +472,3 @@ class InsertRun(NamedTuple):
     xid: int
     records: int
     changes: InsertRows
-
-    def since(self, lsn: int) -> InsertRun:
-        """The run of this run's records logged at or after `lsn` (it must hold an
-        insert there); `records` then counts its inserts' records only."""
-        lsns = self.changes.rows.lsns()
-        start = bisect_left(lsns, lsn)
-        changes = self.changes.window(start, len(lsns))
-        return self._replace(
-            first_lsn=changes.lsn,
-            records=len(set(lsns[start:])),
-            changes=changes,
-        )

@@ -129,18 +129,22 @@ def load_rows(
     return InsertRows(_native.HeapRows.load(_DECODER, data, xid, locator, toast))
 
 
-def predecode(reader: object, bare_rmids: Collection[int] = (), *, runs: bool = False) -> bool:
+def predecode(
+    reader: object, bare_rmids: Collection[int] = (), *, runs: bool = False, runs_from: int = 0
+) -> bool:
     """Arm `reader`, when it is the native XLog reader, to hand on every table-change
     heap record as a `PredecodedRecord` whose events these parsers give (a record they
     refuse still comes as an `XLogRecord`), and every record of an rmgr in `bare_rmids`
     as one with no events (`Decoder.without_decode`: the rmgrs without rm_decode);
     with `runs`, consecutive plain inserts of one transaction into one relation (with
-    the TOAST chunk inserts between them) as one `InsertRun`. False, having done
-    nothing, for any other reader."""
+    the TOAST chunk inserts between them) as one `InsertRun`, none holding a record
+    logged before `runs_from`. False, having done nothing, for any other reader."""
     if not isinstance(reader, NativeXLogReader):
         return False
     if runs:
-        reader.predecode_heap(_DECODER, PredecodedRecord, bare_rmids, InsertRun, InsertRows)
+        reader.predecode_heap(
+            _DECODER, PredecodedRecord, bare_rmids, InsertRun, InsertRows, runs_from
+        )
     else:
         reader.predecode_heap(_DECODER, PredecodedRecord, bare_rmids)
     return True

@@ -166,6 +166,7 @@ class NativeXLogReader:
         bare_rmids: Collection[int] = (),
         run: type[InsertRun] | None = None,
         rows: type[InsertRows] | None = None,
+        runs_from: int = 0,
     ) -> None:
         """Arm the reader: from now on every table-change heap record (Heap INSERT,
         DELETE, UPDATE, HOT_UPDATE; Heap2 MULTI_INSERT) is parsed in the walk by
@@ -178,7 +179,9 @@ class NativeXLogReader:
         no events, and without its block references and data ever being built.
         With `run` (the InsertRun NamedTuple) and `rows` (InsertRows), consecutive plain
         inserts of one transaction into one relation come as one `run` instead of a
-        record each, its inserts as the `rows` of the native core's HeapRows."""
+        record each, its inserts as the `rows` of the native core's HeapRows; no run
+        holds a record logged before `runs_from` (those come one by one, so a consumer
+        that skips them never meets a run straddling that LSN)."""
         make_run = None
         if run is not None:
             if rows is None:
@@ -189,6 +192,7 @@ class NativeXLogReader:
             partial(tuple.__new__, record),
             sorted(bare_rmids),
             make_run,
+            runs_from,
         )
         self._armed = True
         self._run = run

@@ -193,28 +193,32 @@ def test_runs_on_random_sequences(seed: int, version: int) -> None:
     _check(_items(data, writer.base, bare, runs=True, seg=seg), plain, bare, maximal=True)
 
 
-def test_since_keeps_the_later_records() -> None:
-    """InsertRun.since: the rows logged at or after the LSN (a window of the same rows),
-    the first LSN theirs, `records` counting their records; from the first LSN, all."""
-    f = sorted(DATA.glob("wal15_*.bin"))[0]
+def test_no_run_holds_a_record_before_runs_from() -> None:
+    """`runs_from`: a session starts decoding at an LSN that may fall inside a run
+    (inside an insert run of another transaction, e.g. at a checkpoint's redo point;
+    in CI once on the index record after a run's last insert, which left that run no
+    row at or after it). Cut at every record of a run: each record before the cut
+    comes alone, as the reader without runs gives it, and from the cut on the items
+    hold to the contract again."""
+    f = DATA / "wal18_0000000011E42000.bin"  # a run here ends on index records
     lsn = int(f.stem.split("_")[1], 16)
-    items = _items(f.read_bytes(), lsn, decoder_for(15).without_decode, runs=True)
-    run = next(
-        i for i in items if isinstance(i, InsertRun) and len({c.lsn for c in i.changes}) >= 3
-    )
-    rows = list(run.changes)
-    lsns = sorted({c.lsn for c in rows})
-    later = run.since(lsns[1])
-    assert list(later.changes) == [c for c in rows if c.lsn >= lsns[1]]
-    assert (later.first_lsn, later.lsn, later.end_lsn, later.records) == (
-        lsns[1],
-        run.lsn,
-        run.end_lsn,
-        len(lsns) - 1,
-    )
-    assert later.changes.lsn == lsns[1]
-    whole = run.since(lsns[0])
-    assert list(whole.changes) == rows and whole.records == len(lsns)
+    data = f.read_bytes()
+    bare = decoder_for(18).without_decode
+    plain = _items(data, lsn, bare, runs=False)
+    run_items = [i for i in _items(data, lsn, bare, runs=True) if isinstance(i, InsertRun)]
+    run = next(i for i in run_items if i.lsn > max(c.lsn for c in i.changes))
+    inside = [p for p in plain if run.first_lsn < p.lsn <= run.lsn]  # type: ignore[attr-defined]
+    assert inside[-1].rmid in bare  # the run ends on an index record (the CI case)
+    for cut in [p.lsn for p in inside]:  # type: ignore[attr-defined]
+        reader = NativeXLogReader(lsn)
+        assert native_heap.predecode(reader, bare, runs=True, runs_from=cut)
+        reader.feed(data, lsn)
+        items = list(reader.decoded_records())
+        before = [i for i in items if i.lsn < cut]  # type: ignore[union-attr]
+        assert before == [p for p in plain if p.lsn < cut]  # type: ignore[attr-defined]
+        after = items[len(before) :]
+        assert all(i.first_lsn >= cut for i in after if isinstance(i, InsertRun))
+        _check(after, [p for p in plain if p.lsn >= cut], bare, maximal=False)  # type: ignore[attr-defined]
 
 
 def test_a_consumer_that_stops_at_a_run_resumes_after_it() -> None:

@@ -56,6 +56,10 @@ struct Predecode {
     /// Set by `predecode_heap(..., make_run)`: consecutive plain inserts (`Run`) are
     /// handed on as one `InsertRun`, built by this from its fields' tuple.
     make_run: Option<Py<PyAny>>,
+    /// No run holds a record logged before this LSN: such records come one by one, so
+    /// a consumer that starts decoding here (skipping what lies before) never gets a
+    /// run that straddles it.
+    runs_from: u64,
 }
 
 /// Consecutive Heap INSERT / Heap2 MULTI_INSERT records of one transaction into one
@@ -259,6 +263,7 @@ impl PyWalReader {
             .predecode
             .as_ref()
             .and_then(|pd| pd.make_run.as_ref().map(|m| (m, &pd.heap)));
+        let runs_from = self.predecode.as_ref().map_or(0, |pd| pd.runs_from);
         let mut run: Option<Run<'py>> = None;
         for w in batch {
             let h = &w.header;
@@ -294,6 +299,7 @@ impl PyWalReader {
                 if let Some(parse) = predecoded_parser(h.rmid, h.info).filter(|_| !watched) {
                     if let Some((events, b0)) = parse_heap(parse, h, body, bytes) {
                         let part = if make_run.is_some()
+                            && h.lsn >= runs_from
                             && body.toplevel_xid.is_none()
                             && body.origin.is_none()
                         {
@@ -698,14 +704,16 @@ impl PyWalReader {
     /// way with no events. With `make_run`, each `Run` of consecutive plain inserts (and
     /// the TOAST chunk inserts among them) is handed on as one
     /// `make_run((first_lsn, lsn, end_lsn, xid, records, rows))` instead of a record
-    /// per insert, `rows` its inserts as one `HeapRows`.
-    #[pyo3(signature = (decoder, make, bare_rmids, make_run=None))]
+    /// per insert, `rows` its inserts as one `HeapRows`; no run holds a record logged
+    /// before `runs_from` (those come one by one).
+    #[pyo3(signature = (decoder, make, bare_rmids, make_run=None, runs_from=0))]
     fn predecode_heap(
         &mut self,
         decoder: Py<PyHeapDecoder>,
         make: Py<PyAny>,
         bare_rmids: Vec<u8>,
         make_run: Option<Py<PyAny>>,
+        runs_from: u64,
     ) {
         let mut bare = [false; 256];
         for rmid in bare_rmids {
@@ -716,6 +724,7 @@ impl PyWalReader {
             make,
             bare,
             make_run,
+            runs_from,
         });
     }
 
