@@ -51,7 +51,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from svc_common import Service, state_dir  # noqa: E402  (needs the sys.path entry above)
+from svc_common import Service, fixed_ports, reserve_ports, state_dir  # noqa: E402  (needs the sys.path entry above)
 
 SERVICES = {
     "pg15": ("svc_pg", "Postgres15"),
@@ -88,10 +88,15 @@ DEFAULT = [
 VERBS = {"up", "down", "status", "env", "kill", "list", "promote", "rebuild"}
 
 
+def _service_class(module: str, cls: str) -> type[Service]:
+    found = getattr(importlib.import_module(module), cls)
+    assert isinstance(found, type) and issubclass(found, Service)
+    return found
+
+
 def service(name: str) -> Service:
     """Instantiate one service; its module is imported only when it is asked for."""
-    module, cls = SERVICES[name]
-    svc = getattr(importlib.import_module(module), cls)()
+    svc = _service_class(*SERVICES[name])()
     assert isinstance(svc, Service)
     return svc
 
@@ -158,6 +163,13 @@ def main(argv: list[str]) -> int:
         return 0
     # up
     state_dir().mkdir(parents=True, exist_ok=True)
+    # Every known service's fixed ports, at each `up`: a fault or TLS instance started
+    # later finds its ports never handed to a client socket meanwhile.
+    note = reserve_ports(
+        {p for module, cls in SERVICES.values() for p in fixed_ports(_service_class(module, cls))}
+    )
+    if note is not None:
+        print(f"services: {note}", file=sys.stderr)
     started = time.monotonic()
     failed = []
     for svc in chosen:

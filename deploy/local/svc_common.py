@@ -36,6 +36,67 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
+RESERVED_PORTS = Path("/proc/sys/net/ipv4/ip_local_reserved_ports")
+
+
+def fixed_ports(cls: type) -> set[int]:
+    """The fixed TCP ports of a service class: its int class attributes named `port` or
+    `*_port` (0: chosen at start, as Prometheus's)."""
+    found = set()
+    for name in dir(cls):
+        if name == "port" or name.endswith("_port"):
+            value = getattr(cls, name)
+            if isinstance(value, int) and value > 0:
+                found.add(value)
+    return found
+
+
+def _port_ranges(text: str) -> set[int]:
+    ports: set[int] = set()
+    for part in text.replace("\n", ",").split(","):
+        low, _, high = part.strip().partition("-")
+        if low:
+            ports.update(range(int(low), int(high or low) + 1))
+    return ports
+
+
+def reserve_ports(ports: set[int]) -> str | None:
+    """Add `ports` to the kernel's ip_local_reserved_ports, so that no outgoing
+    connection is given one of them as its local port: most service ports lie in the
+    ephemeral range (32768-60999 by default), and a client socket that happened to hold
+    one made a restart fail with "Address already in use" (tls-kafka's 39092 in CI).
+    None when they are reserved; else why not (not root, a read-only /proc)."""
+    try:
+        held = _port_ranges(RESERVED_PORTS.read_text())
+        if ports <= held:
+            return None
+        RESERVED_PORTS.write_text(",".join(str(p) for p in sorted(held | ports)))
+    except OSError as exc:
+        return f"could not reserve the service ports ({exc})"
+    return None
+
+
+def wait_ports_free(name: str, ports: set[int], timeout: float = 60.0) -> None:
+    """Wait until each of `ports` can be bound on 127.0.0.1 (with SO_REUSEADDR, as the
+    servers bind): a stopped instance's sockets, or a client connection that holds the
+    port as its local one, may outlive a stop for a moment. RuntimeError naming the
+    port after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    for port in sorted(ports):
+        while True:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    probe.bind(("127.0.0.1", port))
+                    break
+                except OSError as exc:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(
+                            f"{name}: 127.0.0.1:{port} still in use after {timeout:.0f}s ({exc})"
+                        ) from exc
+            time.sleep(0.5)
+
+
 def run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
     """Run a command, raising with its output when it fails."""
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, **kwargs)  # type: ignore[call-overload]

@@ -44,6 +44,7 @@ from svc_common import (
     CACHE,
     Service,
     file_lock,
+    fixed_ports,
     java_bin,
     kill_pid_file,
     pid_running,
@@ -51,6 +52,7 @@ from svc_common import (
     run,
     sigkill_pid_file,
     spawn,
+    wait_ports_free,
 )
 
 VERSION = os.environ.get("PGCDC_KAFKA_VERSION", "4.1.1")
@@ -275,6 +277,7 @@ class Kafka(Service):
         with file_lock(self.home() / ".lock"):
             if pid_running(self.pid_file(), MAIN_CLASS):
                 return  # another `up` started it; wait_healthy() will wait for it
+            wait_ports_free(self.name, fixed_ports(type(self)))
             config = self._write_config()
             if self.fresh_data:
                 shutil.rmtree(self.home() / "data", ignore_errors=True)

