@@ -281,6 +281,11 @@ class Service(abc.ABC):
         it is gone; return the pid killed, or None when it was not running. The next `up`
         starts it again from the data it left."""
 
+    def listen_ports(self) -> set[int]:
+        """The fixed ports this service binds itself (a start waits until they are
+        free); a port a test binds beside it (FaultKafka's proxy) is left out."""
+        return fixed_ports(type(self))
+
     def home(self) -> Path:
         return state_dir() / self.name
 

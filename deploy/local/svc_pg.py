@@ -50,7 +50,6 @@ from svc_common import (
     alive,
     apt_install,
     file_lock,
-    fixed_ports,
     port_open,
     run,
     wait_gone,
@@ -219,7 +218,7 @@ log_min_messages = warning
         with file_lock(self.cluster_dir() / ".start.lock"):
             if self.postmaster_pid() is not None:
                 return  # already started; wait_healthy() waits for it to accept connections
-            wait_ports_free(self.name, fixed_ports(type(self)))
+            wait_ports_free(self.name, self.listen_ports())
             self._initdb()
             self._pg_ctl_start()
 

@@ -20,6 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "deploy" / "local"))
 import services
 import svc_common
+import svc_kafka
 import svc_tls
 
 
@@ -27,6 +28,15 @@ def test_fixed_ports_are_a_class_s_port_attributes() -> None:
     """TLS Kafka's three listeners; Prometheus chooses its port at start (none fixed)."""
     assert svc_common.fixed_ports(svc_tls.TlsKafka) == {39092, 39093, 39094}
     assert svc_common.fixed_ports(services._service_class("svc_prometheus", "Prometheus")) == set()
+
+
+def test_a_start_waits_only_for_the_ports_the_service_binds() -> None:
+    """FaultKafka's proxied port is reserved but bound by a test's proxy, which may run
+    while the broker restarts (the fault scenarios kill -9 it under the proxy)."""
+    fault = svc_kafka.FaultKafka()
+    assert 29095 in svc_common.fixed_ports(svc_kafka.FaultKafka)
+    assert fault.listen_ports() == {29092, 29093, 29094}
+    assert svc_tls.TlsKafka().listen_ports() == {39092, 39093, 39094}
 
 
 def test_port_ranges_reads_the_kernel_s_format() -> None:
