@@ -41,6 +41,7 @@ class _HaPrimary(_Postgres):
     """The primary of a pair: svc_pg's cluster on a port of its own."""
 
     standby_name = ""
+    archives = True  # the failover tests read its archive (the standby's once promoted)
 
     def rebuild(self) -> None:
         _standby_of(self).rebuild()

@@ -11,8 +11,11 @@
 
 Every one runs our own cluster via initdb/pg_ctl as the `postgres` OS user (initdb
 refuses root), with `wal_level=logical`, room for replication slots and WAL senders,
-prepared transactions enabled, WAL archiving into `<cluster>/archive`, and trust
-authentication for TCP connections from loopback only (replication included). Clusters
+prepared transactions enabled, and trust authentication for TCP connections from
+loopback only (replication included). The clusters that fault tests read archives of
+(fault-pg15, fault-pg18, the ha-* primaries and, once promoted, their standbys: `archives`)
+also archive their WAL into `<cluster>/archive`; the shared ones do not (a CI run wrote
+7-9 GB of archive into each, read by nothing, and filled a disk). Clusters
 live under `_cluster_root()/<service name>` (/var/tmp, so the `postgres` user can reach
 them whatever the checkout's permissions); pg15 and pg18 keep the `pg15`/`pg18`
 directories they always had.
@@ -100,6 +103,8 @@ class _Postgres(Service):
     version = 0
     port = 0
     start_timeout = 60.0
+    # WAL archiving into archive() (module docstring): set at initdb.
+    archives = False
 
     def bindir(self) -> Path:
         raise RuntimeError("subclass sets bindir")
@@ -196,7 +201,7 @@ max_wal_senders = 20
 max_replication_slots = 20
 max_prepared_transactions = 20
 wal_keep_size = '1GB'
-archive_mode = on
+archive_mode = {"on" if self.archives else "off"}
 archive_command = 'test ! -f {self.archive()}/%f && cp %p {self.archive()}/%f'
 fsync = off
 shared_buffers = '128MB'
@@ -325,6 +330,7 @@ class FaultPostgres15(Postgres15):
 
     name = "fault-pg15"
     port = 56415
+    archives = True
 
 
 class _WheelPostgres(_Postgres):
@@ -506,3 +512,4 @@ class FaultPostgres18(Postgres18):
 
     name = "fault-pg18"
     port = 56418
+    archives = True
