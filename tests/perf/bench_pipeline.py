@@ -5,8 +5,10 @@ numeric(12,2), timestamptz; `--table typed`: int key, jsonb, text[], tstzrange, 
 interval, timetz, money, bit(8), macaddr; `--table toast`: int key, text, and a 5-8 KB
 jsonb document stored out of line), two workloads: one transaction of `--rows`
 rows, and `--txns` transactions of `--txn-rows` rows; `--change update`/`delete` makes
-them update or delete rows inserted before (`-full`: with REPLICA IDENTITY FULL). For
-each, over the same WAL:
+them update or delete rows inserted before (`-full`: with REPLICA IDENTITY FULL).
+`--table pgbench`: pgbench's four tables (`pgbench -i`, scale 1) and one workload,
+`pgbench -c4 -j2 -n -t (--txns / 4)`: small transactions of 4 row changes each (three
+UPDATEs and an INSERT, four tables), as OLTP writes them. For each, over the same WAL:
 
 - pgcdc with the text plugin (`include-xids` off), from the WAL files in pg_wal to
   output lines: reader, decoder, reorder buffer, schema history, row decoding, type
@@ -30,7 +32,8 @@ too), best of `--repeat`. The text plugin's output is checked line for line (cou
 SHA-256) against test_decoding's. The garbage collector is set as `pgcdc run` sets it
 (service.app.gctune) unless `--gc default`.
 
-    .venv/bin/python tests/perf/bench_pipeline.py [--pg pg15|pg18] [--table narrow|typed|toast]
+    .venv/bin/python tests/perf/bench_pipeline.py [--pg pg15|pg18]
+        [--table narrow|typed|toast|pgbench]
         [--rows 200000]
         [--txns 20] [--txn-rows 10000] [--repeat 1] [--only text,avro,reader,pg,pgoutput]
         [--impl python,native] [--profile text|avro] [--gc worker|default]
@@ -154,11 +157,18 @@ def _lsn(cur: Any, sql: str) -> int:
 
 
 def make_workload(
-    pg: dict[str, Any], dsn: str, name: str, txns: int, per_txn: int, first_id: int
+    pg: dict[str, Any],
+    dsn: str,
+    name: str,
+    txns: int,
+    per_txn: int,
+    first_id: int,
+    *,
+    pgbench: bool = False,
 ) -> Workload:
     """A test_decoding slot, a forced RUNNING_XACTS, then `txns` statements of `per_txn`
     rows each: inserts, or (--change) updates or deletes of rows inserted before the
-    slot."""
+    slot; with `pgbench`, `txns` pgbench transactions from 4 clients instead."""
     conn = psycopg2.connect(dsn)
     conn.autocommit = True
     slot = f"bench_{uuid.uuid4().hex[:10]}"
@@ -180,6 +190,22 @@ def make_workload(
         assert row is not None
         start, consistent = parse_lsn(row[0]), parse_lsn(row[1])
         force_running_xacts(dsn, int(pg["version"]))
+        if pgbench:
+            per_client = max(1, txns // 4)
+            subprocess.run(
+                [
+                    f"{pg['bin']}/pgbench",
+                    *("-h", str(pg["host"]), "-p", str(pg["port"]), "-U", str(pg["user"])),
+                    *("-c", "4", "-j", "2", "-n", "-t", str(per_client), conn.info.dbname),
+                ],
+                capture_output=True,
+                check=True,
+            )
+            end = _lsn(cur, "SELECT pg_current_wal_lsn()")
+            conn.close()
+            # each pgbench transaction: UPDATE accounts, tellers, branches; INSERT history
+            rows = 4 * 4 * per_client
+            return Workload(name, rows, start, consistent, end, slot, slot + "_po")
         for t in range(txns):
             lo = first_id + t * per_txn
             statement = {"insert": INSERT, "delete": DELETE}.get(CHANGE, CHANGED)
@@ -388,11 +414,11 @@ def main() -> int:
     parser.add_argument("--only", default="text,avro,reader,pg,pgoutput")
     parser.add_argument(
         "--table",
-        choices=["narrow", "typed", "toast"],
+        choices=["narrow", "typed", "toast", "pgbench"],
         default="narrow",
         help="narrow: int, int, text, numeric, timestamptz; typed: jsonb, text[], tstzrange,"
         " inet, interval, timetz, money, bit(8), macaddr; toast: a 5-8 KB jsonb document"
-        " per row, stored out of line",
+        " per row, stored out of line; pgbench: pgbench -c4 over its tables (--txns in all)",
     )
     parser.add_argument(
         "--change",
@@ -412,7 +438,8 @@ def main() -> int:
     )
     args = parser.parse_args()
     global TABLE, INSERT, CHANGE, CHANGED  # the workload's table and statements
-    CHANGE, CHANGED = args.change.removesuffix("-full"), UPDATES[args.table]
+    pgbench = args.table == "pgbench"
+    CHANGE, CHANGED = args.change.removesuffix("-full"), UPDATES.get(args.table, "")
     if args.table == "typed":
         TABLE, INSERT = TYPED_TABLE, TYPED_INSERT
     elif args.table == "toast":
@@ -447,26 +474,49 @@ def main() -> int:
         setup(dsn, phys)
         conn = psycopg2.connect(dsn)
         conn.autocommit = True
-        conn.cursor().execute(TABLE)
-        if args.change.endswith("-full"):
-            conn.cursor().execute("ALTER TABLE bench REPLICA IDENTITY FULL")
-        conn.cursor().execute("CREATE PUBLICATION bench_pub FOR TABLE bench")
-        conn.close()
-        t0 = time.monotonic()
-        workloads.append(make_workload(pg, dsn, f"1 txn x {args.rows:,} rows", 1, args.rows, 1))
-        workloads.append(
-            make_workload(
-                pg,
-                dsn,
-                f"{args.txns} txns x {args.txn_rows:,} rows",
-                args.txns,
-                args.txn_rows,
-                args.rows + 1,
+        if pgbench:
+            subprocess.run(
+                [
+                    f"{pg['bin']}/pgbench",
+                    *("-h", str(pg["host"]), "-p", str(pg["port"]), "-U", str(pg["user"])),
+                    *("-i", "-q", db),
+                ],
+                capture_output=True,
+                check=True,
             )
-        )
-        shape = TABLE.split("(", 1)[1].split(") WITH")[0]
+            conn.cursor().execute(
+                "CREATE PUBLICATION bench_pub FOR TABLE "
+                "pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history"
+            )
+            conn.close()
+            t0 = time.monotonic()
+            workloads.append(
+                make_workload(
+                    pg, dsn, f"pgbench -c4, {args.txns:,} txns", args.txns, 4, 0, pgbench=True
+                )
+            )
+            shape = "pgbench_accounts, _branches, _tellers, _history"
+        else:
+            conn.cursor().execute(TABLE)
+            if args.change.endswith("-full"):
+                conn.cursor().execute("ALTER TABLE bench REPLICA IDENTITY FULL")
+            conn.cursor().execute("CREATE PUBLICATION bench_pub FOR TABLE bench")
+            conn.close()
+            t0 = time.monotonic()
+            workloads.append(make_workload(pg, dsn, f"1 txn x {args.rows:,} rows", 1, args.rows, 1))
+            workloads.append(
+                make_workload(
+                    pg,
+                    dsn,
+                    f"{args.txns} txns x {args.txn_rows:,} rows",
+                    args.txns,
+                    args.txn_rows,
+                    args.rows + 1,
+                )
+            )
+            shape = TABLE.split("(", 1)[1].split(") WITH")[0]
         print(
-            f"PostgreSQL {pg['version']}, table bench({shape}), {args.change}; "
+            f"PostgreSQL {pg['version']}, table(s) {shape}, {args.change}; "
             f"workloads written in {time.monotonic() - t0:.1f} s; "
             f"rows/s on CPU time, best of {args.repeat}"
         )
