@@ -177,6 +177,7 @@ class RowPlan:
         ts_ns: int,
     ) -> tuple[list[bytes | None], list[bytes | None], str | None]: ...
     def copy_fallback(self, fields: list[int], ncols: int) -> str | None: ...
+    def prepare_copy(self, chunk: CopyChunk, fields: list[int], want_key: bool) -> CopyRecords: ...
     def encode_copy(
         self,
         chunk: CopyChunk,
@@ -193,7 +194,14 @@ class RowPlan:
         op: str,
         lsn: int,
         ts_ns: int,
+        prepared: CopyRecords | None = None,
     ) -> tuple[list[bytes | None], list[bytes | None], str | None]: ...
+
+class CopyRecords:
+    """The records of a chunk's first rows, encoded ahead of publication
+    (`RowPlan.prepare_copy`)."""
+
+    def __len__(self) -> int: ...
 
 class CopyChunk:
     """A whole COPY BINARY stream split into rows (src/glue/tablesnap.rs); ValueError if

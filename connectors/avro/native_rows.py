@@ -71,7 +71,10 @@ How:
   columns read from the COPY rows' send format (`RowPlan.encode_copy`, tablesnap::copy),
   events as `change_python` writes a read (op "r", no transaction block, the snapshot
   marker in `source`); a table with a column the COPY rewrite does not cover is the
-  Python path's (`avro_native_snapshot_off`, counted in `fallbacks`).
+  Python path's (`avro_native_snapshot_off`, counted in `fallbacks`). A snapshot
+  reader's thread may encode a chunk's records ahead (`snapshot_prepare`, the GIL
+  released), once a chunk of the same table definition was published: publication then
+  only writes each row's Envelope around its record (`snapshot_rows(prepared=...)`).
 - The Envelope is concatenated (an Avro record is its fields in order): the
   before/after unions and records, the `source` record from parts built once per
   transaction and table (`_source_parts`: everything but `sequence` and `lsn`), the
@@ -85,9 +88,10 @@ native and Python events interleave within one transaction.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import structlog
 
@@ -478,6 +482,18 @@ class _Entry:
 _CopyEntry = tuple[_Table, TableDef, "_Entry", list[int], str]
 
 
+class CopyPrepared(NamedTuple):
+    """A chunk's records encoded ahead of publication (`NativeRows.snapshot_prepare`):
+    by `plan` (the entry's RowPlan), with the columns at `spec` and a Key record when
+    `want_key`; `records` is the `CopyRecords`. Publication uses it only when its own
+    plan, spec and key choice are these."""
+
+    plan: Any
+    spec: list[int]
+    want_key: bool
+    records: Any
+
+
 class _Hot:
     """What the changes of one table definition in one transaction share (`_hot_for`):
     checked by identity per change, rebuilt when the transaction, the `_Table` or the
@@ -522,8 +538,12 @@ class NativeRows:
         # the entry, each column's COPY field, and why the table is not native ("" when
         # it is)
         self._copy_entries: dict[tuple[int, int], _CopyEntry] = {}
+        # the last native plan published per TableDef (by id, the TableDef kept to check
+        # it), with its spec and key choice: what `snapshot_prepare` encodes ahead with
+        self._copy_ahead: dict[int, tuple[TableDef, Any, list[int], bool]] = {}
         self._hot: _Hot | None = None  # what the last change's transaction and table share
         self.native = 0  # rows written natively
+        self.ahead = 0  # of those, snapshot rows whose record `snapshot_prepare` made
         self.fallbacks: Counter[str] = Counter()  # rows left to Python, by reason
 
     def _entry(self, t: _Table, rel: RelationInfo, table: TableDef) -> _Entry:
@@ -912,6 +932,7 @@ class NativeRows:
         rows: Sequence[int],
         start: int,
         marker: Callable[[int], str],
+        prepared: CopyPrepared | None = None,
     ) -> int:
         """The snapshot reads of rows `rows[start:]` of a native COPY chunk
         (`service._native.CopyChunk`, connectors.tablesnap.chunks) of table `rel` as
@@ -923,7 +944,8 @@ class NativeRows:
         in a COPY row (-1: always NULL). Returns how many rows it wrote, stopping before
         the first one the Python path must take (counted in `fallbacks`); -1, having
         done nothing, when the table has no native plan or a column no native send form
-        (logged once per table definition, counted per call)."""
+        (logged once per table definition, counted per call). `prepared`: the chunk's
+        records from `snapshot_prepare`, used when made with this call's plan."""
         p = self.plugin
         t = p._table(rel)
         if t is None:
@@ -953,6 +975,16 @@ class NativeRows:
             self._snapshot_parts(txn, t, marker(end)),
         )
         key_header = entry.key_header if entry.want_key else None
+        self._copy_ahead[id(table)] = (table, plan, spec, key_header is not None)
+        ahead = None
+        if (
+            prepared is not None
+            and prepared.plan is plan
+            and prepared.spec == spec
+            and prepared.want_key == (key_header is not None)
+        ):
+            ahead = prepared.records
+            self.ahead += max(0, bisect_left(rows, len(ahead), start) - start)
         keys, values, why = plan.encode_copy(
             chunk,
             spec,
@@ -964,6 +996,7 @@ class NativeRows:
             "r",
             lsn,
             self._clock(),
+            ahead,
         )
         if why is not None:
             self.fallbacks[why] += 1
@@ -974,6 +1007,22 @@ class NativeRows:
                 RecordRun(t.plan.topic, keys, values, [lsn] * done, p.context_headers, "r")
             )
         return done
+
+    def snapshot_prepare(
+        self, table: TableDef, chunk: Any, fields: Mapping[str, int]
+    ) -> CopyPrepared | None:
+        """The records of `chunk`'s rows (table `table`, columns at `fields` as
+        `snapshot_rows` takes them), encoded now with the plan the last published chunk
+        of `table` used, for `snapshot_rows(prepared=...)`; None when no chunk of it was
+        published natively yet. Safe on a reader's thread while the worker's runs: it
+        reads one entry of a dict, and the encoding holds no state of the plugin."""
+        found = self._copy_ahead.get(id(table))
+        if found is None or found[0] is not table:
+            return None
+        _, plan, spec, want_key = found
+        if spec != [-1 if c.dropped else fields.get(c.name, -1) for c in table.columns]:
+            return None
+        return CopyPrepared(plan, spec, want_key, plan.prepare_copy(chunk, spec, want_key))
 
     def _snapshot_parts(
         self, txn: TxnInfo, t: _Table, marker: str

@@ -682,14 +682,22 @@ class AvroPlugin:
         rows: Sequence[int],
         start: int,
         marker: Callable[[int], str],
+        prepared: Any = None,
     ) -> int:
         """Snapshot reads of a native COPY chunk's rows, natively (NativeRows.snapshot_rows);
         -1, having done nothing, without the native encoder."""
         if self.native_rows is None:
             return -1
         return self.native_rows.snapshot_rows(
-            ctx, txn, rel, table, chunk, fields, rows, start, marker
+            ctx, txn, rel, table, chunk, fields, rows, start, marker, prepared
         )
+
+    def snapshot_prepare(self, table: TableDef, chunk: Any, fields: Mapping[str, int]) -> Any:
+        """A chunk's records encoded ahead, on a snapshot reader's thread
+        (NativeRows.snapshot_prepare); None without the native encoder or a plan yet."""
+        if self.native_rows is None:
+            return None
+        return self.native_rows.snapshot_prepare(table, chunk, fields)
 
     def change_python(self, ctx: PluginContext, txn: TxnInfo, t: _Table, change: RowChange) -> None:
         """The Python path of `change`, for table `t` (fastavro through `_event`)."""

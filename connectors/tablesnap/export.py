@@ -239,6 +239,7 @@ class SharedSnapshot:
                 log_chunk_read(p, read, reader=n)
                 self._ready.put(p)
                 snap.read_ahead.add(held, p)
+                snap._prepare(p, read)  # the worker waits for it if it gets there first
                 snap._throttle(len(read.rows))
         except BaseException as exc:  # handed to the worker's thread, which raises it
             if not isinstance(exc, PgcdcError):

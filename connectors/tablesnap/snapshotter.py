@@ -118,6 +118,21 @@ class _Pending:
     read: ChunkRead | None = None
     failed: bool = False
     published: threading.Event = field(default_factory=threading.Event)
+    # the chunk's records encoded ahead by its reader (`Snapshotter._prepare`), and
+    # whether the worker began publishing it (then no reader starts that); under `lock`
+    ahead: _Ahead | None = None
+    publishing: bool = False
+
+
+class _Ahead:
+    """A chunk's records being encoded ahead on its reader's thread: `value` (the
+    plugin's `snapshot_prepare` result, None when it had none) once `done` is set."""
+
+    __slots__ = ("done", "value")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.value: Any = None
 
 
 # Chunks one reader may hold read and not yet published: 2, so that reading the next
@@ -126,6 +141,10 @@ class _Pending:
 # at their high watermarks in WAL order all the same, as with several readers.
 READ_AHEAD = 2
 HELD_MAX = 4  # chunks held unpublished by all readers together (ReadAhead)
+# Chunks held with their records encoded ahead (`Snapshotter._prepare`), all readers
+# together: each doubles what its chunk holds (the COPY stream and the records), so
+# only the two next to be published, about, get them, which is all one reader can hold.
+AHEAD_MAX = 2
 RATE_BURST_S = 1.0  # rate_limit_rows_per_s: idle time earns at most this much (_throttle)
 HEAP_PAGE_BYTES = 8192  # BLCKSZ: what pg_class.relpages counts
 
@@ -518,8 +537,41 @@ class Snapshotter:
                 p.interval.busy = False
                 self._pending.pop(p.chunk_id, None)
             return None
+        self._prepare(p, read)
         self._throttle(len(read.rows))
         return True
+
+    def _prepare(self, p: _Pending, read: ChunkRead) -> None:
+        """Encode the chunk's records now, on this reader's thread, for its publication
+        (the plugin's `snapshot_prepare`: the Avro plugin's native encoder, with the GIL
+        released): the worker then only writes each row's Envelope around its record and
+        produces it, so encoding the next chunk overlaps producing this one, even with
+        one reader. Skipped when the worker already began publishing the chunk, when the
+        chunk was not split natively, or when a column is read as its text (the
+        publication decides those, as `_native_fields`); a chunk whose table had no
+        chunk published natively yet gets nothing from the plugin, and publication
+        encodes it as before."""
+        wrapper, plan = self.emitter, read.plan
+        if wrapper is None or read.copy is None or plan is None or not read.rows:
+            return
+        if not wrapper.has("snapshot_prepare"):
+            return
+        fields, reason = plan.copy_fields()
+        if reason:
+            return
+        ahead = _Ahead()
+        with self.lock:
+            if p.publishing:
+                return
+            if sum(q.ahead is not None for q in self._pending.values()) >= AHEAD_MAX:
+                return
+            p.ahead = ahead
+        try:
+            ahead.value = wrapper.call_readonly("snapshot_prepare", plan.table, read.copy, fields)
+        except Exception as exc:  # publication encodes the chunk itself, and reports
+            log.warning("snapshot_prepare_failed", table=p.spec.table, error=repr(exc))
+        finally:
+            ahead.done.set()
 
     def _learn_empty_after(self, reader: ChunkReader, p: _Pending) -> None:
         """Before the read of an initial table's final interval, learn which of the
@@ -772,6 +824,12 @@ class Snapshotter:
             first_table = job is next((j for j in self.state.jobs if j.marker == "initial"), None)
         first_of_table = job.chunks == 0
         end = len(rows) - 1
+        with self.lock:
+            p.publishing = True
+            ahead, p.ahead = p.ahead, None  # a published chunk holds no records
+        if ahead is not None:
+            ahead.done.wait()  # its reader is encoding it: no slower than doing it here
+        prepared = ahead.value if ahead is not None else None
         wrapper.call("begin", lsn, txn.xid, txn)
         try:
             for latest, missing, at in filled:
@@ -808,6 +866,7 @@ class Snapshotter:
                         rows,
                         n,
                         marker,
+                        prepared,
                     )
                     if done < 0:
                         native = False  # no native plan: the rest the single way

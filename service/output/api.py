@@ -437,6 +437,15 @@ class PluginWrapper:
         finally:
             ctx.accept_writes = False
 
+    def call_readonly(self, callback: str, *args: Any) -> Any:
+        """Run a callback that writes nothing and reads no write context (no `ctx`):
+        the one kind of plugin call another thread may make while the worker's runs
+        (a snapshot reader's `snapshot_prepare`). Its errors are its own."""
+        fn = getattr(self.plugin, callback, None)
+        if fn is None:
+            raise PluginError(f"output plugin {self.ctx.plugin_name} has no {callback} callback")
+        return fn(*args)
+
     def startup(self, is_init: bool) -> None:
         """startup_cb_wrapper; then, as logical.c does after it, settle whether the
         plugin streams and decodes at PREPARE: its options may have changed either."""

@@ -187,10 +187,14 @@ def _snapshot(
     out: list[OutputRecord],
     *,
     native_copy: bool,
+    ahead: Counter[str] | None = None,
 ) -> dict[str, Any]:
     """Every table of TABLES, chunk by chunk, published by `Snapshotter._emit_rows`; with
     `native_copy` False, COPY parsed and rows encoded on the Python path. Returns the
-    topics' schemas."""
+    topics' schemas. `ahead` counts the chunks whose records were encoded ahead
+    (`Snapshotter._prepare`), per table, and those where that stopped before the last
+    row (a row the Python path decides)."""
+    ahead = Counter() if ahead is None else ahead
     snap = Snapshotter(settings, None)
     wrapper = _plugin_ctx(plugin, out, settings.source.slot)
     if not native_copy:
@@ -234,6 +238,13 @@ def _snapshot(
                 rel = read.plan.relation
                 # one LSN per chunk, the same on both paths (their reads' snapshots differ)
                 lsn = 0x1_0000_0000 + 0x1000 * job.oid + job.chunks
+                # as a reader does once its read is handed over: the records of every
+                # chunk after a table's first published one are encoded ahead
+                snap._prepare(p, read)
+                if p.ahead is not None and p.ahead.value is not None:
+                    ahead[job.table] += 1
+                    if len(p.ahead.value.records) < len(read.rows):
+                        ahead["stopped early"] += 1
                 snap._emit_rows(wrapper.ctx, lsn, p, read, rel, range(len(read.rows)))
                 job.chunks += 1
                 if not read.cut:
@@ -304,6 +315,13 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 cur.execute("ALTER TABLE n_all ADD COLUMN big4 text COMPRESSION lz4")
             for sql in [*WORKLOAD, *jsonpath_rows(int(pg["version"]))]:
                 cur.execute(sql)
+            # the NaN row again as n_all's last, so that a chunk its reader encodes
+            # ahead (`snapshot_prepare`) stops at it
+            cur.execute(
+                "CREATE TEMP TABLE nan_again AS SELECT * FROM n_all WHERE nv = 'NaN';"
+                " UPDATE nan_again SET id = (SELECT max(id) + 1 FROM n_all);"
+                " INSERT INTO n_all SELECT * FROM nan_again"
+            )
             cur.execute(ARR2)
             cur.execute(GEO2)
             cur.execute(_ext2(pg))
@@ -322,13 +340,19 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
             ours = AvroPlugin(settings)
             on_python.run_id = ours.run_id
             _snapshot(dsn, settings, on_python, python, native_copy=False)
-            snap_schemas = _snapshot(dsn, settings, ours, got, native_copy=True)
+            ahead: Counter[str] = Counter()
+            snap_schemas = _snapshot(dsn, settings, ours, got, native_copy=True, ahead=ahead)
             assert len(got) == len(python) > 0
             for i, (a, b) in enumerate(zip(python, got, strict=True)):
                 assert a == b, f"snapshot record {i} ({a.topic}) differs"
             if native:
                 assert ours.native_rows is not None
                 assert ours.native_rows.native > 0
+                # chunks after each table's first took their records from their reader
+                # (`snapshot_prepare`), one stopping at a NaN numeric among them: the
+                # bytes above are equal all the same
+                assert ours.native_rows.ahead > 0, ahead
+                assert ahead["public.n_all"] > 0 and ahead["stopped early"] > 0, ahead
                 reasons = ours.native_rows.fallbacks
                 assert reasons["numeric Python decides"] > 0, reasons
                 # arrays (n_arr2, jsonb[] in n_arr, and n_dom's domains over arrays and

@@ -37,7 +37,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::glue::reorder::PyHeapRows;
-use crate::glue::tablesnap::{copy_plan, encode_copy_rows, PyCopyChunk, Stop};
+use crate::glue::tablesnap::{
+    copy_plan, encode_copy_rows, prepare_copy_rows, PyCopyChunk, PyCopyRecords, Stop,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -397,6 +399,27 @@ impl PyRowPlan {
         Ok(copy_plan(&self.plan, &fields, ncols)?.err())
     }
 
+    /// The Value and Key records of the chunk's rows from the first on, encoded with the
+    /// GIL released, up to the first row the encoder stops at (a fallback or a malformed
+    /// field: no error is raised here, `encode_copy` meets it again at publication), for
+    /// `encode_copy(..., prepared=...)`: what a snapshot reader's thread does for a chunk
+    /// before the worker publishes it. `fields` as `encode_copy`'s; a table without a
+    /// native COPY plan gives no records.
+    fn prepare_copy(
+        &self,
+        py: Python<'_>,
+        chunk: &Bound<'_, PyCopyChunk>,
+        fields: Vec<i64>,
+        want_key: bool,
+    ) -> PyResult<PyCopyRecords> {
+        let c = chunk.get();
+        let plan = match copy_plan(&self.plan, &fields, c.ncols_of())? {
+            Ok(plan) => plan,
+            Err(_) => return Ok(PyCopyRecords::empty(want_key)),
+        };
+        Ok(prepare_copy_rows(py, c, &plan, want_key))
+    }
+
     /// The snapshot's events of rows `rows[start:]` of a `CopyChunk` (glue::tablesnap), each a
     /// read (op `op`, "r") of this table at `lsn` without a transaction block: plan column
     /// c is field `fields[c]` of a row (-1: always NULL); `parts` are the `source` parts
@@ -405,8 +428,10 @@ impl PyRowPlan {
     /// `reason` None when every row was encoded, else why row `rows[start +
     /// len(values)]` is the Python path's (a whole table's reason when no row was
     /// encoded because a column has no native send form). A malformed field raises
-    /// DecodeError naming the column, with `lsn`.
-    #[pyo3(signature = (chunk, fields, rows, start, value_header, key_header, parts, op, lsn, ts_ns))]
+    /// DecodeError naming the column, with `lsn`. `prepared`: `prepare_copy`'s records
+    /// of this chunk with these `fields` (made by this plan: the caller's contract), used
+    /// for every row it holds instead of encoding it again.
+    #[pyo3(signature = (chunk, fields, rows, start, value_header, key_header, parts, op, lsn, ts_ns, prepared=None))]
     #[allow(clippy::too_many_arguments)]
     #[allow(clippy::type_complexity)]
     fn encode_copy<'py>(
@@ -422,6 +447,7 @@ impl PyRowPlan {
         op: &str,
         lsn: u64,
         ts_ns: i64,
+        prepared: Option<PyRef<'py, PyCopyRecords>>,
     ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Option<String>)> {
         let keys = PyList::empty(py);
         let values = PyList::empty(py);
@@ -433,10 +459,18 @@ impl PyRowPlan {
         };
         let todo = rows.get(start..).unwrap_or(&[]);
         let want_key = key_header.is_some();
-        let encoded = encode_copy_rows(py, c, &plan, todo, want_key);
-        let (records, stop) = self
+        let pre = prepared.as_deref().filter(|p| p.want_key == want_key);
+        let held = pre.map_or(0, PyCopyRecords::len_of);
+        // The rows encoded ahead are each taken once, by index: `rows` only rises.
+        let reused = todo.iter().take_while(|&&r| r < held).count();
+        let encoded = encode_copy_rows(py, c, &plan, &todo[reused..], want_key);
+        let (fresh, stop) = self
             .errors
             .check(py, encoded.map(Ok), "COPY row encoder", lsn)?;
+        let records = todo[..reused]
+            .iter()
+            .filter_map(|&r| pre.map(|p| p.record(r)))
+            .chain(fresh.iter().map(|(v, k)| (v.as_slice(), k.as_slice())));
         let sources = [
             SourceParts::of(&parts.0),
             SourceParts::of(&parts.1),
@@ -445,7 +479,7 @@ impl PyRowPlan {
         let last = rows.len().saturating_sub(1);
         let mut out = Vec::new();
         let mut k = Vec::new();
-        for (n, (record, key)) in records.iter().enumerate() {
+        for (n, (record, key)) in records.enumerate() {
             let at = start + n;
             let source = if at == 0 {
                 &sources[0]

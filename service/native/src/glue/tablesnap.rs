@@ -124,6 +124,11 @@ impl PyCopyChunk {
         self.chunk.ncols
     }
 
+    /// The number of rows (`len()`, for Rust callers).
+    pub fn len_of(&self) -> usize {
+        self.chunk.len()
+    }
+
     fn check_row(&self, i: usize) -> PyResult<()> {
         if i >= self.chunk.len() {
             return Err(PyIndexError::new_err(format!(
@@ -133,6 +138,93 @@ impl PyCopyChunk {
         }
         Ok(())
     }
+}
+
+/// The records of a chunk's first rows, encoded ahead of their publication
+/// (`RowPlan.prepare_copy`, on a snapshot reader's thread): row r's (value, key) records
+/// for every r below `len()`, made with one table plan. The rows after are those the
+/// encoder stopped at (a fallback or a malformed field, which `encode_copy` meets again
+/// and reports at publication) or did not reach. Only the Envelope, which holds the
+/// publication's markers, LSN and clock, is left to `encode_copy`.
+///
+/// The records sit end to end in one buffer (a chunk's worth, held until publication):
+/// one allocation that goes back to the system when freed, where a pair of small ones
+/// per row would stay in the reader thread's malloc arena.
+#[pyclass(module = "service._native", name = "CopyRecords", frozen)]
+pub struct PyCopyRecords {
+    data: Vec<u8>,
+    /// per row, where its Value record ends and where its Key record (after it) ends
+    ends: Vec<(usize, usize)>,
+    pub want_key: bool,
+}
+
+#[pymethods]
+impl PyCopyRecords {
+    fn __len__(&self) -> usize {
+        self.ends.len()
+    }
+}
+
+impl PyCopyRecords {
+    /// No record (a table without a native COPY plan).
+    pub fn empty(want_key: bool) -> Self {
+        PyCopyRecords {
+            data: Vec::new(),
+            ends: Vec::new(),
+            want_key,
+        }
+    }
+
+    /// The number of rows held (`len()`, for Rust callers).
+    pub fn len_of(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Row `i`'s (Value record, Key record); `i` below `len_of()`.
+    pub fn record(&self, i: usize) -> (&[u8], &[u8]) {
+        let start = if i == 0 { 0 } else { self.ends[i - 1].1 };
+        let (value_end, key_end) = self.ends[i];
+        (&self.data[start..value_end], &self.data[value_end..key_end])
+    }
+}
+
+/// `RowPlan.prepare_copy`'s work: every row of the chunk from the first, encoded with the
+/// GIL released into one `PyCopyRecords`, up to the first row the encoder stops at (a
+/// fallback or an error, which publication's `encode_copy` meets again and reports) or a
+/// panic (the same).
+pub fn prepare_copy_rows(
+    py: Python<'_>,
+    chunk: &PyCopyChunk,
+    plan: &CopyPlan<'_>,
+    want_key: bool,
+) -> PyCopyRecords {
+    let data = chunk.data.bind(py).as_bytes();
+    let c = &chunk.chunk;
+    let work = || {
+        let mut out = PyCopyRecords {
+            data: Vec::with_capacity(data.len()),
+            ends: Vec::with_capacity(c.len()),
+            want_key,
+        };
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            for r in 0..c.len() {
+                match plan.encode(data, c, r, want_key) {
+                    Ok(Outcome::Encoded { value, key }) => {
+                        out.data.extend_from_slice(&value);
+                        let value_end = out.data.len();
+                        out.data.extend_from_slice(&key);
+                        out.ends.push((value_end, out.data.len()));
+                    }
+                    Ok(Outcome::Fallback(_)) | Err(_) => break,
+                }
+            }
+        }));
+        // a panic may have left a row half written: only whole rows count
+        let whole = out.ends.last().map_or(0, |e| e.1);
+        out.data.truncate(whole);
+        out
+    };
+    py.detach(work)
 }
 
 /// What `encode_copy_rows` made of the rows it was given, in order: each encoded row's

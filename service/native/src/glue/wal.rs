@@ -779,6 +779,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<crate::glue::reorder::PyHeapRows>()?;
     m.add_class::<crate::glue::avro::PyRowPlan>()?;
     m.add_class::<crate::glue::tablesnap::PyCopyChunk>()?;
+    m.add_class::<crate::glue::tablesnap::PyCopyRecords>()?;
     m.add_class::<crate::glue::text::PyTextPlan>()?;
     m.add_function(wrap_pyfunction!(crate::glue::avro::envelope, m)?)?;
     m.add_function(wrap_pyfunction!(crate::glue::avro::avro_long, m)?)?;
