@@ -102,7 +102,7 @@ from connectors.postgres.walarchive import ArchiveBridge
 from connectors.tablesnap.export import SharedSnapshot, export_visibility
 from connectors.tablesnap.progress import ProgressRecord, progress_topic, read_last_progress
 from connectors.tablesnap.snapshotter import Snapshotter
-from service.app import gctune, malloctune
+from service.app import gctune, malloctune, switchtune
 from service.app.metrics import Metrics
 from service.app.resume import resume_source
 from service.app.session import Session, SessionConfig
@@ -946,6 +946,7 @@ def run_worker(settings: Settings) -> int:
     metrics.health.watchdog_s = settings.metrics.watchdog_s
     malloctune.tune()  # before the worker's threads (the metrics server's the first)
     gctune.tune()
+    switchtune.tune()
     port = metrics.serve(settings.metrics.host, settings.metrics.port)
     log.info("metrics_serving", port=port)
     worker = Worker(settings, metrics=metrics)
