@@ -3,7 +3,7 @@
     PGCDC_STATE_DIR=... python -m tests.perf.bench_snapshot_vs_debezium [--pg pg16]
         [--rows 500000] [--reps 2] [--chunk-rows 20000] [--table narrow|wide]
         [--write-rate 0] [--systems pgcdc-1,pgcdc-2,pgcdc-blocking-2,debezium]
-        [--keep-connect] [--env PGCDC_X=V ...]
+        [--keep-connect] [--timeline] [--env PGCDC_X=V ...]
 
 Every run gets a fresh database on `--pg` holding the `--table` shape (tests/perf/shapes:
 `narrow`, bench_vs_debezium's 5 columns; `wide`, 13 columns of about 0.8 KB a row) with
@@ -219,6 +219,16 @@ def copy_ceiling(dsn: str) -> float:
         conn.close()
 
 
+def _print_timeline(events: list[dict[str, Any]], t0: float) -> None:
+    """`--timeline`: the worker's events up to its first chunk read, each with the
+    seconds since the spawn (where the start-up time goes)."""
+    for e in events:
+        at = _ts(e) - t0
+        print(f"    {at:7.3f} s  {e.get('event')}", flush=True)
+        if e.get("event") == "snapshot_chunk_read":
+            break
+
+
 def run_pgcdc(args: argparse.Namespace, system: str, pg: dict[str, Any]) -> Run:
     kafka, registry = ensure_service("kafka"), ensure_service("registry")
     method = "blocking" if system.startswith("pgcdc-blocking") else "chunked"
@@ -283,6 +293,8 @@ def run_pgcdc(args: argparse.Namespace, system: str, pg: dict[str, Any]) -> Run:
                     raise SystemExit(f"{system}: the stream did not catch up:\n{worker.tail()}")
                 time.sleep(0.1)
         events = worker.events()
+        if args.timeline:
+            _print_timeline(events, t0)
         if method == "chunked":
             first = min(_ts(e) for e in events if e.get("event") == "snapshot_chunk_read")
             end = max(_ts(e) for e in events if e.get("event") == "snapshot_chunk_committed")
@@ -391,6 +403,9 @@ def main() -> int:
     ap.add_argument("--systems", default="pgcdc-1,pgcdc-2,debezium")
     ap.add_argument("--table", choices=sorted(SHAPES), default="narrow")
     ap.add_argument("--write-rate", type=int, default=0, help="rows/s into bench_w meanwhile")
+    ap.add_argument(
+        "--timeline", action="store_true", help="print pgcdc's start-up events, with times"
+    )
     ap.add_argument("--keep-connect", action="store_true", help="leave Connect running")
     ap.add_argument(
         "--env",
