@@ -1,7 +1,8 @@
 """The readers' read-ahead rule (connectors.tablesnap.snapshotter `ReadAhead`): at most
 two unpublished chunks per reader and `limit` across all readers, reads in progress
 counted (a place is reserved when a read may start), and a published chunk or a
-released reservation frees its place at once."""
+released reservation frees its place at once; a chunk held with its records encoded
+ahead takes two places."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from connectors.tablesnap.snapshotter import HELD_MAX, READ_AHEAD, ReadAhead, _P
 class _Chunk:
     def __init__(self) -> None:
         self.published = threading.Event()
+        self.ahead: object = None
 
 
 def _chunk() -> _Pending:
@@ -68,3 +70,19 @@ def test_reads_in_progress_count_and_a_release_frees_the_place() -> None:
     assert started.count(True) == HELD_MAX
     rule.release()
     assert rule.room(readers[started.index(False)])
+
+
+def test_a_chunk_with_its_records_encoded_ahead_takes_two_places() -> None:
+    """Two readers, four places: with one held chunk encoded ahead, three chunks fill
+    them; once that chunk is published (its records go with it), two places free."""
+    rule = ReadAhead(HELD_MAX)
+    first: list[_Pending] = []
+    second: list[_Pending] = []
+    a = _fill(rule, first)
+    assert len(a) == 2
+    a[0].ahead = object()  # its reader encoded its records (Snapshotter._prepare)
+    assert len(_fill(rule, second)) == 1  # 2 chunks + 1 ahead + 1 = HELD_MAX
+    assert not rule.room(second)
+    a[0].published.set()
+    assert len(_fill(rule, second)) == 1  # READ_AHEAD for this reader
+    assert rule.room(first)
