@@ -228,6 +228,7 @@ class KafkaSink:
         else:
             self.ensure_topics(state, compact=True, backoff=backoff)
         self.guard.verify()
+        self._connect_producer(backoff)
         while True:
             try:
                 self._producer.init_transactions(self._call_timeout(backoff))
@@ -340,6 +341,20 @@ class KafkaSink:
                 if err.retriable() or err.code() in _UNREACHABLE:
                     raise _Retry(f"cannot create topic {topic}: {err.str()}") from exc
                 raise BrokerUnavailableError(f"cannot create topic {topic}: {err.str()}") from exc
+
+    def _connect_producer(self, backoff: Backoff) -> None:
+        """Have the producer connect before `init_transactions`: one metadata request
+        for the offsets topic, on the producer's own connection. Called while that
+        connection is still being set up, init_transactions found no coordinator and
+        waited for librdkafka's next 500 ms coordinator query about every other time:
+        0.505 s against 0.055 s, and 0.07 s in all with this request first (fresh
+        producers with the sink's configuration against the shared Kafka 4.1.1, six
+        runs each), so a worker's start waited half a second for nothing. A failure
+        here is only logged: init_transactions below retries and reports the broker."""
+        try:
+            self._producer.list_topics(self.offsets_topic, timeout=self._call_timeout(backoff))
+        except KafkaException as exc:
+            log.debug("kafka_producer_connect_failed", error=str(exc))
 
     def _call_timeout(self, backoff: Backoff) -> float:
         """A blocking producer or admin call's timeout: the usual one, but not past the

@@ -33,6 +33,10 @@ class FakeProducer:
         self.fail_produce_at: int | None = None
         self.init_error: KafkaError | None = None
 
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        self.calls.append(f"metadata {topic}")
+        return SimpleNamespace(topics={})
+
     def init_transactions(self, timeout: float) -> None:
         if self.init_error is not None:
             raise KafkaException(self.init_error)
@@ -239,3 +243,31 @@ def test_a_delete_run_holds_its_tombstones_as_none_values(make_sink: Any) -> Non
     sink.write_run(5, 7, run)
     assert [v for _, v in producer.produced] == values
     assert sink.records_sent == 4
+
+
+def test_start_connects_the_producer_before_init_transactions(
+    make_sink: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A metadata request on the producer's own connection comes first: init_transactions
+    called while that connection is being set up waits for librdkafka's 500 ms
+    coordinator retry (KafkaSink._connect_producer)."""
+    sink, producer, _ = make_sink()
+    monkeypatch.setattr(sink, "ensure_topics", lambda topics, compact=False, backoff=None: None)
+    monkeypatch.setattr(sink_module, "read_last_offset", lambda *a, **k: None)
+    sink.start()
+    assert producer.calls[:2] == [f"metadata {sink.offsets_topic}", "init"]
+
+
+def test_a_failed_metadata_request_leaves_init_transactions_to_decide(
+    make_sink: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sink, producer, _ = make_sink()
+    monkeypatch.setattr(sink, "ensure_topics", lambda topics, compact=False, backoff=None: None)
+    monkeypatch.setattr(sink_module, "read_last_offset", lambda *a, **k: None)
+
+    def unreachable(topic: str | None = None, timeout: float = -1) -> Any:
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT, "not yet"))
+
+    monkeypatch.setattr(producer, "list_topics", unreachable)
+    sink.start()
+    assert producer.calls[0] == "init"
