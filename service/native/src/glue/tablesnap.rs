@@ -124,11 +124,6 @@ impl PyCopyChunk {
         self.chunk.ncols
     }
 
-    /// The number of rows (`len()`, for Rust callers).
-    pub fn len_of(&self) -> usize {
-        self.chunk.len()
-    }
-
     fn check_row(&self, i: usize) -> PyResult<()> {
         if i >= self.chunk.len() {
             return Err(PyIndexError::new_err(format!(
