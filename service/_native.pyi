@@ -37,9 +37,11 @@ class WalReader:
         bare_rmids: list[int],
         make_run: Callable[[tuple[int, int, int, int, int, HeapRows]], Any] | None = None,
         runs_from: int = 0,
+        inert_ops: list[tuple[int, int]] = ...,
     ) -> None:
         """`make_run` gets `(first_lsn, lsn, end_lsn, xid, records, rows)` per run; no run
-        holds a record before `runs_from`."""
+        holds a record before `runs_from`; the Heap/Heap2 (rmid, op) of `inert_ops` may
+        sit inside a run (a ValueError for another rmgr's)."""
     def watch_relations(self, locators: list[tuple[int, int, int]]) -> None:
         """Records with a block of one of these (spc, db, rel) come whole."""
     def _arm_panic_probe(self) -> None: ...
@@ -69,9 +71,9 @@ class HeapDecoder:
 
 @final
 class HeapRows:
-    """The rows of an insert run (src/glue/reorder.rs), or a window of them sharing the
-    run's buffers; indices are relative to the window. Frozen; no sequence protocol
-    beyond `len`."""
+    """The rows of a run (src/glue/reorder.rs: inserts, updates or deletes), or a window
+    of them sharing the run's buffers; indices are relative to the window. Frozen; no
+    sequence protocol beyond `len`."""
 
     @staticmethod
     def load(
@@ -84,6 +86,8 @@ class HeapRows:
         chunk rows without `toast`."""
     def __len__(self) -> int: ...
     @property
+    def kind(self) -> int: ...  # the rows' ChangeKind value (0, 1, 2); ValueError if empty
+    @property
     def xid(self) -> int: ...
     @property
     def locator(self) -> Any: ...  # the RelFileLocator of the rows' HeapChanges
@@ -94,7 +98,7 @@ class HeapRows:
     @property
     def last_lsn(self) -> int: ...  # ValueError for an empty window
     @property
-    def data_bytes(self) -> int: ...  # sum of len(change.new_tuple.data)
+    def data_bytes(self) -> int: ...  # sum of the rows' tuple data lengths
     @property
     def chunks(self) -> int: ...  # rows that are TOAST chunk inserts (on_toast_relation)
     @property

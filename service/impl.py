@@ -88,11 +88,13 @@ def predecoding(
     *,
     runs: bool = False,
     runs_from: int = 0,
+    inert_ops: Collection[tuple[int, int]] = (),
 ) -> Callable[[], Iterator[XLogRecord | PredecodedRecord | InsertRun]] | None:
     """Arm `reader`, when it is the native one, to decode table-change heap records in
     its walk, and to hand on the records of `bare_rmids` (rmgrs the decoder gives no
     events for) without their bodies (`service.decode.native_heap.predecode`), and with
-    `runs` its plain inserts as InsertRuns (none holding a record before `runs_from`):
+    `runs` its plain inserts, updates and deletes as InsertRuns (none holding a record
+    before `runs_from`; the Heap and Heap2 records of `inert_ops` inside them):
     its `decoded_records`, whose items the decoding driver takes as they come
     (`Decoding.process`); None, having done nothing, for the Python reader."""
     if isinstance(reader, XLogReader):
@@ -101,7 +103,7 @@ def predecoding(
     from service.wal.native import NativeXLogReader  # noqa: PLC0415 (needs the extension)
 
     if not isinstance(reader, NativeXLogReader) or not predecode(
-        reader, bare_rmids, runs=runs, runs_from=runs_from
+        reader, bare_rmids, runs=runs, runs_from=runs_from, inert_ops=inert_ops
     ):
         return None
     return reader.decoded_records

@@ -113,7 +113,7 @@ def xid_to_process(record: XLogRecord | PredecodedRecord) -> int:
 class Decoder:
     """Stateless rmgr dispatch for one PostgreSQL major version."""
 
-    __slots__ = ("_dispatch", "_tables", "version", "without_decode")
+    __slots__ = ("_dispatch", "_tables", "inert_heap_ops", "version", "without_decode")
 
     def __init__(self, version: int) -> None:
         self.version = version
@@ -131,6 +131,15 @@ class Decoder:
         # events for their records, so the driver may skip the call (issue 12: they are
         # about half the records of an indexed table's inserts).
         self.without_decode = frozenset(set(rt.RMGR_NAMES) - set(self._dispatch))
+        # The Heap and Heap2 record types heap_decode / heap2_decode do nothing with
+        # (IRRELEVANT: only their xid is registered), as (rmid, op): the native reader
+        # lets them sit inside a run (`service.decode.native_heap.predecode`).
+        self.inert_heap_ops = frozenset(
+            (rmid, op)
+            for rmid in (rt.RM_HEAP_ID, rt.RM_HEAP2_ID)
+            for op, (_, relevance) in self._tables[rmid].items()
+            if relevance is rt.Relevance.IRRELEVANT
+        )
 
     def decode(self, record: XLogRecord) -> list[Event]:
         """Events for one record, as LogicalDecodingProcessRecord dispatches it."""

@@ -391,17 +391,19 @@ class PredecodedRecord(NamedTuple):
 
 
 class InsertRows(Sequence[HeapChange]):
-    """The plain inserts of an `InsertRun`, held by the native core (`HeapRows`): one
-    (sub)transaction's inserts into one relation (`locator`), in WAL order, none with an
-    origin, and among them, after the first, `chunks` TOAST chunk inserts into that
-    relation's toast relation (`on_toast_relation`: what DecodeInsert queues for each
-    chunk, and ReorderBufferToastAppendChunk collects at replay for the next main-table
-    row). Item `i` is built when it is read, as exactly the `HeapChange` the unbatched
-    reader gives for that row; until then a row is its logged tuple in Rust, so a run
-    crosses the reorder buffer and reaches a native encoder without a Python object per
-    row. Only an InsertRows without chunks reaches an encoder; one with chunks is
-    replayed whole (its chunks collected in Rust) and spilled whole too (its dump keeps
-    which rows are chunks).
+    """The rows of an `InsertRun`, held by the native core (`HeapRows`): one
+    (sub)transaction's changes of one `kind` to one relation (`locator`), in WAL order,
+    none with an origin: plain inserts, and among them, after the first, `chunks` TOAST
+    chunk inserts into that relation's toast relation (`on_toast_relation`: what
+    DecodeInsert queues for each chunk, and ReorderBufferToastAppendChunk collects at
+    replay for the next main-table row); or UPDATEs that logged only their new tuple;
+    or DELETEs that logged only their old tuple or key (never with chunks). Each row
+    holds the one tuple its change carries. Item `i` is built when it is read, as
+    exactly the `HeapChange` the unbatched reader gives for that row; until then a row
+    is its logged tuple in Rust, so a run crosses the reorder buffer and reaches a
+    native encoder without a Python object per row. Only an InsertRows without chunks
+    reaches an encoder; one with chunks is replayed whole (its chunks collected in
+    Rust) and spilled whole too (its dump keeps which rows are chunks).
 
     The reorder buffer queues one as a single entry (ReorderBufferQueueChange of each of
     its rows: `nrows` changes, `data_bytes` of tuple data), and replay hands it on whole
@@ -410,10 +412,21 @@ class InsertRows(Sequence[HeapChange]):
     and last row); `last_lsn` the last's. Immutable; slicing (`window`) shares the rows.
     """
 
-    __slots__ = ("chunks", "data_bytes", "last_lsn", "locator", "lsn", "nrows", "rows", "xid")
+    __slots__ = (
+        "chunks",
+        "data_bytes",
+        "kind",
+        "last_lsn",
+        "locator",
+        "lsn",
+        "nrows",
+        "rows",
+        "xid",
+    )
 
     def __init__(self, rows: HeapRows) -> None:
         self.rows = rows
+        self.kind = ChangeKind(rows.kind)
         self.lsn: int = rows.first_lsn
         self.last_lsn: int = rows.last_lsn
         self.xid: int = rows.xid
@@ -444,7 +457,10 @@ class InsertRows(Sequence[HeapChange]):
         return InsertRows(self.rows.slice(start, stop))
 
     def __repr__(self) -> str:
-        return f"InsertRows(xid={self.xid} {self.locator} x{self.nrows} at {self.lsn:X})"
+        return (
+            f"InsertRows({self.kind.name} xid={self.xid} {self.locator} x{self.nrows}"
+            f" at {self.lsn:X})"
+        )
 
 
 class InsertRun(NamedTuple):
@@ -453,8 +469,12 @@ class InsertRun(NamedTuple):
     Heap2 MULTI_INSERT records of transaction `xid` into one relation, none with a
     top-level xid (block 252) or an origin (block 253), whose events are all plain
     inserts (`ChangeKind.INSERT`) not on a toast relation; after the first of them, the
-    single plain inserts of `xid` into one toast relation (TOAST chunks); and between
-    and after them
+    single plain inserts of `xid` into one toast relation (TOAST chunks). Or, a run of
+    its own kind under the same conditions and without chunks: Heap UPDATE and
+    HOT_UPDATE records whose one event is an UPDATE that logged only its new tuple (no
+    key change, no REPLICA IDENTITY FULL), or Heap DELETE records whose one event is a
+    DELETE that logged only its old tuple or key (`changes.kind`). Between and after
+    them
     the records of rmgrs without rm_decode (the index inserts), of `xid` or of none and
     with no top-level xid, which the driver only counts. `records` counts them all.
 

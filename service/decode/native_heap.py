@@ -130,20 +130,27 @@ def load_rows(
 
 
 def predecode(
-    reader: object, bare_rmids: Collection[int] = (), *, runs: bool = False, runs_from: int = 0
+    reader: object,
+    bare_rmids: Collection[int] = (),
+    *,
+    runs: bool = False,
+    runs_from: int = 0,
+    inert_ops: Collection[tuple[int, int]] = (),
 ) -> bool:
     """Arm `reader`, when it is the native XLog reader, to hand on every table-change
     heap record as a `PredecodedRecord` whose events these parsers give (a record they
     refuse still comes as an `XLogRecord`), and every record of an rmgr in `bare_rmids`
     as one with no events (`Decoder.without_decode`: the rmgrs without rm_decode);
     with `runs`, consecutive plain inserts of one transaction into one relation (with
-    the TOAST chunk inserts between them) as one `InsertRun`, none holding a record
-    logged before `runs_from`. False, having done nothing, for any other reader."""
+    the TOAST chunk inserts between them), or its updates or deletes that log one
+    tuple, as one `InsertRun`, none holding a record logged before `runs_from`, and
+    the Heap and Heap2 records of `inert_ops` (`Decoder.inert_heap_ops`) inside a run
+    counted in it. False, having done nothing, for any other reader."""
     if not isinstance(reader, NativeXLogReader):
         return False
     if runs:
         reader.predecode_heap(
-            _DECODER, PredecodedRecord, bare_rmids, InsertRun, InsertRows, runs_from
+            _DECODER, PredecodedRecord, bare_rmids, InsertRun, InsertRows, runs_from, inert_ops
         )
     else:
         reader.predecode_heap(_DECODER, PredecodedRecord, bare_rmids)

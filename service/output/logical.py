@@ -152,6 +152,8 @@ _OPS = {
 }
 
 
+_UPDATE = ChangeKind.UPDATE
+
 PROGRESS_EVERY = 1024
 
 
@@ -298,7 +300,8 @@ class PluginSink:
         if not changes:
             return
         fill = self.fill
-        if fill is not None and type(changes) is not InsertRows:
+        # An update run's new tuples may hold unchanged TOAST pointers, as any UPDATE's.
+        if fill is not None and (type(changes) is not InsertRows or changes.kind is _UPDATE):
             candidate = fill.candidate
             if self._pending or any(candidate(c) for c in changes):
                 for c in changes:  # one by one, through the fill's batches
@@ -495,8 +498,9 @@ class Decoding:
         self.records += run.records
         xid, lsn, changes = run.xid, run.first_lsn, run.changes
         self.rb.process_xid(xid, lsn)
-        # heap_decode / heap2_decode's SnapBuildProcessChange (INSERT and MULTI_INSERT
-        # are base-snapshot ops in every version), then _route's gates: True implies
+        # heap_decode / heap2_decode's SnapBuildProcessChange (INSERT, MULTI_INSERT,
+        # UPDATE, HOT_UPDATE and DELETE are base-snapshot ops in every version), then
+        # _route's gates: True implies
         # FULL_SNAPSHOT or later (decodes_changes); a run has no origin.
         if self.snap.process_change(xid, lsn):
             self.rb.set_base_snapshot(xid, lsn, BASE_SNAPSHOT)

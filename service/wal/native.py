@@ -55,9 +55,10 @@ if TYPE_CHECKING:
 
 # How many walked records become Python objects per `take`: enough to make the call
 # cost vanish, few enough that a 16 MB chunk never lives as 100k+ objects at once. An
-# InsertRun ends at a slice's end, so this also bounds a run (512 inserts with their
-# index inserts): the per-run Python of the driver, the reorder buffer and the plugin
-# is paid once per that many rows.
+# InsertRun open at a slice's end goes on past it (it is one object, its rows in Rust),
+# so runs are as long as the WAL makes them, not cut every 512 inserts with their index
+# inserts: the per-run Python of the driver, the reorder buffer and the plugin is paid
+# once per run.
 _SLICE = 1024
 
 # The classes a native error kind becomes (wal::ErrorKind::class_name in Rust).
@@ -167,6 +168,7 @@ class NativeXLogReader:
         run: type[InsertRun] | None = None,
         rows: type[InsertRows] | None = None,
         runs_from: int = 0,
+        inert_ops: Collection[tuple[int, int]] = (),
     ) -> None:
         """Arm the reader: from now on every table-change heap record (Heap INSERT,
         DELETE, UPDATE, HOT_UPDATE; Heap2 MULTI_INSERT) is parsed in the walk by
@@ -181,7 +183,9 @@ class NativeXLogReader:
         inserts of one transaction into one relation come as one `run` instead of a
         record each, its inserts as the `rows` of the native core's HeapRows; no run
         holds a record logged before `runs_from` (those come one by one, so a consumer
-        that skips them never meets a run straddling that LSN)."""
+        that skips them never meets a run straddling that LSN). The Heap and Heap2
+        records of `inert_ops` ((rmid, info & 0x70) the decoder does nothing with) may
+        sit inside a run, counted in its `records` as a bare rmgr's record is."""
         make_run = None
         if run is not None:
             if rows is None:
@@ -193,6 +197,7 @@ class NativeXLogReader:
             sorted(bare_rmids),
             make_run,
             runs_from,
+            sorted(inert_ops),
         )
         self._armed = True
         self._run = run

@@ -1,19 +1,23 @@
-"""InsertRuns: the native reader armed with runs gathers plain inserts into one item
-(`service.decode.events.InsertRun`), and holds to its contract. Every run stands for
-exactly the consecutive records the reader armed without runs hands on in its place:
-their events are its changes, its first and last LSNs are theirs, each of them may join
-a run (a plain, non-toast insert of the run's xid and relation; after it, a single plain
-insert of the run's xid on a toast relation, a TOAST chunk, all of a run's chunks in
-one relation; each with no top-level xid and no origin; or a record of an rmgr without
-rm_decode of that xid or of none, with no top-level xid), and every other item is the
-same. On WAL of one slice the runs are
-as long as that rule allows. Checked on real PG15/PG18 WAL and on random record
-sequences written from its records (other xids, relations, top-level xids, origins,
-speculative and toast inserts)."""
+"""InsertRuns: the native reader armed with runs gathers plain inserts (or updates that
+log only their new tuple, or deletes that log only their old tuple or key) into one
+item (`service.decode.events.InsertRun`), and holds to its contract. Every run stands
+for exactly the consecutive records the reader armed without runs hands on in its
+place: their events are its changes, its first and last LSNs are theirs, each of them
+may join a run (a record of the run's xid and relation whose changes are of the run's
+kind: plain, non-toast inserts, or one such update, or one such delete; after an insert
+run's first row, a single plain insert of the run's xid on a toast relation, a TOAST
+chunk, all of a run's chunks in one relation; each with no top-level xid and no origin;
+or a record of an rmgr without rm_decode of that xid or of none, with no top-level
+xid), and every other item is the same. On WAL of one slice the runs are as long as
+that rule allows. Checked on real PG15/PG18 WAL and on random record sequences written
+from its records (other xids, relations, top-level xids, origins, speculative and toast
+inserts, updates, and deletes with an old key, a whole old tuple, none, or a
+speculative insertion's super-delete)."""
 
 from __future__ import annotations
 
 import random
+import struct
 from functools import cache
 from pathlib import Path
 
@@ -28,35 +32,66 @@ from service.errors import DecodeError
 from service.wal.native import NativeXLogReader
 from service.wal.record import RelFileLocator, XLogRecord
 from tests.service.decode.test_native_heap import blocks_of, golden_records
-from tests.service.walwriter import WalWriter, record_body
+from tests.service.walwriter import Block, WalWriter, record_body
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 _MAGIC = {15: 0xD110, 18: 0xD118}
 _INSERTS = {(10, 0x00), (9, 0x50)}  # Heap INSERT, Heap2 MULTI_INSERT
+_UPDATES = {(10, 0x20), (10, 0x40)}  # Heap UPDATE, HOT_UPDATE
+_DELETE = (10, 0x10)
+# xl_heap_delete.flags a synthesized delete gets: XLH_DELETE_CONTAINS_OLD_KEY,
+# XLH_DELETE_CONTAINS_OLD_TUPLE (REPLICA IDENTITY FULL), none (NOTHING: no old tuple),
+# XLH_DELETE_IS_SUPER (a speculative insertion withdrawn).
+_DELETE_FLAGS = (0x04, 0x04, 0x02, 0x00, 0x08)
+
+
+def _inert(bare: frozenset[int]) -> frozenset[tuple[int, int]]:
+    """The version's Heap and Heap2 record types the decoder does nothing with (the
+    version told by its `bare` set, which is the same object per version)."""
+    return next(
+        d.inert_heap_ops for d in map(decoder_for, (15, 16, 17, 18)) if d.without_decode == bare
+    )
 
 
 def _items(
     data: bytes, lsn: int, bare: frozenset[int], *, runs: bool, seg: int = 16 << 20
 ) -> list[object]:
     reader = NativeXLogReader(lsn, segment_size=seg)
-    assert native_heap.predecode(reader, bare, runs=runs)
+    assert native_heap.predecode(reader, bare, runs=runs, inert_ops=_inert(bare))
     reader.feed(data, lsn)
     return list(reader.decoded_records())
 
 
-def _plain_insert(item: object) -> bool:
-    """A predecoded insert record that may start or join a run."""
-    return (
-        isinstance(item, PredecodedRecord)
-        and (item.rmid, item.info & 0x70) in _INSERTS
-        and item.toplevel_xid is None
-        and item.origin is None
-        and bool(item.events)
-        and all(
-            isinstance(e, HeapChange) and e.kind is ChangeKind.INSERT and not e.on_toast_relation
-            for e in item.events
-        )
-    )
+def _run_kind(item: object) -> ChangeKind | None:
+    """The kind of run a predecoded record may start or join (inserts of a multi-insert
+    too), None if it may be in none but as a chunk."""
+    if (
+        not isinstance(item, PredecodedRecord)
+        or item.toplevel_xid is not None
+        or item.origin is not None
+        or not item.events
+    ):
+        return None
+    op = (item.rmid, item.info & 0x70)
+    events = item.events
+    if not all(isinstance(e, HeapChange) and not e.on_toast_relation for e in events):
+        return None
+    if op in _INSERTS and all(
+        e.kind is ChangeKind.INSERT and e.old_tuple is None
+        for e in events  # type: ignore[union-attr]
+    ):
+        return ChangeKind.INSERT
+    if len(events) != 1:
+        return None
+    e = events[0]
+    assert isinstance(e, HeapChange)
+    update = e.kind is ChangeKind.UPDATE and e.old_tuple is None and e.new_tuple is not None
+    if op in _UPDATES and update:
+        return ChangeKind.UPDATE
+    delete = e.kind is ChangeKind.DELETE and e.new_tuple is None and e.old_tuple is not None
+    if op == _DELETE and delete:
+        return ChangeKind.DELETE
+    return None
 
 
 def _chunk_insert(item: object) -> RelFileLocator | None:
@@ -80,17 +115,21 @@ def _joins(
 ) -> bool:
     """Whether `item` (an item of the reader armed without runs) may join `run`, whose
     chunks so far are in `toast` (None: it has none yet)."""
-    if not isinstance(item, PredecodedRecord) or item.toplevel_xid is not None:
+    if not isinstance(item, PredecodedRecord | XLogRecord) or item.toplevel_xid is not None:
         return False
-    if item.xid != run.xid and not (item.rmid in bare and item.xid == 0):
+    if type(item) is XLogRecord and (item.rmid, item.info & 0x70) not in _inert(bare):
         return False
-    if item.rmid in bare:
+    inert = type(item) is XLogRecord and (item.rmid, item.info & 0x70) in _inert(bare)
+    if item.xid != run.xid and not ((item.rmid in bare or inert) and item.xid == 0):
+        return False
+    if item.rmid in bare or inert:
         return True
+    kind = run.changes.kind
     chunk = _chunk_insert(item)
     if chunk is not None:
-        return toast is None or chunk == toast
+        return kind is ChangeKind.INSERT and (toast is None or chunk == toast)
     return (
-        _plain_insert(item) and item.events[0].locator == run.changes.locator  # type: ignore[attr-defined]
+        _run_kind(item) is kind and item.events[0].locator == run.changes.locator  # type: ignore[attr-defined]
     )
 
 
@@ -108,20 +147,22 @@ def _check(
         part = plain[at : at + item.records]
         assert len(part) == item.records >= 1
         first = part[0]
-        assert _plain_insert(first), first
+        assert _run_kind(first) is item.changes.kind, first
         assert isinstance(first, PredecodedRecord)
         assert item.xid == first.xid
         toast: RelFileLocator | None = None
         for p in part[1:]:
             assert _joins(item, p, bare, toast), p
             toast = toast or _chunk_insert(p)
-        events = [e for p in part for e in p.events]  # type: ignore[attr-defined]
+        # (an inert Heap record in it comes whole without runs, and decodes to nothing)
+        events = [e for p in part for e in getattr(p, "events", ())]
         rows = item.changes
         assert list(rows) == events
         assert rows.chunks == sum(e.on_toast_relation for e in events)
         assert (len(rows), rows.lsn, rows.last_lsn) == (len(events), events[0].lsn, events[-1].lsn)
         assert (rows.xid, rows.locator) == (item.xid, events[0].locator)
-        assert rows.data_bytes == sum(len(e.new_tuple.data) for e in events)
+        assert all(e.kind is rows.kind for e in events if not e.on_toast_relation)
+        assert rows.data_bytes == sum(len((e.old_tuple or e.new_tuple).data) for e in events)
         assert item.first_lsn == first.lsn
         assert (item.lsn, item.end_lsn) == (part[-1].lsn, part[-1].end_lsn)  # type: ignore[attr-defined]
         if maximal and at + item.records < len(plain):
@@ -151,24 +192,58 @@ def test_runs_on_golden_wal() -> None:
 
 @cache
 def _pool() -> list[tuple[int, XLogRecord]]:
-    """(version, record): the golden WAL's inserts, multi-inserts and btree records."""
+    """(version, record): the golden WAL's inserts, multi-inserts, updates and btree
+    records."""
     return [
-        (v, x) for v, x in golden_records() if (x.rmid, x.info & 0x70) in _INSERTS or x.rmid == 11
+        (v, x)
+        for v, x in golden_records()
+        if (x.rmid, x.info & 0x70) in _INSERTS | _UPDATES or x.rmid == 11
     ]
+
+
+def _delete_main(insert: XLogRecord, flags: int) -> bytes:
+    """The main data of a Heap DELETE (xl_heap_delete: xmax, offnum,
+    infobits_set, flags) of the row a golden Heap INSERT wrote, logging that row's
+    xl_heap_header and tuple as its old tuple when `flags` say it does."""
+    (offnum,) = struct.unpack_from("<H", insert.main_data)
+    main = struct.pack("<IHBB", 1, offnum, 0, flags)
+    if flags & 0x06:  # XLH_DELETE_CONTAINS_OLD_TUPLE | XLH_DELETE_CONTAINS_OLD_KEY
+        main += insert.blocks[0].data
+    return main
 
 
 @settings(max_examples=200, deadline=None)
 @given(seed=st.integers(0, 2**32), version=st.sampled_from([15, 18]))
 def test_runs_on_random_sequences(seed: int, version: int) -> None:
-    """Up to 120 records drawn from the golden inserts, multi-inserts and btree records,
-    with their xid, relation, top-level xid, origin and insert flags (speculative,
-    on a toast relation) varied: the runs hold to the contract and are maximal."""
+    """Up to 120 records drawn from the golden inserts, multi-inserts, updates and btree
+    records, and deletes of the golden inserts' rows, with their xid, relation,
+    top-level xid, origin, insert flags (speculative, on a toast relation) and delete
+    flags varied: the runs hold to the contract and are maximal."""
     rng = random.Random(seed)
     pool = [rec for v, rec in _pool() if v == version]
+    inserts = [rec for rec in pool if (rec.rmid, rec.info & 0x70) == (10, 0x00)]
     writer = WalWriter(magic=_MAGIC[version])
     for _ in range(rng.randrange(1, 120)):
         rec = rng.choice(pool)
         main = bytearray(rec.main_data)
+        if rng.random() < 0.05:  # a Heap LOCK or a Heap2 VISIBLE: decoded as nothing
+            rmid, info = rng.choice([(10, 0x60), (9, 0x40)])
+            xid = rng.choice([700, 700, 701, 0])
+            b0 = blocks_of(rec, rng.choice([None, 99_999]))[0]
+            block = Block(0, rel=b0.rel, fork=b0.fork, blk=b0.blk)
+            toplevel = 699 if rng.random() < 0.05 else None
+            body = record_body([block], bytes(8), toplevel=toplevel)
+            writer.add(rmid, info, xid, body)
+            continue
+        if rng.random() < 0.15:  # a delete of an inserted row instead
+            rec = rng.choice(inserts)
+            main = bytearray(_delete_main(rec, rng.choice(_DELETE_FLAGS)))
+            rel = rng.choice([None] * 8 + [99_999])
+            b0 = blocks_of(rec, rel)[0]
+            blocks = [Block(0, rel=b0.rel, fork=b0.fork, blk=b0.blk)]
+            xid = rng.choice([700] * 6 + [701])
+            writer.add(10, 0x10, xid, record_body(blocks, bytes(main)))
+            continue
         if (rec.rmid, rec.info & 0x70) == (10, 0x00) and len(main) >= 3:
             if rng.random() < 0.05:
                 main[2] ^= 1 << 2  # XLH_INSERT_IS_SPECULATIVE
@@ -224,28 +299,58 @@ def test_no_run_holds_a_record_before_runs_from() -> None:
 def test_a_consumer_that_stops_at_a_run_resumes_after_it() -> None:
     """An exception at a run's yield leaves the reader after the whole run: the next
     walk starts with the record that follows it."""
-    f = sorted(DATA.glob("wal15_*.bin"))[0]
-    lsn = int(f.stem.split("_")[1], 16)
-    data = f.read_bytes()
+    checked = 0
+    for f in sorted(DATA.glob("wal*_*.bin")):
+        lsn = int(f.stem.split("_")[1], 16)
+        data = f.read_bytes()
+        bare = decoder_for(int(f.stem[3:5])).without_decode
+        plain = _items(data, lsn, bare, runs=False)
+        last = plain[-1].lsn  # type: ignore[attr-defined]
+        reader = NativeXLogReader(lsn)
+        native_heap.predecode(reader, bare, runs=True, inert_ops=_inert(bare))
+        reader.feed(data, lsn)
+        seen: list[object] = []
+        try:
+            for item in reader.decoded_records():
+                seen.append(item)
+                if isinstance(item, InsertRun) and item.records > 2 and item.lsn < last:
+                    raise LookupError
+        except LookupError:
+            pass
+        stop = seen[-1]
+        if not isinstance(stop, InsertRun) or stop.lsn == last:
+            continue  # no run with records after it in this window
+        assert reader.end_lsn == stop.end_lsn
+        rest = list(reader.decoded_records())
+        after = [p for p in plain if p.lsn > stop.lsn]  # type: ignore[attr-defined]
+        assert rest and rest[0].lsn == after[0].lsn  # type: ignore[attr-defined]
+        checked += 1
+    assert checked >= 2
+
+
+def test_a_run_goes_on_past_the_slice() -> None:
+    """A run is not cut where the reader's slices of records end (`_SLICE`): 1,500
+    inserts of one transaction, each with its index insert (3,000 records), come as one
+    run, and the record after it as itself."""
+    insert = next(
+        x
+        for v, x in _pool()
+        if v == 15
+        and (x.rmid, x.info & 0x70) == (10, 0x00)
+        and x.main_data[2] & 0x1C == 1 << 3  # XLH_INSERT_CONTAINS_NEW_TUPLE, no other
+    )
+    btree = next(x for v, x in _pool() if v == 15 and x.rmid == 11)
+    writer = WalWriter(magic=_MAGIC[15], seg_size=16 << 20)
+    for _ in range(1500):
+        writer.add(10, 0x00, 700, record_body(blocks_of(insert), insert.main_data))
+        writer.add(11, btree.info, 700, record_body(blocks_of(btree), btree.main_data))
+    writer.add(10, 0x00, 701, record_body(blocks_of(insert), insert.main_data))
+    data = writer.data()
     bare = decoder_for(15).without_decode
-    plain = _items(data, lsn, bare, runs=False)
-    reader = NativeXLogReader(lsn)
-    native_heap.predecode(reader, bare, runs=True)
-    reader.feed(data, lsn)
-    seen: list[object] = []
-    try:
-        for item in reader.decoded_records():
-            seen.append(item)
-            if isinstance(item, InsertRun) and item.records > 2:
-                raise LookupError
-    except LookupError:
-        pass
-    stop = seen[-1]
-    assert isinstance(stop, InsertRun)
-    assert reader.end_lsn == stop.end_lsn
-    rest = list(reader.decoded_records())
-    after = [p for p in plain if p.lsn > stop.lsn]  # type: ignore[attr-defined]
-    assert rest and rest[0].lsn == after[0].lsn  # type: ignore[attr-defined]
+    plain = _items(data, writer.base, bare, runs=False, seg=writer.seg_size)
+    items = _items(data, writer.base, bare, runs=True, seg=writer.seg_size)
+    runs = _check(items, plain, bare, maximal=True)
+    assert [(r.records, r.changes.nrows, r.xid) for r in runs] == [(3000, 1500, 700), (1, 1, 701)]
 
 
 def test_toast_chunks_join_the_run_of_their_rows() -> None:
@@ -299,3 +404,90 @@ def test_toast_chunks_join_the_run_of_their_rows() -> None:
     assert back.chunks == 3 and list(back) == list(runs[0].changes)
     with pytest.raises(DecodeError, match="without its toast relation"):
         native_heap.load_rows(rows.dump(), rows.xid, rows.locator)
+
+
+def test_updates_and_deletes_make_runs_of_their_own_kind() -> None:
+    """Updates that log only their new tuple, and deletes that log only their old key or
+    tuple, gather into runs of their kind, built as the very HeapChanges the unbatched
+    reader gives; a record of another kind ends a run, a delete logging no old tuple or
+    withdrawing a speculative insertion is in none, and a TOAST chunk joins no update
+    run. The dump keeps each row's kind and old_is_key."""
+    insert = next(
+        x
+        for v, x in _pool()
+        if v == 15
+        and (x.rmid, x.info & 0x70) == (10, 0x00)
+        and x.main_data[2] & 0x1C == 1 << 3  # XLH_INSERT_CONTAINS_NEW_TUPLE, no other
+    )
+    update = next(
+        x
+        for v, x in _pool()
+        if v == 15
+        and (x.rmid, x.info & 0x70) in _UPDATES
+        # XLH_UPDATE_CONTAINS_NEW_TUPLE, no old tuple or key (a user table's row)
+        and x.main_data[7] & 0x1C == 0x10
+    )
+    writer = WalWriter(magic=_MAGIC[15])
+    b0 = blocks_of(insert)[0]
+
+    def delete(flags: int) -> None:
+        block = Block(0, rel=b0.rel, fork=b0.fork, blk=b0.blk)
+        writer.add(10, 0x10, 700, record_body([block], _delete_main(insert, flags)))
+
+    def upd() -> None:
+        writer.add(update.rmid, update.info, 700, record_body(blocks_of(update), update.main_data))
+
+    def chunk() -> None:
+        main = bytearray(insert.main_data)
+        main[2] |= 1 << 4  # XLH_INSERT_ON_TOAST_RELATION
+        writer.add(10, 0x00, 700, record_body(blocks_of(insert, 70_001), bytes(main)))
+
+    for _ in range(3):
+        delete(0x04)  # XLH_DELETE_CONTAINS_OLD_KEY
+    delete(0x02)  # XLH_DELETE_CONTAINS_OLD_TUPLE (REPLICA IDENTITY FULL): the same run
+    delete(0x00)  # no old tuple: alone
+    delete(0x04)
+    delete(0x08)  # XLH_DELETE_IS_SUPER: alone
+    upd()
+    upd()
+    chunk()  # not into an update run: alone
+    upd()
+    writer.add(insert.rmid, insert.info, 700, record_body(blocks_of(insert), insert.main_data))
+    data = writer.data()
+    bare = decoder_for(15).without_decode
+    plain = _items(data, writer.base, bare, runs=False, seg=writer.seg_size)
+    items = _items(data, writer.base, bare, runs=True, seg=writer.seg_size)
+    runs = _check(items, plain, bare, maximal=True)
+    shape = [
+        (i.changes.kind.name, i.changes.nrows) if isinstance(i, InsertRun) else "alone"
+        for i in items
+    ]
+    assert shape == [
+        ("DELETE", 4),
+        "alone",
+        ("DELETE", 1),
+        "alone",
+        ("UPDATE", 2),
+        "alone",
+        ("UPDATE", 1),
+        ("INSERT", 1),
+    ]
+    deletes = runs[0].changes
+    assert [c.old_is_key for c in deletes] == [True, True, True, False]
+    assert all(c.new_tuple is None and c.old_tuple is not None for c in deletes)
+    rows = deletes.rows
+    back = native_heap.load_rows(rows.dump(), rows.xid, rows.locator)
+    assert list(back) == list(deletes) and back.kind is ChangeKind.DELETE
+    ups = runs[2].changes.rows
+    back = native_heap.load_rows(ups.dump(), ups.xid, ups.locator)
+    assert list(back) == list(runs[2].changes) and back.kind is ChangeKind.UPDATE
+
+
+def test_inert_ops_are_heap_ops_only() -> None:
+    """Only Heap and Heap2 record types may be named inert: any other rmgr's is refused
+    (a btree record is a bare rmgr's, which the driver handles by its rmid)."""
+    reader = NativeXLogReader(0x1000000)
+    with pytest.raises(ValueError, match="rmgr 11"):
+        native_heap.predecode(reader, runs=True, inert_ops=[(11, 0x00)])
+    assert decoder_for(15).inert_heap_ops >= {(10, 0x60), (9, 0x10), (9, 0x40)}
+    assert not decoder_for(18).inert_heap_ops & {(10, 0x00), (10, 0x20), (9, 0x50), (9, 0x70)}

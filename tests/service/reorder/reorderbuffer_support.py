@@ -49,6 +49,7 @@ class ListRows:
         self.last_lsn = changes[-1].lsn
         self.data_bytes = sum(len(c.new_tuple.data) for c in changes)  # type: ignore[union-attr]
         self.chunks = sum(c.on_toast_relation for c in changes)
+        self.kind = int(ChangeKind.INSERT)
 
     def __len__(self) -> int:
         return len(self._changes)

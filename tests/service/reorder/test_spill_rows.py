@@ -106,7 +106,7 @@ def test_dump_and_load_give_the_same_rows() -> None:
         for a, b in {(0, n), (0, 1), (n - 1, n), (n // 3, max(n // 3 + 1, 2 * n // 3))}:
             window = rows if (a, b) == (0, n) else rows.window(a, b)
             dump = window.rows.dump()
-            assert dump[0] == 2  # reorder::run::DUMP_VERSION
+            assert dump[0] == 3  # reorder::run::DUMP_VERSION
             assert struct.unpack_from("<II", dump, 1) == (window.xid, window.nrows)
             assert len(dump) == _DUMP_HEAD + _ROW * window.nrows + window.data_bytes
             loaded = native_heap.load_rows(dump, window.xid, window.locator)
@@ -393,13 +393,15 @@ _DAMAGE: dict[str, tuple[Callable[[bytes], bytes], str, str]] = {
     "truncated header": (lambda p: p[: _ROWS_HEAD + 4], "shorter than its 9-byte header", "none"),
     "no dump": (lambda p: p[:_ROWS_HEAD], "shorter than its 9-byte header", "none"),
     "no locator": (lambda p: p[:7], "too short for insert rows", "none"),
-    "bad version": (_set(_ROWS_HEAD, b"\x07"), "version 7, expected 2", "none"),
+    "bad version": (_set(_ROWS_HEAD, b"\x07"), "version 7, expected 3", "none"),
     "trailing bytes": (lambda p: p + b"\x00\x01", "2 trailing bytes", "first"),
     "count one more": (_with_count(1), "damaged insert rows", "any"),
     "count one fewer": (_with_count(-1), "trailing bytes", "first"),
     "count zero": (_with_count(-(1 << 40)), "no rows", "none"),
     "another xid": (_set(_ROWS_HEAD + 1, struct.pack("<I", 5)), "of xid 5 read back", "first"),
-    "bad flag": (_set(_ROWS_HEAD + _DUMP_HEAD + 21, b"\x04"), "flags byte 0x04", "first"),
+    "bad flag": (_set(_ROWS_HEAD + _DUMP_HEAD + 21, b"\x20"), "flags byte 0x20", "first"),
+    # an update row that says it is a delete too
+    "two ops": (_set(_ROWS_HEAD + _DUMP_HEAD + 21, b"\x0c"), "flags byte 0x0c", "first"),
     # a TOAST chunk row in a tag-2 record, which has no toast relation to read it into
     "chunk without toast": (
         _set(_ROWS_HEAD + _DUMP_HEAD + 21, b"\x02"),

@@ -13,8 +13,10 @@
 //!
 //! Receives: from the armed reader's walk (`py::PyWalReader::build`), per record of a
 //! run, its LSN, block 0's block number and the parsed events of a runnable record
-//! (plain inserts only: kind INSERT, no old tuple, no origin; either into the run's
-//! relation, or one chunk insert into its toast relation);
+//! (no origin; plain inserts, with no old tuple, either into the run's relation or one
+//! chunk insert into its toast relation; or one UPDATE logging only its new tuple, or
+//! one DELETE logging only its old tuple or key: DecodeUpdate's and DecodeDelete's
+//! change, each row holding the one tuple its change carries);
 //! each tuple's data bytes are copied out of the record into one buffer of the run.
 //! Then, at the run's end, its xid, the RelFileLocator objects of its relation and of
 //! its toast relation if it has chunks (the reader's cached ones, as in its
@@ -46,7 +48,7 @@ use pyo3::IntoPyObjectExt;
 
 use crate::decode::heap::{Event, Kind, Source};
 use crate::glue::decode::PyHeapDecoder;
-use crate::reorder::run::{self, Row};
+use crate::reorder::run::{self, Row, RowKind};
 use crate::reorder::toast::{self, ToastHash};
 use crate::types::deform::Tuple;
 
@@ -62,8 +64,10 @@ pub(crate) struct RowsBuilder {
 
 impl RowsBuilder {
     /// Append the rows of one runnable record logged at `lsn`, whose block reference 0
-    /// is block `block` with data `block0`, and whose main data is `main`. An event
-    /// that is not a plain insert is an error (the caller only passes runnable ones).
+    /// is block `block` with data `block0`, and whose main data is `main`: its plain
+    /// inserts (new tuple, no old one), or its one UPDATE that logs only a new tuple, or
+    /// its one DELETE that logs only an old tuple (or key). Any other event is an error
+    /// (the caller only passes runnable ones).
     pub(crate) fn push_record(
         &mut self,
         lsn: u64,
@@ -73,23 +77,55 @@ impl RowsBuilder {
         block0: &[u8],
     ) -> Result<(), &'static str> {
         for ev in events {
-            let Event::Change {
-                kind: Kind::Insert,
-                offset,
-                new_tuple: Some(t),
-                old_tuple: None,
-                old_is_key: false,
-                clear_toast_afterwards,
-                on_toast_relation,
-            } = ev
-            else {
-                return Err("an insert run row that is not a plain insert");
+            let (kind, offset, t, clear_toast_afterwards, on_toast_relation) = match ev {
+                Event::Change {
+                    kind: Kind::Insert,
+                    offset,
+                    new_tuple: Some(t),
+                    old_tuple: None,
+                    old_is_key: false,
+                    clear_toast_afterwards,
+                    on_toast_relation,
+                } => (
+                    RowKind::Insert,
+                    offset,
+                    t,
+                    clear_toast_afterwards,
+                    *on_toast_relation,
+                ),
+                Event::Change {
+                    kind: Kind::Update,
+                    offset,
+                    new_tuple: Some(t),
+                    old_tuple: None,
+                    old_is_key: false,
+                    clear_toast_afterwards,
+                    on_toast_relation: false,
+                } => (RowKind::Update, offset, t, clear_toast_afterwards, false),
+                Event::Change {
+                    kind: Kind::Delete,
+                    offset,
+                    new_tuple: None,
+                    old_tuple: Some(t),
+                    old_is_key,
+                    clear_toast_afterwards,
+                    on_toast_relation: false,
+                } => (
+                    RowKind::Delete {
+                        old_is_key: *old_is_key,
+                    },
+                    offset,
+                    t,
+                    clear_toast_afterwards,
+                    false,
+                ),
+                _ => return Err("a run row that is not a plain insert, update or delete"),
             };
-            if *on_toast_relation && self.chunk.is_empty() {
+            if on_toast_relation && self.chunk.is_empty() {
                 self.chunk = vec![false; self.rows.len()];
             }
             if !self.chunk.is_empty() {
-                self.chunk.push(*on_toast_relation);
+                self.chunk.push(on_toast_relation);
             }
             let src = match t.source {
                 Source::Main => main,
@@ -109,6 +145,7 @@ impl RowsBuilder {
                 infomask2: t.infomask2,
                 hoff: t.hoff,
                 clear_toast_afterwards: *clear_toast_afterwards,
+                kind,
             });
         }
         Ok(())
@@ -400,17 +437,23 @@ impl<'a, 'py> Materializer<'a, 'py> {
             (Some(c), true) => c.toast.bind(py).clone(),
             _ => self.locator.clone(),
         };
+        // The row's tuple is an insert's or update's new one, a delete's old one.
+        let (kind, new, old, old_is_key) = match r.kind {
+            RowKind::Insert => (Kind::Insert, Some(tuple), None, false),
+            RowKind::Update => (Kind::Update, Some(tuple), None, false),
+            RowKind::Delete { old_is_key } => (Kind::Delete, None, Some(tuple), old_is_key),
+        };
         self.decoder.change_py(
             py,
             lsn,
             self.xid.clone(),
-            Kind::Insert,
+            kind,
             locator,
             block,
             r.offset,
-            Some(tuple),
-            None,
-            false,
+            new,
+            old,
+            old_is_key,
             r.clear_toast_afterwards,
             chunk,
             self.none.clone(),
@@ -449,6 +492,24 @@ impl PyHeapRows {
 
     fn __len__(&self) -> usize {
         self.len()
+    }
+
+    /// The change kind of the rows (`service.decode.events.ChangeKind`'s order: 0
+    /// INSERT, 1 UPDATE, 2 DELETE): a run's rows are all of one kind. An empty window
+    /// is a ValueError.
+    #[getter]
+    fn kind(&self) -> PyResult<u8> {
+        let r = self
+            .shared
+            .rows
+            .get(self.lo)
+            .filter(|_| self.lo < self.hi)
+            .ok_or_else(|| PyValueError::new_err("an empty HeapRows has no kind"))?;
+        Ok(match r.kind {
+            RowKind::Insert => Kind::Insert as u8,
+            RowKind::Update => Kind::Update as u8,
+            RowKind::Delete { .. } => Kind::Delete as u8,
+        })
     }
 
     /// The transaction that logged the rows.

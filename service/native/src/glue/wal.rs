@@ -60,11 +60,34 @@ struct Predecode {
     /// a consumer that starts decoding here (skipping what lies before) never gets a
     /// run that straddles it.
     runs_from: u64,
+    /// By (rmgr Heap2 / Heap, op >> 4): record types heap_decode and heap2_decode do
+    /// nothing with (Heap LOCK; Heap2 PRUNE .. VISIBLE, LOCK_UPDATED, REWRITE: the
+    /// decoder's IRRELEVANT ones, given by Python). Inside a run they are only counted,
+    /// as the index inserts are: the Heap LOCK that precedes each UPDATE moving its row
+    /// to another page, and the pruning between updates, no longer cut update runs.
+    inert_heap: [[bool; 8]; 2],
+}
+
+impl Predecode {
+    /// Whether the record (rmid, info) is one `inert_heap` names.
+    fn inert(&self, rmid: u8, info: u8) -> bool {
+        const RM_HEAP2_ID: u8 = 9;
+        const RM_HEAP_ID: u8 = 10;
+        let op = usize::from((info & 0x70) >> 4);
+        match rmid {
+            RM_HEAP2_ID => self.inert_heap[0][op],
+            RM_HEAP_ID => self.inert_heap[1][op],
+            _ => false,
+        }
+    }
 }
 
 /// Consecutive Heap INSERT / Heap2 MULTI_INSERT records of one transaction into one
 /// relation, with no top-level xid (block 252), no origin (block 253), and only
-/// plain inserts into a table that is not a toast relation; after its first such
+/// plain inserts into a table that is not a toast relation (or, as a run of their own
+/// kind, consecutive Heap UPDATE / HOT_UPDATE records logging only a new tuple, or
+/// Heap DELETE records logging only an old tuple or key, of one transaction and
+/// relation, under the same conditions, and without chunks); after its first such
 /// record, the plain single inserts of that transaction into one toast relation
 /// (XLH_INSERT_ON_TOAST_RELATION: the TOAST chunks DecodeInsert queues as changes of
 /// their own, which ReorderBufferToastAppendChunk collects at replay for the next
@@ -76,6 +99,8 @@ struct Predecode {
 /// Its inserts' rows, chunks included, stay in Rust (`glue::reorder`) until the run
 /// is handed on.
 struct Run<'py> {
+    /// The change kind of every row of the run's relation (INSERT, UPDATE or DELETE).
+    kind: Kind,
     xid: u32,
     locator: (u32, u32, u32),
     /// The RelFileLocator object of `locator` (the reader's cached one).
@@ -122,9 +147,12 @@ impl<'py> Run<'py> {
 /// What a parsed record may be in a `Run`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Part {
-    /// Plain inserts into a table that is not a toast relation (which always carry a
-    /// new tuple, and never an old one): it may start a run or extend one.
-    Main,
+    /// Rows of the run's relation, of one change kind: plain inserts into a table that
+    /// is not a toast relation (which always carry a new tuple, and never an old one),
+    /// an UPDATE logging only its new tuple (no key change, no REPLICA IDENTITY FULL),
+    /// or a DELETE logging only its old tuple or key. It may start a run or extend one
+    /// of the same kind.
+    Main(Kind),
     /// One plain insert on a toast relation (a TOAST chunk, as DecodeInsert sees
     /// XLH_INSERT_ON_TOAST_RELATION): it may only extend a run, and only with the chunks
     /// of one toast relation.
@@ -149,7 +177,22 @@ fn runnable(events: &[Event]) -> Option<Part> {
     match events {
         [] => None,
         [one] if plain(one, true) => Some(Part::Chunk),
-        _ if events.iter().all(|e| plain(e, false)) => Some(Part::Main),
+        [Event::Change {
+            kind: Kind::Update,
+            new_tuple: Some(_),
+            old_tuple: None,
+            old_is_key: false,
+            on_toast_relation: false,
+            ..
+        }] => Some(Part::Main(Kind::Update)),
+        [Event::Change {
+            kind: Kind::Delete,
+            new_tuple: None,
+            old_tuple: Some(_),
+            on_toast_relation: false,
+            ..
+        }] => Some(Part::Main(Kind::Delete)),
+        _ if events.iter().all(|e| plain(e, false)) => Some(Part::Main(Kind::Insert)),
         _ => None,
     }
 }
@@ -252,13 +295,20 @@ impl PyWalReader {
     }
 
     /// One `XLogRecord` (or header tuple) per pending record, for the next `n` of them;
-    /// once armed, `PredecodedRecord`s and (with `make_run`) `InsertRun`s among them.
+    /// once armed, `PredecodedRecord`s and (with `make_run`) `InsertRun`s among them. A
+    /// run still open at the n-th record goes on with the records after it that join
+    /// it (a run is one object however many rows it holds), so that runs are not cut
+    /// where the slices are; the record that ends it is left for the next call.
     fn build<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
         let headers_only = self.pending_headers;
-        let end = self.pending.len().min(self.cursor.saturating_add(n));
-        let batch = &self.pending[self.cursor..end];
-        self.cursor = end;
+        let start = self.cursor;
+        let limit = self.pending.len().min(start.saturating_add(n));
+        let batch = &self.pending[start..];
+        // Records of `batch` handed on (in an item, or counted in a run) so far.
+        let mut taken = 0usize;
+        // Where an error leaves the cursor (as before runs could pass the n-th record).
+        self.cursor = limit;
         let make_run = self
             .predecode
             .as_ref()
@@ -266,6 +316,12 @@ impl PyWalReader {
         let runs_from = self.predecode.as_ref().map_or(0, |pd| pd.runs_from);
         let mut run: Option<Run<'py>> = None;
         for w in batch {
+            // Past the n-th record only a record that joins the open run is taken.
+            let past = start + taken >= limit;
+            if past && run.is_none() {
+                break;
+            }
+            taken += 1;
             let h = &w.header;
             if headers_only {
                 list.append((h.lsn, h.total_len, h.rmid, h.info, h.xid))?;
@@ -287,6 +343,10 @@ impl PyWalReader {
                             continue;
                         }
                     }
+                    if past {
+                        taken -= 1;
+                        break;
+                    }
                     flush(py, &mut run, make_run, &list)?;
                     list.append(predecoded_record(py, pd, h, body, PyList::empty(py))?)?;
                     continue;
@@ -296,6 +356,20 @@ impl PyWalReader {
                         .blocks
                         .iter()
                         .any(|b| self.watched.contains(&b.locator));
+                // A heap record the decoder does nothing with joins the run as the
+                // index inserts do; outside a run it is handed on as before.
+                if let Some(r) = &mut run {
+                    if !watched
+                        && pd.inert(h.rmid, h.info)
+                        && body.toplevel_xid.is_none()
+                        && (h.xid == r.xid || h.xid == 0)
+                    {
+                        r.lsn = h.lsn;
+                        r.end_lsn = h.end_lsn;
+                        r.records += 1;
+                        continue;
+                    }
+                }
                 if let Some(parse) = predecoded_parser(h.rmid, h.info).filter(|_| !watched) {
                     if let Some((events, b0)) = parse_heap(parse, h, body, bytes) {
                         let part = if make_run.is_some()
@@ -313,23 +387,37 @@ impl PyWalReader {
                             run.as_ref().is_some_and(|r| {
                                 r.xid == h.xid
                                     && match p {
-                                        Part::Main => r.locator == b.locator,
+                                        Part::Main(kind) => {
+                                            r.locator == b.locator && r.kind == kind
+                                        }
+                                        // TOAST chunks join only an insert run.
                                         Part::Chunk => {
-                                            r.toast.as_ref().is_none_or(|(t, _)| *t == b.locator)
+                                            r.kind == Kind::Insert
+                                                && r.toast
+                                                    .as_ref()
+                                                    .is_none_or(|(t, _)| *t == b.locator)
                                         }
                                     }
                             })
                         });
                         if !extends {
+                            if past {
+                                taken -= 1;
+                                break;
+                            }
                             flush(py, &mut run, make_run, &list)?;
                         }
                         // A chunk never starts a run: the run's relation is a main
                         // table's, named by its first row.
-                        let part = part.filter(|(p, _)| extends || *p == Part::Main);
+                        let part = part.filter(|(p, _)| extends || matches!(p, Part::Main(_)));
                         if let Some((p, b)) = part {
                             let r = match &mut run {
                                 Some(r) => r,
                                 None => run.insert(Run {
+                                    kind: match p {
+                                        Part::Main(kind) => kind,
+                                        Part::Chunk => Kind::Insert,
+                                    },
                                     xid: h.xid,
                                     locator: b.locator,
                                     locator_obj: locator(
@@ -383,6 +471,10 @@ impl PyWalReader {
                     }
                 }
             }
+            if past {
+                taken -= 1;
+                break;
+            }
             flush(py, &mut run, make_run, &list)?;
             let mut blocks = Vec::with_capacity(body.blocks.len());
             for b in &body.blocks {
@@ -426,6 +518,7 @@ impl PyWalReader {
             )?;
             list.append(rec)?;
         }
+        self.cursor = start + taken;
         flush(py, &mut run, make_run, &list)?;
         Ok(list)
     }
@@ -706,7 +799,10 @@ impl PyWalReader {
     /// `make_run((first_lsn, lsn, end_lsn, xid, records, rows))` instead of a record
     /// per insert, `rows` its inserts as one `HeapRows`; no run holds a record logged
     /// before `runs_from` (those come one by one).
-    #[pyo3(signature = (decoder, make, bare_rmids, make_run=None, runs_from=0))]
+    /// `inert_ops`: (rmid, info & 0x70) of the Heap and Heap2 record types the decoder
+    /// does nothing with, which may sit inside a run (counted in its `records`); any
+    /// other rmid is a ValueError.
+    #[pyo3(signature = (decoder, make, bare_rmids, make_run=None, runs_from=0, inert_ops=Vec::new()))]
     fn predecode_heap(
         &mut self,
         decoder: Py<PyHeapDecoder>,
@@ -714,10 +810,24 @@ impl PyWalReader {
         bare_rmids: Vec<u8>,
         make_run: Option<Py<PyAny>>,
         runs_from: u64,
-    ) {
+        inert_ops: Vec<(u8, u8)>,
+    ) -> PyResult<()> {
         let mut bare = [false; 256];
         for rmid in bare_rmids {
             bare[usize::from(rmid)] = true;
+        }
+        let mut inert_heap = [[false; 8]; 2];
+        for (rmid, op) in inert_ops {
+            let table = match rmid {
+                9 => &mut inert_heap[0],
+                10 => &mut inert_heap[1],
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "inert op of rmgr {rmid}: only Heap (10) and Heap2 (9) ops may be"
+                    )))
+                }
+            };
+            table[usize::from((op & 0x70) >> 4)] = true;
         }
         self.predecode = Some(Predecode {
             heap: decoder,
@@ -725,7 +835,9 @@ impl PyWalReader {
             bare,
             make_run,
             runs_from,
+            inert_heap,
         });
+        Ok(())
     }
 
     /// Hand on every record with a block of one of `locators` (spc, db, rel) whole, as

@@ -1,7 +1,8 @@
-//! The rows of an insert run as plain data, and their spill dump.
+//! The rows of a run as plain data, and their spill dump.
 //!
-//! Mirrors (PostgreSQL): the ReorderBufferChange / HeapTuple of each plain insert of a
-//! run (what `glue::reorder::HeapRows` holds), and the part of ReorderBufferSerializeChange /
+//! Mirrors (PostgreSQL): the ReorderBufferChange / HeapTuple of each row of a run (a
+//! plain insert, an UPDATE logging only its new tuple, or a DELETE logging only its old
+//! tuple or key: what `glue::reorder::HeapRows` holds), and the part of ReorderBufferSerializeChange /
 //! ReorderBufferRestoreChange that writes such changes to a spill file and reads them
 //! back. Python reference: `service.reorder.spill` (`_encode_heap` / `_decode_heap`,
 //! one HeapChange per record); here all rows of one entry make one record.
@@ -19,8 +20,11 @@
 //!
 //! `flags`: bit 0 the row's clear_toast_afterwards, bit 1 set for a TOAST chunk insert
 //! (a row of the run's toast relation, which ReorderBufferToastAppendChunk collects at
-//! replay; version 1 had no chunk rows and only bit 0). The relations (locators) are not
-//! in it: the spill record carries them beside the dump.
+//! replay; version 1 had no chunk rows and only bit 0), bit 2 for an UPDATE's row (its
+//! tuple the new one), bit 3 for a DELETE's (its tuple the old one), bit 4 for a
+//! DELETE's old tuple that is only the replica identity key (old_is_key; version 2 had
+//! only inserts and bits 0 and 1). The relations (locators) are not in it: the spill
+//! record carries them beside the dump.
 //! `load` takes such bytes back, checking everything: the version, the row count
 //! against the bytes present, each row (no flag bit but those two, `natts` equal to
 //! `infomask2 & HEAP_NATTS_MASK` as the decoder sets it, LSNs in WAL order), and that the
@@ -29,7 +33,7 @@
 //! input). Pure: no Python, no I/O.
 
 /// The dump layout's version byte.
-pub const DUMP_VERSION: u8 = 2;
+pub const DUMP_VERSION: u8 = 3;
 
 const HEAD: usize = 1 + 4 + 4;
 /// Bytes per row in the row table.
@@ -37,6 +41,47 @@ pub const ROW_BYTES: usize = 8 + 4 + 2 + 2 + 2 + 2 + 1 + 1 + 4;
 const HEAP_NATTS_MASK: u16 = 0x07FF;
 const FLAG_CLEAR_TOAST: u8 = 0x01;
 const FLAG_CHUNK: u8 = 0x02;
+const FLAG_UPDATE: u8 = 0x04;
+const FLAG_DELETE: u8 = 0x08;
+const FLAG_OLD_KEY: u8 = 0x10;
+
+/// What a row of a run is: the change kind its HeapChange has, and which of its tuples
+/// the row holds (an insert's and an update's new one, a delete's old one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowKind {
+    Insert,
+    Update,
+    /// `old_is_key`: the old tuple holds only the replica identity key's columns.
+    Delete {
+        old_is_key: bool,
+    },
+}
+
+impl RowKind {
+    fn flags(self) -> u8 {
+        match self {
+            RowKind::Insert => 0,
+            RowKind::Update => FLAG_UPDATE,
+            RowKind::Delete { old_is_key } => FLAG_DELETE | (u8::from(old_is_key) * FLAG_OLD_KEY),
+        }
+    }
+
+    /// The kind the flags byte of a dumped row names, None for a combination `dump`
+    /// never writes (both ops, a key without a delete, a chunk that is not an insert).
+    fn of_flags(flag: u8) -> Option<RowKind> {
+        let chunk = flag & FLAG_CHUNK != 0;
+        match (
+            flag & FLAG_UPDATE != 0,
+            flag & FLAG_DELETE != 0,
+            flag & FLAG_OLD_KEY != 0,
+        ) {
+            (false, false, false) => Some(RowKind::Insert),
+            (true, false, false) if !chunk => Some(RowKind::Update),
+            (false, true, old_is_key) if !chunk => Some(RowKind::Delete { old_is_key }),
+            _ => None,
+        }
+    }
+}
 
 /// One row: the fields of its HeapChange and RawTuple that vary per row, and where its
 /// tuple data ends in the run's buffer (it starts where the previous row's ends).
@@ -51,6 +96,7 @@ pub struct Row {
     pub infomask2: u16,
     pub hoff: u8,
     pub clear_toast_afterwards: bool,
+    pub kind: RowKind,
 }
 
 /// The dump of `rows` of transaction `xid`, whose tuple data lies in `data` from
@@ -81,7 +127,9 @@ pub fn dump(xid: u32, rows: &[Row], chunk: &[bool], data: &[u8], start: usize) -
         out.push(r.hoff);
         let is_chunk = chunk.get(k).copied().unwrap_or(false);
         out.push(
-            u8::from(r.clear_toast_afterwards) * FLAG_CLEAR_TOAST + u8::from(is_chunk) * FLAG_CHUNK,
+            u8::from(r.clear_toast_afterwards) * FLAG_CLEAR_TOAST
+                + u8::from(is_chunk) * FLAG_CHUNK
+                + r.kind.flags(),
         );
         out.extend_from_slice(&len.to_le_bytes());
     }
@@ -190,12 +238,16 @@ pub fn load(input: &[u8]) -> Result<Loaded, LoadError> {
         let hoff = c.u8();
         let flag = c.u8();
         let len = c.u32() as usize;
-        if flag & !(FLAG_CLEAR_TOAST | FLAG_CHUNK) != 0 {
-            return refuse(
-                format!("insert run dump row {k} has flags byte {flag:#04x}"),
-                Some(lsn),
-            );
-        }
+        let known = FLAG_CLEAR_TOAST | FLAG_CHUNK | FLAG_UPDATE | FLAG_DELETE | FLAG_OLD_KEY;
+        let kind = match RowKind::of_flags(flag) {
+            Some(kind) if flag & !known == 0 => kind,
+            _ => {
+                return refuse(
+                    format!("insert run dump row {k} has flags byte {flag:#04x}"),
+                    Some(lsn),
+                )
+            }
+        };
         chunk.push(flag & FLAG_CHUNK != 0);
         if natts != infomask2 & HEAP_NATTS_MASK {
             return refuse(
@@ -232,6 +284,7 @@ pub fn load(input: &[u8]) -> Result<Loaded, LoadError> {
             infomask2,
             hoff,
             clear_toast_afterwards: flag & FLAG_CLEAR_TOAST != 0,
+            kind,
         });
     }
     if end != data_len {
@@ -274,6 +327,7 @@ mod tests {
                 infomask2: 0x2003,
                 hoff: 24,
                 clear_toast_afterwards: k != 1,
+                kind: RowKind::Insert,
             });
         }
         (rows, data)
@@ -326,6 +380,34 @@ mod tests {
         }
     }
 
+    /// Update and delete rows keep their kind (and a delete its old_is_key) in every
+    /// window, beside clear_toast_afterwards.
+    #[test]
+    fn row_kinds_round_trip() {
+        let (mut rows, data) = sample();
+        let kinds = [
+            RowKind::Update,
+            RowKind::Delete { old_is_key: true },
+            RowKind::Delete { old_is_key: false },
+            RowKind::Insert,
+        ];
+        for (r, kind) in rows.iter_mut().zip(kinds) {
+            r.kind = kind;
+        }
+        for lo in 0..rows.len() {
+            for hi in lo + 1..=rows.len() {
+                let start = if lo == 0 { 0 } else { rows[lo - 1].end };
+                let got = load(&dump(9, &rows[lo..hi], &[], &data, start)).unwrap();
+                for (g, r) in got.rows.iter().zip(&rows[lo..hi]) {
+                    assert_eq!(
+                        (g.kind, g.clear_toast_afterwards),
+                        (r.kind, r.clear_toast_afterwards)
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_truncation_and_extension_is_refused() {
         let (rows, data) = sample();
@@ -350,6 +432,7 @@ mod tests {
             load(&b).unwrap_err().message
         };
         assert!(with(0, &[1]).contains("version 1"));
+        assert!(with(0, &[2]).contains("version 2"));
         assert!(with(5, &0u32.to_le_bytes()).contains("no rows"));
         // One row fewer: the last row's table entry is read as data, and is left over.
         assert!(with(5, &3u32.to_le_bytes()).contains("trailing bytes"));
@@ -357,7 +440,11 @@ mod tests {
         // short for the rows' lengths.
         assert!(with(5, &5u32.to_le_bytes()).contains("row 2's tuple data ends past"));
         assert!(with(5, &u32::MAX.to_le_bytes()).contains("too short"));
-        assert!(with(HEAD + 21, &[4]).contains("flags byte 0x04"));
+        assert!(with(HEAD + 21, &[0x20]).contains("flags byte 0x20"));
+        // Both ops, a key without a delete, an update's or a delete's chunk.
+        for bad in [0x0c, 0x10, 0x14, 0x06, 0x0a] {
+            assert!(with(HEAD + 21, &[bad]).contains("flags byte"), "{bad:#04x}");
+        }
         assert!(with(HEAD + 14, &4u16.to_le_bytes()).contains("natts 4"));
         assert!(with(HEAD + ROW_BYTES, &0u64.to_le_bytes()).contains("precedes row 0"));
         assert!(with(HEAD + 22, &u32::MAX.to_le_bytes()).contains("ends past"));
