@@ -102,6 +102,8 @@ class HeapRows:
     @property
     def chunks(self) -> int: ...  # rows that are TOAST chunk inserts (on_toast_relation)
     @property
+    def olds(self) -> int: ...  # rows holding an UPDATE's old tuple besides its new one
+    @property
     def ends_reset(self) -> bool: ...  # last row: a main row with clear_toast_afterwards
     def toast_replay(
         self, held: list[tuple[int, int, bytes]] = ...
@@ -127,12 +129,17 @@ class HeapRows:
         per row lsn/block/offset/natts/infomask/infomask2/hoff/clear_toast/length,
         then the data; no locator), for `HeapRows.load`. ValueError if empty or if
         any row is a TOAST chunk insert (`chunks` > 0)."""
-    def fill(self, at: int, room: int, base: int, overhead: int) -> tuple[int, int]:
+    def fill(
+        self, at: int, room: int, base: int, overhead: int, old_base: int = 0
+    ) -> tuple[int, int]:
         """(end, added) of this loop (ValueError unless 0 <= at <= len):
 
         end, added = at, 0
         while end < len(self):
-            added += base + len(self.change(end).new_tuple.data)
+            c = self.change(end)  # its tuples: one, or an update's new and old ones
+            added += base + sum(len(t.data) for t in (c.new_tuple, c.old_tuple) if t)
+            if c.kind is UPDATE and c.old_tuple is not None:
+                added += old_base
             end += 1
             if added + (end - at) * overhead >= room:
                 break

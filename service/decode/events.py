@@ -396,9 +396,10 @@ class InsertRows(Sequence[HeapChange]):
     none with an origin: plain inserts, and among them, after the first, `chunks` TOAST
     chunk inserts into that relation's toast relation (`on_toast_relation`: what
     DecodeInsert queues for each chunk, and ReorderBufferToastAppendChunk collects at
-    replay for the next main-table row); or UPDATEs that logged only their new tuple;
-    or DELETEs that logged only their old tuple or key (never with chunks). Each row
-    holds the one tuple its change carries. Item `i` is built when it is read, as
+    replay for the next main-table row); or UPDATEs, all with the old tuple or key
+    they logged (`olds`: each row holds both) or all without; or DELETEs that logged
+    only their old tuple or key (never with chunks). Each row holds the tuples its
+    change carries. Item `i` is built when it is read, as
     exactly the `HeapChange` the unbatched reader gives for that row; until then a row
     is its logged tuple in Rust, so a run crosses the reorder buffer and reaches a
     native encoder without a Python object per row. Only an InsertRows without chunks
@@ -420,6 +421,7 @@ class InsertRows(Sequence[HeapChange]):
         "locator",
         "lsn",
         "nrows",
+        "olds",
         "rows",
         "xid",
     )
@@ -434,6 +436,7 @@ class InsertRows(Sequence[HeapChange]):
         self.nrows: int = len(rows)
         self.data_bytes: int = rows.data_bytes
         self.chunks: int = rows.chunks
+        self.olds: int = rows.olds
 
     def __len__(self) -> int:
         return self.nrows
@@ -471,10 +474,11 @@ class InsertRun(NamedTuple):
     inserts (`ChangeKind.INSERT`) not on a toast relation; after the first of them, the
     single plain inserts of `xid` into one toast relation (TOAST chunks). Or, a run of
     its own kind under the same conditions and without chunks: Heap UPDATE and
-    HOT_UPDATE records whose one event is an UPDATE that logged only its new tuple (no
-    key change, no REPLICA IDENTITY FULL), or Heap DELETE records whose one event is a
-    DELETE that logged only its old tuple or key (`changes.kind`). Between and after
-    them
+    HOT_UPDATE records whose one event is an UPDATE, all logging an old tuple or key
+    besides the new one (a key change, REPLICA IDENTITY FULL) or none of them, or Heap
+    DELETE records whose one event is a DELETE that logged only its old tuple or key
+    (`changes.kind`). Between and after them, besides the Heap and Heap2 records the
+    decoder does nothing with (inert: Heap LOCK, pruning),
     the records of rmgrs without rm_decode (the index inserts), of `xid` or of none and
     with no top-level xid, which the driver only counts. `records` counts them all.
 

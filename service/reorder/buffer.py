@@ -355,7 +355,7 @@ class ReorderBuffer:
             # (state.held: the accounted size plus the per-change overhead), added at
             # once; the limit is then checked where queue_change would check it.
             room = work_mem - state.size - state.count * overhead
-            end, added = rows.fill(at, room, base, overhead)
+            end, added = rows.fill(at, room, base, overhead, TUPLE_OVERHEAD)
             txn.changes.append(inserts if at == 0 and end == n else inserts.window(at, end))
             txn.nentries += end - at
             txn.size += added

@@ -74,8 +74,13 @@ def change_size(change: Change) -> int:
         return size
     if kind is InsertRows:
         assert isinstance(change, InsertRows)
-        # each row: a HeapChange with a new tuple and no old one
-        return change.nrows * (CHANGE_OVERHEAD + TUPLE_OVERHEAD) + change.data_bytes
+        # each row: a HeapChange with one tuple, or two (`olds` of them: an UPDATE that
+        # logged its old tuple); data_bytes counts every tuple's data
+        return (
+            change.nrows * (CHANGE_OVERHEAD + TUPLE_OVERHEAD)
+            + change.olds * TUPLE_OVERHEAD
+            + change.data_bytes
+        )
     if kind is MessageEvent:
         assert isinstance(change, MessageEvent)
         return (

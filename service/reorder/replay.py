@@ -218,7 +218,9 @@ class Replayer:
                 # As the rows one by one: stop at the row whose loading brings the batch
                 # to `limit` rows or the held memory to work_mem (`fill`, as queue_run).
                 n = change.nrows
-                end, _ = change.rows.fill(0, work_mem - state.held, _ROW_BASE, overhead)
+                end, _ = change.rows.fill(
+                    0, work_mem - state.held, _ROW_BASE, overhead, TUPLE_OVERHEAD
+                )
                 end = min(end, limit - loaded)
                 if end < n:
                     rest = change.window(end, n)

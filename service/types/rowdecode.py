@@ -419,6 +419,8 @@ class HistoryRows:
         UPDATE with an old tuple; else None (the caller converts them one by one, which
         also raises their errors). One classification answers for the whole run."""
         rows = changes if type(changes) is InsertRows else None
+        if rows is not None and rows.olds:
+            return None  # updates with their old tuples: converted one by one
         first = changes[0]
         spec = _RUN_OPS.get(first.kind)
         if spec is None:

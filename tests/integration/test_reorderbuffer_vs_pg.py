@@ -250,3 +250,37 @@ def test_a_transaction_the_workload_did_not_make_is_rerun_then_refused(
     assert len(seen) == 2
     message = str(failed.value)
     assert "desc: COMMIT" in message and "desc: INSERT" in message, message
+
+
+def test_updates_and_deletes_spill_as_the_server_counts(pg: dict[str, Any]) -> None:
+    """One transaction that updates a 20,000-row REPLICA IDENTITY FULL table whole (an
+    old and a new tuple per change), updates a keyed table whole (new tuples) and
+    deletes it (old keys), over a 1 MB limit: every counter equals the server's, and
+    under the native core nearly all its changes were queued in runs (InsertRows of
+    updates, with and without old tuples, and of deletes)."""
+    rows = 20_000
+    tables = [
+        *TABLES,  # NOT_COUNTED writes into `small`
+        "CREATE TABLE updf (id int, note text) WITH (autovacuum_enabled = off)",
+        "ALTER TABLE updf REPLICA IDENTITY FULL",
+        "CREATE TABLE updk (id int PRIMARY KEY, note text) WITH (autovacuum_enabled = off)",
+    ]
+    workload = [
+        Step(f"INSERT INTO updf SELECT g, 'f' || g FROM generate_series(1, {rows}) g"),
+        Step(f"INSERT INTO updk SELECT g, 'k' || g FROM generate_series(1, {rows}) g"),
+        Step(
+            "BEGIN; UPDATE updf SET note = note || '!'; UPDATE updk SET note = note || '?';"
+            " DELETE FROM updk; COMMIT"
+        ),
+        *NOT_COUNTED,
+    ]
+    r = run_vs_pg_quiet(pg, tables, workload, work_mem_kb=1024)
+    _assert_common(r)
+    assert r.server_stats["spill_txns"] >= 1
+    for name in ("total_txns", "spill_txns"):
+        assert r.pgcdc_stats[name] == r.server_stats[name], name
+    _assert_sizes(r, exact_total_bytes=True)
+    if selected() == "native":
+        assert r.run_changes >= 3 * rows * 0.9
+    else:
+        assert r.run_changes == 0

@@ -111,6 +111,8 @@ def test_row_runs_equal_test_decoding(pg: dict[str, Any]) -> None:
             "UPDATE r1 SET id = id + 10000 WHERE id <= 5",  # key change: old key logged
             "DELETE FROM r1 WHERE id > 500 AND id < 10000",
             "INSERT INTO rf SELECT g, 'f' || g FROM generate_series(1, 30) g",
+            # REPLICA IDENTITY FULL updates: a run of updates with their old tuples
+            "UPDATE rf SET v = v || '!' WHERE id > 5",
             "DELETE FROM rf WHERE id > 10",
         ],
         plugin=make,
@@ -118,7 +120,7 @@ def test_row_runs_equal_test_decoding(pg: dict[str, Any]) -> None:
     assert_same(
         out,
         "table public.r1: INSERT: id[integer]:850 v[text]:'d' w[integer]:850",
-        "table public.rf: DELETE: id[integer]:11 v[text]:'f11'",
+        "table public.rf: DELETE: id[integer]:11 v[text]:'f11!'",
         min_lines=2100,
     )
     (plugin,) = plugins

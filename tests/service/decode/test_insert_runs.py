@@ -62,9 +62,10 @@ def _items(
     return list(reader.decoded_records())
 
 
-def _run_kind(item: object) -> ChangeKind | None:
+def _run_kind(item: object) -> tuple[ChangeKind, bool] | None:
     """The kind of run a predecoded record may start or join (inserts of a multi-insert
-    too), None if it may be in none but as a chunk."""
+    too), and whether its update logged an old tuple or key; None if it may be in none
+    but as a chunk."""
     if (
         not isinstance(item, PredecodedRecord)
         or item.toplevel_xid is not None
@@ -80,17 +81,16 @@ def _run_kind(item: object) -> ChangeKind | None:
         e.kind is ChangeKind.INSERT and e.old_tuple is None
         for e in events  # type: ignore[union-attr]
     ):
-        return ChangeKind.INSERT
+        return ChangeKind.INSERT, False
     if len(events) != 1:
         return None
     e = events[0]
     assert isinstance(e, HeapChange)
-    update = e.kind is ChangeKind.UPDATE and e.old_tuple is None and e.new_tuple is not None
-    if op in _UPDATES and update:
-        return ChangeKind.UPDATE
+    if op in _UPDATES and e.kind is ChangeKind.UPDATE and e.new_tuple is not None:
+        return ChangeKind.UPDATE, e.old_tuple is not None
     delete = e.kind is ChangeKind.DELETE and e.new_tuple is None and e.old_tuple is not None
     if op == _DELETE and delete:
-        return ChangeKind.DELETE
+        return ChangeKind.DELETE, False
     return None
 
 
@@ -129,7 +129,8 @@ def _joins(
     if chunk is not None:
         return kind is ChangeKind.INSERT and (toast is None or chunk == toast)
     return (
-        _run_kind(item) is kind and item.events[0].locator == run.changes.locator  # type: ignore[attr-defined]
+        _run_kind(item) == (kind, bool(run.changes.olds))
+        and item.events[0].locator == run.changes.locator  # type: ignore[attr-defined]
     )
 
 
@@ -147,7 +148,7 @@ def _check(
         part = plain[at : at + item.records]
         assert len(part) == item.records >= 1
         first = part[0]
-        assert _run_kind(first) is item.changes.kind, first
+        assert _run_kind(first) == (item.changes.kind, bool(item.changes.olds)), first
         assert isinstance(first, PredecodedRecord)
         assert item.xid == first.xid
         toast: RelFileLocator | None = None
@@ -162,7 +163,9 @@ def _check(
         assert (len(rows), rows.lsn, rows.last_lsn) == (len(events), events[0].lsn, events[-1].lsn)
         assert (rows.xid, rows.locator) == (item.xid, events[0].locator)
         assert all(e.kind is rows.kind for e in events if not e.on_toast_relation)
-        assert rows.data_bytes == sum(len((e.old_tuple or e.new_tuple).data) for e in events)
+        assert rows.olds == sum(e.kind is ChangeKind.UPDATE and bool(e.old_tuple) for e in events)
+        tuples = [t for e in events for t in (e.new_tuple, e.old_tuple) if t is not None]
+        assert rows.data_bytes == sum(len(t.data) for t in tuples)
         assert item.first_lsn == first.lsn
         assert (item.lsn, item.end_lsn) == (part[-1].lsn, part[-1].end_lsn)  # type: ignore[attr-defined]
         if maximal and at + item.records < len(plain):
@@ -217,8 +220,9 @@ def _delete_main(insert: XLogRecord, flags: int) -> bytes:
 def test_runs_on_random_sequences(seed: int, version: int) -> None:
     """Up to 120 records drawn from the golden inserts, multi-inserts, updates and btree
     records, and deletes of the golden inserts' rows, with their xid, relation,
-    top-level xid, origin, insert flags (speculative, on a toast relation) and delete
-    flags varied: the runs hold to the contract and are maximal."""
+    top-level xid, origin, insert flags (speculative, on a toast relation), update
+    flags (an old tuple or key logged) and delete flags varied: the runs hold to the
+    contract and are maximal."""
     rng = random.Random(seed)
     pool = [rec for v, rec in _pool() if v == version]
     inserts = [rec for rec in pool if (rec.rmid, rec.info & 0x70) == (10, 0x00)]
@@ -244,6 +248,11 @@ def test_runs_on_random_sequences(seed: int, version: int) -> None:
             xid = rng.choice([700] * 6 + [701])
             writer.add(10, 0x10, xid, record_body(blocks, bytes(main)))
             continue
+        user_update = (rec.rmid, rec.info & 0x70) in _UPDATES and len(main) == 14
+        if user_update and main[7] & 0x1C == 0x10 and rng.random() < 0.3:
+            # an UPDATE that logs its old tuple (FULL) or key: the new one again
+            main[7] |= rng.choice([0x04, 0x08])
+            main += rec.blocks[0].data
         if (rec.rmid, rec.info & 0x70) == (10, 0x00) and len(main) >= 3:
             if rng.random() < 0.05:
                 main[2] ^= 1 << 2  # XLH_INSERT_IS_SPECULATIVE
@@ -491,3 +500,44 @@ def test_inert_ops_are_heap_ops_only() -> None:
         native_heap.predecode(reader, runs=True, inert_ops=[(11, 0x00)])
     assert decoder_for(15).inert_heap_ops >= {(10, 0x60), (9, 0x10), (9, 0x40)}
     assert not decoder_for(18).inert_heap_ops & {(10, 0x00), (10, 0x20), (9, 0x50), (9, 0x70)}
+
+
+def test_updates_that_log_their_old_tuple_make_runs_of_their_own() -> None:
+    """UPDATEs that log their old tuple (REPLICA IDENTITY FULL) or old key (a key
+    change) besides the new one gather into runs of their own, apart from those that
+    log none; each row's HeapChange has both tuples as the unbatched reader gives them,
+    and so does a row loaded back from the dump (with `olds`, and old_is_key)."""
+    update = next(
+        x
+        for v, x in _pool()
+        if v == 15
+        and (x.rmid, x.info & 0x70) in _UPDATES
+        and x.main_data[7] & 0x1C == 0x10  # a new tuple only
+        and len(x.main_data) == 14  # SizeOfHeapUpdate
+    )
+    writer = WalWriter(magic=_MAGIC[15])
+
+    def add(old_flag: int) -> None:
+        main = bytearray(update.main_data)
+        main[7] |= old_flag
+        if old_flag:  # the new tuple's xl_heap_header and data again, as the old one
+            main += update.blocks[0].data
+        body = record_body(blocks_of(update), bytes(main))
+        writer.add(update.rmid, update.info, 700, body)
+
+    for flag in (0x04, 0x04, 0x08, 0x00, 0x00, 0x04):  # OLD_TUPLE, OLD_KEY, none
+        add(flag)
+    data = writer.data()
+    bare = decoder_for(15).without_decode
+    plain = _items(data, writer.base, bare, runs=False, seg=writer.seg_size)
+    items = _items(data, writer.base, bare, runs=True, seg=writer.seg_size)
+    runs = _check(items, plain, bare, maximal=True)
+    assert [(r.changes.nrows, r.changes.olds) for r in runs] == [(3, 3), (2, 0), (1, 1)]
+    first = runs[0].changes
+    assert [c.old_is_key for c in first] == [False, False, True]
+    assert all(c.old_tuple is not None and c.new_tuple is not None for c in first)
+    assert first.data_bytes == sum(len(c.new_tuple.data) + len(c.old_tuple.data) for c in first)  # type: ignore[union-attr]
+    rows = first.rows
+    back = native_heap.load_rows(rows.dump(), rows.xid, rows.locator)
+    assert list(back) == list(first) and back.olds == 3
+    assert list(first.window(1, 3)) == list(first)[1:3]

@@ -50,6 +50,7 @@ class ListRows:
         self.data_bytes = sum(len(c.new_tuple.data) for c in changes)  # type: ignore[union-attr]
         self.chunks = sum(c.on_toast_relation for c in changes)
         self.kind = int(ChangeKind.INSERT)
+        self.olds = 0
 
     def __len__(self) -> int:
         return len(self._changes)
@@ -66,7 +67,9 @@ class ListRows:
     def slice(self, i: int, j: int) -> ListRows:
         return ListRows(self._changes[i:j])
 
-    def fill(self, at: int, room: int, base: int, overhead: int) -> tuple[int, int]:
+    def fill(
+        self, at: int, room: int, base: int, overhead: int, old_base: int = 0
+    ) -> tuple[int, int]:
         end, added = at, 0
         while end < len(self._changes):
             added += base + len(self._changes[end].new_tuple.data)  # type: ignore[union-attr]

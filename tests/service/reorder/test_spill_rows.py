@@ -51,7 +51,7 @@ _HEADER_LEN = len(MAGIC) + 16
 _RECORD = struct.Struct("<II")
 _ROWS_HEAD = 13  # tag, spc, db, rel
 _DUMP_HEAD = 9  # version, xid, count
-_ROW = 26  # one row of the dump's row table
+_ROW = 37  # one row of the dump's row table (its old tuple's fields included)
 
 
 @cache
@@ -98,7 +98,7 @@ def _same_rows(got: InsertRows, want: InsertRows) -> None:
 def test_dump_and_load_give_the_same_rows() -> None:
     """Every golden run, and windows of it (first row, last row, a middle part): the
     rows loaded from its dump are the dumped ones, the dump lays them out as
-    documented (version 1, xid, count, 26 bytes a row, then exactly their data), and a
+    documented (version 3, xid, count, 37 bytes a row, then exactly their data), and a
     loaded HeapRows dumps to the same bytes."""
     for run in golden_runs():
         rows = run.changes

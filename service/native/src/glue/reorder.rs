@@ -48,7 +48,7 @@ use pyo3::IntoPyObjectExt;
 
 use crate::decode::heap::{Event, Kind, Source};
 use crate::glue::decode::PyHeapDecoder;
-use crate::reorder::run::{self, Row, RowKind};
+use crate::reorder::run::{self, OldTuple, Row, RowKind};
 use crate::reorder::toast::{self, ToastHash};
 use crate::types::deform::Tuple;
 
@@ -65,9 +65,10 @@ pub(crate) struct RowsBuilder {
 impl RowsBuilder {
     /// Append the rows of one runnable record logged at `lsn`, whose block reference 0
     /// is block `block` with data `block0`, and whose main data is `main`: its plain
-    /// inserts (new tuple, no old one), or its one UPDATE that logs only a new tuple, or
-    /// its one DELETE that logs only an old tuple (or key). Any other event is an error
-    /// (the caller only passes runnable ones).
+    /// inserts (new tuple, no old one), or its one UPDATE (its new tuple, and its old
+    /// tuple or key after it when it logged one), or its one DELETE that logs only an
+    /// old tuple (or key). Any other event is an error (the caller only passes runnable
+    /// ones).
     pub(crate) fn push_record(
         &mut self,
         lsn: u64,
@@ -77,7 +78,7 @@ impl RowsBuilder {
         block0: &[u8],
     ) -> Result<(), &'static str> {
         for ev in events {
-            let (kind, offset, t, clear_toast_afterwards, on_toast_relation) = match ev {
+            let (mut kind, offset, t, clear_toast_afterwards, on_toast_relation) = match ev {
                 Event::Change {
                     kind: Kind::Insert,
                     offset,
@@ -97,11 +98,17 @@ impl RowsBuilder {
                     kind: Kind::Update,
                     offset,
                     new_tuple: Some(t),
-                    old_tuple: None,
-                    old_is_key: false,
+                    old_tuple: _,
+                    old_is_key: _,
                     clear_toast_afterwards,
                     on_toast_relation: false,
-                } => (RowKind::Update, offset, t, clear_toast_afterwards, false),
+                } => (
+                    RowKind::Update { old: None },
+                    offset,
+                    t,
+                    clear_toast_afterwards,
+                    false,
+                ),
                 Event::Change {
                     kind: Kind::Delete,
                     offset,
@@ -135,6 +142,33 @@ impl RowsBuilder {
                 .get(t.data.clone())
                 .ok_or("an insert run row's tuple lies outside its record")?;
             self.data.extend_from_slice(bytes);
+            // An UPDATE's old tuple or key, when it logged one, after the new tuple.
+            if let Event::Change {
+                kind: Kind::Update,
+                old_tuple: Some(o),
+                old_is_key,
+                ..
+            } = ev
+            {
+                let src = match o.source {
+                    Source::Main => main,
+                    Source::Block0 => block0,
+                };
+                let old = src
+                    .get(o.data.clone())
+                    .ok_or("an update run row's old tuple lies outside its record")?;
+                self.data.extend_from_slice(old);
+                kind = RowKind::Update {
+                    old: Some(OldTuple {
+                        natts: o.natts,
+                        infomask: o.infomask,
+                        infomask2: o.infomask2,
+                        hoff: o.hoff,
+                        is_key: *old_is_key,
+                        len: old.len(),
+                    }),
+                };
+            }
             self.rows.push(Row {
                 lsn,
                 end: self.data.len(),
@@ -277,8 +311,25 @@ impl Shared {
         }
     }
 
-    fn data_of(&self, k: usize) -> &[u8] {
-        &self.data[self.start(k)..self.rows[k].end]
+    /// Row `k`'s tuple's data (an insert's or update's new tuple, a delete's old one).
+    fn tuple_of(&self, k: usize) -> &[u8] {
+        let old = self.rows[k].kind.old().map_or(0, |o| o.len);
+        &self.data[self.start(k)..self.rows[k].end - old]
+    }
+
+    /// Row `k`'s old tuple (an update's that logged one) and its data.
+    fn old_of(&self, k: usize) -> Option<(OldTuple, &[u8])> {
+        let o = self.rows[k].kind.old()?;
+        let end = self.rows[k].end;
+        Some((o, &self.data[end - o.len..end]))
+    }
+
+    /// How many of rows [lo, hi) hold an old tuple too.
+    fn olds_in(&self, lo: usize, hi: usize) -> usize {
+        self.rows[lo..hi]
+            .iter()
+            .filter(|r| r.kind.old().is_some())
+            .count()
     }
 
     /// Whether row `k` is a TOAST chunk insert.
@@ -304,20 +355,24 @@ pub struct PyHeapRows {
 impl PyHeapRows {
     /// The window's rows as the encoders read them: (tuple, LSN), in order. Only for a
     /// window without TOAST chunk rows (`chunks` 0: the replay hands no other to an
-    /// encoder); one that has some is the decoder's DecodeError at its first LSN, since
-    /// its chunks are not main-table rows.
+    /// encoder) and without old tuples (`olds` 0: an UPDATE that logged its old tuple
+    /// is converted row by row); any other is the decoder's DecodeError at its first
+    /// LSN, since its chunks are not main-table rows and its old tuples would be lost.
     pub(crate) fn tuples(
         &self,
         py: Python<'_>,
     ) -> PyResult<impl Iterator<Item = (Tuple<'_>, u64)> + '_> {
         let s = &*self.shared;
-        if s.chunks_in(self.lo, self.hi) > 0 {
+        let why = if s.chunks_in(self.lo, self.hi) > 0 {
+            Some("an insert run window with TOAST chunk rows read as main-table rows")
+        } else if s.olds_in(self.lo, self.hi) > 0 {
+            Some("an update run window with old tuples read as new tuples alone")
+        } else {
+            None
+        };
+        if let Some(why) = why {
             let lsn = s.rows.get(self.lo).map_or(0, |r| r.lsn);
-            return Err(s.decoder.borrow(py).decode_error(
-                py,
-                "an insert run window with TOAST chunk rows read as main-table rows",
-                lsn,
-            ));
+            return Err(s.decoder.borrow(py).decode_error(py, why, lsn));
         }
         Ok((self.lo..self.hi).map(move |k| {
             let r = &s.rows[k];
@@ -325,7 +380,7 @@ impl PyHeapRows {
                 natts: usize::from(r.natts),
                 infomask: r.infomask,
                 hoff: usize::from(r.hoff),
-                data: s.data_of(k),
+                data: s.tuple_of(k),
             };
             (tuple, r.lsn)
         }))
@@ -430,8 +485,19 @@ impl<'a, 'py> Materializer<'a, 'py> {
             r.infomask,
             r.infomask2,
             r.hoff,
-            s.data_of(k),
+            s.tuple_of(k),
         )?;
+        let old = match s.old_of(k) {
+            Some((o, data)) => Some(self.decoder.raw_tuple_py(
+                py,
+                o.natts,
+                o.infomask,
+                o.infomask2,
+                o.hoff,
+                data,
+            )?),
+            None => None,
+        };
         let chunk = s.is_chunk(k);
         let locator = match (&s.chunks, chunk) {
             (Some(c), true) => c.toast.bind(py).clone(),
@@ -440,7 +506,9 @@ impl<'a, 'py> Materializer<'a, 'py> {
         // The row's tuple is an insert's or update's new one, a delete's old one.
         let (kind, new, old, old_is_key) = match r.kind {
             RowKind::Insert => (Kind::Insert, Some(tuple), None, false),
-            RowKind::Update => (Kind::Update, Some(tuple), None, false),
+            RowKind::Update { old: o } => {
+                (Kind::Update, Some(tuple), old, o.is_some_and(|o| o.is_key))
+            }
             RowKind::Delete { old_is_key } => (Kind::Delete, None, Some(tuple), old_is_key),
         };
         self.decoder.change_py(
@@ -507,7 +575,7 @@ impl PyHeapRows {
             .ok_or_else(|| PyValueError::new_err("an empty HeapRows has no kind"))?;
         Ok(match r.kind {
             RowKind::Insert => Kind::Insert as u8,
-            RowKind::Update => Kind::Update as u8,
+            RowKind::Update { .. } => Kind::Update as u8,
             RowKind::Delete { .. } => Kind::Delete as u8,
         })
     }
@@ -596,13 +664,13 @@ impl PyHeapRows {
             for k in self.lo..self.hi {
                 let r = &s.rows[k];
                 if s.is_chunk(k) {
-                    let appended = toast::chunk(r.natts, r.infomask, r.hoff, s.data_of(k))
+                    let appended = toast::chunk(r.natts, r.infomask, r.hoff, s.tuple_of(k))
                         .map_err(str::to_string)
                         .and_then(|(id, seq, data)| held.append(id, seq, data));
                     if let Err(e) = appended {
                         return Ok((out, Some(refuse(&e, k)), reset, Vec::new(), Vec::new()));
                     }
-                    lens.push(s.data_of(k).len());
+                    lens.push(s.tuple_of(k).len());
                     continue;
                 }
                 let change = m.change(k)?;
@@ -629,7 +697,14 @@ impl PyHeapRows {
         })
     }
 
-    /// The window's tuple data, in bytes: the sum of its rows' `len(new_tuple.data)`.
+    /// How many rows of the window hold an old tuple too (an UPDATE that logged it).
+    #[getter]
+    fn olds(&self) -> usize {
+        self.shared.olds_in(self.lo, self.hi)
+    }
+
+    /// The window's tuple data, in bytes: the sum over its rows of the data of the
+    /// tuples each holds (an old tuple's too).
     #[getter]
     fn data_bytes(&self) -> usize {
         if self.lo == self.hi {
@@ -709,10 +784,12 @@ impl PyHeapRows {
     }
 
     /// How far from row `at` the rows fill `room`: `(end, added)`, where each row adds
-    /// `base + len(its tuple data)` to `added` and each row taken counts `overhead`
-    /// more, and the rows stop after the first one that brings
-    /// `added + (end - at) * overhead` to `room` or past it (or at the window's end).
-    /// Exactly the Python loop the stub documents, without its overflow.
+    /// `base + len(its tuples' data)` to `added` (and `old_base` more when it holds an
+    /// old tuple too) and each row taken counts `overhead` more, and the rows stop
+    /// after the first one that brings `added + (end - at) * overhead` to `room` or
+    /// past it (or at the window's end). Exactly the Python loop the stub documents,
+    /// without its overflow.
+    #[pyo3(signature = (at, room, base, overhead, old_base=0))]
     fn fill(
         &self,
         py: Python<'_>,
@@ -720,16 +797,23 @@ impl PyHeapRows {
         room: i64,
         base: i64,
         overhead: i64,
+        old_base: i64,
     ) -> PyResult<(usize, i128)> {
         let at = self.bound(at, "position")?;
         self.guarded(py, || {
             let s = &*self.shared;
             let (room, base, overhead) = (i128::from(room), i128::from(base), i128::from(overhead));
+            let old_base = i128::from(old_base);
             let mut end = at;
             let mut added: i128 = 0;
             while end < self.len() {
                 let k = self.lo + end;
-                added += base + (s.rows[k].end - s.start(k)) as i128;
+                let old = if s.rows[k].kind.old().is_some() {
+                    old_base
+                } else {
+                    0
+                };
+                added += base + old + (s.rows[k].end - s.start(k)) as i128;
                 end += 1;
                 if added + (end - at) as i128 * overhead >= room {
                     break;

@@ -85,7 +85,8 @@ impl Predecode {
 /// Consecutive Heap INSERT / Heap2 MULTI_INSERT records of one transaction into one
 /// relation, with no top-level xid (block 252), no origin (block 253), and only
 /// plain inserts into a table that is not a toast relation (or, as a run of their own
-/// kind, consecutive Heap UPDATE / HOT_UPDATE records logging only a new tuple, or
+/// kind, consecutive Heap UPDATE / HOT_UPDATE records that all log an old tuple or key
+/// besides the new tuple, or all do not, or
 /// Heap DELETE records logging only an old tuple or key, of one transaction and
 /// relation, under the same conditions, and without chunks); after its first such
 /// record, the plain single inserts of that transaction into one toast relation
@@ -101,6 +102,8 @@ impl Predecode {
 struct Run<'py> {
     /// The change kind of every row of the run's relation (INSERT, UPDATE or DELETE).
     kind: Kind,
+    /// Whether every UPDATE of the run logged its old tuple or key too (none did if not).
+    old: bool,
     xid: u32,
     locator: (u32, u32, u32),
     /// The RelFileLocator object of `locator` (the reader's cached one).
@@ -149,10 +152,10 @@ impl<'py> Run<'py> {
 enum Part {
     /// Rows of the run's relation, of one change kind: plain inserts into a table that
     /// is not a toast relation (which always carry a new tuple, and never an old one),
-    /// an UPDATE logging only its new tuple (no key change, no REPLICA IDENTITY FULL),
-    /// or a DELETE logging only its old tuple or key. It may start a run or extend one
-    /// of the same kind.
-    Main(Kind),
+    /// an UPDATE with its new tuple (and, when the bool says so, its old tuple or key:
+    /// a key change, REPLICA IDENTITY FULL), or a DELETE logging only its old tuple or
+    /// key. It may start a run or extend one of the same kind and bool.
+    Main(Kind, bool),
     /// One plain insert on a toast relation (a TOAST chunk, as DecodeInsert sees
     /// XLH_INSERT_ON_TOAST_RELATION): it may only extend a run, and only with the chunks
     /// of one toast relation.
@@ -180,19 +183,18 @@ fn runnable(events: &[Event]) -> Option<Part> {
         [Event::Change {
             kind: Kind::Update,
             new_tuple: Some(_),
-            old_tuple: None,
-            old_is_key: false,
+            old_tuple,
             on_toast_relation: false,
             ..
-        }] => Some(Part::Main(Kind::Update)),
+        }] => Some(Part::Main(Kind::Update, old_tuple.is_some())),
         [Event::Change {
             kind: Kind::Delete,
             new_tuple: None,
             old_tuple: Some(_),
             on_toast_relation: false,
             ..
-        }] => Some(Part::Main(Kind::Delete)),
-        _ if events.iter().all(|e| plain(e, false)) => Some(Part::Main(Kind::Insert)),
+        }] => Some(Part::Main(Kind::Delete, false)),
+        _ if events.iter().all(|e| plain(e, false)) => Some(Part::Main(Kind::Insert, false)),
         _ => None,
     }
 }
@@ -387,8 +389,8 @@ impl PyWalReader {
                             run.as_ref().is_some_and(|r| {
                                 r.xid == h.xid
                                     && match p {
-                                        Part::Main(kind) => {
-                                            r.locator == b.locator && r.kind == kind
+                                        Part::Main(kind, old) => {
+                                            r.locator == b.locator && r.kind == kind && r.old == old
                                         }
                                         // TOAST chunks join only an insert run.
                                         Part::Chunk => {
@@ -409,15 +411,16 @@ impl PyWalReader {
                         }
                         // A chunk never starts a run: the run's relation is a main
                         // table's, named by its first row.
-                        let part = part.filter(|(p, _)| extends || matches!(p, Part::Main(_)));
+                        let part = part.filter(|(p, _)| extends || matches!(p, Part::Main(..)));
                         if let Some((p, b)) = part {
                             let r = match &mut run {
                                 Some(r) => r,
                                 None => run.insert(Run {
                                     kind: match p {
-                                        Part::Main(kind) => kind,
+                                        Part::Main(kind, _) => kind,
                                         Part::Chunk => Kind::Insert,
                                     },
+                                    old: matches!(p, Part::Main(_, true)),
                                     xid: h.xid,
                                     locator: b.locator,
                                     locator_obj: locator(

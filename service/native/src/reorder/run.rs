@@ -1,8 +1,8 @@
 //! The rows of a run as plain data, and their spill dump.
 //!
 //! Mirrors (PostgreSQL): the ReorderBufferChange / HeapTuple of each row of a run (a
-//! plain insert, an UPDATE logging only its new tuple, or a DELETE logging only its old
-//! tuple or key: what `glue::reorder::HeapRows` holds), and the part of ReorderBufferSerializeChange /
+//! plain insert, an UPDATE with its new tuple and, when logged, its old tuple or key,
+//! or a DELETE logging only its old tuple or key: what `glue::reorder::HeapRows` holds), and the part of ReorderBufferSerializeChange /
 //! ReorderBufferRestoreChange that writes such changes to a spill file and reads them
 //! back. Python reference: `service.reorder.spill` (`_encode_heap` / `_decode_heap`,
 //! one HeapChange per record); here all rows of one entry make one record.
@@ -14,16 +14,19 @@
 //! u32 xid
 //! u32 row count (n >= 1)
 //! n x { u64 lsn, u32 block, u16 offset, u16 natts, u16 infomask, u16 infomask2,
-//!       u8 hoff, u8 flags, u32 tuple data length }
-//! the rows' tuple data, concatenated in row order
+//!       u8 hoff, u8 flags, u32 tuple data length,
+//!       u16 old natts, u16 old infomask, u16 old infomask2, u8 old hoff,
+//!       u32 old tuple data length }
+//! the rows' tuple data, concatenated in row order (a row's old tuple after its own)
 //! ```
 //!
 //! `flags`: bit 0 the row's clear_toast_afterwards, bit 1 set for a TOAST chunk insert
 //! (a row of the run's toast relation, which ReorderBufferToastAppendChunk collects at
 //! replay; version 1 had no chunk rows and only bit 0), bit 2 for an UPDATE's row (its
-//! tuple the new one), bit 3 for a DELETE's (its tuple the old one), bit 4 for a
-//! DELETE's old tuple that is only the replica identity key (old_is_key; version 2 had
-//! only inserts and bits 0 and 1). The relations (locators) are not in it: the spill
+//! tuple the new one), bit 3 for a DELETE's (its tuple the old one), bit 4 for an old
+//! tuple that is only the replica identity key (old_is_key), bit 5 for an UPDATE's row
+//! that also holds the old tuple (whose fields then follow; all zero otherwise; version
+//! 2 had only inserts and bits 0 and 1). The tuple data length counts both tuples. The relations (locators) are not in it: the spill
 //! record carries them beside the dump.
 //! `load` takes such bytes back, checking everything: the version, the row count
 //! against the bytes present, each row (no flag bit but those two, `natts` equal to
@@ -37,47 +40,89 @@ pub const DUMP_VERSION: u8 = 3;
 
 const HEAD: usize = 1 + 4 + 4;
 /// Bytes per row in the row table.
-pub const ROW_BYTES: usize = 8 + 4 + 2 + 2 + 2 + 2 + 1 + 1 + 4;
+pub const ROW_BYTES: usize = 8 + 4 + 2 + 2 + 2 + 2 + 1 + 1 + 4 + OLD_BYTES;
+/// Of those, the old tuple's fields.
+const OLD_BYTES: usize = 2 + 2 + 2 + 1 + 4;
 const HEAP_NATTS_MASK: u16 = 0x07FF;
 const FLAG_CLEAR_TOAST: u8 = 0x01;
 const FLAG_CHUNK: u8 = 0x02;
 const FLAG_UPDATE: u8 = 0x04;
 const FLAG_DELETE: u8 = 0x08;
 const FLAG_OLD_KEY: u8 = 0x10;
+const FLAG_OLD: u8 = 0x20;
 
 /// What a row of a run is: the change kind its HeapChange has, and which of its tuples
-/// the row holds (an insert's and an update's new one, a delete's old one).
+/// the row holds (an insert's and an update's new one, and an update's old one when it
+/// logged it; a delete's old one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RowKind {
     Insert,
-    Update,
+    /// `old`: the old tuple (or key) the UPDATE logged too, kept after the new one.
+    Update {
+        old: Option<OldTuple>,
+    },
     /// `old_is_key`: the old tuple holds only the replica identity key's columns.
     Delete {
         old_is_key: bool,
     },
 }
 
+/// The old tuple an UPDATE logged (a key change, REPLICA IDENTITY FULL): its header
+/// fields and the length of its data, which follows the new tuple's in the row's data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OldTuple {
+    pub natts: u16,
+    pub infomask: u16,
+    pub infomask2: u16,
+    pub hoff: u8,
+    /// Only the replica identity key's columns (old_is_key).
+    pub is_key: bool,
+    pub len: usize,
+}
+
+const NO_OLD: OldTuple = OldTuple {
+    natts: 0,
+    infomask: 0,
+    infomask2: 0,
+    hoff: 0,
+    is_key: false,
+    len: 0,
+};
+
 impl RowKind {
     fn flags(self) -> u8 {
         match self {
             RowKind::Insert => 0,
-            RowKind::Update => FLAG_UPDATE,
+            RowKind::Update { old: None } => FLAG_UPDATE,
+            RowKind::Update { old: Some(o) } => {
+                FLAG_UPDATE | FLAG_OLD | (u8::from(o.is_key) * FLAG_OLD_KEY)
+            }
             RowKind::Delete { old_is_key } => FLAG_DELETE | (u8::from(old_is_key) * FLAG_OLD_KEY),
         }
     }
 
-    /// The kind the flags byte of a dumped row names, None for a combination `dump`
-    /// never writes (both ops, a key without a delete, a chunk that is not an insert).
-    fn of_flags(flag: u8) -> Option<RowKind> {
+    /// The old tuple an update row holds, if any.
+    pub fn old(self) -> Option<OldTuple> {
+        match self {
+            RowKind::Update { old } => old,
+            _ => None,
+        }
+    }
+
+    /// The kind the flags byte of a dumped row names (an update's old tuple as `old`,
+    /// read from its fields), None for a combination `dump` never writes (both ops, a
+    /// key or an old tuple where it cannot be, a chunk that is not an insert).
+    fn of_flags(flag: u8, old: OldTuple) -> Option<RowKind> {
         let chunk = flag & FLAG_CHUNK != 0;
-        match (
-            flag & FLAG_UPDATE != 0,
-            flag & FLAG_DELETE != 0,
-            flag & FLAG_OLD_KEY != 0,
-        ) {
-            (false, false, false) => Some(RowKind::Insert),
-            (true, false, false) if !chunk => Some(RowKind::Update),
-            (false, true, old_is_key) if !chunk => Some(RowKind::Delete { old_is_key }),
+        let key = flag & FLAG_OLD_KEY != 0;
+        let has_old = flag & FLAG_OLD != 0;
+        match (flag & FLAG_UPDATE != 0, flag & FLAG_DELETE != 0) {
+            (false, false) if !key && !has_old => Some(RowKind::Insert),
+            (true, false) if !chunk && has_old => Some(RowKind::Update {
+                old: Some(OldTuple { is_key: key, ..old }),
+            }),
+            (true, false) if !chunk && !key => Some(RowKind::Update { old: None }),
+            (false, true) if !chunk && !has_old => Some(RowKind::Delete { old_is_key: key }),
             _ => None,
         }
     }
@@ -132,6 +177,13 @@ pub fn dump(xid: u32, rows: &[Row], chunk: &[bool], data: &[u8], start: usize) -
                 + r.kind.flags(),
         );
         out.extend_from_slice(&len.to_le_bytes());
+        let o = r.kind.old().unwrap_or(NO_OLD);
+        out.extend_from_slice(&o.natts.to_le_bytes());
+        out.extend_from_slice(&o.infomask.to_le_bytes());
+        out.extend_from_slice(&o.infomask2.to_le_bytes());
+        out.push(o.hoff);
+        let old_len = u32::try_from(o.len).expect("a tuple is shorter than 4 GB");
+        out.extend_from_slice(&old_len.to_le_bytes());
     }
     out.extend_from_slice(body);
     out
@@ -238,8 +290,17 @@ pub fn load(input: &[u8]) -> Result<Loaded, LoadError> {
         let hoff = c.u8();
         let flag = c.u8();
         let len = c.u32() as usize;
-        let known = FLAG_CLEAR_TOAST | FLAG_CHUNK | FLAG_UPDATE | FLAG_DELETE | FLAG_OLD_KEY;
-        let kind = match RowKind::of_flags(flag) {
+        let old = OldTuple {
+            natts: c.u16(),
+            infomask: c.u16(),
+            infomask2: c.u16(),
+            hoff: c.u8(),
+            is_key: false,
+            len: c.u32() as usize,
+        };
+        let known =
+            FLAG_CLEAR_TOAST | FLAG_CHUNK | FLAG_UPDATE | FLAG_DELETE | FLAG_OLD_KEY | FLAG_OLD;
+        let kind = match RowKind::of_flags(flag, old) {
             Some(kind) if flag & !known == 0 => kind,
             _ => {
                 return refuse(
@@ -248,6 +309,25 @@ pub fn load(input: &[u8]) -> Result<Loaded, LoadError> {
                 )
             }
         };
+        match kind.old() {
+            Some(o) if o.natts != o.infomask2 & HEAP_NATTS_MASK || o.len > len => {
+                return refuse(
+                    format!(
+                        "insert run dump row {k} has an old tuple of natts {} (infomask2 \
+                         {:#06x}) and {} of its {len} data bytes",
+                        o.natts, o.infomask2, o.len
+                    ),
+                    Some(lsn),
+                );
+            }
+            None if old != NO_OLD => {
+                return refuse(
+                    format!("insert run dump row {k} has old tuple fields but no old tuple"),
+                    Some(lsn),
+                );
+            }
+            _ => {}
+        }
         chunk.push(flag & FLAG_CHUNK != 0);
         if natts != infomask2 & HEAP_NATTS_MASK {
             return refuse(
@@ -380,15 +460,24 @@ mod tests {
         }
     }
 
-    /// Update and delete rows keep their kind (and a delete its old_is_key) in every
-    /// window, beside clear_toast_afterwards.
+    /// Update and delete rows keep their kind (a delete its old_is_key, an update its
+    /// old tuple's fields and whether it is a key) in every window, beside
+    /// clear_toast_afterwards.
     #[test]
     fn row_kinds_round_trip() {
         let (mut rows, data) = sample();
+        let old = OldTuple {
+            natts: 2,
+            infomask: 0x0900,
+            infomask2: 0x0002,
+            hoff: 24,
+            is_key: true,
+            len: 40,
+        };
         let kinds = [
-            RowKind::Update,
+            RowKind::Update { old: None },
             RowKind::Delete { old_is_key: true },
-            RowKind::Delete { old_is_key: false },
+            RowKind::Update { old: Some(old) }, // row 2 has 57 data bytes
             RowKind::Insert,
         ];
         for (r, kind) in rows.iter_mut().zip(kinds) {
@@ -406,6 +495,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// An update's old tuple is refused when its natts disagree with its infomask2 or
+    /// it is longer than the row's data.
+    #[test]
+    fn a_damaged_old_tuple_is_refused() {
+        let (mut rows, data) = sample();
+        let old = OldTuple {
+            natts: 2,
+            infomask: 0,
+            infomask2: 0x0002,
+            hoff: 24,
+            is_key: false,
+            len: 10,
+        };
+        rows[0].kind = RowKind::Update { old: Some(old) };
+        let bytes = dump(1, &rows, &[], &data, 0);
+        assert_eq!(load(&bytes).unwrap().rows[0].kind, rows[0].kind);
+        let with = |at: usize, v: &[u8]| {
+            let mut b = bytes.clone();
+            b[at..at + v.len()].copy_from_slice(v);
+            load(&b).unwrap_err().message
+        };
+        assert!(with(HEAD + 26, &3u16.to_le_bytes()).contains("old tuple of natts 3"));
+        assert!(with(HEAD + 33, &11u32.to_le_bytes()).contains("11 of its 10 data bytes"));
     }
 
     #[test]
@@ -440,15 +554,18 @@ mod tests {
         // short for the rows' lengths.
         assert!(with(5, &5u32.to_le_bytes()).contains("row 2's tuple data ends past"));
         assert!(with(5, &u32::MAX.to_le_bytes()).contains("too short"));
-        assert!(with(HEAD + 21, &[0x20]).contains("flags byte 0x20"));
-        // Both ops, a key without a delete, an update's or a delete's chunk.
-        for bad in [0x0c, 0x10, 0x14, 0x06, 0x0a] {
+        assert!(with(HEAD + 21, &[0x40]).contains("flags byte 0x40"));
+        // Both ops, a key without a delete or an old tuple, an update's or a delete's
+        // chunk, an old tuple without an update or with a delete.
+        for bad in [0x0c, 0x10, 0x14, 0x06, 0x0a, 0x20, 0x28, 0x26] {
             assert!(with(HEAD + 21, &[bad]).contains("flags byte"), "{bad:#04x}");
         }
         assert!(with(HEAD + 14, &4u16.to_le_bytes()).contains("natts 4"));
         assert!(with(HEAD + ROW_BYTES, &0u64.to_le_bytes()).contains("precedes row 0"));
         assert!(with(HEAD + 22, &u32::MAX.to_le_bytes()).contains("ends past"));
         assert!(with(HEAD + 22, &9u32.to_le_bytes()).contains("1 trailing bytes"));
+        // Old tuple fields on a row without one.
+        assert!(with(HEAD + 26, &[1]).contains("old tuple fields but no old tuple"));
     }
 
     #[test]
