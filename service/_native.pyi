@@ -187,6 +187,19 @@ class RowPlan:
         op: str,
         ts_ns: int,
     ) -> tuple[list[bytes | None], list[bytes | None], str | None]: ...
+    def encode_update_rows(
+        self,
+        rows: HeapRows,
+        value_header: bytes,
+        key_header: bytes | None,
+        parts: tuple[bytes, bytes, bytes, bytes, bytes | None],
+        total: int,
+        order: int,
+        ts_ns: int,
+        key_exact: bool,
+    ) -> tuple[list[bytes | None], list[bytes | None], str | None]:
+        """op "u" events of a window whose rows all hold an UPDATE's old tuple too (before:
+        the old row, or null for an old key); stops at a fallback or a changed key."""
     def copy_fallback(self, fields: list[int], ncols: int) -> str | None: ...
     def prepare_copy(self, chunk: CopyChunk, fields: list[int], want_key: bool) -> CopyRecords: ...
     def encode_copy(

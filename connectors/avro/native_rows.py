@@ -781,6 +781,17 @@ class NativeRows:
             keys, values, reason = plan.encode_events(
                 tuples, lsns, value_header, key_header, parts, total, order, code, self._clock()
             )
+        elif tuples.olds:  # updates with their old tuples (HeapRows): both encoded
+            keys, values, reason = plan.encode_update_rows(
+                tuples,
+                value_header,
+                key_header,
+                parts,
+                total,
+                order,
+                self._clock(),
+                entry.key_exact,
+            )
         else:  # an InsertRows' rows (HeapRows), read where they are
             keys, values, reason = plan.encode_rows(
                 tuples, value_header, key_header, parts, total, order, code, self._clock()

@@ -398,6 +398,9 @@ class NativeText:
         if plan is None:
             self._python(ctx, txn, run, 0, n)
             return
+        if run.with_old:  # updates with their old tuples: the lines name both
+            self._python(ctx, txn, run, 0, n)
+            return
         prefix = p.table_prefix(run.relation) + _OPS[run.op]
         skip_nulls = run.op is ChangeOp.DELETE
         raws, lsns = run.raws, run.lsns

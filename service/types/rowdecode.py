@@ -168,16 +168,18 @@ class RowRun(Sequence[RowChange]):
     """Consecutive changes of one table definition with one op, handed to a plugin's
     `changes` callback as its `RowChange`s (`HistoryRows.run` builds it).
 
-    No change of a run carries TOAST chunks, none is an UPDATE with an old tuple, and
-    each has the tuple its op logs. An item is built when it is read (`make`: the
-    driver's own change-to-row conversion), so every consumer sees the same rows it
-    would see in a list. A native encoder reads `raws` (each change's logged tuple: the
-    new one, or a DELETE's old one) and `lsns` instead and builds none of them; of a run
-    of an `InsertRows`, `raws` is its native `HeapRows`, whose tuples never become
-    Python objects. The lists are the run's own: nobody changes them after.
+    No change of a run carries TOAST chunks, and each has the tuple its op logs; none
+    is an UPDATE with an old tuple, except in a run of an `InsertRows` of such updates
+    (`with_old`: every row then holds its old tuple too, in `raws`, and the encoders
+    that read raws as new tuples alone must not take it). An item is built when it is
+    read (`make`: the driver's own change-to-row conversion), so every consumer sees the
+    same rows it would see in a list. A native encoder reads `raws` (each change's
+    logged tuple: the new one, or a DELETE's old one) and `lsns` instead and builds none
+    of them; of a run of an `InsertRows`, `raws` is its native `HeapRows`, whose tuples
+    never become Python objects. The lists are the run's own: nobody changes them after.
     """
 
-    __slots__ = ("_make", "changes", "lsns", "op", "raws", "relation", "table")
+    __slots__ = ("_make", "changes", "lsns", "op", "raws", "relation", "table", "with_old")
 
     def __init__(
         self,
@@ -188,8 +190,11 @@ class RowRun(Sequence[RowChange]):
         raws: list[RawTuple] | HeapRows,
         lsns: list[int],
         make: Callable[[HeapChange], RowChange | None],
+        *,
+        with_old: bool = False,
     ) -> None:
         self.op = op
+        self.with_old = with_old
         self.relation = relation
         self.table = table
         self.changes = changes
@@ -419,8 +424,6 @@ class HistoryRows:
         UPDATE with an old tuple; else None (the caller converts them one by one, which
         also raises their errors). One classification answers for the whole run."""
         rows = changes if type(changes) is InsertRows else None
-        if rows is not None and rows.olds:
-            return None  # updates with their old tuples: converted one by one
         first = changes[0]
         spec = _RUN_OPS.get(first.kind)
         if spec is None:
@@ -439,7 +442,18 @@ class HistoryRows:
             # when it covers the first and the last.
             if not lo <= rows.lsn <= rows.last_lsn < hi:
                 return None
-            return RowRun(spec[0], relation, plan.table, rows, rows.rows, rows.rows.lsns(), make)
+            # updates that logged their old tuples: every row holds both (`with_old`)
+            with_old = bool(rows.olds)
+            return RowRun(
+                spec[0],
+                relation,
+                plan.table,
+                rows,
+                rows.rows,
+                rows.rows.lsns(),
+                make,
+                with_old=with_old,
+            )
         op, of_old = spec
         raws: list[RawTuple] = []
         lsns: list[int] = []

@@ -49,7 +49,7 @@ class _RunPlugin(TestDecodingPlugin):
             native = not isinstance(changes.raws, list)
             raws = (
                 [
-                    c.old_tuple if c.old_tuple is not None else c.new_tuple
+                    c.new_tuple if c.new_tuple is not None else c.old_tuple
                     for c in changes.raws.changes()  # type: ignore[union-attr]
                 ]
                 if native
@@ -65,8 +65,8 @@ class _RunPlugin(TestDecodingPlugin):
                 assert isinstance(logged, DecodedRow)
                 assert logged.raw == raw if native else logged.raw is raw
                 assert logged.table is changes.table
-                if row.op is ChangeOp.UPDATE:
-                    assert row.old is None
+                if row.op is ChangeOp.UPDATE:  # an old tuple only in a run of such
+                    assert (row.old is not None) == changes.with_old
             self.runs.append((changes.op.value, len(rows)))
             self.row_runs.append((txn.xid, changes))
         else:

@@ -84,6 +84,8 @@ ALTER TABLE n_full_key REPLICA IDENTITY FULL;
 ALTER TABLE n_full_key ALTER COLUMN big SET STORAGE MAIN;
 CREATE TABLE n_full_float (id float8 PRIMARY KEY, v text);
 ALTER TABLE n_full_float REPLICA IDENTITY FULL;
+CREATE TABLE n_full_run (id int4 PRIMARY KEY, v text, n numeric(10, 2));
+ALTER TABLE n_full_run REPLICA IDENTITY FULL;
 CREATE TYPE n_inner AS (a int4);
 CREATE TYPE n_pair AS (a int4, b text, c n_inner);
 CREATE TYPE n_simple AS (a int4, b text, d date);
@@ -374,6 +376,13 @@ WORKLOAD = [
     " UPDATE n_full_key SET big = 'small' WHERE id = 2; COMMIT",
     "INSERT INTO n_full_float VALUES (1.5, 'a'), ('NaN', 'nan')",
     "UPDATE n_full_float SET v = v || '!'",
+    # 400 REPLICA IDENTITY FULL updates in one statement: runs of updates with their
+    # old tuples, encoded as pairs (RowPlan.encode_update_rows) where a piece of one
+    # reaches the replay whole; then 400 more of which one changes its key: the run
+    # stops there (Python: DELETE, tombstone, CREATE)
+    "INSERT INTO n_full_run SELECT g, 'r' || g, g / 4.0 FROM generate_series(1, 400) g",
+    "UPDATE n_full_run SET v = v || '!', n = n + 1",
+    "UPDATE n_full_run SET v = v || '?', id = CASE WHEN id = 300 THEN 9300 ELSE id END",
     *_MORE_ROWS,
     # a table without a native plan (aclitem) interleaved with native rows in one transaction
     """BEGIN; INSERT INTO n_python VALUES (1, '(1,x,"(1)")');
@@ -667,6 +676,14 @@ def test_native_rows_equal_python_and_reference(
             # the decoder does not read as a stored datum (jsonb).
             native_updates = Counter(table for table, done in updates if done)
             python_updates = Counter(table for table, done in updates if not done)
+            # n_full_run: the second UPDATE's 400 rows reach the replay as one run of
+            # update pairs (the first's may come in pieces cut where this session's small
+            # memory limit spilled, too short to go alone: row by row), encoded up to
+            # the key change; the rows after that one go one by one (_encode_update).
+            full_run = [(n, done) for table, n, done in groups if table == "n_full_run"]
+            assert any(n == 400 and 100 <= done < n for n, done in full_run), full_run
+            assert native_updates.pop("n_full_run", 0) < 800 - 100, native_updates
+            assert "n_full_run" not in python_updates, python_updates
             assert native_updates == {
                 "n_full": 5 + 3,
                 "n_full_default": 5,

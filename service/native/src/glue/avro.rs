@@ -392,6 +392,81 @@ impl PyRowPlan {
         self.events_of(py, rows.get().tuples(py)?.map(Ok), &events)
     }
 
+    /// The UPDATE events of the rows of a `HeapRows` window whose every row holds its
+    /// old tuple too (a run of REPLICA IDENTITY FULL updates, or of key changes), read in
+    /// place: what `NativeRows._encode_update` writes for each, the same
+    /// `(keys, values, reason)` as `encode_rows` with op "u". Each row's new and old
+    /// tuples are encoded; `before` is the old row's record, or null when the old tuple
+    /// is only the key. The rows stop, with the reason, at the first one whose new or
+    /// old tuple the encoder leaves to Python, or whose Key record differs between the
+    /// two (the key changed: Python writes a DELETE and a CREATE); and before the first
+    /// row when a Key record is wanted and `key_exact` is false (its key types do not
+    /// compare by their bytes).
+    #[pyo3(signature = (rows, value_header, key_header, parts, total, order, ts_ns, key_exact))]
+    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::type_complexity)]
+    fn encode_update_rows<'py>(
+        &self,
+        py: Python<'py>,
+        rows: &Bound<'py, PyHeapRows>,
+        value_header: &[u8],
+        key_header: Option<&[u8]>,
+        parts: SourceTuple,
+        total: i64,
+        order: i64,
+        ts_ns: i64,
+        key_exact: bool,
+    ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Option<&'static str>)> {
+        let keys = PyList::empty(py);
+        let values = PyList::empty(py);
+        let want_key = key_header.is_some();
+        if want_key && !key_exact {
+            return Ok((keys, values, Some("update key compared in Python")));
+        }
+        let source = SourceParts::of(&parts);
+        let mut out = Vec::new();
+        let mut k = Vec::new();
+        for (i, (new, old, old_is_key, lsn)) in rows.get().pairs(py)?.enumerate() {
+            let (record, key) = match self.encode_one(py, &new, want_key, lsn, None)? {
+                Outcome::Encoded { value, key } => (value, key),
+                Outcome::Fallback(why) => return Ok((keys, values, Some(why))),
+            };
+            let (old_record, old_key) = match self.encode_one(py, &old, want_key, lsn, None)? {
+                Outcome::Encoded { value, key } => (value, key),
+                Outcome::Fallback(why) => return Ok((keys, values, Some(why))),
+            };
+            if old_key != key {
+                return Ok((keys, values, Some("update changes the key")));
+            }
+            out.clear();
+            out.extend_from_slice(value_header);
+            let before = (!old_is_key).then_some(&old_record[..]);
+            let n = i as i64;
+            write_envelope(
+                &mut out,
+                before,
+                Some(&record[..]),
+                &source,
+                lsn as i64,
+                total + n,
+                order + n,
+                "u",
+                ts_ns,
+            );
+            values.append(PyBytes::new(py, &out))?;
+            match key_header {
+                Some(h) => {
+                    k.clear();
+                    k.extend_from_slice(h);
+                    k.extend_from_slice(&key);
+                    keys.append(PyBytes::new(py, &k))?;
+                }
+                None => keys.append(py.None())?,
+            }
+        }
+        Ok((keys, values, None))
+    }
+
     /// Why rows whose plan column c is field `fields[c]` (-1: none) of a COPY row of
     /// `ncols` fields cannot be encoded natively (a column kind without a native send
     /// form: the table is the Python path's), or None when they can.

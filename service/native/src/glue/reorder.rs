@@ -386,6 +386,42 @@ impl PyHeapRows {
         }))
     }
 
+    /// The window's rows as the update-pair encoder reads them: (new tuple, old tuple,
+    /// whether the old one is only the key, LSN), in order. Only for a window whose
+    /// every row holds an UPDATE's old tuple (`olds` == len: a run of such updates);
+    /// any other is the decoder's DecodeError at its first LSN.
+    pub(crate) fn pairs(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<impl Iterator<Item = (Tuple<'_>, Tuple<'_>, bool, u64)> + '_> {
+        let s = &*self.shared;
+        if s.olds_in(self.lo, self.hi) != self.len() {
+            let lsn = s.rows.get(self.lo).map_or(0, |r| r.lsn);
+            return Err(s.decoder.borrow(py).decode_error(
+                py,
+                "a run window with rows that hold no old tuple read as update pairs",
+                lsn,
+            ));
+        }
+        Ok((self.lo..self.hi).filter_map(move |k| {
+            let r = &s.rows[k];
+            let (o, old) = s.old_of(k)?;
+            let new = Tuple {
+                natts: usize::from(r.natts),
+                infomask: r.infomask,
+                hoff: usize::from(r.hoff),
+                data: s.tuple_of(k),
+            };
+            let old_tuple = Tuple {
+                natts: usize::from(o.natts),
+                infomask: o.infomask,
+                hoff: usize::from(o.hoff),
+                data: old,
+            };
+            Some((new, old_tuple, o.is_key, r.lsn))
+        }))
+    }
+
     fn len(&self) -> usize {
         self.hi - self.lo
     }
