@@ -88,6 +88,9 @@ class HeapRows:
     @property
     def kind(self) -> int: ...  # the rows' ChangeKind value (0, 1, 2); ValueError if empty
     @property
+    def head(self) -> tuple[int, int, int, int, Any, int, int, int, int]:
+        """(kind, first_lsn, last_lsn, xid, locator, len, data_bytes, chunks, olds)."""
+    @property
     def xid(self) -> int: ...
     @property
     def locator(self) -> Any: ...  # the RelFileLocator of the rows' HeapChanges

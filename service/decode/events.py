@@ -390,6 +390,9 @@ class PredecodedRecord(NamedTuple):
     events: list[Event]
 
 
+_KINDS = tuple(ChangeKind)  # by value: HeapRows.head's kind
+
+
 class InsertRows(Sequence[HeapChange]):
     """The rows of an `InsertRun`, held by the native core (`HeapRows`): one
     (sub)transaction's changes of one `kind` to one relation (`locator`), in WAL order,
@@ -428,15 +431,9 @@ class InsertRows(Sequence[HeapChange]):
 
     def __init__(self, rows: HeapRows) -> None:
         self.rows = rows
-        self.kind = ChangeKind(rows.kind)
-        self.lsn: int = rows.first_lsn
-        self.last_lsn: int = rows.last_lsn
-        self.xid: int = rows.xid
-        self.locator: RelFileLocator = rows.locator
-        self.nrows: int = len(rows)
-        self.data_bytes: int = rows.data_bytes
-        self.chunks: int = rows.chunks
-        self.olds: int = rows.olds
+        kind, self.lsn, self.last_lsn, self.xid, self.locator, *sizes = rows.head
+        self.kind = _KINDS[kind]
+        self.nrows, self.data_bytes, self.chunks, self.olds = sizes
 
     def __len__(self) -> int:
         return self.nrows

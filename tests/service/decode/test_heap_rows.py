@@ -128,6 +128,17 @@ def test_rows_are_the_unbatched_changes() -> None:
         assert rows.locator == expected[0].locator
         assert rows.locator is changes[0].locator  # the reader's cached object
         assert rows.data_bytes == sum(map(_size, expected))
+        assert rows.head == (
+            rows.kind,
+            rows.first_lsn,
+            rows.last_lsn,
+            rows.xid,
+            rows.locator,
+            len(rows),
+            rows.data_bytes,
+            rows.chunks,
+            rows.olds,
+        )
 
 
 @settings(max_examples=150, deadline=None)

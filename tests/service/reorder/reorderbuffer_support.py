@@ -52,6 +52,21 @@ class ListRows:
         self.kind = int(ChangeKind.INSERT)
         self.olds = 0
 
+    @property
+    def head(self) -> tuple[int, int, int, int, RelFileLocator, int, int, int, int]:
+        """As the native HeapRows.head: what InsertRows keeps, in one call."""
+        return (
+            self.kind,
+            self.first_lsn,
+            self.last_lsn,
+            self.xid,
+            self.locator,
+            len(self._changes),
+            self.data_bytes,
+            self.chunks,
+            self.olds,
+        )
+
     def __len__(self) -> int:
         return len(self._changes)
 

@@ -616,6 +616,38 @@ impl PyHeapRows {
         })
     }
 
+    /// `(kind, first_lsn, last_lsn, xid, locator, len, data_bytes, chunks, olds)` in one
+    /// call: what `InsertRows` keeps of a window (each as its own getter gives it), so
+    /// that a run costs one call to wrap, not nine. An empty window is a ValueError.
+    #[getter]
+    #[allow(clippy::type_complexity)]
+    fn head<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(
+        u8,
+        u64,
+        u64,
+        u32,
+        Bound<'py, PyAny>,
+        usize,
+        usize,
+        usize,
+        usize,
+    )> {
+        Ok((
+            self.kind()?,
+            self.first_lsn()?,
+            self.last_lsn()?,
+            self.shared.xid,
+            self.locator(py),
+            self.len(),
+            self.data_bytes(),
+            self.chunks(),
+            self.olds(),
+        ))
+    }
+
     /// The transaction that logged the rows.
     #[getter]
     fn xid(&self) -> u32 {
