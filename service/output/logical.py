@@ -500,8 +500,8 @@ class Decoding:
         self.rb.process_xid(xid, lsn)
         # heap_decode / heap2_decode's SnapBuildProcessChange (INSERT, MULTI_INSERT,
         # UPDATE, HOT_UPDATE and DELETE are base-snapshot ops in every version), then
-        # _route's gates: True implies
-        # FULL_SNAPSHOT or later (decodes_changes); a run has no origin.
+        # _route's gates: True implies FULL_SNAPSHOT or later (decodes_changes); a run
+        # has no origin.
         if self.snap.process_change(xid, lsn):
             self.rb.set_base_snapshot(xid, lsn, BASE_SNAPSHOT)
             if self._wanted_db(changes.locator.db_oid):
