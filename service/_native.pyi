@@ -40,8 +40,8 @@ class WalReader:
         inert_ops: list[tuple[int, int]] = ...,
     ) -> None:
         """`make_run` gets `(first_lsn, lsn, end_lsn, xid, records, rows)` per run; no run
-        holds a record before `runs_from`; the Heap/Heap2 (rmid, op) of `inert_ops` may
-        sit inside a run (a ValueError for another rmgr's)."""
+        holds a record before `runs_from`; the XLOG/Heap/Heap2 (rmid, op) of `inert_ops`
+        may sit inside a run (a ValueError for another rmgr's)."""
     def watch_relations(self, locators: list[tuple[int, int, int]]) -> None:
         """Records with a block of one of these (spc, db, rel) come whole."""
     def _arm_panic_probe(self) -> None: ...

@@ -94,7 +94,7 @@ def predecoding(
     its walk, and to hand on the records of `bare_rmids` (rmgrs the decoder gives no
     events for) without their bodies (`service.decode.native_heap.predecode`), and with
     `runs` its plain inserts, updates and deletes as InsertRuns (none holding a record
-    before `runs_from`; the Heap and Heap2 records of `inert_ops` inside them):
+    before `runs_from`; the XLOG, Heap and Heap2 records of `inert_ops` inside them):
     its `decoded_records`, whose items the decoding driver takes as they come
     (`Decoding.process`); None, having done nothing, for the Python reader."""
     if isinstance(reader, XLogReader):

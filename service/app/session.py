@@ -258,7 +258,7 @@ class Session:
                 # `feed` skips the records before the start (the reader begins at its
                 # page): none of them may be in a run with one after it.
                 runs_from=start_lsn,
-                inert_ops=self.decoding.decoder.inert_heap_ops,
+                inert_ops=self.decoding.decoder.inert_ops,
             )
             or self.reader.records
         )

@@ -113,7 +113,7 @@ def xid_to_process(record: XLogRecord | PredecodedRecord) -> int:
 class Decoder:
     """Stateless rmgr dispatch for one PostgreSQL major version."""
 
-    __slots__ = ("_dispatch", "_tables", "inert_heap_ops", "version", "without_decode")
+    __slots__ = ("_dispatch", "_tables", "inert_ops", "version", "without_decode")
 
     def __init__(self, version: int) -> None:
         self.version = version
@@ -131,12 +131,13 @@ class Decoder:
         # events for their records, so the driver may skip the call (issue 12: they are
         # about half the records of an indexed table's inserts).
         self.without_decode = frozenset(set(rt.RMGR_NAMES) - set(self._dispatch))
-        # The Heap and Heap2 record types heap_decode / heap2_decode do nothing with
-        # (IRRELEVANT: only their xid is registered), as (rmid, op): the native reader
-        # lets them sit inside a run (`service.decode.native_heap.predecode`).
-        self.inert_heap_ops = frozenset(
+        # The XLOG, Heap and Heap2 record types xlog_decode, heap_decode and
+        # heap2_decode do nothing with (IRRELEVANT: only their xid is registered; FPI
+        # and FPI_FOR_HINT among them), as (rmid, op): the native reader lets them sit
+        # inside a run (`service.decode.native_heap.predecode`).
+        self.inert_ops = frozenset(
             (rmid, op)
-            for rmid in (rt.RM_HEAP_ID, rt.RM_HEAP2_ID)
+            for rmid in (rt.RM_XLOG_ID, rt.RM_HEAP_ID, rt.RM_HEAP2_ID)
             for op, (_, relevance) in self._tables[rmid].items()
             if relevance is rt.Relevance.IRRELEVANT
         )

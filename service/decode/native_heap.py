@@ -144,7 +144,7 @@ def predecode(
     with `runs`, consecutive plain inserts of one transaction into one relation (with
     the TOAST chunk inserts between them), or its updates or deletes that log one
     tuple, as one `InsertRun`, none holding a record logged before `runs_from`, and
-    the Heap and Heap2 records of `inert_ops` (`Decoder.inert_heap_ops`) inside a run
+    the XLOG, Heap and Heap2 records of `inert_ops` (`Decoder.inert_ops`) inside a run
     counted in it. False, having done nothing, for any other reader."""
     if not isinstance(reader, NativeXLogReader):
         return False

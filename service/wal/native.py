@@ -183,9 +183,9 @@ class NativeXLogReader:
         inserts of one transaction into one relation come as one `run` instead of a
         record each, its inserts as the `rows` of the native core's HeapRows; no run
         holds a record logged before `runs_from` (those come one by one, so a consumer
-        that skips them never meets a run straddling that LSN). The Heap and Heap2
-        records of `inert_ops` ((rmid, info & 0x70) the decoder does nothing with) may
-        sit inside a run, counted in its `records` as a bare rmgr's record is."""
+        that skips them never meets a run straddling that LSN). The XLOG, Heap and
+        Heap2 records of `inert_ops` ((rmid, op) the decoder does nothing with) may sit
+        inside a run, counted in its `records` as a bare rmgr's record is."""
         make_run = None
         if run is not None:
             if rows is None:

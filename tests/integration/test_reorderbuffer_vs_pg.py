@@ -268,9 +268,12 @@ def test_updates_and_deletes_spill_as_the_server_counts(pg: dict[str, Any]) -> N
     workload = [
         Step(f"INSERT INTO updf SELECT g, 'f' || g FROM generate_series(1, {rows}) g"),
         Step(f"INSERT INTO updk SELECT g, 'k' || g FROM generate_series(1, {rows}) g"),
+        # watched: a commit with catalog changes anywhere on the shared server meanwhile
+        # queues a catalog snapshot into it on the server's side (`_assert_sizes`)
         Step(
             "BEGIN; UPDATE updf SET note = note || '!'; UPDATE updk SET note = note || '?';"
-            " DELETE FROM updk; COMMIT"
+            " DELETE FROM updk; COMMIT",
+            watch=True,
         ),
         *NOT_COUNTED,
     ]

@@ -173,7 +173,7 @@ def run(
     records = r.records
     if ARMED and cls is NativeXLogReader:
         decoder = decoder_for(VERSIONS[_window_of(start)])
-        armed = predecoding(r, decoder.without_decode, runs=True, inert_ops=decoder.inert_heap_ops)
+        armed = predecoding(r, decoder.without_decode, runs=True, inert_ops=decoder.inert_ops)
         assert armed is not None
         records = armed  # type: ignore[assignment]
     got: list[XLogRecord] = []
@@ -231,13 +231,14 @@ def _covers(item: object) -> int:
 
 def _run_events(record: object) -> list[object]:
     """The events a record inside an InsertRun adds to it: a predecoded one's, none for
-    a whole Heap/Heap2 record the decoder does nothing with (inert: it only joins the
-    run), and an impossible one for anything else (so that the run mismatches)."""
+    a whole XLOG/Heap/Heap2 record the decoder does nothing with (inert: it only joins
+    the run), and an impossible one for anything else (so that the run mismatches)."""
     if isinstance(record, PredecodedRecord):
         return list(record.events)
-    if isinstance(record, XLogRecord) and record.rmid in (9, 10):
-        inert = decoder_for(VERSIONS[_window_of(record.lsn)]).inert_heap_ops
-        if (record.rmid, record.info & 0x70) in inert:
+    if isinstance(record, XLogRecord) and record.rmid in (0, 9, 10):
+        inert = decoder_for(VERSIONS[_window_of(record.lsn)]).inert_ops
+        mask = 0xF0 if record.rmid == 0 else 0x70  # XLOG's op mask, Heap's and Heap2's
+        if (record.rmid, record.info & mask) in inert:
             return []
     return [None]
 

@@ -46,18 +46,30 @@ _DELETE_FLAGS = (0x04, 0x04, 0x02, 0x00, 0x08)
 
 
 def _inert(bare: frozenset[int]) -> frozenset[tuple[int, int]]:
-    """The version's Heap and Heap2 record types the decoder does nothing with (the
+    """The version's XLOG, Heap and Heap2 record types the decoder does nothing with (the
     version told by its `bare` set, which is the same object per version)."""
-    return next(
-        d.inert_heap_ops for d in map(decoder_for, (15, 16, 17, 18)) if d.without_decode == bare
-    )
+    return next(d.inert_ops for d in map(decoder_for, (15, 16, 17, 18)) if d.without_decode == bare)
+
+
+def _is_inert(item: XLogRecord, bare: frozenset[int]) -> bool:
+    mask = 0xF0 if item.rmid == 0 else 0x70  # XLOG's op mask, Heap's and Heap2's
+    return item.rmid in (0, 9, 10) and (item.rmid, item.info & mask) in _inert(bare)
 
 
 def _items(
-    data: bytes, lsn: int, bare: frozenset[int], *, runs: bool, seg: int = 16 << 20
+    data: bytes,
+    lsn: int,
+    bare: frozenset[int],
+    *,
+    runs: bool,
+    seg: int = 16 << 20,
+    inert: bool = True,
 ) -> list[object]:
+    """What the armed reader hands on for `data` (with `inert`, armed as a session arms
+    it, the inert records allowed inside runs)."""
     reader = NativeXLogReader(lsn, segment_size=seg)
-    assert native_heap.predecode(reader, bare, runs=runs, inert_ops=_inert(bare))
+    ops = _inert(bare) if inert else frozenset()
+    assert native_heap.predecode(reader, bare, runs=runs, inert_ops=ops)
     reader.feed(data, lsn)
     return list(reader.decoded_records())
 
@@ -117,9 +129,9 @@ def _joins(
     chunks so far are in `toast` (None: it has none yet)."""
     if not isinstance(item, PredecodedRecord | XLogRecord) or item.toplevel_xid is not None:
         return False
-    if type(item) is XLogRecord and (item.rmid, item.info & 0x70) not in _inert(bare):
+    if type(item) is XLogRecord and not _is_inert(item, bare):
         return False
-    inert = type(item) is XLogRecord and (item.rmid, item.info & 0x70) in _inert(bare)
+    inert = type(item) is XLogRecord and _is_inert(item, bare)
     if item.xid != run.xid and not ((item.rmid in bare or inert) and item.xid == 0):
         return False
     if item.rmid in bare or inert:
@@ -230,8 +242,9 @@ def test_runs_on_random_sequences(seed: int, version: int) -> None:
     for _ in range(rng.randrange(1, 120)):
         rec = rng.choice(pool)
         main = bytearray(rec.main_data)
-        if rng.random() < 0.05:  # a Heap LOCK or a Heap2 VISIBLE: decoded as nothing
-            rmid, info = rng.choice([(10, 0x60), (9, 0x40)])
+        if rng.random() < 0.05:  # a Heap LOCK, a Heap2 VISIBLE, an XLOG FPI_FOR_HINT or
+            # CHECKPOINT_ONLINE: the first three decoded as nothing, the last an event
+            rmid, info = rng.choice([(10, 0x60), (9, 0x40), (0, 0xA0), (0, 0x10)])
             xid = rng.choice([700, 700, 701, 0])
             b0 = blocks_of(rec, rng.choice([None, 99_999]))[0]
             block = Block(0, rel=b0.rel, fork=b0.fork, blk=b0.blk)
@@ -289,7 +302,9 @@ def test_no_run_holds_a_record_before_runs_from() -> None:
     data = f.read_bytes()
     bare = decoder_for(18).without_decode
     plain = _items(data, lsn, bare, runs=False)
-    run_items = [i for i in _items(data, lsn, bare, runs=True) if isinstance(i, InsertRun)]
+    # (armed without inert records, as below: an XLOG FPI joins that run to the next)
+    with_runs = _items(data, lsn, bare, runs=True, inert=False)
+    run_items = [i for i in with_runs if isinstance(i, InsertRun)]
     run = next(i for i in run_items if i.lsn > max(c.lsn for c in i.changes))
     inside = [p for p in plain if run.first_lsn < p.lsn <= run.lsn]  # type: ignore[attr-defined]
     assert inside[-1].rmid in bare  # the run ends on an index record (the CI case)
@@ -492,14 +507,17 @@ def test_updates_and_deletes_make_runs_of_their_own_kind() -> None:
     assert list(back) == list(runs[2].changes) and back.kind is ChangeKind.UPDATE
 
 
-def test_inert_ops_are_heap_ops_only() -> None:
-    """Only Heap and Heap2 record types may be named inert: any other rmgr's is refused
-    (a btree record is a bare rmgr's, which the driver handles by its rmid)."""
+def test_inert_ops_are_xlog_and_heap_ops_only() -> None:
+    """Only XLOG, Heap and Heap2 record types may be named inert: any other rmgr's is
+    refused (a btree record is a bare rmgr's, which the driver handles by its rmid).
+    The decoder names FPI and FPI_FOR_HINT, Heap LOCK and the pruning records, and
+    none of those it decodes."""
     reader = NativeXLogReader(0x1000000)
     with pytest.raises(ValueError, match="rmgr 11"):
         native_heap.predecode(reader, runs=True, inert_ops=[(11, 0x00)])
-    assert decoder_for(15).inert_heap_ops >= {(10, 0x60), (9, 0x10), (9, 0x40)}
-    assert not decoder_for(18).inert_heap_ops & {(10, 0x00), (10, 0x20), (9, 0x50), (9, 0x70)}
+    assert decoder_for(15).inert_ops >= {(0, 0xA0), (0, 0xB0), (10, 0x60), (9, 0x10), (9, 0x40)}
+    decoded = {(0, 0x00), (0, 0x10), (0, 0x40), (0, 0x60), (10, 0x00), (10, 0x20), (9, 0x50)}
+    assert not decoder_for(18).inert_ops & (decoded | {(9, 0x70)})
 
 
 def test_updates_that_log_their_old_tuple_make_runs_of_their_own() -> None:

@@ -60,25 +60,36 @@ struct Predecode {
     /// a consumer that starts decoding here (skipping what lies before) never gets a
     /// run that straddles it.
     runs_from: u64,
-    /// By (rmgr Heap2 / Heap, op >> 4): record types heap_decode and heap2_decode do
-    /// nothing with (Heap LOCK; Heap2 PRUNE .. VISIBLE, LOCK_UPDATED, REWRITE: the
-    /// decoder's IRRELEVANT ones, given by Python). Inside a run they are only counted,
-    /// as the index inserts are: the Heap LOCK that precedes each UPDATE moving its row
-    /// to another page, and the pruning between updates, no longer cut update runs.
-    inert_heap: [[bool; 8]; 2],
+    /// By (rmgr XLOG / Heap2 / Heap, op >> 4): record types xlog_decode, heap_decode
+    /// and heap2_decode do nothing with (XLOG FPI, FPI_FOR_HINT, NOOP, ...; Heap LOCK;
+    /// Heap2 PRUNE .. VISIBLE, LOCK_UPDATED, REWRITE: the decoder's IRRELEVANT ones,
+    /// given by Python). Inside a run they are only counted, as the index inserts are:
+    /// the Heap LOCK that precedes each UPDATE moving its row to another page, the
+    /// pruning between updates, and the hint-bit page images a server with data
+    /// checksums logs (PostgreSQL 18's default) no longer cut runs.
+    inert: [[bool; 16]; 3],
+}
+
+const RM_XLOG_ID: u8 = 0;
+const RM_HEAP2_ID: u8 = 9;
+const RM_HEAP_ID: u8 = 10;
+
+/// The `inert` table of an rmgr, and the op of an xl_info byte in it (XLOG's op is the
+/// high nibble, Heap's and Heap2's the three bits under XLOG_HEAP_INIT_PAGE); None for
+/// any other rmgr.
+fn inert_slot(rmid: u8, info: u8) -> Option<(usize, usize)> {
+    match rmid {
+        RM_XLOG_ID => Some((0, usize::from(info >> 4))),
+        RM_HEAP2_ID => Some((1, usize::from((info & 0x70) >> 4))),
+        RM_HEAP_ID => Some((2, usize::from((info & 0x70) >> 4))),
+        _ => None,
+    }
 }
 
 impl Predecode {
-    /// Whether the record (rmid, info) is one `inert_heap` names.
+    /// Whether the record (rmid, info) is one `inert` names.
     fn inert(&self, rmid: u8, info: u8) -> bool {
-        const RM_HEAP2_ID: u8 = 9;
-        const RM_HEAP_ID: u8 = 10;
-        let op = usize::from((info & 0x70) >> 4);
-        match rmid {
-            RM_HEAP2_ID => self.inert_heap[0][op],
-            RM_HEAP_ID => self.inert_heap[1][op],
-            _ => false,
-        }
+        inert_slot(rmid, info).is_some_and(|(t, op)| self.inert[t][op])
     }
 }
 
@@ -205,8 +216,6 @@ type HeapParser = fn(&Input<'_>) -> heap::Result<Vec<Event>>;
 /// every table change (rmgr Heap: INSERT, DELETE, UPDATE, HOT_UPDATE; Heap2:
 /// MULTI_INSERT), which heap_decode and heap2_decode decode in every version.
 fn predecoded_parser(rmid: u8, info: u8) -> Option<HeapParser> {
-    const RM_HEAP2_ID: u8 = 9;
-    const RM_HEAP_ID: u8 = 10;
     const OPMASK: u8 = 0x70;
     match (rmid, info & OPMASK) {
         (RM_HEAP_ID, 0x00) => Some(heap::insert),
@@ -802,9 +811,9 @@ impl PyWalReader {
     /// `make_run((first_lsn, lsn, end_lsn, xid, records, rows))` instead of a record
     /// per insert, `rows` its inserts as one `HeapRows`; no run holds a record logged
     /// before `runs_from` (those come one by one).
-    /// `inert_ops`: (rmid, info & 0x70) of the Heap and Heap2 record types the decoder
-    /// does nothing with, which may sit inside a run (counted in its `records`); any
-    /// other rmid is a ValueError.
+    /// `inert_ops`: (rmid, op) of the XLOG, Heap and Heap2 record types the decoder does
+    /// nothing with (op: xl_info under the rmgr's op mask, 0xF0 or 0x70), which may sit
+    /// inside a run (counted in its `records`); any other rmid is a ValueError.
     #[pyo3(signature = (decoder, make, bare_rmids, make_run=None, runs_from=0, inert_ops=Vec::new()))]
     fn predecode_heap(
         &mut self,
@@ -819,18 +828,14 @@ impl PyWalReader {
         for rmid in bare_rmids {
             bare[usize::from(rmid)] = true;
         }
-        let mut inert_heap = [[false; 8]; 2];
+        let mut inert = [[false; 16]; 3];
         for (rmid, op) in inert_ops {
-            let table = match rmid {
-                9 => &mut inert_heap[0],
-                10 => &mut inert_heap[1],
-                _ => {
-                    return Err(PyValueError::new_err(format!(
-                        "inert op of rmgr {rmid}: only Heap (10) and Heap2 (9) ops may be"
-                    )))
-                }
+            let Some((t, op)) = inert_slot(rmid, op) else {
+                return Err(PyValueError::new_err(format!(
+                    "inert op of rmgr {rmid}: only XLOG (0), Heap (10) and Heap2 (9) ops may be"
+                )));
             };
-            table[usize::from((op & 0x70) >> 4)] = true;
+            inert[t][op] = true;
         }
         self.predecode = Some(Predecode {
             heap: decoder,
@@ -838,7 +843,7 @@ impl PyWalReader {
             bare,
             make_run,
             runs_from,
-            inert_heap,
+            inert,
         });
         Ok(())
     }
