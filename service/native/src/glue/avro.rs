@@ -417,54 +417,42 @@ impl PyRowPlan {
         ts_ns: i64,
         key_exact: bool,
     ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Option<&'static str>)> {
-        let keys = PyList::empty(py);
-        let values = PyList::empty(py);
+        let mut w = Written::new(py);
         let want_key = key_header.is_some();
         if want_key && !key_exact {
-            return Ok((keys, values, Some("update key compared in Python")));
+            return Ok(w.stopped(Some("update key compared in Python")));
         }
         let source = SourceParts::of(&parts);
-        let mut out = Vec::new();
-        let mut k = Vec::new();
         for (i, (new, old, old_is_key, lsn)) in rows.get().pairs(py)?.enumerate() {
             let (record, key) = match self.encode_one(py, &new, want_key, lsn, None)? {
                 Outcome::Encoded { value, key } => (value, key),
-                Outcome::Fallback(why) => return Ok((keys, values, Some(why))),
+                Outcome::Fallback(why) => return Ok(w.stopped(Some(why))),
             };
             let (old_record, old_key) = match self.encode_one(py, &old, want_key, lsn, None)? {
                 Outcome::Encoded { value, key } => (value, key),
-                Outcome::Fallback(why) => return Ok((keys, values, Some(why))),
+                Outcome::Fallback(why) => return Ok(w.stopped(Some(why))),
             };
             if old_key != key {
-                return Ok((keys, values, Some("update changes the key")));
+                return Ok(w.stopped(Some("update changes the key")));
             }
-            out.clear();
-            out.extend_from_slice(value_header);
             let before = (!old_is_key).then_some(&old_record[..]);
             let n = i as i64;
-            write_envelope(
-                &mut out,
-                before,
-                Some(&record[..]),
-                &source,
-                lsn as i64,
-                total + n,
-                order + n,
-                "u",
-                ts_ns,
-            );
-            values.append(PyBytes::new(py, &out))?;
-            match key_header {
-                Some(h) => {
-                    k.clear();
-                    k.extend_from_slice(h);
-                    k.extend_from_slice(&key);
-                    keys.append(PyBytes::new(py, &k))?;
-                }
-                None => keys.append(py.None())?,
-            }
+            let envelope = |out: &mut Vec<u8>| {
+                write_envelope(
+                    out,
+                    before,
+                    Some(&record[..]),
+                    &source,
+                    lsn as i64,
+                    total + n,
+                    order + n,
+                    "u",
+                    ts_ns,
+                )
+            };
+            w.push(py, value_header, envelope, key_header, &key)?;
         }
-        Ok((keys, values, None))
+        Ok(w.stopped(None))
     }
 
     /// Why rows whose plan column c is field `fields[c]` (-1: none) of a COPY row of
@@ -524,12 +512,11 @@ impl PyRowPlan {
         ts_ns: i64,
         prepared: Option<PyRef<'py, PyCopyRecords>>,
     ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Option<String>)> {
-        let keys = PyList::empty(py);
-        let values = PyList::empty(py);
+        let mut w = Written::new(py);
         let c = chunk.get();
         let plan = match copy_plan(&self.plan, &fields, c.ncols_of()) {
             Ok(Ok(plan)) => plan,
-            Ok(Err(reason)) => return Ok((keys, values, Some(reason))),
+            Ok(Err(reason)) => return Ok(w.stopped(Some(reason))),
             Err(e) => return Err(e),
         };
         let todo = rows.get(start..).unwrap_or(&[]);
@@ -552,8 +539,6 @@ impl PyRowPlan {
             SourceParts::of(&parts.2),
         ];
         let last = rows.len().saturating_sub(1);
-        let mut out = Vec::new();
-        let mut k = Vec::new();
         for (n, (record, key)) in records.enumerate() {
             let at = start + n;
             let source = if at == 0 {
@@ -563,37 +548,18 @@ impl PyRowPlan {
             } else {
                 &sources[1]
             };
-            out.clear();
-            out.extend_from_slice(value_header);
-            write_envelope(
-                &mut out,
-                None,
-                Some(record),
-                source,
-                lsn as i64,
-                0,
-                0,
-                op,
-                ts_ns,
-            );
-            values.append(PyBytes::new(py, &out))?;
-            match key_header {
-                Some(h) => {
-                    k.clear();
-                    k.extend_from_slice(h);
-                    k.extend_from_slice(key);
-                    keys.append(PyBytes::new(py, &k))?;
-                }
-                None => keys.append(py.None())?,
-            }
+            let envelope = |out: &mut Vec<u8>| {
+                write_envelope(out, None, Some(record), source, lsn as i64, 0, 0, op, ts_ns)
+            };
+            w.push(py, value_header, envelope, key_header, key)?;
         }
         match stop {
-            Stop::Done => Ok((keys, values, None)),
-            Stop::Fallback(why) => Ok((keys, values, Some(why.to_string()))),
+            Stop::Done => Ok(w.stopped(None)),
+            Stop::Fallback(why) => Ok(w.stopped(Some(why.to_string()))),
             Stop::Error(e) => self
                 .errors
                 .check(py, Ok(Err::<(), _>(e)), "COPY row encoder", lsn)
-                .map(|()| (keys, values, None)),
+                .map(|()| w.stopped(None)),
         }
     }
 }
@@ -645,51 +611,88 @@ impl PyRowPlan {
     ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Option<&'static str>)> {
         let deleting = ev.op == "d";
         let want_key = ev.key_header.is_some();
-        let keys = PyList::empty(py);
-        let values = PyList::empty(py);
-        // One envelope buffer and one key buffer for the whole run, cleared per row: each
-        // row's bytes are copied into its PyBytes, so after the first rows no row
-        // allocates or grows them.
-        let mut out = Vec::new();
-        let mut k = Vec::new();
+        let mut w = Written::new(py);
         for (i, row) in rows.enumerate() {
             let (raw, lsn) = row?;
             let tuple = raw.as_tuple();
             let (record, key) = match self.encode_one(py, &tuple, want_key, lsn, None)? {
                 Outcome::Encoded { value, key } => (value, key),
-                Outcome::Fallback(why) => return Ok((keys, values, Some(why))),
+                Outcome::Fallback(why) => return Ok(w.stopped(Some(why))),
             };
-            out.clear();
-            out.extend_from_slice(ev.value_header);
             let (before, after) = if deleting {
                 (Some(&record[..]), None)
             } else {
                 (None, Some(&record[..]))
             };
             let n = i as i64;
-            write_envelope(
-                &mut out,
-                before,
-                after,
-                &ev.source,
-                lsn as i64,
-                ev.total + n,
-                ev.order + n,
-                ev.op,
-                ev.ts_ns,
-            );
-            values.append(PyBytes::new(py, &out))?;
-            match ev.key_header {
-                Some(h) => {
-                    k.clear();
-                    k.extend_from_slice(h);
-                    k.extend_from_slice(&key);
-                    keys.append(PyBytes::new(py, &k))?;
-                }
-                None => keys.append(py.None())?,
-            }
+            let envelope = |out: &mut Vec<u8>| {
+                write_envelope(
+                    out,
+                    before,
+                    after,
+                    &ev.source,
+                    lsn as i64,
+                    ev.total + n,
+                    ev.order + n,
+                    ev.op,
+                    ev.ts_ns,
+                )
+            };
+            w.push(py, ev.value_header, envelope, ev.key_header, &key)?;
         }
-        Ok((keys, values, None))
+        Ok(w.stopped(None))
+    }
+}
+
+/// The `(keys, values)` lists a run's events go into, with one envelope buffer and one
+/// key buffer for the whole run, cleared per event: each event's bytes are copied into
+/// its PyBytes, so after the first events none allocates or grows them.
+struct Written<'py> {
+    keys: Bound<'py, PyList>,
+    values: Bound<'py, PyList>,
+    out: Vec<u8>,
+    k: Vec<u8>,
+}
+
+impl<'py> Written<'py> {
+    fn new(py: Python<'py>) -> Self {
+        Written {
+            keys: PyList::empty(py),
+            values: PyList::empty(py),
+            out: Vec::new(),
+            k: Vec::new(),
+        }
+    }
+
+    /// One event: `value_header` and the Envelope `envelope` writes behind it as its
+    /// value, and the Key record `key` behind `key_header` as its key (None when no
+    /// Key record is wanted).
+    fn push(
+        &mut self,
+        py: Python<'py>,
+        value_header: &[u8],
+        envelope: impl FnOnce(&mut Vec<u8>),
+        key_header: Option<&[u8]>,
+        key: &[u8],
+    ) -> PyResult<()> {
+        self.out.clear();
+        self.out.extend_from_slice(value_header);
+        envelope(&mut self.out);
+        self.values.append(PyBytes::new(py, &self.out))?;
+        match key_header {
+            Some(h) => {
+                self.k.clear();
+                self.k.extend_from_slice(h);
+                self.k.extend_from_slice(key);
+                self.keys.append(PyBytes::new(py, &self.k))
+            }
+            None => self.keys.append(py.None()),
+        }
+    }
+
+    /// `(keys, values, reason)`: the events so far, and why the run stopped there.
+    fn stopped<R>(self, reason: R) -> (Bound<'py, PyList>, Bound<'py, PyList>, R) {
+        (self.keys, self.values, reason)
     }
 }
 

@@ -46,7 +46,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use pyo3::IntoPyObjectExt;
 
-use crate::decode::heap::{Event, Kind, Source};
+use crate::decode::heap::{self, Event, Kind, Source};
 use crate::glue::decode::PyHeapDecoder;
 use crate::reorder::run::{self, OldTuple, Row, RowKind};
 use crate::reorder::toast::{self, ToastHash};
@@ -77,8 +77,17 @@ impl RowsBuilder {
         main: &[u8],
         block0: &[u8],
     ) -> Result<(), &'static str> {
+        // A tuple's bytes, from whichever part of the record holds them.
+        let bytes_of = |t: &heap::Tuple, what: &'static str| {
+            match t.source {
+                Source::Main => main,
+                Source::Block0 => block0,
+            }
+            .get(t.data.clone())
+            .ok_or(what)
+        };
         for ev in events {
-            let (mut kind, offset, t, clear_toast_afterwards, on_toast_relation) = match ev {
+            let (kind, offset, t, clear_toast_afterwards, on_toast_relation) = match ev {
                 Event::Change {
                     kind: Kind::Insert,
                     offset,
@@ -98,17 +107,28 @@ impl RowsBuilder {
                     kind: Kind::Update,
                     offset,
                     new_tuple: Some(t),
-                    old_tuple: _,
-                    old_is_key: _,
+                    old_tuple,
+                    old_is_key,
                     clear_toast_afterwards,
                     on_toast_relation: false,
-                } => (
-                    RowKind::Update { old: None },
-                    offset,
-                    t,
-                    clear_toast_afterwards,
-                    false,
-                ),
+                } => {
+                    // its old tuple or key, when it logged one, after the new tuple
+                    let old = old_tuple.as_ref().map(|o| OldTuple {
+                        natts: o.natts,
+                        infomask: o.infomask,
+                        infomask2: o.infomask2,
+                        hoff: o.hoff,
+                        is_key: *old_is_key,
+                        len: o.data.len(),
+                    });
+                    (
+                        RowKind::Update { old },
+                        offset,
+                        t,
+                        clear_toast_afterwards,
+                        false,
+                    )
+                }
                 Event::Change {
                     kind: Kind::Delete,
                     offset,
@@ -134,40 +154,16 @@ impl RowsBuilder {
             if !self.chunk.is_empty() {
                 self.chunk.push(on_toast_relation);
             }
-            let src = match t.source {
-                Source::Main => main,
-                Source::Block0 => block0,
-            };
-            let bytes = src
-                .get(t.data.clone())
-                .ok_or("an insert run row's tuple lies outside its record")?;
+            let bytes = bytes_of(t, "an insert run row's tuple lies outside its record")?;
             self.data.extend_from_slice(bytes);
-            // An UPDATE's old tuple or key, when it logged one, after the new tuple.
             if let Event::Change {
-                kind: Kind::Update,
                 old_tuple: Some(o),
-                old_is_key,
+                kind: Kind::Update,
                 ..
             } = ev
             {
-                let src = match o.source {
-                    Source::Main => main,
-                    Source::Block0 => block0,
-                };
-                let old = src
-                    .get(o.data.clone())
-                    .ok_or("an update run row's old tuple lies outside its record")?;
+                let old = bytes_of(o, "an update run row's old tuple lies outside its record")?;
                 self.data.extend_from_slice(old);
-                kind = RowKind::Update {
-                    old: Some(OldTuple {
-                        natts: o.natts,
-                        infomask: o.infomask,
-                        infomask2: o.infomask2,
-                        hoff: o.hoff,
-                        is_key: *old_is_key,
-                        len: old.len(),
-                    }),
-                };
             }
             self.rows.push(Row {
                 lsn,
