@@ -155,7 +155,7 @@ class KafkaSink:
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 5,
-            "compression.type": "lz4",
+            "compression.type": k.compression_type,
             "transaction.timeout.ms": k.transaction_timeout_ms,
             "queue.buffering.max.messages": 500_000,
             "queue.buffering.max.kbytes": QUEUE_MAX_KBYTES,

@@ -20,8 +20,8 @@ shared Apicurio):
 - `debezium`: Debezium 3.6.1's PostgreSQL connector in Kafka Connect 4.1.1
   (deploy/local/svc_connect.py; started here if it is not running and stopped again
   only then), configured as bench_vs_debezium configures it (`connector_config`:
-  pgoutput, Apicurio's AvroConverter for keys and values, defaults otherwise) with
-  snapshot.mode initial.
+  pgoutput, Apicurio's AvroConverter for keys and values, its producer compressing
+  with lz4 as pgcdc's does by default, defaults otherwise) with snapshot.mode initial.
 
 Figures per run:
 - rows/s = rows / (start -> every row readable in Kafka). Start: the worker spawned, or

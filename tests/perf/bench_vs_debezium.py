@@ -4,7 +4,7 @@
         [--txn-rows 10000] [--reps 3] [--pgbench-s 30] [--lat-rate 100] [--lat-rows 100]
         [--lat-s 20] [--change-rows 200000]
         [--only bulk,single,wide,toast,updates,updates-full,deletes,pgbench,latency]
-        [--systems pgcdc,debezium]
+        [--systems pgcdc,debezium] [--compression lz4]
 
 Both read the shared PostgreSQL 15 (127.0.0.1:55415) and write Avro to the shared Kafka
 (127.0.0.1:19092) with schemas in the shared Apicurio (http://127.0.0.1:18081):
@@ -18,6 +18,9 @@ Both read the shared PostgreSQL 15 (127.0.0.1:55415) and write Avro to the share
   running and stopped again only then), with Apicurio's AvroConverter for keys and values
   (`apicurio.registry.url=<registry>/apis/registry/v3`, auto-register, find-latest,
   dereference-schema), a fresh connector, slot and publication per workload.
+- Both producers compress alike: `--compression` (default lz4, pgcdc's default
+  kafka.compression_type) is pgcdc's PGCDC_KAFKA__COMPRESSION_TYPE and the connector's
+  producer.override.compression.type (Connect's own default is none).
 
 Each repetition runs every workload under pgcdc and then under Debezium, each in its
 own fresh database with the same 5-column table (bigint key, int, text, numeric(12,2),
@@ -131,8 +134,15 @@ class System(abc.ABC):
 
     name = ""
 
-    def __init__(self, pg: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]):
+    def __init__(
+        self,
+        pg: dict[str, Any],
+        kafka: dict[str, Any],
+        registry: dict[str, Any],
+        compression: str = "lz4",
+    ):
         self.pg, self.kafka, self.registry = pg, kafka, registry
+        self.compression = compression
         self.p: Pipeline | None = None
 
     def new_db(self, pgbench: bool, tables: tuple[str, ...] = (TABLE,)) -> Pipeline:
@@ -142,7 +152,11 @@ class System(abc.ABC):
             self.registry,
             unique(f"vs{self.name[:3]}"),
             heartbeat_s=1.0,
-            extra_env={"PGCDC_SNAPSHOT__MODE": "never", "PGCDC_LOG__LEVEL": "info"},
+            extra_env={
+                "PGCDC_SNAPSHOT__MODE": "never",
+                "PGCDC_LOG__LEVEL": "info",
+                "PGCDC_KAFKA__COMPRESSION_TYPE": self.compression,
+            },
         )
         p.create(list(tables))
         if pgbench:
@@ -216,10 +230,15 @@ class Pgcdc(System):
 
 
 def connector_config(
-    pg: dict[str, Any], registry: dict[str, Any], p: Pipeline, snapshot_mode: str
+    pg: dict[str, Any],
+    registry: dict[str, Any],
+    p: Pipeline,
+    snapshot_mode: str,
+    compression: str = "lz4",
 ) -> dict[str, str]:
     """Debezium's PostgreSQL connector on `p`'s database: pgoutput, Apicurio's
-    AvroConverter for keys and values, defaults otherwise."""
+    AvroConverter for keys and values, its producer compressing as pgcdc's does
+    (`compression`), defaults otherwise."""
     base = registry["url"].split("/apis/")[0]
     conv: dict[str, str] = {}
     for side in ("key.converter", "value.converter"):
@@ -245,6 +264,7 @@ def connector_config(
         "publication.autocreate.mode": "all_tables",
         "table.include.list": "public\\..*",
         "snapshot.mode": snapshot_mode,
+        "producer.override.compression.type": compression,
         **conv,
     }
 
@@ -258,7 +278,7 @@ class Debezium(System):
         self.connector = f"vsdbz-{p.name}"
         # pgcdc always publishes transaction metadata: the same work for Debezium.
         config = {
-            **connector_config(self.pg, self.registry, p, "no_data"),
+            **connector_config(self.pg, self.registry, p, "no_data", self.compression),
             "provide.transaction.metadata": "true",
         }
         http("PUT", f"{svc_connect.BASE}/connectors/{self.connector}/config", config)
@@ -590,6 +610,12 @@ def main() -> int:
     parser.add_argument("--change-rows", type=int, default=200_000)
     parser.add_argument("--only", default="bulk,single,pgbench,latency")
     parser.add_argument("--systems", default="pgcdc,debezium")
+    parser.add_argument(
+        "--compression",
+        default="lz4",
+        choices=("none", "gzip", "snappy", "lz4", "zstd"),
+        help="both producers' compression.type",
+    )
     args = parser.parse_args()
     every = (
         "bulk",
@@ -618,7 +644,8 @@ def main() -> int:
             connect.wait_healthy()
             started_connect = True
     systems: dict[str, System] = {
-        n: (Pgcdc if n == "pgcdc" else Debezium)(pg, kafka, registry) for n in names
+        n: (Pgcdc if n == "pgcdc" else Debezium)(pg, kafka, registry, args.compression)
+        for n in names
     }
     results: dict[tuple[str, str], list[Result]] = defaultdict(list)
     workloads: dict[str, Callable[[System], Result]] = {
@@ -647,7 +674,8 @@ def main() -> int:
     }
     print(
         f"PostgreSQL {pg['version']}, Kafka {kafka['bootstrap']}, PGCDC_IMPL="
-        f"{os.environ.get('PGCDC_IMPL', '(default)')}, load average at start "
+        f"{os.environ.get('PGCDC_IMPL', '(default)')}, compression {args.compression}, "
+        f"load average at start "
         f"{os.getloadavg()[0]:.2f}",
         flush=True,
     )

@@ -47,6 +47,7 @@ def test_secret_files_and_redaction(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         ("source:\n  port: 0\n", "source.port"),
         ("source:\n  slot: Bad-Name\n", "source.slot"),
         ("kafka:\n  max_batch_txns: 0\n", "kafka.max_batch_txns"),
+        ("kafka:\n  compression_type: brotli\n", "kafka.compression_type"),
         ("snapshot:\n  mode: sometimes\n", "snapshot.mode"),
         ("decoding:\n  memory_accounting: rss\n", "decoding.memory_accounting"),
         ("nonsense: 1\n", "nonsense"),
