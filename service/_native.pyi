@@ -157,6 +157,7 @@ class RowPlan:
         mismatch_error: type[PgcdcError],
         decode_error: type[PgcdcError],
     ) -> None: ...
+    def take_dropped(self) -> list[str]: ...
     def encode(
         self,
         natts: int,

@@ -49,8 +49,10 @@ How:
   `fallbacks`): an external or unchanged TOAST pointer, a missing attribute whose
   default the row decoder does not read as a stored datum (`RelationInfo.missing_datums`:
   attmissingval of a jsonb or text-valued type; the stored ones are deformed in Rust, as
-  getmissingattr), NaN/±Infinity numerics in `precise` mode (the string and double modes write
-  them natively), text that is not UTF-8, a value outside its Avro
+  getmissingattr), NaN/±Infinity numerics in `precise` mode in a NOT NULL column (where
+  Python raises naming it; in a nullable column Rust writes null as Python does, and
+  `_warn_dropped` gives Python's `numeric_special_value_dropped` warning; the string and
+  double modes write them natively), text that is not UTF-8, a value outside its Avro
   type, an xml value with an XML declaration, a stored form the Python reference
   rejects (a damaged jsonb, inet or bit string, an enum OID without a label: Python
   raises its typed error). A fallback row is encoded entirely by the Python path, never
@@ -463,7 +465,16 @@ def _op_code(op: ChangeOp) -> str:
 class _Entry:
     """A `_Table`'s compiled native plan (or why it has none) and its headers."""
 
-    __slots__ = ("key_exact", "key_header", "plan", "reason", "table", "value_header", "want_key")
+    __slots__ = (
+        "drops",
+        "key_exact",
+        "key_header",
+        "plan",
+        "reason",
+        "table",
+        "value_header",
+        "want_key",
+    )
 
     def __init__(self, table: TableDef, plan: Any | None, reason: str, t: _Table) -> None:
         self.table = table
@@ -475,6 +486,12 @@ class _Entry:
         types = {c.name: c.type_oid for c in table.columns if not c.dropped}
         # An UPDATE's old and new Key records compare by their bytes (`_encode_update`).
         self.key_exact = all(types.get(p.column) in EXACT_KEY_TYPES for p in t.plan.key_fields)
+        # A nullable field that may be a decimal (bytes: Decimal, record:
+        # VariableScaleDecimal; a superset): the encoder may drop a NaN there
+        # (`NativeRows._warn_dropped`).
+        self.drops = any(
+            f.optional and f.mapping.kind in ("bytes", "record") for f in t.plan.fields
+        )
 
 
 # snapshot_rows' compiled table: the _Table, the TableDef, the entry, each column's COPY
@@ -798,6 +815,8 @@ class NativeRows:
             )
         if reason is not None:
             self.fallbacks[reason] += 1
+        if entry.drops:
+            self._warn_dropped(plan)
         done = len(values)
         if done:
             self.native += done
@@ -878,6 +897,13 @@ class NativeRows:
         self.native += 1
         return ("u", *self._wrap(ctx, hot, before, record, key_record, lsn, "u"))
 
+    def _warn_dropped(self, plan: Any) -> None:
+        """The Python path's `numeric_special_value_dropped` warning (once per column, by
+        `AvroPlugin._warn`) for each nullable decimal column whose NaN/±Infinity the
+        encoder wrote as null since the last look (`RowPlan.take_dropped`)."""
+        for column in plan.take_dropped():
+            self.plugin._warn("numeric_special_value_dropped", column)
+
     def _row(
         self, plan: Any, row: DecodedRow, lsn: int, want_key: bool
     ) -> tuple[bytes, bytes | None] | None:
@@ -887,6 +913,7 @@ class NativeRows:
         out = plan.encode(
             raw.natts, raw.infomask, raw.hoff, raw.data, lsn, want_key, row.toast or None
         )
+        self._warn_dropped(plan)
         if type(out) is str:
             self.fallbacks[out] += 1
             return None
@@ -1011,6 +1038,8 @@ class NativeRows:
         )
         if why is not None:
             self.fallbacks[why] += 1
+        if entry.drops:
+            self._warn_dropped(plan)
         done = len(values)
         if done:
             self.native += done

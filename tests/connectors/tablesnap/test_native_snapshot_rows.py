@@ -27,7 +27,7 @@ cube, earth and seg (read as their text, their value). Then:
   composites) without the table ever falling back as a whole), that a table without a
   native plan (n_python's aclitem: its chunks never reach the native rows) did not go
   native, and that a
-  row the Python path decides (NaN numerics) fell back on its own.
+  row the Python path decides (a float4 NaN, a NaN in a numeric[]) fell back on its own.
 - stream: the same rows are copied into twin tables (`CREATE TABLE ... (LIKE ...)`,
   `INSERT ... SELECT *`) and decoded from the WAL by a pgcdc `Session` into an
   AvroPlugin as `PGCDC_IMPL` selects it. Per table, the multiset of `after` records
@@ -315,10 +315,10 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 cur.execute("ALTER TABLE n_all ADD COLUMN big4 text COMPRESSION lz4")
             for sql in [*WORKLOAD, *jsonpath_rows(int(pg["version"]))]:
                 cur.execute(sql)
-            # the NaN row again as n_all's last, so that a chunk its reader encodes
-            # ahead (`snapshot_prepare`) stops at it
+            # the float4 NaN row (the Python path's) again as n_all's last, so that a
+            # chunk its reader encodes ahead (`snapshot_prepare`) stops at it
             cur.execute(
-                "CREATE TEMP TABLE nan_again AS SELECT * FROM n_all WHERE nv = 'NaN';"
+                "CREATE TEMP TABLE nan_again AS SELECT * FROM n_all WHERE f4 = 'NaN';"
                 " UPDATE nan_again SET id = (SELECT max(id) + 1 FROM n_all);"
                 " INSERT INTO n_all SELECT * FROM nan_again"
             )
@@ -349,12 +349,15 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 assert ours.native_rows is not None
                 assert ours.native_rows.native > 0
                 # chunks after each table's first took their records from their reader
-                # (`snapshot_prepare`), one stopping at a NaN numeric among them: the
+                # (`snapshot_prepare`), one stopping at a float4 NaN among them: the
                 # bytes above are equal all the same
                 assert ours.native_rows.ahead > 0, ahead
                 assert ahead["public.n_all"] > 0 and ahead["stopped early"] > 0, ahead
                 reasons = ours.native_rows.fallbacks
+                # a NaN inside a numeric[] (a NaN in a nullable numeric column is
+                # written as null natively, as Python writes it)
                 assert reasons["numeric Python decides"] > 0, reasons
+                assert reasons["float4 NaN"] > 0, reasons
                 # arrays (n_arr2, jsonb[] in n_arr, and n_dom's domains over arrays and
                 # arrays of domains and of an enum) go native, and so do the geometric
                 # types, ranges, multiranges, text search types, citext and composites

@@ -139,6 +139,7 @@ pub fn composite(
             labels: labels.unwrap_or_default(),
             elem: None,
             composite: nested,
+            special_dropped: Default::default(),
         });
     }
     Ok(Arc::new(Composite {
@@ -250,6 +251,7 @@ impl PyRowPlan {
                 labels: labels.remove(&cols.len()).unwrap_or_default(),
                 elem,
                 composite,
+                special_dropped: Default::default(),
                 kind,
                 optional,
             });
@@ -267,6 +269,12 @@ impl PyRowPlan {
                 decode_error,
             },
         })
+    }
+
+    /// The columns whose NaN/±Infinity an encode since the last call wrote as null
+    /// (`Plan::take_dropped`): the caller warns `numeric_special_value_dropped` for each.
+    fn take_dropped(&self) -> Vec<String> {
+        self.plan.take_dropped()
     }
 
     /// `(value, key | None)`, or the fallback reason; see the module docstring. `toast`,

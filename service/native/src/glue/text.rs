@@ -130,6 +130,7 @@ impl PyTextPlan {
                 labels: labels.remove(&layout.len()).unwrap_or_default(),
                 elem: None,
                 composite,
+                special_dropped: Default::default(),
             });
             printed.push(shown);
         }

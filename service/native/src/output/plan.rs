@@ -41,6 +41,10 @@ pub struct Column {
     pub elem: Option<Elem>,
     /// A composite column's fields; None otherwise.
     pub composite: Option<std::sync::Arc<Composite>>,
+    /// Set when the avro encoder wrote null for a NaN/±Infinity this nullable decimal
+    /// column held (the Python path's `numeric_special_value_dropped`); shared by the
+    /// plan's clones and threads, cleared by `Plan::take_dropped`.
+    pub special_dropped: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// An array's element type: its encoding and stored form (pg_type's typlen, typalign).
@@ -107,6 +111,17 @@ impl Attribute for Column {
 }
 
 impl Plan {
+    /// The columns whose NaN/±Infinity the avro encoder dropped to null since the last
+    /// call (the caller warns, as the Python path does when it drops one).
+    pub fn take_dropped(&self) -> Vec<String> {
+        use std::sync::atomic::Ordering;
+        self.columns
+            .iter()
+            .filter(|c| c.special_dropped.swap(false, Ordering::Relaxed))
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
     /// heap_deform_tuple of `t` over the plan's attributes (crate::types::deform).
     pub fn deform<'a>(
         &self,

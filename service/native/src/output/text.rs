@@ -317,6 +317,7 @@ mod tests {
             labels: Default::default(),
             elem: None,
             composite: None,
+            special_dropped: Default::default(),
         }
     }
 

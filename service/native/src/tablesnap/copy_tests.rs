@@ -33,6 +33,7 @@ fn array_plan(name: &str, labels: Labels, elem: Elem) -> Plan {
         labels,
         elem: Some(elem),
         composite: None,
+        special_dropped: Default::default(),
     };
     Plan {
         columns: vec![col],

@@ -290,6 +290,7 @@ mod tests {
             labels: Default::default(),
             elem: None,
             composite: None,
+            special_dropped: Default::default(),
         }
     }
 

@@ -10,7 +10,9 @@
 //! a nullable field as the `["null", T]` union) and the Key record's (the key columns,
 //! required: a NULL becomes the type's zero value, as KeyFromValue); or
 //! `Outcome::Fallback(reason)` when the row holds something only the Python path decides
-//! (an external TOAST pointer, a missing attribute with a default, NaN/±Infinity, text
+//! (an external TOAST pointer, a missing attribute with a default, NaN/±Infinity in a
+//! NOT NULL decimal column (in a nullable one it is written as null and the column
+//! flagged for the caller's warning, `Plan::take_dropped`), text
 //! that is not UTF-8, a value an Avro `int` cannot hold, ...). A fallback is the whole
 //! row: the caller encodes it with the Python reference, never half of each.
 //!
@@ -146,6 +148,19 @@ fn field(
         }
         return Ok(());
     };
+    if optional
+        && matches!(kind, Kind::Decimal { .. } | Kind::VarDecimal)
+        && numeric::special(d).is_some()
+    {
+        // An Avro decimal cannot hold NaN/±Infinity: a nullable column gets null, as
+        // connectors.avro.schema._numeric_mapping's `special` gives it, and the caller
+        // warns (Plan::take_dropped). A NOT NULL column (and every key field) stays
+        // the Python path's, which raises naming it.
+        out.push(avro::NULL_BRANCH);
+        col.special_dropped
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        return Ok(());
+    }
     let mark = out.len();
     if optional {
         out.push(avro::SECOND_BRANCH);

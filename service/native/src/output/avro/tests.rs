@@ -17,6 +17,7 @@ fn col(name: &str, attlen: i16, align: usize, kind: Option<Kind>, optional: bool
         labels: Default::default(),
         elem: None,
         composite: None,
+        special_dropped: Default::default(),
     }
 }
 
