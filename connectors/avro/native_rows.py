@@ -24,7 +24,8 @@ How:
     `NATIVE_TYPES` (the same object): the integers, floats, texts, json and jsonb, xml,
     dates and times, interval, timetz, uuid, "char", inet, cidr, macaddr, macaddr8,
     point (the Point record), and the types published as their output text: the other
-    geometric types, tsvector, tsquery, jsonpath, the built-in ranges and multiranges;
+    geometric types, tsvector, tsquery, jsonpath, the built-in ranges and multiranges,
+    and user-defined ones over a built-in range's subtype (`user_range_kind`);
   - by schema: numeric and money in each decimal.handling.mode (precise: Decimal or
     VariableScaleDecimal; string: the output text; double), bit and varbit (Bits;
     bit(1) a boolean), an enum (Enum: the label of the stored pg_enum OID, from the
@@ -120,6 +121,7 @@ from service.output.native_text import (
     CompositeSpec,
     composite_spec,
     enum_labels,
+    user_range_kind,
 )
 from service.pgconst import UNIX_EPOCH_USECS
 from service.schema.tabledef import TableDef
@@ -296,6 +298,10 @@ def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> FieldKin
         if mapping.schema == type_mapping(meta, decimal_mode, _noop_warn).schema:
             return "enum", 0, 0, 4
         return None
+    user = user_range_kind(meta)
+    if user is not None:
+        # a user-defined range or multirange: the string of its text, as a built-in's
+        return (user, 0, 0, -1) if mapping is type_mapping(meta, decimal_mode, _noop_warn) else None
     base = _base(meta)
     if base is None:
         return None

@@ -260,6 +260,9 @@ class ColumnMeta:
     # Each of `fields`' own ColumnMeta (None for a dropped one), where the describer
     # knows them (service.types.rowdecode.type_meta); () where it does not.
     field_metas: tuple[ColumnMeta | None, ...] = ()
+    # A range's subtype (pg_range.rngsubtype), or a multirange's range's; 0 for any
+    # other type and where the describer does not know it.
+    range_subtype: int = 0
 
     def enum_by_oid(self) -> dict[int, str] | None:
         """An enum column's labels by the pg_enum OID its datums store; None for any

@@ -25,7 +25,8 @@ dates and times, interval, timetz, money, "char", bit and varbit, inet, cidr, ma
 and macaddr8; an enum, whose label the plan maps from its pg_enum OID: `enum_oids`; and
 an array of any of these but box, printed as array_out, with its element's layout from
 `service.types.registry.builtin_layout`; the geometric types, tsvector, tsquery,
-jsonpath, and the built-in ranges and multiranges; a composite of any of these but
+jsonpath, the built-in ranges and multiranges, and user-defined ones over a built-in
+range's subtype (`user_range_kind`); a composite of any of these but
 arrays, enums and composites, printed as record_out; the contrib extension types,
 PostGIS geometry and geography, pgvector's types: `EXT_KINDS`). A relation with a
 column of any other type (arrays of other types, domains, composites, ranges,
@@ -95,6 +96,26 @@ OUTPUT_TYPES: dict[int, tuple[str, int]] = {
     4072: ("jsonpath", -1),  # jsonpath_out (printJsonPathItem), every server's item types
 }
 RANGES = frozenset({3904, 3906, 3908, 3910, 3912, 3926})
+# A range's subtype -> the name of the built-in range over it, less "range".
+_RANGE_SUBTYPES = {23: "int4", 20: "int8", 1700: "num", 1082: "date", 1114: "ts", 1184: "tstz"}
+
+
+def user_range_kind(meta: ColumnMeta) -> str | None:
+    """A user-defined range (CREATE TYPE ... AS RANGE) or its multirange over the subtype
+    of a built-in range: the built-in one's kind with the type's own OID
+    (`int4range@16401`: its datums store that OID, and print as the built-in ones do);
+    None for any other type."""
+    if meta.ext or meta.stored_bytes_type or meta.type_oid in OUTPUT_TYPES:
+        return None
+    prefix = _RANGE_SUBTYPES.get(meta.range_subtype)
+    if prefix is None:
+        return None
+    if meta.kind == "r":
+        return f"{prefix}range@{meta.type_oid}"
+    if meta.kind == "b":  # a multirange (ColumnMeta.kind names no 'm')
+        return f"{prefix}multirange@{meta.type_oid}"
+    return None
+
 
 # Built-in types the native writer prints, by OID: (kind, attlen of the stored form).
 TEXT_KINDS: dict[int, tuple[str, int]] = {
@@ -316,6 +337,9 @@ def _kind(meta: ColumnMeta, at: int, parts: _Parts) -> tuple[str, int] | None:
         return _COMPOSITE, -1
     if meta.kind == "r" and meta.type_oid in RANGES:
         return TEXT_KINDS[meta.type_oid]
+    user = user_range_kind(meta)
+    if user is not None:
+        return user, -1
     if meta.kind != "b":
         return None
     return TEXT_KINDS.get(meta.type_oid, _TEXTOUT if meta.output_src == "textout" else None)

@@ -788,6 +788,9 @@ def type_meta(
     # a composite's fields, or an array of composites' element's
     row = info if kind == "c" else elem if kind == "a" and elem_kind == "c" else None
     fields = () if row is None else row.fields
+    range_subtype = info.range_subtype
+    if info.multirange_range:
+        range_subtype = registry.get(info.multirange_range).range_subtype
     return ColumnMeta(
         name=name,
         attnum=attnum,
@@ -811,6 +814,7 @@ def type_meta(
         elem_typmod=elem_typmod,
         elem_stored_oid=stored_elem,
         ext=ext,
+        range_subtype=range_subtype,
     )
 
 

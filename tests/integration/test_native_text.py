@@ -317,6 +317,11 @@ def test_native_text_equals_test_decoding(
             "CREATE DOMAIN ntextarr AS text[]",
             "CREATE TABLE ndom (id int PRIMARY KEY, ia nintarr, ta ntextarr)",
             "CREATE TABLE ntoast (id int PRIMARY KEY, k int, big text)",
+            "CREATE TYPE nu8range AS RANGE (subtype = int8)",
+            "CREATE TYPE nunum AS RANGE (subtype = numeric, multirange_type_name = nunummulti)",
+            "CREATE TYPE nutz AS RANGE (subtype = timestamptz)",
+            "CREATE TABLE nurange (id int PRIMARY KEY, r nu8range, m nu8multirange,"
+            " rn nunum, mn nunummulti, rz nutz)",
             "ALTER TABLE ntoast ALTER COLUMN big SET STORAGE EXTERNAL",
         ],
         [
@@ -351,6 +356,15 @@ def test_native_text_equals_test_decoding(
             "INSERT INTO nsys SELECT g, (g || ':' || g + 5 || ':' || g + 1)::txid_snapshot,"
             " (g || ':' || g || ':')::pg_snapshot, (g || ' ' || -g)::int2vector,"
             " (g::text)::oidvector, NULL FROM generate_series(10, 40) g",
+            "INSERT INTO nurange VALUES (1, '[1,5)', '{[1,3),[7,9]}', '[1.5,NaN]',"
+            " '{[-1e20,0.5),[2,)}', '[2020-01-01 00:00:00.5+00,infinity)'),"
+            " (2, 'empty', '{}', '(,)', '{(,)}', 'empty'), (3, NULL, NULL, NULL, NULL, NULL)",
+            "INSERT INTO nurange SELECT g, ('[' || g || ',' || g * 9 || ')')::nu8range,"
+            " ('{[' || g || ',' || g + 1 || ']}')::nu8multirange, ('(' || g / 7.0 || ',)')::nunum,"
+            " '{}', ('[' || timestamptz '2024-02-29 12:00+00' + g * interval '1 day 1 us'"
+            " || ',)')::nutz FROM generate_series(10, 40) g",
+            "UPDATE nurange SET r = 'empty' WHERE id % 3 = 0",
+            "DELETE FROM nurange WHERE id % 5 = 0",
             f"INSERT INTO narr VALUES {array_rows}",
             "INSERT INTO ndom SELECT id, i4, tx FROM narr",
             f"INSERT INTO ngeo VALUES {geo_rows}",
@@ -434,6 +448,9 @@ def test_native_text_equals_test_decoding(
     assert all(plan is not None for t, plan in native._plans.values() if t.name == "nsys")
     assert any(t.name == "nsys" for t, _ in native._plans.values())
     assert sum(plan is not None for plan in plans.values()) >= 9  # nx .. ndom among them
+    # user-defined ranges and multiranges over a built-in range's subtype too
+    assert all(plan is not None for t, plan in native._plans.values() if t.name == "nurange")
+    assert any(t.name == "nurange" for t, _ in native._plans.values())
     # a domain over an array is printed as the array, natively
     assert all(plan is not None for t, plan in native._plans.values() if t.name == "ndom")
     assert any(t.name == "ndom" for t, _ in native._plans.values())

@@ -84,6 +84,7 @@ TABLES = [
     "n_dom",
     "n_ext2",
     "n_sys",
+    "n_urange",
     "n_python",
     "n_nested",
     "n_jpath",
@@ -364,7 +365,8 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 # (n_geo, n_geo2), hstore, PostGIS, pgvector and the extension types
                 # read as their text (n_ext2, as far as the server has them),
                 # txid_snapshot, pg_snapshot (and arrays of it), int2vector and oidvector
-                # (n_sys), and jsonpath, read as its `::text` (n_jpath), and jsonpath[],
+                # (n_sys), user-defined ranges and multiranges (n_urange), and
+                # jsonpath, read as its `::text` (n_jpath), and jsonpath[],
                 # read as `::text[]` (n_jpath_arr), and composites with enum, array and
                 # composite fields and arrays of composites (n_nested, tablesnap::record);
                 # an aclitem column (n_python) does not
@@ -374,6 +376,7 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                     "n_geo2",
                     "n_ext2",
                     "n_sys",
+                    "n_urange",
                     "n_jpath",
                     "n_jpath_arr",
                     "n_nested",

@@ -344,6 +344,7 @@ mod tests {
                 Some(TextKind::TimestampTz),
                 Some(TextKind::Output(crate::types::outtext::Output::Range(
                     crate::types::range::RangeSub::Int4,
+                    3904,
                 ))),
             ],
             vec![None; 6],

@@ -68,8 +68,8 @@ pub fn rewrites(o: Output) -> bool {
             | Output::Path
             | Output::Polygon
             | Output::Circle
-            | Output::Range(_)
-            | Output::Multirange(_)
+            | Output::Range(..)
+            | Output::Multirange(..)
             | Output::Tsvector
             | Output::Tsquery
             | Output::PgLsn
@@ -99,8 +99,8 @@ pub fn output(o: Output, d: &[u8]) -> Result<Vec<u8>, Rewrite> {
         Output::Circle => floats(d, 3, "circle")?,
         Output::Path => path(d)?,
         Output::Polygon => polygon(d)?,
-        Output::Range(sub) => range(d, sub)?,
-        Output::Multirange(sub) => multirange(d, sub)?,
+        Output::Range(sub, oid) => range(d, sub, oid)?,
+        Output::Multirange(sub, oid) => multirange(d, sub, oid)?,
         Output::Tsvector => tsvector(d)?,
         Output::Tsquery => super::tsquery::tsquery(d)?,
         Output::PgLsn => swapped(d, 8, "pg_lsn")?,
@@ -240,14 +240,15 @@ fn pad(out: &mut Vec<u8>, origin: usize, align: usize) {
     out.resize(origin + len.div_ceil(align) * align, 0);
 }
 
-/// range_recv's input as the stored range (rangetypid, bounds, flags).
-fn range(d: &[u8], sub: RangeSub) -> Result<Vec<u8>, Rewrite> {
+/// range_recv's input as the stored range of type `range_oid` (rangetypid, bounds,
+/// flags).
+fn range(d: &[u8], sub: RangeSub, range_oid: u32) -> Result<Vec<u8>, Rewrite> {
     let (&flags, _) = d
         .split_first()
         .ok_or_else(|| bad("range send value is empty".into()))?;
     // Built behind the varlena header's 4 bytes, so that alignment counts from it.
     let mut out = vec![0u8; 4];
-    out.extend_from_slice(&sub.range_oid().to_le_bytes());
+    out.extend_from_slice(&range_oid.to_le_bytes());
     let mut off = 1;
     for absent in [RANGE_EMPTY | RANGE_LB_INF, RANGE_EMPTY | RANGE_UB_INF] {
         if flags & absent != 0 {
@@ -278,8 +279,9 @@ fn range(d: &[u8], sub: RangeSub) -> Result<Vec<u8>, Rewrite> {
     Ok(out)
 }
 
-/// multirange_recv's input as the stored multirange (module docstring).
-fn multirange(d: &[u8], sub: RangeSub) -> Result<Vec<u8>, Rewrite> {
+/// multirange_recv's input as the stored multirange of type `multirange_oid` (module
+/// docstring).
+fn multirange(d: &[u8], sub: RangeSub, multirange_oid: u32) -> Result<Vec<u8>, Rewrite> {
     let count = be_i32(d, 0).ok_or_else(|| bad("multirange send value is short".into()))?;
     // Every range takes at least its 4-byte length and a flags byte.
     let count = usize::try_from(count)
@@ -300,7 +302,8 @@ fn multirange(d: &[u8], sub: RangeSub) -> Result<Vec<u8>, Rewrite> {
                 ))
             })?;
         off += value.len();
-        ranges.push(range(value, sub)?);
+        // (each range's rangetypid is dropped below: a multirange stores none)
+        ranges.push(range(value, sub, 0)?);
     }
     if off != d.len() {
         return Err(bad(format!(
@@ -309,7 +312,7 @@ fn multirange(d: &[u8], sub: RangeSub) -> Result<Vec<u8>, Rewrite> {
         )));
     }
     let mut out = Vec::new();
-    out.extend_from_slice(&sub.multirange_oid().to_le_bytes());
+    out.extend_from_slice(&multirange_oid.to_le_bytes());
     out.extend_from_slice(&(count as u32).to_le_bytes());
     let items_at = out.len();
     out.resize(items_at + 4 * count.saturating_sub(1), 0);
@@ -520,15 +523,25 @@ mod tests {
         let one = 1i32.to_be_bytes();
         let five = 5i32.to_be_bytes();
         let st = output(
-            Output::Range(RangeSub::Int4),
+            Output::Range(RangeSub::Int4, RangeSub::Int4.range_oid()),
             &range_send(0x02, &[&one, &five]),
         )
         .unwrap();
         let mut s = String::new();
         rtext::range_text(&mut s, &st, RangeSub::Int4).unwrap();
         assert_eq!(s, "[1,5)");
+        // a user-defined range over int4 stores its own type OID
         let st = output(
-            Output::Range(RangeSub::Int8),
+            Output::Range(RangeSub::Int4, 16401),
+            &range_send(0x02, &[&one, &five]),
+        )
+        .unwrap();
+        assert_eq!(st[..4], 16401u32.to_le_bytes());
+        s.clear();
+        rtext::range_text_of(&mut s, &st, RangeSub::Int4, 16401).unwrap();
+        assert_eq!(s, "[1,5)");
+        let st = output(
+            Output::Range(RangeSub::Int8, RangeSub::Int8.range_oid()),
             &range_send(0x08 | 0x04, &[&7i64.to_be_bytes()]),
         )
         .unwrap();
@@ -540,7 +553,11 @@ mod tests {
             4 + 8 + 1,
             "rangetypid, the bound unpadded (8 from the header), flags"
         );
-        let st = output(Output::Range(RangeSub::Int4), &[RANGE_EMPTY]).unwrap();
+        let st = output(
+            Output::Range(RangeSub::Int4, RangeSub::Int4.range_oid()),
+            &[RANGE_EMPTY],
+        )
+        .unwrap();
         s.clear();
         rtext::range_text(&mut s, &st, RangeSub::Int4).unwrap();
         assert_eq!(s, "empty");
@@ -548,7 +565,7 @@ mod tests {
         let n15: &[u8] = &[0, 2, 0, 0, 0, 0, 0, 1, 0, 1, 0x13, 0x88];
         let nan: &[u8] = &[0, 0, 0, 0, 0xC0, 0, 0, 0];
         let st = output(
-            Output::Range(RangeSub::Numeric),
+            Output::Range(RangeSub::Numeric, RangeSub::Numeric.range_oid()),
             &range_send(0x06, &[n15, nan]),
         )
         .unwrap();
@@ -559,7 +576,10 @@ mod tests {
         for n in 0..good.len() {
             assert!(
                 matches!(
-                    output(Output::Range(RangeSub::Int4), &good[..n]),
+                    output(
+                        Output::Range(RangeSub::Int4, RangeSub::Int4.range_oid()),
+                        &good[..n]
+                    ),
                     Err(Rewrite::Bad(_))
                 ),
                 "{n}"
@@ -568,12 +588,15 @@ mod tests {
         let mut long = good.clone();
         long.push(0);
         assert!(matches!(
-            output(Output::Range(RangeSub::Int4), &long),
+            output(
+                Output::Range(RangeSub::Int4, RangeSub::Int4.range_oid()),
+                &long
+            ),
             Err(Rewrite::Bad(_))
         ));
         assert!(matches!(
             output(
-                Output::Range(RangeSub::Int4),
+                Output::Range(RangeSub::Int4, RangeSub::Int4.range_oid()),
                 &range_send(0x02, &[&one, &[0; 3]])
             ),
             Err(Rewrite::Bad(_))
@@ -581,7 +604,10 @@ mod tests {
         let mut negative = vec![0x10];
         negative.extend_from_slice(&(-4i32).to_be_bytes());
         assert!(matches!(
-            output(Output::Range(RangeSub::Int4), &negative),
+            output(
+                Output::Range(RangeSub::Int4, RangeSub::Int4.range_oid()),
+                &negative
+            ),
             Err(Rewrite::Bad(_))
         ));
     }
@@ -602,26 +628,47 @@ mod tests {
             send.extend(r);
             want.push(format!("[{},{})", 10 * i, 10 * i + 3));
         }
-        let st = output(Output::Multirange(RangeSub::TimestampTz), &send);
+        let st = output(
+            Output::Multirange(
+                RangeSub::TimestampTz,
+                RangeSub::TimestampTz.multirange_oid(),
+            ),
+            &send,
+        );
         assert!(st.is_ok());
-        let st = output(Output::Multirange(RangeSub::Int8), &send).unwrap();
+        let st = output(
+            Output::Multirange(RangeSub::Int8, RangeSub::Int8.multirange_oid()),
+            &send,
+        )
+        .unwrap();
         let mut s = String::new();
         rtext::multirange_text(&mut s, &st, RangeSub::Int8).unwrap();
         assert_eq!(s, format!("{{{}}}", want.join(",")));
-        let st = output(Output::Multirange(RangeSub::Int4), &0i32.to_be_bytes()).unwrap();
+        let st = output(
+            Output::Multirange(RangeSub::Int4, RangeSub::Int4.multirange_oid()),
+            &0i32.to_be_bytes(),
+        )
+        .unwrap();
         s.clear();
         rtext::multirange_text(&mut s, &st, RangeSub::Int4).unwrap();
         assert_eq!(s, "{}");
         for cut in 0..send.len() {
             assert!(
-                output(Output::Multirange(RangeSub::Int8), &send[..cut]).is_err(),
+                output(
+                    Output::Multirange(RangeSub::Int8, RangeSub::Int8.multirange_oid()),
+                    &send[..cut]
+                )
+                .is_err(),
                 "{cut}"
             );
         }
         let mut huge = send.clone();
         huge[..4].copy_from_slice(&i32::MAX.to_be_bytes());
         assert!(matches!(
-            output(Output::Multirange(RangeSub::Int8), &huge),
+            output(
+                Output::Multirange(RangeSub::Int8, RangeSub::Int8.multirange_oid()),
+                &huge
+            ),
             Err(Rewrite::Bad(_))
         ));
     }
@@ -673,6 +720,9 @@ mod tests {
         assert!(matches!(output(Output::Xid, &[0; 8]), Err(Rewrite::Bad(_))));
         assert_eq!(output(Output::Ltree, b""), Err(Rewrite::Unsupported));
         assert!(!rewrites(Output::Hstore));
-        assert!(rewrites(Output::Multirange(RangeSub::Date)));
+        assert!(rewrites(Output::Multirange(
+            RangeSub::Date,
+            RangeSub::Date.multirange_oid()
+        )));
     }
 }

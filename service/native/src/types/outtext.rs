@@ -33,8 +33,13 @@ pub enum Output {
     Circle,
     Tsvector,
     Tsquery,
-    Range(RangeSub),
-    Multirange(RangeSub),
+    /// A range over `RangeSub` whose datums store this range type OID: a built-in
+    /// range (`int4range`), or a user-defined one over the same subtype, named
+    /// `int4range@<oid>` (its text is the built-in one's).
+    Range(RangeSub, u32),
+    /// A multirange over `RangeSub` (its OID, as a range's; the datum's own is not
+    /// checked, as Python does not check it).
+    Multirange(RangeSub, u32),
     /// pg_lsn_out: `%X/%X`.
     PgLsn,
     /// xidout, cidout: the unsigned 32-bit number.
@@ -74,8 +79,18 @@ const SUBS: [(&str, RangeSub); 6] = [
 ];
 
 impl Output {
-    /// The type's name (`int4range`, `tstzmultirange`, `box`, ...).
+    /// The type's name (`int4range`, `tstzmultirange`, `box`, ...); a user-defined range
+    /// or multirange over a built-in range's subtype as that range's name, `@` and its
+    /// own OID (`numrange@16401`).
     pub fn parse(name: &str) -> Option<Output> {
+        if let Some((base, oid)) = name.split_once('@') {
+            let oid: u32 = oid.parse().ok().filter(|&o| o != 0)?;
+            return match Output::parse(base)? {
+                Output::Range(sub, _) => Some(Output::Range(sub, oid)),
+                Output::Multirange(sub, _) => Some(Output::Multirange(sub, oid)),
+                _ => None,
+            };
+        }
         Some(match name {
             "point" => Output::Point,
             "line" => Output::Line,
@@ -108,8 +123,10 @@ impl Output {
                 }
                 for (prefix, sub) in SUBS {
                     match name.strip_prefix(prefix) {
-                        Some("range") => return Some(Output::Range(sub)),
-                        Some("multirange") => return Some(Output::Multirange(sub)),
+                        Some("range") => return Some(Output::Range(sub, sub.range_oid())),
+                        Some("multirange") => {
+                            return Some(Output::Multirange(sub, sub.multirange_oid()))
+                        }
                         _ => {}
                     }
                 }
@@ -143,8 +160,8 @@ impl Output {
             Output::Circle => geometric::circle_text(out, d),
             Output::Tsvector => tsearch::tsvector_text(out, d),
             Output::Tsquery => tsearch::tsquery_text(out, d),
-            Output::Range(sub) => super::range::range_text(out, d, sub),
-            Output::Multirange(sub) => super::range::multirange_text(out, d, sub),
+            Output::Range(sub, oid) => super::range::range_text_of(out, d, sub, oid),
+            Output::Multirange(sub, _) => super::range::multirange_text(out, d, sub),
             Output::PgLsn => {
                 let v = u64::from_le_bytes(fixed(d)?);
                 let _ = write!(out, "{:X}/{:X}", v >> 32, v & 0xFFFF_FFFF);
@@ -184,16 +201,34 @@ mod tests {
     fn names_parse() {
         assert_eq!(
             Output::parse("tstzrange"),
-            Some(Output::Range(RangeSub::TimestampTz))
+            Some(Output::Range(RangeSub::TimestampTz, 3910))
         );
         assert_eq!(
             Output::parse("nummultirange"),
-            Some(Output::Multirange(RangeSub::Numeric))
+            Some(Output::Multirange(RangeSub::Numeric, 4532))
         );
         assert_eq!(
             Output::parse("int8range"),
-            Some(Output::Range(RangeSub::Int8))
+            Some(Output::Range(RangeSub::Int8, 3926))
         );
+        // user-defined ones over a built-in range's subtype carry their own OID
+        assert_eq!(
+            Output::parse("int8range@16401"),
+            Some(Output::Range(RangeSub::Int8, 16401))
+        );
+        assert_eq!(
+            Output::parse("datemultirange@16402"),
+            Some(Output::Multirange(RangeSub::Date, 16402))
+        );
+        for bad in [
+            "int8range@",
+            "int8range@0",
+            "int8range@x",
+            "box@16401",
+            "@16401",
+        ] {
+            assert_eq!(Output::parse(bad), None, "{bad}");
+        }
         assert_eq!(Output::parse("polygon"), Some(Output::Polygon));
         assert_eq!(Output::parse("jsonpath"), Some(Output::Jsonpath));
         assert_eq!(Output::Jsonpath.attlen(), -1);
@@ -202,7 +237,7 @@ mod tests {
         assert_eq!(Output::parse("range"), None);
         assert_eq!(Output::parse("int4ranges"), None);
         assert_eq!(Output::Box.attlen(), 32);
-        assert_eq!(Output::Range(RangeSub::Date).attlen(), -1);
+        assert_eq!(Output::Range(RangeSub::Date, 3912).attlen(), -1);
         let mut s = String::new();
         Output::PgLsn
             .write(&mut s, &0x0000_0001_0016_B374u64.to_le_bytes())

@@ -1,10 +1,12 @@
-//! range_out and multirange_out text of the built-in ranges over int4, int8, numeric,
-//! date, timestamp and timestamptz (int4range .. tstzrange, int4multirange ..
-//! tstzmultirange), written from their stored datums.
+//! range_out and multirange_out text of the ranges over int4, int8, numeric, date,
+//! timestamp and timestamptz: the built-in ones (int4range .. tstzrange, int4multirange
+//! .. tstzmultirange) and user-defined ones over the same subtypes, written from their
+//! stored datums.
 //!
 //! Receives: a range or multirange varlena payload (the bytes after the varlena header,
 //! exactly what service.types.range.range_text / service.types.multirange.
-//! multirange_text receive) and the subtype (`RangeSub`) of the column's built-in type.
+//! multirange_text receive), the subtype (`RangeSub`) of the column's type, and for a
+//! range the type's OID (`range_text_of`; `range_text`: the built-in one's).
 //! Hands on: the text appended to a String, exactly as the Python reference prints it
 //! (service.types.convert.to_text: DateStyle=ISO, TimeZone=UTC), which is what range_out,
 //! multirange_out and range_bound_escape print:
@@ -27,7 +29,7 @@
 //! Errors: `Err(reason)` with `out` as it was, wherever the Python reference raises
 //! (too short, a bound or range overrunning its datum, a TOAST pointer, a malformed
 //! numeric, ...), and where only Python can decide: a range whose rangetypid is not the
-//! built-in range type of `sub` (Python looks the OID up in its registry), and an
+//! column's range type (Python looks the OID up in its registry), and an
 //! inline-compressed numeric bound (Python decompresses it; PostgreSQL never stores
 //! one inside a range). A multirange's own stored OID is not checked: Python takes the
 //! range type from the column, not from the datum.
@@ -108,9 +110,22 @@ impl RangeSub {
     }
 }
 
-/// range_out of a range payload (see the module docstring), appended to `out`.
+/// range_out of a range payload of the built-in range over `sub` (see the module
+/// docstring), appended to `out`.
 pub fn range_text(out: &mut String, d: &[u8], sub: RangeSub) -> Result<(), &'static str> {
-    undo_on_err(out, |out| write_range_datum(out, d, sub))
+    range_text_of(out, d, sub, sub.range_oid())
+}
+
+/// range_out of a payload of the range type `range_oid` over `sub`: a built-in range,
+/// or a user-defined one (CREATE TYPE ... AS RANGE (subtype = ...)), whose datums store
+/// its own OID and print as the built-in one over the same subtype does.
+pub fn range_text_of(
+    out: &mut String,
+    d: &[u8],
+    sub: RangeSub,
+    range_oid: u32,
+) -> Result<(), &'static str> {
+    undo_on_err(out, |out| write_range_datum(out, d, sub, range_oid))
 }
 
 /// multirange_out of a multirange payload (see the module docstring), appended to `out`.
@@ -123,13 +138,19 @@ fn align_up(at: usize, align: usize) -> Option<usize> {
     Some(at.checked_add(align - 1)? & !(align - 1))
 }
 
-/// A range datum: rangetypid, the bounds, the flags byte last.
-fn write_range_datum(out: &mut String, d: &[u8], sub: RangeSub) -> Result<(), &'static str> {
+/// A range datum: rangetypid (which must be `range_oid`), the bounds, the flags byte
+/// last.
+fn write_range_datum(
+    out: &mut String,
+    d: &[u8],
+    sub: RangeSub,
+    range_oid: u32,
+) -> Result<(), &'static str> {
     if d.len() < 5 {
         return Err("range datum is too short");
     }
-    if u32_at(d, 0) != Some(sub.range_oid()) {
-        return Err("range type OID is not the subtype's built-in range");
+    if u32_at(d, 0) != Some(range_oid) {
+        return Err("range type OID is not the column's range type");
     }
     let (&flags, rest) = d.split_last().ok_or("range datum is too short")?;
     let body = rest.get(4..).ok_or("range datum is too short")?;
@@ -438,6 +459,26 @@ mod tests {
                 assert_eq!(rust.ok().as_deref(), python, "{what}");
             }
         }
+    }
+
+    #[test]
+    fn a_user_range_prints_as_the_builtin_over_its_subtype() {
+        // [1,5) of a range type 16401 over int4: rangetypid, two int4 bounds, flags
+        let mut d = 16401u32.to_le_bytes().to_vec();
+        d.extend_from_slice(&1i32.to_le_bytes());
+        d.extend_from_slice(&5i32.to_le_bytes());
+        d.push(RANGE_LB_INC);
+        let mut out = String::from(PREFIX);
+        range_text_of(&mut out, &d, RangeSub::Int4, 16401).unwrap();
+        assert_eq!(out, format!("{PREFIX}[1,5)"));
+        // the datum of another type is Python's to judge, with `out` untouched
+        let mut out = String::from(PREFIX);
+        assert!(range_text_of(&mut out, &d, RangeSub::Int4, 16402).is_err());
+        assert!(range_text(&mut out, &d, RangeSub::Int4).is_err());
+        assert_eq!(out, PREFIX);
+        d[..4].copy_from_slice(&3904u32.to_le_bytes());
+        range_text(&mut out, &d, RangeSub::Int4).unwrap();
+        assert_eq!(out, format!("{PREFIX}[1,5)"));
     }
 
     #[test]

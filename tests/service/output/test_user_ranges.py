@@ -1,0 +1,47 @@
+"""User-defined ranges and multiranges: `type_meta` gives their columns the range's
+subtype (`ColumnMeta.range_subtype`), and `user_range_kind` names the native kind of
+those over a built-in range's subtype (the built-in one's name with the type's OID);
+any other subtype, a built-in range and a domain over a range stay as they were."""
+
+from __future__ import annotations
+
+from service.output.native_text import user_range_kind
+from service.types.registry import TypeInfo, TypeRegistry
+from service.types.rowdecode import type_meta
+
+I8RANGE, I8MULTI, FLOATRANGE, FLOATMULTI, DOM = 16401, 16402, 16403, 16404, 16405
+
+
+def _registry() -> TypeRegistry:
+    reg = TypeRegistry()
+    for info in (
+        TypeInfo(I8RANGE, "i8r", -1, False, "d", "r", "range_out", range_subtype=20),
+        TypeInfo(I8MULTI, "i8m", -1, False, "d", "m", "multirange_out", multirange_range=I8RANGE),
+        TypeInfo(FLOATRANGE, "fr", -1, False, "d", "r", "range_out", range_subtype=701),
+        TypeInfo(
+            FLOATMULTI, "fm", -1, False, "d", "m", "multirange_out", multirange_range=FLOATRANGE
+        ),
+        TypeInfo(DOM, "dom", -1, False, "d", "d", "range_out", typbasetype=I8RANGE),
+    ):
+        reg.add(info)
+    return reg
+
+
+def _kind(oid: int) -> tuple[int, str | None]:
+    reg = _registry()
+    meta = type_meta(reg.get(oid), reg, "c", 1, -1, reg.get(oid).name)
+    return meta.range_subtype, user_range_kind(meta)
+
+
+def test_user_ranges_over_builtin_subtypes_get_the_builtin_kind_with_their_oid() -> None:
+    assert _kind(I8RANGE) == (20, f"int8range@{I8RANGE}")
+    assert _kind(I8MULTI) == (20, f"int8multirange@{I8MULTI}")
+
+
+def test_other_subtypes_builtins_and_domains_have_no_user_kind() -> None:
+    assert _kind(FLOATRANGE) == (701, None)
+    assert _kind(FLOATMULTI) == (701, None)
+    assert _kind(3926) == (20, None)  # int8range: the built-in kind, by OID
+    assert _kind(4536) == (20, None)  # int8multirange
+    assert _kind(23)[1] is None
+    assert _kind(DOM)[1] is None  # a domain over a range maps as a domain
