@@ -25,7 +25,7 @@ How:
     dates and times, interval, timetz, uuid, "char", inet, cidr, macaddr, macaddr8,
     point (the Point record), and the types published as their output text: the other
     geometric types, tsvector, tsquery, jsonpath, the built-in ranges and multiranges,
-    and user-defined ones over a built-in range's subtype (`user_range_kind`);
+    and user-defined ones over a built-in range's subtype or float8 (`user_range_kind`);
   - by schema: numeric and money in each decimal.handling.mode (precise: Decimal or
     VariableScaleDecimal; string: the output text; double), bit and varbit (Bits;
     bit(1) a boolean), an enum (Enum: the label of the stored pg_enum OID, from the

@@ -26,7 +26,7 @@ and macaddr8; an enum, whose label the plan maps from its pg_enum OID: `enum_oid
 an array of any of these but box, printed as array_out, with its element's layout from
 `service.types.registry.builtin_layout`; the geometric types, tsvector, tsquery,
 jsonpath, the built-in ranges and multiranges, and user-defined ones over a built-in
-range's subtype (`user_range_kind`); a composite of any of these but
+range's subtype or float8 (`user_range_kind`); a composite of any of these but
 arrays, enums and composites, printed as record_out; the contrib extension types,
 PostGIS geometry and geography, pgvector's types: `EXT_KINDS`). A relation with a
 column of any other type (arrays of other types, domains, composites, ranges,
@@ -96,13 +96,22 @@ OUTPUT_TYPES: dict[int, tuple[str, int]] = {
     4072: ("jsonpath", -1),  # jsonpath_out (printJsonPathItem), every server's item types
 }
 RANGES = frozenset({3904, 3906, 3908, 3910, 3912, 3926})
-# A range's subtype -> the name of the built-in range over it, less "range".
-_RANGE_SUBTYPES = {23: "int4", 20: "int8", 1700: "num", 1082: "date", 1114: "ts", 1184: "tstz"}
+# A range's subtype -> the name of the built-in range over it, less "range" (float8:
+# user ranges only, PostgreSQL's floatrange example; types::outtext's SUBS).
+_RANGE_SUBTYPES = {
+    23: "int4",
+    20: "int8",
+    1700: "num",
+    1082: "date",
+    1114: "ts",
+    1184: "tstz",
+    701: "float8",
+}
 
 
 def user_range_kind(meta: ColumnMeta) -> str | None:
     """A user-defined range (CREATE TYPE ... AS RANGE) or its multirange over the subtype
-    of a built-in range: the built-in one's kind with the type's own OID
+    of a built-in range, or over float8: the built-in one's kind with the type's own OID
     (`int4range@16401`: its datums store that OID, and print as the built-in ones do);
     None for any other type."""
     if meta.ext or meta.stored_bytes_type or meta.type_oid in OUTPUT_TYPES:

@@ -320,8 +320,9 @@ def test_native_text_equals_test_decoding(
             "CREATE TYPE nu8range AS RANGE (subtype = int8)",
             "CREATE TYPE nunum AS RANGE (subtype = numeric, multirange_type_name = nunummulti)",
             "CREATE TYPE nutz AS RANGE (subtype = timestamptz)",
+            "CREATE TYPE nufloatrange AS RANGE (subtype = float8)",
             "CREATE TABLE nurange (id int PRIMARY KEY, r nu8range, m nu8multirange,"
-            " rn nunum, mn nunummulti, rz nutz)",
+            " rn nunum, mn nunummulti, rz nutz, rf nufloatrange, mf nufloatmultirange)",
             "ALTER TABLE ntoast ALTER COLUMN big SET STORAGE EXTERNAL",
         ],
         [
@@ -357,12 +358,15 @@ def test_native_text_equals_test_decoding(
             " (g || ':' || g || ':')::pg_snapshot, (g || ' ' || -g)::int2vector,"
             " (g::text)::oidvector, NULL FROM generate_series(10, 40) g",
             "INSERT INTO nurange VALUES (1, '[1,5)', '{[1,3),[7,9]}', '[1.5,NaN]',"
-            " '{[-1e20,0.5),[2,)}', '[2020-01-01 00:00:00.5+00,infinity)'),"
-            " (2, 'empty', '{}', '(,)', '{(,)}', 'empty'), (3, NULL, NULL, NULL, NULL, NULL)",
+            " '{[-1e20,0.5),[2,)}', '[2020-01-01 00:00:00.5+00,infinity)', '[-0.1,1e300]',"
+            " '{[-Infinity,-0),[0.3,0.30000000000000004]}'),"
+            " (2, 'empty', '{}', '(,)', '{(,)}', 'empty', '(,NaN]', '{}'),"
+            " (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
             "INSERT INTO nurange SELECT g, ('[' || g || ',' || g * 9 || ')')::nu8range,"
             " ('{[' || g || ',' || g + 1 || ']}')::nu8multirange, ('(' || g / 7.0 || ',)')::nunum,"
             " '{}', ('[' || timestamptz '2024-02-29 12:00+00' + g * interval '1 day 1 us'"
-            " || ',)')::nutz FROM generate_series(10, 40) g",
+            " || ',)')::nutz, ('[' || g / 7.0::float8 || ',)')::nufloatrange, NULL"
+            " FROM generate_series(10, 40) g",
             "UPDATE nurange SET r = 'empty' WHERE id % 3 = 0",
             "DELETE FROM nurange WHERE id % 5 = 0",
             f"INSERT INTO narr VALUES {array_rows}",

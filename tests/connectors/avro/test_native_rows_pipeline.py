@@ -133,9 +133,10 @@ CREATE TYPE n_i8range AS RANGE (subtype = int8);
 CREATE TYPE n_numrng AS RANGE (subtype = numeric, multirange_type_name = n_nummulti);
 CREATE TYPE n_tzrng AS RANGE (subtype = timestamptz);
 CREATE TYPE n_dayrng AS RANGE (subtype = date);
+CREATE TYPE n_floatrange AS RANGE (subtype = float8, subtype_diff = float8mi);
 CREATE TABLE n_urange (
     id int4 PRIMARY KEY, r n_i8range, m n_i8multirange, rn n_numrng, mn n_nummulti,
-    rz n_tzrng, rd n_dayrng);
+    rz n_tzrng, rd n_dayrng, rf n_floatrange, mf n_floatmultirange);
 """
 
 
@@ -278,16 +279,19 @@ _MORE_ROWS = [
     # datums store their own type OIDs (`int8range@<oid>`)
     """INSERT INTO n_urange VALUES
  (1, '[1,5)', '{[1,3),[7,9]}', '[1.5,NaN]', '{[-1e20,0.5),[2,)}',
-  '[2020-01-01 00:00:00.5+00,infinity)', '[2000-02-29,2000-03-01]'),
- (2, 'empty', '{}', '(,)', '{(,)}', 'empty', '(,2000-01-01)'),
- (3, NULL, NULL, NULL, NULL, NULL, NULL)""",
+  '[2020-01-01 00:00:00.5+00,infinity)', '[2000-02-29,2000-03-01]',
+  '[-0.1,1e300]', '{[-Infinity,-0),[0.3,0.30000000000000004]}'),
+ (2, 'empty', '{}', '(,)', '{(,)}', 'empty', '(,2000-01-01)', '(,NaN]', '{}'),
+ (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)""",
     """INSERT INTO n_urange SELECT g, int8range(g, g * 1000)::text::n_i8range,
               ('{[' || g || ',' || g + 1 || '),[' || g * 3 || ',' || g * 4 || ']}')::n_i8multirange,
               ('(' || g / 7.0 || ',' || g || ']')::n_numrng,
               ('{[' || -g || ',0],[' || g || '.25,' || g || '.5)}')::n_nummulti,
               ('[' || timestamptz '2024-02-29 12:00+00' + g * interval '1 day 1 us'
                    || ',)')::n_tzrng,
-              ('[' || date '1999-12-31' + g || ',' || date '2000-12-31' + g * 3 || ')')::n_dayrng
+              ('[' || date '1999-12-31' + g || ',' || date '2000-12-31' + g * 3 || ')')::n_dayrng,
+              ('[' || g / 7.0::float8 || ',' || g * 1e10::float8 || ')')::n_floatrange,
+              ('{[' || -g / 3.0::float8 || ',' || g / 3.0::float8 || ']}')::n_floatmultirange
        FROM generate_series(10, 209) g""",
     "UPDATE n_urange SET r = '[0,1]' WHERE id % 3 = 0",
     "DELETE FROM n_urange WHERE id % 4 = 0",

@@ -1,7 +1,8 @@
 """User-defined ranges and multiranges: `type_meta` gives their columns the range's
 subtype (`ColumnMeta.range_subtype`), and `user_range_kind` names the native kind of
-those over a built-in range's subtype (the built-in one's name with the type's OID);
-any other subtype, a built-in range and a domain over a range stay as they were."""
+those over a built-in range's subtype or float8 (the built-in one's name with the
+type's OID); any other subtype, a built-in range and a domain over a range stay as they
+were."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from service.output.native_text import user_range_kind
 from service.types.registry import TypeInfo, TypeRegistry
 from service.types.rowdecode import type_meta
 
-I8RANGE, I8MULTI, FLOATRANGE, FLOATMULTI, DOM = 16401, 16402, 16403, 16404, 16405
+I8RANGE, I8MULTI, FLOATRANGE, FLOATMULTI, DOM, TEXTRANGE = range(16401, 16407)
 
 
 def _registry() -> TypeRegistry:
@@ -22,6 +23,7 @@ def _registry() -> TypeRegistry:
             FLOATMULTI, "fm", -1, False, "d", "m", "multirange_out", multirange_range=FLOATRANGE
         ),
         TypeInfo(DOM, "dom", -1, False, "d", "d", "range_out", typbasetype=I8RANGE),
+        TypeInfo(TEXTRANGE, "tr", -1, False, "i", "r", "range_out", range_subtype=25),
     ):
         reg.add(info)
     return reg
@@ -38,9 +40,13 @@ def test_user_ranges_over_builtin_subtypes_get_the_builtin_kind_with_their_oid()
     assert _kind(I8MULTI) == (20, f"int8multirange@{I8MULTI}")
 
 
-def test_other_subtypes_builtins_and_domains_have_no_user_kind() -> None:
-    assert _kind(FLOATRANGE) == (701, None)
-    assert _kind(FLOATMULTI) == (701, None)
+def test_float8_ranges_have_a_user_kind_and_other_subtypes_none() -> None:
+    assert _kind(FLOATRANGE) == (701, f"float8range@{FLOATRANGE}")
+    assert _kind(FLOATMULTI) == (701, f"float8multirange@{FLOATMULTI}")
+    assert _kind(TEXTRANGE) == (25, None)
+
+
+def test_builtins_and_domains_have_no_user_kind() -> None:
     assert _kind(3926) == (20, None)  # int8range: the built-in kind, by OID
     assert _kind(4536) == (20, None)  # int8multirange
     assert _kind(23)[1] is None

@@ -231,6 +231,7 @@ fn bound(d: &[u8], sub: RangeSub) -> Result<Vec<u8>, Rewrite> {
         RangeSub::Timestamp => swapped(d, 8, "timestamp"),
         RangeSub::TimestampTz => swapped(d, 8, "timestamptz"),
         RangeSub::Numeric => numeric(d),
+        RangeSub::Float8 => swapped(d, 8, "float8"),
     }
 }
 

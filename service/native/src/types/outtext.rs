@@ -69,14 +69,25 @@ pub enum Output {
     Sparsevec,
 }
 
-const SUBS: [(&str, RangeSub); 6] = [
+const SUBS: [(&str, RangeSub); 7] = [
     ("int4", RangeSub::Int4),
     ("int8", RangeSub::Int8),
     ("num", RangeSub::Numeric),
     ("date", RangeSub::Date),
     ("ts", RangeSub::Timestamp),
     ("tstz", RangeSub::TimestampTz),
+    ("float8", RangeSub::Float8), // user ranges only: float8range@<oid>
 ];
+
+/// (subtype, is a multirange) of `<subtype prefix>range` / `<subtype prefix>multirange`.
+fn range_name(name: &str) -> Option<(RangeSub, bool)> {
+    SUBS.iter()
+        .find_map(|&(prefix, sub)| match name.strip_prefix(prefix) {
+            Some("range") => Some((sub, false)),
+            Some("multirange") => Some((sub, true)),
+            _ => None,
+        })
+}
 
 impl Output {
     /// The type's name (`int4range`, `tstzmultirange`, `box`, ...); a user-defined range
@@ -85,10 +96,9 @@ impl Output {
     pub fn parse(name: &str) -> Option<Output> {
         if let Some((base, oid)) = name.split_once('@') {
             let oid: u32 = oid.parse().ok().filter(|&o| o != 0)?;
-            return match Output::parse(base)? {
-                Output::Range(sub, _) => Some(Output::Range(sub, oid)),
-                Output::Multirange(sub, _) => Some(Output::Multirange(sub, oid)),
-                _ => None,
+            return match range_name(base)? {
+                (sub, false) => Some(Output::Range(sub, oid)),
+                (sub, true) => Some(Output::Multirange(sub, oid)),
             };
         }
         Some(match name {
@@ -121,16 +131,12 @@ impl Output {
                 if let Some(kind) = IsnKind::from_name(name) {
                     return Some(Output::Isn(kind));
                 }
-                for (prefix, sub) in SUBS {
-                    match name.strip_prefix(prefix) {
-                        Some("range") => return Some(Output::Range(sub, sub.range_oid())),
-                        Some("multirange") => {
-                            return Some(Output::Multirange(sub, sub.multirange_oid()))
-                        }
-                        _ => {}
-                    }
-                }
-                return None;
+                // a built-in range's name (float8 has none)
+                return match range_name(name)? {
+                    (sub, _) if sub.range_oid() == 0 => None,
+                    (sub, false) => Some(Output::Range(sub, sub.range_oid())),
+                    (sub, true) => Some(Output::Multirange(sub, sub.multirange_oid())),
+                };
             }
         })
     }
@@ -220,6 +226,11 @@ mod tests {
             Output::parse("datemultirange@16402"),
             Some(Output::Multirange(RangeSub::Date, 16402))
         );
+        assert_eq!(
+            Output::parse("float8range@16403"),
+            Some(Output::Range(RangeSub::Float8, 16403))
+        );
+        assert_eq!(Output::parse("float8range"), None); // no built-in one
         for bad in [
             "int8range@",
             "int8range@0",

@@ -1,7 +1,7 @@
 //! range_out and multirange_out text of the ranges over int4, int8, numeric, date,
 //! timestamp and timestamptz: the built-in ones (int4range .. tstzrange, int4multirange
-//! .. tstzmultirange) and user-defined ones over the same subtypes, written from their
-//! stored datums.
+//! .. tstzmultirange) and user-defined ones over the same subtypes or over float8,
+//! written from their stored datums.
 //!
 //! Receives: a range or multirange varlena payload (the bytes after the varlena header,
 //! exactly what service.types.range.range_text / service.types.multirange.
@@ -38,7 +38,7 @@
 
 use std::fmt::Write;
 
-use super::{datetime, nested_varlena, numeric, u32_at, undo_on_err, Nested};
+use super::{datetime, float, nested_varlena, numeric, u32_at, undo_on_err, Nested};
 
 const RANGE_EMPTY: u8 = 0x01;
 const RANGE_LB_INC: u8 = 0x02;
@@ -54,7 +54,8 @@ const NUMERIC_NAN: u16 = 0xC000;
 const NUMERIC_PINF: u16 = 0xD000;
 const NUMERIC_NINF: u16 = 0xF000;
 
-/// The subtype of a built-in range (and of its multirange).
+/// The subtype of a built-in range (and of its multirange), or float8, the subtype of
+/// user-defined ranges only (PostgreSQL's own example, floatrange).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RangeSub {
     Int4,
@@ -63,11 +64,12 @@ pub enum RangeSub {
     Date,
     Timestamp,
     TimestampTz,
+    Float8,
 }
 
 impl RangeSub {
     /// pg_type OID of the built-in range type over this subtype, the rangetypid its
-    /// datums store.
+    /// datums store; 0 for float8, which has none (a user range names its own OID).
     pub fn range_oid(self) -> u32 {
         match self {
             RangeSub::Int4 => 3904,
@@ -76,6 +78,7 @@ impl RangeSub {
             RangeSub::TimestampTz => 3910,
             RangeSub::Date => 3912,
             RangeSub::Int8 => 3926,
+            RangeSub::Float8 => 0,
         }
     }
 
@@ -89,6 +92,7 @@ impl RangeSub {
             RangeSub::TimestampTz => 4534,
             RangeSub::Date => 4535,
             RangeSub::Int8 => 4536,
+            RangeSub::Float8 => 0,
         }
     }
 
@@ -96,7 +100,9 @@ impl RangeSub {
     pub fn typlen(self) -> Option<usize> {
         match self {
             RangeSub::Int4 | RangeSub::Date => Some(4),
-            RangeSub::Int8 | RangeSub::Timestamp | RangeSub::TimestampTz => Some(8),
+            RangeSub::Int8 | RangeSub::Timestamp | RangeSub::TimestampTz | RangeSub::Float8 => {
+                Some(8)
+            }
             RangeSub::Numeric => None,
         }
     }
@@ -105,7 +111,7 @@ impl RangeSub {
     pub fn typalign(self) -> usize {
         match self {
             RangeSub::Int4 | RangeSub::Date | RangeSub::Numeric => 4,
-            RangeSub::Int8 | RangeSub::Timestamp | RangeSub::TimestampTz => 8,
+            RangeSub::Int8 | RangeSub::Timestamp | RangeSub::TimestampTz | RangeSub::Float8 => 8,
         }
     }
 }
@@ -243,6 +249,10 @@ fn element_text(out: &mut String, value: &[u8], sub: RangeSub) -> Result<(), &'s
             datetime::pg_timestamp(out, micros, sub == RangeSub::TimestampTz);
         }
         RangeSub::Numeric => numeric_text(out, value)?,
+        // float8out: the shortest round-trip digits (types::float)
+        RangeSub::Float8 => {
+            float::float8(out, f64::from_le_bytes(value.try_into().map_err(|_| SIZE)?))?
+        }
     }
     Ok(())
 }
@@ -479,6 +489,15 @@ mod tests {
         d[..4].copy_from_slice(&3904u32.to_le_bytes());
         range_text(&mut out, &d, RangeSub::Int4).unwrap();
         assert_eq!(out, format!("{PREFIX}[1,5)"));
+        // float8 bounds (floatrange): float8out's shortest digits (the bounds start
+        // 8 bytes into the varlena: aligned)
+        let mut f = 16403u32.to_le_bytes().to_vec();
+        f.extend_from_slice(&(-0.1f64).to_le_bytes());
+        f.extend_from_slice(&1e300f64.to_le_bytes());
+        f.push(RANGE_LB_INC | RANGE_UB_INC);
+        let mut out = String::new();
+        range_text_of(&mut out, &f, RangeSub::Float8, 16403).unwrap();
+        assert_eq!(out, "[-0.1,1e+300]");
     }
 
     #[test]
