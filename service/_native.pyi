@@ -179,6 +179,7 @@ class RowPlan:
         order: int,
         op: str,
         ts_ns: int,
+        toasts: list[Mapping[int, bytes] | None] | None = None,
     ) -> tuple[list[bytes | None], list[bytes | None], str | None]: ...
     def encode_rows(
         self,

@@ -567,6 +567,8 @@ class NativeRows:
         self._hot: _Hot | None = None  # what the last change's transaction and table share
         self.native = 0  # rows written natively
         self.ahead = 0  # of those, snapshot rows whose record `snapshot_prepare` made
+        # of those, rows with TOAST chunks encoded in groups (PluginSink._flush_toasted)
+        self.toasted = 0
         self.fallbacks: Counter[str] = Counter()  # rows left to Python, by reason
 
     def _entry(self, t: _Table, rel: RelationInfo, table: TableDef) -> _Entry:
@@ -754,6 +756,8 @@ class NativeRows:
                 continue
             table = row.table
             tuples, lsns = [row.raw], [change.lsn]
+            # each row's TOAST chunks (PluginSink hands on inserts with theirs in a list)
+            toasts: list[Mapping[int, bytes] | None] = [row.toast or None]
             j = i + 1
             while j < n:
                 c = changes[j]
@@ -764,8 +768,10 @@ class NativeRows:
                     break
                 tuples.append(r.raw)
                 lsns.append(c.lsn)
+                toasts.append(r.toast or None)
                 j += 1
-            done = self._group(ctx, txn, t, rel, table, op, tuples, lsns)
+            held = toasts if any(toasts) else None
+            done = self._group(ctx, txn, t, rel, table, op, tuples, lsns, held)
             if done < 0:  # no plan: the whole group is the Python path's
                 self._python(ctx, txn, t, changes, i, j)
                 i = j
@@ -786,11 +792,13 @@ class NativeRows:
         op: ChangeOp,
         tuples: list[Any] | HeapRows,
         lsns: list[int],
+        toasts: list[Mapping[int, bytes] | None] | None = None,
     ) -> int:
         """Encode and write the events of consecutive changes of `t` (defined by
         `table`) with op `op`, logged at `lsns`, as one RecordRun; how many it wrote,
         stopping before the first fallback row (counted in `fallbacks`); -1, having done
-        nothing, when the definition has no native plan."""
+        nothing, when the definition has no native plan. `toasts`: each row's TOAST
+        chunks (of a list of `tuples` only)."""
         p = self.plugin
         hot = self._hot_of(txn, t, rel, table, lsns[0])
         st, entry = hot.st, hot.entry
@@ -802,7 +810,16 @@ class NativeRows:
         key_header = entry.key_header if entry.want_key else None
         if isinstance(tuples, list):
             keys, values, reason = plan.encode_events(
-                tuples, lsns, value_header, key_header, parts, total, order, code, self._clock()
+                tuples,
+                lsns,
+                value_header,
+                key_header,
+                parts,
+                total,
+                order,
+                code,
+                self._clock(),
+                toasts,
             )
         elif tuples.olds:  # updates with their old tuples (HeapRows): both encoded
             keys, values, reason = plan.encode_update_rows(
@@ -826,6 +843,8 @@ class NativeRows:
         done = len(values)
         if done:
             self.native += done
+            if toasts is not None:
+                self.toasted += sum(1 for held in toasts[:done] if held)
             if not st.began:
                 p._begin_once(ctx, st, lsns[0])
             p._order(st, t.collection, done)

@@ -153,8 +153,14 @@ _OPS = {
 
 
 _UPDATE = ChangeKind.UPDATE
+_INSERT = ChangeKind.INSERT
 
 PROGRESS_EVERY = 1024
+# Inserts with TOAST chunks wait in PluginSink._toasted until this many, or this many
+# bytes of chunks, are held (or anything else reaches the sink), then go to the plugin
+# as one list: its `changes` encodes them at once (connectors.avro.native_rows).
+TOASTED_MAX = 256
+TOASTED_BYTES = 4 * 1024 * 1024
 
 
 class PluginSink:
@@ -178,6 +184,12 @@ class PluginSink:
         # `fill.batch_changes` (service.output.toastfill).
         self.fill: ToastFill | None = None
         self._pending: list[ReplayChange] = []
+        # Inserts whose TOAST chunks the replay held for them (out-of-line values), for
+        # a plugin with a `changes` callback: handed on together (`_flush_toasted`)
+        # before anything after them reaches the plugin.
+        self._batch_toasted = plugin.has_changes
+        self._toasted: list[ReplayChange] = []
+        self._toasted_bytes = 0
 
     def _txn_info(self, txn: ReorderBufferTXN) -> TxnInfo:
         """txn_info(txn), reused while the transaction's public fields are unchanged: a
@@ -257,10 +269,47 @@ class PluginSink:
             if len(self._pending) >= fill.batch_changes:
                 self._flush(txn)
             return
+        self._hand_on(txn, change)
+
+    def _hand_on(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
+        """`change` (its TOAST mapping final) to the plugin: an insert with TOAST chunks
+        joins `_toasted`, anything else goes after the inserts waiting there."""
+        toast, event = change.toast, change.event
+        if toast and self._batch_toasted and type(event) is HeapChange and event.kind is _INSERT:
+            self._toasted.append(change)
+            self._toasted_bytes += sum(map(len, toast.values()))
+            if len(self._toasted) >= TOASTED_MAX or self._toasted_bytes >= TOASTED_BYTES:
+                self._flush_toasted(txn)
+            return
+        if self._toasted:
+            self._flush_toasted(txn)
         self._change(txn, change)
 
+    def _flush_toasted(self, txn: ReorderBufferTXN) -> None:
+        """Hand on the waiting inserts with their TOAST chunks as one `changes` call."""
+        batch = self._toasted
+        if not batch:
+            return
+        self._toasted = []
+        self._toasted_bytes = 0
+        self._until_progress -= len(batch)
+        if self._until_progress <= 0:
+            self._until_progress = PROGRESS_EVERY
+            if self.progress is not None:
+                self.progress()
+        rows: list[RowChange] = []
+        for rc in batch:
+            row = self._row_change(txn, rc)
+            if row is not None:
+                rows.append(row)
+        if rows:
+            self.emitted_changes += len(rows)
+            self.plugin.call("changes", rows[0].lsn, txn.xid, self._txn_info(txn), rows)
+
     def _flush(self, txn: ReorderBufferTXN) -> None:
-        """Hand on the waiting changes, each with its TOAST mapping filled."""
+        """Hand on the waiting changes: the inserts with TOAST chunks, then the fill's,
+        each with its TOAST mapping filled."""
+        self._flush_toasted(txn)
         pending = self._pending
         if not pending:
             return
@@ -278,7 +327,8 @@ class PluginSink:
             batch.append((rc.event, rc.toast))
         toasts = fill.fill(self.rows, txn.top.xid, batch)
         for (event, _), toast in zip(batch, toasts, strict=True):
-            self._change(txn, ReplayChange(event, toast))
+            self._hand_on(txn, ReplayChange(event, toast))
+        self._flush_toasted(txn)
 
     def _change(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
         self._until_progress -= 1

@@ -690,8 +690,11 @@ def test_native_rows_equal_python_and_reference(
             if xml:
                 assert "xml declaration Python decides" in counts.fallbacks, counts.fallbacks
             # TOAST values are native; only the UPDATE that leaves one unchanged (its
-            # chunks are not in the change) is the Python path's.
+            # chunks are not in the change) is the Python path's. Inserts with their
+            # chunks (the multi-row one's three) reach the encoder together
+            # (PluginSink._flush_toasted), each with its own chunks.
             assert counts.fallbacks["external TOAST pointer"] == 1, counts.fallbacks
+            assert counts.toasted >= 3, counts.toasted
             reasons = set(counts.fallbacks)
             assert {
                 "external TOAST pointer",

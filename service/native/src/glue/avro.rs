@@ -300,15 +300,14 @@ impl PyRowPlan {
             data: data.as_bytes(),
         };
         // The chunks' bytes objects, held here while the map borrows them.
-        let mut held: Vec<(u32, Bound<'py, PyBytes>)> = Vec::new();
-        if let Some(mapping) = toast {
-            for item in mapping.call_method0("items")?.try_iter()? {
-                let (id, chunk): (u32, Bound<'py, PyBytes>) = item?.extract()?;
-                held.push((id, chunk));
-            }
-        }
-        let map: Toast<'_> = held.iter().map(|(id, b)| (*id, b.as_bytes())).collect();
-        let toast_map = toast.map(|_| &map);
+        let held = match toast {
+            Some(mapping) => toast_chunks(mapping)?,
+            None => None,
+        };
+        let map: Option<Toast<'_>> = held
+            .as_ref()
+            .map(|h| h.iter().map(|(id, b)| (*id, b.as_bytes())).collect());
+        let toast_map = map.as_ref();
         match self.encode_one(py, &tuple, want_key, lsn, toast_map)? {
             Outcome::Encoded { value, key } => {
                 let v = PyBytes::new(py, &value);
@@ -330,8 +329,9 @@ impl PyRowPlan {
     /// `key_header` + its key record (None without `key_header`). Stops before the first
     /// row that is the Python path's: returns `(keys, values, reason)`, `reason` None
     /// when every row was encoded, else why row `len(values)` falls back. A bad tuple
-    /// raises as `encode` does, with its LSN.
-    #[pyo3(signature = (tuples, lsns, value_header, key_header, parts, total, order, op, ts_ns))]
+    /// raises as `encode` does, with its LSN. `toasts`, when given, holds each row's
+    /// TOAST chunk mapping as `encode` takes it (None: the row has none).
+    #[pyo3(signature = (tuples, lsns, value_header, key_header, parts, total, order, op, ts_ns, toasts=None))]
     #[allow(clippy::too_many_arguments)]
     #[allow(clippy::type_complexity)]
     fn encode_events<'py>(
@@ -346,6 +346,7 @@ impl PyRowPlan {
         order: i64,
         op: &str,
         ts_ns: i64,
+        toasts: Option<&Bound<'py, PyList>>,
     ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Option<&'static str>)> {
         if lsns.len() != tuples.len() {
             return Err(PyValueError::new_err(format!(
@@ -354,10 +355,23 @@ impl PyRowPlan {
                 lsns.len()
             )));
         }
+        if let Some(t) = toasts {
+            if t.len() != tuples.len() {
+                return Err(PyValueError::new_err(format!(
+                    "{} tuples but {} TOAST mappings",
+                    tuples.len(),
+                    t.len()
+                )));
+            }
+        }
         let names = intern_names(py);
-        let rows = tuples.iter().zip(lsns).map(|(raw, lsn)| {
+        let rows = tuples.iter().zip(lsns).enumerate().map(|(i, (raw, lsn))| {
             let fields = raw_fields(&raw, &names)?;
-            Ok((fields, lsn as u64))
+            let chunks = match toasts {
+                Some(t) => toast_chunks(&t.get_item(i)?)?,
+                None => None,
+            };
+            Ok((Toasted { fields, chunks }, lsn as u64))
         });
         let events = Events {
             value_header,
@@ -575,6 +589,46 @@ impl PyRowPlan {
 /// A row of a run as the run encoders read it: something that lends its tuple.
 pub(crate) trait AsTuple {
     fn as_tuple(&self) -> Tuple<'_>;
+
+    /// The row's TOAST chunks by chunk id, when it has any (`encode_events`' toasts).
+    fn toast(&self) -> Option<Toast<'_>> {
+        None
+    }
+}
+
+/// A TOAST mapping's chunks: (chunk id, its reassembled bytes).
+type Chunks<'py> = Vec<(u32, Bound<'py, PyBytes>)>;
+
+/// A RawTuple's fields with the chunks of its TOAST mapping, held while a map borrows
+/// them.
+pub(crate) struct Toasted<'py> {
+    fields: (usize, u16, usize, Bound<'py, PyBytes>),
+    chunks: Option<Chunks<'py>>,
+}
+
+impl AsTuple for Toasted<'_> {
+    fn as_tuple(&self) -> Tuple<'_> {
+        self.fields.as_tuple()
+    }
+
+    fn toast(&self) -> Option<Toast<'_>> {
+        let chunks = self.chunks.as_ref()?;
+        Some(chunks.iter().map(|(id, b)| (*id, b.as_bytes())).collect())
+    }
+}
+
+/// A TOAST mapping (chunk id -> its reassembled bytes, `ReplayChange.toast`) as the
+/// held chunks; None for None.
+fn toast_chunks<'py>(mapping: &Bound<'py, PyAny>) -> PyResult<Option<Chunks<'py>>> {
+    if mapping.is_none() {
+        return Ok(None);
+    }
+    let mut held = Vec::new();
+    for item in mapping.call_method0("items")?.try_iter()? {
+        let (id, chunk): (u32, Bound<'py, PyBytes>) = item?.extract()?;
+        held.push((id, chunk));
+    }
+    Ok(Some(held))
 }
 
 impl AsTuple for Tuple<'_> {
@@ -623,7 +677,8 @@ impl PyRowPlan {
         for (i, row) in rows.enumerate() {
             let (raw, lsn) = row?;
             let tuple = raw.as_tuple();
-            let (record, key) = match self.encode_one(py, &tuple, want_key, lsn, None)? {
+            let toast = raw.toast();
+            let (record, key) = match self.encode_one(py, &tuple, want_key, lsn, toast.as_ref())? {
                 Outcome::Encoded { value, key } => (value, key),
                 Outcome::Fallback(why) => return Ok(w.stopped(Some(why))),
             };
