@@ -14,7 +14,8 @@ into decoded rows through a `RowResolver` (schema history + type decoders) and c
 output plugin only through its `PluginWrapper`.
 
 Ordering: plugin callbacks come in commit order, each transaction's changes in LSN
-order. Errors: everything raised is a PgcdcError carrying the LSN where it arose.
+order; consecutive inserts carrying TOAST chunks may come as one `changes` call
+(`PluginSink._toasted`), before anything after them. Errors: everything raised is a PgcdcError carrying the LSN where it arose.
 """
 
 from __future__ import annotations
