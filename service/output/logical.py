@@ -15,7 +15,8 @@ output plugin only through its `PluginWrapper`.
 
 Ordering: plugin callbacks come in commit order, each transaction's changes in LSN
 order; consecutive inserts carrying TOAST chunks may come as one `changes` call
-(`PluginSink._toasted`), before anything after them. Errors: everything raised is a PgcdcError carrying the LSN where it arose.
+(`PluginSink._toasted`), before anything after them. Errors: everything raised is a
+PgcdcError carrying the LSN where it arose.
 """
 
 from __future__ import annotations
