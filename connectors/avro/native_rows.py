@@ -756,8 +756,10 @@ class NativeRows:
                 continue
             table = row.table
             tuples, lsns = [row.raw], [change.lsn]
-            # each row's TOAST chunks (PluginSink hands on inserts with theirs in a list)
-            toasts: list[Mapping[int, bytes] | None] = [row.toast or None]
+            # each row's TOAST chunks, for a group that starts with a row holding some
+            # (PluginSink hands on inserts with theirs in a list); a row with chunks
+            # after one without starts a group of its own
+            toasts: list[Mapping[int, bytes] | None] | None = [row.toast] if row.toast else None
             j = i + 1
             while j < n:
                 c = changes[j]
@@ -766,12 +768,14 @@ class NativeRows:
                 r = _encoded_row(c)
                 if type(r) is not DecodedRow or r.table is not table:
                     break
+                if toasts is not None:
+                    toasts.append(r.toast or None)
+                elif r.toast:
+                    break
                 tuples.append(r.raw)
                 lsns.append(c.lsn)
-                toasts.append(r.toast or None)
                 j += 1
-            held = toasts if any(toasts) else None
-            done = self._group(ctx, txn, t, rel, table, op, tuples, lsns, held)
+            done = self._group(ctx, txn, t, rel, table, op, tuples, lsns, toasts)
             if done < 0:  # no plan: the whole group is the Python path's
                 self._python(ctx, txn, t, changes, i, j)
                 i = j

@@ -294,19 +294,35 @@ class PluginSink:
             return
         self._toasted = []
         self._toasted_bytes = 0
-        self._until_progress -= len(batch)
-        if self._until_progress <= 0:
-            self._until_progress = PROGRESS_EVERY
-            if self.progress is not None:
-                self.progress()
+        self._progressed(len(batch))
         rows: list[RowChange] = []
         for rc in batch:
             row = self._row_change(txn, rc)
             if row is not None:
                 rows.append(row)
-        if rows:
-            self.emitted_changes += len(rows)
-            self.plugin.call("changes", rows[0].lsn, txn.xid, self._txn_info(txn), rows)
+        self._emit(txn, rows)
+
+    def _progressed(self, n: int) -> None:
+        """Count `n` replayed changes; call `progress` every PROGRESS_EVERY (`_change`
+        counts its one change inline: it runs once per row)."""
+        self._until_progress -= n
+        if self._until_progress <= 0:
+            self._until_progress = PROGRESS_EVERY
+            if self.progress is not None:
+                self.progress()
+
+    def _emit(self, txn: ReorderBufferTXN, rows: list[RowChange]) -> None:
+        """`rows` to the plugin: one `changes` call when it has one, else `change` each."""
+        if not rows:
+            return
+        self.emitted_changes += len(rows)
+        info = self._txn_info(txn)
+        plugin = self.plugin
+        if plugin.has_changes:
+            plugin.call("changes", rows[0].lsn, txn.xid, info, rows)
+        else:
+            for row in rows:
+                plugin.call("change", row.lsn, txn.xid, info, row)
 
     def _flush(self, txn: ReorderBufferTXN) -> None:
         """Hand on the waiting changes: the inserts with TOAST chunks, then the fill's,
@@ -360,11 +376,7 @@ class PluginSink:
                     self.change(txn, ReplayChange(c, EMPTY_TOAST))
                 return
         self._flush(txn)
-        self._until_progress -= len(changes)
-        if self._until_progress <= 0:
-            self._until_progress = PROGRESS_EVERY
-            if self.progress is not None:
-                self.progress()
+        self._progressed(len(changes))
         plugin = self.plugin
         if plugin.has_changes:
             run = self.rows.run(changes, txn.top.xid, lambda c: self._row_of(txn, c, EMPTY_TOAST))
@@ -378,15 +390,7 @@ class PluginSink:
             row = self._row_of(txn, change, EMPTY_TOAST)
             if row is not None:
                 rows.append(row)
-        if not rows:
-            return
-        self.emitted_changes += len(rows)
-        info = self._txn_info(txn)
-        if plugin.has_changes:
-            plugin.call("changes", rows[0].lsn, txn.xid, info, rows)
-        else:
-            for row in rows:
-                plugin.call("change", row.lsn, txn.xid, info, row)
+        self._emit(txn, rows)
 
     def truncate(self, txn: ReorderBufferTXN, change: ReplayChange) -> None:
         self._flush(txn)

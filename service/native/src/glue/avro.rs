@@ -304,9 +304,7 @@ impl PyRowPlan {
             Some(mapping) => toast_chunks(mapping)?,
             None => None,
         };
-        let map: Option<Toast<'_>> = held
-            .as_ref()
-            .map(|h| h.iter().map(|(id, b)| (*id, b.as_bytes())).collect());
+        let map = held.as_ref().map(chunk_map);
         let toast_map = map.as_ref();
         match self.encode_one(py, &tuple, want_key, lsn, toast_map)? {
             Outcome::Encoded { value, key } => {
@@ -612,9 +610,13 @@ impl AsTuple for Toasted<'_> {
     }
 
     fn toast(&self) -> Option<Toast<'_>> {
-        let chunks = self.chunks.as_ref()?;
-        Some(chunks.iter().map(|(id, b)| (*id, b.as_bytes())).collect())
+        self.chunks.as_ref().map(chunk_map)
     }
+}
+
+/// The held chunks as the map the deform resolves TOAST pointers from.
+fn chunk_map<'a>(chunks: &'a Chunks<'_>) -> Toast<'a> {
+    chunks.iter().map(|(id, b)| (*id, b.as_bytes())).collect()
 }
 
 /// A TOAST mapping (chunk id -> its reassembled bytes, `ReplayChange.toast`) as the
