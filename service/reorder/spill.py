@@ -16,9 +16,10 @@ Contract:
 - **One file per xid**, `xid-<xid>.spill`, appended to by each serialization of that
   (sub)transaction and deleted by `remove(xid)` (abort, forget, after replay, after a
   streamed run). `close()` deletes the run directory.
-- **Format.** A file starts with a 24-byte header: the magic `b"PGCDCSP1"` and the
-  16-byte run id. Then records, each `<u32 length><u32 crc32>` (little-endian) followed
-  by `length` bytes of payload, whose first byte is its tag:
+- **Format.** A file starts with a 24-byte header: the magic `b"PGCDCSP2"` and the
+  16-byte run id. Then records, each `<u32 length><u32 crc32c>` (little-endian: the
+  CRC-32C of the payload, as the WAL's records carry, computed in hardware by
+  google-crc32c) followed by `length` bytes of payload, whose first byte is its tag:
   - 1: a `HeapChange` in a fixed binary layout (`_HEAP`, then per present tuple
     `_TUPLE` + its data), the hot case;
   - 2: an `InsertRows` (an InsertRun's plain inserts, held by the native core) as ONE
@@ -47,6 +48,13 @@ Contract:
   trailing bytes, wrong version, count or xid: the native `DecodeError`, chained), or
   the file ends before `count` records or holds more than that. A half-written file is
   never taken as valid.
+- **A large record is not copied on its way.** A spill is what holds a transaction
+  bigger than work_mem, mostly its TOAST chunk rows: megabytes per record. The writer
+  hands a dump to the file as it is (not joined into a buffer first), and the reader
+  takes the body of a record larger than its read-ahead straight from the file, as the
+  one bytes object the native `load` reads.
+- **A failed write leaves the file as it was:** it is cut back to its size before the
+  write, so a later append never follows a torn record.
 - No fsync: a spill file is worthless after a crash (it is deleted at the next start),
   so durability would only cost time.
 """
@@ -58,10 +66,12 @@ import pickle
 import shutil
 import struct
 import uuid
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, Protocol
+
+from google_crc32c import extend as _crc_extend
+from google_crc32c import value as _crc_value
 
 from service.decode.events import ChangeKind, HeapChange, InsertRows, RawTuple
 from service.errors import DecodeError, SpillFileError
@@ -71,7 +81,7 @@ from service.wal.record import RelFileLocator
 # (`HeapRows.load`; the toast relation's locator for a dump with TOAST chunk rows)
 LoadRows = Callable[[bytes, int, RelFileLocator, RelFileLocator | None], InsertRows]
 
-MAGIC = b"PGCDCSP1"
+MAGIC = b"PGCDCSP2"
 _TAG_PICKLE = b"\x00"
 _TAG_HEAP = 1
 _TAG_ROWS = 2
@@ -84,8 +94,14 @@ _TUPLE = struct.Struct("<HHHBI")  # natts, infomask, infomask2, hoff, data lengt
 _NEW, _OLD, _OLD_IS_KEY, _CLEAR_TOAST, _ON_TOAST, _HAS_ORIGIN = 1, 2, 4, 8, 16, 32
 _KINDS = tuple(ChangeKind)
 _HEADER_LEN = len(MAGIC) + 16
-_RECORD = struct.Struct("<II")  # payload length, crc32 of the payload
+_RECORD = struct.Struct("<II")  # payload length, CRC-32C of the payload
 _READ_CHUNK = 1 << 20
+_WRITE_BUFFER = 1 << 18  # records gather up to this; a larger dump is written as it is
+
+
+def checksum(payload: bytes) -> int:
+    """A record's CRC: the CRC-32C of its payload (what `_RECORD` carries)."""
+    return int(_crc_value(payload))
 
 
 class SpillStore(Protocol):
@@ -152,14 +168,29 @@ class LocalSpillStore:
 
     def write(self, xid: int, changes: Iterable[object]) -> int:
         path = self.path(xid)
+        try:
+            with open(path, "ab", buffering=0) as fh:
+                start = os.fstat(fh.fileno()).st_size
+                try:
+                    return self._write(fh, start == 0, xid, changes)
+                except OSError:
+                    os.ftruncate(fh.fileno(), start)  # nothing torn stays for an append
+                    raise
+        except OSError as exc:
+            raise SpillFileError(f"could not write spill file {path}: {exc}", xid=xid) from exc
+
+    def _write(self, fh: BinaryIO, new: bool, xid: int, changes: Iterable[object]) -> int:
+        """Append `changes` as records to the unbuffered `fh` (the header first when the
+        file is `new`); how many records. Small records gather in one buffer; a dump
+        is written as its own bytes, never copied into it."""
         out = bytearray()
-        if not path.exists():
+        if new:
             out += MAGIC
             out += self._run_id
         count = 0
         dumps = pickle.dumps
         pack = _RECORD.pack
-        crc32 = zlib.crc32
+        crc = _crc_value
         for change in changes:
             if type(change) is HeapChange:
                 payload = _encode_heap(change)
@@ -169,7 +200,7 @@ class LocalSpillStore:
                 if dump is None or change.xid != xid:
                     for row in change:
                         payload = _encode_heap(row)
-                        out += pack(len(payload), crc32(payload))
+                        out += pack(len(payload), crc(payload))
                         out += payload
                     count += change.nrows
                     continue
@@ -183,21 +214,25 @@ class LocalSpillStore:
                         toast.spc_oid, toast.db_oid, toast.rel_number,
                     )  # fmt: skip
                 body: bytes = dump()
-                out += pack(len(head) + len(body), crc32(body, crc32(head)))
+                out += pack(len(head) + len(body), _crc_extend(crc(head), body))
                 out += head
-                out += body
+                if len(body) < _WRITE_BUFFER:
+                    out += body
+                else:
+                    _write_all(fh, out)
+                    out = bytearray()
+                    _write_all(fh, body)
                 count += 1
                 continue
             else:
                 payload = _TAG_PICKLE + dumps(change, protocol=5)
-            out += pack(len(payload), crc32(payload))
+            out += pack(len(payload), crc(payload))
             out += payload
             count += 1
-        try:
-            with open(path, "ab") as fh:
-                fh.write(out)
-        except OSError as exc:
-            raise SpillFileError(f"could not write spill file {path}: {exc}", xid=xid) from exc
+            if len(out) >= _WRITE_BUFFER:
+                _write_all(fh, out)
+                out = bytearray()
+        _write_all(fh, out)
         return count
 
     def read(self, xid: int, count: int) -> Iterator[object]:
@@ -209,8 +244,6 @@ class LocalSpillStore:
         return self._records(fh, path, xid, count)
 
     def _records(self, fh: BinaryIO, path: Path, xid: int, count: int) -> Iterator[object]:
-        loads = pickle.loads
-        crc32 = zlib.crc32
         unpack_from = _RECORD.unpack_from
         buf = b""
         pos = 0
@@ -240,32 +273,64 @@ class LocalSpillStore:
                     )
                 length, crc = unpack_from(buf, pos)
                 pos += _RECORD.size
+                if length > _READ_CHUNK and length > len(buf) - pos:
+                    # a large record (a dump): from the file, not through `buf`
+                    fh.seek(pos - len(buf), os.SEEK_CUR)
+                    buf, pos = b"", 0
+                    yield self._large(fh, length, crc, path, xid, index)
+                    continue
                 if not fill(length):
                     raise SpillFileError(
                         f"spill file {path} is truncated in record {index}", xid=xid
                     )
                 payload = buf[pos : pos + length]
                 pos += length
-                if crc32(payload) != crc:
+                if _crc_value(payload) != crc:
                     raise SpillFileError(f"spill file {path} record {index} fails its CRC", xid=xid)
-                tag = payload[0] if payload else -1
-                if tag == _TAG_HEAP:
-                    yield _decode_heap(payload)
-                elif tag in (_TAG_ROWS, _TAG_TOAST_ROWS):
-                    yield self._rows(payload, path, xid, index)
-                elif tag == 0:
-                    yield loads(payload[1:])
-                else:
-                    raise SpillFileError(
-                        f"spill file {path} record {index} has unknown tag {tag}", xid=xid
-                    )
+                yield self._record(payload, None, path, xid, index)
             if fill(1):
                 raise SpillFileError(f"spill file {path} holds more than {count} records", xid=xid)
         finally:
             fh.close()
 
-    def _rows(self, payload: bytes, path: Path, xid: int, index: int) -> InsertRows:
-        """The InsertRows of tag-2 or tag-3 record `index` of xid's file."""
+    def _large(
+        self, fh: BinaryIO, length: int, crc: int, path: Path, xid: int, index: int
+    ) -> object:
+        """Record `index`, of `length` bytes at `fh`'s position, read straight from the
+        file: a dump's body as the one bytes object `load` takes (no copy of it)."""
+        first = fh.read(1)
+        head_size = {_TAG_ROWS: _ROWS.size, _TAG_TOAST_ROWS: _TOAST_ROWS.size}.get(
+            first[0] if first else -1, 1
+        )
+        head = first + fh.read(min(head_size, length) - 1)
+        body = fh.read(length - len(head))
+        if len(head) + len(body) != length:
+            raise SpillFileError(f"spill file {path} is truncated in record {index}", xid=xid)
+        if _crc_extend(_crc_value(head), body) != crc:
+            raise SpillFileError(f"spill file {path} record {index} fails its CRC", xid=xid)
+        if head_size == 1:  # not a dump: the payload is whole
+            return self._record(head + body, None, path, xid, index)
+        return self._record(head, body, path, xid, index)
+
+    def _record(
+        self, payload: bytes, body: bytes | None, path: Path, xid: int, index: int
+    ) -> object:
+        """The change record `index` holds: `payload` (with its dump's body apart as
+        `body`, for a large one)."""
+        tag = payload[0] if payload else -1
+        if tag == _TAG_HEAP:
+            return _decode_heap(payload)
+        if tag in (_TAG_ROWS, _TAG_TOAST_ROWS):
+            return self._rows(payload, body, path, xid, index)
+        if tag == 0:
+            return pickle.loads(payload[1:])
+        raise SpillFileError(f"spill file {path} record {index} has unknown tag {tag}", xid=xid)
+
+    def _rows(
+        self, payload: bytes, body: bytes | None, path: Path, xid: int, index: int
+    ) -> InsertRows:
+        """The InsertRows of tag-2 or tag-3 record `index` of xid's file: `payload`, or
+        its head with the dump apart (`body`)."""
         head = _ROWS if payload[0] == _TAG_ROWS else _TOAST_ROWS
         if len(payload) < head.size:
             raise SpillFileError(
@@ -284,8 +349,9 @@ class LocalSpillStore:
                     xid=xid,
                 ) from exc
             load = self._load_rows = load_rows
+        dump = payload[head.size :] if body is None else body
         try:
-            return load(payload[head.size :], xid, _locator(spc, db, rel), toast)
+            return load(dump, xid, _locator(spc, db, rel), toast)
         except DecodeError as exc:
             raise SpillFileError(
                 f"spill file {path} record {index} holds damaged insert rows: {exc.message}",
@@ -303,6 +369,16 @@ class LocalSpillStore:
         if not self._closed:
             self._closed = True
             shutil.rmtree(self._run_dir, ignore_errors=True)
+
+
+def _write_all(fh: BinaryIO, data: bytes | bytearray) -> None:
+    """Write all of `data` to the unbuffered `fh` (a raw write may take only part)."""
+    view = memoryview(data)
+    while view:
+        n = fh.write(view)
+        if not n:
+            raise OSError("the file took no bytes")
+        view = view[n:]
 
 
 def _encode_heap(c: HeapChange) -> bytes:

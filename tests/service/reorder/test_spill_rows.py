@@ -21,7 +21,6 @@ import os
 import struct
 import subprocess
 import sys
-import zlib
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
@@ -36,11 +35,11 @@ from service.decode import native_heap
 from service.decode.dispatch import decoder_for
 from service.decode.events import HeapChange, InsertRows, InsertRun, RawTuple
 from service.errors import DecodeError, SpillFileError
-from service.reorder import replay
+from service.reorder import replay, spill
 from service.reorder.buffer import ReorderBuffer
 from service.reorder.changes import change_size
 from service.reorder.replay import Replayer
-from service.reorder.spill import MAGIC, LocalSpillStore
+from service.reorder.spill import MAGIC, LocalSpillStore, checksum
 from service.wal.record import RelFileLocator
 from tests.service.decode.test_insert_runs import DATA, _items, _pool
 from tests.service.decode.test_native_heap import blocks_of
@@ -147,6 +146,107 @@ def test_store_writes_one_record_per_insert_rows_and_reads_it_back(tmp_path: Pat
     _same_rows(got[3], window)  # type: ignore[arg-type]
     with pytest.raises(SpillFileError, match="more than 3"):
         list(store.read(xid, 3))
+
+
+@pytest.mark.parametrize("chunk", [None, 64], ids=["default", "64-byte read-ahead"])
+def test_large_records_are_read_straight_from_the_file(
+    tmp_path: Path, chunk: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record larger than the read-ahead is read from the file itself (`_large`):
+    a 3 MB message always, and with a 64-byte read-ahead and write buffer every dump
+    too, each body written and read as its own bytes. Every record comes back as
+    written, the small ones around them included, and the count is still exact."""
+    if chunk is not None:
+        monkeypatch.setattr(spill, "_READ_CHUNK", chunk)
+        monkeypatch.setattr(spill, "_WRITE_BUFFER", chunk)
+    large = 0
+    read_large = LocalSpillStore._large
+
+    def counted(self: LocalSpillStore, *args: Any) -> object:
+        nonlocal large
+        large += 1
+        return read_large(self, *args)
+
+    monkeypatch.setattr(LocalSpillStore, "_large", counted)
+    run = max(golden_runs(), key=lambda r: r.changes.nrows)
+    rows, xid = run.changes, run.xid
+    big = message(xid, rows.last_lsn + 1, payload=os.urandom(3 << 20))
+    written: list[object] = [rows[0], rows, big, rows.window(3, 40), rows[1]]
+    store = LocalSpillStore(tmp_path)
+    assert store.write(xid, written[:2]) + store.write(xid, written[2:]) == 5
+    got = list(store.read(xid, 5))
+    assert got[0] == rows[0] and got[2] == big and got[4] == rows[1]
+    _same_rows(got[1], rows)  # type: ignore[arg-type]
+    _same_rows(got[3], written[3])  # type: ignore[arg-type]
+    assert large == (1 if chunk is None else 3)
+    with pytest.raises(SpillFileError, match="more than 4"):
+        list(store.read(xid, 4))
+
+
+@pytest.mark.parametrize("damage", ["cut", "flip in the dump", "flip in the message"])
+def test_a_damaged_large_record_is_refused(
+    tmp_path: Path, damage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large record cut short or with a flipped byte, in a dump's body (read apart
+    from its head) or in a message, is a SpillFileError naming the record; the records
+    before it were yielded."""
+    monkeypatch.setattr(spill, "_READ_CHUNK", 64)
+    run = max(golden_runs(), key=lambda r: r.changes.nrows)
+    rows, xid = run.changes, run.xid
+    big = message(xid, rows.last_lsn + 1, payload=os.urandom(1 << 16))
+    store = LocalSpillStore(tmp_path)
+    store.write(xid, [rows[0], rows, big])
+    path = store.path(xid)
+    raw = bytearray(path.read_bytes())
+    dump_at = len(raw) - len(_payloads(path)[2]) - 8 - len(rows.rows.dump()) // 2
+    if damage == "cut":
+        del raw[-5:]
+        want, index = "truncated in record 2", 2
+    elif damage == "flip in the dump":
+        raw[dump_at] ^= 0x01
+        want, index = "record 1 fails its CRC", 1
+    else:
+        raw[-100] ^= 0x01
+        want, index = "record 2 fails its CRC", 2
+    path.write_bytes(bytes(raw))
+    got: list[object] = []
+    with pytest.raises(SpillFileError, match=want) as exc:
+        got.extend(store.read(xid, 3))
+    assert len(got) == index and got[0] == rows[0]
+    assert exc.value.xid == xid
+
+
+def test_a_failed_write_leaves_the_file_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that fails half way (the disk full after some bytes) is a SpillFileError
+    with the xid, and the file is cut back to what it held before: the earlier records
+    read back exactly, nothing torn after them."""
+    run = max(golden_runs(), key=lambda r: r.changes.nrows)
+    rows, xid = run.changes, run.xid
+    store = LocalSpillStore(tmp_path)
+    assert store.write(xid, [rows[0], rows]) == 2
+    size = store.path(xid).stat().st_size
+    write_all = spill._write_all
+    calls = 0
+
+    def failing(fh: Any, data: bytes | bytearray) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            write_all(fh, data[: len(data) // 2])
+            raise OSError(28, "No space left on device")
+        write_all(fh, data)
+
+    monkeypatch.setattr(spill, "_write_all", failing)
+    monkeypatch.setattr(spill, "_WRITE_BUFFER", 64)
+    with pytest.raises(SpillFileError, match="No space left") as exc:
+        store.write(xid, [rows[1], rows.window(3, 40), rows[2]])
+    assert exc.value.xid == xid and calls == 2
+    assert store.path(xid).stat().st_size == size
+    got = list(store.read(xid, 2))
+    assert got[0] == rows[0]
+    _same_rows(got[1], rows)  # type: ignore[arg-type]
 
 
 def test_insert_rows_of_another_xid_are_written_row_by_row(tmp_path: Path) -> None:
@@ -363,7 +463,7 @@ def _rewrite(path: Path, payloads: list[bytes]) -> None:
     """Rewrite the file's records as `payloads`, each with a valid CRC."""
     raw = path.read_bytes()[:_HEADER_LEN]
     for p in payloads:
-        raw += _RECORD.pack(len(p), zlib.crc32(p)) + p
+        raw += _RECORD.pack(len(p), checksum(p)) + p
     path.write_bytes(raw)
 
 
