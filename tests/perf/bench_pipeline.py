@@ -39,6 +39,9 @@ SHA-256) against test_decoding's. The garbage collector is set as `pgcdc run` se
         [--impl python,native] [--profile text|avro] [--gc worker|default]
         [--change insert|update|update-full|delete|delete-full]
 
+The profile (`--profile`) is sorted by PGCDC_PROF_SORT (a pstats key, default tottime)
+and shows PGCDC_PROF_N lines (default 30).
+
 The services must be up (`python deploy/local/services.py up pg15 registry`).
 """
 
@@ -297,7 +300,8 @@ def run_pgcdc(
                 prof.disable()
             cpu, wall = time.process_time() - c0, time.monotonic() - t0
             if prof is not None:
-                pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+                stats = pstats.Stats(prof).sort_stats(os.environ.get("PGCDC_PROF_SORT", "tottime"))
+                stats.print_stats(int(os.environ.get("PGCDC_PROF_N", "30")))
         finally:
             session.close()
     if plugin_name == "text":
