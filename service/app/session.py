@@ -123,6 +123,9 @@ class _DeferredRows:
     ) -> tuple[TableDef, list[ToastPointer]]:
         return self._rows().toast_pointers(relation, change, top_xid)
 
+    def definition(self, relation: RelationInfo, change: HeapChange, top_xid: int) -> TableDef:
+        return self._rows().definition(relation, change, top_xid)
+
     def row(
         self,
         relation: RelationInfo,

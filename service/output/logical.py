@@ -133,6 +133,9 @@ class RowResolver(Protocol):
     ) -> tuple[TableDef, list[ToastPointer]]:
         """The definition valid for `change` and its new tuple's TOAST pointers."""
 
+    def definition(self, relation: RelationInfo, change: HeapChange, top_xid: int) -> TableDef:
+        """The definition valid for `change`."""
+
 
 def txn_info(txn: ReorderBufferTXN) -> TxnInfo:
     return TxnInfo(

@@ -52,6 +52,7 @@ ToastKey = tuple[int, int]
 # a tuple without them has none, whatever its layout (the cheap test per UPDATE).
 _POINTER_HEAD = bytes((0x01, VARTAG_ONDISK))
 _CANDIDATE_KINDS = frozenset((ChangeKind.INSERT, ChangeKind.UPDATE))
+_INSERT = ChangeKind.INSERT
 
 
 class ToastSource(Protocol):
@@ -72,6 +73,10 @@ class PointerSource(Protocol):
     def toast_pointers(
         self, relation: RelationInfo, change: HeapChange, top_xid: int
     ) -> tuple[TableDef, list[ToastPointer]]: ...
+
+    def definition(self, relation: RelationInfo, change: HeapChange, top_xid: int) -> TableDef:
+        """The table definition valid for `change` (what `toast_pointers` also gives)."""
+        ...
 
 
 @dataclass(slots=True, frozen=True)
@@ -151,6 +156,31 @@ class ToastFill:
         new = change.new_tuple
         return new is not None and _POINTER_HEAD in new.data
 
+    def _learn_insert(
+        self,
+        rows: PointerSource,
+        relation: RelationInfo,
+        change: HeapChange,
+        toast: Mapping[int, bytes],
+        top_xid: int,
+    ) -> bool:
+        """Learn an INSERT's values without walking its tuple, when that is exact: an
+        INSERT logs every out-of-line value it stores, a copied one too
+        (toast_tuple_init detoasts it and toast_save_datum stores it anew), all in its
+        table's own TOAST relation (toast_save_datum: va_toastrelid), so the chunks held
+        for it are its values. False (nothing learnt) when the table has no TOAST
+        relation, or more are held than it has columns: a multi-insert's rows share the
+        chunks of all of them (ReorderBufferToastReplace resets after the last), and
+        the walk learns only each row's own."""
+        table = rows.definition(relation, change, top_xid)
+        toast_relid = table.toast_relid
+        if not toast_relid or len(toast) > len(table.columns):
+            return False
+        put = self.cache.put
+        for valueid, data in toast.items():
+            put((toast_relid, valueid), data)
+        return True
+
     def fill(
         self,
         rows: PointerSource,
@@ -167,6 +197,13 @@ class ToastFill:
         for change, toast in batch:
             relation = rows.relation(change, top_xid)
             if relation is None:
+                plans.append(None)
+                continue
+            if (
+                toast
+                and change.kind is _INSERT
+                and self._learn_insert(rows, relation, change, toast, top_xid)
+            ):
                 plans.append(None)
                 continue
             table, pointers = rows.toast_pointers(relation, change, top_xid)

@@ -518,6 +518,14 @@ class HistoryRows:
         """The table definition valid for `change` (the historic one, at its LSN) and
         the on-disk TOAST pointers of its new tuple (the unchanged-TOAST fill's
         question: `service.output.toastfill`)."""
+        table = self.definition(relation, change, top_xid)
+        raw = change.new_tuple
+        if raw is None:
+            return table, []
+        return table, toast_pointers(raw, self._plan(table, change.lsn).columns)
+
+    def definition(self, relation: RelationInfo, change: HeapChange, top_xid: int) -> TableDef:
+        """The table definition valid for `change`: the historic one, at its LSN."""
         table = self.history.by_oid(relation.oid, change.lsn, top_xid)
         if table is None:
             raise SchemaMismatchError(
@@ -525,10 +533,7 @@ class HistoryRows:
                 lsn=change.lsn,
                 relation=f"{relation.schema}.{relation.name}",
             )
-        raw = change.new_tuple
-        if raw is None:
-            return table, []
-        return table, toast_pointers(raw, self._plan(table, change.lsn).columns)
+        return table
 
     # --- internals ------------------------------------------------------------------
 

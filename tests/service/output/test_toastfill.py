@@ -5,6 +5,7 @@ tests/integration/test_toast_fill.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Mapping, Sequence
 
@@ -65,10 +66,13 @@ def test_cache_is_bounded_by_bytes_and_evicts_least_recently_used() -> None:
 class _Rows:
     """The resolver's two answers the fill needs, for one table."""
 
-    def __init__(self) -> None:
+    def __init__(self, toast_relid: int = 9000) -> None:
         self.table = TableDef.__new__(TableDef)
         object.__setattr__(self.table, "schema", "public")
         object.__setattr__(self.table, "name", "docs")
+        object.__setattr__(self.table, "toast_relid", toast_relid)
+        object.__setattr__(self.table, "columns", (INT4, TEXT, NOTE))
+        self.walked: list[int] = []  # the LSNs of the changes whose tuple was walked
 
     def relation(self, change: HeapChange, top_xid: int) -> RelationInfo | None:
         return RelationInfo.__new__(RelationInfo)
@@ -77,7 +81,11 @@ class _Rows:
         self, relation: RelationInfo, change: HeapChange, top_xid: int
     ) -> tuple[TableDef, list[ToastPointer]]:
         assert change.new_tuple is not None
+        self.walked.append(change.lsn)
         return self.table, toast_pointers(change.new_tuple, [INT4, TEXT, NOTE])
+
+    def definition(self, relation: RelationInfo, change: HeapChange, top_xid: int) -> TableDef:
+        return self.table
 
 
 class _Source:
@@ -131,6 +139,37 @@ def test_fill_batches_one_read_uses_wal_values_and_reports_what_is_gone() -> Non
     assert out[2] == {42: b"B" * 6000}
     assert gone == [Placeholder("public.docs", 300, 9000, 43)]
     assert fill.filled == 3 and fill.fetched == 1
+
+
+def insert(lsn: int, *varlenas: bytes) -> HeapChange:
+    return dataclasses.replace(update(lsn, *varlenas), kind=ChangeKind.INSERT)
+
+
+def test_an_insert_is_learnt_from_its_chunks_without_walking_its_tuple() -> None:
+    """An INSERT holding at most one value per column is learnt from its chunks under
+    its table's TOAST relation, its tuple not walked, and a later UPDATE is filled from
+    that without a read. One holding more (a multi-insert's rows share every row's
+    chunks) or of a table without a TOAST relation is walked as before, learning only
+    its own values."""
+    source = _Source({})
+    fill = ToastFill(source, ToastValueCache(1 << 20))
+    rows = _Rows()
+    batch = [
+        (insert(100, pointer(41), pointer(44)), {41: b"A" * 6000, 44: b"C" * 6000}),
+        (update(200, pointer(44)), {}),
+    ]
+    out = fill.fill(rows, 700, batch)
+    assert rows.walked == [200] and source.asked == []
+    assert out == [batch[0][1], {44: b"C" * 6000}] and fill.filled == 1
+    shared = {41: b"A" * 6000, 50: b"D", 51: b"E", 52: b"F"}  # 4 values, 3 columns
+    fill = ToastFill(source, ToastValueCache(1 << 20))
+    rows = _Rows()
+    fill.fill(rows, 700, [(insert(300, pointer(41)), shared)])
+    assert rows.walked == [300] and len(fill.cache) == 1 and fill.cache.get((9000, 41))
+    fill = ToastFill(source, ToastValueCache(1 << 20))
+    rows = _Rows(toast_relid=0)
+    fill.fill(rows, 700, [(insert(400, pointer(41)), {41: b"A" * 6000})])
+    assert rows.walked == [400] and fill.cache.get((9000, 41)) == b"A" * 6000
 
 
 def test_placeholder_mode_reads_nothing_and_reports_every_pointer() -> None:
