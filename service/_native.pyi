@@ -148,6 +148,16 @@ class HeapRows:
                 break
         """
 
+class NameCache:
+    """The catalog names reg* and aclitem print (glue::names): filled by
+    connectors.postgres.catalog_types.CatalogNames, read by RowPlan."""
+
+    def __init__(self) -> None: ...
+    def put(self, kind: str, oid: int, text: str) -> None: ...  # ValueError: unknown kind
+    def clear(self) -> None: ...
+    def get(self, kind: str, oid: int) -> str | None: ...
+    def __len__(self) -> int: ...
+
 class RowPlan:
     def __init__(
         self,
@@ -156,6 +166,11 @@ class RowPlan:
         relation: str,
         mismatch_error: type[PgcdcError],
         decode_error: type[PgcdcError],
+        labels: dict[int, dict[int, str]] | None = None,
+        elements: dict[int, tuple[str, int, int, int, int, int]] | None = None,
+        composites: dict[int, Any] | None = None,
+        missing: dict[int, bytes] | None = None,
+        names: NameCache | None = None,  # for reg* and aclitem columns (reg* arrays)
     ) -> None: ...
     def take_dropped(self) -> list[str]: ...
     def encode(

@@ -13,7 +13,9 @@ Hands on: `xlog_reader_class()`, the reader class to construct, with one interfa
 (tests/service/wal/test_native_reader.py). And `native_row_core()`: the extension
 module whose `RowPlan`/`envelope` the avro plugin's native row encoder uses
 (connectors.avro.native_rows), or None for the Python path (fastavro); both write the
-same bytes (tests/connectors/avro/test_native_rows*.py). And `native_text_core()`: the
+same bytes (tests/connectors/avro/test_native_rows*.py); `native_name_cache()` gives the
+catalog stage's name resolver (connectors.postgres.catalog_types.CatalogNames) the cache
+that encoder reads reg* and aclitem names from. And `native_text_core()`: the
 module whose `TextPlan` the text plugin writes test_decoding's lines with
 (service.output.native_text), or None for the Python path; both write the same lines
 (tests/service/output/test_native_text.py, and the test_decoding differential tests in
@@ -154,6 +156,15 @@ def native_row_core() -> ModuleType | None:
     selects python. An extension built before the row encoder existed (no `RowPlan`)
     counts as not built: a ConfigError under `PGCDC_IMPL=native`, else a warning."""
     return _native_core("row encoder", ("RowPlan", "envelope"))
+
+
+def native_name_cache() -> object | None:
+    """A new `service._native.NameCache` (the native image of a catalog name resolver's
+    cache, which the row encoder prints reg* and aclitem values from) when the native
+    row encoder is selected (`native_row_core`), else None."""
+    core = native_row_core()
+    cache = None if core is None else getattr(core, "NameCache", None)
+    return None if cache is None else cache()
 
 
 def native_text_core() -> ModuleType | None:

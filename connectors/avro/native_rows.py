@@ -26,6 +26,9 @@ How:
     point (the Point record), and the types published as their output text: the other
     geometric types, tsvector, tsquery, jsonpath, the built-in ranges and multiranges,
     and user-defined ones over a built-in range's subtype or float8 (`user_range_kind`);
+    the reg* types and aclitem (15's 12-byte form and 16+'s), as their text from the
+    catalog names the resolver put in `RelationInfo.name_cache`, which the plan
+    shares (a table with such a column and no cache has no plan);
   - by schema: numeric and money in each decimal.handling.mode (precise: Decimal or
     VariableScaleDecimal; string: the output text; double), bit and varbit (Bits;
     bit(1) a boolean), an enum (Enum: the label of the stored pg_enum OID, from the
@@ -43,7 +46,8 @@ How:
     element's layout from `service.types.registry.builtin_layout`.
   A table with any other mapped column (composites of other fields, ranges of other
   subtypes, arrays of extension
-  types, arrays of other types, domains over enums, ...)
+  types, arrays of other types (aclitem[]: its element's layout differs between 15 and
+  16), domains over enums, ...)
   gets no plan: the Python path handles all its rows (`not_native` names why).
 - Per row, Rust deforms the tuple (heap_deform_tuple) and writes the Value and Key
   records, or says why the row is Python's (a typed fallback: a `str` reason, counted in
@@ -56,7 +60,9 @@ How:
   double modes write them natively), text that is not UTF-8, a value outside its Avro
   type, an xml value with an XML declaration, a stored form the Python reference
   rejects (a damaged jsonb, inet or bit string, an enum OID without a label: Python
-  raises its typed error). A fallback row is encoded entirely by the Python path, never
+  raises its typed error), a reg* or aclitem value naming an OID whose name is not in the
+  name cache yet (the Python path resolves it, which puts it there: the next row with
+  that OID is native). A fallback row is encoded entirely by the Python path, never
   mixed.
 - An UPDATE carrying an old tuple (REPLICA IDENTITY FULL, or a key logged with an
   external value) is native when both tuples encode and the key did not change: the old
@@ -168,7 +174,43 @@ NATIVE_TYPES: dict[int, tuple[str, int]] = {
     3802: ("jsonb", -1),  # jsonb_out's text
     600: ("point_record", 16),  # io.debezium.data.geometry.Point
     **OUTPUT_TYPES,  # published as their output text
+    # The reg* types (regproc.c: regprocout ... regcollationout) and aclitem (acl.c:
+    # aclitemout): their text, from the catalog names the resolver put in the plan's
+    # name cache (`RelationInfo.name_cache`). aclitem is 16 bytes from 16 on; 15's
+    # 12-byte form is `_ACLITEM_15` (compile_plan tells them by the column's attlen).
+    24: ("regproc", 4),
+    2202: ("regprocedure", 4),
+    2203: ("regoper", 4),
+    2204: ("regoperator", 4),
+    2205: ("regclass", 4),
+    2206: ("regtype", 4),
+    4096: ("regrole", 4),
+    4089: ("regnamespace", 4),
+    3734: ("regconfig", 4),
+    3769: ("regdictionary", 4),
+    4191: ("regcollation", 4),
+    1033: ("aclitem", 16),
 }
+_ACLITEM_15 = ("aclitem_pg15", 12)  # AclMode was a uint32 on 15 (service.types.acl)
+# The kinds whose text is a catalog name: a column of one (or an array of one) needs the
+# plan's name cache.
+_NAMED_KINDS = frozenset(
+    {
+        "regproc",
+        "regprocedure",
+        "regoper",
+        "regoperator",
+        "regclass",
+        "regtype",
+        "regrole",
+        "regnamespace",
+        "regconfig",
+        "regdictionary",
+        "regcollation",
+        "aclitem",
+        _ACLITEM_15[0],
+    }
+)
 _NUMERIC, _MONEY, _BIT, _VARBIT = 1700, 790, 1560, 1562
 
 ColumnSpec = tuple[str, int, int, bool, bool, str, int, int, bool]
@@ -362,6 +404,7 @@ def compile_plan(
     rel_columns = {m.name: m for m in rel.columns}
     fields = {p.column: p for p in t.plan.fields}
     specs: list[ColumnSpec] = []
+    named = False  # a column prints catalog names (the plan gets `rel.name_cache`)
     index: dict[str, int] = {}
     labels: dict[int, dict[int, str]] = {}  # an enum column's index -> its labels
     elements: dict[int, ElemSpec] = {}  # an array column's index -> its element
@@ -374,6 +417,7 @@ def compile_plan(
         if align is None:
             return None, f"column {c.name}: attalign {c.attalign!r}"
         kind, scale, precision, optional = "", 0, 0, False
+        kind_named = False  # an array of a kind in _NAMED_KINDS
         plan = None if c.dropped else fields.get(c.name)
         if plan is not None:
             meta = rel_columns.get(c.name)
@@ -381,6 +425,8 @@ def compile_plan(
             if found is None:
                 return None, f"column {c.name}: type {c.type_oid} is not native"
             kind, scale, precision, attlen = found
+            if (kind, c.attlen) == ("aclitem", _ACLITEM_15[1]):
+                kind, attlen = _ACLITEM_15
             if attlen != c.attlen:
                 return None, f"column {c.name}: attlen {c.attlen}"
             optional = plan.optional
@@ -403,6 +449,11 @@ def compile_plan(
                     composites[len(specs)] = comp
                 if elem[0] == "enum":
                     labels[len(specs)] = dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
+                kind_named = elem[0] in _NAMED_KINDS
+            if kind in _NAMED_KINDS or kind_named:
+                if rel.name_cache is None:
+                    return None, f"column {c.name}: no catalog name cache"
+                named = True
         datum = stored_missing.get(c.attnum)
         if datum is not None and c.has_missing and not c.dropped:
             missing[len(specs)] = datum
@@ -424,6 +475,7 @@ def compile_plan(
         elements,
         composites,
         missing,
+        rel.name_cache if named else None,
     )
     return plan_obj, ""
 

@@ -25,6 +25,8 @@ from typing import Any
 import psycopg2
 import psycopg2.extensions
 
+from service.impl import native_name_cache
+from service.types.acl import role_text
 from service.types.deform import Column
 from service.types.registry import TypeInfo, TypeRegistry
 
@@ -77,7 +79,11 @@ class CatalogTypes:
         self.registry = (
             registry
             if registry is not None
-            else TypeRegistry(version=conn.server_version // 10000, oid_names=self.names)
+            else TypeRegistry(
+                version=conn.server_version // 10000,
+                oid_names=self.names,
+                name_cache=self.names.native,
+            )
         )
 
     def ensure(self, oids: Iterable[int]) -> TypeRegistry:
@@ -189,16 +195,26 @@ class CatalogNames:
     has), so it is exact for every object as the catalog holds it now. `role` gives a
     role's raw name (aclitem quotes it itself). The cache lives until `clear()` (the
     catalog stage's invalidate_all).
+
+    `native` is the cache's image for the native row encoder (service._native.NameCache,
+    when service.impl selects that encoder; else None): each name resolved here is put
+    there too, as the text its type prints (a role's as aclitemout prints it,
+    service.types.acl.role_text; a reg* name only when there is one), and it is cleared
+    with this cache, so the encoder prints exactly what this resolver would now, and
+    leaves a value whose name is not there yet to the Python path, which resolves it.
     """
 
-    __slots__ = ("_cache", "_conn")
+    __slots__ = ("_cache", "_conn", "native")
 
     def __init__(self, conn: psycopg2.extensions.connection) -> None:
         self._conn = conn
         self._cache: dict[tuple[str, int], str | None] = {}
+        self.native: Any = native_name_cache()
 
     def clear(self) -> None:
         self._cache.clear()
+        if self.native is not None:
+            self.native.clear()
 
     def __call__(self, kind: str, oid: int) -> str | None:
         key = (kind, oid)
@@ -216,6 +232,11 @@ class CatalogNames:
             row = cur.fetchone()
         text = None if row is None else str(row[0])
         self._cache[key] = text
+        if self.native is not None:
+            if kind == "role":
+                self.native.put(kind, oid, role_text(oid, text))
+            elif text is not None:
+                self.native.put(kind, oid, text)
         return text
 
 

@@ -80,6 +80,7 @@ from service.schema.history import SchemaHistory
 from service.schema.tabledef import CatalogSnapshot, TableDef
 from service.tablesnap.plan import Bound, json_bound
 from service.types.registry import TypeInfo
+from service.types.regtypes import REG_OUTPUTS
 from service.types.rowdecode import HistoryRows
 from service.types.sendform import base_type, snapshot_registry
 from service.types.snapshot_rewrites import EXTENSION_TEXT_VALUED, text_valued
@@ -128,7 +129,8 @@ class TablePlan:
         something other than its send format (its text, `unknown_types = bytes`...).
         The encoder takes two kinds of column read as `::text`: xml (its stored text)
         and the types whose value is their output text (ltree, lquery, cube, earth, seg,
-        the isn types: EXTENSION_TEXT_VALUED; jsonpath), whose field is that value; and
+        the isn types: EXTENSION_TEXT_VALUED; jsonpath, aclitem, the reg* types), whose
+        field is that value; and
         arrays of the latter read as `::text[]`, whose elements are those values."""
         if self.fields is not None:
             return self.fields
@@ -672,9 +674,10 @@ class SharedSnapshotReader(ChunkReader):
 # Output functions of the types the snapshot reads as `::text` whose text is the value
 # the native encoder writes as a string (tablesnap::copy's `text_read`): the recognised
 # extension types of EXTENSION_TEXT_VALUED, and jsonpath (TEXT_VALUED: its `::text` is
-# the I/O cast, jsonpath_out's text, which is also its published value). Not aclitem nor
-# the reg* types, which the native row encoder leaves to Python.
-_NATIVE_TEXT_READ = EXTENSION_TEXT_VALUED | {"jsonpath_out"}
+# the I/O cast, jsonpath_out's text, which is also its published value), and aclitem and
+# the reg* types (TEXT_VALUED: their `::text` is the server's output function over the
+# catalog at the snapshot, which is the Python path's value too).
+_NATIVE_TEXT_READ = EXTENSION_TEXT_VALUED | {"jsonpath_out", "aclitemout"} | REG_OUTPUTS
 
 
 def _native_text_read(base: TypeInfo) -> bool:

@@ -295,6 +295,11 @@ class RelationInfo:
     # (service.types.rowdecode._MissingPlanner: getmissingattr's value, as the deformer
     # reads it); () where there is none or the decoder reads the default otherwise.
     missing_datums: tuple[tuple[int, bytes], ...] = ()
+    # The native image of the catalog's name resolver the row decoder prints reg* and
+    # aclitem values with (service.types.registry.TypeRegistry.name_cache: a
+    # service._native.NameCache, filled as that resolver resolves); None without one.
+    # Shared, not compared: the cache changes, the definition does not.
+    name_cache: object | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(slots=True, frozen=True)

@@ -37,12 +37,18 @@ def putid(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def role_text(oid: int, name: str | None) -> str:
+    """What aclitemout prints for a grantee or grantor: its name as putid quotes it, or
+    its OID when there is no such role (`name` None). The catalog stage hands the native
+    encoder this text (service._native.NameCache), so the quoting lives here only."""
+    return str(oid) if name is None else putid(name)
+
+
 def _role(oid: int, registry: TypeRegistry) -> str:
     names = registry.oid_names
     if names is None:
         raise UnknownTypeError("aclitem needs role names: no catalog resolver attached")
-    name = names("role", oid)
-    return str(oid) if name is None else putid(name)
+    return role_text(oid, names("role", oid))
 
 
 def aclitem_text(buf: bytes, registry: TypeRegistry) -> str:

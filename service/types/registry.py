@@ -61,10 +61,13 @@ class TypeRegistry:
     `version` (the server's major version) picks the built-in facts that differ between
     versions (`BEFORE_16`); `oid_names` is the catalog stage's resolver for the
     types whose text is a catalog name (service.types.regtypes.OidNames), None in a
-    registry that has no catalog behind it. `fresh` makes an empty registry with both.
+    registry that has no catalog behind it; `name_cache` is that resolver's native image
+    (service._native.NameCache: the names it resolved, as the texts reg* and aclitem
+    print, which the native row encoder reads), None without one. `fresh` makes an
+    empty registry with all three.
     """
 
-    __slots__ = ("_types", "oid_names", "version")
+    __slots__ = ("_types", "name_cache", "oid_names", "version")
 
     def __init__(
         self,
@@ -72,19 +75,23 @@ class TypeRegistry:
         *,
         version: int = 15,
         oid_names: Callable[[str, int], str | None] | None = None,
+        name_cache: object | None = None,
     ) -> None:
         self._types: dict[int, TypeInfo] = {info.oid: info for info in BUILTIN_TYPES}
         if version < 16:
             self._types.update((info.oid, info) for info in BEFORE_16)
         self.version = version
         self.oid_names = oid_names
+        self.name_cache = name_cache
         for info in types:
             self.add(info)
 
     def fresh(self, types: Iterable[TypeInfo] = ()) -> TypeRegistry:
         """A registry of the same version and resolver holding only `types` beyond the
         built-in ones."""
-        return TypeRegistry(types, version=self.version, oid_names=self.oid_names)
+        return TypeRegistry(
+            types, version=self.version, oid_names=self.oid_names, name_cache=self.name_cache
+        )
 
     def add(self, info: TypeInfo) -> None:
         self._types[info.oid] = info

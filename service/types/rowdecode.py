@@ -620,6 +620,7 @@ class HistoryRows:
             columns=tuple(metas),
             defined_at=lsn,
             missing_datums=tuple((c.attnum, c.missing) for c in columns if c.missing is not None),
+            name_cache=registry.name_cache,
         )
         plan = _Plan(
             rel, table, columns, [], registry, qualified, missing_values, omitted, as_bytes

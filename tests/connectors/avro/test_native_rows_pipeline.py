@@ -25,7 +25,7 @@ nested in composites, with enum, array and domain fields, arrays of composites a
 domain over an enum, a table of jsonpath values (every item kind: lax/strict, each
 operator and its parentheses, filters, like_regex flags, .datetime, escapes, subscripts
 with `last`, .** bounds, and from PG17 the new methods) and jsonpath[], and a table
-with an aclitem column (no plan: Python) in the same transactions.
+with an aclitem[] column (no plan: Python) in the same transactions.
 
 The WAL is decoded three times by a pgcdc `Session`: into the reference plugin
 (AvroSerializer, generic datums: tests/connectors/avro/avro_reference.py), into
@@ -89,7 +89,7 @@ ALTER TABLE n_full_run REPLICA IDENTITY FULL;
 CREATE TYPE n_inner AS (a int4);
 CREATE TYPE n_pair AS (a int4, b text, c n_inner);
 CREATE TYPE n_simple AS (a int4, b text, d date);
-CREATE TABLE n_python (id int4 PRIMARY KEY, doc n_pair, acl aclitem);
+CREATE TABLE n_python (id int4 PRIMARY KEY, doc n_pair, acl aclitem[]);
 CREATE TABLE n_jpath (id int4 PRIMARY KEY, j jsonpath);
 CREATE TABLE n_jpath_arr (id int4 PRIMARY KEY, js jsonpath[]);
 CREATE DOMAIN n_posint AS int4 CHECK (VALUE > 0);
@@ -412,7 +412,7 @@ WORKLOAD = [
     "UPDATE n_full_run SET v = v || '!', n = n + 1",
     "UPDATE n_full_run SET v = v || '?', id = CASE WHEN id = 300 THEN 9300 ELSE id END",
     *_MORE_ROWS,
-    # a table without a native plan (aclitem) interleaved with native rows in one transaction
+    # a table without a native plan (aclitem[]) interleaved with native rows in one transaction
     """BEGIN; INSERT INTO n_python VALUES (1, '(1,x,"(1)")');
        INSERT INTO n_all (id, t) VALUES (5000, 'mixed');
        INSERT INTO n_python VALUES (2, '(2,,)'); COMMIT""",

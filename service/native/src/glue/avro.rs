@@ -7,7 +7,8 @@
 //! classes, for each enum column (by index) its labels by pg_enum OID, and for each
 //! array column (by index) its element `(kind, scale, precision, type OID, typlen,
 //! typalign)`, for each column added with a default (by index) its attmissingval as the
-//! stored datum, and for each composite column (or array of composites, by index) its type
+//! stored datum, the catalog name cache (`NameCache`, glue::names) when a column is a
+//! reg* type, aclitem or an array of reg*, and for each composite column (or array of composites, by index) its type
 //! OID and fields (`CompositeSpec`: an enum field with its labels, an array field with
 //! its element, a composite field with its own spec); then per row the RawTuple's fields and the change's LSN, or per run of rows
 //! of one table and op (`encode_events`) the RawTuples, their LSNs and the Envelope's
@@ -36,6 +37,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
+use crate::glue::names::PyNameCache;
 use crate::glue::reorder::PyHeapRows;
 use crate::glue::tablesnap::{
     copy_plan, encode_copy_rows, prepare_copy_rows, PyCopyChunk, PyCopyRecords, Stop,
@@ -140,6 +142,7 @@ pub fn composite(
             elem: None,
             composite: nested,
             special_dropped: Default::default(),
+            names: None,
         });
     }
     Ok(Arc::new(Composite {
@@ -181,7 +184,7 @@ pub struct PyRowPlan {
 #[pymethods]
 impl PyRowPlan {
     #[new]
-    #[pyo3(signature = (columns, key, relation, mismatch_error, decode_error, labels=None, elements=None, composites=None, missing=None))]
+    #[pyo3(signature = (columns, key, relation, mismatch_error, decode_error, labels=None, elements=None, composites=None, missing=None, names=None))]
     #[allow(clippy::too_many_arguments)] // the plan's parts, as the glue compiles them
     fn new(
         columns: Vec<ColumnSpec>,
@@ -193,7 +196,9 @@ impl PyRowPlan {
         elements: Option<HashMap<usize, ElemSpec>>,
         composites: Option<HashMap<usize, CompositeSpec>>,
         missing: Option<HashMap<usize, Vec<u8>>>,
+        names: Option<&Bound<'_, PyNameCache>>,
     ) -> PyResult<Self> {
+        let names = names.map(|n| Arc::clone(&n.get().names));
         let mut labels = labels.unwrap_or_default();
         let mut elements = elements.unwrap_or_default();
         let mut composites = composites.unwrap_or_default();
@@ -240,6 +245,13 @@ impl PyRowPlan {
                 None => None,
             };
             let datum = missing_datum(&name, has_missing, missing.remove(&cols.len()))?;
+            // reg* and aclitem (or an array of them) print catalog names: the cache
+            let named = kind.is_some_and(Kind::named) || elem.is_some_and(|e| e.kind.named());
+            if named && names.is_none() {
+                return Err(PyValueError::new_err(format!(
+                    "column {name}: its values need the catalog names (names=)"
+                )));
+            }
             cols.push(Column {
                 name,
                 attlen,
@@ -252,6 +264,7 @@ impl PyRowPlan {
                 elem,
                 composite,
                 special_dropped: Default::default(),
+                names: if named { names.clone() } else { None },
                 kind,
                 optional,
             });

@@ -10,12 +10,14 @@
 //! | `avro` | connectors.avro.native_rows | the avro plugin's rows and envelope |
 //! | `text` | service.output.native_text | test_decoding's lines |
 //! | `tablesnap` | connectors.postgres.copy_binary | the snapshot's binary COPY rows |
+//! | `names` | connectors.postgres.catalog_types (`CatalogNames`) | the catalog names reg* and aclitem print |
 //!
 //! `slots` is a helper the glue shares (slotted result classes); `wal` also registers
 //! the extension module `service._native`.
 
 pub mod avro;
 pub mod decode;
+pub mod names;
 pub mod reorder;
 pub mod slots;
 pub mod tablesnap;

@@ -131,6 +131,7 @@ impl PyTextPlan {
                 elem: None,
                 composite,
                 special_dropped: Default::default(),
+                names: None,
             });
             printed.push(shown);
         }

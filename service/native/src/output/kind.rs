@@ -7,6 +7,7 @@
 //! length each expects (`attlen`), which a plan checks when it is compiled. Pure.
 
 use crate::types::outtext::Output;
+use crate::types::regproc::Reg;
 
 /// The Avro encoding of one column, as connectors.avro.schema maps its type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +97,14 @@ pub enum Kind {
     /// pgvector sparsevec: io.debezium.data.SparseDoubleVector {dimensions, vector: an
     /// array of MapEntry {key, value}}.
     SparseVector,
+    /// A reg* type (regclass, regproc, ...): the text its output function prints for
+    /// the stored OID, a string, from the column's `names` (types::regproc).
+    Reg(Reg),
+    /// aclitem: aclitemout's text, a string, its roles from the column's `names`;
+    /// `pg15`: the 12-byte form of PostgreSQL 15 (AclMode uint32), else 16 bytes.
+    AclItem {
+        pg15: bool,
+    },
 }
 
 impl Kind {
@@ -146,8 +155,18 @@ impl Kind {
             "double_vector" => Kind::DoubleVector,
             "float_vector" => Kind::FloatVector,
             "sparse_vector" => Kind::SparseVector,
-            _ => Kind::Output(Output::parse(name)?),
+            "aclitem" => Kind::AclItem { pg15: false },
+            "aclitem_pg15" => Kind::AclItem { pg15: true },
+            _ => match Reg::parse(name) {
+                Some(reg) => Kind::Reg(reg),
+                None => Kind::Output(Output::parse(name)?),
+            },
         })
+    }
+
+    /// Does the value's text need the catalog's names (the column's `names`)?
+    pub fn named(self) -> bool {
+        matches!(self, Kind::Reg(_) | Kind::AclItem { .. })
     }
 
     /// The attlen the kind's stored form has (what the plan checks at compile time).
@@ -155,7 +174,7 @@ impl Kind {
         match self {
             Kind::Bool | Kind::Char => 1,
             Kind::Int2 => 2,
-            Kind::Int4 | Kind::Oid | Kind::Float4 | Kind::Date | Kind::Enum => 4,
+            Kind::Int4 | Kind::Oid | Kind::Float4 | Kind::Date | Kind::Enum | Kind::Reg(_) => 4,
             Kind::Int8
             | Kind::Float8
             | Kind::Time
@@ -165,8 +184,8 @@ impl Kind {
             | Kind::MoneyText
             | Kind::MoneyDouble
             | Kind::Mac8 => 8,
-            Kind::TimeTz => 12,
-            Kind::Uuid | Kind::Interval | Kind::Point => 16,
+            Kind::TimeTz | Kind::AclItem { pg15: true } => 12,
+            Kind::Uuid | Kind::Interval | Kind::Point | Kind::AclItem { pg15: false } => 16,
             Kind::Output(o) => o.attlen(),
             Kind::Name => 64,
             Kind::Mac => 6,

@@ -10,6 +10,7 @@
 //! (tablesnap::copy) consume. Pure.
 
 use crate::types::deform::{self, Attribute, Deformed, RowError, Toast, Tuple};
+pub use crate::types::regproc::Names;
 pub use crate::types::Labels;
 
 use super::kind::{Kind, TextKind};
@@ -41,6 +42,9 @@ pub struct Column {
     pub elem: Option<Elem>,
     /// A composite column's fields; None otherwise.
     pub composite: Option<std::sync::Arc<Composite>>,
+    /// The catalog names a reg* or aclitem column (or an array of reg*) prints its
+    /// values with (types::regproc, filled by the Python resolver); None otherwise.
+    pub names: Option<std::sync::Arc<Names>>,
     /// Set when the avro encoder wrote null for a NaN/±Infinity this nullable decimal
     /// column held (the Python path's `numeric_special_value_dropped`); shared by the
     /// plan's clones and threads, cleared by `Plan::take_dropped`.

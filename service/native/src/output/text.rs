@@ -318,6 +318,7 @@ mod tests {
             elem: None,
             composite: None,
             special_dropped: Default::default(),
+            names: None,
         }
     }
 

@@ -21,8 +21,8 @@
 //! point_recv): network byte order turned into the stored image; the types published as
 //! their output text (geometric, ranges and multiranges, tsvector, pg_lsn, xid, xid8)
 //! have theirs in tablesnap::sendform; the extension types valued as their text (ltree,
-//! lquery, cube, seg, isn) and jsonpath are selected as `::text`, so their field is the
-//! string the encoder writes (`copy_kind`); int2vector and oidvector are arrays of int2 / oid
+//! lquery, cube, seg, isn), jsonpath, the reg* types and aclitem are selected as `::text`,
+//! so their field is the string the encoder writes (`copy_kind`, `read_as_text`); int2vector and oidvector are arrays of int2 / oid
 //! (`array`). enum_send is the label,
 //! which is what the encoder writes (checked against the plan's labels). jsonb has no
 //! stored form reachable from jsonb_send (a version byte and jsonb_out's text), so a
@@ -229,7 +229,7 @@ pub fn copy_kind(kind: Kind) -> Option<Kind> {
         | Kind::Geometry { .. }
         | Kind::Array => kind,
         Kind::Output(o) if sendform::rewrites(o) => kind,
-        Kind::Output(o) if text_read(o) => Kind::Text,
+        k if read_as_text(k) => Kind::Text,
         Kind::Output(Output::Int2Vector | Output::OidVector) => kind,
         _ => return None,
     })
@@ -276,6 +276,18 @@ fn text_read(o: Output) -> bool {
             | Output::Isn(_)
             | Output::Jsonpath
     )
+}
+
+/// A column of `kind` the snapshot selects as `::text`, its field the value the encoder
+/// writes as a string: the `text_read` types, and the reg* types and aclitem
+/// (service.types.snapshot_rewrites.TEXT_VALUED: their text needs the catalog, which
+/// the server's own output function reads for the snapshot, as the Python path takes it).
+fn read_as_text(kind: Kind) -> bool {
+    match kind {
+        Kind::Output(o) => text_read(o),
+        Kind::Reg(_) | Kind::AclItem { .. } => true,
+        _ => false,
+    }
 }
 
 /// `d` byte-reversed (a big-endian send image of `width` bytes as the little-endian stored
@@ -406,8 +418,8 @@ pub fn stored(kind: Kind, d: &[u8]) -> Result<Cow<'_, [u8]>, Rewrite> {
             out.extend_from_slice(&d[4..]);
             Ok(Cow::Owned(out))
         }
-        // the extension types selected as their text (`text_read`): the text itself
-        Kind::Output(o) if text_read(o) => Ok(Cow::Borrowed(d)),
+        // the types selected as their text (`read_as_text`): the text itself
+        k if read_as_text(k) => Ok(Cow::Borrowed(d)),
         // int2vectorrecv, oidvectorrecv: array_recv's input of one dimension; stored, the
         // ArrayType of int2 / oid elements (types::array::vector_text reads it)
         Kind::Output(Output::Int2Vector) => {
@@ -442,11 +454,11 @@ fn fixed_same<'a>(d: &'a [u8], width: usize, what: &str) -> Result<Cow<'a, [u8]>
 /// Can an array's elements of `kind` be rewritten into their stored form (`stored`, or an
 /// enum label into its pg_enum OID)? A jsonb element becomes its text (`stored`) and the
 /// copy plan reads it as text (`copy_plan`), as a jsonb column's field.
-/// Not a text-read extension type (an array of one is selected as `::text[]`, which
+/// Not a type read as text (an array of one is selected as `::text[]`, which
 /// `copy_plan` plans as a text array), nor int2vector / oidvector (arrays themselves), nor
 /// a composite (`copy_plan` checks its fields, record::field_rewrites).
 fn element_rewrites(kind: Kind) -> bool {
-    let text = matches!(kind, Kind::Output(o) if text_read(o) || vector(o));
+    let text = read_as_text(kind) || matches!(kind, Kind::Output(o) if vector(o));
     kind != Kind::Array && kind != Kind::Composite && !text && copy_kind(kind).is_some()
 }
 
@@ -639,7 +651,7 @@ pub fn copy_plan(plan: &Plan) -> Result<Plan, String> {
                     Some(e) if e.kind == Kind::Jsonb => e.kind = Kind::Text,
                     // selected as `::text[]` (its elements' output text, their value):
                     // a text array, its elements encoded as the strings they are
-                    Some(e) if matches!(e.kind, Kind::Output(o) if text_read(o)) => *e = TEXT_ELEM,
+                    Some(e) if read_as_text(e.kind) => *e = TEXT_ELEM,
                     Some(e) if element_rewrites(e.kind) => {}
                     e => {
                         return Err(format!(
@@ -697,6 +709,8 @@ impl CopyPlan<'_> {
             }
             let rewritten = match (kind, col.elem, &col.composite) {
                 (Kind::Array, Some(e), c) => {
+                    // selected as `::text[]`: text elements, whatever the type's width
+                    let e = if read_as_text(e.kind) { TEXT_ELEM } else { e };
                     array(field, &e, &col.labels, c.as_deref()).map(Cow::Owned)
                 }
                 (Kind::Composite, _, Some(c)) => record::record(field, c).map(Cow::Owned),

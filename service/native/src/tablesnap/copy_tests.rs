@@ -34,6 +34,7 @@ fn array_plan(name: &str, labels: Labels, elem: Elem) -> Plan {
         elem: Some(elem),
         composite: None,
         special_dropped: Default::default(),
+        names: None,
     };
     Plan {
         columns: vec![col],
@@ -298,4 +299,24 @@ fn vectors_to_stored() {
     let d = send(21, &[&1i32.to_be_bytes()]);
     assert!(matches!(stored(int2, &d), Err(Rewrite::Bad(_))));
     assert!(!element_rewrites(int2));
+}
+
+/// The reg* types and aclitem are selected as their text (`::text`, `::text[]`): a column
+/// of one is encoded as the text field it is, an array of reg* as a text array.
+#[test]
+fn reg_and_aclitem_are_read_as_text() {
+    use crate::types::regproc::Reg;
+    for kind in [Kind::Reg(Reg::Class), Kind::AclItem { pg15: true }] {
+        assert_eq!(copy_kind(kind), Some(Kind::Text));
+        assert_eq!(stored(kind, b"pg_class").unwrap().as_ref(), b"pg_class");
+    }
+    let elem = Elem {
+        kind: Kind::Reg(Reg::Type),
+        oid: 2206,
+        attlen: 4,
+        align: 4,
+    };
+    let copy = copy_plan(&array_plan("a", Labels::default(), elem)).unwrap();
+    let e = copy.columns[0].elem.unwrap();
+    assert_eq!((e.kind, e.oid, e.attlen, e.align), (Kind::Text, 25, -1, 4));
 }

@@ -2,8 +2,8 @@
 //! payload) read as its type's value, and the helpers they share. One module per type
 //! family, as service.types has (psycopg's layout): `numeric`, `datetime`, `float`,
 //! `formats` (bits, money, interval, timetz, char, xml), `network`, `jsonb`, `jsonpath`,
-//! `array`, `range`, `geometric`, `tsearch`, `postgis`, `pgvector` and the `extension`
-//! types; `outtext` names the types published as their output text; `deform` is
+//! `array`, `range`, `geometric`, `tsearch`, `postgis`, `pgvector`, the `extension`
+//! types, and `regproc` (reg* and aclitem, from the names the catalog stage resolved); `outtext` names the types published as their output text; `deform` is
 //! heap_deform_tuple over a table's attributes (service.types.deform).
 //!
 //! Receives: bytes the deform (or a COPY field rewritten to its stored form) hands over.
@@ -28,6 +28,7 @@ pub mod outtext;
 pub mod pgvector;
 pub mod postgis;
 pub mod range;
+pub mod regproc;
 pub mod snapshot;
 pub mod tsearch;
 

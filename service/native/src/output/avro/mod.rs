@@ -28,7 +28,7 @@ mod tests;
 use crate::types::deform::{Datum, Deformed, RowError, Toast, Tuple};
 use crate::types::{
     array, datetime, enum_label, extension, fixed, formats, geometric, jsonb, network, numeric,
-    pgvector, postgis,
+    pgvector, postgis, regproc,
 };
 
 use super::kind::Kind;
@@ -369,6 +369,16 @@ fn write_value(out: &mut Vec<u8>, col: &Column, kind: Kind, d: &[u8]) -> Result<
                 }
             }
             avro::long(out, 0);
+        }
+        Kind::Reg(_) | Kind::AclItem { .. } => {
+            // a name the Python resolver has not resolved yet is its row's fallback
+            let names = col.names.as_deref().ok_or("reg* Python decides")?;
+            let mut text = String::new();
+            match kind {
+                Kind::Reg(reg) => regproc::reg_text(&mut text, names, reg, d)?,
+                _ => regproc::aclitem_text(&mut text, names, d)?,
+            }
+            avro::bytes(out, text.as_bytes());
         }
         Kind::Money => avro::bytes(out, &formats::unscaled(formats::money_cents(d)?)),
         Kind::Bits => avro::bytes(out, &formats::bits_bytes(d)?),

@@ -18,6 +18,7 @@ fn col(name: &str, attlen: i16, align: usize, kind: Option<Kind>, optional: bool
         elem: None,
         composite: None,
         special_dropped: Default::default(),
+        names: None,
     }
 }
 
