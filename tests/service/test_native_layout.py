@@ -31,7 +31,9 @@ TWIN = {
 }
 # glue/<name>.rs: a stage's boundary (the avro and text plugins are output's two).
 GLUE = {"wal", "decode", "reorder", "avro", "text", "tablesnap"}
-GLUE_HELPERS = {"mod", "slots"}
+# What the glue shares: slotted result classes, and the catalog name cache (NameCache)
+# the plans of both plugins print reg* and aclitem from.
+GLUE_HELPERS = {"mod", "slots", "names"}
 
 _COMMENT = re.compile(r"//[^\n]*")
 _CRATE_PATH = re.compile(r"\bcrate::([a-z_]+)")

@@ -10,10 +10,11 @@
 //! | `avro` | connectors.avro.native_rows | the avro plugin's rows and envelope |
 //! | `text` | service.output.native_text | test_decoding's lines |
 //! | `tablesnap` | connectors.postgres.copy_binary | the snapshot's binary COPY rows |
-//! | `names` | connectors.postgres.catalog_types (`CatalogNames`) | the catalog names reg* and aclitem print |
 //!
-//! `slots` is a helper the glue shares (slotted result classes); `wal` also registers
-//! the extension module `service._native`.
+//! `slots` and `names` are helpers the glue shares: slotted result classes, and the
+//! catalog name cache the plans print reg* and aclitem from (`NameCache`, filled by
+//! connectors.postgres.catalog_types `CatalogNames`). `wal` also registers the
+//! extension module `service._native`.
 
 pub mod avro;
 pub mod decode;
