@@ -503,6 +503,7 @@ def test_native_rows_equal_python_and_reference(
     monkeypatch.setattr(NativeRows, "_encode_update", counted_update)
 
     deletes: list[tuple[str, int, int]] = []  # the same, of DELETE groups
+    update_groups: list[tuple[str, int, int]] = []  # and of UPDATE groups
 
     def counted(self: NativeRows, *args: Any) -> int:
         done = group(self, *args)
@@ -510,6 +511,8 @@ def test_native_rows_equal_python_and_reference(
         groups.append(seen)
         if args[5] is ChangeOp.DELETE:
             deletes.append(seen)
+        if args[5] is ChangeOp.UPDATE:
+            update_groups.append(seen)
         return done
 
     monkeypatch.setattr(NativeRows, "_group", counted)
@@ -725,7 +728,13 @@ def test_native_rows_equal_python_and_reference(
             stopped = [(n, done) for n, done in full_run if 0 <= done < n]
             assert len(whole) < 3 or stopped, full_run
             assert all(done >= 100 for _, done in stopped), full_run
-            assert native_updates.pop("n_full_run", 0) < 800 - 100, native_updates
+            # Every one of its 800 updated rows is encoded once, in a group or alone
+            # (how many of each depends on how the shared servers' WAL cut the runs),
+            # natively but the key change (id 300, written by the Python path: counted
+            # here only when it came alone).
+            grouped = sum(max(done, 0) for table, _, done in update_groups if table == "n_full_run")
+            alone = native_updates.pop("n_full_run", 0) + python_updates.get("n_full_run", 0)
+            assert grouped + alone in (799, 800), (grouped, alone, full_run)
             # Of n_full_run's rows that went one by one, only the key change (id 300) is
             # the Python path's, and only when it reached the replay outside a run (in a
             # piece another session's record cut too short to go alone): CI run 12.
