@@ -170,7 +170,7 @@ class RowPlan:
         elements: dict[int, tuple[str, int, int, int, int, int]] | None = None,
         composites: dict[int, Any] | None = None,
         missing: dict[int, bytes] | None = None,
-        names: NameCache | None = None,  # for reg* and aclitem columns (reg* arrays)
+        names: NameCache | None = None,  # for reg* and aclitem columns (and arrays of them)
     ) -> None: ...
     def take_dropped(self) -> list[str]: ...
     def encode(
@@ -268,6 +268,11 @@ class TextPlan:
         relation: str,
         mismatch_error: type[PgcdcError],
         decode_error: type[PgcdcError],
+        labels: dict[int, dict[int, str]] | None = None,
+        elements: dict[int, tuple[str, int, int, int]] | None = None,
+        composites: dict[int, Any] | None = None,
+        missing: dict[int, bytes] | None = None,
+        names: NameCache | None = None,  # for reg* and aclitem columns (and arrays of them)
     ) -> None: ...
     def lines(
         self, tuples: list[Any], lsns: list[int], start: int, prefix: str, skip_nulls: bool

@@ -25,10 +25,11 @@ How:
     dates and times, interval, timetz, uuid, "char", inet, cidr, macaddr, macaddr8,
     point (the Point record), and the types published as their output text: the other
     geometric types, tsvector, tsquery, jsonpath, the built-in ranges and multiranges,
-    and user-defined ones over a built-in range's subtype or float8 (`user_range_kind`);
-    the reg* types and aclitem (15's 12-byte form and 16+'s), as their text from the
-    catalog names the resolver put in `RelationInfo.name_cache`, which the plan
-    shares (a table with such a column and no cache has no plan);
+    and user-defined ones over a built-in range's subtype or over int2, oid, float4,
+    float8, text, varchar, time, timetz, interval, inet or cidr (`user_range_kind`);
+    the reg* types and aclitem (15's 12-byte form and 16+'s; `NAMED_TYPES`), as their
+    text from the catalog names the resolver put in `RelationInfo.name_cache`, which the
+    plan shares (a table with such a column and no cache has no plan);
   - by schema: numeric and money in each decimal.handling.mode (precise: Decimal or
     VariableScaleDecimal; string: the output text; double), bit and varbit (Bits;
     bit(1) a boolean), an enum (Enum: the label of the stored pg_enum OID, from the
@@ -43,11 +44,11 @@ How:
   - an array of any of those, a domain over such an array (as the array), and an array
     of a domain over one of them (`element_spec`: its header names the domain, its
     items are the base type's, with the domain's typmod); not nested; with the
-    element's layout from `service.types.registry.builtin_layout`.
+    element's layout from `service.types.registry.builtin_layout` (aclitem's, which
+    differs between 15 and 16+, told by the array column's attalign).
   A table with any other mapped column (composites of other fields, ranges of other
   subtypes, arrays of extension
-  types, arrays of other types (aclitem[]: its element's layout differs between 15 and
-  16), domains over enums, ...)
+  types, arrays of other types, domains over enums, ...)
   gets no plan: the Python path handles all its rows (`not_native` names why).
 - Per row, Rust deforms the tuple (heap_deform_tuple) and writes the Value and Key
   records, or says why the row is Python's (a typed fallback: a `str` reason, counted in
@@ -122,11 +123,14 @@ from service.output.api import (
 )
 from service.output.native_text import (
     EXT_KINDS,
+    NAMED_KINDS,
+    NAMED_TYPES,
     OUTPUT_TYPES,
     RANGES,
     CompositeSpec,
     composite_spec,
     enum_labels,
+    stored_form,
     user_range_kind,
 )
 from service.pgconst import UNIX_EPOCH_USECS
@@ -177,40 +181,9 @@ NATIVE_TYPES: dict[int, tuple[str, int]] = {
     # The reg* types (regproc.c: regprocout ... regcollationout) and aclitem (acl.c:
     # aclitemout): their text, from the catalog names the resolver put in the plan's
     # name cache (`RelationInfo.name_cache`). aclitem is 16 bytes from 16 on; 15's
-    # 12-byte form is `_ACLITEM_15` (compile_plan tells them by the column's attlen).
-    24: ("regproc", 4),
-    2202: ("regprocedure", 4),
-    2203: ("regoper", 4),
-    2204: ("regoperator", 4),
-    2205: ("regclass", 4),
-    2206: ("regtype", 4),
-    4096: ("regrole", 4),
-    4089: ("regnamespace", 4),
-    3734: ("regconfig", 4),
-    3769: ("regdictionary", 4),
-    4191: ("regcollation", 4),
-    1033: ("aclitem", 16),
+    # 12-byte form is `ACLITEM_15` (`stored_form` tells them by the stored length).
+    **NAMED_TYPES,
 }
-_ACLITEM_15 = ("aclitem_pg15", 12)  # AclMode was a uint32 on 15 (service.types.acl)
-# The kinds whose text is a catalog name: a column of one (or an array of one) needs the
-# plan's name cache.
-_NAMED_KINDS = frozenset(
-    {
-        "regproc",
-        "regprocedure",
-        "regoper",
-        "regoperator",
-        "regclass",
-        "regtype",
-        "regrole",
-        "regnamespace",
-        "regconfig",
-        "regdictionary",
-        "regcollation",
-        "aclitem",
-        _ACLITEM_15[0],
-    }
-)
 _NUMERIC, _MONEY, _BIT, _VARBIT = 1700, 790, 1560, 1562
 
 ColumnSpec = tuple[str, int, int, bool, bool, str, int, int, bool]
@@ -245,10 +218,12 @@ def _base(meta: ColumnMeta) -> tuple[int, int] | None:
     return None
 
 
-def element_spec(meta: ColumnMeta, decimal_mode: str) -> ElemSpec | None:
+def element_spec(meta: ColumnMeta, decimal_mode: str, array_align: str = "") -> ElemSpec | None:
     """The element of an array column whose items the native encoder writes (a built-in
     type of `NATIVE_TYPES`, numeric, money, bit strings, or an enum; or a domain over
-    one), or None."""
+    one), or None. `array_align`, the array column's attalign, tells the layout of an
+    element type whose layout differs between versions (aclitem: `builtin_layout`);
+    without it an array of one has no spec."""
     if meta.kind != "a" or meta.ext or meta.stored_bytes_type or not meta.elem_type_oid:
         return None
     elem = ColumnMeta(
@@ -272,15 +247,17 @@ def element_spec(meta: ColumnMeta, decimal_mode: str) -> ElemSpec | None:
     if elem.kind == "c":
         # items: each composite's record_out text (a row type: typlen -1, typalign d)
         return ("composite", 0, 0, header, -1, 8) if composite_spec(meta) else None
-    layout = builtin_layout(elem.type_oid)
+    layout = builtin_layout(elem.type_oid, array_align)
     if layout is None or TYPALIGN_BYTES.get(layout[1]) is None:
         return None
     mapping = type_mapping(elem, decimal_mode, _noop_warn)
     found = field_kind(elem, FieldPlan(elem.name, elem.name, mapping, True), decimal_mode)
-    if found is None or found[0] == "array" or found[3] != layout[0]:
+    if found is None or found[0] == "array":
         return None
-    kind, scale, precision, attlen = found
-    return kind, scale, precision, header, attlen, TYPALIGN_BYTES[layout[1]]
+    kind, attlen = stored_form((found[0], found[3]), layout[0])
+    if attlen != layout[0]:
+        return None
+    return kind, found[1], found[2], header, attlen, TYPALIGN_BYTES[layout[1]]
 
 
 # Extension types whose Debezium value is not their text: the native kind writing it.
@@ -314,9 +291,12 @@ def _extension_kind(meta: ColumnMeta, mapping: Any, decimal_mode: str) -> FieldK
     return _EXT_RECORDS.get(meta.ext, found[0]), 0, 0, found[1]
 
 
-def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> FieldKind | None:
+def field_kind(
+    meta: ColumnMeta, plan: FieldPlan, decimal_mode: str, array_align: str = ""
+) -> FieldKind | None:
     """(kind, scale, precision, attlen) of the native encoding of one Value field, or None
-    when the field's mapping is not one the native encoder writes byte-identically."""
+    when the field's mapping is not one the native encoder writes byte-identically.
+    `array_align`: an array column's attalign (`element_spec`)."""
     mapping = plan.mapping
     if meta.ext:
         return _extension_kind(meta, mapping, decimal_mode)
@@ -329,7 +309,7 @@ def field_kind(meta: ColumnMeta, plan: FieldPlan, decimal_mode: str) -> FieldKin
         return "composite", 0, 0, -1
     if meta.kind == "a":
         # An Avro array of ["null", item]; the items as the element's own mapping.
-        if element_spec(meta, decimal_mode) is None or mapping.kind != "array":
+        if element_spec(meta, decimal_mode, array_align) is None or mapping.kind != "array":
             return None
         if mapping.schema != type_mapping(meta, decimal_mode, _noop_warn).schema:
             return None
@@ -417,16 +397,15 @@ def compile_plan(
         if align is None:
             return None, f"column {c.name}: attalign {c.attalign!r}"
         kind, scale, precision, optional = "", 0, 0, False
-        kind_named = False  # an array of a kind in _NAMED_KINDS
+        kind_named = False  # an array of a kind in NAMED_KINDS
         plan = None if c.dropped else fields.get(c.name)
         if plan is not None:
             meta = rel_columns.get(c.name)
-            found = None if meta is None else field_kind(meta, plan, decimal_mode)
+            found = None if meta is None else field_kind(meta, plan, decimal_mode, c.attalign)
             if found is None:
                 return None, f"column {c.name}: type {c.type_oid} is not native"
             kind, scale, precision, attlen = found
-            if (kind, c.attlen) == ("aclitem", _ACLITEM_15[1]):
-                kind, attlen = _ACLITEM_15
+            kind, attlen = stored_form((kind, attlen), c.attlen)
             if attlen != c.attlen:
                 return None, f"column {c.name}: attlen {c.attlen}"
             optional = plan.optional
@@ -438,7 +417,7 @@ def compile_plan(
                     return None, f"column {c.name}: fields are not native"
                 composites[len(specs)] = comp
             if kind == "array" and meta is not None:
-                elem = element_spec(meta, decimal_mode)
+                elem = element_spec(meta, decimal_mode, c.attalign)
                 if elem is None:
                     return None, f"column {c.name}: element type is not native"
                 elements[len(specs)] = elem
@@ -449,8 +428,8 @@ def compile_plan(
                     composites[len(specs)] = comp
                 if elem[0] == "enum":
                     labels[len(specs)] = dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
-                kind_named = elem[0] in _NAMED_KINDS
-            if kind in _NAMED_KINDS or kind_named:
+                kind_named = elem[0] in NAMED_KINDS
+            if kind in NAMED_KINDS or kind_named:
                 if rel.name_cache is None:
                     return None, f"column {c.name}: no catalog name cache"
                 named = True

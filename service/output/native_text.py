@@ -11,7 +11,9 @@ RowRun go to Rust at once (`TextPlan.lines`); a row it leaves to the Python path
 typed fallback: an external TOAST pointer, a missing attribute whose default is not a
 stored datum (`RelationInfo.missing_datums`; a stored one is deformed in Rust),
 NaN/±Infinity numerics, a float whose shortest decimal is a rounding bound, text that is
-not UTF-8, an xml value with a declaration, a stored form the Python reference rejects;
+not UTF-8, an xml value with a declaration, a stored form the Python reference rejects,
+a reg* or aclitem value naming an OID whose name is not in the name cache yet (the
+Python path resolves it, which puts it there: the next row with that OID is native);
 counted in `fallbacks`) is written by
 `TestDecodingPlugin.change`, never half of each, and the run goes on natively after it.
 A list goes through `change` row by row.
@@ -26,9 +28,14 @@ and macaddr8; an enum, whose label the plan maps from its pg_enum OID: `enum_oid
 an array of any of these but box, printed as array_out, with its element's layout from
 `service.types.registry.builtin_layout`; the geometric types, tsvector, tsquery,
 jsonpath, the built-in ranges and multiranges, and user-defined ones over a built-in
-range's subtype or float8 (`user_range_kind`); a composite of any of these but
+range's subtype or over int2, oid, float4, float8, text, varchar, time, timetz,
+interval, inet or cidr (`user_range_kind`); a composite of any of these but
 arrays, enums and composites, printed as record_out; the contrib extension types,
-PostGIS geometry and geography, pgvector's types: `EXT_KINDS`). A relation with a
+PostGIS geometry and geography, pgvector's types: `EXT_KINDS`; the reg* types and
+aclitem (`NAMED_TYPES`, 15's 12-byte aclitem and 16+'s) and arrays of them (aclitem's
+layout told by the array column's attalign), printed from the catalog names the
+resolver put in `RelationInfo.name_cache`, which the plan shares: a table with such a
+column and no cache has no plan; not as a composite's field). A relation with a
 column of any other type (arrays of other types, domains, composites, ranges,
 extension types, ...) gets no plan: the Python path prints all its rows (`reason` says
 why).
@@ -96,8 +103,11 @@ OUTPUT_TYPES: dict[int, tuple[str, int]] = {
     4072: ("jsonpath", -1),  # jsonpath_out (printJsonPathItem), every server's item types
 }
 RANGES = frozenset({3904, 3906, 3908, 3910, 3912, 3926})
-# A range's subtype -> the name of the built-in range over it, less "range" (float8:
-# user ranges only, PostgreSQL's floatrange example; types::outtext's SUBS).
+# A range's subtype -> the name of the built-in range over it, less "range"; from
+# float8 on the built-in types that only user ranges are over (float8: PostgreSQL's
+# floatrange example), named by their own prefix (types::outtext's SUBS, whose
+# types::range writes each bound with the subtype's output function, quoted as
+# range_bound_escape quotes it). varchar is stored and printed as text.
 _RANGE_SUBTYPES = {
     23: "int4",
     20: "int8",
@@ -106,14 +116,25 @@ _RANGE_SUBTYPES = {
     1114: "ts",
     1184: "tstz",
     701: "float8",
+    21: "int2",
+    26: "oid",
+    700: "float4",
+    25: "text",
+    1043: "text",
+    1083: "time",
+    1266: "timetz",
+    1186: "interval",
+    869: "inet",
+    650: "cidr",
 }
 
 
 def user_range_kind(meta: ColumnMeta) -> str | None:
     """A user-defined range (CREATE TYPE ... AS RANGE) or its multirange over the subtype
-    of a built-in range, or over float8: the built-in one's kind with the type's own OID
-    (`int4range@16401`: its datums store that OID, and print as the built-in ones do);
-    None for any other type."""
+    of a built-in range or another subtype of `_RANGE_SUBTYPES`: the kind of the range
+    over that subtype with the type's own OID (`int4range@16401`, `textrange@16402`: its
+    datums store that OID, and print as range_out prints them); None for any other
+    type."""
     if meta.ext or meta.stored_bytes_type or meta.type_oid in OUTPUT_TYPES:
         return None
     prefix = _RANGE_SUBTYPES.get(meta.range_subtype)
@@ -163,6 +184,42 @@ TEXT_KINDS: dict[int, tuple[str, int]] = {
     **OUTPUT_TYPES,
 }
 _BOX = 603  # its array delimiter is ';': array_out of box[] is the Python path's
+# The types whose text is a catalog object's name, by OID: (kind, attlen of the stored
+# form), for both plugins: the reg* types (regproc.c: regprocout .. regcollationout) and
+# aclitem (acl.c: aclitemout), printed from the names the catalog stage's resolver put
+# in the plan's name cache (`RelationInfo.name_cache`; a name not there yet is its row's
+# fallback). A column of one or an array of one, never a composite's field (record_out
+# is printed without the cache). aclitem is 16 bytes from 16 on; 15's 12-byte form is
+# `ACLITEM_15` (`stored_form` tells them by the stored length).
+NAMED_TYPES: dict[int, tuple[str, int]] = {
+    24: ("regproc", 4),
+    2202: ("regprocedure", 4),
+    2203: ("regoper", 4),
+    2204: ("regoperator", 4),
+    2205: ("regclass", 4),
+    2206: ("regtype", 4),
+    4096: ("regrole", 4),
+    4089: ("regnamespace", 4),
+    3734: ("regconfig", 4),
+    3769: ("regdictionary", 4),
+    4191: ("regcollation", 4),
+    1033: ("aclitem", 16),
+}
+ACLITEM_15 = ("aclitem_pg15", 12)  # AclMode was a uint32 on 15 (service.types.acl)
+# The kinds whose text is a catalog name: a column of one (or an array of one) needs the
+# plan's name cache.
+NAMED_KINDS = frozenset({kind for kind, _ in NAMED_TYPES.values()} | {ACLITEM_15[0]})
+
+
+def stored_form(found: tuple[str, int], attlen: int) -> tuple[str, int]:
+    """The (kind, attlen) of a value of the kind `found` names stored in `attlen` bytes:
+    aclitem's 12-byte form is PostgreSQL 15's (`ACLITEM_15`, AclMode a uint32 in acl.h);
+    any other as `found` (whose attlen the caller checks)."""
+    if found == NAMED_TYPES[1033] and attlen == ACLITEM_15[1]:
+        return ACLITEM_15
+    return found
+
+
 # Extension types, by service.types.extensions' name: (kind, attlen of the stored form).
 EXT_KINDS: dict[str, tuple[str, int]] = {
     "hstore": ("hstore", -1),
@@ -279,10 +336,13 @@ def composite_spec(meta: ColumnMeta) -> CompositeSpec | None:
     return oid, fields
 
 
-def _element(meta: ColumnMeta) -> ElemSpec | None:
+def _element(meta: ColumnMeta, array_align: str = "") -> ElemSpec | None:
     """The element of an array column the native writer prints (a built-in type of
     TEXT_KINDS, an enum whose label OIDs are known, or a composite `composite_spec`
-    prints: record_out), or None."""
+    prints: record_out), or None. `array_align` is given for a column of the table (its
+    attalign; "" for a composite's array field): its elements may also be a type of
+    `NAMED_TYPES` (the plan carries the name cache), whose layout when it differs
+    between versions (aclitem) the array's alignment tells (`builtin_layout`)."""
     if meta.kind != "a" or meta.ext or meta.stored_bytes_type or not meta.elem_type_oid:
         return None
     if meta.elem_kind == "e":
@@ -293,7 +353,10 @@ def _element(meta: ColumnMeta) -> ElemSpec | None:
             return None
         return (_COMPOSITE, meta.elem_stored_oid or meta.elem_type_oid, -1, 8)
     found = TEXT_KINDS.get(meta.elem_type_oid)
-    layout = builtin_layout(meta.elem_type_oid)
+    layout = builtin_layout(meta.elem_type_oid, array_align)
+    named = NAMED_TYPES.get(meta.elem_type_oid) if array_align else None
+    if named is not None and layout is not None:
+        found = stored_form(named, layout[0])
     ranged = meta.elem_kind == "r" and meta.elem_type_oid in RANGES
     if (
         (meta.elem_kind != "b" and not ranged)
@@ -316,9 +379,10 @@ class _Parts:
     composites: dict[int, CompositeSpec] = field(default_factory=dict)  # a composite's fields
 
 
-def _kind(meta: ColumnMeta, at: int, parts: _Parts) -> tuple[str, int] | None:
-    """(kind, attlen) of how the native writer prints a column of this type, recording
-    in `parts` what the kind needs; None when the Python path prints it."""
+def _kind(meta: ColumnMeta, at: int, parts: _Parts, attalign: str) -> tuple[str, int] | None:
+    """(kind, attlen) of how the native writer prints a column of this type (its
+    attalign `attalign`), recording in `parts` what the kind needs; None when the Python
+    path prints it."""
     if meta.stored_bytes_type:
         return None
     if meta.ext:
@@ -329,7 +393,7 @@ def _kind(meta: ColumnMeta, at: int, parts: _Parts) -> tuple[str, int] | None:
     if enum is not None:
         parts.labels[at] = enum
         return _ENUM, 4
-    elem = _element(meta)
+    elem = _element(meta, attalign)
     if elem is not None:
         parts.elements[at] = elem
         if elem[0] == _ENUM:
@@ -351,6 +415,9 @@ def _kind(meta: ColumnMeta, at: int, parts: _Parts) -> tuple[str, int] | None:
         return user, -1
     if meta.kind != "b":
         return None
+    named = NAMED_TYPES.get(meta.type_oid)
+    if named is not None:
+        return named  # the caller fits it to the stored length (`stored_form`)
     return TEXT_KINDS.get(meta.type_oid, _TEXTOUT if meta.output_src == "textout" else None)
 
 
@@ -366,6 +433,7 @@ def compile_text_plan(
     # a column added with a default -> attmissingval's stored datum (getmissingattr)
     stored_missing = dict(rel.missing_datums)
     missing: dict[int, bytes] = {}
+    named = False  # a column prints catalog names (the plan gets `rel.name_cache`)
     for c in table.columns:
         align = TYPALIGN_BYTES.get(c.attalign)
         if align is None:
@@ -373,11 +441,18 @@ def compile_text_plan(
         meta = None if c.dropped else metas.get(c.name)
         kind, shown = "", ""
         if meta is not None:
-            found = _kind(meta, len(specs), parts) if meta.type_oid == c.type_oid else None
+            at = len(specs)
+            found = _kind(meta, at, parts, c.attalign) if meta.type_oid == c.type_oid else None
             if found is None:
                 return None, f"column {c.name}: type {c.type_oid} is not native"
+            found = stored_form(found, c.attlen)
             if found[1] != c.attlen:
                 return None, f"column {c.name}: attlen {c.attlen}"
+            elem = parts.elements.get(at)
+            if found[0] in NAMED_KINDS or (elem is not None and elem[0] in NAMED_KINDS):
+                if rel.name_cache is None:
+                    return None, f"column {c.name}: no catalog name cache"
+                named = True
             kind, shown = found[0], head(meta.name, meta.type_name)
             printed.append(c.name)
         datum = stored_missing.get(c.attnum)
@@ -396,6 +471,7 @@ def compile_text_plan(
         parts.elements,
         parts.composites,
         missing,
+        rel.name_cache if named else None,
     )
     return plan, ""
 

@@ -8,7 +8,7 @@ tells the layout. Also receives the registry, whose `oid_names` (the catalog sta
 resolver) gives role names. Hands on: `grantee=privs/grantor` with PUBLIC (grantee 0)
 printed as nothing, each privilege as its letter in ACL_ALL_RIGHTS_STR order followed
 by `*` when grantable, and a role name quoted as putid does (double quotes unless every
-character is alphanumeric or `_`, inner `"` doubled), or its OID when the role is gone.
+character is an ASCII letter, digit or `_`, inner `"` doubled), or its OID when the role is gone.
 The text is also the Python value (Debezium has no mapping for aclitem).
 
 The letters `arwdDxtXUCTcsAm`: PostgreSQL 15 and 16 have the first 14 (no MAINTAIN);
@@ -31,8 +31,10 @@ _PG16 = struct.Struct("<IIQ")
 
 
 def putid(name: str) -> str:
-    """putid: quote unless every character is alphanumeric or an underscore."""
-    if name and all(ch.isalnum() or ch == "_" for ch in name):
+    """putid: quote unless every character is alphanumeric or an underscore. putid tests
+    each byte with isalnum((unsigned char) c), which no byte of a multibyte UTF-8
+    character passes: a non-ASCII name is always quoted."""
+    if name and all((ch.isascii() and ch.isalnum()) or ch == "_" for ch in name):
         return name
     return '"' + name.replace('"', '""') + '"'
 

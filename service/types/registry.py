@@ -312,10 +312,28 @@ BEFORE_16: tuple[TypeInfo, ...] = (
 _BUILTIN_BY_OID: dict[int, TypeInfo] = {info.oid: info for info in BUILTIN_TYPES}
 
 
-def builtin_layout(oid: int) -> tuple[int, str] | None:
-    """(typlen, typalign) of a built-in type whose layout is the same on 15-18, None for
-    any other OID (what an array of it needs to find its elements)."""
+def builtin_layout(oid: int, array_align: str = "") -> tuple[int, str] | None:
+    """(typlen, typalign) of a built-in type as an array's element (what the array needs
+    to find its elements): its layout when that is the same on 15-18; for a type whose
+    layout PostgreSQL 16 changed (`BEFORE_16`: aclitem), the layout it has on the
+    versions where an array of it is aligned as `array_align` (the array column's
+    attalign). An array type is aligned as its element, at least 'i' (DefineType's array
+    alignment, which genbki gives the built-in array types too), so _aclitem's 'i' is
+    15's 12-byte aclitem and its 'd' 16's 16-byte one. None for any other OID, and for a
+    changed type without `array_align` or with one no version has."""
     info = _BUILTIN_BY_OID.get(oid)
-    if info is None or any(old.oid == oid for old in BEFORE_16):
+    if info is None:
         return None
-    return info.typlen, info.typalign
+    changed = [old for old in BEFORE_16 if old.oid == oid]
+    if not changed:
+        return info.typlen, info.typalign
+    for layout in (info, *changed):
+        if array_align and _array_align(layout.typalign) == array_align:
+            return layout.typlen, layout.typalign
+    return None
+
+
+def _array_align(typalign: str) -> str:
+    """The typalign of an array of a type aligned as `typalign` (DefineType: 'd' stays,
+    anything narrower becomes 'i')."""
+    return "d" if typalign == "d" else "i"

@@ -9,12 +9,14 @@ money, "char", inet, cidr, macaddr, macaddr8, bit, varbit, jsonb, an enum with a
 added later, and xml where the server has libxml); beside them a REPLICA IDENTITY FULL
 table, a table of arrays of those types (NULL elements, quoting, lower bounds, 2-D), a table of
 the geometric types, tsvector, tsquery and the built-in ranges and multiranges, a
-table of a composite (with a dropped field, quoting), a
-table of floats, a table of domains over int[] and text[] (printed as those arrays), a
-table of composites nested in composites (with enum, array, domain-over-enum and
-composite-array fields), arrays of them and a domain over an enum, a table with a
-table of txid_snapshot, pg_snapshot, pg_snapshot[], int2vector and oidvector, a table
-of jsonpath values (every item kind, and jsonpath[]), a table with an aclitem column
+table of user-defined ranges and multiranges (over int8, numeric, timestamptz and
+float8, and over text, varchar, int2, oid, float4, time, timetz, interval, inet and
+cidr, with bounds range_bound_escape quotes), a table of a composite (with a dropped
+field, quoting), a table of floats, a table of domains over int[] and text[] (printed
+as those arrays), a table of composites nested in composites (with enum, array,
+domain-over-enum and composite-array fields), arrays of them and a domain over an
+enum, a table of txid_snapshot, pg_snapshot, pg_snapshot[], int2vector and oidvector, a table
+of jsonpath values (every item kind, and jsonpath[]), a table with a tid column
 (no native plan) and
 values the writer leaves to Python (an unchanged TOAST value, NaN, a missing attribute
 whose default is jsonb, an xml declaration); missing attributes whose defaults are
@@ -306,7 +308,7 @@ def test_native_text_equals_test_decoding(
             " xs ncomp[])",
             "CREATE TABLE ncmp (id int PRIMARY KEY, c ncomp)",
             "CREATE TABLE nnst (id int PRIMARY KEY, c nnest, cs nnest[], dm nmood_d)",
-            "CREATE TABLE npy (id int PRIMARY KEY, a aclitem)",
+            "CREATE TABLE npy (id int PRIMARY KEY, a tid)",
             "CREATE TABLE njp (id int PRIMARY KEY, j jsonpath, js jsonpath[])",
             "CREATE TABLE nsys (id int PRIMARY KEY, ts txid_snapshot, ps pg_snapshot,"
             " iv int2vector, ov oidvector, pss pg_snapshot[])",
@@ -321,8 +323,21 @@ def test_native_text_equals_test_decoding(
             "CREATE TYPE nunum AS RANGE (subtype = numeric, multirange_type_name = nunummulti)",
             "CREATE TYPE nutz AS RANGE (subtype = timestamptz)",
             "CREATE TYPE nufloatrange AS RANGE (subtype = float8)",
+            'CREATE TYPE nutextrange AS RANGE (subtype = text, collation = "C")',
+            'CREATE TYPE nuvcrange AS RANGE (subtype = varchar, collation = "C")',
+            "CREATE TYPE nuint2range AS RANGE (subtype = int2)",
+            "CREATE TYPE nuoidrange AS RANGE (subtype = oid)",
+            "CREATE TYPE nuf4range AS RANGE (subtype = float4)",
+            "CREATE TYPE nutimerange AS RANGE (subtype = time)",
+            "CREATE TYPE nuttzrange AS RANGE (subtype = timetz)",
+            "CREATE TYPE nuivrange AS RANGE (subtype = interval)",
+            "CREATE TYPE nuinetrange AS RANGE (subtype = inet)",
+            "CREATE TYPE nucidrrange AS RANGE (subtype = cidr)",
             "CREATE TABLE nurange (id int PRIMARY KEY, r nu8range, m nu8multirange,"
-            " rn nunum, mn nunummulti, rz nutz, rf nufloatrange, mf nufloatmultirange)",
+            " rn nunum, mn nunummulti, rz nutz, rf nufloatrange, mf nufloatmultirange,"
+            " rt nutextrange, mt nutextmultirange, rv nuvcrange, r2 nuint2range,"
+            " ro nuoidrange, r4 nuf4range, rti nutimerange, rtz nuttzrange, riv nuivrange,"
+            " miv nuivmultirange, rin nuinetrange, rci nucidrrange)",
             "ALTER TABLE ntoast ALTER COLUMN big SET STORAGE EXTERNAL",
         ],
         [
@@ -348,7 +363,7 @@ def test_native_text_equals_test_decoding(
             "::nnest, ARRAY[ROW(NULL, g, NULL, '{}', '{}', NULL, '{}')::nnest, NULL],"
             " (ARRAY['sad', 'ok'])[g % 2 + 1]::nmood_d FROM generate_series(1, 20) g",
             "INSERT INTO nnst VALUES (21, NULL, '{}', NULL)",
-            "INSERT INTO npy SELECT g, 'postgres=r/postgres' FROM generate_series(1, 5) g",
+            "INSERT INTO npy SELECT g, ('(' || g || ',7)')::tid FROM generate_series(1, 5) g",
             *_jsonpath_rows(int(pg["version"])),
             "INSERT INTO nsys VALUES (1, '10:20:10,14,15', '9223372036854775000:"
             "9223372036854775807:', '1 -32768 32767', '0 4294967295 23',"
@@ -367,6 +382,21 @@ def test_native_text_equals_test_decoding(
             " '{}', ('[' || timestamptz '2024-02-29 12:00+00' + g * interval '1 day 1 us'"
             " || ',)')::nutz, ('[' || g / 7.0::float8 || ',)')::nufloatrange, NULL"
             " FROM generate_series(10, 40) g",
+            # the subtypes of user ranges only: bounds range_bound_escape quotes
+            "INSERT INTO nurange (id, rt, mt, rv, r2, ro, r4, rti, rtz, riv, miv, rin, rci)"
+            """ VALUES (100, '["","a b")', '{["",""],("(x)","[y]"]}', '[A,"z,z"]',"""
+            " '[-32768,32767)', '[0,4294967295]', '[-2,1.5)', '[00:00,24:00]',"
+            """ '[00:00:01+00,12:00-05:30)', '["-00:00:01.5","1 day 02:00:00")',"""
+            """ '{["1 mon",),(,"-1 years")}', '[10.0.0.1/8,192.168.0.1]',"""
+            " '[10.0.0.0/8,::1/128)'),"
+            """ (101, '["it''s","it''s \\"q\\" \\\\ b"]', '{}', '(,"x y")', 'empty',"""
+            " '(,7)', '(0.25,)', '(,12:00:00.5)', 'empty', 'empty', '{}', '(::1,)',"
+            " '(,192.168.0.0/16]'), (102, '(é,ü]', '{[a,b),[c,d)}', NULL, '(1,2)', NULL,"
+            " NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+            "INSERT INTO nurange (id, rt, r2, riv, rin) SELECT g, ('[' || g || ',' || g"
+            " || ' ' || g || ')')::nutextrange, ('[' || g || ',' || g * 2 || ')')::nuint2range,"
+            " ('[' || g || ' days,' || g || ' mons)')::nuivrange,"
+            " ('[10.0.' || g % 256 || '.1,)')::nuinetrange FROM generate_series(110, 140) g",
             "UPDATE nurange SET r = 'empty' WHERE id % 3 = 0",
             "DELETE FROM nurange WHERE id % 5 = 0",
             f"INSERT INTO narr VALUES {array_rows}",
@@ -439,7 +469,7 @@ def test_native_text_equals_test_decoding(
     # 1e23's neighbour (a rounding bound) and 2^47 + 1/8 (a tie) print natively too
     assert "float Python decides" not in native.fallbacks, native.fallbacks
     plans = {key: plan for key, (_table, plan) in native._plans.items()}
-    assert sum(plan is None for plan in plans.values()) == 1  # npy: aclitem
+    assert sum(plan is None for plan in plans.values()) == 1  # npy: tid
     # jsonpath and jsonpath[] are printed natively (jsonpath_out in Rust)
     assert all(plan is not None for t, plan in native._plans.values() if t.name == "njp")
     assert any(t.name == "njp" for t, _ in native._plans.values())
@@ -452,7 +482,9 @@ def test_native_text_equals_test_decoding(
     assert all(plan is not None for t, plan in native._plans.values() if t.name == "nsys")
     assert any(t.name == "nsys" for t, _ in native._plans.values())
     assert sum(plan is not None for plan in plans.values()) >= 9  # nx .. ndom among them
-    # user-defined ranges and multiranges over a built-in range's subtype too
+    # user-defined ranges and multiranges over a built-in range's subtype too, and over
+    # the other subtypes of user ranges (text, int2, interval, inet, ...): no fallback
+    assert not [r for r in native.fallbacks if "range" in r], native.fallbacks
     assert all(plan is not None for t, plan in native._plans.values() if t.name == "nurange")
     assert any(t.name == "nurange" for t, _ in native._plans.values())
     # a domain over an array is printed as the array, natively

@@ -7,7 +7,8 @@ libxml): scalars, arrays, NULLs and edge values, through INSERT, UPDATE (REPLICA
 IDENTITY FULL, so old tuples print too) and DELETE. Same method as
 test_text_plugin_vs_test_decoding.py: one WAL, a real test_decoding slot, identical
 output. Under the native core (PGCDC_IMPL=native) the jsonpath table is printed by the
-native writer (a plan, no jsonpath fallback); the aclitem / reg* table is Python's.
+native writer (a plan, no jsonpath fallback), and so is the aclitem / reg* table (a plan;
+its rows naming a catalog OID not resolved yet are Python's, with the typed reasons).
 """
 
 from __future__ import annotations
@@ -131,8 +132,13 @@ def test_new_builtin_types(pg: dict[str, Any]) -> None:
     native = plugin.native_text
     assert (native is not None) == (native_text_core() is not None)
     if native is not None:
-        # jsonpath and jsonpath[] (jp) have a native plan and never fall back; misc's
-        # aclitem and reg* columns leave it to Python
+        # jsonpath and jsonpath[] (jp) have a native plan and never fall back; so has
+        # misc, its aclitem and reg* columns printed from the resolver's names (a row
+        # naming one it had not resolved yet falls back)
         plans = {t.name: plan for t, plan in native._plans.values()}
-        assert plans["jp"] is not None and plans["misc"] is None, plans
+        assert plans["jp"] is not None and plans["misc"] is not None, plans
+        assert native.fallbacks["reg* name not cached"] >= 1, native.fallbacks
+        named = {"reg* name not cached", "aclitem role name not cached"}
+        xml = {"xml declaration Python decides"}  # x's declarations (PG15)
+        assert set(native.fallbacks) <= named | xml, native.fallbacks
         assert not [r for r in native.fallbacks if "jsonpath" in r], native.fallbacks

@@ -6,8 +6,9 @@ text writer (service._native.TextPlan), with damaged heap tuples.
 Seeds: tuples laid out as heap_form_tuple lays them out (null bitmap, alignment, 1-byte
 and 4-byte varlena headers, an inline pglz- and an lz4-compressed text, a dropped
 column) over a plan with every native kind (a composite with enum, array and nested
-composite fields, pg_snapshot, int2vector, oidvector, and a jsonpath of a random item
-tree among them, and a last column added with a default, which seeds of fewer
+composite fields, pg_snapshot, int2vector, oidvector, a jsonpath of a random item
+tree, and user ranges over text (bounds range_bound_escape quotes) and interval among
+them, and a last column added with a default, which seeds of fewer
 attributes read from the plan's attmissingval), with random values and NULLs. Each case
 damages one seed: flip a bit, set a byte, truncate, insert or delete bytes, or change
 natts, infomask's HEAP_HASNULL or t_hoff; then calls `RowPlan.encode`.
@@ -101,6 +102,10 @@ COLUMNS = [
     ("i2v", -1, "i", "int2vector", False),
     ("ov", -1, "i", "oidvector", False),
     ("jp", -1, "i", "jsonpath", False),
+    # user-defined ranges over text and interval (CREATE TYPE ... AS RANGE), printed by
+    # range_out with range_bound_escape's quoting
+    ("utr", -1, "i", "textrange@16430", False),
+    ("uir", -1, "d", "intervalrange@16431", False),
     # added with a default after the seeds that lack it were written: read from the
     # plan's attmissingval datum (getmissingattr)
     ("late", 4, "i", "int4", False),
@@ -109,6 +114,7 @@ MISSING = {len(COLUMNS) - 1: struct.pack("<i", 42)}
 # The composite column's type: an enum field, an int4[] field and a nested composite
 # (int4, text), registered for the Python reference as a catalog would describe them.
 ENUM_OID, INNER_OID, OUTER_OID = 16_400, 16_410, 16_420
+TEXT_RANGE_OID, INTERVAL_RANGE_OID = 16_430, 16_431
 ENUM_LABELS = {16_500: "sad", 16_501: "it's", 16_502: ""}
 # An array column's element (kind, OID, typlen, typalign in bytes), by the column's kind.
 _ARRAYS = {"array_int4": ("int4", 23, 4, 4), "array_text": ("text", 25, -1, 4)}
@@ -154,9 +160,15 @@ _TEXT = {
     "int2vector": ("int2vector", 22),
     "oidvector": ("oidvector", 30),
     "jsonpath": ("jsonpath", 4072),
+    "textrange@16430": ("textrange@16430", TEXT_RANGE_OID),
+    "intervalrange@16431": ("intervalrange@16431", INTERVAL_RANGE_OID),
 }
 REGISTRY = TypeRegistry(version=18)
 REGISTRY.add(TypeInfo(ENUM_OID, "mood", 4, True, "i", "e", "enum_out", enum_labels=ENUM_LABELS))
+REGISTRY.add(TypeInfo(TEXT_RANGE_OID, "utr", -1, False, "i", "r", "range_out", range_subtype=25))
+REGISTRY.add(
+    TypeInfo(INTERVAL_RANGE_OID, "uir", -1, False, "d", "r", "range_out", range_subtype=1186)
+)
 REGISTRY.add(
     TypeInfo(
         INNER_OID,
@@ -271,6 +283,29 @@ def _varlena(payload: bytes, rng: random.Random, compress: bool) -> bytes:
     return struct.pack("<I", (len(payload) + 4) << 2) + payload
 
 
+def _user_range(kind: str, rng: random.Random) -> bytes:
+    """A user range's payload (range_serialize) over text (bounds of characters
+    range_bound_escape quotes, in short or aligned 4-byte varlenas) or interval."""
+    text = kind.startswith("text")
+    out = bytearray(struct.pack("<I", TEXT_RANGE_OID if text else INTERVAL_RANGE_OID))
+    flags = rng.choice([0, 2, 4, 6, 1])
+    for absent in (0x08, 0x10):
+        if flags & 0x01 or rng.random() < 0.2:
+            flags |= 0 if flags & 0x01 else absent
+            continue
+        if not text:
+            out += bytes((-(len(out) + 4)) % 8)
+            out += _value("interval", rng)
+            continue
+        bound = "".join(rng.choice('ab "\\,()[]\té') for _ in range(rng.randint(0, 6))).encode()
+        if rng.random() < 0.5:
+            out += bytes([((len(bound) + 1) << 1) | 1]) + bound
+        else:
+            out += bytes((-(len(out) + 4)) % 4)
+            out += struct.pack("<I", (len(bound) + 4) << 2) + bound
+    return bytes(out + bytes([flags]))
+
+
 def _payload(kind: str, rng: random.Random) -> bytes:
     """The varlena payload of one value of a variable-length kind."""
     if kind == "inet":
@@ -332,6 +367,8 @@ def _payload(kind: str, rng: random.Random) -> bytes:
     if kind == "jsonpath":
         # a random item tree of any item kind (flattenJsonPathParseItem's layout)
         return forms.jsonpath_datum(forms.random_jsonpath(rng, 3), rng.random() < 0.5)
+    if kind in ("textrange@16430", "intervalrange@16431"):
+        return _user_range(kind, rng)
     if kind in ("tstzrange", "int4range"):
         oid = 3910 if kind == "tstzrange" else 3904
         bound = (

@@ -3,11 +3,12 @@
 A table with a column of each reg* type (regclass, regtype, regproc, regprocedure,
 regoper, regoperator, regrole, regnamespace, regconfig, regdictionary, regcollation),
 aclitem (PUBLIC, a role whose name needs quoting, a role with a non-ASCII name, an OID
-that is no role; grant options; 15's 12-byte form, 16's 16-byte one), regclass[] and
-regtype[], on a real server (run for PG15 and PG16: `-k "pg15 or pg16"`). Its WAL is
-decoded twice by a pgcdc `Session`: into `AvroPlugin` on the Python path, and into one
-as `PGCDC_IMPL` selects it. Both must write the same records, byte for byte; under the
-native core the test also requires:
+that is no role; grant options; 15's 12-byte form, 16's 16-byte one), regclass[],
+regtype[] and aclitem[] (its elements in 15's or 16's layout, told by the array's
+alignment, with a NULL among them), on a real server (run for PG15 and PG16:
+`-k "pg15 or pg16"`). Its WAL is decoded twice by a pgcdc `Session`: into `AvroPlugin`
+on the Python path, and into one as `PGCDC_IMPL` selects it. Both must write the same
+records, byte for byte; under the native core the test also requires:
 - the first row (whose names no resolver has resolved yet) falls back with the typed
   reason, the Python path resolving its names into the cache (`CatalogNames.native`),
   and every later row with those OIDs is native;
@@ -47,7 +48,7 @@ CREATE TABLE n_reg (
     id int4 PRIMARY KEY, cl regclass, ty regtype, pr regproc, prd regprocedure,
     op regoper, opr regoperator, ro regrole, ns regnamespace, cfg regconfig,
     dict regdictionary, coll regcollation, acl aclitem, acl2 aclitem NOT NULL,
-    cls regclass[], tys regtype[]);
+    cls regclass[], tys regtype[], acls aclitem[]);
 """
 
 # One row's values; {q} is the role whose name needs quoting, {u} the non-ASCII one,
@@ -58,7 +59,8 @@ ROW = """
   'english'::regconfig, 'simple'::regdictionary, '"C"'::regcollation,
   '{qn}=a*r*D/{un}'::aclitem, '=w/{qn}'::aclitem,
   ARRAY['n_target'::regclass, NULL, 'pg_class'::regclass],
-  ARRAY['int4'::regtype, 'timestamp with time zone'::regtype, 'n_reg'::regtype]
+  ARRAY['int4'::regtype, 'timestamp with time zone'::regtype, 'n_reg'::regtype],
+  ARRAY['{qn}=a*r*D/{un}'::aclitem, NULL, '=w/{qn}'::aclitem, '{un}=Tt*/{qn}'::aclitem]
 """
 
 
@@ -112,9 +114,10 @@ def _names(session: Session) -> Any:
 def test_reg_types_and_aclitem_native_equal_python(
     pg: dict[str, Any], registry: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every reg* type, aclitem and reg* arrays give the same records natively as on the
-    Python path; a name not cached yet falls back once, then the rows are native, and
-    after the names are cleared a renamed table prints its new name on both paths."""
+    """Every reg* type, aclitem, reg* arrays and aclitem[] give the same records natively
+    as on the Python path; a name not cached yet falls back once, then the rows are
+    native, and after the names are cleared a renamed table prints its new name on both
+    paths."""
     monkeypatch.setattr(avro_plugin, "time", FrozenTime)
     native = native_row_core() is not None
     tag = uuid.uuid4().hex[:8]

@@ -25,7 +25,7 @@ nested in composites, with enum, array and domain fields, arrays of composites a
 domain over an enum, a table of jsonpath values (every item kind: lax/strict, each
 operator and its parentheses, filters, like_regex flags, .datetime, escapes, subscripts
 with `last`, .** bounds, and from PG17 the new methods) and jsonpath[], and a table
-with an aclitem[] column (no plan: Python) in the same transactions.
+with a tid column (no plan: Python) in the same transactions.
 
 The WAL is decoded three times by a pgcdc `Session`: into the reference plugin
 (AvroSerializer, generic datums: tests/connectors/avro/avro_reference.py), into
@@ -89,7 +89,7 @@ ALTER TABLE n_full_run REPLICA IDENTITY FULL;
 CREATE TYPE n_inner AS (a int4);
 CREATE TYPE n_pair AS (a int4, b text, c n_inner);
 CREATE TYPE n_simple AS (a int4, b text, d date);
-CREATE TABLE n_python (id int4 PRIMARY KEY, doc n_pair, acl aclitem[]);
+CREATE TABLE n_python (id int4 PRIMARY KEY, doc n_pair, loc tid);
 CREATE TABLE n_jpath (id int4 PRIMARY KEY, j jsonpath);
 CREATE TABLE n_jpath_arr (id int4 PRIMARY KEY, js jsonpath[]);
 CREATE DOMAIN n_posint AS int4 CHECK (VALUE > 0);
@@ -134,9 +134,22 @@ CREATE TYPE n_numrng AS RANGE (subtype = numeric, multirange_type_name = n_nummu
 CREATE TYPE n_tzrng AS RANGE (subtype = timestamptz);
 CREATE TYPE n_dayrng AS RANGE (subtype = date);
 CREATE TYPE n_floatrange AS RANGE (subtype = float8, subtype_diff = float8mi);
+CREATE TYPE n_textrange AS RANGE (subtype = text, collation = "C");
+CREATE TYPE n_vcrange AS RANGE (subtype = varchar, collation = "C");
+CREATE TYPE n_int2range AS RANGE (subtype = int2);
+CREATE TYPE n_oidrange AS RANGE (subtype = oid);
+CREATE TYPE n_f4range AS RANGE (subtype = float4);
+CREATE TYPE n_timerange AS RANGE (subtype = time);
+CREATE TYPE n_ttzrange AS RANGE (subtype = timetz);
+CREATE TYPE n_ivrange AS RANGE (subtype = interval);
+CREATE TYPE n_inetrange AS RANGE (subtype = inet);
+CREATE TYPE n_cidrrange AS RANGE (subtype = cidr);
 CREATE TABLE n_urange (
     id int4 PRIMARY KEY, r n_i8range, m n_i8multirange, rn n_numrng, mn n_nummulti,
-    rz n_tzrng, rd n_dayrng, rf n_floatrange, mf n_floatmultirange);
+    rz n_tzrng, rd n_dayrng, rf n_floatrange, mf n_floatmultirange,
+    rt n_textrange, mt n_textmultirange, rv n_vcrange, r2 n_int2range, ro n_oidrange,
+    r4 n_f4range, rti n_timerange, rtz n_ttzrange, riv n_ivrange, miv n_ivmultirange,
+    rin n_inetrange, rci n_cidrrange);
 """
 
 
@@ -293,6 +306,23 @@ _MORE_ROWS = [
               ('[' || g / 7.0::float8 || ',' || g * 1e10::float8 || ')')::n_floatrange,
               ('{[' || -g / 3.0::float8 || ',' || g / 3.0::float8 || ']}')::n_floatmultirange
        FROM generate_series(10, 209) g""",
+    # ... and over the other subtypes of user ranges (`textrange@<oid>`, ...): bounds
+    # range_bound_escape quotes (empty, quotes, backslashes, spaces, commas, brackets)
+    r"""INSERT INTO n_urange (id, rt, mt, rv, r2, ro, r4, rti, rtz, riv, miv, rin, rci) VALUES
+ (300, '["","a b")', '{["",""],("(x)","[y]"]}', '[A,"z,z"]', '[-32768,32767)',
+  '[0,4294967295]', '[-2,1.5)', '[00:00,24:00]', '[00:00:01+00,12:00-05:30)',
+  '["-00:00:01.5","1 day 02:00:00")', '{["1 mon",),(,"-1 years")}',
+  '[10.0.0.1/8,192.168.0.1]', '[10.0.0.0/8,::1/128)'),
+ (301, '["it''s","it''s \"q\" \\ b"]', '{}', '(,"x y")', 'empty', '(,7)', '(0.25,)',
+  '(,12:00:00.5)', 'empty', 'empty', '{}', '(::1,)', '(,192.168.0.0/16]'),
+ (302, '(é,ü]', '{[a,b),[c,d)}', NULL, '(1,2)', NULL, NULL, NULL, NULL, NULL, NULL,
+  NULL, NULL)""",
+    """INSERT INTO n_urange (id, rt, r2, riv, rin)
+       SELECT g, ('[' || g || ',' || g || ' ' || g || ')')::n_textrange,
+              ('[' || g || ',' || g * 2 || ')')::n_int2range,
+              ('[' || g || ' days,' || g || ' mons)')::n_ivrange,
+              ('[10.0.' || g % 256 || '.1,)')::n_inetrange
+       FROM generate_series(310, 400) g""",
     "UPDATE n_urange SET r = '[0,1]' WHERE id % 3 = 0",
     "DELETE FROM n_urange WHERE id % 4 = 0",
 ]
@@ -412,7 +442,7 @@ WORKLOAD = [
     "UPDATE n_full_run SET v = v || '!', n = n + 1",
     "UPDATE n_full_run SET v = v || '?', id = CASE WHEN id = 300 THEN 9300 ELSE id END",
     *_MORE_ROWS,
-    # a table without a native plan (aclitem[]) interleaved with native rows in one transaction
+    # a table without a native plan (tid) interleaved with native rows in one transaction
     """BEGIN; INSERT INTO n_python VALUES (1, '(1,x,"(1)")');
        INSERT INTO n_all (id, t) VALUES (5000, 'mixed');
        INSERT INTO n_python VALUES (2, '(2,,)'); COMMIT""",

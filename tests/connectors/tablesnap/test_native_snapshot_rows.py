@@ -25,8 +25,8 @@ cube, earth and seg (read as their text, their value). Then:
   n_arr, n_geo, n_geo2, n_ext2, n_sys, n_jpath, n_jpath_arr (jsonpath[], selected as
   `::text[]`) and n_nested (composites with enum, array and composite fields, arrays of
   composites) without the table ever falling back as a whole), that a table without a
-  native plan (n_python's aclitem[]) did not go native, that n_reg's reg* types,
-  aclitem and reg* arrays (read as their text) did, and that a
+  native plan (n_python's tid) did not go native, that n_reg's reg* types,
+  aclitem, reg* arrays and aclitem[] (read as their text) did, and that a
   row the Python path decides (a float4 NaN, a NaN in a numeric[]) fell back on its own.
 - stream: the same rows are copied into twin tables (`CREATE TABLE ... (LIKE ...)`,
   `INSERT ... SELECT *`) and decoded from the WAL by a pgcdc `Session` into an
@@ -167,22 +167,23 @@ CREATE TABLE n_geo2 AS SELECT id, p, p_nn, l, s, b, pa, po, c, tv, r4, r8, rn, r
 ALTER TABLE n_geo2 ADD PRIMARY KEY (id)"""
 
 
-# Every reg* type, aclitem (its 15 or 16+ form) and arrays of reg* types, which the
+# Every reg* type, aclitem (its 15 or 16+ form), arrays of reg* types and aclitem[], which the
 # snapshot reads as their `::text` (`::text[]`): native (tablesnap::copy's
 # `read_as_text`); a regclass naming a table whose name needs quoting, inside an array.
 REG = """CREATE TABLE "n Odd,name" (x int4);
 CREATE TABLE n_reg (id int4 PRIMARY KEY, cl regclass, ty regtype, pr regproc,
     prd regprocedure, op regoper, opr regoperator, ro regrole, ns regnamespace,
     cfg regconfig, dict regdictionary, coll regcollation, acl aclitem, cls regclass[],
-    tys regtype[]);
+    tys regtype[], acls aclitem[]);
 INSERT INTO n_reg SELECT g, CASE WHEN g % 5 <> 0 THEN 'n_all'::regclass END,
     'int4'::regtype, 'now'::regproc, 'sum(int4)'::regprocedure, '||/'::regoper,
     '+(int4,int4)'::regoperator, 'postgres'::regrole, 'pg_catalog'::regnamespace,
     'english'::regconfig, 'simple'::regdictionary, '"C"'::regcollation,
     (ARRAY['=r/postgres', 'postgres=a*r*D/postgres', NULL])[g % 3 + 1]::aclitem,
     ARRAY['n_all'::regclass, NULL, '"n Odd,name"'::regclass],
-    ARRAY['int4'::regtype, 'timestamp with time zone'::regtype]
-    FROM generate_series(1, 40) g"""
+    ARRAY['int4'::regtype, 'timestamp with time zone'::regtype],
+    CASE WHEN g % 4 <> 0 THEN ARRAY['=r/postgres', NULL, 'postgres=a*r*D/postgres']::aclitem[]
+    END FROM generate_series(1, 40) g"""
 
 
 def _plugin_ctx(plugin: AvroPlugin, out: list[OutputRecord], slot: str) -> PluginWrapper:
@@ -390,7 +391,7 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 # read as `::text[]` (n_jpath_arr), and composites with enum, array and
                 # composite fields and arrays of composites (n_nested, tablesnap::record),
                 # and the reg* types, aclitem and reg* arrays read as their text (n_reg);
-                # an aclitem[] column (n_python) does not
+                # a tid column (n_python) does not
                 native_tables = (
                     "n_arr",
                     "n_geo",
@@ -407,8 +408,8 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                     assert sum(d for d in done_by_table[t] if d > 0) > 0, (t, done_by_table)
                 for t in native_tables:
                     assert -1 not in done_by_table[t], (t, done_by_table)
-                # aclitem[] (n_python) has no native plan: its chunks (read as
-                # `::text[]`, parsed natively) go to the Python path whole
+                # tid (n_python) has no native plan: its chunks (parsed natively) go
+                # to the Python path whole
                 assert set(done_by_table["n_python"]) == {-1}, done_by_table
             # the stream, of the same rows copied into twin tables
             for t in TABLES:

@@ -1,16 +1,22 @@
 """User-defined ranges and multiranges: `type_meta` gives their columns the range's
 subtype (`ColumnMeta.range_subtype`), and `user_range_kind` names the native kind of
-those over a built-in range's subtype or float8 (the built-in one's name with the
-type's OID); any other subtype, a built-in range and a domain over a range stay as they
+those over a built-in range's subtype or another subtype the native writers print (the
+built-in one's name, or the subtype's prefix, with the type's OID), which the native
+core accepts; any other subtype, a built-in range and a domain over a range stay as they
 were."""
 
 from __future__ import annotations
 
+import pytest
+
+from service.errors import DecodeError, SchemaMismatchError
+from service.impl import native_text_core
+from service.output import native_text
 from service.output.native_text import user_range_kind
 from service.types.registry import TypeInfo, TypeRegistry
 from service.types.rowdecode import type_meta
 
-I8RANGE, I8MULTI, FLOATRANGE, FLOATMULTI, DOM, TEXTRANGE = range(16401, 16407)
+I8RANGE, I8MULTI, FLOATRANGE, FLOATMULTI, DOM, TEXTRANGE, UUIDRANGE = range(16401, 16408)
 
 
 def _registry() -> TypeRegistry:
@@ -24,6 +30,7 @@ def _registry() -> TypeRegistry:
         ),
         TypeInfo(DOM, "dom", -1, False, "d", "d", "range_out", typbasetype=I8RANGE),
         TypeInfo(TEXTRANGE, "tr", -1, False, "i", "r", "range_out", range_subtype=25),
+        TypeInfo(UUIDRANGE, "ur", -1, False, "i", "r", "range_out", range_subtype=2950),
     ):
         reg.add(info)
     return reg
@@ -40,10 +47,29 @@ def test_user_ranges_over_builtin_subtypes_get_the_builtin_kind_with_their_oid()
     assert _kind(I8MULTI) == (20, f"int8multirange@{I8MULTI}")
 
 
-def test_float8_ranges_have_a_user_kind_and_other_subtypes_none() -> None:
+def test_user_only_subtypes_have_a_user_kind_and_other_subtypes_none() -> None:
+    """float8 and text ranges (no built-in range over them) are named by their subtype's
+    prefix; a range over uuid, which the native writers do not print, has no kind."""
     assert _kind(FLOATRANGE) == (701, f"float8range@{FLOATRANGE}")
     assert _kind(FLOATMULTI) == (701, f"float8multirange@{FLOATMULTI}")
-    assert _kind(TEXTRANGE) == (25, None)
+    assert _kind(TEXTRANGE) == (25, f"textrange@{TEXTRANGE}")
+    assert _kind(UUIDRANGE) == (2950, None)
+
+
+@pytest.mark.skipif(native_text_core() is None, reason="PGCDC_IMPL selects python")
+@pytest.mark.parametrize("subtype", sorted(native_text._RANGE_SUBTYPES))
+def test_the_native_core_accepts_every_user_range_kind(subtype: int) -> None:
+    """Each subtype's range and multirange kind is one the native text plan parses (the
+    prefixes of native_text and types::outtext agree); a made-up subtype's is not."""
+    native = native_text_core()
+    assert native is not None
+    prefix = native_text._RANGE_SUBTYPES[subtype]
+    for kind in (f"{prefix}range@16401", f"{prefix}multirange@16402"):
+        column = ("r", -1, 4, False, False, " r[r]:", kind)
+        native.TextPlan([column], "public.t", SchemaMismatchError, DecodeError)
+    with pytest.raises(ValueError, match="unknown kind"):
+        column = ("r", -1, 4, False, False, " r[r]:", "uuidrange@16401")
+        native.TextPlan([column], "public.t", SchemaMismatchError, DecodeError)
 
 
 def test_builtins_and_domains_have_no_user_kind() -> None:

@@ -8,7 +8,7 @@
 //! array column (by index) its element `(kind, scale, precision, type OID, typlen,
 //! typalign)`, for each column added with a default (by index) its attmissingval as the
 //! stored datum, the catalog name cache (`NameCache`, glue::names) when a column is a
-//! reg* type, aclitem or an array of reg*, and for each composite column (or array of composites, by index) its type
+//! reg* type, aclitem or an array of one, and for each composite column (or array of composites, by index) its type
 //! OID and fields (`CompositeSpec`: an enum field with its labels, an array field with
 //! its element, a composite field with its own spec); then per row the RawTuple's fields and the change's LSN, or per run of rows
 //! of one table and op (`encode_events`) the RawTuples, their LSNs and the Envelope's

@@ -5,8 +5,9 @@
 //! Receives: from `CatalogNames`, each (kind, OID, text) its resolver resolved, kind a
 //! reg* output function (`regclassout`, ...) or `role` (the text then being what
 //! aclitemout prints for the role: service.types.acl.role_text), and `clear()` whenever
-//! its own cache is cleared. Hands on: the cache a `RowPlan` is compiled with
-//! (connectors.avro.native_rows passes it for reg* and aclitem columns), shared by
+//! its own cache is cleared. Hands on: the cache a `RowPlan` or `TextPlan` is compiled
+//! with (connectors.avro.native_rows and service.output.native_text pass it for reg* and
+//! aclitem columns and arrays of them), shared by
 //! reference, so a name put after the plan was compiled is seen by its next row. An
 //! unknown kind is a ValueError. `get` and `len` are for tests.
 

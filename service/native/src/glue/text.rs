@@ -6,8 +6,10 @@
 //! qualified table name and the SchemaMismatchError and DecodeError classes, and for
 //! each enum column (by index) its labels by pg_enum OID, and for each array column (by
 //! index) its element `(kind, type OID, typlen, typalign)`, for each composite column
-//! its type OID and fields (glue::avro::CompositeSpec), and for each column added with a
-//! default its attmissingval as the stored datum (glue::avro::missing_datum); then per
+//! its type OID and fields (glue::avro::CompositeSpec), for each column added with a
+//! default its attmissingval as the stored datum (glue::avro::missing_datum), and the
+//! catalog name cache (`NameCache`, glue::names) when a column is a reg* type or
+//! aclitem or an array of one (a plan without it is a ValueError); then per
 //! run of rows of one table and op (`lines`) the RawTuples, their LSNs, where to start
 //! in them (past a row the Python path wrote), the line's prefix (`table s.t: INSERT:`)
 //! and whether NULLs are skipped (a DELETE's old key); or (`rows_lines`) the same for
@@ -30,10 +32,12 @@ use crate::glue::avro::{
     check_align, composite, intern_names, missing_datum, raw_fields, AsTuple, CompositeSpec,
     RowErrors,
 };
+use crate::glue::names::PyNameCache;
 use crate::glue::reorder::PyHeapRows;
 use crate::output::kind::TextKind;
 use crate::output::text::{Printed, TextElem, TextPlan};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::output::plan::{Column, Labels, Plan};
 
@@ -50,7 +54,7 @@ pub struct PyTextPlan {
 #[pymethods]
 impl PyTextPlan {
     #[new]
-    #[pyo3(signature = (columns, relation, mismatch_error, decode_error, labels=None, elements=None, composites=None, missing=None))]
+    #[pyo3(signature = (columns, relation, mismatch_error, decode_error, labels=None, elements=None, composites=None, missing=None, names=None))]
     #[allow(clippy::too_many_arguments)] // the plan's parts, as the glue compiles them
     fn new(
         columns: Vec<TextSpec>,
@@ -61,7 +65,9 @@ impl PyTextPlan {
         elements: Option<HashMap<usize, ElemSpec>>,
         composites: Option<HashMap<usize, CompositeSpec>>,
         missing: Option<HashMap<usize, Vec<u8>>>,
+        names: Option<&Bound<'_, PyNameCache>>,
     ) -> PyResult<Self> {
+        let names = names.map(|n| Arc::clone(&n.get().names));
         let mut labels = labels.unwrap_or_default();
         let mut elements = elements.unwrap_or_default();
         let mut composites = composites.unwrap_or_default();
@@ -117,6 +123,15 @@ impl PyTextPlan {
                 None => None,
             };
             let datum = missing_datum(&name, has_missing, missing.remove(&layout.len()))?;
+            // reg* and aclitem (or an array of them) print catalog names: the cache
+            let named = shown
+                .as_ref()
+                .is_some_and(|p| p.kind.named() || p.elem.is_some_and(|e| e.kind.named()));
+            if named && names.is_none() {
+                return Err(PyValueError::new_err(format!(
+                    "column {name}: its values need the catalog names (names=)"
+                )));
+            }
             layout.push(Column {
                 name,
                 attlen,
@@ -131,7 +146,7 @@ impl PyTextPlan {
                 elem: None,
                 composite,
                 special_dropped: Default::default(),
-                names: None,
+                names: if named { names.clone() } else { None },
             });
             printed.push(shown);
         }

@@ -254,6 +254,14 @@ pub enum TextKind {
     Output(Output),
     /// A composite: record_out of its fields (the column's `composite`), quoted.
     Composite,
+    /// A reg* type: its output function's text (regproc.c), from the column's `names`
+    /// (types::regproc), quoted.
+    Reg(Reg),
+    /// aclitem: aclitemout's text, its roles from the column's `names`, quoted; `pg15`:
+    /// the 12-byte form of PostgreSQL 15, else 16 bytes (as `Kind::AclItem`).
+    AclItem {
+        pg15: bool,
+    },
 }
 
 impl TextKind {
@@ -290,8 +298,18 @@ impl TextKind {
             "enum" => TextKind::Enum,
             "array" => TextKind::Array,
             "composite" => TextKind::Composite,
-            _ => TextKind::Output(Output::parse(name)?),
+            "aclitem" => TextKind::AclItem { pg15: false },
+            "aclitem_pg15" => TextKind::AclItem { pg15: true },
+            _ => match Reg::parse(name) {
+                Some(reg) => TextKind::Reg(reg),
+                None => TextKind::Output(Output::parse(name)?),
+            },
         })
+    }
+
+    /// Does the value's text need the catalog's names (the column's `names`)?
+    pub fn named(self) -> bool {
+        matches!(self, TextKind::Reg(_) | TextKind::AclItem { .. })
     }
 
     /// The attlen of the kind's stored form (checked when the plan is compiled).
@@ -299,9 +317,12 @@ impl TextKind {
         match self {
             TextKind::Bool | TextKind::Char => 1,
             TextKind::Int2 => 2,
-            TextKind::Int4 | TextKind::Oid | TextKind::Float4 | TextKind::Date | TextKind::Enum => {
-                4
-            }
+            TextKind::Int4
+            | TextKind::Oid
+            | TextKind::Float4
+            | TextKind::Date
+            | TextKind::Enum
+            | TextKind::Reg(_) => 4,
             TextKind::Mac => 6,
             TextKind::Int8
             | TextKind::Float8
@@ -310,8 +331,8 @@ impl TextKind {
             | TextKind::TimestampTz
             | TextKind::Money
             | TextKind::Mac8 => 8,
-            TextKind::TimeTz => 12,
-            TextKind::Uuid | TextKind::Interval => 16,
+            TextKind::TimeTz | TextKind::AclItem { pg15: true } => 12,
+            TextKind::Uuid | TextKind::Interval | TextKind::AclItem { pg15: false } => 16,
             TextKind::Output(o) => o.attlen(),
             TextKind::Name => 64,
             TextKind::Text

@@ -42,7 +42,7 @@ pub struct Column {
     pub elem: Option<Elem>,
     /// A composite column's fields; None otherwise.
     pub composite: Option<std::sync::Arc<Composite>>,
-    /// The catalog names a reg* or aclitem column (or an array of reg*) prints its
+    /// The catalog names a reg* or aclitem column (or an array of one) prints its
     /// values with (types::regproc, filled by the Python resolver); None otherwise.
     pub names: Option<std::sync::Arc<Names>>,
     /// Set when the avro encoder wrote null for a NaN/±Infinity this nullable decimal

@@ -13,7 +13,8 @@
 //! reason the row is the Python path's (a fallback, the whole row): an external TOAST
 //! pointer, a missing attribute with a default, NaN/±Infinity numerics, a float whose
 //! shortest decimal is a rounding bound (types::float), text that is not UTF-8, a stored
-//! size that differs from the type's.
+//! size that differs from the type's, a reg* or aclitem value naming an OID whose name
+//! the column's `names` (the Python resolver's cache, types::regproc) does not hold yet.
 //!
 //! The text is each output function's under the settings service.types.convert names
 //! (DateStyle=ISO, TimeZone=UTC, bytea_output=hex, extra_float_digits=1), as
@@ -22,7 +23,9 @@
 use std::fmt::Write;
 
 use crate::types::deform::{Deformed, RowError, Tuple};
-use crate::types::{array, datetime, enum_label, fixed, float, formats, jsonb, network, numeric};
+use crate::types::{
+    array, datetime, enum_label, fixed, float, formats, jsonb, network, numeric, regproc,
+};
 
 use super::kind::TextKind;
 pub use super::plan::TextElem;
@@ -288,6 +291,17 @@ fn output(out: &mut String, kind: TextKind, col: &Column, d: &[u8]) -> Result<()
         TextKind::Xml => formats::xml_text(out, d)?,
         TextKind::Jsonb => jsonb::text(out, d)?,
         TextKind::Output(o) => o.write(out, d)?,
+        // regclassout .. regcollationout, aclitemout: the names the Python resolver
+        // resolved; one it has not is its row's fallback (a composite's field has no
+        // names: service.output.native_text never prints one natively)
+        TextKind::Reg(reg) => {
+            let names = col.names.as_deref().ok_or("reg* Python decides")?;
+            regproc::reg_text(out, names, reg, d)?;
+        }
+        TextKind::AclItem { .. } => {
+            let names = col.names.as_deref().ok_or("aclitem Python decides")?;
+            regproc::aclitem_text(out, names, d)?;
+        }
         TextKind::Composite => {
             let c = col.composite.as_deref().ok_or("composite Python decides")?;
             composite_text(out, c, d)?;
@@ -619,5 +633,54 @@ mod tests {
             &[None, None, Some((8, varlena(&other))), None, None],
         );
         assert!(composite_text(&mut String::new(), &outer, &d).is_err());
+    }
+
+    #[test]
+    fn reg_and_aclitem_print_cached_names_quoted() {
+        use crate::types::regproc::{Named, Names, Reg};
+        let names = std::sync::Arc::new(Names::default());
+        names.put(Named::Reg(Reg::Class), 1259, "\"it's\"".into());
+        names.put(Named::Role, 10, "postgres".into());
+        let print = |kind: TextKind, d: &[u8]| {
+            let mut col = column("c", kind.attlen(), 4);
+            col.names = Some(std::sync::Arc::clone(&names));
+            let p = Printed {
+                head: String::new(),
+                kind,
+                elem: None,
+            };
+            let mut out = String::from("kept");
+            literal(&mut out, &p, &col, d).map(|()| out)
+        };
+        // print_literal's default case: quoted, the quote in the name doubled
+        let class = TextKind::Reg(Reg::Class);
+        assert_eq!(
+            print(class, &1259u32.to_le_bytes()).unwrap(),
+            "kept'\"it''s\"'"
+        );
+        let acl15 = [0u32, 10, 0b11 | 1 << 17].map(u32::to_le_bytes).concat();
+        let acl = print(TextKind::AclItem { pg15: true }, &acl15).unwrap();
+        assert_eq!(acl, "kept'=ar*/postgres'");
+        // a name the resolver has not resolved is the row's fallback
+        assert_eq!(
+            print(class, &1260u32.to_le_bytes()),
+            Err("reg* name not cached")
+        );
+        let unknown = [0u32, 11, 1].map(u32::to_le_bytes).concat();
+        assert_eq!(
+            print(TextKind::AclItem { pg15: true }, &unknown),
+            Err("aclitem role name not cached")
+        );
+        // without the names (no cache given): Python's
+        assert_eq!(
+            lit(&mut String::new(), class, &1259u32.to_le_bytes()),
+            Err("reg* Python decides")
+        );
+        assert_eq!(
+            TextKind::parse("aclitem_pg15").map(TextKind::attlen),
+            Some(12)
+        );
+        assert_eq!(TextKind::parse("aclitem").map(TextKind::attlen), Some(16));
+        assert_eq!(TextKind::parse("regrole"), Some(TextKind::Reg(Reg::Role)));
     }
 }

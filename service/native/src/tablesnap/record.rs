@@ -76,9 +76,14 @@ fn field_kind(kind: TextKind) -> Option<Kind> {
         TextKind::Output(o) if sendform::rewrites(o) => Kind::Output(o),
         // array_recv's input of int2 / oid (tablesnap::copy's `stored`)
         TextKind::Output(o @ (Output::Int2Vector | Output::OidVector)) => Kind::Output(o),
-        TextKind::Output(_) | TextKind::Enum | TextKind::Array | TextKind::Composite => {
-            return None
-        }
+        // reg* and aclitem: never a composite's field (service.output.native_text prints
+        // none without the catalog names, which a composite's fields do not carry)
+        TextKind::Output(_)
+        | TextKind::Enum
+        | TextKind::Array
+        | TextKind::Composite
+        | TextKind::Reg(_)
+        | TextKind::AclItem { .. } => return None,
     })
 }
 

@@ -43,7 +43,8 @@
 //! table is the Python path's, `rewrites`). Nothing panics on any input (tests below and
 //! tests/perf/fuzz_native_copy.py). Pure: no Python, no I/O.
 
-use super::copy::{numeric, Rewrite};
+use super::copy::{numeric, stored, Rewrite};
+use crate::output::kind::Kind;
 use crate::types::outtext::Output;
 use crate::types::range::RangeSub;
 
@@ -222,8 +223,10 @@ fn polygon(d: &[u8]) -> Result<Vec<u8>, Rewrite> {
     Ok(out)
 }
 
-/// A range bound's send bytes as its stored form (the subtype's *_recv).
+/// A range bound's send bytes as its stored form (the subtype's *_recv): the subtypes
+/// of user ranges only as a column of their type is rewritten (copy::stored).
 fn bound(d: &[u8], sub: RangeSub) -> Result<Vec<u8>, Rewrite> {
+    let column = |kind: Kind| stored(kind, d).map(std::borrow::Cow::into_owned);
     match sub {
         RangeSub::Int4 => swapped(d, 4, "int4"),
         RangeSub::Date => swapped(d, 4, "date"),
@@ -232,6 +235,15 @@ fn bound(d: &[u8], sub: RangeSub) -> Result<Vec<u8>, Rewrite> {
         RangeSub::TimestampTz => swapped(d, 8, "timestamptz"),
         RangeSub::Numeric => numeric(d),
         RangeSub::Float8 => swapped(d, 8, "float8"),
+        RangeSub::Int2 => column(Kind::Int2),
+        RangeSub::Oid => column(Kind::Oid),
+        RangeSub::Float4 => column(Kind::Float4),
+        RangeSub::Text => column(Kind::Text),
+        RangeSub::Time => column(Kind::Time),
+        RangeSub::TimeTz => column(Kind::TimeTz),
+        RangeSub::Interval => column(Kind::Interval),
+        RangeSub::Inet => column(Kind::Inet { cidr: false }),
+        RangeSub::Cidr => column(Kind::Inet { cidr: true }),
     }
 }
 
@@ -515,6 +527,49 @@ mod tests {
             out.extend_from_slice(b);
         }
         out
+    }
+
+    /// User ranges over the subtypes of user ranges only (textrecv, interval_recv,
+    /// int2recv, inet_recv, timetz_recv): rewritten as a column of the subtype is, laid
+    /// out at its alignment, and read back by range_out's writer.
+    #[test]
+    fn user_ranges_over_other_subtypes() {
+        let mut s = String::new();
+        let mut back = |sub: RangeSub, send: &[u8]| {
+            let st = output(Output::Range(sub, 16500), send).unwrap();
+            s.clear();
+            rtext::range_text_of(&mut s, &st, sub, 16500).unwrap();
+            s.clone()
+        };
+        let text = range_send(0x02, &[b"a b", b"z\"\\"]);
+        assert_eq!(back(RangeSub::Text, &text), "[\"a b\",\"z\"\"\\\\\")");
+        // interval_recv: time int8, day int4, month int4 (network order)
+        let day = [
+            0i64.to_be_bytes().to_vec(),
+            [1i32, 0].map(i32::to_be_bytes).concat(),
+        ]
+        .concat();
+        let interval = range_send(0x02 | 0x10, &[&day]);
+        assert_eq!(back(RangeSub::Interval, &interval), "[\"1 day\",)");
+        let int2 = range_send(0x04, &[&(-1i16).to_be_bytes(), &2i16.to_be_bytes()]);
+        assert_eq!(back(RangeSub::Int2, &int2), "(-1,2]");
+        // inet_recv: family, bits, is_cidr, nb, the address
+        let inet = range_send(0x02 | 0x10, &[&[2, 32, 0, 4, 192, 168, 0, 1]]);
+        assert_eq!(back(RangeSub::Inet, &inet), "[192.168.0.1,)");
+        let tz = [
+            1_000_000i64.to_be_bytes().to_vec(),
+            0i32.to_be_bytes().to_vec(),
+        ]
+        .concat();
+        assert_eq!(
+            back(RangeSub::TimeTz, &range_send(0x08, &[&tz])),
+            "(,00:00:01+00)"
+        );
+        assert!(output(
+            Output::Range(RangeSub::Int2, 16500),
+            &range_send(0, &[&[1]])
+        )
+        .is_err());
     }
 
     /// Ranges of int4, int8 and numeric bounds, empty and infinite, read back by

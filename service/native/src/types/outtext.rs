@@ -69,14 +69,26 @@ pub enum Output {
     Sparsevec,
 }
 
-const SUBS: [(&str, RangeSub); 7] = [
+/// The subtype prefixes of the range kinds' names (service.output.native_text's
+/// `_RANGE_SUBTYPES`): a built-in range's, and from float8 on the subtypes of
+/// user-defined ranges only (`float8range@<oid>`: no built-in range has the name).
+const SUBS: [(&str, RangeSub); 16] = [
     ("int4", RangeSub::Int4),
     ("int8", RangeSub::Int8),
     ("num", RangeSub::Numeric),
     ("date", RangeSub::Date),
     ("ts", RangeSub::Timestamp),
     ("tstz", RangeSub::TimestampTz),
-    ("float8", RangeSub::Float8), // user ranges only: float8range@<oid>
+    ("float8", RangeSub::Float8),
+    ("int2", RangeSub::Int2),
+    ("oid", RangeSub::Oid),
+    ("float4", RangeSub::Float4),
+    ("text", RangeSub::Text),
+    ("time", RangeSub::Time),
+    ("timetz", RangeSub::TimeTz),
+    ("interval", RangeSub::Interval),
+    ("inet", RangeSub::Inet),
+    ("cidr", RangeSub::Cidr),
 ];
 
 /// (subtype, is a multirange) of `<subtype prefix>range` / `<subtype prefix>multirange`.
@@ -131,7 +143,7 @@ impl Output {
                 if let Some(kind) = IsnKind::from_name(name) {
                     return Some(Output::Isn(kind));
                 }
-                // a built-in range's name (float8 has none)
+                // a built-in range's name (the user-range-only subtypes have none)
                 return match range_name(name)? {
                     (sub, _) if sub.range_oid() == 0 => None,
                     (sub, false) => Some(Output::Range(sub, sub.range_oid())),

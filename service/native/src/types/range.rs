@@ -1,7 +1,8 @@
 //! range_out and multirange_out text of the ranges over int4, int8, numeric, date,
 //! timestamp and timestamptz: the built-in ones (int4range .. tstzrange, int4multirange
-//! .. tstzmultirange) and user-defined ones over the same subtypes or over float8,
-//! written from their stored datums.
+//! .. tstzmultirange) and user-defined ones over the same subtypes or over int2, oid,
+//! float4, float8, text (varchar), time, timetz, interval, inet or cidr, written from
+//! their stored datums.
 //!
 //! Receives: a range or multirange varlena payload (the bytes after the varlena header,
 //! exactly what service.types.range.range_text / service.types.multirange.
@@ -12,7 +13,8 @@
 //! multirange_out and range_bound_escape print:
 //! - a range: `empty`, or `[`/`(`, the lower bound, `,`, the upper bound, `]`/`)`, an
 //!   infinite bound printed as nothing; a bound is the subtype's output text
-//!   (types::numeric, types::datetime, plain integers), double-quoted when empty or
+//!   (types::numeric, types::datetime, types::float, types::formats, types::network,
+//!   plain integers, a text's UTF-8 as stored), double-quoted when empty or
 //!   holding `"` `\` `(` `)` `[` `]` `,` or whitespace, with `"` and `\` doubled;
 //! - a multirange: `{`, its ranges as above separated by `,`, `}`.
 //!
@@ -38,7 +40,9 @@
 
 use std::fmt::Write;
 
-use super::{datetime, float, nested_varlena, numeric, u32_at, undo_on_err, Nested};
+use super::{
+    datetime, float, formats, nested_varlena, network, numeric, u32_at, undo_on_err, Nested,
+};
 
 const RANGE_EMPTY: u8 = 0x01;
 const RANGE_LB_INC: u8 = 0x02;
@@ -54,8 +58,10 @@ const NUMERIC_NAN: u16 = 0xC000;
 const NUMERIC_PINF: u16 = 0xD000;
 const NUMERIC_NINF: u16 = 0xF000;
 
-/// The subtype of a built-in range (and of its multirange), or float8, the subtype of
-/// user-defined ranges only (PostgreSQL's own example, floatrange).
+/// The subtype of a built-in range (and of its multirange), or one of the other
+/// built-in types a user-defined range may be over (CREATE TYPE ... AS RANGE): float8
+/// (PostgreSQL's own example, floatrange), int2, oid, float4, text (and varchar, stored
+/// and printed as text), time, timetz, interval, inet and cidr.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RangeSub {
     Int4,
@@ -65,11 +71,21 @@ pub enum RangeSub {
     Timestamp,
     TimestampTz,
     Float8,
+    Int2,
+    Oid,
+    Float4,
+    Text,
+    Time,
+    TimeTz,
+    Interval,
+    Inet,
+    Cidr,
 }
 
 impl RangeSub {
     /// pg_type OID of the built-in range type over this subtype, the rangetypid its
-    /// datums store; 0 for float8, which has none (a user range names its own OID).
+    /// datums store; 0 for a subtype with none (float8 and the others of user ranges
+    /// only: a user range names its own OID).
     pub fn range_oid(self) -> u32 {
         match self {
             RangeSub::Int4 => 3904,
@@ -78,7 +94,7 @@ impl RangeSub {
             RangeSub::TimestampTz => 3910,
             RangeSub::Date => 3912,
             RangeSub::Int8 => 3926,
-            RangeSub::Float8 => 0,
+            _ => 0,
         }
     }
 
@@ -92,26 +108,46 @@ impl RangeSub {
             RangeSub::TimestampTz => 4534,
             RangeSub::Date => 4535,
             RangeSub::Int8 => 4536,
-            RangeSub::Float8 => 0,
+            _ => 0,
         }
     }
 
-    /// The subtype's typlen (None: a varlena).
+    /// The subtype's typlen (None: a varlena), as pg_type.dat gives it.
     pub fn typlen(self) -> Option<usize> {
         match self {
-            RangeSub::Int4 | RangeSub::Date => Some(4),
-            RangeSub::Int8 | RangeSub::Timestamp | RangeSub::TimestampTz | RangeSub::Float8 => {
-                Some(8)
-            }
-            RangeSub::Numeric => None,
+            RangeSub::Int2 => Some(2),
+            RangeSub::Int4 | RangeSub::Date | RangeSub::Oid | RangeSub::Float4 => Some(4),
+            RangeSub::Int8
+            | RangeSub::Timestamp
+            | RangeSub::TimestampTz
+            | RangeSub::Float8
+            | RangeSub::Time => Some(8),
+            RangeSub::TimeTz => Some(12),
+            RangeSub::Interval => Some(16),
+            RangeSub::Numeric | RangeSub::Text | RangeSub::Inet | RangeSub::Cidr => None,
         }
     }
 
-    /// The subtype's typalign in bytes (int4, date, numeric: `i`; the rest `d`).
+    /// The subtype's typalign in bytes, as pg_type.dat gives it (int2: `s`; int4, date,
+    /// oid, float4, numeric, text, inet, cidr: `i`; the rest `d`).
     pub fn typalign(self) -> usize {
         match self {
-            RangeSub::Int4 | RangeSub::Date | RangeSub::Numeric => 4,
-            RangeSub::Int8 | RangeSub::Timestamp | RangeSub::TimestampTz | RangeSub::Float8 => 8,
+            RangeSub::Int2 => 2,
+            RangeSub::Int4
+            | RangeSub::Date
+            | RangeSub::Numeric
+            | RangeSub::Oid
+            | RangeSub::Float4
+            | RangeSub::Text
+            | RangeSub::Inet
+            | RangeSub::Cidr => 4,
+            RangeSub::Int8
+            | RangeSub::Timestamp
+            | RangeSub::TimestampTz
+            | RangeSub::Float8
+            | RangeSub::Time
+            | RangeSub::TimeTz
+            | RangeSub::Interval => 8,
         }
     }
 }
@@ -229,10 +265,33 @@ fn write_bound(out: &mut String, value: &[u8], sub: RangeSub) -> Result<(), &'st
     Ok(())
 }
 
-/// The subtype's output text of one bound's bytes (service.types.convert.to_text).
+/// The subtype's output text of one bound's bytes (service.types.convert.to_text): its
+/// output function's (int2out, oidout, float4out, textout, time_out, timetz_out,
+/// interval_out, inet_out, cidr_out, ... as the types modules write them).
 fn element_text(out: &mut String, value: &[u8], sub: RangeSub) -> Result<(), &'static str> {
     const SIZE: &str = "range bound size differs from the subtype's";
     match sub {
+        RangeSub::Int2 => {
+            let v = i16::from_le_bytes(value.try_into().map_err(|_| SIZE)?);
+            let _ = write!(out, "{v}");
+        }
+        RangeSub::Oid => {
+            let v = u32::from_le_bytes(value.try_into().map_err(|_| SIZE)?);
+            let _ = write!(out, "{v}");
+        }
+        RangeSub::Float4 => {
+            float::float4(out, f32::from_le_bytes(value.try_into().map_err(|_| SIZE)?))?
+        }
+        RangeSub::Text => {
+            out.push_str(std::str::from_utf8(value).map_err(|_| "text is not UTF-8")?);
+        }
+        RangeSub::Time => {
+            datetime::pg_clock(out, i64::from_le_bytes(value.try_into().map_err(|_| SIZE)?));
+        }
+        RangeSub::TimeTz => formats::timetz_text(out, value)?,
+        RangeSub::Interval => formats::interval_text(out, value)?,
+        RangeSub::Inet => network::inet_text(out, value, false)?,
+        RangeSub::Cidr => network::inet_text(out, value, true)?,
         RangeSub::Int4 => {
             let v = i32::from_le_bytes(value.try_into().map_err(|_| SIZE)?);
             let _ = write!(out, "{v}");
@@ -694,4 +753,113 @@ mod tests {
         ("numeric multirange mixed headers", "nummultirange", "b41100000300000008000000a8000000080610000bff8088130000000f80800100881300800200009600250063000f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f277b00d711c5222909851a7b00d711c5222909851a7b00d711c5222909851a7b00d711c5222909851a7b00d711c5222909851a7b00d711c5222909851a7b00d711c5222909851a7b00d711c422800200009700250063000f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f270f277b00d711c5222909851a7b00d711c5222909851a7b00d711c5222909851a7b00d711c5222909851a7b00d711c5222909851a7b00d711c5222909851a7b00d711c5222909851a7b00d711ce22", Some("{(,0.5),[1.5,999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999.012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789],(999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999.0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567891,)}")),
         ("multirange truncated by one byte", "tsmultirange", "b511000002000000100000000206000000000000000000000000008090d00300000000000040eba9c21c0000ffffffffffffff", None),
     ];
+
+    /// A user range's payload over `sub`: its OID, the bounds' stored bytes laid out at
+    /// the subtype's alignment (from the body's start, 8 bytes into the varlena), flags.
+    fn user_range(oid: u32, bounds: &[&[u8]], flags: u8, sub: RangeSub) -> Vec<u8> {
+        let mut d = oid.to_le_bytes().to_vec();
+        for b in bounds {
+            // a short varlena (first byte odd) is not aligned, as att_align_pointer
+            if sub.typlen().is_some() || b.first().is_some_and(|&h| h == 0) {
+                while (d.len() - 4) % sub.typalign() != 0 {
+                    d.push(0);
+                }
+            }
+            d.extend_from_slice(b);
+        }
+        d.push(flags);
+        d
+    }
+
+    /// A short varlena (1-byte header) of `payload`.
+    fn short(payload: &[u8]) -> Vec<u8> {
+        let mut v = vec![(((payload.len() + 1) << 1) | 1) as u8];
+        v.extend_from_slice(payload);
+        v
+    }
+
+    fn user_text(d: &[u8], sub: RangeSub, oid: u32) -> String {
+        let mut out = String::new();
+        range_text_of(&mut out, d, sub, oid).unwrap();
+        out
+    }
+
+    #[test]
+    fn user_ranges_over_other_subtypes_quote_as_range_bound_escape() {
+        const LB_INC: u8 = RANGE_LB_INC;
+        let int2 = user_range(
+            16401,
+            &[&(-3i16).to_le_bytes(), &7i16.to_le_bytes()],
+            LB_INC,
+            RangeSub::Int2,
+        );
+        assert_eq!(user_text(&int2, RangeSub::Int2, 16401), "[-3,7)");
+        // another OID than the column's range type: Python's
+        assert!(render(&int2, RangeSub::Int2, false).is_err());
+        // text: empty, `"`, `\`, whitespace, `,` and brackets quoted; `"` and `\` doubled
+        let (a, b) = (short(b""), short(b"it's \"x\"\\"));
+        let text = user_range(16402, &[&a, &b], LB_INC | RANGE_UB_INC, RangeSub::Text);
+        assert_eq!(
+            user_text(&text, RangeSub::Text, 16402),
+            "[\"\",\"it's \"\"x\"\"\\\\\"]"
+        );
+        let plain = user_range(
+            16402,
+            &[&short("é".as_bytes())],
+            RANGE_UB_INF,
+            RangeSub::Text,
+        );
+        assert_eq!(user_text(&plain, RangeSub::Text, 16402), "(é,)");
+        let bad = user_range(16402, &[&short(b"\xff")], RANGE_UB_INF, RangeSub::Text);
+        let mut out = String::from("kept");
+        assert!(range_text_of(&mut out, &bad, RangeSub::Text, 16402).is_err());
+        assert_eq!(out, "kept");
+        // interval: interval_out's text holds spaces, so it is quoted
+        let day = [
+            0i64.to_le_bytes().to_vec(),
+            [1i32, 0].map(i32::to_le_bytes).concat(),
+        ]
+        .concat();
+        let mons = [
+            0i64.to_le_bytes().to_vec(),
+            [0i32, 2].map(i32::to_le_bytes).concat(),
+        ]
+        .concat();
+        let iv = user_range(16403, &[&day, &mons], LB_INC, RangeSub::Interval);
+        assert_eq!(
+            user_text(&iv, RangeSub::Interval, 16403),
+            "[\"1 day\",\"2 mons\")"
+        );
+        // time, timetz (zone seconds west of UTC), inet and cidr
+        let noon = 43_200_000_000i64.to_le_bytes();
+        let t = user_range(16404, &[&noon], RANGE_UB_INF | LB_INC, RangeSub::Time);
+        assert_eq!(user_text(&t, RangeSub::Time, 16404), "[12:00:00,)");
+        let tz = [noon.to_vec(), (-3600i32).to_le_bytes().to_vec()].concat();
+        let ttz = user_range(16405, &[&tz], RANGE_LB_INF, RangeSub::TimeTz);
+        assert_eq!(user_text(&ttz, RangeSub::TimeTz, 16405), "(,12:00:00+01)");
+        let host = short(&[2, 24, 10, 0, 0, 1]);
+        let net = user_range(16406, &[&host], RANGE_UB_INF | LB_INC, RangeSub::Inet);
+        assert_eq!(user_text(&net, RangeSub::Inet, 16406), "[10.0.0.1/24,)");
+        let cidr = user_range(
+            16407,
+            &[&short(&[2, 8, 10, 0, 0, 0])],
+            RANGE_UB_INF | LB_INC,
+            RangeSub::Cidr,
+        );
+        assert_eq!(user_text(&cidr, RangeSub::Cidr, 16407), "[10.0.0.0/8,)");
+        let f4 = user_range(
+            16408,
+            &[&1.5f32.to_le_bytes()],
+            RANGE_UB_INF,
+            RangeSub::Float4,
+        );
+        assert_eq!(user_text(&f4, RangeSub::Float4, 16408), "(1.5,)");
+        let oid = user_range(
+            16409,
+            &[&u32::MAX.to_le_bytes()],
+            RANGE_LB_INF,
+            RangeSub::Oid,
+        );
+        assert_eq!(user_text(&oid, RangeSub::Oid, 16409), "(,4294967295)");
+    }
 }
