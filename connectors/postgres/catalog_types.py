@@ -4,8 +4,9 @@ Receives: a psycopg2 connection to the source database and type OIDs to describe
 Hands on: `TypeInfo` records (service.types.registry), cached by OID, including
 everything the type decoders need transitively: a domain's base type, an array's
 element type, a range's subtype, a composite's field types. The cache is explicit:
-`invalidate(oid)` or `invalidate_all()` after a catalog change (the schema history
-calls these); nothing expires by itself.
+`invalidate(oid)` or `invalidate_all()` forget what it holds; nothing expires by
+itself, and the worker calls neither, so a session keeps what it read first (the
+reg* names included: service.types.regtypes).
 
 This module does I/O (SQL) and is kept out of the pure decoders on purpose. Run as
 `python -m connectors.postgres.catalog_types [DSN...]` it regenerates the built-in type table

@@ -9,9 +9,12 @@ regdictionaryout and regcollationout print (schema-qualified when not visible on
 search path; `-` for OID 0; the bare number for a missing object). The text is also
 the Python value (Debezium has no mapping for these types).
 
-The names are the catalog's *current* ones: an object renamed or dropped after the
-change was written prints its new name or its number, where test_decoding (reading the
-historic catalog) would print the old name.
+The names are the catalog's as the resolver first read them in this session, not the
+historic catalog's: an object renamed or dropped after the change was written but
+before the worker first met its OID prints its new name or its number, where
+test_decoding would print the old name; one renamed after that keeps the name read
+then until the worker restarts (nothing clears the resolver's cache while it runs:
+`CatalogTypes.invalidate_all`, which would, has no caller).
 
 Pure: no SQL here; without a resolver a value raises `UnknownTypeError`.
 """
