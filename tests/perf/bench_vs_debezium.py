@@ -4,7 +4,7 @@
         [--txn-rows 10000] [--reps 3] [--pgbench-s 30] [--lat-rate 100] [--lat-rows 100]
         [--lat-s 20] [--change-rows 200000]
         [--only bulk,single,wide,toast,updates,updates-full,deletes,pgbench,latency]
-        [--systems pgcdc,debezium] [--compression lz4]
+        [--systems pgcdc,debezium] [--compression lz4] [--warmup 0]
 
 Both read the shared PostgreSQL 15 (127.0.0.1:55415) and write Avro to the shared Kafka
 (127.0.0.1:19092) with schemas in the shared Apicurio (http://127.0.0.1:18081):
@@ -21,6 +21,10 @@ Both read the shared PostgreSQL 15 (127.0.0.1:55415) and write Avro to the share
 - Both producers compress alike: `--compression` (default lz4, pgcdc's default
   kafka.compression_type) is pgcdc's PGCDC_KAFKA__COMPRESSION_TYPE and the connector's
   producer.override.compression.type (Connect's own default is none).
+
+`--warmup N` runs N repetitions first whose figures are printed but not counted: the
+first connector in a Connect worker runs Debezium's code before the JIT compiled it
+(its CPU per row was 3x the next repetition's on the toast workload).
 
 Each repetition runs every workload under pgcdc and then under Debezium, each in its
 own fresh database with the same 5-column table (bigint key, int, text, numeric(12,2),
@@ -603,6 +607,7 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--txn-rows", type=int, default=10_000)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=0, help="repetitions not counted")
     parser.add_argument("--pgbench-s", type=int, default=30)
     parser.add_argument("--lat-rate", type=int, default=100, help="transactions per second")
     parser.add_argument("--lat-rows", type=int, default=100, help="rows per transaction")
@@ -680,7 +685,7 @@ def main() -> int:
         flush=True,
     )
     try:
-        for rep in range(args.reps):
+        for rep in range(-args.warmup, args.reps):
             for w in only:
                 for n in names:
                     s = systems[n]
@@ -694,9 +699,11 @@ def main() -> int:
                         r = workloads[w](s)
                     finally:
                         s.stop()
-                    results[(w, n)].append(r)
+                    if rep >= 0:
+                        results[(w, n)].append(r)
+                    label = f"rep {rep + 1}" if rep >= 0 else "warm-up"
                     print(
-                        f"rep {rep + 1} {w:<12} {n:<9} {r.rows:>9,} rows {r.rate:>9,.0f} rows/s "
+                        f"{label} {w:<12} {n:<9} {r.rows:>9,} rows {r.rate:>9,.0f} rows/s "
                         f"lag {r.lag:5.1f} s cpu {r.cpu:6.1f} s "
                         f"({r.cpu / r.rows * 1e6:.1f} us/row) rss {r.rss_mb:6.0f} MB "
                         f"{' '.join(f'{k}={v:.2f}' for k, v in r.extra.items())} "
@@ -707,7 +714,8 @@ def main() -> int:
         if started_connect:
             svc_connect.Connect().stop()
     print(
-        f"\nmedian (min-max) over {args.reps} repetitions; load average now "
+        f"\nmedian (min-max) over {args.reps} repetitions (after {args.warmup} not counted); "
+        "load average now "
         f"{os.getloadavg()[0]:.2f}"
     )
     head = (
