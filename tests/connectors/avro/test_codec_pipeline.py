@@ -109,6 +109,20 @@ def _dsn(pg: dict[str, Any], db: str) -> str:
     return f"host={pg['host']} port={pg['port']} user={pg['user']} dbname={db}"
 
 
+def _logical_slot(cur: Any, slot: str) -> tuple[int, int]:
+    """Create a test_decoding slot named `slot`: (its restart LSN, the LSN it is
+    consistent from), where a session decoding the same WAL starts and aligns."""
+    cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (slot,))
+    cur.execute(
+        "SELECT restart_lsn::text, confirmed_flush_lsn::text "
+        "FROM pg_replication_slots WHERE slot_name = %s",
+        (slot,),
+    )
+    row = cur.fetchone()
+    assert row is not None
+    return parse_lsn(row[0]), parse_lsn(row[1])
+
+
 def _session(
     pg: dict[str, Any],
     dsn: str,
@@ -177,15 +191,7 @@ def test_records_from_wal_equal_the_reference_plugins(
         conn.autocommit = True
         with conn.cursor() as cur:
             cur.execute(SCHEMA)
-            cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (slot,))
-            cur.execute(
-                "SELECT restart_lsn::text, confirmed_flush_lsn::text "
-                "FROM pg_replication_slots WHERE slot_name = %s",
-                (slot,),
-            )
-            row = cur.fetchone()
-            assert row is not None
-            start, consistent = parse_lsn(row[0]), parse_lsn(row[1])
+            start, consistent = _logical_slot(cur, slot)
             # pgcdc reads from a checkpoint's redo point on (a physical slot's start): from
             # here every page of pg_class the workload changes is logged whole first, so
             # the historic pg_class rebuilds the rows of its TRUNCATE.

@@ -38,7 +38,7 @@ from service.impl import native_row_core
 from service.lsn import parse_lsn
 from service.output.api import OutputRecord
 from tests.connectors.avro.test_codec import drop_subjects
-from tests.connectors.avro.test_codec_pipeline import FrozenTime, _dsn, _session
+from tests.connectors.avro.test_codec_pipeline import FrozenTime, _dsn, _logical_slot, _session
 
 pytestmark = pytest.mark.integration
 
@@ -138,15 +138,7 @@ def test_reg_types_and_aclitem_native_equal_python(
         conn.autocommit = True
         with conn.cursor() as cur:
             cur.execute(SCHEMA)
-            cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (slot,))
-            cur.execute(
-                "SELECT restart_lsn::text, confirmed_flush_lsn::text "
-                "FROM pg_replication_slots WHERE slot_name = %s",
-                (slot,),
-            )
-            row = cur.fetchone()
-            assert row is not None
-            start, consistent = parse_lsn(row[0]), parse_lsn(row[1])
+            start, consistent = _logical_slot(cur, slot)
             force_running_xacts(dsn, int(pg["version"]))
             settings = Settings(
                 source={"slot": slot, "dbname": db},

@@ -57,7 +57,13 @@ from service.output.api import ChangeOp, OutputRecord
 from tests.connectors.avro import avro_reference
 from tests.connectors.avro.avro_reference import ReferencePlugin
 from tests.connectors.avro.test_codec import drop_subjects
-from tests.connectors.avro.test_codec_pipeline import FrozenTime, _dsn, _pump, _session
+from tests.connectors.avro.test_codec_pipeline import (
+    FrozenTime,
+    _dsn,
+    _logical_slot,
+    _pump,
+    _session,
+)
 from tests.integration.extension_cases import EXTENSION_CASES, extension_ddl, has
 from tests.integration.jsonpath_cases import JSONPATHS, JSONPATHS_17
 
@@ -583,15 +589,7 @@ def test_native_rows_equal_python_and_reference(
                     "INSERT INTO n_all (id, ext4) VALUES (7001, (SELECT string_agg("
                     "md5(g::text), '') FROM generate_series(1, 2000) g))"
                 )
-            cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (slot,))
-            cur.execute(
-                "SELECT restart_lsn::text, confirmed_flush_lsn::text "
-                "FROM pg_replication_slots WHERE slot_name = %s",
-                (slot,),
-            )
-            row = cur.fetchone()
-            assert row is not None
-            start, consistent = parse_lsn(row[0]), parse_lsn(row[1])
+            start, consistent = _logical_slot(cur, slot)
             force_running_xacts(dsn, int(pg["version"]))
             settings = Settings(
                 source={"slot": slot, "dbname": db},

@@ -35,7 +35,13 @@ from service.lsn import parse_lsn
 from service.output.api import OutputRecord
 from service.output.toastfill import ToastFill, ToastValueCache
 from tests.connectors.avro.test_codec import drop_subjects
-from tests.connectors.avro.test_codec_pipeline import FrozenTime, _dsn, _pump, _session
+from tests.connectors.avro.test_codec_pipeline import (
+    FrozenTime,
+    _dsn,
+    _logical_slot,
+    _pump,
+    _session,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -83,15 +89,7 @@ def test_filled_updates_are_equal_on_python_and_native_paths(
                     "UPDATE tf SET z = (SELECT string_agg(md5(g::text) || repeat('z', 40), '')"
                     " FROM generate_series(1, 400) g)"
                 )
-            cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (slot,))
-            cur.execute(
-                "SELECT restart_lsn::text, confirmed_flush_lsn::text "
-                "FROM pg_replication_slots WHERE slot_name = %s",
-                (slot,),
-            )
-            row = cur.fetchone()
-            assert row is not None
-            start, consistent = parse_lsn(row[0]), parse_lsn(row[1])
+            start, consistent = _logical_slot(cur, slot)
             force_running_xacts(dsn, int(pg["version"]))
             settings = Settings(
                 source={"slot": slot, "dbname": db},

@@ -60,7 +60,13 @@ from service.impl import native_row_core
 from service.lsn import parse_lsn
 from service.output.api import OutputRecord, PluginContext, PluginWrapper, RecordRun
 from service.tablesnap.plan import END, Interval, TableJob
-from tests.connectors.avro.test_codec_pipeline import FrozenTime, _dsn, _pump, _session
+from tests.connectors.avro.test_codec_pipeline import (
+    FrozenTime,
+    _dsn,
+    _logical_slot,
+    _pump,
+    _session,
+)
 from tests.connectors.avro.test_native_rows_pipeline import (
     _LZ4,
     SCHEMA,
@@ -414,15 +420,7 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
             # the stream, of the same rows copied into twin tables
             for t in TABLES:
                 cur.execute(f"CREATE TABLE twin_{t} (LIKE {t} INCLUDING ALL)")
-            cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (slot,))
-            cur.execute(
-                "SELECT restart_lsn::text, confirmed_flush_lsn::text "
-                "FROM pg_replication_slots WHERE slot_name = %s",
-                (slot,),
-            )
-            row = cur.fetchone()
-            assert row is not None
-            start, consistent = parse_lsn(row[0]), parse_lsn(row[1])
+            start, consistent = _logical_slot(cur, slot)
             force_running_xacts(dsn, int(pg["version"]))
             streamed: list[OutputRecord] = []
             stream_plugin = AvroPlugin(settings)
