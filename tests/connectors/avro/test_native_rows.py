@@ -8,7 +8,7 @@ headers, inline pglz- and lz4-compressed text. Each tuple goes through
 - the Python path: `service.types.deform.deform`, `StoredValue`s with the row decoder's
   codecs, `connectors.avro.codec.RowEncoder` / `KeyFromValue` datums, fastavro's
   `schemaless_writer` with the table's Value and Key schemas;
-- the native path: `connectors.avro.native_rows.compile_plan` and `RowPlan.encode`;
+- the native path: `connectors.avro.native_plan.compile_plan` and `RowPlan.encode`;
 
 and the Value and Key bytes must be equal wherever the native side does not fall back,
 while the edge values the Python path decides (NaN numerics, float4 NaN, external TOAST
@@ -33,7 +33,7 @@ import lz4.block
 import pytest
 
 from connectors.avro.codec import KeyFromValue, RowEncoder
-from connectors.avro.native_rows import compile_plan
+from connectors.avro.native_plan import compile_plan
 from connectors.avro.plugin import transaction_datum
 from connectors.avro.schema import build_table_plan, source_schema, static_with_refs
 from service import _native

@@ -1,7 +1,7 @@
 """The native row encoder against the Python path, on real WAL, byte for byte.
 
 A workload on a real server (run for PG15 and PG18: `-k "pg15 or pg18"`) over every
-type the native encoder covers (connectors.avro.native_rows.NATIVE_TYPES and numeric),
+type the native encoder covers (connectors.avro.native_plan.NATIVE_TYPES and numeric),
 with edge values: NULLs, empty strings and bytea, NaN/±Infinity floats and numerics,
 -0.0, ±infinity and extreme dates and timestamps (the MicroTimestamp clamp past
 294247, BC years, year 5's unpadded ZonedTimestamp, years past 9999, 24:00:00),
