@@ -18,10 +18,12 @@ the same bytes; any other table has no plan and all its rows stay on the Python 
   - exactly the mapping `connectors.avro.schema.type_mapping` gives a built-in type of
     `NATIVE_TYPES` (the same object): the integers, floats, texts, json and jsonb, xml,
     dates and times, interval, timetz, uuid, "char", inet, cidr, macaddr, macaddr8,
-    point (the Point record), and the types published as their output text: the other
-    geometric types, tsvector, tsquery, jsonpath, the built-in ranges and multiranges,
+    point (the Point record), and the types published as their output text: tid, the
+    other geometric types, tsvector, tsquery, jsonpath, the built-in ranges and multiranges,
     and user-defined ones over a built-in range's subtype or over int2, oid, float4,
-    float8, text, varchar, time, timetz, interval, inet or cidr (`user_range_kind`);
+    float8, text, varchar, bpchar, time, timetz, interval, inet, cidr, bytea, macaddr,
+    macaddr8, bool, "char", name, money, bit, varbit, tid or pg_lsn
+    (`user_range_kind`);
     the reg* types and aclitem (15's 12-byte form and 16+'s; `NAMED_TYPES`), as their
     text from the catalog names the resolver put in `RelationInfo.name_cache`, which the
     plan shares (a table with such a column and no cache has no plan);

@@ -26,10 +26,11 @@ quote_identifier of the plugin's server version) and the built-in type's kind
 dates and times, interval, timetz, money, "char", bit and varbit, inet, cidr, macaddr
 and macaddr8; an enum, whose label the plan maps from its pg_enum OID: `enum_oids`; and
 an array of any of these but box, printed as array_out, with its element's layout from
-`service.types.registry.builtin_layout`; the geometric types, tsvector, tsquery,
+`service.types.registry.builtin_layout`; tid, the geometric types, tsvector, tsquery,
 jsonpath, the built-in ranges and multiranges, and user-defined ones over a built-in
-range's subtype or over int2, oid, float4, float8, text, varchar, time, timetz,
-interval, inet or cidr (`user_range_kind`); a composite of any of these but
+range's subtype or over int2, oid, float4, float8, text, varchar, bpchar, time,
+timetz, interval, inet, cidr, bytea, macaddr, macaddr8, bool, "char", name, money, bit,
+varbit, tid or pg_lsn (`user_range_kind`); a composite of any of these but
 arrays, enums and composites, printed as record_out; the contrib extension types,
 PostGIS geometry and geography, pgvector's types: `EXT_KINDS`; the reg* types and
 aclitem (`NAMED_TYPES`, 15's 12-byte aclitem and 16+'s) and arrays of them (aclitem's
@@ -69,8 +70,8 @@ log = structlog.get_logger(__name__)
 
 # Built-in types both plugins publish as their output text (types::outtext), by OID:
 # (kind, attlen of the stored form). The geometric types but point, tsvector, tsquery, the
-# built-in ranges and multiranges, pg_lsn, xid, cid, xid8, txid_snapshot and pg_snapshot,
-# int2vector and oidvector, jsonpath.
+# built-in ranges and multiranges, pg_lsn, xid, cid, xid8, tid, txid_snapshot and
+# pg_snapshot, int2vector and oidvector, jsonpath.
 OUTPUT_TYPES: dict[int, tuple[str, int]] = {
     601: ("lseg", 32),
     602: ("path", -1),
@@ -96,6 +97,7 @@ OUTPUT_TYPES: dict[int, tuple[str, int]] = {
     29: ("xid", 4),  # cid
     3220: ("pg_lsn", 8),
     5069: ("xid8", 8),
+    27: ("tid", 6),  # tidout: (block,offset)
     2970: ("pg_snapshot", -1),  # txid_snapshot: pg_snapshot_out
     5038: ("pg_snapshot", -1),
     22: ("int2vector", -1),  # int2vectorout
@@ -107,7 +109,8 @@ RANGES = frozenset({3904, 3906, 3908, 3910, 3912, 3926})
 # float8 on the built-in types that only user ranges are over (float8: PostgreSQL's
 # floatrange example), named by their own prefix (types::outtext's SUBS, whose
 # types::range writes each bound with the subtype's output function, quoted as
-# range_bound_escape quotes it). varchar is stored and printed as text.
+# range_bound_escape quotes it). varchar and bpchar are stored and printed as text,
+# varbit as bit.
 _RANGE_SUBTYPES = {
     23: "int4",
     20: "int8",
@@ -126,6 +129,18 @@ _RANGE_SUBTYPES = {
     1186: "interval",
     869: "inet",
     650: "cidr",
+    1042: "text",
+    17: "bytea",
+    829: "macaddr",
+    774: "macaddr8",
+    16: "bool",
+    18: "char",
+    19: "name",
+    790: "money",
+    1560: "bit",
+    1562: "bit",
+    27: "tid",
+    3220: "pg_lsn",
 }
 
 

@@ -16,7 +16,9 @@ field, quoting), a table of floats, a table of domains over int[] and text[] (pr
 as those arrays), a table of composites nested in composites (with enum, array,
 domain-over-enum and composite-array fields), arrays of them and a domain over an
 enum, a table of txid_snapshot, pg_snapshot, pg_snapshot[], int2vector and oidvector, a table
-of jsonpath values (every item kind, and jsonpath[]), a table with a tid column
+of jsonpath values (every item kind, and jsonpath[]), a table of tid, tid[] and a
+composite with a tid field, user ranges over bytea, macaddr, macaddr8, bool, "char",
+name, bpchar, money, bit, varbit, tid and pg_lsn too, a table with a range over an enum
 (no native plan) and
 values the writer leaves to Python (an unchanged TOAST value, NaN, a missing attribute
 whose default is jsonb, an xml declaration); missing attributes whose defaults are
@@ -39,6 +41,35 @@ from service.output.text import TestDecodingPlugin
 from tests.integration.decoding_support import compare
 from tests.integration.jsonpath_cases import JSONPATHS, JSONPATHS_17
 from tests.integration.test_text_plugin_vs_test_decoding import assert_same
+
+# User ranges over the other subtypes the native writer prints (nu<name>range): name,
+# subtype.
+MORE_SUBS = [
+    ("bytea", "bytea"),
+    ("mac", "macaddr"),
+    ("mac8", "macaddr8"),
+    ("bool", "bool"),
+    ("char", '"char"'),
+    ("name", "name"),
+    ("bpchar", 'bpchar, collation = "C"'),
+    ("money", "money"),
+    ("bit", "bit"),
+    ("varbit", "varbit"),
+    ("tid", "tid"),
+    ("lsn", "pg_lsn"),
+]
+MORE_RANGE_ROWS = r"""INSERT INTO nurange (id, rby, mby, rma, rm8, rbo, rch, rnm, rbp, rmo, rbi,
+ mbi, rvb, rtd, mtd, rls) VALUES
+ (200, '["\\x","\\x00ff")', '{["\\x01","\\x02"],("\\xfe",)}',
+  '[08:00:2b:01:02:03,08:00:2b:01:02:04]', '(,08:00:2b:01:02:03:04:05]', '[f,t]',
+  '[" ",z)', '["a b",zz)', '["ab  ",c]', '["$1.50","$1,000.00")', '[0101,1111)',
+  '{[00,01),[10,11]}', '(,10101]', '["(0,1)","(4294967295,65535)"]',
+  '{["(0,1)","(0,2)"),["(1,1)",)}', '[0/0,FFFFFFFF/FFFFFFFF]'),
+ (201, 'empty', '{}', 'empty', '[00:00:00:00:00:00:00:00,)', '[t,t]', '(,"")', '("",)',
+  '("",)', '["-$92,233,720,368,547,758.08",)', '["",)', '{}', '["",1]', 'empty', '{}',
+  '(,0/1)'),
+ (202, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+  NULL, NULL)"""
 
 pytestmark = pytest.mark.integration
 
@@ -308,7 +339,10 @@ def test_native_text_equals_test_decoding(
             " xs ncomp[])",
             "CREATE TABLE ncmp (id int PRIMARY KEY, c ncomp)",
             "CREATE TABLE nnst (id int PRIMARY KEY, c nnest, cs nnest[], dm nmood_d)",
-            "CREATE TABLE npy (id int PRIMARY KEY, a tid)",
+            "CREATE TYPE nmoodrange AS RANGE (subtype = nmood)",
+            "CREATE TABLE npy (id int PRIMARY KEY, a nmoodrange)",
+            "CREATE TYPE ntidc AS (t tid, n int)",
+            "CREATE TABLE ntid (id int PRIMARY KEY, t tid, ts tid[], c ntidc)",
             "CREATE TABLE njp (id int PRIMARY KEY, j jsonpath, js jsonpath[])",
             "CREATE TABLE nsys (id int PRIMARY KEY, ts txid_snapshot, ps pg_snapshot,"
             " iv int2vector, ov oidvector, pss pg_snapshot[])",
@@ -333,11 +367,16 @@ def test_native_text_equals_test_decoding(
             "CREATE TYPE nuivrange AS RANGE (subtype = interval)",
             "CREATE TYPE nuinetrange AS RANGE (subtype = inet)",
             "CREATE TYPE nucidrrange AS RANGE (subtype = cidr)",
+            *(f"CREATE TYPE nu{name}range AS RANGE (subtype = {sub})" for name, sub in MORE_SUBS),
             "CREATE TABLE nurange (id int PRIMARY KEY, r nu8range, m nu8multirange,"
             " rn nunum, mn nunummulti, rz nutz, rf nufloatrange, mf nufloatmultirange,"
             " rt nutextrange, mt nutextmultirange, rv nuvcrange, r2 nuint2range,"
             " ro nuoidrange, r4 nuf4range, rti nutimerange, rtz nuttzrange, riv nuivrange,"
-            " miv nuivmultirange, rin nuinetrange, rci nucidrrange)",
+            " miv nuivmultirange, rin nuinetrange, rci nucidrrange, rby nubytearange,"
+            " mby nubyteamultirange, rma numacrange, rm8 numac8range, rbo nuboolrange,"
+            " rch nucharrange, rnm nunamerange, rbp nubpcharrange, rmo numoneyrange,"
+            " rbi nubitrange, mbi nubitmultirange, rvb nuvarbitrange, rtd nutidrange,"
+            " mtd nutidmultirange, rls nulsnrange)",
             "ALTER TABLE ntoast ALTER COLUMN big SET STORAGE EXTERNAL",
         ],
         [
@@ -363,7 +402,16 @@ def test_native_text_equals_test_decoding(
             "::nnest, ARRAY[ROW(NULL, g, NULL, '{}', '{}', NULL, '{}')::nnest, NULL],"
             " (ARRAY['sad', 'ok'])[g % 2 + 1]::nmood_d FROM generate_series(1, 20) g",
             "INSERT INTO nnst VALUES (21, NULL, '{}', NULL)",
-            "INSERT INTO npy SELECT g, ('(' || g || ',7)')::tid FROM generate_series(1, 5) g",
+            "INSERT INTO npy SELECT g, '[sad,\"it''s\"]' FROM generate_series(1, 5) g",
+            # tid: tidout's text, quoted; in a tid[] and a composite's field too
+            "INSERT INTO ntid VALUES (1, '(0,0)', '{\"(4294967295,65535)\",NULL,\"(1,2)\"}',"
+            " ROW('(7,7)', 1)), (2, '(4294967295,65535)', '{}', ROW(NULL, NULL)),"
+            " (3, NULL, NULL, NULL)",
+            "INSERT INTO ntid SELECT g, ('(' || g * 65537 || ',' || g % 65536 || ')')::tid,"
+            " ARRAY[('(' || g || ',1)')::tid, ('(1,' || g || ')')::tid],"
+            " ROW(('(' || g || ',' || g || ')')::tid, g)::ntidc FROM generate_series(10, 60) g",
+            "UPDATE ntid SET t = '(9,9)' WHERE id % 3 = 0",
+            "DELETE FROM ntid WHERE id % 4 = 0",
             *_jsonpath_rows(int(pg["version"])),
             "INSERT INTO nsys VALUES (1, '10:20:10,14,15', '9223372036854775000:"
             "9223372036854775807:', '1 -32768 32767', '0 4294967295 23',"
@@ -397,6 +445,20 @@ def test_native_text_equals_test_decoding(
             " || ' ' || g || ')')::nutextrange, ('[' || g || ',' || g * 2 || ')')::nuint2range,"
             " ('[' || g || ' days,' || g || ' mons)')::nuivrange,"
             " ('[10.0.' || g % 256 || '.1,)')::nuinetrange FROM generate_series(110, 140) g",
+            # ... over bytea, macaddr, macaddr8, bool, "char", name, bpchar, money, bit,
+            # varbit, tid and pg_lsn: bytea's and tid's text always quoted (a backslash;
+            # parentheses and a comma), money's with a comma, bpchar's padding
+            MORE_RANGE_ROWS,
+            "INSERT INTO nurange (id, rby, rbo, rnm, rmo, rbi, rtd, mtd, rls) SELECT g,"
+            """ ('["\\\\x' || lpad(to_hex(g), 4, '0') || '",)')::nubytearange,"""
+            " (CASE WHEN g % 2 = 0 THEN '[f,t)' ELSE '(f,t]' END)::nuboolrange,"
+            """ ('["n ' || g || '",n' || g || ']')::nunamerange,"""
+            """ ('["$' || g || '.25","$' || g * 1000 || '.00")')::numoneyrange,"""
+            " ('[' || (g % 8)::bit(3)::text || ',)')::nubitrange,"
+            """ ('["(' || g || ',1)","(' || g * 2 || ',' || g % 65536 || ')")')::nutidrange,"""
+            """ ('{["(0,' || g || ')",)}')::nutidmultirange,"""
+            " ('[' || g || '/' || to_hex(g * 4096) || ',)')::nulsnrange"
+            " FROM generate_series(210, 260) g",
             "UPDATE nurange SET r = 'empty' WHERE id % 3 = 0",
             "DELETE FROM nurange WHERE id % 5 = 0",
             f"INSERT INTO narr VALUES {array_rows}",
@@ -453,6 +515,17 @@ def test_native_text_equals_test_decoding(
     nx = [line for line in out.expected if line.startswith("table public.nx: INSERT:")]
     assert len(nx) == 302 and any("jb[jsonb]:'{" in line for line in nx), nx[:3]
     assert any("mood[nmood]:'new'" in line for line in nx), nx[-2:]
+    # tidout's text, quoted; in array_out and record_out quoted again
+    tids = [line for line in out.expected if line.startswith("table public.ntid: INSERT:")]
+    assert any(
+        """t[tid]:'(0,0)' ts[tid[]]:'{"(4294967295,65535)",NULL,"(1,2)"}'"""
+        """ c[ntidc]:'("(7,7)",1)'""" in line
+        for line in tids
+    ), tids[:2]
+    # range_bound_escape over the new subtypes: bytea's backslash doubled, tid quoted
+    ranges = " ".join(line for line in out.expected if "nurange: INSERT: id[integer]:200 " in line)
+    assert """rby[nubytearange]:'["\\\\x","\\\\x00ff")'""" in ranges, ranges
+    assert """rtd[nutidrange]:'["(0,1)","(4294967295,65535)"]'""" in ranges, ranges
     (plugin,) = plugins
     native = plugin.native_text
     if impl == "python":
@@ -469,7 +542,11 @@ def test_native_text_equals_test_decoding(
     # 1e23's neighbour (a rounding bound) and 2^47 + 1/8 (a tie) print natively too
     assert "float Python decides" not in native.fallbacks, native.fallbacks
     plans = {key: plan for key, (_table, plan) in native._plans.items()}
-    assert sum(plan is None for plan in plans.values()) == 1  # npy: tid
+    assert sum(plan is None for plan in plans.values()) == 1  # npy: a range over an enum
+    # tid, tid[] and a composite with a tid field: printed natively
+    assert all(plan is not None for t, plan in native._plans.values() if t.name == "ntid")
+    assert any(t.name == "ntid" for t, _ in native._plans.values())
+    assert not [r for r in native.fallbacks if "tid" in r], native.fallbacks
     # jsonpath and jsonpath[] are printed natively (jsonpath_out in Rust)
     assert all(plan is not None for t, plan in native._plans.values() if t.name == "njp")
     assert any(t.name == "njp" for t, _ in native._plans.values())

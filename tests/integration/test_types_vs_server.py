@@ -477,6 +477,25 @@ CASES: list[tuple[str, list[str]]] = [
     ("regcollation", ["'\"C\"'", "'\"POSIX\"'"]),
     ("regclass[]", ["ARRAY['pg_class'::regclass, NULL, 'pg_type']"]),
     ("regtype[]", ["ARRAY['int4'::regtype, 'text']"]),
+    ("tid", ["'(0,0)'", "'(4294967295,65535)'", "'(65536,1)'"]),
+    ("tid[]", ["ARRAY['(1,2)'::tid, NULL, '(4294967295,65535)']"]),
+    # user ranges over the other subtypes the native writers print: each bound its
+    # subtype's output text, quoted as range_bound_escape quotes it
+    ("u_bytearange", ['\'["\\\\x","\\\\x00ff")\'', "'empty'", "'(,\"\\\\xfe\")'"]),
+    ("u_byteamultirange", ['\'{["\\\\x01","\\\\x02"],("\\\\xfe",)}\'', "'{}'"]),
+    ("u_macrange", ["'[08:00:2b:01:02:03,08:00:2b:01:02:04]'", "'(,ff:ff:ff:ff:ff:ff]'"]),
+    ("u_mac8range", ["'(,08:00:2b:01:02:03:04:05]'", "'[00:00:00:00:00:00:00:00,)'"]),
+    ("u_boolrange", ["'[f,t]'", "'(f,t]'", "'empty'", "'[t,)'"]),
+    ("u_charrange", ["'[\" \",z)'", "'(,\"\")'", "'[a,b]'"]),
+    ("u_namerange", ["'[\"a b\",zz)'", "'(\"\",)'", '\'["x,y","x\\\\y"]\'']),
+    ("u_bpcharrange", ["'[\"ab  \",c]'", "'(\"\",)'"]),
+    ("u_moneyrange", ['\'["$1.50","$1,000.00")\'', "'[\"-$92,233,720,368,547,758.08\",)'"]),
+    ("u_bitrange", ["'[0101,1111)'", "'[\"\",1]'"]),
+    ("u_bitmultirange", ["'{[00,01),[10,11]}'", "'{}'"]),
+    ("u_varbitrange", ["'(,10101]'", "'[\"\",)'"]),
+    ("u_tidrange", ['\'["(0,1)","(4294967295,65535)"]\'', "'empty'"]),
+    ("u_tidmultirange", ['\'{["(0,1)","(0,2)"),["(1,1)",)}\'']),
+    ("u_lsnrange", ["'[0/0,FFFFFFFF/FFFFFFFF]'", "'(,0/1)'"]),
 ]
 
 # Only on PostgreSQL 17 and later: the jsonpath item methods added in 17.
@@ -527,6 +546,18 @@ CREATE TYPE outer_t AS (p pair, n numeric, arr int[], d date, t text);
 CREATE TYPE dropped_t AS (x int, gone text, y numeric);
 ALTER TYPE dropped_t DROP ATTRIBUTE gone;
 CREATE TYPE textrange AS RANGE (subtype = text, collation = "C");
+CREATE TYPE u_bytearange AS RANGE (subtype = bytea);
+CREATE TYPE u_macrange AS RANGE (subtype = macaddr);
+CREATE TYPE u_mac8range AS RANGE (subtype = macaddr8);
+CREATE TYPE u_boolrange AS RANGE (subtype = bool);
+CREATE TYPE u_charrange AS RANGE (subtype = "char");
+CREATE TYPE u_namerange AS RANGE (subtype = name);
+CREATE TYPE u_bpcharrange AS RANGE (subtype = bpchar, collation = "C");
+CREATE TYPE u_moneyrange AS RANGE (subtype = money);
+CREATE TYPE u_bitrange AS RANGE (subtype = bit);
+CREATE TYPE u_varbitrange AS RANGE (subtype = varbit);
+CREATE TYPE u_tidrange AS RANGE (subtype = tid);
+CREATE TYPE u_lsnrange AS RANGE (subtype = pg_lsn);
 CREATE TYPE mytext;
 CREATE FUNCTION mytext_in(cstring) RETURNS mytext AS 'textin' LANGUAGE internal IMMUTABLE STRICT;
 CREATE FUNCTION mytext_out(mytext) RETURNS cstring AS 'textout' LANGUAGE internal IMMUTABLE STRICT;

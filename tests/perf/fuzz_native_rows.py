@@ -7,8 +7,8 @@ Seeds: tuples laid out as heap_form_tuple lays them out (null bitmap, alignment,
 and 4-byte varlena headers, an inline pglz- and an lz4-compressed text, a dropped
 column) over a plan with every native kind (a composite with enum, array and nested
 composite fields, pg_snapshot, int2vector, oidvector, a jsonpath of a random item
-tree, and user ranges over text (bounds range_bound_escape quotes) and interval among
-them, and a last column added with a default, which seeds of fewer
+tree, tid, and user ranges over text and bytea (bounds range_bound_escape quotes),
+interval and tid among them, and a last column added with a default, which seeds of fewer
 attributes read from the plan's attmissingval), with random values and NULLs. Each case
 damages one seed: flip a bit, set a byte, truncate, insert or delete bytes, or change
 natts, infomask's HEAP_HASNULL or t_hoff; then calls `RowPlan.encode`.
@@ -106,6 +106,11 @@ COLUMNS = [
     # range_out with range_bound_escape's quoting
     ("utr", -1, "i", "textrange@16430", False),
     ("uir", -1, "d", "intervalrange@16431", False),
+    # tid (tidout), and user ranges over bytea (varlena bounds, always quoted) and tid
+    # (6-byte bounds at 2-byte alignment)
+    ("tid", 6, "s", "tid", False),
+    ("ubr", -1, "i", "bytearange@16432", False),
+    ("udr", -1, "i", "tidrange@16433", False),
     # added with a default after the seeds that lack it were written: read from the
     # plan's attmissingval datum (getmissingattr)
     ("late", 4, "i", "int4", False),
@@ -114,7 +119,7 @@ MISSING = {len(COLUMNS) - 1: struct.pack("<i", 42)}
 # The composite column's type: an enum field, an int4[] field and a nested composite
 # (int4, text), registered for the Python reference as a catalog would describe them.
 ENUM_OID, INNER_OID, OUTER_OID = 16_400, 16_410, 16_420
-TEXT_RANGE_OID, INTERVAL_RANGE_OID = 16_430, 16_431
+TEXT_RANGE_OID, INTERVAL_RANGE_OID, BYTEA_RANGE_OID, TID_RANGE_OID = range(16_430, 16_434)
 ENUM_LABELS = {16_500: "sad", 16_501: "it's", 16_502: ""}
 # An array column's element (kind, OID, typlen, typalign in bytes), by the column's kind.
 _ARRAYS = {"array_int4": ("int4", 23, 4, 4), "array_text": ("text", 25, -1, 4)}
@@ -162,10 +167,15 @@ _TEXT = {
     "jsonpath": ("jsonpath", 4072),
     "textrange@16430": ("textrange@16430", TEXT_RANGE_OID),
     "intervalrange@16431": ("intervalrange@16431", INTERVAL_RANGE_OID),
+    "tid": ("tid", 27),
+    "bytearange@16432": ("bytearange@16432", BYTEA_RANGE_OID),
+    "tidrange@16433": ("tidrange@16433", TID_RANGE_OID),
 }
 REGISTRY = TypeRegistry(version=18)
 REGISTRY.add(TypeInfo(ENUM_OID, "mood", 4, True, "i", "e", "enum_out", enum_labels=ENUM_LABELS))
 REGISTRY.add(TypeInfo(TEXT_RANGE_OID, "utr", -1, False, "i", "r", "range_out", range_subtype=25))
+REGISTRY.add(TypeInfo(BYTEA_RANGE_OID, "ubr", -1, False, "i", "r", "range_out", range_subtype=17))
+REGISTRY.add(TypeInfo(TID_RANGE_OID, "udr", -1, False, "i", "r", "range_out", range_subtype=27))
 REGISTRY.add(
     TypeInfo(INTERVAL_RANGE_OID, "uir", -1, False, "d", "r", "range_out", range_subtype=1186)
 )
@@ -285,19 +295,28 @@ def _varlena(payload: bytes, rng: random.Random, compress: bool) -> bytes:
 
 def _user_range(kind: str, rng: random.Random) -> bytes:
     """A user range's payload (range_serialize) over text (bounds of characters
-    range_bound_escape quotes, in short or aligned 4-byte varlenas) or interval."""
-    text = kind.startswith("text")
-    out = bytearray(struct.pack("<I", TEXT_RANGE_OID if text else INTERVAL_RANGE_OID))
+    range_bound_escape quotes, in short or aligned 4-byte varlenas), bytea (random
+    bytes, the same varlenas), interval or tid."""
+    text = kind.startswith(("text", "bytea"))
+    oids = {"text": TEXT_RANGE_OID, "bytea": BYTEA_RANGE_OID, "tid": TID_RANGE_OID}
+    oid = oids.get(kind.split("range", maxsplit=1)[0], INTERVAL_RANGE_OID)
+    out = bytearray(struct.pack("<I", oid))
     flags = rng.choice([0, 2, 4, 6, 1])
     for absent in (0x08, 0x10):
         if flags & 0x01 or rng.random() < 0.2:
             flags |= 0 if flags & 0x01 else absent
+            continue
+        if kind.startswith("tid"):
+            out += bytes((-(len(out) + 4)) % 2)
+            out += _value("tid", rng)
             continue
         if not text:
             out += bytes((-(len(out) + 4)) % 8)
             out += _value("interval", rng)
             continue
         bound = "".join(rng.choice('ab "\\,()[]\té') for _ in range(rng.randint(0, 6))).encode()
+        if kind.startswith("bytea"):
+            bound = rng.randbytes(rng.randint(0, 6))
         if rng.random() < 0.5:
             out += bytes([((len(bound) + 1) << 1) | 1]) + bound
         else:
@@ -367,7 +386,7 @@ def _payload(kind: str, rng: random.Random) -> bytes:
     if kind == "jsonpath":
         # a random item tree of any item kind (flattenJsonPathParseItem's layout)
         return forms.jsonpath_datum(forms.random_jsonpath(rng, 3), rng.random() < 0.5)
-    if kind in ("textrange@16430", "intervalrange@16431"):
+    if kind in ("textrange@16430", "intervalrange@16431", "bytearange@16432", "tidrange@16433"):
         return _user_range(kind, rng)
     if kind in ("tstzrange", "int4range"):
         oid = 3910 if kind == "tstzrange" else 3904
@@ -415,6 +434,8 @@ def _value(kind: str, rng: random.Random) -> bytes:
         return text.encode().ljust(64, b"\0")
     if kind == "uuid":
         return rng.randbytes(16)
+    if kind == "tid":
+        return rng.randbytes(6)
     raise AssertionError(kind)
 
 

@@ -109,6 +109,8 @@ COLUMNS: list[tuple[str, int, int, bool, int, str, bool]] = [
     ("an", 1231, numeric_typmod(8, 3), False, -1, "i", False),  # numeric(8,3)[]
     ("az", 1185, -1, False, -1, "d", False),  # timestamptz[]
     ("aj", 3807, -1, False, -1, "i", False),  # jsonb[]
+    ("tid", 27, -1, False, 6, "s", False),  # tidout's text, a string
+    ("atid", 1010, -1, False, -1, "i", False),  # tid[]
     ("late", 23, -1, False, 4, "i", False),
 ]
 KEY = ("code", "id")  # index order differs from attnum order
@@ -145,6 +147,7 @@ ARRAYS = {
     1231: (1700, -1, 4),
     1185: (1184, 8, 8),
     3807: (3802, -1, 4),
+    1010: (27, 6, 2),
 }
 
 
@@ -298,7 +301,12 @@ def _value(name: str, oid: int, rng: random.Random) -> bytes:
             return struct.pack("<i", nbits) + rng.randbytes((nbits + 7) // 8)
         case 3802:
             return jsonb_datum(random_json(rng, 3), short_numeric_headers=rng.random() < 0.5)
-        case 1007 | 1009 | 1231 | 1185 | 3807:
+        case 27:
+            # ItemPointerData: bi_hi, bi_lo, offset (block 2^32 - 1 and offset 65535 too)
+            block = rng.choice([0, 1, 65_536, 2**32 - 1, rng.randrange(2**32)])
+            offset = rng.choice([0, 1, 65_535, rng.randrange(2**16)])
+            return struct.pack("<HHH", block >> 16, block & 0xFFFF, offset)
+        case 1007 | 1009 | 1231 | 1185 | 3807 | 1010:
             elem, typlen, align = ARRAYS[oid]
             elem_name = {1231: "an"}.get(oid, "")
             items = [

@@ -25,7 +25,11 @@ nested in composites, with enum, array and domain fields, arrays of composites a
 domain over an enum, a table of jsonpath values (every item kind: lax/strict, each
 operator and its parentheses, filters, like_regex flags, .datetime, escapes, subscripts
 with `last`, .** bounds, and from PG17 the new methods) and jsonpath[], and a table
-with a tid column (no plan: Python) in the same transactions.
+with a tid column, tid[] and a composite with a tid field, and a table with a range
+over an enum (no plan: Python) in the same transactions. User ranges and multiranges
+are over int8, numeric, timestamptz, date, float8, text, varchar, int2, oid, float4,
+time, timetz, interval, inet, cidr, bytea, macaddr, macaddr8, bool, "char", name,
+bpchar, money, bit, varbit, tid and pg_lsn, with bounds range_bound_escape quotes.
 
 The WAL is decoded three times by a pgcdc `Session`: into the reference plugin
 (AvroSerializer, generic datums: tests/connectors/avro/avro_reference.py), into
@@ -95,7 +99,6 @@ ALTER TABLE n_full_run REPLICA IDENTITY FULL;
 CREATE TYPE n_inner AS (a int4);
 CREATE TYPE n_pair AS (a int4, b text, c n_inner);
 CREATE TYPE n_simple AS (a int4, b text, d date);
-CREATE TABLE n_python (id int4 PRIMARY KEY, doc n_pair, loc tid);
 CREATE TABLE n_jpath (id int4 PRIMARY KEY, j jsonpath);
 CREATE TABLE n_jpath_arr (id int4 PRIMARY KEY, js jsonpath[]);
 CREATE DOMAIN n_posint AS int4 CHECK (VALUE > 0);
@@ -103,6 +106,10 @@ CREATE DOMAIN n_price AS numeric(10, 2);
 CREATE DOMAIN n_label AS text;
 CREATE EXTENSION IF NOT EXISTS citext;
 CREATE TYPE n_mood AS ENUM ('sad', 'ok', 'it''s');
+CREATE TYPE n_moodrange AS RANGE (subtype = n_mood);
+CREATE TABLE n_python (id int4 PRIMARY KEY, doc n_pair, loc n_moodrange);
+CREATE TYPE n_tidc AS (t tid, n int4);
+CREATE TABLE n_tid (id int4 PRIMARY KEY, t tid, ts tid[], c n_tidc);
 CREATE TABLE n_arr (
     id int4 PRIMARY KEY, i4 int4[], i8 int8[][], tx text[], nu numeric(10, 2)[],
     nv numeric[], tz timestamptz[], d date[], jb jsonb[], bo bool[], by bytea[],
@@ -150,12 +157,27 @@ CREATE TYPE n_ttzrange AS RANGE (subtype = timetz);
 CREATE TYPE n_ivrange AS RANGE (subtype = interval);
 CREATE TYPE n_inetrange AS RANGE (subtype = inet);
 CREATE TYPE n_cidrrange AS RANGE (subtype = cidr);
+CREATE TYPE n_bytearange AS RANGE (subtype = bytea);
+CREATE TYPE n_macrange AS RANGE (subtype = macaddr);
+CREATE TYPE n_mac8range AS RANGE (subtype = macaddr8);
+CREATE TYPE n_boolrange AS RANGE (subtype = bool);
+CREATE TYPE n_charrange AS RANGE (subtype = "char");
+CREATE TYPE n_namerange AS RANGE (subtype = name);
+CREATE TYPE n_bpcharrange AS RANGE (subtype = bpchar, collation = "C");
+CREATE TYPE n_moneyrange AS RANGE (subtype = money);
+CREATE TYPE n_bitrange AS RANGE (subtype = bit);
+CREATE TYPE n_varbitrange AS RANGE (subtype = varbit);
+CREATE TYPE n_tidrange AS RANGE (subtype = tid);
+CREATE TYPE n_lsnrange AS RANGE (subtype = pg_lsn);
 CREATE TABLE n_urange (
     id int4 PRIMARY KEY, r n_i8range, m n_i8multirange, rn n_numrng, mn n_nummulti,
     rz n_tzrng, rd n_dayrng, rf n_floatrange, mf n_floatmultirange,
     rt n_textrange, mt n_textmultirange, rv n_vcrange, r2 n_int2range, ro n_oidrange,
     r4 n_f4range, rti n_timerange, rtz n_ttzrange, riv n_ivrange, miv n_ivmultirange,
-    rin n_inetrange, rci n_cidrrange);
+    rin n_inetrange, rci n_cidrrange, rby n_bytearange, mby n_byteamultirange,
+    rma n_macrange, rm8 n_mac8range, rbo n_boolrange, rch n_charrange, rnm n_namerange,
+    rbp n_bpcharrange, rmo n_moneyrange, rbi n_bitrange, mbi n_bitmultirange,
+    rvb n_varbitrange, rtd n_tidrange, mtd n_tidmultirange, rls n_lsnrange);
 """
 
 
@@ -329,8 +351,43 @@ _MORE_ROWS = [
               ('[' || g || ' days,' || g || ' mons)')::n_ivrange,
               ('[10.0.' || g % 256 || '.1,)')::n_inetrange
        FROM generate_series(310, 400) g""",
+    # ... over bytea, macaddr, macaddr8, bool, "char", name, bpchar, money, bit, varbit,
+    # tid and pg_lsn (`bytearange@<oid>`, ...): bytea's and tid's text always quoted
+    # (a backslash; parentheses and a comma), money's with a comma, bpchar's padding
+    r"""INSERT INTO n_urange (id, rby, mby, rma, rm8, rbo, rch, rnm, rbp, rmo, rbi, mbi, rvb,
+                      rtd, mtd, rls) VALUES
+ (500, '["\\x","\\x00ff")', '{["\\x01","\\x02"],("\\xfe",)}',
+  '[08:00:2b:01:02:03,08:00:2b:01:02:04]', '(,08:00:2b:01:02:03:04:05]', '[f,t]',
+  '[" ",z)', '["a b",zz)', '["ab  ",c]', '["$1.50","$1,000.00")', '[0101,1111)',
+  '{[00,01),[10,11]}', '(,10101]', '["(0,1)","(4294967295,65535)"]',
+  '{["(0,1)","(0,2)"),["(1,1)",)}', '[0/0,FFFFFFFF/FFFFFFFF]'),
+ (501, 'empty', '{}', 'empty', '[00:00:00:00:00:00:00:00,)', '[t,t]', '(,"")', '("",)',
+  '("",)', '["-$92,233,720,368,547,758.08",)', '["",)', '{}', '["",1]', 'empty', '{}',
+  '(,0/1)'),
+ (502, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+  NULL, NULL)""",
+    """INSERT INTO n_urange (id, rby, rbo, rnm, rmo, rbi, rtd, mtd, rls)
+       SELECT g, ('["\\\\x' || lpad(to_hex(g), 4, '0') || '",)')::n_bytearange,
+              (CASE WHEN g % 2 = 0 THEN '[f,t)' ELSE '(f,t]' END)::n_boolrange,
+              ('["n ' || g || '",n' || g || ']')::n_namerange,
+              ('["$' || g || '.25","$' || g * 1000 || '.00")')::n_moneyrange,
+              ('[' || (g % 8)::bit(3)::text || ',)')::n_bitrange,
+              ('["(' || g || ',1)","(' || g * 2 || ',' || g % 65536 || ')")')::n_tidrange,
+              ('{["(0,' || g || ')",)}')::n_tidmultirange,
+              ('[' || g || '/' || to_hex(g * 4096) || ',)')::n_lsnrange
+       FROM generate_series(510, 600) g""",
     "UPDATE n_urange SET r = '[0,1]' WHERE id % 3 = 0",
     "DELETE FROM n_urange WHERE id % 4 = 0",
+    # tid: tidout's text (a string), in a tid[] and as a composite's field too
+    """INSERT INTO n_tid VALUES
+ (1, '(0,0)', '{"(4294967295,65535)",NULL,"(1,2)"}', ROW('(7,7)', 1)),
+ (2, '(4294967295,65535)', '{}', ROW(NULL, NULL)), (3, NULL, NULL, NULL)""",
+    """INSERT INTO n_tid SELECT g, ('(' || g * 65537 || ',' || g % 65536 || ')')::tid,
+              ARRAY[('(' || g || ',1)')::tid, ('(1,' || g || ')')::tid],
+              ROW(('(' || g || ',' || g || ')')::tid, g)::n_tidc
+       FROM generate_series(10, 209) g""",
+    "UPDATE n_tid SET t = '(9,9)' WHERE id % 3 = 0",
+    "DELETE FROM n_tid WHERE id % 4 = 0",
 ]
 
 _EDGE_ROWS = """
@@ -448,8 +505,9 @@ WORKLOAD = [
     "UPDATE n_full_run SET v = v || '!', n = n + 1",
     "UPDATE n_full_run SET v = v || '?', id = CASE WHEN id = 300 THEN 9300 ELSE id END",
     *_MORE_ROWS,
-    # a table without a native plan (tid) interleaved with native rows in one transaction
-    """BEGIN; INSERT INTO n_python VALUES (1, '(1,x,"(1)")');
+    # a table without a native plan (a range over an enum) interleaved with native rows in
+    # one transaction
+    """BEGIN; INSERT INTO n_python VALUES (1, '(1,x,"(1)")', '[sad,"it''s"]');
        INSERT INTO n_all (id, t) VALUES (5000, 'mixed');
        INSERT INTO n_python VALUES (2, '(2,,)'); COMMIT""",
     "INSERT INTO n_all (id, t) SELECT 6000 + g, 'tail' FROM generate_series(1, 5) g",
@@ -657,6 +715,7 @@ def test_native_rows_equal_python_and_reference(
             "n_urange",
             "n_jpath",
             "n_jpath_arr",
+            "n_tid",
         }
         assert len(expected) > 500
         for name, records in (("python", python), ("native", got)):
@@ -712,6 +771,10 @@ def test_native_rows_equal_python_and_reference(
             urange = [(n, done) for table, n, done in groups if table == "n_urange"]
             assert sum(n for n, _ in urange) >= 200, urange
             assert all(n == done for n, done in urange), urange
+            # tid, tid[] and a composite with a tid field: native, row for row
+            tids = [(n, done) for table, n, done in groups if table == "n_tid"]
+            assert sum(n for n, _ in tids) >= 200, tids
+            assert all(n == done for n, done in tids), tids
             # jsonpath (jsonpath_out, every item kind) and jsonpath[]: native, row for row
             for name in ("n_jpath", "n_jpath_arr"):
                 jp = [(n, done) for table, n, done in groups if table == name]

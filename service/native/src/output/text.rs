@@ -257,22 +257,8 @@ fn output(out: &mut String, kind: TextKind, col: &Column, d: &[u8]) -> Result<()
             let end = d.iter().position(|&b| b == 0).unwrap_or(d.len());
             out.push_str(utf8(&d[..end])?);
         }
-        TextKind::Bytea => {
-            // byteaout with bytea_output=hex
-            out.push_str("\\x");
-            for b in d {
-                let _ = write!(out, "{b:02x}");
-            }
-        }
-        TextKind::Uuid => {
-            let b: [u8; 16] = fixed(d)?;
-            for (i, byte) in b.iter().enumerate() {
-                if matches!(i, 4 | 6 | 8 | 10) {
-                    out.push('-');
-                }
-                let _ = write!(out, "{byte:02x}");
-            }
-        }
+        TextKind::Bytea => formats::bytea_text(out, d),
+        TextKind::Uuid => formats::uuid_text(out, d)?,
         TextKind::Date => datetime::pg_date(out, i32::from_le_bytes(fixed(d)?)),
         TextKind::Time => datetime::pg_clock(out, i64::from_le_bytes(fixed(d)?)),
         TextKind::Timestamp | TextKind::TimestampTz => {

@@ -244,7 +244,27 @@ fn bound(d: &[u8], sub: RangeSub) -> Result<Vec<u8>, Rewrite> {
         RangeSub::Interval => column(Kind::Interval),
         RangeSub::Inet => column(Kind::Inet { cidr: false }),
         RangeSub::Cidr => column(Kind::Inet { cidr: true }),
+        RangeSub::Bytea => column(Kind::Bytea),
+        RangeSub::Mac => column(Kind::Mac),
+        RangeSub::Mac8 => column(Kind::Mac8),
+        RangeSub::Bool => column(Kind::Bool),
+        RangeSub::Char => column(Kind::Char),
+        RangeSub::Name => column(Kind::Name),
+        RangeSub::Money => column(Kind::Money),
+        RangeSub::Bits => column(Kind::Bits),
+        RangeSub::PgLsn => swapped(d, 8, "pg_lsn"),
+        RangeSub::Tid => tid(d),
     }
+}
+
+/// tidrecv (tid.c): a uint32 block number and a uint16 offset number, in network order;
+/// stored (ItemPointerData): BlockIdData's bi_hi and bi_lo, then the offset, each a
+/// little-endian uint16 (service.types.sendform._tid).
+fn tid(d: &[u8]) -> Result<Vec<u8>, Rewrite> {
+    let [b0, b1, b2, b3, o0, o1]: [u8; 6] = d
+        .try_into()
+        .map_err(|_| bad(format!("tid send value has {} bytes, not 6", d.len())))?;
+    Ok(vec![b1, b0, b3, b2, o1, o0])
 }
 
 /// `out` zero-padded to a multiple of `align` counted from `origin`.
@@ -535,6 +555,37 @@ mod tests {
     #[test]
     fn user_ranges_over_other_subtypes() {
         let mut s = String::new();
+        let other = |sub: RangeSub, send: &[u8]| {
+            let st = output(Output::Range(sub, 16501), send).unwrap();
+            let mut s = String::new();
+            rtext::range_text_of(&mut s, &st, sub, 16501).unwrap();
+            s
+        };
+        // tidrecv: uint32 block, uint16 offset (network order); byterecv, namerecv,
+        // cash_recv, bit_recv, boolrecv as a column of theirs
+        let tid = [[0, 1, 0, 2, 0, 3], [0xff; 6]].map(|t| t.to_vec());
+        let tids = range_send(0x02 | 0x04, &[&tid[0], &tid[1]]);
+        assert_eq!(
+            other(RangeSub::Tid, &tids),
+            "[\"(65538,3)\",\"(4294967295,65535)\"]"
+        );
+        assert!(output(
+            Output::Range(RangeSub::Tid, 16501),
+            &range_send(0x10, &[&[0; 5]])
+        )
+        .is_err());
+        let by = range_send(0x02 | 0x10, &[&[0xfe]]);
+        assert_eq!(other(RangeSub::Bytea, &by), "[\"\\\\xfe\",)");
+        let nm = range_send(0x08, &[b"a b"]);
+        assert_eq!(other(RangeSub::Name, &nm), "(,\"a b\")");
+        let mo = range_send(0x10, &[&(-150i64).to_be_bytes()]);
+        assert_eq!(other(RangeSub::Money, &mo), "(-$1.50,)");
+        let bits = [3i32.to_be_bytes().to_vec(), vec![0b1010_0000]].concat();
+        assert_eq!(other(RangeSub::Bits, &range_send(0x10, &[&bits])), "(101,)");
+        let bo = range_send(0x02 | 0x04, &[&[0], &[1]]);
+        assert_eq!(other(RangeSub::Bool, &bo), "[f,t]");
+        let lsn = range_send(0x10, &[&0x1_0000_00FFu64.to_be_bytes()]);
+        assert_eq!(other(RangeSub::PgLsn, &lsn), "(1/FF,)");
         let mut back = |sub: RangeSub, send: &[u8]| {
             let st = output(Output::Range(sub, 16500), send).unwrap();
             s.clear();

@@ -193,6 +193,28 @@ pub fn unscaled(n: i64) -> Vec<u8> {
     (n as i128).to_be_bytes()[16 - size..].to_vec()
 }
 
+/// uuid_out (uuid.c): the 16 bytes in hex, `-` after the 4th, 6th, 8th and 10th
+/// (service.types.text.uuid_text).
+pub fn uuid_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
+    let b: [u8; 16] = fixed(d)?;
+    for (i, byte) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            out.push('-');
+        }
+        let _ = write!(out, "{byte:02x}");
+    }
+    Ok(())
+}
+
+/// byteaout (varlena.c) with bytea_output=hex: `\x` and two lower-case hex digits a
+/// byte (service.types.text.bytea_text).
+pub fn bytea_text(out: &mut String, d: &[u8]) {
+    out.push_str("\\x");
+    for b in d {
+        let _ = write!(out, "{b:02x}");
+    }
+}
+
 /// charout: NUL prints nothing, a high-bit byte as `\ooo` (service.types.text.char_text).
 pub fn char_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
     let [b] = fixed::<1>(d)?;

@@ -7,7 +7,7 @@
 //! payload). Hands on: `Output`, its stored length (`attlen`) and its output text
 //! (`write`): the geometric types (types::geometric), tsvector and tsquery
 //! (types::tsearch), the built-in ranges and multiranges (types::range), pg_lsn, xid,
-//! cid and xid8 (service.types.text), txid_snapshot and pg_snapshot (types::snapshot),
+//! cid, xid8 and tid (service.types.text), txid_snapshot and pg_snapshot (types::snapshot),
 //! int2vector and oidvector (types::array::vector_text), jsonpath (types::jsonpath), and
 //! the extension types hstore, ltree, lquery,
 //! cube, seg and the isn types (types::extension), PostGIS geometry and geography
@@ -46,6 +46,8 @@ pub enum Output {
     Xid,
     /// xid8out: the unsigned 64-bit number.
     Xid8,
+    /// tidout (tid.c): `(block,offset)` of an ItemPointerData (`tid_text`).
+    Tid,
     /// pg_snapshot_out (txid_snapshot and pg_snapshot, types::snapshot).
     Snapshot,
     /// int2vectorout, oidvectorout (types::array::vector_text).
@@ -72,7 +74,7 @@ pub enum Output {
 /// The subtype prefixes of the range kinds' names (service.output.native_text's
 /// `_RANGE_SUBTYPES`): a built-in range's, and from float8 on the subtypes of
 /// user-defined ranges only (`float8range@<oid>`: no built-in range has the name).
-const SUBS: [(&str, RangeSub); 16] = [
+const SUBS: [(&str, RangeSub); 26] = [
     ("int4", RangeSub::Int4),
     ("int8", RangeSub::Int8),
     ("num", RangeSub::Numeric),
@@ -89,6 +91,16 @@ const SUBS: [(&str, RangeSub); 16] = [
     ("interval", RangeSub::Interval),
     ("inet", RangeSub::Inet),
     ("cidr", RangeSub::Cidr),
+    ("bytea", RangeSub::Bytea),
+    ("macaddr", RangeSub::Mac),
+    ("macaddr8", RangeSub::Mac8),
+    ("bool", RangeSub::Bool),
+    ("char", RangeSub::Char),
+    ("name", RangeSub::Name),
+    ("money", RangeSub::Money),
+    ("bit", RangeSub::Bits),
+    ("tid", RangeSub::Tid),
+    ("pg_lsn", RangeSub::PgLsn),
 ];
 
 /// (subtype, is a multirange) of `<subtype prefix>range` / `<subtype prefix>multirange`.
@@ -126,6 +138,7 @@ impl Output {
             "pg_lsn" => Output::PgLsn,
             "xid" => Output::Xid,
             "xid8" => Output::Xid8,
+            "tid" => Output::Tid,
             "pg_snapshot" => Output::Snapshot,
             "int2vector" => Output::Int2Vector,
             "oidvector" => Output::OidVector,
@@ -160,6 +173,7 @@ impl Output {
             Output::Line | Output::Circle => 24,
             Output::Lseg | Output::Box => 32,
             Output::Xid => 4,
+            Output::Tid => 6,
             Output::PgLsn | Output::Xid8 | Output::Isn(_) => 8,
             Output::Seg => 12,
             _ => -1,
@@ -193,6 +207,7 @@ impl Output {
                 let _ = write!(out, "{}", u64::from_le_bytes(fixed(d)?));
                 Ok(())
             }
+            Output::Tid => tid_text(out, d),
             Output::Snapshot => snapshot::snapshot_text(out, d),
             Output::Int2Vector => array::vector_text(out, d, false),
             Output::OidVector => array::vector_text(out, d, true),
@@ -209,6 +224,18 @@ impl Output {
             Output::Sparsevec => pgvector::sparsevec_text(out, d),
         }
     }
+}
+
+/// tidout (tid.c): `(%u,%u)` of the block number (ItemPointerGetBlockNumberNoCheck: the
+/// BlockIdData's bi_hi << 16 | bi_lo) and the offset number, each field of the 6-byte
+/// ItemPointerData a uint16 in the server's (little-endian) byte order, as
+/// service.types.text.tid_text reads them.
+pub fn tid_text(out: &mut String, d: &[u8]) -> Result<(), &'static str> {
+    let [h0, h1, l0, l1, o0, o1] = fixed::<6>(d)?;
+    let block =
+        u32::from(u16::from_le_bytes([h0, h1])) << 16 | u32::from(u16::from_le_bytes([l0, l1]));
+    let _ = write!(out, "({block},{})", u16::from_le_bytes([o0, o1]));
+    Ok(())
 }
 
 #[cfg(test)]
@@ -269,5 +296,33 @@ mod tests {
         Output::Xid8.write(&mut s, &u64::MAX.to_le_bytes()).unwrap();
         assert_eq!(s, "1/16B374 18446744073709551615");
         assert!(Output::Xid.write(&mut s, &[1, 2]).is_err());
+    }
+
+    /// tidout: block bi_hi << 16 | bi_lo, then the offset; 6 bytes or Python's.
+    #[test]
+    fn tid_prints_block_and_offset() {
+        assert_eq!(Output::parse("tid"), Some(Output::Tid));
+        assert_eq!(Output::Tid.attlen(), 6);
+        let mut s = String::new();
+        Output::Tid.write(&mut s, &[1, 0, 2, 0, 3, 0]).unwrap();
+        assert_eq!(s, "(65538,3)");
+        s.clear();
+        Output::Tid.write(&mut s, &[0xff; 6]).unwrap();
+        assert_eq!(s, "(4294967295,65535)");
+        assert!(Output::Tid.write(&mut s, &[0; 8]).is_err());
+        // user ranges over the new subtypes parse with their own OID
+        assert_eq!(
+            Output::parse("tidmultirange@16401"),
+            Some(Output::Multirange(RangeSub::Tid, 16401))
+        );
+        assert_eq!(
+            Output::parse("macaddr8range@16402"),
+            Some(Output::Range(RangeSub::Mac8, 16402))
+        );
+        assert_eq!(
+            Output::parse("pg_lsnrange@16403"),
+            Some(Output::Range(RangeSub::PgLsn, 16403))
+        );
+        assert_eq!(Output::parse("bytearange"), None); // no built-in one
     }
 }

@@ -1,8 +1,9 @@
 //! range_out and multirange_out text of the ranges over int4, int8, numeric, date,
 //! timestamp and timestamptz: the built-in ones (int4range .. tstzrange, int4multirange
 //! .. tstzmultirange) and user-defined ones over the same subtypes or over int2, oid,
-//! float4, float8, text (varchar), time, timetz, interval, inet or cidr, written from
-//! their stored datums.
+//! float4, float8, text (varchar, bpchar), time, timetz, interval, inet, cidr, bytea,
+//! macaddr, macaddr8, bool, "char", name, money, bit (varbit), tid or pg_lsn, written
+//! from their stored datums.
 //!
 //! Receives: a range or multirange varlena payload (the bytes after the varlena header,
 //! exactly what service.types.range.range_text / service.types.multirange.
@@ -14,7 +15,7 @@
 //! - a range: `empty`, or `[`/`(`, the lower bound, `,`, the upper bound, `]`/`)`, an
 //!   infinite bound printed as nothing; a bound is the subtype's output text
 //!   (types::numeric, types::datetime, types::float, types::formats, types::network,
-//!   plain integers, a text's UTF-8 as stored), double-quoted when empty or
+//!   types::outtext, plain integers, a text's UTF-8 as stored), double-quoted when empty or
 //!   holding `"` `\` `(` `)` `[` `]` `,` or whitespace, with `"` and `\` doubled;
 //! - a multirange: `{`, its ranges as above separated by `,`, `}`.
 //!
@@ -41,7 +42,7 @@
 use std::fmt::Write;
 
 use super::{
-    datetime, float, formats, nested_varlena, network, numeric, u32_at, undo_on_err, Nested,
+    datetime, fixed, float, formats, nested_varlena, network, numeric, u32_at, undo_on_err, Nested,
 };
 
 const RANGE_EMPTY: u8 = 0x01;
@@ -61,7 +62,9 @@ const NUMERIC_NINF: u16 = 0xF000;
 /// The subtype of a built-in range (and of its multirange), or one of the other
 /// built-in types a user-defined range may be over (CREATE TYPE ... AS RANGE): float8
 /// (PostgreSQL's own example, floatrange), int2, oid, float4, text (and varchar, stored
-/// and printed as text), time, timetz, interval, inet and cidr.
+/// and printed as text), time, timetz, interval, inet, cidr, bytea, macaddr, macaddr8,
+/// bool, "char", name, money, bit (and varbit, stored and printed alike), tid and
+/// pg_lsn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RangeSub {
     Int4,
@@ -80,6 +83,16 @@ pub enum RangeSub {
     Interval,
     Inet,
     Cidr,
+    Bytea,
+    Mac,
+    Mac8,
+    Bool,
+    Char,
+    Name,
+    Money,
+    Bits,
+    Tid,
+    PgLsn,
 }
 
 impl RangeSub {
@@ -115,24 +128,36 @@ impl RangeSub {
     /// The subtype's typlen (None: a varlena), as pg_type.dat gives it.
     pub fn typlen(self) -> Option<usize> {
         match self {
+            RangeSub::Bool | RangeSub::Char => Some(1),
             RangeSub::Int2 => Some(2),
             RangeSub::Int4 | RangeSub::Date | RangeSub::Oid | RangeSub::Float4 => Some(4),
+            RangeSub::Mac | RangeSub::Tid => Some(6),
             RangeSub::Int8
             | RangeSub::Timestamp
             | RangeSub::TimestampTz
             | RangeSub::Float8
-            | RangeSub::Time => Some(8),
+            | RangeSub::Time
+            | RangeSub::Mac8
+            | RangeSub::Money
+            | RangeSub::PgLsn => Some(8),
             RangeSub::TimeTz => Some(12),
             RangeSub::Interval => Some(16),
-            RangeSub::Numeric | RangeSub::Text | RangeSub::Inet | RangeSub::Cidr => None,
+            RangeSub::Name => Some(64),
+            RangeSub::Numeric
+            | RangeSub::Text
+            | RangeSub::Inet
+            | RangeSub::Cidr
+            | RangeSub::Bytea
+            | RangeSub::Bits => None,
         }
     }
 
-    /// The subtype's typalign in bytes, as pg_type.dat gives it (int2: `s`; int4, date,
-    /// oid, float4, numeric, text, inet, cidr: `i`; the rest `d`).
+    /// The subtype's typalign in bytes, as pg_type.dat gives it (bool, "char", name: `c`; int2, tid: `s`; int4, date, oid, float4, numeric, text, inet, cidr,
+    /// bytea, macaddr, macaddr8, bit: `i`; the rest `d`).
     pub fn typalign(self) -> usize {
         match self {
-            RangeSub::Int2 => 2,
+            RangeSub::Bool | RangeSub::Char | RangeSub::Name => 1,
+            RangeSub::Int2 | RangeSub::Tid => 2,
             RangeSub::Int4
             | RangeSub::Date
             | RangeSub::Numeric
@@ -140,14 +165,20 @@ impl RangeSub {
             | RangeSub::Float4
             | RangeSub::Text
             | RangeSub::Inet
-            | RangeSub::Cidr => 4,
+            | RangeSub::Cidr
+            | RangeSub::Bytea
+            | RangeSub::Mac
+            | RangeSub::Mac8
+            | RangeSub::Bits => 4,
             RangeSub::Int8
             | RangeSub::Timestamp
             | RangeSub::TimestampTz
             | RangeSub::Float8
             | RangeSub::Time
             | RangeSub::TimeTz
-            | RangeSub::Interval => 8,
+            | RangeSub::Interval
+            | RangeSub::Money
+            | RangeSub::PgLsn => 8,
         }
     }
 }
@@ -267,10 +298,28 @@ fn write_bound(out: &mut String, value: &[u8], sub: RangeSub) -> Result<(), &'st
 
 /// The subtype's output text of one bound's bytes (service.types.convert.to_text): its
 /// output function's (int2out, oidout, float4out, textout, time_out, timetz_out,
-/// interval_out, inet_out, cidr_out, ... as the types modules write them).
+/// interval_out, inet_out, cidr_out, byteaout (bytea_output=hex),
+/// macaddr_out, macaddr8_out, boolout, charout, nameout, cash_out (lc_monetary=C),
+/// bit_out, tidout, pg_lsn_out, ... as the types modules write them).
 fn element_text(out: &mut String, value: &[u8], sub: RangeSub) -> Result<(), &'static str> {
     const SIZE: &str = "range bound size differs from the subtype's";
     match sub {
+        // byteaout with bytea_output=hex
+        RangeSub::Bytea => formats::bytea_text(out, value),
+        // macaddr_out, macaddr8_out
+        RangeSub::Mac | RangeSub::Mac8 => network::mac_text(out, value)?,
+        // boolout: `t` or `f`
+        RangeSub::Bool => out.push(if fixed::<1>(value)?[0] != 0 { 't' } else { 'f' }),
+        RangeSub::Char => formats::char_text(out, value)?,
+        // nameout: the NameData's bytes up to its first NUL
+        RangeSub::Name => {
+            let end = value.iter().position(|&b| b == 0).unwrap_or(value.len());
+            out.push_str(std::str::from_utf8(&value[..end]).map_err(|_| "text is not UTF-8")?);
+        }
+        RangeSub::Money => formats::money_text(out, value)?,
+        RangeSub::Bits => formats::bits_text(out, value)?,
+        RangeSub::Tid => super::outtext::tid_text(out, value)?,
+        RangeSub::PgLsn => super::outtext::Output::PgLsn.write(out, value)?,
         RangeSub::Int2 => {
             let v = i16::from_le_bytes(value.try_into().map_err(|_| SIZE)?);
             let _ = write!(out, "{v}");
@@ -861,5 +910,91 @@ mod tests {
             RangeSub::Oid,
         );
         assert_eq!(user_text(&oid, RangeSub::Oid, 16409), "(,4294967295)");
+    }
+
+    /// User ranges over bytea, macaddr(8), bool, "char", name, money, bit, tid and
+    /// pg_lsn: each bound its subtype's output text, laid out at its typalign (tid's 2,
+    /// name's and bool's 1, money's and pg_lsn's 8), quoted as range_bound_escape
+    /// quotes it.
+    #[test]
+    fn user_ranges_over_more_subtypes() {
+        // byteaout's hex holds a backslash: always quoted, the backslash doubled
+        let by = user_range(
+            16410,
+            &[&short(b""), &short(&[0, 0xff])],
+            RANGE_LB_INC,
+            RangeSub::Bytea,
+        );
+        assert_eq!(
+            user_text(&by, RangeSub::Bytea, 16410),
+            "[\"\\\\x\",\"\\\\x00ff\")"
+        );
+        // tidout: `(block,offset)`, quoted for its parentheses and comma; bi_hi, bi_lo
+        let tid = |block: u32, off: u16| {
+            [(block >> 16) as u16, block as u16, off]
+                .map(u16::to_le_bytes)
+                .concat()
+        };
+        let (lo, hi) = (tid(0, 1), tid(u32::MAX, u16::MAX));
+        let t = user_range(16411, &[&lo, &hi], RANGE_LB_INC, RangeSub::Tid);
+        assert_eq!(
+            user_text(&t, RangeSub::Tid, 16411),
+            "[\"(0,1)\",\"(4294967295,65535)\")"
+        );
+        let mac = user_range(
+            16412,
+            &[&[8, 0, 0x2b, 1, 2, 3]],
+            RANGE_UB_INF,
+            RangeSub::Mac,
+        );
+        assert_eq!(
+            user_text(&mac, RangeSub::Mac, 16412),
+            "(08:00:2b:01:02:03,)"
+        );
+        let m8 = user_range(16413, &[&[0xab; 8]], RANGE_LB_INF, RangeSub::Mac8);
+        assert_eq!(
+            user_text(&m8, RangeSub::Mac8, 16413),
+            "(,ab:ab:ab:ab:ab:ab:ab:ab)"
+        );
+        let b = user_range(
+            16414,
+            &[&[0], &[1]],
+            RANGE_LB_INC | RANGE_UB_INC,
+            RangeSub::Bool,
+        );
+        assert_eq!(user_text(&b, RangeSub::Bool, 16414), "[f,t]");
+        // "char": NUL prints nothing (quoted ""), a space is quoted
+        let c = user_range(16415, &[&[0], b" "], RANGE_LB_INC, RangeSub::Char);
+        assert_eq!(user_text(&c, RangeSub::Char, 16415), "[\"\",\" \")");
+        let mut name = b"a b".to_vec();
+        name.resize(64, 0);
+        let n = user_range(16416, &[&name], RANGE_UB_INF, RangeSub::Name);
+        assert_eq!(user_text(&n, RangeSub::Name, 16416), "(\"a b\",)");
+        // cash_out's thousands separators need quotes
+        let mo = user_range(
+            16417,
+            &[&(-150i64).to_le_bytes(), &100_000i64.to_le_bytes()],
+            RANGE_LB_INC,
+            RangeSub::Money,
+        );
+        assert_eq!(
+            user_text(&mo, RangeSub::Money, 16417),
+            "[-$1.50,\"$1,000.00\")"
+        );
+        let bits = [5i32.to_le_bytes().to_vec(), vec![0b1010_1000]].concat();
+        let bi = user_range(16418, &[&short(&bits)], RANGE_UB_INF, RangeSub::Bits);
+        assert_eq!(user_text(&bi, RangeSub::Bits, 16418), "(10101,)");
+        let lsn = user_range(
+            16419,
+            &[&0x1_0000_00FFu64.to_le_bytes()],
+            RANGE_LB_INF | RANGE_UB_INC,
+            RangeSub::PgLsn,
+        );
+        assert_eq!(user_text(&lsn, RangeSub::PgLsn, 16419), "(,1/FF]");
+        // a bound of the wrong size for its subtype overruns or is refused, out kept
+        let mut out = String::from("kept");
+        let short_tid = user_range(16411, &[&[1, 2, 3]], RANGE_UB_INF, RangeSub::Tid);
+        assert!(range_text_of(&mut out, &short_tid, RangeSub::Tid, 16411).is_err());
+        assert_eq!(out, "kept");
     }
 }
