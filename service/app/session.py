@@ -144,6 +144,14 @@ class _DeferredRows:
     ) -> Sequence[RowChange] | None:
         return self._rows().run(changes, top_xid, make)
 
+    def runs(
+        self,
+        changes: list[HeapChange],
+        top_xid: int,
+        make: Callable[[HeapChange], RowChange | None],
+    ) -> Sequence[Sequence[RowChange]] | None:
+        return self._rows().runs(changes, top_xid, make)
+
     def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:
         return self._rows().relations_by_oid(relids, lsn, xid)
 

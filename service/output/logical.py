@@ -125,6 +125,15 @@ class RowResolver(Protocol):
         with `make` when it is read, when they are alike enough to be one run of one
         table definition and op; else None (convert them one by one)."""
 
+    def runs(
+        self,
+        changes: list[HeapChange],
+        top_xid: int,
+        make: Callable[[HeapChange], RowChange | None],
+    ) -> Sequence[Sequence[RowChange]] | None:
+        """`changes` cut where the table or the op changes, each piece as `run` gives
+        it; None when a piece is not one run (convert them all one by one)."""
+
     def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:
         """Definitions of truncated tables (TRUNCATE names relation OIDs)."""
 
@@ -382,12 +391,29 @@ class PluginSink:
         self._progressed(len(changes))
         plugin = self.plugin
         if plugin.has_changes:
-            run = self.rows.run(changes, txn.top.xid, lambda c: self._row_of(txn, c, EMPTY_TOAST))
-            if run is not None:
-                self.emitted_changes += len(changes)
-                first = changes.lsn if type(changes) is InsertRows else changes[0].lsn
-                plugin.call("changes", first, txn.xid, self._txn_info(txn), run)
-                return
+            top = txn.top.xid
+
+            def make(c: HeapChange) -> RowChange | None:
+                return self._row_of(txn, c, EMPTY_TOAST)
+
+            if isinstance(changes, InsertRows):
+                run = self.rows.run(changes, top, make)
+                if run is not None:
+                    self.emitted_changes += len(changes)
+                    plugin.call("changes", changes.lsn, txn.xid, self._txn_info(txn), run)
+                    return
+            else:
+                # A transaction's plain changes, cut where the table or op changes: one
+                # `changes` call per piece, no row built for a plugin reading raw tuples.
+                runs = self.rows.runs(changes, top, make)
+                if runs is not None:
+                    self.emitted_changes += len(changes)
+                    info = self._txn_info(txn)
+                    at = 0
+                    for piece in runs:
+                        plugin.call("changes", changes[at].lsn, txn.xid, info, piece)
+                        at += len(piece)
+                    return
         rows: list[RowChange] = []
         for change in changes:
             row = self._row_of(txn, change, EMPTY_TOAST)

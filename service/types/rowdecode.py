@@ -475,6 +475,43 @@ class HistoryRows:
             lsns.append(c.lsn)
         return RowRun(op, relation, plan.table, changes, raws, lsns, make)
 
+    def runs(
+        self,
+        changes: list[HeapChange],
+        top_xid: int,
+        make: Callable[[HeapChange], RowChange | None],
+    ) -> list[RowRun] | None:
+        """`changes` cut into RowRuns where the relfilenode or the op changes (a
+        transaction touching several tables: pgbench's three updates and an insert),
+        each as `run` would build it; None when any piece is not one run (the caller
+        converts them all one by one, as without this). The pieces are classified in
+        order, as the changes one by one would be."""
+        out: list[RowRun] = []
+        n, i = len(changes), 0
+        while i < n:
+            first = changes[i]
+            loc, kind = first.locator, first.kind
+            j = i + 1
+            while j < n:
+                c = changes[j]
+                at = c.locator
+                if c.kind is not kind or (
+                    at is not loc
+                    and (
+                        at.rel_number != loc.rel_number
+                        or at.db_oid != loc.db_oid
+                        or at.spc_oid != loc.spc_oid
+                    )
+                ):
+                    break
+                j += 1
+            run = self.run(changes if i == 0 and j == n else changes[i:j], top_xid, make)
+            if run is None:
+                return None
+            out.append(run)
+            i = j
+        return out
+
     def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:
         out = []
         for oid in relids:

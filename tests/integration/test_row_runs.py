@@ -112,6 +112,11 @@ def test_row_runs_equal_test_decoding(pg: dict[str, Any], monkeypatch: pytest.Mo
                 conns[0].cursor().copy_expert("COPY r2 FROM STDIN", io.StringIO(copy_rows))
             ),  # multi-insert
             "UPDATE r1 SET v = v || '!' WHERE id <= 400",
+            # pgbench's shape: one row each of several tables, updates then an insert
+            "BEGIN; UPDATE r2 SET n = n + 1 WHERE id = 1;"
+            " UPDATE r1 SET v = 'p' WHERE id = 590;"
+            " UPDATE r2 SET n = n + 1 WHERE id = 2;"
+            " INSERT INTO rf VALUES (100, 'x'); COMMIT",
             "UPDATE r1 SET id = id + 10000 WHERE id <= 5",  # key change: old key logged
             "DELETE FROM r1 WHERE id > 500 AND id < 10000",
             "INSERT INTO rf SELECT g, 'f' || g FROM generate_series(1, 30) g",
@@ -137,7 +142,26 @@ def test_row_runs_equal_test_decoding(pg: dict[str, Any], monkeypatch: pytest.Mo
     # Long runs, never past RUN_MAX: the 400-row UPDATE is one run, and so is at least
     # the part of the 600-row INSERT that one InsertRun holds.
     assert 400 <= max(n for _, n in plugin.runs) <= RUN_MAX, plugin.runs
-    assert plugin.lists  # the mixed runs and the key change
+    assert plugin.lists  # the key change: an UPDATE with its old key is no run
+    # A transaction of single rows of several tables comes as its pieces, in order,
+    # each a run of one table and op (`HistoryRows.runs`), none as a list of rows.
+    (mixed,) = {x for x, run in plugin.row_runs for r in run if r.new and r.new[1].text == "p"}
+    pieces = [(r.relation.name, r.op.value, len(r)) for x, r in plugin.row_runs if x == mixed]
+    assert pieces == [
+        ("r2", "UPDATE", 1),
+        ("r1", "UPDATE", 1),
+        ("r2", "UPDATE", 1),
+        ("rf", "INSERT", 1),
+    ], pieces
+    assert all(x != mixed for x, _ in plugin.lists)
+    # The resolver cuts the same changes alike when asked again, and refuses the whole
+    # list (None: converted one by one) when one of them is an UPDATE with an old tuple.
+    heap = [c for x, r in plugin.row_runs if x == mixed for c in r.changes]
+    again = out.session.rows.runs(heap, mixed, lambda c: None)
+    assert again is not None
+    assert [(r.relation.name, len(r)) for r in again] == [(n, k) for n, _, k in pieces]
+    keyed = dataclasses.replace(heap[1], old_tuple=heap[1].new_tuple)
+    assert out.session.rows.runs([heap[0], keyed, *heap[2:]], mixed, lambda c: None) is None
     # The resolver itself never makes one run of changes of two definitions: in the
     # DDL transaction (its first inserts come as a run of their own, an InsertRun, or
     # in a mixed run, cut by the DDL capture's own change), a change of r1 logged before
