@@ -25,21 +25,24 @@ quote_identifier of the plugin's server version) and the built-in type's kind
 (`TEXT_KINDS`: the integers, floats, numeric, texts, json and jsonb, xml, bytea, uuid,
 dates and times, interval, timetz, money, "char", bit and varbit, inet, cidr, macaddr
 and macaddr8; an enum, whose label the plan maps from its pg_enum OID: `enum_oids`; and
-an array of any of these but box, printed as array_out, with its element's layout from
+an array of any of these (box[] with its delimiter `;`; of a domain over one too, its
+header naming the domain), printed as array_out, with its element's layout from
 `service.types.registry.builtin_layout`; tid, the geometric types, tsvector, tsquery,
 jsonpath, the built-in ranges and multiranges, and user-defined ones over a built-in
 range's subtype or over int2, oid, float4, float8, text, varchar, bpchar, time,
 timetz, interval, inet, cidr, bytea, macaddr, macaddr8, bool, "char", name, money, bit,
-varbit, tid or pg_lsn (`user_range_kind`); a composite of any of these but
+varbit, tid or pg_lsn (`user_range_kind`); a domain over a built-in type of these
+(`_domain_kind`: printed as its base type, always quoted, as print_literal quotes a type
+that is no built-in one); a composite of any of these but
 arrays, enums and composites, printed as record_out; the contrib extension types,
 PostGIS geometry and geography, pgvector's types: `EXT_KINDS`; the reg* types and
 aclitem (`NAMED_TYPES`, 15's 12-byte aclitem and 16+'s) and arrays of them (aclitem's
 layout told by the array column's attalign), printed from the catalog names the
 resolver put in `RelationInfo.name_cache`, which the plan shares: a table with such a
 column and no cache has no plan; not as a composite's field). A relation with a
-column of any other type (arrays of other types, domains, composites, ranges,
-extension types, ...) gets no plan: the Python path prints all its rows (`reason` says
-why).
+column of any other type (arrays of other types, domains over composites or ranges,
+composites, ranges, extension types, ...) gets no plan: the Python path prints all its
+rows (`reason` says why).
 """
 
 from __future__ import annotations
@@ -198,7 +201,9 @@ TEXT_KINDS: dict[int, tuple[str, int]] = {
     600: ("point", 16),
     **OUTPUT_TYPES,
 }
-_BOX = 603  # its array delimiter is ';': array_out of box[] is the Python path's
+# box's array delimiter is ';' (array_out of box[], types::array::write_text_delimited);
+# a box[] field of a composite is the Python path's
+_BOX = 603
 # The types whose text is a catalog object's name, by OID: (kind, attlen of the stored
 # form), for both plugins: the reg* types (regproc.c: regprocout .. regcollationout) and
 # aclitem (acl.c: aclitemout), printed from the names the catalog stage's resolver put
@@ -360,13 +365,16 @@ def _element(meta: ColumnMeta, array_align: str = "") -> ElemSpec | None:
     between versions (aclitem) the array's alignment tells (`builtin_layout`)."""
     if meta.kind != "a" or meta.ext or meta.stored_bytes_type or not meta.elem_type_oid:
         return None
+    # the OID the array's header names: an array of a domain names the domain, its
+    # elements stored (and printed) as the domain's base type's
+    header = meta.elem_stored_oid or meta.elem_type_oid
     if meta.elem_kind == "e":
         known = meta.enum_oids and len(meta.enum_oids) == len(meta.enum_labels)
-        return (_ENUM, meta.elem_type_oid, 4, 4) if known else None
+        return (_ENUM, header, 4, 4) if known else None
     if meta.elem_kind == "c":
         if composite_spec(meta) is None:
             return None
-        return (_COMPOSITE, meta.elem_stored_oid or meta.elem_type_oid, -1, 8)
+        return (_COMPOSITE, header, -1, 8)
     found = TEXT_KINDS.get(meta.elem_type_oid)
     layout = builtin_layout(meta.elem_type_oid, array_align)
     named = NAMED_TYPES.get(meta.elem_type_oid) if array_align else None
@@ -375,14 +383,14 @@ def _element(meta: ColumnMeta, array_align: str = "") -> ElemSpec | None:
     ranged = meta.elem_kind == "r" and meta.elem_type_oid in RANGES
     if (
         (meta.elem_kind != "b" and not ranged)
-        or meta.elem_type_oid == _BOX
+        or (meta.elem_type_oid == _BOX and not array_align)
         or found is None
         or layout is None
         or layout[0] != found[1]
     ):
         return None
     align = TYPALIGN_BYTES.get(layout[1])
-    return None if align is None else (found[0], meta.elem_type_oid, found[1], align)
+    return None if align is None else (found[0], header, found[1], align)
 
 
 @dataclass(slots=True)
@@ -428,12 +436,29 @@ def _kind(meta: ColumnMeta, at: int, parts: _Parts, attalign: str) -> tuple[str,
     user = user_range_kind(meta)
     if user is not None:
         return user, -1
+    if meta.kind == "d":
+        return _domain_kind(meta)
     if meta.kind != "b":
         return None
     named = NAMED_TYPES.get(meta.type_oid)
     if named is not None:
         return named  # the caller fits it to the stored length (`stored_form`)
     return TEXT_KINDS.get(meta.type_oid, _TEXTOUT if meta.output_src == "textout" else None)
+
+
+def _domain_kind(meta: ColumnMeta) -> tuple[str, int] | None:
+    """(kind, attlen) of a domain over a built-in scalar type of TEXT_KINDS (or over
+    such a domain): `domain:<the base type's kind>`, its value the base type's output
+    text, always quoted (test_decoding's print_literal switches on the column's type OID,
+    the domain's, so even a domain over int4 or bool is quoted, and over bit not
+    B'...'). A domain over an enum or an array is printed before this (as the enum or
+    the array); over anything else (a composite, a range, a reg* type, aclitem) None."""
+    if meta.elem_kind != "b" or not meta.elem_type_oid:
+        return None
+    found = TEXT_KINDS.get(meta.elem_type_oid)
+    if found is None:
+        return None
+    return f"domain:{found[0]}", found[1]
 
 
 def compile_text_plan(

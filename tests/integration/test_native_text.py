@@ -13,13 +13,14 @@ table of user-defined ranges and multiranges (over int8, numeric, timestamptz an
 float8, and over text, varchar, int2, oid, float4, time, timetz, interval, inet and
 cidr, with bounds range_bound_escape quotes), a table of a composite (with a dropped
 field, quoting), a table of floats, a table of domains over int[] and text[] (printed
-as those arrays), a table of composites nested in composites (with enum, array,
-domain-over-enum and composite-array fields), arrays of them and a domain over an
-enum, a table of txid_snapshot, pg_snapshot, pg_snapshot[], int2vector and oidvector, a table
-of jsonpath values (every item kind, and jsonpath[]), a table of tid, tid[] and a
-composite with a tid field, user ranges over bytea, macaddr, macaddr8, bool, "char",
-name, bpchar, money, bit, varbit, tid and pg_lsn too, a table with a range over an enum
-(no native plan) and
+as those arrays), a table of domains over scalars (quoted as print_literal quotes a type
+that is no built-in one), arrays of domains and box[] (its `;` delimiter), a table of
+composites nested in composites (with enum, array, domain-over-enum and composite-array
+fields), arrays of them and a domain over an enum, a table of txid_snapshot,
+pg_snapshot, pg_snapshot[], int2vector and oidvector, a table of jsonpath values (every
+item kind, and jsonpath[]), a table of tid, tid[] and a composite with a tid field,
+user ranges over bytea, macaddr, macaddr8, bool, "char", name, bpchar, money, bit,
+varbit, tid and pg_lsn too, a table with a range over an enum (no native plan) and
 values the writer leaves to Python (an unchanged TOAST value, NaN, a missing attribute
 whose default is jsonb, an xml declaration); missing attributes whose defaults are
 stored datums, and floats whose shortest decimal is a rounding bound or a tie, are
@@ -352,6 +353,23 @@ def test_native_text_equals_test_decoding(
             "CREATE DOMAIN nintarr AS int[]",
             "CREATE DOMAIN ntextarr AS text[]",
             "CREATE TABLE ndom (id int PRIMARY KEY, ia nintarr, ta ntextarr)",
+            # domains over scalars (print_literal quotes them all, even int4, bool and
+            # bit), arrays of domains (headers naming the domain) and box[] (delimiter ;)
+            "CREATE DOMAIN nposint AS int CHECK (VALUE > 0)",
+            "CREATE DOMAIN nflag AS bool",
+            "CREATE DOMAIN nbits AS bit(3)",
+            "CREATE DOMAIN nvbits AS varbit",
+            "CREATE DOMAIN nlabel AS text",
+            "CREATE DOMAIN nlabel2 AS nlabel",
+            "CREATE DOMAIN nprice AS numeric(10, 2)",
+            "CREATE DOMAIN nspot AS point",
+            "CREATE DOMAIN nfrac AS float8",
+            "CREATE DOMAIN nuid AS uuid",
+            "CREATE DOMAIN ncash AS money",
+            "CREATE DOMAIN nwhen AS timestamptz",
+            "CREATE TABLE ndomx (id nposint PRIMARY KEY, f nflag, b nbits, vb nvbits, l nlabel,"
+            " l2 nlabel2, p nprice, s nspot, fr nfrac, u nuid, c ncash, w nwhen, ia nposint[],"
+            " la nlabel2[], ma nmood_d[], pa nprice[], bx box[], bxd box[][])",
             "CREATE TABLE ntoast (id int PRIMARY KEY, k int, big text)",
             "CREATE TYPE nu8range AS RANGE (subtype = int8)",
             "CREATE TYPE nunum AS RANGE (subtype = numeric, multirange_type_name = nunummulti)",
@@ -459,6 +477,20 @@ def test_native_text_equals_test_decoding(
             """ ('{["(0,' || g || ')",)}')::nutidmultirange,"""
             " ('[' || g || '/' || to_hex(g * 4096) || ',)')::nulsnrange"
             " FROM generate_series(210, 260) g",
+            "INSERT INTO ndomx VALUES (1, true, B'101', B'', 'it''s \"q\"', '', 'NaN', '(1,2)',"
+            " '-0', '00000000-0000-0000-0000-000000000000', '-$1,000.00', 'infinity',"
+            " '{1,NULL,3}', '{\"a b\",NULL,\"\",NULL}', '{sad,NULL,\"it''s\"}',"
+            " '{1.5,NULL}', '{(1,1),(0,0);NULL;\"(2,2),(-1,-1)\"}',"
+            " ARRAY[['(1,1),(0,0)'::box, '(3,3),(2,2)'::box], ['(5,5),(4,4)'::box, NULL]]),"
+            " (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '{}', '{}',"
+            " '{}', '{}', '{}', '{}')",
+            "INSERT INTO ndomx SELECT g, g % 2 = 0, (g % 8)::bit(3), (g % 5)::bit(4)::varbit,"
+            " 'l ' || g, 'x' || g, g / 7.0, point(g, -g), g / 3.0, md5(g::text)::uuid,"
+            " (g * 100.25)::money, timestamptz '2024-01-01 00:00+00' + g * interval '1 h',"
+            " ARRAY[g, g + 1], ARRAY['l' || g, NULL], ARRAY['ok']::nmood_d[], ARRAY[g / 4.0],"
+            " ARRAY[box(point(g, g), point(0, 0))], NULL FROM generate_series(10, 60) g",
+            "UPDATE ndomx SET f = NOT f WHERE id % 3 = 0",
+            "DELETE FROM ndomx WHERE id % 4 = 0",
             "UPDATE nurange SET r = 'empty' WHERE id % 3 = 0",
             "DELETE FROM nurange WHERE id % 5 = 0",
             f"INSERT INTO narr VALUES {array_rows}",
@@ -515,6 +547,13 @@ def test_native_text_equals_test_decoding(
     nx = [line for line in out.expected if line.startswith("table public.nx: INSERT:")]
     assert len(nx) == 302 and any("jb[jsonb]:'{" in line for line in nx), nx[:3]
     assert any("mood[nmood]:'new'" in line for line in nx), nx[-2:]
+    # a domain's value quoted (int4, bool, bit too); box[]'s elements split by ';'
+    doms = [line for line in out.expected if line.startswith("table public.ndomx: INSERT:")]
+    assert any(
+        "id[nposint]:'1' f[nflag]:'t' b[nbits]:'101' vb[nvbits]:''" in line
+        and "bxd[box[]]:'{{(1,1),(0,0);(3,3),(2,2)};{(5,5),(4,4);NULL}}'" in line
+        for line in doms
+    ), doms[:1]
     # tidout's text, quoted; in array_out and record_out quoted again
     tids = [line for line in out.expected if line.startswith("table public.ntid: INSERT:")]
     assert any(
@@ -564,6 +603,11 @@ def test_native_text_equals_test_decoding(
     assert not [r for r in native.fallbacks if "range" in r], native.fallbacks
     assert all(plan is not None for t, plan in native._plans.values() if t.name == "nurange")
     assert any(t.name == "nurange" for t, _ in native._plans.values())
+    # domains over scalars (quoted), arrays of domains and box[]: printed natively, but
+    # for the row whose numeric is NaN
+    assert all(plan is not None for t, plan in native._plans.values() if t.name == "ndomx")
+    assert any(t.name == "ndomx" for t, _ in native._plans.values())
+    assert not [r for r in native.fallbacks if r.startswith("array")], native.fallbacks
     # a domain over an array is printed as the array, natively
     assert all(plan is not None for t, plan in native._plans.values() if t.name == "ndom")
     assert any(t.name == "ndom" for t, _ in native._plans.values())

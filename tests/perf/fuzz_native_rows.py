@@ -7,11 +7,12 @@ Seeds: tuples laid out as heap_form_tuple lays them out (null bitmap, alignment,
 and 4-byte varlena headers, an inline pglz- and an lz4-compressed text, a dropped
 column) over a plan with every native kind (a composite with enum, array and nested
 composite fields, pg_snapshot, int2vector, oidvector, a jsonpath of a random item
-tree, tid, and user ranges over text and bytea (bounds range_bound_escape quotes),
-interval and tid among them, and a last column added with a default, which seeds of fewer
-attributes read from the plan's attmissingval), with random values and NULLs. Each case
-damages one seed: flip a bit, set a byte, truncate, insert or delete bytes, or change
-natts, infomask's HEAP_HASNULL or t_hoff; then calls `RowPlan.encode`.
+tree, tid, user ranges over text and bytea (bounds range_bound_escape quotes),
+interval and tid, and domains over int4 and bool among them, and a last column added
+with a default, which seeds of fewer attributes read from the plan's attmissingval),
+with random values and NULLs. Each case damages one seed: flip a bit, set a byte,
+truncate, insert or delete bytes, or change natts, infomask's HEAP_HASNULL or t_hoff;
+then calls `RowPlan.encode`.
 
 The only acceptable outcomes are an encoding (bytes), a fallback reason (str), or a
 typed error: SchemaMismatchError or DecodeError carrying the case's lsn and the
@@ -111,6 +112,10 @@ COLUMNS = [
     ("tid", 6, "s", "tid", False),
     ("ubr", -1, "i", "bytearange@16432", False),
     ("udr", -1, "i", "tidrange@16433", False),
+    # domains over int4 and bool: the text writer quotes their base type's text
+    # (`domain:<kind>`), the Avro encoder writes the base type
+    ("dom", 4, "i", "domain_int4", False),
+    ("dbo", 1, "c", "domain_bool", False),
     # added with a default after the seeds that lack it were written: read from the
     # plan's attmissingval datum (getmissingattr)
     ("late", 4, "i", "int4", False),
@@ -120,6 +125,8 @@ MISSING = {len(COLUMNS) - 1: struct.pack("<i", 42)}
 # (int4, text), registered for the Python reference as a catalog would describe them.
 ENUM_OID, INNER_OID, OUTER_OID = 16_400, 16_410, 16_420
 TEXT_RANGE_OID, INTERVAL_RANGE_OID, BYTEA_RANGE_OID, TID_RANGE_OID = range(16_430, 16_434)
+DOM_INT4_OID, DOM_BOOL_OID = 16_440, 16_441
+_DOMAINS = {"domain_int4": "int4", "domain_bool": "bool"}  # the kind -> its base's kind
 ENUM_LABELS = {16_500: "sad", 16_501: "it's", 16_502: ""}
 # An array column's element (kind, OID, typlen, typalign in bytes), by the column's kind.
 _ARRAYS = {"array_int4": ("int4", 23, 4, 4), "array_text": ("text", 25, -1, 4)}
@@ -170,10 +177,14 @@ _TEXT = {
     "tid": ("tid", 27),
     "bytearange@16432": ("bytearange@16432", BYTEA_RANGE_OID),
     "tidrange@16433": ("tidrange@16433", TID_RANGE_OID),
+    "domain_int4": ("domain:int4", DOM_INT4_OID),
+    "domain_bool": ("domain:bool", DOM_BOOL_OID),
 }
 REGISTRY = TypeRegistry(version=18)
 REGISTRY.add(TypeInfo(ENUM_OID, "mood", 4, True, "i", "e", "enum_out", enum_labels=ENUM_LABELS))
 REGISTRY.add(TypeInfo(TEXT_RANGE_OID, "utr", -1, False, "i", "r", "range_out", range_subtype=25))
+REGISTRY.add(TypeInfo(DOM_INT4_OID, "posint", 4, True, "i", "d", "int4out", typbasetype=23))
+REGISTRY.add(TypeInfo(DOM_BOOL_OID, "flag", 1, True, "c", "d", "boolout", typbasetype=16))
 REGISTRY.add(TypeInfo(BYTEA_RANGE_OID, "ubr", -1, False, "i", "r", "range_out", range_subtype=17))
 REGISTRY.add(TypeInfo(TID_RANGE_OID, "udr", -1, False, "i", "r", "range_out", range_subtype=27))
 REGISTRY.add(
@@ -402,6 +413,7 @@ def _payload(kind: str, rng: random.Random) -> bytes:
 
 
 def _value(kind: str, rng: random.Random) -> bytes:
+    kind = _DOMAINS.get(kind, kind)
     if kind == "interval":
         return struct.pack(
             "<qii", rng.randint(-(10**12), 10**12), rng.randint(-99, 99), rng.randint(-99, 99)
@@ -523,6 +535,7 @@ def make_plan() -> tuple[object, list[Column]]:
     for k, (name, attlen, align, kind, dropped) in enumerate(COLUMNS):
         avro_kind = "array" if kind in _ARRAYS else kind
         avro_kind = "composite" if kind == "composite_rich" else avro_kind
+        avro_kind = _DOMAINS.get(avro_kind, avro_kind)
         has_missing = k in MISSING
         specs.append(
             (name, attlen, _ALIGN[align], dropped, has_missing, avro_kind, 2, 12, k % 3 != 0)

@@ -2,7 +2,8 @@
 //!
 //! Receives: from service.output.native_text, once per table definition, its columns
 //! as tuples `(name, attlen, align, dropped, has_missing, head, kind)` (head and kind ""
-//! for a column that does not print: dropped, or left out of the relation), the
+//! for a column that does not print: dropped, or left out of the relation; a domain's
+//! kind `domain:<its base type's kind>`, printed quoted whatever the kind), the
 //! qualified table name and the SchemaMismatchError and DecodeError classes, and for
 //! each enum column (by index) its labels by pg_enum OID, and for each array column (by
 //! index) its element `(kind, type OID, typlen, typalign)`, for each composite column
@@ -79,6 +80,11 @@ impl PyTextPlan {
             let shown = if kind.is_empty() || dropped {
                 None
             } else {
+                // a domain's column: its base type's kind, quoted (Printed::quoted)
+                let (quoted, kind) = match kind.strip_prefix("domain:") {
+                    Some(base) => (true, base.to_string()),
+                    None => (false, kind),
+                };
                 let k = TextKind::parse(&kind).ok_or_else(|| {
                     PyValueError::new_err(format!("column {name}: unknown kind {kind:?}"))
                 })?;
@@ -116,6 +122,7 @@ impl PyTextPlan {
                     head,
                     kind: k,
                     elem,
+                    quoted,
                 })
             };
             let composite = match composites.remove(&layout.len()) {

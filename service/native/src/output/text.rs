@@ -30,6 +30,7 @@ use crate::types::{
 use super::kind::TextKind;
 pub use super::plan::TextElem;
 use super::plan::{Column, Composite, Plan};
+use crate::types::outtext::Output;
 
 /// A printed column: its head (` name[type]:`) and value kind.
 #[derive(Clone, Debug)]
@@ -38,6 +39,10 @@ pub struct Printed {
     pub kind: TextKind,
     /// An array column's element type; None otherwise.
     pub elem: Option<TextElem>,
+    /// A domain's column (its kind the base type's): print_literal's default case, the
+    /// output text quoted whatever the kind, as test_decoding's print_literal switches
+    /// on the column's own type OID, which is the domain's.
+    pub quoted: bool,
 }
 
 /// A table definition's layout and what of it prints (`printed[i]` for `layout.columns[i]`;
@@ -102,6 +107,12 @@ fn utf8(d: &[u8]) -> Result<&str, &'static str> {
 /// One value as print_literal writes its output function's text: integers, oid, floats
 /// and numeric bare, bool as true/false, bit strings as B'…', everything else quoted.
 fn literal(out: &mut String, p: &Printed, col: &Column, d: &[u8]) -> Result<(), &'static str> {
+    if p.quoted {
+        let mut text = String::new();
+        output(&mut text, p.kind, col, d)?;
+        quoted(out, &text);
+        return Ok(());
+    }
     match p.kind {
         TextKind::Bool => out.push_str(if fixed::<1>(d)?[0] != 0 {
             "true"
@@ -144,7 +155,10 @@ fn literal(out: &mut String, p: &Printed, col: &Column, d: &[u8]) -> Result<(), 
             let e = p.elem.ok_or("array Python decides")?;
             let a = array::elements(d, e.oid, e.attlen, e.align)?;
             let mut text = String::new();
-            array::write_text(&mut text, &a, |one, v| output(one, e.kind, col, v))?;
+            let delim = delimiter(e.kind);
+            array::write_text_delimited(&mut text, &a, delim, |one, v| {
+                output(one, e.kind, col, v)
+            })?;
             quoted(out, &text);
         }
         kind => {
@@ -154,6 +168,16 @@ fn literal(out: &mut String, p: &Printed, col: &Column, d: &[u8]) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// The element type's typdelim (pg_type.dat): `;` for box, `,` for every other type
+/// the writer prints.
+fn delimiter(kind: TextKind) -> char {
+    if kind == TextKind::Output(Output::Box) {
+        ';'
+    } else {
+        ','
+    }
 }
 
 /// record_out of a composite datum's payload (service.types.composite.composite_text):
@@ -207,7 +231,9 @@ pub fn composite_text(out: &mut String, c: &Composite, d: &[u8]) -> Result<(), &
             // through the field's own column)
             (TextKind::Array, Some(e)) => {
                 let a = array::elements(v, e.oid, e.attlen, e.align)?;
-                array::write_text(&mut one, &a, |s, x| output(s, e.kind, field, x))?;
+                array::write_text_delimited(&mut one, &a, delimiter(e.kind), |s, x| {
+                    output(s, e.kind, field, x)
+                })?;
             }
             _ => output(&mut one, *kind, field, v)?,
         }
@@ -335,6 +361,7 @@ mod tests {
                         head: format!(" {}[{}]:", c.0, c.4),
                         kind: c.3,
                         elem: None,
+                        quoted: false,
                     })
                 })
                 .collect(),
@@ -413,8 +440,59 @@ mod tests {
             head: String::new(),
             kind,
             elem: None,
+            quoted: false,
         };
         literal(out, &p, &column("c", kind.attlen(), 1), d)
+    }
+
+    /// A domain's column: its base kind's output text, quoted whatever the kind (bool's
+    /// `t`, not `true`; bit's without B''; int4's quoted).
+    #[test]
+    fn domains_print_their_base_text_quoted() {
+        let quoted = |kind: TextKind, d: &[u8]| {
+            let p = Printed {
+                head: String::new(),
+                kind,
+                elem: None,
+                quoted: true,
+            };
+            let mut out = String::new();
+            literal(&mut out, &p, &column("c", kind.attlen(), 1), d).map(|()| out)
+        };
+        assert_eq!(quoted(TextKind::Int4, &7i32.to_le_bytes()).unwrap(), "'7'");
+        assert_eq!(quoted(TextKind::Bool, &[1]).unwrap(), "'t'");
+        let bits = [3i32.to_le_bytes().to_vec(), vec![0b1010_0000]].concat();
+        assert_eq!(quoted(TextKind::Bits, &bits).unwrap(), "'101'");
+        assert_eq!(quoted(TextKind::Text, b"it's").unwrap(), "'it''s'");
+        assert!(quoted(TextKind::Int4, &[1]).is_err());
+    }
+
+    /// box[]: array_out with box's delimiter `;`, so a box's commas need no quotes.
+    #[test]
+    fn box_arrays_use_their_delimiter() {
+        let boxes = [[1.0f64, 1.0, 0.0, 0.0], [3.0, 3.0, 2.0, 2.0]]
+            .map(|b| b.map(f64::to_le_bytes).concat());
+        let mut d = Vec::new();
+        for v in [1i32, 0, 603, 2, 1] {
+            d.extend_from_slice(&v.to_le_bytes()); // ndim, no bitmap, box, dims, lbound
+        }
+        d.resize(20, 0); // the items from the next 8-byte boundary of the varlena
+        d.extend(boxes.concat());
+        let e = TextElem {
+            kind: TextKind::Output(Output::Box),
+            oid: 603,
+            attlen: 32,
+            align: 8,
+        };
+        let p = Printed {
+            head: String::new(),
+            kind: TextKind::Array,
+            elem: Some(e),
+            quoted: false,
+        };
+        let mut out = String::new();
+        literal(&mut out, &p, &column("c", -1, 8), &d).unwrap();
+        assert_eq!(out, "'{(1,1),(0,0);(3,3),(2,2)}'");
     }
 
     fn one(kind: TextKind, d: &[u8]) -> String {
@@ -634,6 +712,7 @@ mod tests {
                 head: String::new(),
                 kind,
                 elem: None,
+                quoted: false,
             };
             let mut out = String::from("kept");
             literal(&mut out, &p, &col, d).map(|()| out)

@@ -117,11 +117,15 @@ pub fn elements(
 
 const SPACE: &[char] = &[' ', '\t', '\n', '\r', '\u{b}', '\u{c}'];
 
-/// An element's text as array_out writes it (service.types.array._quote, delimiter ',').
-fn quote(out: &mut String, text: &str) {
+/// An element's text as array_out writes it (service.types.array._quote): quoted when
+/// empty, NULL in any case, or holding `"` `\` `{` `}` the type's delimiter or
+/// whitespace.
+fn quote(out: &mut String, text: &str, delim: char) {
     let needs = text.is_empty()
         || text.eq_ignore_ascii_case("NULL")
-        || text.contains(|c: char| matches!(c, '"' | '\\' | '{' | '}' | ',') || SPACE.contains(&c));
+        || text.contains(|c: char| {
+            matches!(c, '"' | '\\' | '{' | '}') || c == delim || SPACE.contains(&c)
+        });
     if !needs {
         out.push_str(text);
         return;
@@ -136,10 +140,22 @@ fn quote(out: &mut String, text: &str) {
     out.push('"');
 }
 
-/// array_out of the elements, each printed by `text` (its output function's text).
+/// array_out of the elements, each printed by `text` (its output function's text), with
+/// the delimiter `,` (every element type's but box's: `write_text_delimited`).
 pub fn write_text(
     out: &mut String,
     a: &Elements<'_>,
+    text: impl FnMut(&mut String, &[u8]) -> Result<(), &'static str>,
+) -> Result<(), &'static str> {
+    write_text_delimited(out, a, ',', text)
+}
+
+/// array_out (arrayfuncs.c) of the elements with the element type's typdelim `delim`
+/// (box's is `;`), each printed by `text`.
+pub fn write_text_delimited(
+    out: &mut String,
+    a: &Elements<'_>,
+    delim: char,
     mut text: impl FnMut(&mut String, &[u8]) -> Result<(), &'static str>,
 ) -> Result<(), &'static str> {
     if a.dims.is_empty() || a.dims.contains(&0) {
@@ -161,28 +177,33 @@ pub fn write_text(
                 one.clear();
                 text(&mut one, v)?;
                 let mut q = String::with_capacity(one.len());
-                quote(&mut q, &one);
+                quote(&mut q, &one, delim);
                 q
             }
         });
     }
-    nest(out, &shown, &a.dims);
+    nest(out, &shown, &a.dims, delim);
     Ok(())
 }
 
-/// Braces per dimension around the row-major texts.
-fn nest(out: &mut String, part: &[String], dims: &[i32]) {
+/// Braces per dimension around the row-major texts, `delim` between them.
+fn nest(out: &mut String, part: &[String], dims: &[i32], delim: char) {
     out.push('{');
     if dims.len() <= 1 {
-        out.push_str(&part.join(","));
+        for (i, p) in part.iter().enumerate() {
+            if i > 0 {
+                out.push(delim);
+            }
+            out.push_str(p);
+        }
     } else {
         let n = dims[0] as usize;
         let step = part.len() / n.max(1);
         for i in 0..n {
             if i > 0 {
-                out.push(',');
+                out.push(delim);
             }
-            nest(out, &part[i * step..(i + 1) * step], &dims[1..]);
+            nest(out, &part[i * step..(i + 1) * step], &dims[1..], delim);
         }
     }
     out.push('}');
@@ -278,12 +299,17 @@ mod tests {
             "[0:1]={7,8}"
         );
         let mut s = String::new();
-        quote(&mut s, "a b");
-        quote(&mut s, "null");
-        quote(&mut s, "x\"\\");
-        quote(&mut s, "");
-        quote(&mut s, "é");
+        quote(&mut s, "a b", ',');
+        quote(&mut s, "null", ',');
+        quote(&mut s, "x\"\\", ',');
+        quote(&mut s, "", ',');
+        quote(&mut s, "é", ',');
         assert_eq!(s, "\"a b\"\"null\"\"x\\\"\\\\\"\"\"é");
+        // the delimiter is quoted, a comma only where it is the delimiter
+        s.clear();
+        quote(&mut s, "(1,1);x", ';');
+        quote(&mut s, "(1,1)", ';');
+        assert_eq!(s, "\"(1,1);x\"(1,1)");
     }
 
     #[test]
