@@ -39,7 +39,8 @@ PostGIS geometry and geography, pgvector's types: `EXT_KINDS`; the reg* types an
 aclitem (`NAMED_TYPES`, 15's 12-byte aclitem and 16+'s) and arrays of them (aclitem's
 layout told by the array column's attalign), printed from the catalog names the
 resolver put in `RelationInfo.name_cache`, which the plan shares: a table with such a
-column and no cache has no plan; not as a composite's field). A relation with a
+column and no cache has no plan; as a composite column's field too, not in an array of
+composites). A relation with a
 column of any other type (arrays of other types, domains over composites or ranges,
 composites, ranges, extension types, ...) gets no plan: the Python path prints all its
 rows (`reason` says why).
@@ -288,11 +289,14 @@ def enum_labels(meta: ColumnMeta) -> dict[int, str] | None:
     return dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
 
 
-def _field(meta: ColumnMeta) -> tuple[tuple[int, str] | None, FieldSpec] | None:
+def _field(
+    meta: ColumnMeta, named: bool = False
+) -> tuple[tuple[int, str] | None, FieldSpec] | None:
     """(stored layout to check, or None for a kind whose attlen alone is checked; the
     field's spec, its name and layout left blank) of a composite field printed as
     record_out prints it (its type's output function, a domain's base type's), or None
-    when the Python path prints it."""
+    when the Python path prints it. `named`: a nested composite may have fields of
+    `NAMED_TYPES` (`composite_spec`)."""
     labels = enum_labels(meta)
     if labels is not None:
         return None, (*_NO_FIELD, _ENUM, labels, None, None)
@@ -304,7 +308,7 @@ def _field(meta: ColumnMeta) -> tuple[tuple[int, str] | None, FieldSpec] | None:
             elabels = dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
         return None, (*_NO_FIELD, _ARRAY, elabels, elem, nested)
     if meta.kind == "c":
-        nested = composite_spec(meta)
+        nested = composite_spec(meta, named)
         if nested is None:
             return None
         return _ROW_LAYOUT, (*_NO_FIELD, _COMPOSITE, None, None, nested)
@@ -321,12 +325,15 @@ def _field(meta: ColumnMeta) -> tuple[tuple[int, str] | None, FieldSpec] | None:
     return layout, (*_NO_FIELD, found[0], None, None, None)
 
 
-def composite_spec(meta: ColumnMeta) -> CompositeSpec | None:
+def composite_spec(meta: ColumnMeta, named: bool = False) -> CompositeSpec | None:
     """A composite column's (or an array of composites' element's) type OID and fields
     (`FieldSpec`), when every live field is printed natively: a built-in type of
     TEXT_KINDS or a domain over one, an enum (or a domain over one), an array of these
-    or of composites (array_out), a composite of these (record_out, nested); None
-    otherwise, and where the fields' own ColumnMetas are not known."""
+    or of composites (array_out), a composite of these (record_out, nested); with
+    `named` (the text plugin's composite column, whose plan carries the name cache) also
+    a reg* type or aclitem (`NAMED_TYPES`, aclitem's form told by the field's attlen:
+    `stored_form`), in a nested composite too; None otherwise, and where the fields' own
+    ColumnMetas are not known."""
     if meta.ext or meta.stored_bytes_type or not meta.fields:
         return None
     if meta.kind != "c" and not (meta.kind == "a" and meta.elem_kind == "c"):
@@ -344,7 +351,14 @@ def composite_spec(meta: ColumnMeta) -> CompositeSpec | None:
         if fmeta is None:
             fields.append((name, attlen, align, True, "", None, None, None))
             continue
-        found = _field(fmeta)
+        reg = NAMED_TYPES.get(fmeta.type_oid) if named and fmeta.kind == "b" else None
+        if reg is not None:
+            kind, stored = stored_form(reg, attlen)
+            if stored != attlen:
+                return None
+            fields.append((name, attlen, align, False, kind, None, None, None))
+            continue
+        found = _field(fmeta, named)
         if found is None:
             return None
         layout, spec = found
@@ -427,7 +441,7 @@ def _kind(meta: ColumnMeta, at: int, parts: _Parts, attalign: str) -> tuple[str,
                 return None
             parts.composites[at] = spec
         return _ARRAY, -1
-    comp = composite_spec(meta)
+    comp = composite_spec(meta, named=True)
     if comp is not None:
         parts.composites[at] = comp
         return _COMPOSITE, -1
@@ -444,6 +458,11 @@ def _kind(meta: ColumnMeta, at: int, parts: _Parts, attalign: str) -> tuple[str,
     if named is not None:
         return named  # the caller fits it to the stored length (`stored_form`)
     return TEXT_KINDS.get(meta.type_oid, _TEXTOUT if meta.output_src == "textout" else None)
+
+
+def _names_a_field(spec: CompositeSpec) -> bool:
+    """Does a field of the composite (or of one nested in it) print a catalog name?"""
+    return any(f[4] in NAMED_KINDS or (f[7] is not None and _names_a_field(f[7])) for f in spec[1])
 
 
 def _domain_kind(meta: ColumnMeta) -> tuple[str, int] | None:
@@ -489,7 +508,12 @@ def compile_text_plan(
             if found[1] != c.attlen:
                 return None, f"column {c.name}: attlen {c.attlen}"
             elem = parts.elements.get(at)
-            if found[0] in NAMED_KINDS or (elem is not None and elem[0] in NAMED_KINDS):
+            comp = parts.composites.get(at) if found[0] == _COMPOSITE else None
+            if (
+                found[0] in NAMED_KINDS
+                or (elem is not None and elem[0] in NAMED_KINDS)
+                or (comp is not None and _names_a_field(comp))
+            ):
                 if rel.name_cache is None:
                     return None, f"column {c.name}: no catalog name cache"
                 named = True

@@ -127,3 +127,72 @@ def test_reg_types_and_aclitem_native_text_equals_test_decoding(
         "aclitem role name not cached": 1,
     }, native.fallbacks
     assert native.native == 50 + 1 + 10 + 5 - 3, native.native
+
+
+@pytest.mark.parametrize("impl", ["native", "python"])
+def test_composites_with_reg_and_aclitem_fields_native_text_equals_test_decoding(
+    pg: dict[str, Any], impl: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A composite column with regclass, regtype and aclitem fields, and one nesting it
+    beside a regrole field: record_out of the names the resolver resolved, each field
+    quoted as record_out quotes it, then print_literal's quotes; natively but for the
+    rows naming an OID not resolved yet."""
+    monkeypatch.setenv("PGCDC_IMPL", impl)
+    tag = uuid.uuid4().hex[:8]
+    quoted = f'"Comp Role {tag}"'
+    q = f"'{quoted.replace(chr(39), chr(39) * 2)}'"
+    plugins: list[_Counting] = []
+
+    def make() -> _Counting:
+        plugins.append(_Counting())
+        return plugins[-1]
+
+    admin = psycopg2.connect(_dsn(pg, "postgres"))
+    admin.autocommit = True
+    admin.cursor().execute(f"CREATE ROLE {quoted}")
+    try:
+        out = compare(
+            pg,
+            [
+                "CREATE TABLE nt_ctarget (x int4)",
+                """CREATE TABLE "it's, (odd)" (x int4)""",
+                "CREATE TYPE nt_named AS (c regclass, t regtype, a aclitem, n int4)",
+                "CREATE TYPE nt_outer AS (i nt_named, r regrole)",
+                "CREATE TABLE nt_regc (id int4 PRIMARY KEY, c nt_named, o nt_outer)",
+            ],
+            [
+                # the first row misses every name; the Python path resolves them
+                "INSERT INTO nt_regc SELECT g, ROW('\"it''s, (odd)\"'::regclass,"
+                f" 'int4'::regtype, '{quoted}=r*/postgres'::aclitem, g)::nt_named,"
+                " ROW(ROW('nt_ctarget'::regclass, 'text'::regtype, '=w/postgres'::aclitem,"
+                f" NULL)::nt_named, {q}::regrole)::nt_outer FROM generate_series(1, 30) g",
+                "INSERT INTO nt_regc VALUES (100, ROW(NULL, NULL, NULL, NULL), NULL)",
+                "UPDATE nt_regc SET c.n = -id WHERE id <= 10",
+                "DELETE FROM nt_regc WHERE id BETWEEN 11 AND 15",
+            ],
+            plugin=make,
+        )
+    finally:
+        admin.cursor().execute(f"DROP ROLE {quoted}")
+        admin.close()
+    assert_same(
+        out,
+        'table public.nt_regc: INSERT: id[integer]:1 c[nt_named]:\'("""it\'\'s, (odd)""",…',
+        "table public.nt_regc: DELETE: id[integer]:11",
+        min_lines=30 + 1 + 10 + 5,
+    )
+    (plugin,) = plugins
+    native = plugin.native_text
+    if impl == "python":
+        assert native is None
+        return
+    assert native is not None
+    assert all(plan is not None for t, plan in native._plans.values() if t.name == "nt_regc")
+    assert any(t.name == "nt_regc" for t, _ in native._plans.values())
+    # the first row names what no resolver has resolved yet; every later row is Rust's
+    assert set(native.fallbacks) <= {
+        "reg* name not cached",
+        "aclitem role name not cached",
+    }, native.fallbacks
+    assert 1 <= sum(native.fallbacks.values()) <= 2, native.fallbacks
+    assert native.native == 30 + 1 + 10 + 5 - sum(native.fallbacks.values()), native.native

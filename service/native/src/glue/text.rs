@@ -10,7 +10,8 @@
 //! its type OID and fields (glue::avro::CompositeSpec), for each column added with a
 //! default its attmissingval as the stored datum (glue::avro::missing_datum), and the
 //! catalog name cache (`NameCache`, glue::names) when a column is a reg* type or
-//! aclitem or an array of one (a plan without it is a ValueError); then per
+//! aclitem, an array of one, or a composite with such a field, nested too (a plan
+//! without it is a ValueError); then per
 //! run of rows of one table and op (`lines`) the RawTuples, their LSNs, where to start
 //! in them (past a row the Python path wrote), the line's prefix (`table s.t: INSERT:`)
 //! and whether NULLs are skipped (a DELETE's old key); or (`rows_lines`) the same for
@@ -40,11 +41,43 @@ use crate::output::text::{Printed, TextElem, TextPlan};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::output::plan::{Column, Labels, Plan};
+use crate::output::plan::{Column, Composite, Labels, Plan};
+use crate::types::regproc::Names;
 
 type TextSpec = (String, i16, usize, bool, bool, String, String);
 /// An array column's element: (kind, type OID, typlen, typalign in bytes).
 type ElemSpec = (String, u32, i16, usize);
+
+/// Does a field of `c` (or of a composite nested in it) print a catalog name (a reg*
+/// or aclitem field)?
+fn has_named(c: &Composite) -> bool {
+    c.kinds.iter().flatten().any(|k| k.named())
+        || c.layout
+            .columns
+            .iter()
+            .any(|f| f.composite.as_deref().is_some_and(has_named))
+}
+
+/// `c` with the catalog names on each field that prints one, nested composites' too, so
+/// record_out prints a reg* or aclitem field from the resolver's cache (a name not in
+/// it yet is the row's fallback, as in a column).
+fn with_names(c: &Composite, names: &Arc<Names>) -> Arc<Composite> {
+    let mut layout = c.layout.clone();
+    for (field, kind) in layout.columns.iter_mut().zip(&c.kinds) {
+        if kind.is_some_and(|k| k.named()) {
+            field.names = Some(Arc::clone(names));
+        }
+        if let Some(inner) = field.composite.as_deref().filter(|i| has_named(i)) {
+            field.composite = Some(with_names(inner, names));
+        }
+    }
+    Arc::new(Composite {
+        oid: c.oid,
+        layout,
+        kinds: c.kinds.clone(),
+        elems: c.elems.clone(),
+    })
+}
 
 #[pyclass(module = "service._native", name = "TextPlan", frozen)]
 pub struct PyTextPlan {
@@ -126,7 +159,18 @@ impl PyTextPlan {
                 })
             };
             let composite = match composites.remove(&layout.len()) {
-                Some(spec) => Some(composite(&name, spec)?),
+                Some(spec) => {
+                    let c = composite(&name, spec)?;
+                    Some(match (&names, has_named(&c)) {
+                        (Some(n), true) => with_names(&c, n),
+                        (None, true) => {
+                            return Err(PyValueError::new_err(format!(
+                                "column {name}: its fields need the catalog names (names=)"
+                            )))
+                        }
+                        (_, false) => c,
+                    })
+                }
                 None => None,
             };
             let datum = missing_datum(&name, has_missing, missing.remove(&layout.len()))?;

@@ -304,8 +304,9 @@ fn output(out: &mut String, kind: TextKind, col: &Column, d: &[u8]) -> Result<()
         TextKind::Jsonb => jsonb::text(out, d)?,
         TextKind::Output(o) => o.write(out, d)?,
         // regclassout .. regcollationout, aclitemout: the names the Python resolver
-        // resolved; one it has not is its row's fallback (a composite's field has no
-        // names: service.output.native_text never prints one natively)
+        // resolved; one it has not is its row's fallback (a composite's field carries
+        // them when the text plugin's plan gave them, glue::text; without them the row is
+        // Python's)
         TextKind::Reg(reg) => {
             let names = col.names.as_deref().ok_or("reg* Python decides")?;
             regproc::reg_text(out, names, reg, d)?;
@@ -609,6 +610,41 @@ mod tests {
             d.extend_from_slice(&v.to_le_bytes());
         }
         d
+    }
+
+    /// record_out of a composite with a regclass field: the name from the field's
+    /// `names` (a quote and a comma in it, so record_out quotes it), a name not cached
+    /// the row's fallback, a field without names Python's.
+    #[test]
+    fn composite_reg_fields_print_cached_names() {
+        use crate::types::regproc::{Named, Names, Reg};
+        let names = std::sync::Arc::new(Names::default());
+        names.put(Named::Reg(Reg::Class), 1259, "\"it's, odd\"".into());
+        let mut cl = column("cl", 4, 4);
+        cl.names = Some(std::sync::Arc::clone(&names));
+        let kind = TextKind::Reg(Reg::Class);
+        let c = composite_of(
+            70_010,
+            vec![(cl, kind, None), (column("n", 4, 4), TextKind::Int4, None)],
+        );
+        let d = row_datum(
+            70_010,
+            &[
+                Some((4, 1259u32.to_le_bytes().to_vec())),
+                Some((4, 5i32.to_le_bytes().to_vec())),
+            ],
+        );
+        let mut s = String::new();
+        composite_text(&mut s, &c, &d).unwrap();
+        assert_eq!(s, r#"("""it's, odd""",5)"#);
+        let miss = row_datum(70_010, &[Some((4, 1260u32.to_le_bytes().to_vec())), None]);
+        assert_eq!(
+            composite_text(&mut String::new(), &c, &miss),
+            Err("reg* name not cached")
+        );
+        let bare = composite_of(70_010, vec![(column("cl", 4, 4), kind, None)]);
+        let d = row_datum(70_010, &[Some((4, 1259u32.to_le_bytes().to_vec()))]);
+        assert!(composite_text(&mut String::new(), &bare, &d).is_err());
     }
 
     fn composite_of(oid: u32, fields: Vec<(Column, TextKind, Option<TextElem>)>) -> Composite {
