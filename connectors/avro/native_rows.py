@@ -90,7 +90,7 @@ from service.output.api import (
 from service.pgconst import UNIX_EPOCH_USECS
 from service.schema.tabledef import TableDef
 from service.tablesnap.markers import is_initial
-from service.types.rowdecode import DecodedRow, RowRun
+from service.types.rowdecode import DecodedRow, RowRun, RunList
 
 if TYPE_CHECKING:
     from service._native import HeapRows  # an InsertRows' rows in the native core
@@ -368,11 +368,18 @@ class NativeRows:
         a snapshot read, a table without a plan) or is the Python path's (a fallback).
         A `RowRun` is one such group already: its raw tuples go to Rust as they are,
         and a row of it is built only for the Python path."""
-        p = self.plugin
         plain = bool(txn.commit_time) and not isinstance(ctx.state.get("snapshot"), str)
-        if not plain or type(changes) is not RowRun:
+        if plain and isinstance(changes, RowRun):
+            self._run(ctx, txn, changes)
+        elif plain and isinstance(changes, RunList):
+            for run in changes.runs:
+                self._run(ctx, txn, run)
+        else:
             self._rows(ctx, txn, changes, plain)
-            return
+
+    def _run(self, ctx: PluginContext, txn: TxnInfo, changes: RowRun) -> None:
+        """A RowRun of a plain transaction: its raw tuples to `_group` at once."""
+        p = self.plugin
         op, rel = changes.op, changes.relation
         t = p._table(rel)  # once per run
         if t is None:
@@ -383,7 +390,7 @@ class NativeRows:
             self._python(ctx, txn, t, changes, 0, len(changes))
         elif done < len(changes):  # row `done` fell back; the rest go on as a list
             self._python(ctx, txn, t, changes, done, done + 1)
-            self._rows(ctx, txn, changes[done + 1 :], plain)
+            self._rows(ctx, txn, changes[done + 1 :], True)
 
     def _python(
         self,

@@ -80,7 +80,7 @@ from service.schema.tabledef import TableDef
 from service.tablesnap import markers
 from service.tablesnap.plan import END, Bound, Interval, SnapshotState, TableJob
 from service.tablesnap.watermark import WindowTracker
-from service.types.rowdecode import RowRun
+from service.types.rowdecode import RowRun, RunList
 from service.types.unknown import UnknownTypePolicy
 
 log = structlog.get_logger(__name__)
@@ -1078,10 +1078,14 @@ class SnapshotHooks:
         any of their tables (the tracker only needs to know they were touched)."""
         tracker = self._tracker
         fn: Callable[..., Any] | None = getattr(self._plugin, "changes", None)
-        # a RowRun is of one table: its rows are built only if something reads them
-        oids = (
-            {changes.relation.oid} if type(changes) is RowRun else {c.relation.oid for c in changes}
-        )
+        # a RowRun is of one table (a RunList's runs each): their rows are built only if
+        # something reads them
+        if isinstance(changes, RowRun):
+            oids = {changes.relation.oid}
+        elif isinstance(changes, RunList):
+            oids = {run.relation.oid for run in changes.runs}
+        else:
+            oids = {c.relation.oid for c in changes}
         if fn is None or any(tracker.watches(oid) for oid in oids):
             for c in changes:
                 ctx.write_lsn = c.lsn

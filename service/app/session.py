@@ -149,7 +149,7 @@ class _DeferredRows:
         changes: list[HeapChange],
         top_xid: int,
         make: Callable[[HeapChange], RowChange | None],
-    ) -> Sequence[Sequence[RowChange]] | None:
+    ) -> Sequence[RowChange] | None:
         return self._rows().runs(changes, top_xid, make)
 
     def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:

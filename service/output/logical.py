@@ -130,9 +130,11 @@ class RowResolver(Protocol):
         changes: list[HeapChange],
         top_xid: int,
         make: Callable[[HeapChange], RowChange | None],
-    ) -> Sequence[Sequence[RowChange]] | None:
+    ) -> Sequence[RowChange] | None:
         """`changes` cut where the table or the op changes, each piece as `run` gives
-        it; None when a piece is not one run (convert them all one by one)."""
+        it, as one sequence for one `changes` call (a RowRun when there is one piece,
+        else a RunList of them); None when a piece is not one run (convert them all
+        one by one)."""
 
     def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:
         """Definitions of truncated tables (TRUNCATE names relation OIDs)."""
@@ -403,16 +405,12 @@ class PluginSink:
                     plugin.call("changes", changes.lsn, txn.xid, self._txn_info(txn), run)
                     return
             else:
-                # A transaction's plain changes, cut where the table or op changes: one
-                # `changes` call per piece, no row built for a plugin reading raw tuples.
+                # A transaction's plain changes, cut where the table or op changes, in
+                # one `changes` call; no row built for a plugin reading raw tuples.
                 runs = self.rows.runs(changes, top, make)
                 if runs is not None:
                     self.emitted_changes += len(changes)
-                    info = self._txn_info(txn)
-                    at = 0
-                    for piece in runs:
-                        plugin.call("changes", changes[at].lsn, txn.xid, info, piece)
-                        at += len(piece)
+                    plugin.call("changes", changes[0].lsn, txn.xid, self._txn_info(txn), runs)
                     return
         rows: list[RowChange] = []
         for change in changes:

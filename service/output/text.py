@@ -49,7 +49,7 @@ from service.output.api import (
 from service.output.native_text import NativeText
 from service.output.pg_keywords import QUOTED_KEYWORDS
 from service.pgconst import BOOL_OID, PG_EPOCH_UTC
-from service.types.rowdecode import RowRun
+from service.types.rowdecode import RowRun, RunList
 
 BARE_TYPES = frozenset({21, 23, 20, 26, 700, 701, 1700})  # int2 int4 int8 oid float4 float8 numeric
 BIT_TYPES = frozenset({1560, 1562})  # bit, varbit
@@ -205,6 +205,10 @@ class TestDecodingPlugin:
         native = self.native_text
         if native is not None and type(changes) is RowRun:
             native.write(ctx, txn, changes)
+            return
+        if native is not None and type(changes) is RunList:
+            for run in changes.runs:
+                native.write(ctx, txn, run)
             return
         for change in changes:
             ctx.write_lsn = change.lsn

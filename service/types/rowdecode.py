@@ -228,6 +228,42 @@ class RowRun(Sequence[RowChange]):
         return f"RowRun({self.op.value} {self.relation.name} x{len(self.changes)})"
 
 
+class RunList(Sequence[RowChange]):
+    """A transaction's plain changes of several tables or ops, as the RowRuns they cut
+    into (`HistoryRows.runs`), handed to a plugin's `changes` callback in one call. As
+    a sequence it is their rows in order (each built when read, as a RowRun's); a
+    plugin that reads raw tuples takes `runs` one by one as it takes a RowRun."""
+
+    __slots__ = ("_rows", "runs")
+
+    def __init__(self, runs: list[RowRun]) -> None:
+        self.runs = runs
+        self._rows: list[RowChange] | None = None
+
+    def _all(self) -> list[RowChange]:
+        rows = self._rows
+        if rows is None:
+            rows = self._rows = [row for run in self.runs for row in run]
+        return rows
+
+    def __len__(self) -> int:
+        return sum(len(run) for run in self.runs)
+
+    @overload
+    def __getitem__(self, index: int) -> RowChange: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[RowChange]: ...
+    def __getitem__(self, index: int | slice) -> RowChange | list[RowChange]:
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[RowChange]:
+        for run in self.runs:
+            yield from run
+
+    def __repr__(self) -> str:
+        return f"RunList({', '.join(map(repr, self.runs))})"
+
+
 # The ops a RowRun holds, and whether the logged tuple it reads is the old one.
 _RUN_OPS = {
     ChangeKind.INSERT: (ChangeOp.INSERT, False),
@@ -480,12 +516,13 @@ class HistoryRows:
         changes: list[HeapChange],
         top_xid: int,
         make: Callable[[HeapChange], RowChange | None],
-    ) -> list[RowRun] | None:
+    ) -> RowRun | RunList | None:
         """`changes` cut into RowRuns where the relfilenode or the op changes (a
         transaction touching several tables: pgbench's three updates and an insert),
-        each as `run` would build it; None when any piece is not one run (the caller
-        converts them all one by one, as without this). The pieces are classified in
-        order, as the changes one by one would be."""
+        each as `run` would build it: the one RowRun, or a RunList of them; None when
+        any piece is not one run (the caller converts them all one by one, as without
+        this). The pieces are classified in order, as the changes one by one would
+        be."""
         out: list[RowRun] = []
         n, i = len(changes), 0
         while i < n:
@@ -510,7 +547,7 @@ class HistoryRows:
                 return None
             out.append(run)
             i = j
-        return out
+        return out[0] if len(out) == 1 else RunList(out)
 
     def relations_by_oid(self, relids: Sequence[int], lsn: int, xid: int) -> list[RelationInfo]:
         out = []

@@ -24,7 +24,7 @@ from service.output.api import ChangeOp, PluginContext, RowChange, TxnInfo
 from service.output.text import TestDecodingPlugin
 from service.reorder import replay
 from service.reorder.replay import RUN_MAX
-from service.types.rowdecode import DecodedRow, RowRun
+from service.types.rowdecode import DecodedRow, RowRun, RunList
 from tests.integration.decoding_support import compare
 from tests.integration.test_text_plugin_vs_test_decoding import assert_same
 
@@ -40,8 +40,19 @@ class _RunPlugin(TestDecodingPlugin):
         self.row_runs: list[tuple[int, RowRun]] = []  # (top xid, run)
         self.lists: list[tuple[int, list[RowChange]]] = []  # (top xid, rows) of the others
         self.native_ops: set[str] = set()  # the ops of runs whose rows are native HeapRows
+        self.run_lists: list[tuple[int, list[int]]] = []  # (top xid, run lengths)
 
     def changes(self, ctx: PluginContext, txn: TxnInfo, changes: Sequence[RowChange]) -> None:
+        if type(changes) is RunList:
+            # A transaction's changes of several tables: its RowRuns in order, one call;
+            # as a sequence, their rows.
+            assert len(changes.runs) > 1, changes
+            self.run_lists.append((txn.xid, [len(r) for r in changes.runs]))
+            assert [r.lsn for r in changes] == [lsn for r in changes.runs for lsn in r.lsns]
+            assert len(changes) == sum(len(r) for r in changes.runs)
+            for run in changes.runs:
+                self.changes(ctx, txn, run)
+            return
         if type(changes) is RowRun:
             rows = list(changes)
             # An InsertRun's rows come as the native HeapRows, whose tuples are built
@@ -154,12 +165,15 @@ def test_row_runs_equal_test_decoding(pg: dict[str, Any], monkeypatch: pytest.Mo
         ("rf", "INSERT", 1),
     ], pieces
     assert all(x != mixed for x, _ in plugin.lists)
+    assert (mixed, [1, 1, 1, 1]) in plugin.run_lists, plugin.run_lists  # in one call
     # The resolver cuts the same changes alike when asked again, and refuses the whole
     # list (None: converted one by one) when one of them is an UPDATE with an old tuple.
     heap = [c for x, r in plugin.row_runs if x == mixed for c in r.changes]
     again = out.session.rows.runs(heap, mixed, lambda c: None)
-    assert again is not None
-    assert [(r.relation.name, len(r)) for r in again] == [(n, k) for n, _, k in pieces]
+    assert type(again) is RunList
+    assert [(r.relation.name, len(r)) for r in again.runs] == [(n, k) for n, _, k in pieces]
+    # one piece alone is that piece's RowRun
+    assert type(out.session.rows.runs(heap[:1], mixed, lambda c: None)) is RowRun
     keyed = dataclasses.replace(heap[1], old_tuple=heap[1].new_tuple)
     assert out.session.rows.runs([heap[0], keyed, *heap[2:]], mixed, lambda c: None) is None
     # The resolver itself never makes one run of changes of two definitions: in the
