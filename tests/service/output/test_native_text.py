@@ -136,6 +136,7 @@ _DATUMS: dict[int, st.SearchStrategy[bytes]] = {
     3912: forms.ranges_of(3912),
     3908: forms.ranges_of(3908),
     3910: forms.ranges_of(3910),
+    27: _fixed("<HHH"),  # tid: bi_hi, bi_lo, offset
     28: _fixed("<I"),
     29: _fixed("<I"),
     3220: _fixed("<Q"),
