@@ -30,8 +30,8 @@ header naming the domain), printed as array_out, with its element's layout from
 `service.types.registry.builtin_layout`; tid, the geometric types, tsvector, tsquery,
 jsonpath, the built-in ranges and multiranges, and user-defined ones over a built-in
 range's subtype or over int2, oid, float4, float8, text, varchar, bpchar, time,
-timetz, interval, inet, cidr, bytea, macaddr, macaddr8, bool, "char", name, money, bit,
-varbit, tid or pg_lsn (`user_range_kind`); a domain over a built-in type of these
+timetz, interval, inet, cidr, uuid, bytea, macaddr, macaddr8, bool, "char", name, money,
+bit, varbit, tid or pg_lsn (`user_range_kind`); a domain over a built-in type of these
 (`_domain_kind`: printed as its base type, always quoted, as print_literal quotes a type
 that is no built-in one); a composite of any of these but
 arrays, enums and composites, printed as record_out; the contrib extension types,
@@ -134,6 +134,7 @@ _RANGE_SUBTYPES = {
     869: "inet",
     650: "cidr",
     1042: "text",
+    2950: "uuid",
     17: "bytea",
     829: "macaddr",
     774: "macaddr8",

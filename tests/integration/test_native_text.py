@@ -20,7 +20,7 @@ fields), arrays of them and a domain over an enum, a table of txid_snapshot,
 pg_snapshot, pg_snapshot[], int2vector and oidvector, a table of jsonpath values (every
 item kind, and jsonpath[]), a table of tid, tid[] and a composite with a tid field,
 user ranges over bytea, macaddr, macaddr8, bool, "char", name, bpchar, money, bit,
-varbit, tid and pg_lsn too, a table with a range over an enum (no native plan) and
+varbit, tid, pg_lsn and uuid too, a table with a range over an enum (no native plan) and
 values the writer leaves to Python (an unchanged TOAST value, NaN, a missing attribute
 whose default is jsonb, an xml declaration); missing attributes whose defaults are
 stored datums, and floats whose shortest decimal is a rounding bound or a tie, are
@@ -58,6 +58,7 @@ MORE_SUBS = [
     ("varbit", "varbit"),
     ("tid", "tid"),
     ("lsn", "pg_lsn"),
+    ("uuid", "uuid"),
 ]
 MORE_RANGE_ROWS = r"""INSERT INTO nurange (id, rby, mby, rma, rm8, rbo, rch, rnm, rbp, rmo, rbi,
  mbi, rvb, rtd, mtd, rls) VALUES
@@ -394,7 +395,7 @@ def test_native_text_equals_test_decoding(
             " mby nubyteamultirange, rma numacrange, rm8 numac8range, rbo nuboolrange,"
             " rch nucharrange, rnm nunamerange, rbp nubpcharrange, rmo numoneyrange,"
             " rbi nubitrange, mbi nubitmultirange, rvb nuvarbitrange, rtd nutidrange,"
-            " mtd nutidmultirange, rls nulsnrange)",
+            " mtd nutidmultirange, rls nulsnrange, ruu nuuuidrange, muu nuuuidmultirange)",
             "ALTER TABLE ntoast ALTER COLUMN big SET STORAGE EXTERNAL",
         ],
         [
@@ -477,6 +478,11 @@ def test_native_text_equals_test_decoding(
             """ ('{["(0,' || g || ')",)}')::nutidmultirange,"""
             " ('[' || g || '/' || to_hex(g * 4096) || ',)')::nulsnrange"
             " FROM generate_series(210, 260) g",
+            "INSERT INTO nurange (id, ruu, muu) VALUES (300, '[00000000-0000-0000-0000"
+            "-000000000000,ffffffff-ffff-ffff-ffff-ffffffffffff]', '{[a0eebc99-9c0b-4ef8-bb6d"
+            "-6bb9bd380a11,),(,00000000-0000-0000-0000-000000000001)}'), (301, 'empty', '{}')",
+            "INSERT INTO nurange (id, ruu) SELECT g, ('[' || md5(g::text)::uuid || ',)')"
+            "::nuuuidrange FROM generate_series(310, 340) g",
             "INSERT INTO ndomx VALUES (1, true, B'101', B'', 'it''s \"q\"', '', 'NaN', '(1,2)',"
             " '-0', '00000000-0000-0000-0000-000000000000', '-$1,000.00', 'infinity',"
             " '{1,NULL,3}', '{\"a b\",NULL,\"\",NULL}', '{sad,NULL,\"it''s\"}',"

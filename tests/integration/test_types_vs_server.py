@@ -496,6 +496,17 @@ CASES: list[tuple[str, list[str]]] = [
     ("u_tidrange", ['\'["(0,1)","(4294967295,65535)"]\'', "'empty'"]),
     ("u_tidmultirange", ['\'{["(0,1)","(0,2)"),["(1,1)",)}\'']),
     ("u_lsnrange", ["'[0/0,FFFFFFFF/FFFFFFFF]'", "'(,0/1)'"]),
+    (
+        "u_uuidrange",
+        [
+            "'[00000000-0000-0000-0000-000000000000,ffffffff-ffff-ffff-ffff-ffffffffffff]'",
+            "'(a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11,)'",
+        ],
+    ),
+    (
+        "u_uuidmultirange",
+        ["'{[a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11,),(,0000-0000-0000-0000-0000-0000-0000-0001)}'"],
+    ),
 ]
 
 # Only on PostgreSQL 17 and later: the jsonpath item methods added in 17.
@@ -558,6 +569,7 @@ CREATE TYPE u_bitrange AS RANGE (subtype = bit);
 CREATE TYPE u_varbitrange AS RANGE (subtype = varbit);
 CREATE TYPE u_tidrange AS RANGE (subtype = tid);
 CREATE TYPE u_lsnrange AS RANGE (subtype = pg_lsn);
+CREATE TYPE u_uuidrange AS RANGE (subtype = uuid);
 CREATE TYPE mytext;
 CREATE FUNCTION mytext_in(cstring) RETURNS mytext AS 'textin' LANGUAGE internal IMMUTABLE STRICT;
 CREATE FUNCTION mytext_out(mytext) RETURNS cstring AS 'textout' LANGUAGE internal IMMUTABLE STRICT;

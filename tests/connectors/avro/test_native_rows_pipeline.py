@@ -29,7 +29,7 @@ with a tid column, tid[] and a composite with a tid field, and a table with a ra
 over an enum (no plan: Python) in the same transactions. User ranges and multiranges
 are over int8, numeric, timestamptz, date, float8, text, varchar, int2, oid, float4,
 time, timetz, interval, inet, cidr, bytea, macaddr, macaddr8, bool, "char", name,
-bpchar, money, bit, varbit, tid and pg_lsn, with bounds range_bound_escape quotes.
+bpchar, money, bit, varbit, tid, pg_lsn and uuid, with bounds range_bound_escape quotes.
 
 The WAL is decoded three times by a pgcdc `Session`: into the reference plugin
 (AvroSerializer, generic datums: tests/connectors/avro/avro_reference.py), into
@@ -169,6 +169,7 @@ CREATE TYPE n_bitrange AS RANGE (subtype = bit);
 CREATE TYPE n_varbitrange AS RANGE (subtype = varbit);
 CREATE TYPE n_tidrange AS RANGE (subtype = tid);
 CREATE TYPE n_lsnrange AS RANGE (subtype = pg_lsn);
+CREATE TYPE n_uuidrange AS RANGE (subtype = uuid);
 CREATE TABLE n_urange (
     id int4 PRIMARY KEY, r n_i8range, m n_i8multirange, rn n_numrng, mn n_nummulti,
     rz n_tzrng, rd n_dayrng, rf n_floatrange, mf n_floatmultirange,
@@ -177,7 +178,8 @@ CREATE TABLE n_urange (
     rin n_inetrange, rci n_cidrrange, rby n_bytearange, mby n_byteamultirange,
     rma n_macrange, rm8 n_mac8range, rbo n_boolrange, rch n_charrange, rnm n_namerange,
     rbp n_bpcharrange, rmo n_moneyrange, rbi n_bitrange, mbi n_bitmultirange,
-    rvb n_varbitrange, rtd n_tidrange, mtd n_tidmultirange, rls n_lsnrange);
+    rvb n_varbitrange, rtd n_tidrange, mtd n_tidmultirange, rls n_lsnrange, ruu n_uuidrange,
+    muu n_uuidmultirange);
 """
 
 
@@ -376,6 +378,12 @@ _MORE_ROWS = [
               ('{["(0,' || g || ')",)}')::n_tidmultirange,
               ('[' || g || '/' || to_hex(g * 4096) || ',)')::n_lsnrange
        FROM generate_series(510, 600) g""",
+    """INSERT INTO n_urange (id, ruu, muu) VALUES
+ (700, '[00000000-0000-0000-0000-000000000000,ffffffff-ffff-ffff-ffff-ffffffffffff]',
+  '{[a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11,),(,00000000-0000-0000-0000-000000000001)}'),
+ (701, 'empty', '{}'), (702, NULL, NULL)""",
+    """INSERT INTO n_urange (id, ruu) SELECT g, ('[' || md5(g::text)::uuid || ',)')::n_uuidrange
+       FROM generate_series(710, 760) g""",
     "UPDATE n_urange SET r = '[0,1]' WHERE id % 3 = 0",
     "DELETE FROM n_urange WHERE id % 4 = 0",
     # tid: tidout's text (a string), in a tid[] and as a composite's field too

@@ -16,7 +16,7 @@ from service.output.native_text import user_range_kind
 from service.types.registry import TypeInfo, TypeRegistry
 from service.types.rowdecode import type_meta
 
-I8RANGE, I8MULTI, FLOATRANGE, FLOATMULTI, DOM, TEXTRANGE, UUIDRANGE = range(16401, 16408)
+I8RANGE, I8MULTI, FLOATRANGE, FLOATMULTI, DOM, TEXTRANGE, UUIDRANGE, XID8RANGE = range(16401, 16409)
 
 
 def _registry() -> TypeRegistry:
@@ -31,6 +31,7 @@ def _registry() -> TypeRegistry:
         TypeInfo(DOM, "dom", -1, False, "d", "d", "range_out", typbasetype=I8RANGE),
         TypeInfo(TEXTRANGE, "tr", -1, False, "i", "r", "range_out", range_subtype=25),
         TypeInfo(UUIDRANGE, "ur", -1, False, "i", "r", "range_out", range_subtype=2950),
+        TypeInfo(XID8RANGE, "xr", -1, False, "d", "r", "range_out", range_subtype=5069),
     ):
         reg.add(info)
     return reg
@@ -48,12 +49,14 @@ def test_user_ranges_over_builtin_subtypes_get_the_builtin_kind_with_their_oid()
 
 
 def test_user_only_subtypes_have_a_user_kind_and_other_subtypes_none() -> None:
-    """float8 and text ranges (no built-in range over them) are named by their subtype's
-    prefix; a range over uuid, which the native writers do not print, has no kind."""
+    """float8, text and uuid ranges (no built-in range over them) are named by their
+    subtype's prefix; a range over xid8, which the native range writer does not print,
+    has no kind."""
     assert _kind(FLOATRANGE) == (701, f"float8range@{FLOATRANGE}")
     assert _kind(FLOATMULTI) == (701, f"float8multirange@{FLOATMULTI}")
     assert _kind(TEXTRANGE) == (25, f"textrange@{TEXTRANGE}")
-    assert _kind(UUIDRANGE) == (2950, None)
+    assert _kind(UUIDRANGE) == (2950, f"uuidrange@{UUIDRANGE}")
+    assert _kind(XID8RANGE) == (5069, None)
 
 
 @pytest.mark.skipif(native_text_core() is None, reason="PGCDC_IMPL selects python")
@@ -68,7 +71,7 @@ def test_the_native_core_accepts_every_user_range_kind(subtype: int) -> None:
         column = ("r", -1, 4, False, False, " r[r]:", kind)
         native.TextPlan([column], "public.t", SchemaMismatchError, DecodeError)
     with pytest.raises(ValueError, match="unknown kind"):
-        column = ("r", -1, 4, False, False, " r[r]:", "uuidrange@16401")
+        column = ("r", -1, 4, False, False, " r[r]:", "xid8range@16401")
         native.TextPlan([column], "public.t", SchemaMismatchError, DecodeError)
 
 

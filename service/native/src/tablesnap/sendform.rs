@@ -244,6 +244,7 @@ fn bound(d: &[u8], sub: RangeSub) -> Result<Vec<u8>, Rewrite> {
         RangeSub::Interval => column(Kind::Interval),
         RangeSub::Inet => column(Kind::Inet { cidr: false }),
         RangeSub::Cidr => column(Kind::Inet { cidr: true }),
+        RangeSub::Uuid => column(Kind::Uuid),
         RangeSub::Bytea => column(Kind::Bytea),
         RangeSub::Mac => column(Kind::Mac),
         RangeSub::Mac8 => column(Kind::Mac8),

@@ -74,7 +74,7 @@ pub enum Output {
 /// The subtype prefixes of the range kinds' names (service.output.native_text's
 /// `_RANGE_SUBTYPES`): a built-in range's, and from float8 on the subtypes of
 /// user-defined ranges only (`float8range@<oid>`: no built-in range has the name).
-const SUBS: [(&str, RangeSub); 26] = [
+const SUBS: [(&str, RangeSub); 27] = [
     ("int4", RangeSub::Int4),
     ("int8", RangeSub::Int8),
     ("num", RangeSub::Numeric),
@@ -91,6 +91,7 @@ const SUBS: [(&str, RangeSub); 26] = [
     ("interval", RangeSub::Interval),
     ("inet", RangeSub::Inet),
     ("cidr", RangeSub::Cidr),
+    ("uuid", RangeSub::Uuid),
     ("bytea", RangeSub::Bytea),
     ("macaddr", RangeSub::Mac),
     ("macaddr8", RangeSub::Mac8),

@@ -1,7 +1,7 @@
 //! range_out and multirange_out text of the ranges over int4, int8, numeric, date,
 //! timestamp and timestamptz: the built-in ones (int4range .. tstzrange, int4multirange
 //! .. tstzmultirange) and user-defined ones over the same subtypes or over int2, oid,
-//! float4, float8, text (varchar, bpchar), time, timetz, interval, inet, cidr, bytea,
+//! float4, float8, text (varchar, bpchar), time, timetz, interval, inet, cidr, uuid, bytea,
 //! macaddr, macaddr8, bool, "char", name, money, bit (varbit), tid or pg_lsn, written
 //! from their stored datums.
 //!
@@ -62,7 +62,7 @@ const NUMERIC_NINF: u16 = 0xF000;
 /// The subtype of a built-in range (and of its multirange), or one of the other
 /// built-in types a user-defined range may be over (CREATE TYPE ... AS RANGE): float8
 /// (PostgreSQL's own example, floatrange), int2, oid, float4, text (and varchar, stored
-/// and printed as text), time, timetz, interval, inet, cidr, bytea, macaddr, macaddr8,
+/// and printed as text), time, timetz, interval, inet, cidr, uuid, bytea, macaddr, macaddr8,
 /// bool, "char", name, money, bit (and varbit, stored and printed alike), tid and
 /// pg_lsn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,6 +83,7 @@ pub enum RangeSub {
     Interval,
     Inet,
     Cidr,
+    Uuid,
     Bytea,
     Mac,
     Mac8,
@@ -141,7 +142,7 @@ impl RangeSub {
             | RangeSub::Money
             | RangeSub::PgLsn => Some(8),
             RangeSub::TimeTz => Some(12),
-            RangeSub::Interval => Some(16),
+            RangeSub::Interval | RangeSub::Uuid => Some(16),
             RangeSub::Name => Some(64),
             RangeSub::Numeric
             | RangeSub::Text
@@ -152,11 +153,12 @@ impl RangeSub {
         }
     }
 
-    /// The subtype's typalign in bytes, as pg_type.dat gives it (bool, "char", name: `c`; int2, tid: `s`; int4, date, oid, float4, numeric, text, inet, cidr,
+    /// The subtype's typalign in bytes, as pg_type.dat gives it (bool, "char", name,
+    /// uuid: `c`; int2, tid: `s`; int4, date, oid, float4, numeric, text, inet, cidr,
     /// bytea, macaddr, macaddr8, bit: `i`; the rest `d`).
     pub fn typalign(self) -> usize {
         match self {
-            RangeSub::Bool | RangeSub::Char | RangeSub::Name => 1,
+            RangeSub::Bool | RangeSub::Char | RangeSub::Name | RangeSub::Uuid => 1,
             RangeSub::Int2 | RangeSub::Tid => 2,
             RangeSub::Int4
             | RangeSub::Date
@@ -298,12 +300,13 @@ fn write_bound(out: &mut String, value: &[u8], sub: RangeSub) -> Result<(), &'st
 
 /// The subtype's output text of one bound's bytes (service.types.convert.to_text): its
 /// output function's (int2out, oidout, float4out, textout, time_out, timetz_out,
-/// interval_out, inet_out, cidr_out, byteaout (bytea_output=hex),
+/// interval_out, inet_out, cidr_out, uuid_out, byteaout (bytea_output=hex),
 /// macaddr_out, macaddr8_out, boolout, charout, nameout, cash_out (lc_monetary=C),
 /// bit_out, tidout, pg_lsn_out, ... as the types modules write them).
 fn element_text(out: &mut String, value: &[u8], sub: RangeSub) -> Result<(), &'static str> {
     const SIZE: &str = "range bound size differs from the subtype's";
     match sub {
+        RangeSub::Uuid => formats::uuid_text(out, value)?,
         // byteaout with bytea_output=hex
         RangeSub::Bytea => formats::bytea_text(out, value),
         // macaddr_out, macaddr8_out
@@ -991,6 +994,17 @@ mod tests {
             RangeSub::PgLsn,
         );
         assert_eq!(user_text(&lsn, RangeSub::PgLsn, 16419), "(,1/FF]");
+        // uuid_out: 16 bytes at 1-byte alignment, never quoted
+        let u = user_range(
+            16420,
+            &[&[0; 16], &[0xab; 16]],
+            RANGE_LB_INC,
+            RangeSub::Uuid,
+        );
+        assert_eq!(
+            user_text(&u, RangeSub::Uuid, 16420),
+            "[00000000-0000-0000-0000-000000000000,abababab-abab-abab-abab-abababababab)"
+        );
         // a bound of the wrong size for its subtype overruns or is refused, out kept
         let mut out = String::from("kept");
         let short_tid = user_range(16411, &[&[1, 2, 3]], RANGE_UB_INF, RangeSub::Tid);
