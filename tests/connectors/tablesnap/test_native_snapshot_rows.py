@@ -25,7 +25,7 @@ cube, earth and seg (read as their text, their value). Then:
   n_arr, n_geo, n_geo2, n_ext2, n_sys, n_jpath, n_jpath_arr (jsonpath[], selected as
   `::text[]`) and n_nested (composites with enum, array and composite fields, arrays of
   composites) without the table ever falling back as a whole), that a table without a
-  native plan (n_python's tid) did not go native, that n_reg's reg* types,
+  native plan (n_python's range over an enum) did not go native, that n_reg's reg* types,
   aclitem, reg* arrays and aclitem[] (read as their text) did, and that a
   row the Python path decides (a float4 NaN, a NaN in a numeric[]) fell back on its own.
 - stream: the same rows are copied into twin tables (`CREATE TABLE ... (LIKE ...)`,
@@ -397,7 +397,7 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 # read as `::text[]` (n_jpath_arr), and composites with enum, array and
                 # composite fields and arrays of composites (n_nested, tablesnap::record),
                 # and the reg* types, aclitem and reg* arrays read as their text (n_reg);
-                # a tid column (n_python) does not
+                # a range over an enum (n_python) does not
                 native_tables = (
                     "n_arr",
                     "n_geo",
@@ -414,8 +414,8 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                     assert sum(d for d in done_by_table[t] if d > 0) > 0, (t, done_by_table)
                 for t in native_tables:
                     assert -1 not in done_by_table[t], (t, done_by_table)
-                # tid (n_python) has no native plan: its chunks (parsed natively) go
-                # to the Python path whole
+                # a range over an enum (n_python) has no native plan: its chunks (parsed
+                # natively) go to the Python path whole
                 assert set(done_by_table["n_python"]) == {-1}, done_by_table
             # the stream, of the same rows copied into twin tables
             for t in TABLES:
