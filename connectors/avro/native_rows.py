@@ -188,7 +188,7 @@ class CopyPrepared(NamedTuple):
 
 
 class _Hot:
-    """What the changes of one table definition in one transaction share (`_hot_for`):
+    """What the changes of one table definition in one transaction share (`_hot_of`):
     checked by identity per change, rebuilt when the transaction, the `_Table` or the
     definition differs from the last change's."""
 
@@ -222,11 +222,10 @@ class NativeRows:
         self._entries: dict[int, tuple[_Table, _Entry]] = {}
         self._parts_for: object = None  # the _TxnState the parts below belong to
         self._parts: dict[str, tuple[bytes, bytes, bytes, bytes, bytes]] = {}
-        self._txn_parts: tuple[bytes, bytes, bytes, bytes] = (b"",) * 4
+        self._txn_parts: tuple[bytes, bytes, bytes, bytes, bytes] = (b"",) * 5
         self._by_table: dict[str, tuple[bytes, bytes, bytes]] = {}  # _table_parts
         # transaction_record's last serializers, with their wire headers
         self._tx_headers: tuple[object, bytes | None, bytes | None] | None = None
-        self._last: tuple[_Table, _Entry] | None = None  # the entry of the last change
         # snapshot_rows' plans by (id(_Table), id(TableDef)): the _Table, the TableDef,
         # the entry, each column's COPY field, and why the table is not native ("" when
         # it is)
@@ -262,26 +261,23 @@ class NativeRows:
         return entry
 
     def _source_parts(
-        self, st: Any, txn: TxnInfo, t: _Table, lsn: int
+        self, st: Any, txn: TxnInfo, t: _Table
     ) -> tuple[bytes, bytes, bytes, bytes, bytes]:
         """The `source` record of this transaction and table around its two changing
         fields: (fields before `sequence`, the sequence text before this LSN, fields
         between `sequence` and `lsn`, fields after `lsn`), and the transaction block's
         id before its LSN ("<xid>:"). Joined from a part per table (`_table_parts`) and
-        one per transaction (`_transaction_parts`)."""
+        one per transaction (`_transaction_parts`, which also reads the sequence's last
+        commit, as `_row_source` takes it: fixed while the transaction is replayed)."""
         if self._parts_for is not st:
             self._parts_for, self._parts = st, {}
             self._txn_parts = self._transaction_parts(st, txn)
         found = self._parts.get(t.collection)
-        if found is not None:
-            return found
-        ts_ms, ts_mid, xid, block_head = self._txn_parts
-        ident, db, names = self._table_parts(t)
-        # The sequence's last commit, as `_row_source` takes it: at the table's first event.
-        last = self.plugin._last_commit_lsn
-        prefix = b'[null,"' if last is None else f'["{last}","'.encode()
-        found = (ident + ts_ms + db, prefix, ts_mid + names + xid, b"\x00\x00\x00", block_head)
-        self._parts[t.collection] = found
+        if found is None:
+            ts_ms, ts_mid, xid, block_head, prefix = self._txn_parts
+            ident, db, names = self._table_parts(t)
+            found = (ident + ts_ms + db, prefix, ts_mid + names + xid, b"\x00\x00\x00", block_head)
+            self._parts[t.collection] = found
         return found
 
     def _table_parts(self, t: _Table) -> tuple[bytes, bytes, bytes]:
@@ -303,48 +299,43 @@ class NativeRows:
         self._by_table[t.collection] = found
         return found
 
-    def _transaction_parts(self, st: Any, txn: TxnInfo) -> tuple[bytes, bytes, bytes, bytes]:
+    def _transaction_parts(self, st: Any, txn: TxnInfo) -> tuple[bytes, bytes, bytes, bytes, bytes]:
         """What `AvroPlugin._source` gives every event of this committed transaction,
-        encoded: ts_ms, (ts_us, ts_ns), txId, and the transaction block's id before its
-        LSN."""
+        encoded: ts_ms, (ts_us, ts_ns), txId, the transaction block's id before its
+        LSN, and the sequence text before the LSN (the last commit's LSN, or null)."""
         _long = self._native.avro_long
         commit_us = txn.commit_time + UNIX_EPOCH_USECS
+        last = self.plugin._last_commit_lsn
         return (
             _long(commit_us // 1000),
             b"\x02" + _long(commit_us) + b"\x02" + _long(commit_us * 1000),
             b"\x02" + _long(txn.xid),
             f"{st.xid}:".encode(),
+            b'[null,"' if last is None else f'["{last}","'.encode(),
         )
-
-    def _hot_for(
-        self, st: Any, txn: TxnInfo, t: _Table, rel: RelationInfo, table: TableDef, lsn: int
-    ) -> _Hot:
-        """What every change of `t` (as defined by `table`) in transaction `st` shares:
-        its plan and headers, and the `source` parts (the per-transaction work, done at
-        the first such change)."""
-        last = self._last
-        if last is not None and last[0] is t and last[1].table is table:
-            entry = last[1]
-        else:
-            entry = self._entry(t, rel, table)
-            self._last = (t, entry)
-        parts = None if entry.plan is None else self._source_parts(st, txn, t, lsn)
-        hot = _Hot(st, t, table, entry, parts)
-        self._hot = hot
-        return hot
 
     def _hot_of(
         self, txn: TxnInfo, t: _Table, rel: RelationInfo, table: TableDef, lsn: int
     ) -> _Hot:
-        """The current transaction's state with `t` as defined by `table` (`_Hot`), the
-        last change's when it is the same."""
+        """What every change of `t` (as defined by `table`) in the current transaction
+        shares (`_Hot`): its plan and headers, and the `source` parts; the last
+        change's when it is the same, else built here (the per-transaction work, done
+        at the table's first change in the transaction: once per table of a pgbench
+        transaction, so the lookups are inlined)."""
         p = self.plugin
         st = p._txn
         if st is None:
             st = p._txn_state(lsn)  # raises: a change outside a transaction
         hot = self._hot
-        if hot is None or hot.st is not st or hot.t is not t or hot.table is not table:
-            hot = self._hot_for(st, txn, t, rel, table, lsn)
+        if hot is not None and hot.st is st and hot.t is t and hot.table is table:
+            return hot
+        found = self._entries.get(id(t))
+        if found is not None and found[0] is t and found[1].table is table:
+            entry = found[1]
+        else:
+            entry = self._entry(t, rel, table)
+        parts = None if entry.plan is None else self._source_parts(st, txn, t)
+        hot = self._hot = _Hot(st, t, table, entry, parts)
         return hot
 
     def change(self, ctx: PluginContext, txn: TxnInfo, t: _Table, change: RowChange) -> bool:
