@@ -37,7 +37,9 @@ the same bytes; any other table has no plan and all its rows stay on the Python 
     and geography (Geometry / Geography {wkb, srid}), pgvector's vector, halfvec and
     sparsevec (DoubleVector, FloatVector, SparseDoubleVector);
   - a composite whose fields are built-in types the text plugin prints
-    (`service.output.native_text.composite_spec`): the string of record_out's text;
+    (`service.output.native_text.composite_spec`), the reg* types and aclitem among
+    them, in nested composites too (their text from the plan's name cache, as for a
+    column): the string of record_out's text;
   - an array of any of those, a domain over such an array (as the array), and an array
     of a domain over one of them (`element_spec`: its header names the domain, its
     items are the base type's, with the domain's typmod); not nested; with the
@@ -67,6 +69,7 @@ from service.output.native_text import (
     CompositeSpec,
     composite_spec,
     enum_labels,
+    names_a_field,
     stored_form,
     user_range_kind,
 )
@@ -175,7 +178,7 @@ def element_spec(meta: ColumnMeta, decimal_mode: str, array_align: str = "") -> 
         return ("enum", 0, 0, header, 4, 4) if elem.enum_by_oid() else None
     if elem.kind == "c":
         # items: each composite's record_out text (a row type: typlen -1, typalign d)
-        return ("composite", 0, 0, header, -1, 8) if composite_spec(meta) else None
+        return ("composite", 0, 0, header, -1, 8) if composite_spec(meta, True) else None
     layout = builtin_layout(elem.type_oid, array_align)
     if layout is None or TYPALIGN_BYTES.get(layout[1]) is None:
         return None
@@ -231,7 +234,7 @@ def field_kind(
         return _extension_kind(meta, mapping, decimal_mode)
     if meta.kind == "c":
         # A composite: the string of its record_out text.
-        if composite_spec(meta) is None:
+        if composite_spec(meta, True) is None:
             return None
         if mapping is not type_mapping(meta, decimal_mode, _noop_warn):
             return None
@@ -313,7 +316,9 @@ def compile_plan(
     rel_columns = {m.name: m for m in rel.columns}
     fields = {p.column: p for p in t.plan.fields}
     specs: list[ColumnSpec] = []
-    named = False  # a column prints catalog names (the plan gets `rel.name_cache`)
+    # a column prints catalog names, or a composite field does (the plan gets
+    # `rel.name_cache`)
+    named = False
     index: dict[str, int] = {}
     labels: dict[int, dict[int, str]] = {}  # an enum column's index -> its labels
     elements: dict[int, ElemSpec] = {}  # an array column's index -> its element
@@ -341,7 +346,7 @@ def compile_plan(
             if kind == "enum" and meta is not None:
                 labels[len(specs)] = enum_labels(meta) or {}
             if kind == "composite" and meta is not None:
-                comp = composite_spec(meta)
+                comp = composite_spec(meta, True)
                 if comp is None:
                     return None, f"column {c.name}: fields are not native"
                 composites[len(specs)] = comp
@@ -351,14 +356,15 @@ def compile_plan(
                     return None, f"column {c.name}: element type is not native"
                 elements[len(specs)] = elem
                 if elem[0] == "composite":
-                    comp = composite_spec(meta)
+                    comp = composite_spec(meta, True)
                     if comp is None:
                         return None, f"column {c.name}: fields are not native"
                     composites[len(specs)] = comp
                 if elem[0] == "enum":
                     labels[len(specs)] = dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
                 kind_named = elem[0] in NAMED_KINDS
-            if kind in NAMED_KINDS or kind_named:
+            comp = composites.get(len(specs))
+            if kind in NAMED_KINDS or kind_named or (comp is not None and names_a_field(comp)):
                 if rel.name_cache is None:
                     return None, f"column {c.name}: no catalog name cache"
                 named = True

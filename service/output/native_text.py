@@ -461,9 +461,9 @@ def _kind(meta: ColumnMeta, at: int, parts: _Parts, attalign: str) -> tuple[str,
     return TEXT_KINDS.get(meta.type_oid, _TEXTOUT if meta.output_src == "textout" else None)
 
 
-def _names_a_field(spec: CompositeSpec) -> bool:
+def names_a_field(spec: CompositeSpec) -> bool:
     """Does a field of the composite (or of one nested in it) print a catalog name?"""
-    return any(f[4] in NAMED_KINDS or (f[7] is not None and _names_a_field(f[7])) for f in spec[1])
+    return any(f[4] in NAMED_KINDS or (f[7] is not None and names_a_field(f[7])) for f in spec[1])
 
 
 def _domain_kind(meta: ColumnMeta) -> tuple[str, int] | None:
@@ -513,7 +513,7 @@ def compile_text_plan(
             if (
                 found[0] in NAMED_KINDS
                 or (elem is not None and elem[0] in NAMED_KINDS)
-                or (comp is not None and _names_a_field(comp))
+                or (comp is not None and names_a_field(comp))
             ):
                 if rel.name_cache is None:
                     return None, f"column {c.name}: no catalog name cache"

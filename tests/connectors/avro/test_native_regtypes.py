@@ -15,6 +15,12 @@ records, byte for byte; under the native core the test also requires:
 - once the catalog stage clears its names (`CatalogNames.clear`, the catalog stage's
   invalidate_all) after the table a regclass value names was renamed, both paths print
   the new name, the native one after one more fallback.
+
+A second table (`n_regc`, every version) has a composite with regclass (a quote, a comma
+and parentheses in the name), regtype, aclitem and int4 fields, one nesting it beside a
+regrole field, and an array of the first: the string of record_out's text, from the same
+names (glue::avro::named_composite); only the rows naming an OID not resolved yet fall
+back, with the typed reasons.
 """
 
 from __future__ import annotations
@@ -237,3 +243,117 @@ def _oid(cur: Any, expr: str) -> int:
     row = cur.fetchone()
     assert row is not None
     return int(row[0])
+
+
+COMPOSITE_SCHEMA = """
+CREATE TABLE n_ctarget (x int4);
+CREATE TABLE "it's, (odd)" (x int4);
+CREATE TYPE n_named AS (c regclass, t regtype, a aclitem, n int4);
+CREATE TYPE n_outer AS (i n_named, r regrole);
+CREATE TABLE n_regc (id int4 PRIMARY KEY, c n_named, o n_outer, cs n_named[]);
+"""
+
+
+def test_composites_with_reg_and_aclitem_fields_native_equal_python(
+    pg: dict[str, Any], registry: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A composite with regclass (a quote, a comma and parentheses in the name), regtype,
+    aclitem and int4 fields, one nesting it beside a regrole field, and an array of the
+    first: each the string of record_out's text from the resolver's names, the same
+    records natively as on the Python path; natively but for the rows naming an OID no
+    resolver has resolved yet."""
+    monkeypatch.setattr(avro_plugin, "time", FrozenTime)
+    native = native_row_core() is not None
+    tag = uuid.uuid4().hex[:8]
+    quoted = f'"Comp Role {tag}"'
+    q = f"'{quoted.replace(chr(39), chr(39) * 2)}'"
+    db = f"avroregc_{tag}"
+    admin = psycopg2.connect(_dsn(pg, "postgres"))
+    admin.autocommit = True
+    admin.cursor().execute(f"CREATE DATABASE {db}")
+    admin.cursor().execute(f"CREATE ROLE {quoted}")
+    dsn, phys, slot = _dsn(pg, db), f"{db}_phys", f"{db}_slot"
+    python: list[OutputRecord] = []
+    got: list[OutputRecord] = []
+    named = (
+        "ROW('\"it''s, (odd)\"'::regclass, 'int4'::regtype,"
+        f" '{quoted}=r*/postgres'::aclitem, g)::n_named"
+    )
+    inner = "ROW('n_ctarget'::regclass, 'text'::regtype, '=w/postgres'::aclitem, NULL)::n_named"
+    try:
+        setup(dsn, phys)
+        conn = psycopg2.connect(dsn)
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute(COMPOSITE_SCHEMA)
+            start, consistent = _logical_slot(cur, slot)
+            force_running_xacts(dsn, int(pg["version"]))
+            settings = Settings(
+                source={"slot": slot, "dbname": db},
+                kafka={"bootstrap_servers": "127.0.0.1:1", "topic_prefix": f"regc{tag}"},
+                registry={"url": registry["url"]},
+            )
+            on_python, ours = AvroPlugin(settings), AvroPlugin(settings)
+            on_python.run_id = ours.run_id
+            with tempfile.TemporaryDirectory(prefix="pgcdc-avro-regc-") as spill:
+                sessions = [
+                    _session(pg, dsn, slot, start, consistent, spill, on_python, python),
+                    _session(pg, dsn, slot, start, consistent, spill, ours, got, []),
+                ]
+                on_python.native_rows = None  # the Python path, whatever PGCDC_IMPL says
+                assert (ours.native_rows is not None) == native
+                try:
+                    # the first row misses every name; the Python path resolves them
+                    cur.execute(
+                        f"INSERT INTO n_regc SELECT g, {named}, ROW({inner}, {q}::regrole)"
+                        f"::n_outer, ARRAY[{named}, NULL, {inner}]"
+                        " FROM generate_series(1, 30) g"
+                    )
+                    cur.execute(
+                        "INSERT INTO n_regc VALUES (100, ROW(NULL, NULL, NULL, NULL), NULL, '{}')"
+                    )
+                    cur.execute("UPDATE n_regc SET c.n = -id WHERE id <= 10")
+                    cur.execute("DELETE FROM n_regc WHERE id BETWEEN 11 AND 15")
+                    end = _switch(cur)
+                    for feed in [_Feed(pg, session, start) for session in sessions]:
+                        feed.to(end)
+                finally:
+                    for session in sessions:
+                        session.close()
+        conn.close()
+        mine = [r for r in python if r.topic.endswith(".n_regc")]
+        assert len(mine) == 30 + 1 + 10 + 5 * 2, len(mine)  # deletes: tombstones
+        assert all(b'("""it\'s, (odd)""",integer,' in (r.value or b"") for r in mine[:30])
+        assert all(f"Comp Role {tag}".encode() in (r.value or b"") for r in mine[:30])
+        assert len(got) == len(python)
+        for i, (g, e) in enumerate(zip(got, python, strict=True)):
+            assert (g.topic, g.key, g.value, g.headers) == (e.topic, e.key, e.value, e.headers), (
+                i,
+                e.topic,
+            )
+        if native:
+            counts = ours.native_rows
+            assert counts is not None
+            # the first row names what no resolver has resolved yet; every later row is
+            # Rust's (a plan, so no "no plan" reason)
+            assert set(counts.fallbacks) <= {
+                "reg* name not cached",
+                "aclitem role name not cached",
+            }, counts.fallbacks
+            missed = sum(counts.fallbacks.values())
+            assert 1 <= missed <= 2, counts.fallbacks
+            assert counts.native == 30 + 1 + 10 + 5 - missed, counts.native
+    finally:
+        drop_subjects(registry, python)
+        conn = psycopg2.connect(dsn)
+        conn.autocommit = True
+        conn.cursor().execute(
+            "SELECT pg_drop_replication_slot(slot_name) "
+            "FROM pg_replication_slots WHERE slot_name = %s",
+            (slot,),
+        )
+        conn.close()
+        teardown(dsn, phys)
+        admin.cursor().execute(f"DROP DATABASE {db} WITH (FORCE)")
+        admin.cursor().execute(f"DROP ROLE {quoted}")
+        admin.close()

@@ -8,9 +8,11 @@
 //! array column (by index) its element `(kind, scale, precision, type OID, typlen,
 //! typalign)`, for each column added with a default (by index) its attmissingval as the
 //! stored datum, the catalog name cache (`NameCache`, glue::names) when a column is a
-//! reg* type, aclitem or an array of one, and for each composite column (or array of composites, by index) its type
-//! OID and fields (`CompositeSpec`: an enum field with its labels, an array field with
-//! its element, a composite field with its own spec); then per row the RawTuple's fields and the change's LSN, or per run of rows
+//! reg* type, aclitem or an array of one, or a composite (or an array of composites)
+//! with a reg* or aclitem field, nested too, and for each composite column (or array of
+//! composites, by index) its type OID and fields (`CompositeSpec`: an enum field with
+//! its labels, an array field with its element, a composite field with its own spec;
+//! a reg* or aclitem field prints from the name cache, `named_composite`); then per row the RawTuple's fields and the change's LSN, or per run of rows
 //! of one table and op (`encode_events`) the RawTuples, their LSNs and the Envelope's
 //! per-transaction parts.
 //! Hands on: `encode` returns `(value_record, key_record | None)` as bytes, or a `str`
@@ -50,6 +52,7 @@ use crate::output::plan::{Column, Composite, Elem, Labels, Plan, TextElem};
 
 use crate::output::avro::{binary as avro, Outcome};
 use crate::types::deform::{RowError, Toast, Tuple};
+use crate::types::regproc::Names;
 
 const DETACH_AT: usize = 4096;
 
@@ -156,6 +159,55 @@ pub fn composite(
     }))
 }
 
+/// Does a field of `c` (or of a composite nested in it) print a catalog name (a reg*
+/// or aclitem field)?
+fn has_named(c: &Composite) -> bool {
+    c.kinds.iter().flatten().any(|k| k.named())
+        || c.layout
+            .columns
+            .iter()
+            .any(|f| f.composite.as_deref().is_some_and(has_named))
+}
+
+/// `c` with the catalog names on each field that prints one, nested composites' too, so
+/// record_out prints a reg* or aclitem field from the resolver's cache (a name not in
+/// it yet is the row's fallback, as in a column).
+fn with_names(c: &Composite, names: &Arc<Names>) -> Arc<Composite> {
+    let mut layout = c.layout.clone();
+    for (field, kind) in layout.columns.iter_mut().zip(&c.kinds) {
+        if kind.is_some_and(|k| k.named()) {
+            field.names = Some(Arc::clone(names));
+        }
+        if let Some(inner) = field.composite.as_deref().filter(|i| has_named(i)) {
+            field.composite = Some(with_names(inner, names));
+        }
+    }
+    Arc::new(Composite {
+        oid: c.oid,
+        layout,
+        kinds: c.kinds.clone(),
+        elems: c.elems.clone(),
+    })
+}
+
+/// The `Composite` of a composite column's (or an array of composites') spec, both
+/// plugins': `composite`, with the plan's catalog names on each reg* or aclitem field,
+/// nested ones too (`with_names`); such a field without `names` is a ValueError.
+pub fn named_composite(
+    column: &str,
+    spec: CompositeSpec,
+    names: Option<&Arc<Names>>,
+) -> PyResult<Arc<Composite>> {
+    let c = composite(column, spec)?;
+    match (names, has_named(&c)) {
+        (Some(n), true) => Ok(with_names(&c, n)),
+        (None, true) => Err(PyValueError::new_err(format!(
+            "column {column}: its fields need the catalog names (names=)"
+        ))),
+        (_, false) => Ok(c),
+    }
+}
+
 /// A column's attmissingval as the plan keeps it (plan::Column::missing); one given for
 /// a column without atthasmissing is a ValueError (the glue compiled the plan wrong).
 pub fn missing_datum(
@@ -240,8 +292,9 @@ impl PyRowPlan {
                 }
                 None => None,
             };
+            // a composite's reg* or aclitem fields print the cache's names too
             let composite = match composites.remove(&cols.len()) {
-                Some(spec) => Some(composite(&name, spec)?),
+                Some(spec) => Some(named_composite(&name, spec, names.as_ref())?),
                 None => None,
             };
             let datum = missing_datum(&name, has_missing, missing.remove(&cols.len()))?;

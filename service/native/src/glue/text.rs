@@ -31,7 +31,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
 use crate::glue::avro::{
-    check_align, composite, intern_names, missing_datum, raw_fields, AsTuple, CompositeSpec,
+    check_align, intern_names, missing_datum, named_composite, raw_fields, AsTuple, CompositeSpec,
     RowErrors,
 };
 use crate::glue::names::PyNameCache;
@@ -41,43 +41,11 @@ use crate::output::text::{Printed, TextElem, TextPlan};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::output::plan::{Column, Composite, Labels, Plan};
-use crate::types::regproc::Names;
+use crate::output::plan::{Column, Labels, Plan};
 
 type TextSpec = (String, i16, usize, bool, bool, String, String);
 /// An array column's element: (kind, type OID, typlen, typalign in bytes).
 type ElemSpec = (String, u32, i16, usize);
-
-/// Does a field of `c` (or of a composite nested in it) print a catalog name (a reg*
-/// or aclitem field)?
-fn has_named(c: &Composite) -> bool {
-    c.kinds.iter().flatten().any(|k| k.named())
-        || c.layout
-            .columns
-            .iter()
-            .any(|f| f.composite.as_deref().is_some_and(has_named))
-}
-
-/// `c` with the catalog names on each field that prints one, nested composites' too, so
-/// record_out prints a reg* or aclitem field from the resolver's cache (a name not in
-/// it yet is the row's fallback, as in a column).
-fn with_names(c: &Composite, names: &Arc<Names>) -> Arc<Composite> {
-    let mut layout = c.layout.clone();
-    for (field, kind) in layout.columns.iter_mut().zip(&c.kinds) {
-        if kind.is_some_and(|k| k.named()) {
-            field.names = Some(Arc::clone(names));
-        }
-        if let Some(inner) = field.composite.as_deref().filter(|i| has_named(i)) {
-            field.composite = Some(with_names(inner, names));
-        }
-    }
-    Arc::new(Composite {
-        oid: c.oid,
-        layout,
-        kinds: c.kinds.clone(),
-        elems: c.elems.clone(),
-    })
-}
 
 #[pyclass(module = "service._native", name = "TextPlan", frozen)]
 pub struct PyTextPlan {
@@ -159,18 +127,7 @@ impl PyTextPlan {
                 })
             };
             let composite = match composites.remove(&layout.len()) {
-                Some(spec) => {
-                    let c = composite(&name, spec)?;
-                    Some(match (&names, has_named(&c)) {
-                        (Some(n), true) => with_names(&c, n),
-                        (None, true) => {
-                            return Err(PyValueError::new_err(format!(
-                                "column {name}: its fields need the catalog names (names=)"
-                            )))
-                        }
-                        (_, false) => c,
-                    })
-                }
+                Some(spec) => Some(named_composite(&name, spec, names.as_ref())?),
                 None => None,
             };
             let datum = missing_datum(&name, has_missing, missing.remove(&layout.len()))?;

@@ -76,8 +76,9 @@ fn field_kind(kind: TextKind) -> Option<Kind> {
         TextKind::Output(o) if sendform::rewrites(o) => Kind::Output(o),
         // array_recv's input of int2 / oid (tablesnap::copy's `stored`)
         TextKind::Output(o @ (Output::Int2Vector | Output::OidVector)) => Kind::Output(o),
-        // reg* and aclitem: never a composite's field (service.output.native_text prints
-        // none without the catalog names, which a composite's fields do not carry)
+        // reg* and aclitem: a composite's field prints the catalog names on the stream
+        // (glue::avro::named_composite); record_send gives its OID, which no rewrite
+        // here names: the table's snapshot is the Python path's
         TextKind::Output(_)
         | TextKind::Enum
         | TextKind::Array
@@ -561,5 +562,31 @@ mod tests {
             vec![None],
         );
         assert!(!field_rewrites(&arr));
+    }
+
+    /// A reg* or aclitem field (which the avro plugin's stream prints from the catalog
+    /// names, glue::avro::named_composite) has no rewrite, in a nested composite too: a
+    /// table with one is the snapshot's Python path, as before.
+    #[test]
+    fn named_fields_have_no_rewrite() {
+        use crate::types::regproc::Reg;
+        for kind in [TextKind::Reg(Reg::Class), TextKind::AclItem { pg15: false }] {
+            let c = Arc::new(composite_of(
+                77_006,
+                vec![col("r", 4, 4, false), col("n", 4, 4, false)],
+                vec![Some(kind), Some(TextKind::Int4)],
+                vec![None, None],
+            ));
+            assert!(!field_rewrites(&c));
+            let mut inner = col("i", -1, 8, false);
+            inner.composite = Some(c);
+            let outer = composite_of(
+                77_007,
+                vec![inner],
+                vec![Some(TextKind::Composite)],
+                vec![None],
+            );
+            assert!(!field_rewrites(&outer));
+        }
     }
 }
