@@ -44,10 +44,14 @@ the same bytes; any other table has no plan and all its rows stay on the Python 
     of a domain over one of them (`element_spec`: its header names the domain, its
     items are the base type's, with the domain's typmod); not nested; with the
     element's layout from `service.types.registry.builtin_layout` (aclitem's, which
-    differs between 15 and 16+, told by the array column's attalign).
+    differs between 15 and 16+, told by the array column's attalign), an extension
+    type's from `EXT_LAYOUTS` (checked against the array column's attalign): hstore[]
+    (either hstore.handling.mode), ltree[], lquery[], cube[], seg[], the isn types'
+    arrays, geometry[], geography[], vector[], halfvec[], sparsevec[], each item the
+    column's encoding of its element.
   A table with any other mapped column (composites of other fields, ranges of other
-  subtypes, arrays of extension
-  types, arrays of other types, domains over enums, ...)
+  subtypes, citext[] and arrays of a domain over an extension type (earth[]), arrays of
+  other types, domains over enums, ...)
   gets no plan: the Python path handles all its rows (`not_native` names why).
 """
 
@@ -150,13 +154,64 @@ def _base(meta: ColumnMeta) -> tuple[int, int] | None:
     return None
 
 
-def element_spec(meta: ColumnMeta, decimal_mode: str, array_align: str = "") -> ElemSpec | None:
+# The extension types' layouts (typlen, typalign) as their CREATE TYPE gives them, for
+# their arrays' elements: hstore, ltree, lquery, seg and pgvector's types take the
+# default int4 alignment, cube (ALIGNMENT = double), PostGIS (alignment = double) and the
+# isn types (LIKE = pg_catalog.int8) double's.
+EXT_LAYOUTS: dict[str, tuple[int, str]] = {
+    "hstore": (-1, "i"),
+    "ltree": (-1, "i"),
+    "lquery": (-1, "i"),
+    "cube": (-1, "d"),
+    "seg": (12, "i"),
+    **{name: (8, "d") for name in ("ean13", "isbn13", "ismn13", "issn13")},
+    **{name: (8, "d") for name in ("isbn", "ismn", "issn", "upc")},
+    "geometry": (-1, "d"),
+    "geography": (-1, "d"),
+    "vector": (-1, "i"),
+    "halfvec": (-1, "i"),
+    "sparsevec": (-1, "i"),
+}
+
+
+def ext_element_layout(ext: str, array_align: str) -> tuple[int, int] | None:
+    """(typlen, typalign in bytes) of an array of extension type `ext`'s elements, when
+    the array column's attalign agrees with it (an array type is double-aligned exactly
+    when its element is, else int4-aligned: TypeCreate's array type); else None."""
+    found = EXT_LAYOUTS.get(ext)
+    if found is None or (array_align == "d") != (found[1] == "d"):
+        return None
+    return found[0], TYPALIGN_BYTES[found[1]]
+
+
+def _ext_element(
+    meta: ColumnMeta, elem: ColumnMeta, decimal_mode: str, array_align: str, hstore_mode: str
+) -> ElemSpec | None:
+    """The element of an array of an extension type (`element_spec`): the column's own
+    encoding of it (`_extension_kind`), with `EXT_LAYOUTS`' layout; not of a domain over
+    one (earth)."""
+    if elem.kind != "b" or meta.elem_stored_oid not in (0, elem.type_oid):
+        return None
+    layout = ext_element_layout(meta.ext, array_align)
+    if layout is None:
+        return None
+    mapping = type_mapping(elem, decimal_mode, _noop_warn, hstore_mode=hstore_mode)
+    found = _extension_kind(elem, mapping, decimal_mode)
+    if found is None or found[3] != layout[0]:
+        return None
+    return found[0], 0, 0, elem.type_oid, layout[0], layout[1]
+
+
+def element_spec(
+    meta: ColumnMeta, decimal_mode: str, array_align: str = "", hstore_mode: str = "json"
+) -> ElemSpec | None:
     """The element of an array column whose items the native encoder writes (a built-in
     type of `NATIVE_TYPES`, numeric, money, bit strings, or an enum; or a domain over
-    one), or None. `array_align`, the array column's attalign, tells the layout of an
-    element type whose layout differs between versions (aclitem: `builtin_layout`);
-    without it an array of one has no spec."""
-    if meta.kind != "a" or meta.ext or meta.stored_bytes_type or not meta.elem_type_oid:
+    one; an extension type of `EXT_LAYOUTS`, hstore in `hstore_mode`), or None.
+    `array_align`, the array column's attalign, tells the layout of an element type
+    whose layout differs between versions (aclitem: `builtin_layout`) and is checked
+    against an extension type's; without it an array of one has no spec."""
+    if meta.kind != "a" or meta.stored_bytes_type or not meta.elem_type_oid:
         return None
     elem = ColumnMeta(
         meta.name,
@@ -170,7 +225,10 @@ def element_spec(meta: ColumnMeta, decimal_mode: str, array_align: str = "") -> 
         kind=meta.elem_kind,
         enum_labels=meta.enum_labels,
         enum_oids=meta.enum_oids,
+        ext=meta.ext,
     )
+    if meta.ext:
+        return _ext_element(meta, elem, decimal_mode, array_align, hstore_mode)
     # The OID the array's header names: a domain's for an array of one (its elements are
     # stored as the domain's base type, whose layout and mapping they take).
     header = meta.elem_stored_oid or elem.type_oid
@@ -223,6 +281,15 @@ def _extension_kind(meta: ColumnMeta, mapping: Any, decimal_mode: str) -> FieldK
     return _EXT_RECORDS.get(meta.ext, found[0]), 0, 0, found[1]
 
 
+def hstore_mode(meta: ColumnMeta, mapping: Any, decimal_mode: str) -> str:
+    """The hstore.handling.mode an hstore[] column's mapping was built in ("map" when its
+    schema is the map mode's), "json" for any other column."""
+    if meta.ext != "hstore" or meta.kind != "a":
+        return "json"
+    as_map = type_mapping(meta, decimal_mode, _noop_warn, hstore_mode="map")
+    return "map" if mapping.schema == as_map.schema else "json"
+
+
 def field_kind(
     meta: ColumnMeta, plan: FieldPlan, decimal_mode: str, array_align: str = ""
 ) -> FieldKind | None:
@@ -230,7 +297,7 @@ def field_kind(
     when the field's mapping is not one the native encoder writes byte-identically.
     `array_align`: an array column's attalign (`element_spec`)."""
     mapping = plan.mapping
-    if meta.ext:
+    if meta.ext and meta.kind != "a":
         return _extension_kind(meta, mapping, decimal_mode)
     if meta.kind == "c":
         # A composite: the string of its record_out text.
@@ -241,9 +308,12 @@ def field_kind(
         return "composite", 0, 0, -1
     if meta.kind == "a":
         # An Avro array of ["null", item]; the items as the element's own mapping.
-        if element_spec(meta, decimal_mode, array_align) is None or mapping.kind != "array":
+        mode = hstore_mode(meta, mapping, decimal_mode)
+        if mapping.kind != "array":
             return None
-        if mapping.schema != type_mapping(meta, decimal_mode, _noop_warn).schema:
+        if element_spec(meta, decimal_mode, array_align, mode) is None:
+            return None
+        if mapping.schema != type_mapping(meta, decimal_mode, _noop_warn, hstore_mode=mode).schema:
             return None
         return "array", 0, 0, -1
     if enum_labels(meta) is not None:
@@ -351,7 +421,8 @@ def compile_plan(
                     return None, f"column {c.name}: fields are not native"
                 composites[len(specs)] = comp
             if kind == "array" and meta is not None:
-                elem = element_spec(meta, decimal_mode, c.attalign)
+                mode = hstore_mode(meta, plan.mapping, decimal_mode)
+                elem = element_spec(meta, decimal_mode, c.attalign, mode)
                 if elem is None:
                     return None, f"column {c.name}: element type is not native"
                 elements[len(specs)] = elem

@@ -30,6 +30,9 @@ over an enum (no plan: Python) in the same transactions. User ranges and multira
 are over int8, numeric, timestamptz, date, float8, text, varchar, int2, oid, float4,
 time, timetz, interval, inet, cidr, bytea, macaddr, macaddr8, bool, "char", name,
 bpchar, money, bit, varbit, tid, pg_lsn and uuid, with bounds range_bound_escape quotes.
+A table of the extension types (`n_ext`) and one of their arrays (`n_ext_arr`: hstore[],
+ltree[], lquery[], isn arrays, cube[] (2-D too), seg[], and where the build has them
+geometry[], geography[], vector[], halfvec[], sparsevec[]), row for row native.
 
 The WAL is decoded three times by a pgcdc `Session`: into the reference plugin
 (AvroSerializer, generic datums: tests/connectors/avro/avro_reference.py), into
@@ -579,6 +582,62 @@ def _extension_table(pg: dict[str, Any]) -> tuple[str, str]:
     return ddl, "INSERT INTO n_ext VALUES " + ", ".join(rows)
 
 
+# Arrays of the extension types the native encoder writes (connectors.avro.native_plan's
+# EXT_LAYOUTS), as far as the build has them: several elements (cube's, PostGIS' and the
+# isn types' double-aligned, seg's fixed 12 bytes), NULLs, empty and 2-D arrays.
+_EXT_ARRAYS: list[tuple[str, str, list[str]]] = [
+    (
+        "hstore",
+        "hstore[]",
+        ["ARRAY['a=>1'::hstore, NULL, '', 'b=>NULL, \"c d\"=>x']", "'{}'", "NULL"],
+    ),
+    ("ltree", "ext.ltree[]", ["ARRAY['a.b', NULL, '', 'Top.Science']::ext.ltree[]", "'{}'"]),
+    ("ltree", "ext.lquery[]", ["ARRAY['a.*', NULL, '*{2,}.x|y@']::ext.lquery[]"]),
+    ("isn", "isbn13[]", ["ARRAY['978-0-393-04002-9', NULL, '979123456789?']::isbn13[]"]),
+    (
+        "isn",
+        "ean13[]",
+        ["ARRAY[['4006381333931', '0036000291452'], ['220000000001?', NULL]]::ean13[]"],
+    ),
+    ("isn", "upc[]", ["ARRAY['036000291452', NULL, '012345678905']::upc[]"]),
+    ("isn", "issn[]", ["ARRAY[NULL, '1436-4522']::issn[]"]),
+    (
+        "cube",
+        "cube[]",
+        [
+            "ARRAY['(1)'::cube, NULL, '(1,2),(3,4)', '(0.1)']",
+            '\'{{"(1)","(2)"},{"(3)","(4, 5)"}}\'::cube[]',
+        ],
+    ),
+    ("seg", "seg[]", ["ARRAY['1 .. 2'::seg, NULL, '<5', '~3.0e2', '6.50']"]),
+    (
+        "postgis",
+        "geometry[]",
+        ["ARRAY['POINT(1 2)'::geometry, NULL, 'SRID=4326;POINT(3 4)', 'LINESTRING(0 0,1 1)']"],
+    ),
+    ("postgis", "geography[]", ["ARRAY['POINT(1 2)'::geography, NULL, 'POINT(3 4.5)']"]),
+    ("vector", "vector[]", ["ARRAY['[1,2]'::vector, NULL, '[0.5,-3,7]']"]),
+    ("halfvec", "halfvec[]", ["ARRAY['[1,2]'::halfvec, NULL, '[0.25]']"]),
+    ("sparsevec", "sparsevec[]", ["ARRAY['{1:1}/2'::sparsevec, NULL, '{}/3', '{2:0.5,5:-1}/6']"]),
+]
+
+
+def _extension_array_table(pg: dict[str, Any]) -> tuple[str, str]:
+    """The DDL of `n_ext_arr`, a column per `_EXT_ARRAYS` type the build has, and an
+    INSERT of 6 rows cycling through each type's literals."""
+    found = [(typ, lits) for feature, typ, lits in _EXT_ARRAYS if has(pg, feature)]
+    ddl = (
+        "CREATE TABLE n_ext_arr (id int4 PRIMARY KEY"
+        + "".join(f", c{k} {typ}" for k, (typ, _) in enumerate(found))
+        + ")"
+    )
+    rows = [
+        "(" + ", ".join([str(i), *(lits[i % len(lits)] for _, lits in found)]) + ")"
+        for i in range(6)
+    ]
+    return ddl, "INSERT INTO n_ext_arr VALUES " + ", ".join(rows)
+
+
 @pytest.mark.parametrize("hstore_mode", ["json", "map"])
 def test_native_rows_equal_python_and_reference(
     pg: dict[str, Any],
@@ -632,9 +691,11 @@ def test_native_rows_equal_python_and_reference(
             cur.execute(SCHEMA)
             ext_ddl, ext_rows = _extension_table(pg)
             cur.execute(ext_ddl)
+            arr_ddl, arr_rows = _extension_array_table(pg)
+            cur.execute(arr_ddl)
             cur.execute(_LZ4)
             found = cur.fetchone()
-            workload = [*WORKLOAD, ext_rows, "DELETE FROM n_ext WHERE id = 3"]
+            workload = [*WORKLOAD, ext_rows, "DELETE FROM n_ext WHERE id = 3", arr_rows]
             workload += jsonpath_rows(int(pg["version"]))
             xml = _has_xml(cur)
             if xml:  # where the server has libxml (not the PG18 build here)
@@ -717,6 +778,7 @@ def test_native_rows_equal_python_and_reference(
             "n_arr",
             "n_geo",
             "n_ext",
+            "n_ext_arr",
             "n_dom",
             "n_nested",
             "n_sys",
@@ -763,6 +825,10 @@ def test_native_rows_equal_python_and_reference(
                 mine = [(n, done) for table, n, done in groups if table == name]
                 assert sum(n for n, _ in mine) >= least, (name, mine)
                 assert all(done != -1 for _, done in mine), (name, mine)
+            # Arrays of the extension types: native, row for row
+            ext_arr = [(n, done) for table, n, done in groups if table == "n_ext_arr"]
+            assert sum(n for n, _ in ext_arr) >= 6, ext_arr
+            assert all(n == done for n, done in ext_arr), ext_arr
             # Domains over arrays and arrays of domains are native, row for row.
             doms = [(n, done) for table, n, done in groups if table == "n_dom"]
             assert sum(n for n, _ in doms) >= 200 and all(n == done for n, done in doms), doms

@@ -13,7 +13,8 @@ a dozen field types (jsonb, numeric, a range, box, a multirange...) with a dropp
 attribute, and `n_ext2`, a column per extension type the snapshot reads natively that
 the server has (hstore; PostGIS geometry and geography on PG15; pgvector's vector,
 halfvec and sparsevec on PG18; in their send format), and ltree, lquery, the isn types,
-cube, earth and seg (read as their text, their value). Then:
+cube, earth and seg (read as their text, their value), and `n_ext_arr`, arrays of
+those types (tests/connectors/avro/test_native_rows_pipeline's `_EXT_ARRAYS`). Then:
 
 - snapshot: every table is read in chunks of `CHUNK_ROWS` rows (so chunks are cut and
   markers span chunks) by two `ChunkReader`s, one parsing COPY in Python and one in Rust
@@ -21,13 +22,14 @@ cube, earth and seg (read as their text, their value). Then:
   `AvroPlugin` on the Python path and one as `PGCDC_IMPL` selects it, with the plugins'
   clock frozen. Both must write the same records: topic, key bytes, value bytes, headers.
   Under the native core the test also requires that rows went native (n_all, n_more,
-  n_arr, n_arr2, n_dom, n_geo, n_geo2, n_ext2, n_sys, n_jpath, n_jpath_arr, n_nested;
-  n_arr, n_geo, n_geo2, n_ext2, n_sys, n_jpath, n_jpath_arr (jsonpath[], selected as
-  `::text[]`) and n_nested (composites with enum, array and composite fields, arrays of
-  composites) without the table ever falling back as a whole), that a table without a
-  native plan (n_python's range over an enum) did not go native, that n_reg's reg* types,
-  aclitem, reg* arrays and aclitem[] (read as their text) did, and that a
-  row the Python path decides (a float4 NaN, a NaN in a numeric[]) fell back on its own.
+  n_arr, n_arr2, n_dom, n_geo, n_geo2, n_ext2, n_ext_arr, n_sys, n_jpath, n_jpath_arr,
+  n_nested; n_arr, n_geo, n_geo2, n_ext2, n_ext_arr, n_sys, n_jpath, n_jpath_arr
+  (jsonpath[], selected as `::text[]`) and n_nested (composites with enum, array and
+  composite fields, arrays of composites) without the table ever falling back as a
+  whole), that a table without a native plan (n_python's range over an enum) did not go
+  native, that n_reg's reg* types, aclitem, reg* arrays and aclitem[] (read as their
+  text) did, and that a row the Python path decides (a float4 NaN, a NaN in a
+  numeric[]) fell back on its own.
 - stream: the same rows are copied into twin tables (`CREATE TABLE ... (LIKE ...)`,
   `INSERT ... SELECT *`) and decoded from the WAL by a pgcdc `Session` into an
   AvroPlugin as `PGCDC_IMPL` selects it. Per table, the multiset of `after` records
@@ -71,6 +73,7 @@ from tests.connectors.avro.test_native_rows_pipeline import (
     _LZ4,
     SCHEMA,
     WORKLOAD,
+    _extension_array_table,
     jsonpath_rows,
 )
 from tests.integration.extension_cases import EXTENSION_CASES, extension_ddl, has
@@ -96,6 +99,7 @@ TABLES = [
     "n_jpath",
     "n_jpath_arr",
     "n_reg",
+    "n_ext_arr",
 ]
 # The extension types the snapshot reads in their send format (tablesnap::extension), as
 # far as the server has them: hstore (PG15, PG18), PostGIS (PG15), pgvector (PG18); and
@@ -117,7 +121,7 @@ EXT2_FEATURES = (
 
 def _ext2(pg: dict[str, Any]) -> str:
     """The DDL and rows of n_ext2: a column per extension type of EXT2_FEATURES the
-    server has (not arrays: the native row encoder leaves those to Python), 60 rows
+    server has (not arrays: those are n_ext_arr), 60 rows
     cycling through each type's literals, some NULL."""
     found = [
         (typ, literals)
@@ -352,6 +356,7 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
             cur.execute(ARR2)
             cur.execute(GEO2)
             cur.execute(_ext2(pg))
+            cur.execute("; ".join(_extension_array_table(pg)))
             cur.execute(REG)
             settings = Settings(
                 source={"slot": slot, "dbname": db},
@@ -409,6 +414,7 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                     "n_jpath_arr",
                     "n_nested",
                     "n_reg",
+                    "n_ext_arr",
                 )
                 for t in ("n_all", "n_more", "n_arr2", "n_dom", *native_tables):
                     assert sum(d for d in done_by_table[t] if d > 0) > 0, (t, done_by_table)
