@@ -3,7 +3,9 @@ Envelope's wire-format bytes, through the Rust row encoder (service._native.RowP
 
 Receives: from `AvroPlugin.change` (when `service.impl.native_rows()` selected the
 native core at startup), each row change with its registered `_Table`; from
-`AvroPlugin.changes`, a run of a transaction's row changes. The rows come
+`AvroPlugin.changes`, a run of a transaction's row changes: a list, a `RowRun` (one
+table definition and op, its raw tuples read as they are), or a `RunList` (a
+transaction's RowRuns of several tables, taken one by one). The rows come
 from the WAL row decoder as `service.types.rowdecode.DecodedRow`s, which keep the
 logged `RawTuple` and the `TableDef` they were decoded against.
 Hands on: through `ctx.write`, exactly the `OutputRecord`s the Python path

@@ -15,7 +15,9 @@ output plugin only through its `PluginWrapper`.
 
 Ordering: plugin callbacks come in commit order, each transaction's changes in LSN
 order; consecutive inserts carrying TOAST chunks may come as one `changes` call
-(`PluginSink._toasted`), before anything after them. Errors: everything raised is a
+(`PluginSink._toasted`), before anything after them, and so may a transaction's plain
+changes (one RowRun, or a RunList of its runs of several tables: `RowResolver.runs`).
+Errors: everything raised is a
 PgcdcError carrying the LSN where it arose.
 """
 
