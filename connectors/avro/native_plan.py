@@ -45,7 +45,7 @@ the same bytes; any other table has no plan and all its rows stay on the Python 
     items are the base type's, with the domain's typmod); not nested; with the
     element's layout from `service.types.registry.builtin_layout` (aclitem's, which
     differs between 15 and 16+, told by the array column's attalign), an extension
-    type's from `EXT_LAYOUTS` (checked against the array column's attalign): hstore[]
+    type's from `native_text.EXT_LAYOUTS` (checked against the array's attalign): hstore[]
     (either hstore.handling.mode), ltree[], lquery[], cube[], seg[], the isn types'
     arrays, geometry[], geography[], vector[], halfvec[], sparsevec[], each item the
     column's encoding of its element.
@@ -73,6 +73,7 @@ from service.output.native_text import (
     CompositeSpec,
     composite_spec,
     enum_labels,
+    ext_element_layout,
     names_a_field,
     stored_form,
     user_range_kind,
@@ -152,36 +153,6 @@ def _base(meta: ColumnMeta) -> tuple[int, int] | None:
     if meta.kind == "d" and meta.elem_type_oid and meta.elem_kind == "b":
         return meta.elem_type_oid, meta.typmod if meta.typmod >= 0 else meta.elem_typmod
     return None
-
-
-# The extension types' layouts (typlen, typalign) as their CREATE TYPE gives them, for
-# their arrays' elements: hstore, ltree, lquery, seg and pgvector's types take the
-# default int4 alignment, cube (ALIGNMENT = double), PostGIS (alignment = double) and the
-# isn types (LIKE = pg_catalog.int8) double's.
-EXT_LAYOUTS: dict[str, tuple[int, str]] = {
-    "hstore": (-1, "i"),
-    "ltree": (-1, "i"),
-    "lquery": (-1, "i"),
-    "cube": (-1, "d"),
-    "seg": (12, "i"),
-    **{name: (8, "d") for name in ("ean13", "isbn13", "ismn13", "issn13")},
-    **{name: (8, "d") for name in ("isbn", "ismn", "issn", "upc")},
-    "geometry": (-1, "d"),
-    "geography": (-1, "d"),
-    "vector": (-1, "i"),
-    "halfvec": (-1, "i"),
-    "sparsevec": (-1, "i"),
-}
-
-
-def ext_element_layout(ext: str, array_align: str) -> tuple[int, int] | None:
-    """(typlen, typalign in bytes) of an array of extension type `ext`'s elements, when
-    the array column's attalign agrees with it (an array type is double-aligned exactly
-    when its element is, else int4-aligned: TypeCreate's array type); else None."""
-    found = EXT_LAYOUTS.get(ext)
-    if found is None or (array_align == "d") != (found[1] == "d"):
-        return None
-    return found[0], TYPALIGN_BYTES[found[1]]
 
 
 def _ext_element(

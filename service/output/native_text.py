@@ -35,14 +35,16 @@ bit, varbit, tid or pg_lsn (`user_range_kind`); a domain over a built-in type of
 (`_domain_kind`: printed as its base type, always quoted, as print_literal quotes a type
 that is no built-in one); a composite of any of these but
 arrays, enums and composites, printed as record_out; the contrib extension types,
-PostGIS geometry and geography, pgvector's types: `EXT_KINDS`; the reg* types and
+PostGIS geometry and geography, pgvector's types: `EXT_KINDS`, and arrays of them
+(not of citext, nor of a domain over one), array_out with the element type's delimiter
+(`:` for PostGIS'), their layout from `EXT_LAYOUTS`; the reg* types and
 aclitem (`NAMED_TYPES`, 15's 12-byte aclitem and 16+'s) and arrays of them (aclitem's
 layout told by the array column's attalign), printed from the catalog names the
 resolver put in `RelationInfo.name_cache`, which the plan shares: a table with such a
 column and no cache has no plan; as a composite column's field too, not in an array of
 composites). A relation with a
 column of any other type (arrays of other types, domains over composites or ranges,
-composites, ranges, extension types, ...) gets no plan: the Python path prints all its
+composites, ranges, other extension types, ...) gets no plan: the Python path prints all its
 rows (`reason` says why).
 """
 
@@ -257,6 +259,36 @@ EXT_KINDS: dict[str, tuple[str, int]] = {
     "halfvec": ("halfvec", -1),
     "sparsevec": ("sparsevec", -1),
 }
+# The extension types' layouts (typlen, typalign) as their CREATE TYPE gives them, for
+# their arrays' elements: hstore, ltree, lquery, seg and pgvector's types take the
+# default int4 alignment, cube (ALIGNMENT = double), PostGIS (alignment = double) and the
+# isn types (LIKE = pg_catalog.int8) double's.
+EXT_LAYOUTS: dict[str, tuple[int, str]] = {
+    "hstore": (-1, "i"),
+    "ltree": (-1, "i"),
+    "lquery": (-1, "i"),
+    "cube": (-1, "d"),
+    "seg": (12, "i"),
+    **{name: (8, "d") for name in ("ean13", "isbn13", "ismn13", "issn13")},
+    **{name: (8, "d") for name in ("isbn", "ismn", "issn", "upc")},
+    "geometry": (-1, "d"),
+    "geography": (-1, "d"),
+    "vector": (-1, "i"),
+    "halfvec": (-1, "i"),
+    "sparsevec": (-1, "i"),
+}
+
+
+def ext_element_layout(ext: str, array_align: str) -> tuple[int, int] | None:
+    """(typlen, typalign in bytes) of an array of extension type `ext`'s elements, when
+    the array column's attalign agrees with it (an array type is double-aligned exactly
+    when its element is, else int4-aligned: TypeCreate's array type); else None."""
+    found = EXT_LAYOUTS.get(ext)
+    if found is None or (array_align == "d") != (found[1] == "d"):
+        return None
+    return found[0], TYPALIGN_BYTES[found[1]]
+
+
 _OPS = {ChangeOp.INSERT: " INSERT:", ChangeOp.UPDATE: " UPDATE:", ChangeOp.DELETE: " DELETE:"}
 
 TextSpec = tuple[str, int, int, bool, bool, str, str]
@@ -408,6 +440,18 @@ def _element(meta: ColumnMeta, array_align: str = "") -> ElemSpec | None:
     return None if align is None else (found[0], header, found[1], align)
 
 
+def _ext_element(meta: ColumnMeta, array_align: str) -> ElemSpec | None:
+    """The element of an array of an extension type of `EXT_LAYOUTS` (its `EXT_KINDS`
+    kind, `ext_element_layout`'s layout), not of a domain over one; else None."""
+    if meta.elem_kind != "b" or meta.elem_stored_oid not in (0, meta.elem_type_oid):
+        return None
+    layout = ext_element_layout(meta.ext, array_align)
+    found = EXT_KINDS.get(meta.ext)
+    if layout is None or found is None or found[1] != layout[0]:
+        return None
+    return found[0], meta.elem_type_oid, layout[0], layout[1]
+
+
 @dataclass(slots=True)
 class _Parts:
     """What a TextPlan takes beside its column specs, by column index."""
@@ -423,6 +467,14 @@ def _kind(meta: ColumnMeta, at: int, parts: _Parts, attalign: str) -> tuple[str,
     path prints it."""
     if meta.stored_bytes_type:
         return None
+    if meta.ext and meta.kind == "a":
+        # an array of an extension type (not of a domain over one): array_out of its
+        # elements' texts, the element's delimiter (`:` for PostGIS')
+        ext = _ext_element(meta, attalign)
+        if ext is None:
+            return None
+        parts.elements[at] = ext
+        return _ARRAY, -1
     if meta.ext:
         # an extension type (or a domain over one: earthdistance's earth over cube)
         found = EXT_KINDS.get(meta.ext)

@@ -39,7 +39,9 @@ import psycopg2
 import pytest
 
 from service.output.text import TestDecodingPlugin
+from tests.connectors.avro.test_native_rows_pipeline import _extension_array_table
 from tests.integration.decoding_support import compare
+from tests.integration.extension_cases import extension_ddl
 from tests.integration.jsonpath_cases import JSONPATHS, JSONPATHS_17
 from tests.integration.test_text_plugin_vs_test_decoding import assert_same
 
@@ -619,3 +621,47 @@ def test_native_text_equals_test_decoding(
     assert any(t.name == "ndom" for t, _ in native._plans.values())
     if xml:
         assert native.fallbacks["xml declaration Python decides"] >= 1, native.fallbacks
+
+
+@pytest.mark.parametrize("impl", ["native", "python"])
+def test_native_text_extension_arrays_equal_test_decoding(
+    pg: dict[str, Any], impl: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Arrays of the extension types (the Avro differential test's `_EXT_ARRAYS`, as far
+    as the build has them: hstore[], ltree[], lquery[], isn arrays, cube[] (2-D too),
+    seg[], geometry[] and geography[] (array_out with their delimiter `:`), vector[],
+    halfvec[], sparsevec[]): array_out of each element's output text, line for line as
+    test_decoding prints them; natively, every row."""
+    monkeypatch.setenv("PGCDC_IMPL", impl)
+    plugins: list[_Counting] = []
+
+    def make() -> _Counting:
+        plugins.append(_Counting())
+        return plugins[-1]
+
+    ddl, rows = _extension_array_table(pg)
+    out = compare(
+        pg,
+        [extension_ddl(pg), ddl],
+        [
+            rows,
+            "UPDATE n_ext_arr SET c0 = NULL WHERE id = 1",
+            "DELETE FROM n_ext_arr WHERE id = 2",
+        ],
+        plugin=make,
+    )
+    assert_same(out, "table public.n_ext_arr: INSERT: id[integer]:0 c0[hstore[]]:…", min_lines=8)
+    if pg["features"].get("postgis"):
+        # geometry's typdelim is ':'
+        assert any(
+            "[geometry[]]:'{0101000000" in line and ":NULL:" in line for line in out.expected
+        )
+    (plugin,) = plugins
+    native = plugin.native_text
+    if impl == "python":
+        assert native is None
+        return
+    assert native is not None
+    assert any(t.name == "n_ext_arr" and plan is not None for t, plan in native._plans.values())
+    assert not native.fallbacks, native.fallbacks
+    assert native.native == 6 + 1 + 1, native.native

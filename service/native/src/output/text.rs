@@ -170,13 +170,14 @@ fn literal(out: &mut String, p: &Printed, col: &Column, d: &[u8]) -> Result<(), 
     Ok(())
 }
 
-/// The element type's typdelim (pg_type.dat): `;` for box, `,` for every other type
-/// the writer prints.
+/// The element type's typdelim, as array_out (arrayfuncs.c) takes it from pg_type: `;`
+/// for box (pg_type.dat), `:` for PostGIS geometry and geography (their CREATE TYPE's
+/// `delimiter = ':'`), `,` for every other type the writer prints.
 fn delimiter(kind: TextKind) -> char {
-    if kind == TextKind::Output(Output::Box) {
-        ';'
-    } else {
-        ','
+    match kind {
+        TextKind::Output(Output::Box) => ';',
+        TextKind::Output(Output::Geometry) => ':',
+        _ => ',',
     }
 }
 
@@ -494,6 +495,17 @@ mod tests {
         let mut out = String::new();
         literal(&mut out, &p, &column("c", -1, 8), &d).unwrap();
         assert_eq!(out, "'{(1,1),(0,0);(3,3),(2,2)}'");
+    }
+
+    /// array_out's delimiter of each element kind: PostGIS' `:` (geometry[] and
+    /// geography[] print their hex EWKBs `:`-separated), box's `;`, else `,`.
+    #[test]
+    fn element_delimiters() {
+        assert_eq!(delimiter(TextKind::Output(Output::Geometry)), ':');
+        assert_eq!(delimiter(TextKind::Output(Output::Box)), ';');
+        for kind in ["hstore", "ltree", "cube", "seg", "ean13", "vector", "int4"] {
+            assert_eq!(delimiter(TextKind::parse(kind).unwrap()), ',', "{kind}");
+        }
     }
 
     fn one(kind: TextKind, d: &[u8]) -> String {
