@@ -41,8 +41,8 @@ PostGIS geometry and geography, pgvector's types: `EXT_KINDS`, and arrays of the
 aclitem (`NAMED_TYPES`, 15's 12-byte aclitem and 16+'s) and arrays of them (aclitem's
 layout told by the array column's attalign), printed from the catalog names the
 resolver put in `RelationInfo.name_cache`, which the plan shares: a table with such a
-column and no cache has no plan; as a composite column's field too, not in an array of
-composites). A relation with a
+column and no cache has no plan; as a field of a composite column or of an array of
+composites too, nested composites' fields included). A relation with a
 column of any other type (arrays of other types, domains over composites or ranges,
 composites, ranges, other extension types, ...) gets no plan: the Python path prints all its
 rows (`reason` says why).
@@ -409,7 +409,8 @@ def _element(meta: ColumnMeta, array_align: str = "") -> ElemSpec | None:
     prints: record_out), or None. `array_align` is given for a column of the table (its
     attalign; "" for a composite's array field): its elements may also be a type of
     `NAMED_TYPES` (the plan carries the name cache), whose layout when it differs
-    between versions (aclitem) the array's alignment tells (`builtin_layout`)."""
+    between versions (aclitem) the array's alignment tells (`builtin_layout`), or
+    composites with such fields (`composite_spec(named=True)`)."""
     if meta.kind != "a" or meta.ext or meta.stored_bytes_type or not meta.elem_type_oid:
         return None
     # the OID the array's header names: an array of a domain names the domain, its
@@ -419,7 +420,9 @@ def _element(meta: ColumnMeta, array_align: str = "") -> ElemSpec | None:
         known = meta.enum_oids and len(meta.enum_oids) == len(meta.enum_labels)
         return (_ENUM, header, 4, 4) if known else None
     if meta.elem_kind == "c":
-        if composite_spec(meta) is None:
+        # a column's array of composites may have reg* and aclitem fields (the plan
+        # carries the name cache); a composite's array field not
+        if composite_spec(meta, bool(array_align)) is None:
             return None
         return (_COMPOSITE, header, -1, 8)
     found = TEXT_KINDS.get(meta.elem_type_oid)
@@ -489,7 +492,7 @@ def _kind(meta: ColumnMeta, at: int, parts: _Parts, attalign: str) -> tuple[str,
         if elem[0] == _ENUM:
             parts.labels[at] = dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
         if elem[0] == _COMPOSITE:
-            spec = composite_spec(meta)
+            spec = composite_spec(meta, named=True)
             if spec is None:
                 return None
             parts.composites[at] = spec
@@ -561,7 +564,7 @@ def compile_text_plan(
             if found[1] != c.attlen:
                 return None, f"column {c.name}: attlen {c.attlen}"
             elem = parts.elements.get(at)
-            comp = parts.composites.get(at) if found[0] == _COMPOSITE else None
+            comp = parts.composites.get(at) if found[0] in (_COMPOSITE, _ARRAY) else None
             if (
                 found[0] in NAMED_KINDS
                 or (elem is not None and elem[0] in NAMED_KINDS)

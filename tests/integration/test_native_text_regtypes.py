@@ -12,7 +12,8 @@ lines must equal a real test_decoding slot's, line for line, under PGCDC_IMPL=na
 and =python. Under native the test also requires that the table has a plan and that
 exactly the rows naming an OID no resolver had resolved yet fell back, each with its
 typed reason (the Python path resolving it into the cache, `CatalogNames.native`),
-every other row being written by Rust.
+every other row being written by Rust. A second table has composites with reg* and
+aclitem fields: a composite column, a nested one and an array of composites.
 """
 
 from __future__ import annotations
@@ -133,8 +134,10 @@ def test_reg_types_and_aclitem_native_text_equals_test_decoding(
 def test_composites_with_reg_and_aclitem_fields_native_text_equals_test_decoding(
     pg: dict[str, Any], impl: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A composite column with regclass, regtype and aclitem fields, and one nesting it
-    beside a regrole field: record_out of the names the resolver resolved, each field
+    """A composite column with regclass, regtype and aclitem fields, one nesting it
+    beside a regrole field, and an array of the first (array_out of record_out's texts,
+    a NULL and an empty array among them): record_out of the names the resolver
+    resolved, each field
     quoted as record_out quotes it, then print_literal's quotes; natively but for the
     rows naming an OID not resolved yet."""
     monkeypatch.setenv("PGCDC_IMPL", impl)
@@ -158,15 +161,18 @@ def test_composites_with_reg_and_aclitem_fields_native_text_equals_test_decoding
                 """CREATE TABLE "it's, (odd)" (x int4)""",
                 "CREATE TYPE nt_named AS (c regclass, t regtype, a aclitem, n int4)",
                 "CREATE TYPE nt_outer AS (i nt_named, r regrole)",
-                "CREATE TABLE nt_regc (id int4 PRIMARY KEY, c nt_named, o nt_outer)",
+                "CREATE TABLE nt_regc (id int4 PRIMARY KEY, c nt_named, o nt_outer, cs nt_named[])",
             ],
             [
                 # the first row misses every name; the Python path resolves them
                 "INSERT INTO nt_regc SELECT g, ROW('\"it''s, (odd)\"'::regclass,"
                 f" 'int4'::regtype, '{quoted}=r*/postgres'::aclitem, g)::nt_named,"
                 " ROW(ROW('nt_ctarget'::regclass, 'text'::regtype, '=w/postgres'::aclitem,"
-                f" NULL)::nt_named, {q}::regrole)::nt_outer FROM generate_series(1, 30) g",
-                "INSERT INTO nt_regc VALUES (100, ROW(NULL, NULL, NULL, NULL), NULL)",
+                f" NULL)::nt_named, {q}::regrole)::nt_outer,"
+                " ARRAY[ROW('nt_ctarget'::regclass, 'int4[]'::regtype, NULL, -g)::nt_named,"
+                " NULL, ROW(NULL, NULL, '=r/postgres'::aclitem, NULL)::nt_named]"
+                " FROM generate_series(1, 30) g",
+                "INSERT INTO nt_regc VALUES (100, ROW(NULL, NULL, NULL, NULL), NULL, '{}')",
                 "UPDATE nt_regc SET c.n = -id WHERE id <= 10",
                 "DELETE FROM nt_regc WHERE id BETWEEN 11 AND 15",
             ],
