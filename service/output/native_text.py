@@ -31,21 +31,21 @@ header naming the domain), printed as array_out, with its element's layout from
 jsonpath, the built-in ranges and multiranges, and user-defined ones over a built-in
 range's subtype or over int2, oid, float4, float8, text, varchar, bpchar, time,
 timetz, interval, inet, cidr, uuid, bytea, macaddr, macaddr8, bool, "char", name, money,
-bit, varbit, tid or pg_lsn (`user_range_kind`); a domain over a built-in type of these
-(`_domain_kind`: printed as its base type, always quoted, as print_literal quotes a type
-that is no built-in one); a composite of any of these but
-arrays, enums and composites, printed as record_out; the contrib extension types,
-PostGIS geometry and geography, pgvector's types: `EXT_KINDS`, and arrays of them
-(not of citext, nor of a domain over one), array_out with the element type's delimiter
-(`:` for PostGIS'), their layout from `EXT_LAYOUTS`; the reg* types and
+bit, varbit, tid or pg_lsn (`user_range_kind`); a domain over a built-in scalar type of
+these, a built-in range, a reg* type or aclitem (`_domain_kind`: printed as its base
+type, always quoted, as print_literal quotes a type that is no built-in one); a
+composite of any of these but arrays, enums and composites, printed as record_out; the
+contrib extension types, PostGIS geometry and geography, pgvector's types: `EXT_KINDS`,
+and arrays of them (not of citext, nor of a domain over one), array_out with the element
+type's delimiter (`:` for PostGIS'), their layout from `EXT_LAYOUTS`; the reg* types and
 aclitem (`NAMED_TYPES`, 15's 12-byte aclitem and 16+'s) and arrays of them (aclitem's
-layout told by the array column's attalign), printed from the catalog names the
-resolver put in `RelationInfo.name_cache`, which the plan shares: a table with such a
-column and no cache has no plan; as a field of a composite column or of an array of
-composites too, nested composites' fields included). A relation with a
-column of any other type (arrays of other types, domains over composites or ranges,
-composites, ranges, other extension types, ...) gets no plan: the Python path prints all its
-rows (`reason` says why).
+layout told by the array column's attalign), printed from the catalog names the resolver
+put in `RelationInfo.name_cache`, which the plan shares: a table with such a column and
+no cache has no plan; as a field of a composite column or of an array of composites too,
+nested composites' fields included). A relation with a column of any other type (arrays
+of other types, domains over composites or user ranges, other composites and ranges,
+other extension types, ...) gets no plan: the Python path prints all its rows (`reason`
+says why).
 """
 
 from __future__ import annotations
@@ -294,6 +294,7 @@ _OPS = {ChangeOp.INSERT: " INSERT:", ChangeOp.UPDATE: " UPDATE:", ChangeOp.DELET
 TextSpec = tuple[str, int, int, bool, bool, str, str]
 ElemSpec = tuple[str, int, int, int]  # an array's element: kind, type OID, typlen, typalign
 _ENUM, _ARRAY, _COMPOSITE = "enum", "array", "composite"
+_DOMAIN = "domain:"  # a domain's kind: this, then its base type's
 _TEXTOUT = ("text", -1)  # a base type printed by textout (citext): as text
 
 
@@ -522,18 +523,25 @@ def names_a_field(spec: CompositeSpec) -> bool:
 
 
 def _domain_kind(meta: ColumnMeta) -> tuple[str, int] | None:
-    """(kind, attlen) of a domain over a built-in scalar type of TEXT_KINDS (or over
-    such a domain): `domain:<the base type's kind>`, its value the base type's output
-    text, always quoted (test_decoding's print_literal switches on the column's type OID,
-    the domain's, so even a domain over int4 or bool is quoted, and over bit not
-    B'...'). A domain over an enum or an array is printed before this (as the enum or
-    the array); over anything else (a composite, a range, a reg* type, aclitem) None."""
-    if meta.elem_kind != "b" or not meta.elem_type_oid:
+    """(kind, attlen) of a domain over a built-in scalar type of TEXT_KINDS, a built-in
+    range, a reg* type or aclitem (`NAMED_TYPES`: printed from the plan's name cache; the
+    caller fits aclitem to its stored length), or over such a domain:
+    `domain:<the base type's kind>`, its value the base type's output text, always
+    quoted (test_decoding's print_literal switches on the column's type OID, the
+    domain's, so even a domain over int4 or bool is quoted, and over bit not B'...'). A
+    domain over an enum or an array is printed before this (as the enum or the array);
+    over anything else (a composite, a user-defined range) None."""
+    if not meta.elem_type_oid:
         return None
-    found = TEXT_KINDS.get(meta.elem_type_oid)
+    if meta.elem_kind == "r":
+        found = TEXT_KINDS.get(meta.elem_type_oid) if meta.elem_type_oid in RANGES else None
+    elif meta.elem_kind == "b":
+        found = NAMED_TYPES.get(meta.elem_type_oid) or TEXT_KINDS.get(meta.elem_type_oid)
+    else:
+        found = None
     if found is None:
         return None
-    return f"domain:{found[0]}", found[1]
+    return f"{_DOMAIN}{found[0]}", found[1]
 
 
 def compile_text_plan(
@@ -560,13 +568,16 @@ def compile_text_plan(
             found = _kind(meta, at, parts, c.attalign) if meta.type_oid == c.type_oid else None
             if found is None:
                 return None, f"column {c.name}: type {c.type_oid} is not native"
-            found = stored_form(found, c.attlen)
+            # a domain's kind is its base type's, prefixed (`_domain_kind`)
+            base = found[0].removeprefix(_DOMAIN)
+            fitted = stored_form((base, found[1]), c.attlen)
+            found = (found[0][: len(found[0]) - len(base)] + fitted[0], fitted[1])
             if found[1] != c.attlen:
                 return None, f"column {c.name}: attlen {c.attlen}"
             elem = parts.elements.get(at)
             comp = parts.composites.get(at) if found[0] in (_COMPOSITE, _ARRAY) else None
             if (
-                found[0] in NAMED_KINDS
+                fitted[0] in NAMED_KINDS
                 or (elem is not None and elem[0] in NAMED_KINDS)
                 or (comp is not None and names_a_field(comp))
             ):

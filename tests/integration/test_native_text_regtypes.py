@@ -13,7 +13,8 @@ and =python. Under native the test also requires that the table has a plan and t
 exactly the rows naming an OID no resolver had resolved yet fell back, each with its
 typed reason (the Python path resolving it into the cache, `CatalogNames.native`),
 every other row being written by Rust. A second table has composites with reg* and
-aclitem fields: a composite column, a nested one and an array of composites.
+aclitem fields: a composite column, a nested one and an array of composites; a third
+domains over regclass, regtype, aclitem and the built-in ranges.
 """
 
 from __future__ import annotations
@@ -202,3 +203,68 @@ def test_composites_with_reg_and_aclitem_fields_native_text_equals_test_decoding
     }, native.fallbacks
     assert 1 <= sum(native.fallbacks.values()) <= 2, native.fallbacks
     assert native.native == 30 + 1 + 10 + 5 - sum(native.fallbacks.values()), native.native
+
+
+@pytest.mark.parametrize("impl", ["native", "python"])
+def test_domains_over_reg_aclitem_and_ranges_native_text_equals_test_decoding(
+    pg: dict[str, Any], impl: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Domains over regclass, regtype and aclitem (printed from the resolver's names),
+    over the built-in ranges int4range, numrange and tstzrange, and a domain over such a
+    domain: the base type's output text, always quoted (print_literal of a type no
+    built-in one); natively but for the rows naming an OID not resolved yet."""
+    monkeypatch.setenv("PGCDC_IMPL", impl)
+    plugins: list[_Counting] = []
+
+    def make() -> _Counting:
+        plugins.append(_Counting())
+        return plugins[-1]
+
+    out = compare(
+        pg,
+        [
+            """CREATE TABLE "nt it's" (x int4)""",
+            "CREATE DOMAIN nt_dcl AS regclass",
+            "CREATE DOMAIN nt_dty AS regtype NOT NULL",
+            "CREATE DOMAIN nt_dacl AS aclitem",
+            "CREATE DOMAIN nt_dr4 AS int4range CHECK (NOT isempty(VALUE))",
+            "CREATE DOMAIN nt_dnum AS numrange",
+            "CREATE DOMAIN nt_dtz AS tstzrange",
+            "CREATE DOMAIN nt_dr4b AS nt_dr4",
+            "CREATE TABLE nt_dreg (id int4 PRIMARY KEY, cl nt_dcl, ty nt_dty, acl nt_dacl,"
+            " r4 nt_dr4, rn nt_dnum, tz nt_dtz, r4b nt_dr4b)",
+        ],
+        [
+            "INSERT INTO nt_dreg SELECT g, '\"nt it''s\"'::regclass, 'int4'::regtype,"
+            " '=r*/postgres'::aclitem, int4range(g, g + 10), numrange(g / 3.0, NULL, '(]'),"
+            " tstzrange('2024-01-01 00:00+00', NULL), int4range(NULL, g)"
+            " FROM generate_series(1, 30) g",
+            "INSERT INTO nt_dreg VALUES (100, NULL, 'text', NULL, NULL, 'empty', NULL, NULL)",
+            "UPDATE nt_dreg SET ty = 'int8' WHERE id <= 10",
+            "DELETE FROM nt_dreg WHERE id BETWEEN 11 AND 15",
+        ],
+        plugin=make,
+    )
+    assert_same(
+        out,
+        "table public.nt_dreg: INSERT: id[integer]:1 cl[nt_dcl]:'\"nt it''s\"' ty[nt_dty]:'…",
+        "table public.nt_dreg: DELETE: id[integer]:11",
+        min_lines=30 + 1 + 10 + 5,
+    )
+    (plugin,) = plugins
+    native = plugin.native_text
+    if impl == "python":
+        assert native is None
+        return
+    assert native is not None
+    assert all(plan is not None for t, plan in native._plans.values() if t.name == "nt_dreg")
+    assert any(t.name == "nt_dreg" for t, _ in native._plans.values())
+    # rows naming what no resolver has resolved yet: the first ('integer' and the
+    # rest), 'text', 'bigint'; every other row is Rust's
+    assert set(native.fallbacks) <= {
+        "reg* name not cached",
+        "aclitem role name not cached",
+    }, native.fallbacks
+    missed = sum(native.fallbacks.values())
+    assert 1 <= missed <= 3, native.fallbacks
+    assert native.native == 30 + 1 + 10 + 5 - missed, native.native
