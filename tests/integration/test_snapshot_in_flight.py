@@ -125,6 +125,13 @@ def _run(
     if when != "after-consistent":
         tx.execute("BEGIN")
         tx.execute(work)
+        # A physical slot's restart_lsn is the last checkpoint's redo pointer
+        # (ReplicationSlotReserveWal), which another test's checkpoint on the shared
+        # server may have put before this transaction began: the session would then
+        # read it whole from its start and may rightly be consistent before it ends.
+        # A checkpoint requested now starts after it, so the session starts with it in
+        # flight.
+        cur.execute("CHECKPOINT")
     slot = f"inflight_{uuid.uuid4().hex[:8]}"
     cur.execute("SELECT pg_create_physical_replication_slot(%s, true)", (slot,))
     out = _Rows()
