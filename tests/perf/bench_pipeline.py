@@ -3,7 +3,8 @@
 One table in a fresh database on a real server (`--table narrow`: int key, int, text,
 numeric(12,2), timestamptz; `--table typed`: int key, jsonb, text[], tstzrange, inet,
 interval, timetz, money, bit(8), macaddr; `--table toast`: int key, text, and a 5-8 KB
-jsonb document stored out of line), two workloads: one transaction of `--rows`
+jsonb document stored out of line; `--table wide`: bench_vs_debezium's 13-column
+orders table of about 0.8 KB a row), two workloads: one transaction of `--rows`
 rows, and `--txns` transactions of `--txn-rows` rows; `--change update`/`delete` makes
 them update or delete rows inserted before (`-full`: with REPLICA IDENTITY FULL).
 `--table pgbench`: pgbench's four tables (`pgbench -i`, scale 1) and one workload,
@@ -33,7 +34,7 @@ SHA-256) against test_decoding's. The garbage collector is set as `pgcdc run` se
 (service.app.gctune) unless `--gc default`.
 
     .venv/bin/python tests/perf/bench_pipeline.py [--pg pg15|pg18]
-        [--table narrow|typed|toast|pgbench]
+        [--table narrow|typed|toast|wide|pgbench]
         [--rows 200000]
         [--txns 20] [--txn-rows 10000] [--repeat 1] [--only text,avro,reader,pg,pgoutput]
         [--impl python,native] [--profile text|avro] [--gc worker|default]
@@ -80,6 +81,7 @@ from service.impl import selected, xlog_reader_class  # noqa: E402 (same)
 from service.lsn import parse_lsn  # noqa: E402 (same)
 from service.output.api import RecordRun  # noqa: E402 (same)
 from service.output.text import TestDecodingPlugin  # noqa: E402 (same)
+from tests.perf.shapes import WIDE  # noqa: E402 (same)
 
 TABLE = (
     "CREATE TABLE bench (id int PRIMARY KEY, n int, label text, amount numeric(12,2), "
@@ -115,12 +117,17 @@ TOAST_INSERT = (
     "(SELECT string_agg(md5((g * 1000 + k)::text), ' ') FROM generate_series(1, 150 + g % 90) k))"
     " FROM generate_series({lo}, {hi}) g"
 )
+# --table wide: bench_vs_debezium's 13-column orders table of about 0.8 KB a row
+# (tests/perf/shapes.py), with this script's placeholders.
+WIDE_TABLE = WIDE.table + " WITH (autovacuum_enabled = off)"
+WIDE_INSERT = WIDE.insert.replace("{a}", "{lo}").replace("{b}", "{hi}")
 # --change: what the measured statements do to the rows (insert: they write them; the
 # others change rows inserted before the slot, outside the measured WAL).
 UPDATES = {
     "narrow": "UPDATE bench SET n = n + 1 WHERE id BETWEEN {lo} AND {hi}",
     "typed": "UPDATE bench SET dur = dur + interval '1 s' WHERE id BETWEEN {lo} AND {hi}",
     "toast": "UPDATE bench SET title = title || '!' WHERE id BETWEEN {lo} AND {hi}",
+    "wide": "UPDATE bench SET quantity = quantity + 1 WHERE id BETWEEN {lo} AND {hi}",
 }
 DELETE = "DELETE FROM bench WHERE id BETWEEN {lo} AND {hi}"
 CHANGE = "insert"  # --change
@@ -418,11 +425,12 @@ def main() -> int:
     parser.add_argument("--only", default="text,avro,reader,pg,pgoutput")
     parser.add_argument(
         "--table",
-        choices=["narrow", "typed", "toast", "pgbench"],
+        choices=["narrow", "typed", "toast", "wide", "pgbench"],
         default="narrow",
         help="narrow: int, int, text, numeric, timestamptz; typed: jsonb, text[], tstzrange,"
         " inet, interval, timetz, money, bit(8), macaddr; toast: a 5-8 KB jsonb document"
-        " per row, stored out of line; pgbench: pgbench -c4 over its tables (--txns in all)",
+        " per row, stored out of line; wide: 13 columns of mixed types, about 0.8 KB a row"
+        " (bench_vs_debezium's); pgbench: pgbench -c4 over its tables (--txns in all)",
     )
     parser.add_argument(
         "--change",
@@ -448,6 +456,8 @@ def main() -> int:
         TABLE, INSERT = TYPED_TABLE, TYPED_INSERT
     elif args.table == "toast":
         TABLE, INSERT = TOAST_TABLE, TOAST_INSERT
+    elif args.table == "wide":
+        TABLE, INSERT = WIDE_TABLE, WIDE_INSERT
     if args.gc == "worker":
         gctune.tune()  # the collector as `pgcdc run` sets it (service.app.gctune)
     only = set(args.only.split(","))
