@@ -8,7 +8,8 @@ and 4-byte varlena headers, an inline pglz- and an lz4-compressed text, a droppe
 column) over a plan with every native kind (a composite with enum, array and nested
 composite fields, pg_snapshot, int2vector, oidvector, a jsonpath of a random item
 tree, tid, user ranges over text and bytea (bounds range_bound_escape quotes),
-interval and tid, and domains over int4 and bool among them, and a last column added
+interval and tid, domains over int4 and bool, and cube[] (an extension type's array,
+its elements double-aligned) among them, and a last column added
 with a default, which seeds of fewer attributes read from the plan's attmissingval),
 with random values and NULLs. Each case damages one seed: flip a bit, set a byte,
 truncate, insert or delete bytes, or change natts, infomask's HEAP_HASNULL or t_hoff;
@@ -116,6 +117,9 @@ COLUMNS = [
     # (`domain:<kind>`), the Avro encoder writes the base type
     ("dom", 4, "i", "domain_int4", False),
     ("dbo", 1, "c", "domain_bool", False),
+    # cube[] (an extension type's array: double-aligned varlena elements, cube_out's
+    # text in array_out for the text writer, each cube's text an Avro string item)
+    ("cba", -1, "d", "array_cube", False),
     # added with a default after the seeds that lack it were written: read from the
     # plan's attmissingval datum (getmissingattr)
     ("late", 4, "i", "int4", False),
@@ -129,7 +133,12 @@ DOM_INT4_OID, DOM_BOOL_OID = 16_440, 16_441
 _DOMAINS = {"domain_int4": "int4", "domain_bool": "bool"}  # the kind -> its base's kind
 ENUM_LABELS = {16_500: "sad", 16_501: "it's", 16_502: ""}
 # An array column's element (kind, OID, typlen, typalign in bytes), by the column's kind.
-_ARRAYS = {"array_int4": ("int4", 23, 4, 4), "array_text": ("text", 25, -1, 4)}
+CUBE_OID, CUBE_ARRAY_OID = 16_450, 16_451
+_ARRAYS = {
+    "array_int4": ("int4", 23, 4, 4),
+    "array_text": ("text", 25, -1, 4),
+    "array_cube": ("cube", CUBE_OID, -1, 8),
+}
 _ALIGN = {"c": 1, "s": 2, "i": 4, "d": 8}
 # The text writer's kind and the type OID of each printed column (by the Avro kind).
 _TEXT = {
@@ -162,6 +171,7 @@ _TEXT = {
     "enum": ("enum", 0),  # no built-in OID: not compared with Python
     "array_int4": ("array", 1007),
     "array_text": ("array", 1009),
+    "array_cube": ("array", CUBE_ARRAY_OID),
     "point_record": ("point", 600),
     "box": ("box", 603),
     "path": ("path", 602),
@@ -182,6 +192,8 @@ _TEXT = {
 }
 REGISTRY = TypeRegistry(version=18)
 REGISTRY.add(TypeInfo(ENUM_OID, "mood", 4, True, "i", "e", "enum_out", enum_labels=ENUM_LABELS))
+REGISTRY.add(TypeInfo(CUBE_OID, "cube", -1, False, "d", "b", "cube_out"))
+REGISTRY.add(TypeInfo(CUBE_ARRAY_OID, "_cube", -1, False, "d", "b", "array_out", typelem=CUBE_OID))
 REGISTRY.add(TypeInfo(TEXT_RANGE_OID, "utr", -1, False, "i", "r", "range_out", range_subtype=25))
 REGISTRY.add(TypeInfo(DOM_INT4_OID, "posint", 4, True, "i", "d", "int4out", typbasetype=23))
 REGISTRY.add(TypeInfo(DOM_BOOL_OID, "flag", 1, True, "c", "d", "boolout", typbasetype=16))
@@ -360,6 +372,20 @@ def _payload(kind: str, rng: random.Random) -> bytes:
             for _ in range(rng.randint(0, 6))
         ]
         return forms.array_datum(25, -1, 4, items)
+    if kind == "array_cube":
+        # cubedata.h: a uint32 header (dimensions, the point flag in the high bit), then
+        # the corners' coordinates (a point's once)
+        cubes: list[bytes | None] = []
+        for _ in range(rng.randint(0, 4)):
+            if rng.random() < 0.2:
+                cubes.append(None)
+                continue
+            dim, point = rng.randint(0, 3), rng.random() < 0.3
+            n = dim if point else 2 * dim
+            coords = [rng.choice([rng.uniform(-1e6, 1e6), -0.0, 0.1, 1e-300]) for _ in range(n)]
+            head = dim | (0x8000_0000 if point else 0)
+            cubes.append(struct.pack(f"<I{n}d", head, *coords))
+        return forms.array_datum(CUBE_OID, -1, 8, cubes)
     if kind == "path":
         n = rng.randint(0, 4)
         return struct.pack(
