@@ -84,7 +84,7 @@ from service.pgconst import TEXT_ARRAY_OID, TEXT_OID, UNIX_EPOCH_USECS, XML_OID
 from service.schema.history import SchemaHistory
 from service.schema.tabledef import CatalogSnapshot, TableDef
 from service.tablesnap import markers
-from service.types.convert import to_python, to_text
+from service.types.convert import to_python, to_text, undecodable_part
 from service.types.registry import TypeInfo, TypeRegistry
 from service.types.rowdecode import HistoryRows, bytes_text
 from service.types.sendform import (
@@ -485,6 +485,17 @@ class SnapshotReader:
                 expr, mode, info = f"{ident}::text", "stored", types.get(TEXT_OID)
             elif elem is not None and text_valued(elem):
                 expr, mode, info = f"{ident}::text[]", "stored", types.get(TEXT_ARRAY_OID)
+            elif (
+                base.output_src == "record_out"
+                and not sendable
+                and undecodable_part(info, types) is None
+            ):
+                # A composite with a field whose send form has no rewrite (a reg* type,
+                # aclitem, which has no send function at all, jsonpath...) but whose
+                # every field the decoders know: both plugins publish a composite as its
+                # record_out text, which `::text` is (the server's record_out, the text
+                # the WAL path prints), so that text is its snapshot value.
+                expr, mode, info = f"{ident}::text", "stored", types.get(TEXT_OID)
             elif not convertible(info, types, no_send):
                 # A type the decoders know whose send form has no rewrite, or without
                 # a send function somewhere inside (every type no decoder knows was
