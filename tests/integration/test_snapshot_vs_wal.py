@@ -192,6 +192,22 @@ def db(pg: dict[str, Any]) -> Any:
     admin.close()
 
 
+def _everything(cur: Any, cases: Sequence[tuple[str, list[str]]]) -> tuple[list[str], int]:
+    """Table `everything`: a column per case (c0, c1, ...), row r holding each case's
+    r-th value, and a last row of NULLs. Returns the columns and the row count."""
+    cols = [f"c{i}" for i in range(len(cases))]
+    cur.execute(
+        "CREATE TABLE everything (id int PRIMARY KEY, "
+        + ", ".join(f"{c} {t}" for c, (t, _) in zip(cols, cases, strict=True))
+        + ")"
+    )
+    nrows = max(len(v) for _, v in cases) + 1  # the last row is all NULLs
+    for r in range(nrows):
+        exprs = [v[r] if r < len(v) else "NULL" for _, v in cases]
+        cur.execute(f"INSERT INTO everything VALUES ({r}, {', '.join(exprs)})")
+    return cols, nrows
+
+
 def snapshot_and_wal(
     pg: dict[str, Any], dsn: str, cur: Any, tmp_path: Path, nrows: int, cols: list[str]
 ) -> tuple[_Collect, dict[int, Sequence[Any]]]:
@@ -359,16 +375,7 @@ def test_extension_snapshot_values_equal_wal_values(
     cur = conn.cursor()
     cur.execute(extension_ddl(pg))
     cases = extension_cases(pg)
-    cols = [f"c{i}" for i in range(len(cases))]
-    cur.execute(
-        "CREATE TABLE everything (id int PRIMARY KEY, "
-        + ", ".join(f"{c} {t}" for c, (t, _) in zip(cols, cases, strict=True))
-        + ")"
-    )
-    nrows = max(len(v) for _, v in cases) + 1  # the last row is all NULLs
-    for r in range(nrows):
-        exprs = [v[r] if r < len(v) else "NULL" for _, v in cases]
-        cur.execute(f"INSERT INTO everything VALUES ({r}, {', '.join(exprs)})")
+    cols, nrows = _everything(cur, cases)
     out, server = snapshot_and_wal(pg, dsn, cur, tmp_path, nrows, cols)
     bad: list[str] = []
     compared = 0
@@ -423,16 +430,7 @@ def test_composites_of_text_read_fields_snapshot_as_their_text(
             ],
         ),
     ]
-    cols = [f"c{i}" for i in range(len(cases))]
-    cur.execute(
-        "CREATE TABLE everything (id int PRIMARY KEY, "
-        + ", ".join(f"{c} {t}" for c, (t, _) in zip(cols, cases, strict=True))
-        + ")"
-    )
-    nrows = max(len(v) for _, v in cases) + 1  # the last row is all NULLs
-    for r in range(nrows):
-        exprs = [v[r] if r < len(v) else "NULL" for _, v in cases]
-        cur.execute(f"INSERT INTO everything VALUES ({r}, {', '.join(exprs)})")
+    cols, nrows = _everything(cur, cases)
     out, server = snapshot_and_wal(pg, dsn, cur, tmp_path, nrows, cols)
     assert not out.snap_errors and not out.wal_errors, (out.snap_errors, out.wal_errors)
     compared = 0
