@@ -34,7 +34,9 @@ timetz, interval, inet, cidr, uuid, bytea, macaddr, macaddr8, bool, "char", name
 bit, varbit, tid or pg_lsn (`user_range_kind`); a domain over a built-in scalar type of
 these, a built-in range, a reg* type or aclitem (`_domain_kind`: printed as its base
 type, always quoted, as print_literal quotes a type that is no built-in one); a
-composite of any of these but arrays, enums and composites, printed as record_out; the
+composite whose fields are built-in types of TEXT_KINDS, domains over them, enums,
+arrays of these or of composites, or composites of these (nested; `composite_spec`),
+printed as record_out; the
 contrib extension types, PostGIS geometry and geography, pgvector's types: `EXT_KINDS`,
 and arrays of them (not of citext, nor of a domain over one), array_out with the element
 type's delimiter (`:` for PostGIS'), their layout from `EXT_LAYOUTS`; the reg* types and
