@@ -184,20 +184,7 @@ def element_spec(
     against an extension type's; without it an array of one has no spec."""
     if meta.kind != "a" or meta.stored_bytes_type or not meta.elem_type_oid:
         return None
-    elem = ColumnMeta(
-        meta.name,
-        meta.attnum,
-        meta.elem_type_oid,
-        meta.type_name,
-        # an array's typmod is its elements' (numeric(10,3)[], bit(4)[]), else a domain's
-        # (as type_mapping)
-        meta.typmod if meta.typmod >= 0 else meta.elem_typmod,
-        False,
-        kind=meta.elem_kind,
-        enum_labels=meta.enum_labels,
-        enum_oids=meta.enum_oids,
-        ext=meta.ext,
-    )
+    elem = meta.element()  # as type_mapping maps the items
     if meta.ext:
         return _ext_element(meta, elem, decimal_mode, array_align, hstore_mode)
     # The OID the array's header names: a domain's for an array of one (its elements are

@@ -322,8 +322,7 @@ class NativeRows:
         """What every change of `t` (as defined by `table`) in the current transaction
         shares (`_Hot`): its plan and headers, and the `source` parts; the last
         change's when it is the same, else built here (the per-transaction work, done
-        at the table's first change in the transaction: once per table of a pgbench
-        transaction, so the lookups are inlined)."""
+        at the table's first change in the transaction)."""
         p = self.plugin
         st = p._txn
         if st is None:
@@ -331,11 +330,7 @@ class NativeRows:
         hot = self._hot
         if hot is not None and hot.st is st and hot.t is t and hot.table is table:
             return hot
-        found = self._entries.get(id(t))
-        if found is not None and found[0] is t and found[1].table is table:
-            entry = found[1]
-        else:
-            entry = self._entry(t, rel, table)
+        entry = self._entry(t, rel, table)
         parts = None if entry.plan is None else self._source_parts(st, txn, t)
         hot = self._hot = _Hot(st, t, table, entry, parts)
         return hot

@@ -535,18 +535,7 @@ def type_mapping(
         # Items keep the element's mapping: its kind (enum), and the column's typmod,
         # which is the element's (numeric(10,3)[], bit(1)[]), else a domain's (an array
         # of numeric(5,2)'s domain, a domain over numeric(5,2)[]).
-        elem = ColumnMeta(
-            col.name,
-            col.attnum,
-            col.elem_type_oid,
-            col.type_name,
-            col.typmod if col.typmod >= 0 else col.elem_typmod,
-            False,
-            kind=col.elem_kind,
-            enum_labels=col.enum_labels,
-            ext=col.ext,
-        )
-        item = type_mapping(elem, decimal_mode, warn, hstore_mode=hstore_mode)
+        item = type_mapping(col.element(), decimal_mode, warn, hstore_mode=hstore_mode)
         schema = {"type": "array", "items": ["null", item.schema]}
         if item.use_text:
             # Text-mapped items are each element's own output text, cut from the

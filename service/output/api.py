@@ -264,6 +264,24 @@ class ColumnMeta:
     # other type and where the describer does not know it.
     range_subtype: int = 0
 
+    def element(self) -> ColumnMeta:
+        """An array column's element as its items are mapped: the element type and kind,
+        the column's typmod, which is its elements' (numeric(10,3)[], bit(4)[]), else a
+        domain's (an array of a domain over numeric(5,2)), the enum labels and their
+        OIDs, and the extension; never NOT NULL."""
+        return ColumnMeta(
+            self.name,
+            self.attnum,
+            self.elem_type_oid,
+            self.type_name,
+            self.typmod if self.typmod >= 0 else self.elem_typmod,
+            False,
+            kind=self.elem_kind,
+            enum_labels=self.enum_labels,
+            enum_oids=self.enum_oids,
+            ext=self.ext,
+        )
+
     def enum_by_oid(self) -> dict[int, str] | None:
         """An enum column's labels by the pg_enum OID its datums store; None for any
         other column, and for an enum whose label OIDs are not known."""
