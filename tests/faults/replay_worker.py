@@ -31,7 +31,9 @@ def install() -> None:
     seen: dict[str, Any] = {"n": 0, "failed": None}  # failed: the value that failed
 
     class FailingProducer(Producer):  # type: ignore[misc]
-        def produce(self, topic: str, value: Any = None, key: Any = None, **kw: Any) -> None:
+        def produce(
+            self, topic: str, value: Any = None, key: Any = None, *args: Any, **kw: Any
+        ) -> None:
             if value is not None and value is seen["failed"]:
                 seen["failed"] = done  # the retry of the failed record fails too, once
                 raise KafkaException(KafkaError(KafkaError._TRANSPORT, "injected broker loss"))
@@ -41,7 +43,7 @@ def install() -> None:
                     seen["failed"] = value
                     print("INJECTED", flush=True)
                     raise KafkaException(KafkaError(KafkaError._TRANSPORT, "injected broker loss"))
-            super().produce(topic, value, key, **kw)
+            super().produce(topic, value, key, *args, **kw)
 
     sink_module.Producer = FailingProducer  # type: ignore[misc]
 

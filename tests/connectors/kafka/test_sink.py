@@ -45,11 +45,22 @@ class FakeProducer:
     def begin_transaction(self) -> None:
         self.calls.append("begin")
 
-    def produce(self, topic: str, value: bytes | None, key: bytes | None, **kw: Any) -> None:
+    def produce(  # confluent_kafka's signature, which the sink fills by position
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        partition: int = -1,
+        callback: Any = None,
+        on_delivery: Any = None,
+        timestamp: int = 0,
+        headers: Any = None,
+    ) -> None:
+        assert (partition, callback, on_delivery, timestamp) == (-1, None, None, 0)
         if self.fail_produce_at is not None and len(self.produced) + 1 == self.fail_produce_at:
             raise KafkaException(KafkaError(KafkaError._TRANSPORT, "broker gone"))
         self.produced.append((topic, value))
-        self.headers.append(kw.get("headers"))
+        self.headers.append(headers)
 
     def commit_transaction(self, timeout: float) -> None:
         self.calls.append("commit")
