@@ -227,6 +227,8 @@ class Worker:
                 events.labels(slot_name, topic, op).inc(n)
             self._uncounted.clear()
         horizon, snap = self._resumed_horizon, self.snapshotter
+        if snap is not None:
+            snap.kafka_committed()
         if horizon is not None and confirmed_lsn >= horizon and snap is not None:
             with snap.lock:
                 finished = not any(j.marker == "initial" for j in snap.state.pending())
@@ -567,8 +569,11 @@ class Worker:
     def stage_snapshot_progress(self, topic: str, key: bytes, value: bytes) -> None:
         self.sink.stage(topic, key, value)
 
-    def commit_snapshot_chunk(self, lsn: int) -> None:
-        """A chunk (or signal) published at `lsn`: commit it with an offset there.
+    def commit_snapshot_chunk(self, lsn: int, *, now: bool) -> None:
+        """A chunk published at `lsn`: end it with an offset there, as a source
+        transaction ends, and commit `now` (a table's last chunk). Otherwise the sink's
+        batch rule commits it, or the next idle moment once no chunk is in flight
+        (`_on_idle`). Every commit calls the snapshotter back (`_on_kafka_commit`).
 
         Called at a watermark, between source transactions: everything decoded before
         `lsn` is published or deliberately skipped, so `lsn` may be confirmed (as a
@@ -584,7 +589,8 @@ class Worker:
         confirmed = max(committed, self._ended_lsn, lsn)
         self._ended_lsn = confirmed
         self.sink.end_source_txn(confirmed, session.restart_lsn(), history.version)
-        self.sink.flush()
+        if now:
+            self.sink.flush()
 
     def _wal(self, stream: PhysicalStream) -> Iterator[tuple[int, bytes]]:
         """The session's WAL: the archive bridge's range first, when there is one,
@@ -863,9 +869,12 @@ class Worker:
 
     def _on_idle(self) -> None:
         """The stream has handed over every byte received: commit what is complete
-        (adaptive batching), bring the metrics up to date, serve the producer's events,
-        and send the heartbeat when one is due."""
-        committed = self.sink.idle()
+        (adaptive batching; held while snapshot chunks are in flight behind a published
+        one, for max_batch_age_s at most), bring the metrics up to date, serve the
+        producer's events, and send the heartbeat when one is due."""
+        snap = self.snapshotter
+        held = snap is not None and snap.in_flight()
+        committed = False if held else self.sink.idle()
         self._sync_metrics()
         if self._caught_up():
             self.metrics.lag_seconds.labels(self.settings.source.slot).set(0)

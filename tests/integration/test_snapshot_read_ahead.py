@@ -36,7 +36,7 @@ class _Port:
     def stage_snapshot_progress(self, topic: str, key: bytes, value: bytes) -> None:
         raise AssertionError("nothing is published here")
 
-    def commit_snapshot_chunk(self, lsn: int) -> None:
+    def commit_snapshot_chunk(self, lsn: int, *, now: bool) -> None:
         raise AssertionError("nothing is published here")
 
 

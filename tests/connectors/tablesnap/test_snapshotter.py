@@ -12,9 +12,11 @@ import json
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
+from connectors.tablesnap.chunks import ChunkSpec
 from connectors.tablesnap.progress import ProgressRecord
-from connectors.tablesnap.snapshotter import Snapshotter
+from connectors.tablesnap.snapshotter import Snapshotter, _Pending
 from service.config import load_settings
 from service.output.api import ChangeOp, PluginContext, RelationInfo, RowChange, TxnInfo
 from service.tablesnap.plan import Interval, SnapshotState, TableJob
@@ -23,6 +25,7 @@ from service.tablesnap.plan import Interval, SnapshotState, TableJob
 class _Port:
     def __init__(self) -> None:
         self.staged: list[bytes] = []
+        self.commits: list[tuple[int, bool]] = []  # (lsn, now) of each chunk's call
 
     def snapshot_ready(self) -> bool:
         return True
@@ -33,8 +36,8 @@ class _Port:
     def stage_snapshot_progress(self, topic: str, key: bytes, value: bytes) -> None:
         self.staged.append(value)
 
-    def commit_snapshot_chunk(self, lsn: int) -> None:
-        return None
+    def commit_snapshot_chunk(self, lsn: int, *, now: bool) -> None:
+        self.commits.append((lsn, now))
 
 
 def _snapshotter() -> tuple[Snapshotter, _Port]:
@@ -105,6 +108,53 @@ def test_out_of_order_commits_advance_the_committed_prefix_in_plan_order() -> No
     first.committed = True
     snap._advance(job)
     assert job.open == [] and job.committed_to is None and job.done
+
+
+def test_chunks_are_said_committed_only_when_their_kafka_transaction_is() -> None:
+    """A chunk that does not end its table leaves the commit to the worker (`now`
+    False) and is not announced; a table's last chunk asks for the commit at once. Only
+    `kafka_committed` (the worker's commit callback) logs `snapshot_chunk_committed`,
+    and `snapshot_table_done`/`snapshot_done` with the chunk that finished the table;
+    while a published chunk waits, `in_flight` holds the commit for a chunk on its
+    way, and no more once none is."""
+    snap, port = _snapshotter()
+    job = TableJob("public.t", "initial", oid=1, planned_to="end")
+    first, second = Interval(None, ("10",)), Interval(("10",), None)
+    job.open = [first, second]
+    snap.state.jobs = [job]
+    spec = ChunkSpec(1, "public.t", True, None, ("10",))
+    one = _Pending("1", job, first, spec)
+    two = _Pending("2", job, second, ChunkSpec(1, "public.t", True, ("10",), None))
+
+    def publish(p: _Pending, lsn: int) -> list[dict[str, Any]]:
+        with capture_logs() as logs:
+            with snap.lock:
+                p.interval.committed = True
+                snap._advance(job)
+            snap._commit(lsn, p, 5)
+        return logs
+
+    assert not snap.in_flight()  # nothing published waits
+    snap._pending["2"] = two  # being read
+    assert publish(one, 100) == [] and port.commits == [(100, False)]
+    assert snap.in_flight()  # chunk 2 is on its way: hold the commit for it
+    with capture_logs() as logs:
+        snap.kafka_committed()
+    assert [(e["event"], e["chunk"]) for e in logs] == [("snapshot_chunk_committed", "1")]
+    assert not snap.in_flight()  # nothing published waits for a commit now
+
+    snap._pending.pop("2")
+    assert publish(two, 200) == [] and port.commits[-1] == (200, True)
+    with capture_logs() as logs:
+        snap.kafka_committed()
+    assert [e["event"] for e in logs] == [
+        "snapshot_chunk_committed",
+        "snapshot_table_done",
+        "snapshot_done",
+    ]
+    with capture_logs() as logs:
+        snap.kafka_committed()  # a later commit (a heartbeat's) says nothing again
+    assert logs == []
 
 
 def test_new_tables_are_queued_once() -> None:
