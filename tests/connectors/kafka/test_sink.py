@@ -236,6 +236,15 @@ def test_broker_refusing_the_timeout_is_a_config_error(
     assert producer.conf["transaction.timeout.ms"] == 3_600_000
 
 
+def test_a_run_counts_the_bytes_its_records_would() -> None:
+    """RecordRun.size, which the batch rule adds up, is the sum of its records'
+    OutputRecord.size: keys and values None (no key, tombstones) or empty included."""
+    run = RecordRun(
+        "t.public.a", [b"k1", None, b"", b"key4"], [b"v" * 800, b"x", None, b""], [1, 2, 3, 4]
+    )
+    assert run.size == sum(r.size for r in run.records()) == 4 * 10 + 2 + 4 + 800 + 1
+
+
 def test_a_delete_run_holds_its_tombstones_as_none_values(make_sink: Any) -> None:
     """A run of DELETE events, each followed by its tombstone (a None value): the sink
     produces them in that order, and `records()` gives the tombstones op "" as a single
