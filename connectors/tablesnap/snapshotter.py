@@ -294,7 +294,8 @@ class Snapshotter:
         self._announce: list[TableJob] = []  # finished, logged by `_announce_done`
         # Published chunks whose Kafka transaction is not committed yet, oldest first,
         # each with the tables its publication finished (`_commit`, `kafka_committed`);
-        # and the tables finished by the chunk being published now. Worker's thread only.
+        # and the tables finished by the chunk being published now. Changed by the
+        # worker's thread alone, `_uncommitted` under `lock` (`_announce_done` reads it).
         self._uncommitted: list[_Published] = []
         self._finishing: list[TableJob] = []
         # rows a chunk of the table held when its byte budget cut it (`_chunk_rows`)
@@ -784,33 +785,24 @@ class Snapshotter:
             value = ProgressRecord(last, self.state.to_json()).encode()
             finished, self._finishing = self._finishing, []
         self.port.stage_snapshot_progress(progress_topic(self.settings), self.slot.encode(), value)
-        said = {
-            "table": p.spec.table,
-            "chunk": p.chunk_id,
-            "bounds": last["bounds"],
-            "rows": rows,
-            "dropped": dropped,
-            "filled": filled,
-            "done": last["done"],
-        }
+        said = {**last, "chunk": p.chunk_id, "dropped": dropped, "filled": filled}
         # Before the port's call: a commit there calls `kafka_committed` back.
-        self._uncommitted.append(_Published(p.job, said, finished))
+        with self.lock:
+            self._uncommitted.append(_Published(p.job, said, finished))
         self.port.commit_snapshot_chunk(lsn, now=bool(finished))
 
     def kafka_committed(self) -> None:
         """The worker committed its Kafka transaction: the chunks published into it are
         committed now, and said to be (see "Commits" in the module docstring)."""
-        published, self._uncommitted = self._uncommitted, []
-        for c in published:
-            if self.metrics is not None:
-                self.metrics.snapshot_chunks.labels(self.slot).inc()
-            log.info("snapshot_chunk_committed", **c.said)
-        if not published:
-            return
-        with self.lock:
+        with self.lock:  # a reader's `_finish` reads `_uncommitted` (`_announce_done`)
+            published, self._uncommitted = self._uncommitted, []
             for c in published:
+                if self.metrics is not None:
+                    self.metrics.snapshot_chunks.labels(self.slot).inc()
+                log.info("snapshot_chunk_committed", **c.said)
                 self._announce.extend(c.finished)
-            self._announce_done()
+            if published:
+                self._announce_done()
         for c in published:
             self._draw(c.job)
 
