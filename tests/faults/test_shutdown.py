@@ -20,9 +20,12 @@ from tests.integration.pipeline_kafka_support import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
-# Large enough that the replay outlasts the SIGTERM and its grace: the native path
-# publishes one spilled transaction at 200-300k rows/s, so the replay lasts 2-3 s.
-ROWS = 600_000
+# Large enough to spill and to be caught in the middle of its replay: the native path
+# publishes one spilled transaction at 200-300k rows/s, so the replay lasts about a
+# second. The worker is frozen (SIGSTOP) the moment 1% of it is in the topic, so the
+# replay cannot end between that count and the SIGTERM however fast it is. (600,000
+# rows took 138 s of CI's critical lane, mostly reading them back twice.)
+ROWS = 200_000
 GRACE_S = 0.2  # kafka.shutdown_timeout_s: the replay may go on this long after SIGTERM
 
 
@@ -57,7 +60,7 @@ class Watermarks:
 def test_sigterm_mid_replay_aborts_within_the_shutdown_timeout(
     pg15: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
 ) -> None:
-    """SIGTERM while a 600,000-row transaction is being written into its Kafka
+    """SIGTERM while a 200,000-row transaction is being written into its Kafka
     transaction: the worker aborts that Kafka transaction and exits 0 within
     kafka.shutdown_timeout_s (0.2 s here) plus a few seconds, instead of finishing the
     replay; nothing of the transaction is visible to read_committed consumers; a
