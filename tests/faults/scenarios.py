@@ -33,7 +33,7 @@ from typing import Any
 from tests.faults import pgctl
 from tests.faults.proxy import Proxy
 from tests.faults.takeover import TAKEOVER_LIMIT_S, kill_active, summary
-from tests.faults.verifier import Verdict, topics, verify
+from tests.faults.verifier import Verdict, story, topics, verify
 from tests.faults.workload import ContinuousWorkload, server_lsn
 from tests.fixtures import services
 from tests.integration.pipeline_kafka_support import (
@@ -164,6 +164,7 @@ class Result:
     in_doubt: int
     seconds: float
     error: str = ""
+    story: str = ""  # the workers' key log lines, when the verdict is not clean
 
 
 def _ensure_proxied_listener(kafka: dict[str, Any]) -> None:
@@ -244,6 +245,7 @@ def run_scenario(
             len(wl.outcomes),
             wl.in_doubt(),
             time.monotonic() - began,
+            story="" if verdict.clean else story(p),
         )
     except Exception as exc:  # one failed scenario is a row of the table, not the end
         behaviour = "; ".join(s.behaviour() for s in sups) or "-"

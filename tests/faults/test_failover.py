@@ -17,7 +17,7 @@ import psycopg2
 import pytest
 
 from tests.faults.ha_exclusive import on_standby, rebuilt_pair, replayed, services
-from tests.faults.verifier import topics, verify
+from tests.faults.verifier import story, topics, verify
 from tests.faults.workload import ContinuousWorkload
 from tests.fixtures.services import ensure_service, stop_service
 from tests.integration.pipeline_kafka_support import (
@@ -65,7 +65,7 @@ def test_standby_as_source_under_workload(
         assert w.terminate() == 0, w.tail()
         verdict = verify(p, load.outcomes, read_all(p.settings(), topics(p)))
         print(f"PG{standby['version']} standby source: {verdict}")
-        assert verdict.committed > 10 and verdict.clean, verdict
+        assert verdict.committed > 10 and verdict.clean, f"{verdict}\n{story(p)}"
 
 
 def test_promotion_mid_workload_follows_the_new_timeline(
@@ -109,4 +109,4 @@ def test_promotion_mid_workload_follows_the_new_timeline(
         assert not [r for r in reads if r.value and str(r.key.get("k", "")).startswith("open")]
         verdict = verify(p, before + after.outcomes, reads)
         print(f"PG{standby['version']} promotion: {verdict}")
-        assert verdict.committed > 10 and verdict.clean, verdict
+        assert verdict.committed > 10 and verdict.clean, f"{verdict}\n{story(p)}"

@@ -48,7 +48,7 @@ from service.lsn import format_lsn, parse_lsn
 from service.output.text import TestDecodingPlugin
 from service.wal.bridge import bridge_range, segment_name
 from tests.faults.ha_exclusive import rebuilt_pair, services
-from tests.faults.verifier import topics, verify
+from tests.faults.verifier import story, topics, verify
 from tests.faults.workload import ContinuousWorkload
 from tests.fixtures.services import ensure_service, stop_service
 from tests.integration.pipeline_kafka_support import (
@@ -327,7 +327,7 @@ def test_gap_bridged_from_the_archive(failed_over: Failover) -> None:
     assert not worker.has_event("worker_fresh_start")
     verdict = verify(p, f.outcomes + third.outcomes, read_all(p.settings(), topics(p)))
     print(f"PG{f.version} gap bridged from the archive: {verdict}")
-    assert verdict.committed > 20 and verdict.clean, verdict
+    assert verdict.committed > 20 and verdict.clean, f"{verdict}\n{story(p)}"
 
     conn = p.connect()
     try:

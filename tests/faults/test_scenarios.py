@@ -36,5 +36,5 @@ def test_scenario(
     result = run_scenario(SCENARIOS[name], infos, quick=True)
     print(table([result]))
     assert not result.error, table([result])
-    assert result.verdict.clean, f"{table([result])}\n{result.verdict.examples}"
+    assert result.verdict.clean, f"{table([result])}\n{result.verdict.examples}\n{result.story}"
     assert result.verdict.committed > 20

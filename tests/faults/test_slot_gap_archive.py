@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from service.lsn import parse_lsn
-from tests.faults.verifier import topics, verify
+from tests.faults.verifier import story, topics, verify
 from tests.faults.workload import ContinuousWorkload
 from tests.integration.pipeline_kafka_support import (
     EO_TABLES,
@@ -116,4 +116,4 @@ def test_gap_with_a_transaction_across_the_seam_is_bridged(
         outcomes = [*first.outcomes, *second.outcomes, long_txn]
         verdict = verify(p, outcomes, read_all(p.settings(), topics(p)))
         print(f"slot moved, gap bridged from the archive directory: {verdict}")
-        assert verdict.committed > 20 and verdict.clean, verdict
+        assert verdict.committed > 20 and verdict.clean, f"{verdict}\n{story(p)}"

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.faults.ha_exclusive import rebuilt_pair
-from tests.faults.verifier import topics, verify
+from tests.faults.verifier import story, topics, verify
 from tests.faults.workload import ContinuousWorkload
 from tests.integration.pipeline_kafka_support import EO_TABLES, insert_lsn, pipeline, read_all
 
@@ -75,4 +75,4 @@ def test_invalidated_slot_is_recreated_and_the_gap_bridged(
         outcomes = [*first.outcomes, *second.outcomes, *third.outcomes]
         verdict = verify(p, outcomes, read_all(p.settings(), topics(p)))
         print(f"PG{version} invalidated slot, gap bridged: {verdict}")
-        assert verdict.committed > 20 and verdict.clean, verdict
+        assert verdict.committed > 20 and verdict.clean, f"{verdict}\n{story(p)}"

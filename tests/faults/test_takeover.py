@@ -12,7 +12,7 @@ import pytest
 
 from tests.faults.scenarios import Supervisor
 from tests.faults.takeover import TAKEOVER_LIMIT_S, kill_active, summary
-from tests.faults.verifier import topics, verify
+from tests.faults.verifier import story, topics, verify
 from tests.faults.workload import ContinuousWorkload
 from tests.integration.pipeline_kafka_support import EO_TABLES, pipeline, read_all
 
@@ -53,7 +53,7 @@ def test_standby_takes_over_after_each_kill(
         print(line)
         exits = [e for s in (first, second) for e in s.exits]
         print(f"PG{pg['version']} exits other than the kills: {exits}")
-        assert verdict.committed > 50 and verdict.clean, line
+        assert verdict.committed > 50 and verdict.clean, f"{line}\n{story(p)}"
         assert len(takeovers) == KILLS
         assert max(t.commit_s for t in takeovers) < TAKEOVER_LIMIT_S, line
         # The waiting standby takes over, and the restarted worker waits: before the

@@ -9,7 +9,10 @@ record of the output topics (`read_all`: isolation.level=read_committed), and co
 - duplicated: one with an event (a `transaction.total_order`) published more than once;
 - partial: one with some, not all, of its events (orders 1..n, n = rows the SQL touched);
 - out of order: one whose events are not one contiguous run in a topic partition, or
-  whose run comes before that of a transaction that committed earlier;
+  whose run comes before that of a transaction that committed earlier (by the commit
+  LSN its END record on the transaction topic names: a data event's `transaction.id`
+  carries that event's own LSN, as Debezium's does, and a transaction that began
+  earlier and committed later may have written its last event before another's);
 - aborted visible: a rolled-back (or in-doubt, then aborted) transaction with events;
 - rows differing: keys whose materialized value (c/u/r upsert, d delete, by key in
   topic order) differs from `SELECT *` of the table, over the workload's columns.
@@ -19,11 +22,13 @@ Counting instead of asserting lets the scenario table show every kind of failure
 
 from __future__ import annotations
 
+import json
 import operator
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from service.lsn import format_lsn
 from tests.integration.pipeline_kafka_support import Pipeline, Rec, TxnOutcome, materialize
 
 TABLES = (
@@ -65,6 +70,17 @@ def topics(p: Pipeline) -> list[str]:
     return [*(p.topic(t) for t, _, _ in TABLES), f"{p.prefix}.transaction"]
 
 
+def commit_lsns(p: Pipeline, reads: Sequence[Rec]) -> dict[int, int]:
+    """Each transaction's commit LSN, from its END record on the transaction topic
+    (`id` "xid:commit end LSN"), by xid."""
+    found: dict[int, int] = {}
+    for r in reads:
+        if r.topic == f"{p.prefix}.transaction" and r.value and r.value["status"] == "END":
+            xid, lsn = r.value["id"].split(":")
+            found[int(xid)] = int(lsn)
+    return found
+
+
 def verify(p: Pipeline, outcomes: Sequence[TxnOutcome], reads: Sequence[Rec]) -> Verdict:
     v = Verdict()
     committed = [o for o in outcomes if o.committed]
@@ -78,11 +94,9 @@ def verify(p: Pipeline, outcomes: Sequence[TxnOutcome], reads: Sequence[Rec]) ->
         and r.topic != f"{p.prefix}.transaction"
     ]
     orders: dict[int, list[int]] = defaultdict(list)
-    commit_lsn: dict[int, int] = {}
     for r in data:
-        xid = r.value["source"]["txId"]
-        orders[xid].append(r.value["transaction"]["total_order"])
-        commit_lsn[xid] = int(r.value["transaction"]["id"].split(":")[1])
+        orders[r.value["source"]["txId"]].append(r.value["transaction"]["total_order"])
+    commit_lsn = commit_lsns(p, reads)
     v.aborted_visible = sum(1 for x in aborted if x in orders)
     for o in committed:
         got = orders.get(o.xid, [])
@@ -90,7 +104,8 @@ def verify(p: Pipeline, outcomes: Sequence[TxnOutcome], reads: Sequence[Rec]) ->
             continue
         if not got:
             v.lost += 1
-            v.note(f"lost {o.xid} ({o.total} events)")
+            since = format_lsn(o.commit_from)
+            v.note(f"lost {o.xid} ({o.total} events, commit at or after {since})")
             continue
         counts = Counter(got)
         if any(n > 1 for n in counts.values()):
@@ -112,7 +127,10 @@ def verify(p: Pipeline, outcomes: Sequence[TxnOutcome], reads: Sequence[Rec]) ->
     for run in runs.values():
         highest = -1
         for xid in run:
-            lsn = commit_lsn.get(xid, 0)
+            lsn = commit_lsn.get(xid)
+            if lsn is None:  # data events with no END: said wherever the END is missing
+                disordered.add(xid)
+                continue
             if lsn < highest:
                 disordered.add(xid)
             highest = max(highest, lsn)
@@ -131,3 +149,45 @@ def verify(p: Pipeline, outcomes: Sequence[TxnOutcome], reads: Sequence[Rec]) ->
         if differing:
             v.note(f"{table}: {len(differing)} keys differ, e.g. {sorted(differing, key=str)[:3]}")
     return v
+
+
+# The worker log events a failed verdict is read against: where decoding started, the
+# snapshot's batch, and every retry, replay, reconnect and restart.
+STORY_EVENTS = frozenset(
+    {
+        "worker_consistent",
+        "worker_resumed",
+        "worker_bridging_gap",
+        "snapshot_committed",
+        "worker_signal",
+        "worker_stopped",
+    }
+)
+
+
+_STORY_LEFT_OUT = frozenset({"timestamp", "level", "logger", "event"})
+
+
+def story(p: Pipeline, limit: int = 40) -> str:
+    """The workers' key log lines, in time order (STORY_EVENTS, and every warning or
+    error), for a failed verdict's message: what the worker did around a lost or
+    misplaced transaction, which the counts alone cannot say."""
+    lines: list[tuple[str, str]] = []
+    for n, w in enumerate(p.workers):
+        for raw in w.log_text().splitlines():
+            try:
+                e = json.loads(raw)
+            except ValueError:
+                continue
+            event = e.get("event", "")
+            if event not in STORY_EVENTS and e.get("level") not in ("warning", "error"):
+                continue
+            rest = {k: v for k, v in e.items() if k not in _STORY_LEFT_OUT}
+            stamp = str(e.get("timestamp", ""))[11:23]
+            lines.append((stamp, f"{stamp} w{n} {event} {json.dumps(rest, default=str)[:200]}"))
+    lines.sort()
+    if len(lines) > limit:
+        half = limit // 2
+        skipped = f"... {len(lines) - limit} more ..."
+        lines = [*lines[:half], ("", skipped), *lines[-half:]]
+    return "\n".join(text for _, text in lines)
