@@ -31,7 +31,7 @@ header naming the domain), printed as array_out, with its element's layout from
 jsonpath, the built-in ranges and multiranges, and user-defined ones over a built-in
 range's subtype or over int2, oid, float4, float8, text, varchar, bpchar, time,
 timetz, interval, inet, cidr, uuid, bytea, macaddr, macaddr8, bool, "char", name, money,
-bit, varbit, tid or pg_lsn (`user_range_kind`); a domain over a built-in scalar type of
+bit, varbit, tid, pg_lsn or xid8 (`user_range_kind`); a domain over a built-in scalar type of
 these, a built-in range, a reg* type or aclitem (`_domain_kind`: printed as its base
 type, always quoted, as print_literal quotes a type that is no built-in one); a
 composite whose fields are built-in types of TEXT_KINDS, domains over them, enums,
@@ -150,6 +150,7 @@ _RANGE_SUBTYPES = {
     1562: "bit",
     27: "tid",
     3220: "pg_lsn",
+    5069: "xid8",
 }
 
 

@@ -61,6 +61,7 @@ MORE_SUBS = [
     ("tid", "tid"),
     ("lsn", "pg_lsn"),
     ("uuid", "uuid"),
+    ("xid8", "xid8"),
 ]
 MORE_RANGE_ROWS = r"""INSERT INTO nurange (id, rby, mby, rma, rm8, rbo, rch, rnm, rbp, rmo, rbi,
  mbi, rvb, rtd, mtd, rls) VALUES
@@ -397,7 +398,8 @@ def test_native_text_equals_test_decoding(
             " mby nubyteamultirange, rma numacrange, rm8 numac8range, rbo nuboolrange,"
             " rch nucharrange, rnm nunamerange, rbp nubpcharrange, rmo numoneyrange,"
             " rbi nubitrange, mbi nubitmultirange, rvb nuvarbitrange, rtd nutidrange,"
-            " mtd nutidmultirange, rls nulsnrange, ruu nuuuidrange, muu nuuuidmultirange)",
+            " mtd nutidmultirange, rls nulsnrange, ruu nuuuidrange, muu nuuuidmultirange,"
+            " rx8 nuxid8range, mx8 nuxid8multirange)",
             "ALTER TABLE ntoast ALTER COLUMN big SET STORAGE EXTERNAL",
         ],
         [
@@ -485,6 +487,12 @@ def test_native_text_equals_test_decoding(
             "-6bb9bd380a11,),(,00000000-0000-0000-0000-000000000001)}'), (301, 'empty', '{}')",
             "INSERT INTO nurange (id, ruu) SELECT g, ('[' || md5(g::text)::uuid || ',)')"
             "::nuuuidrange FROM generate_series(310, 340) g",
+            # xid8: xid8out's unsigned decimal, past the int8 range too
+            "INSERT INTO nurange (id, rx8, mx8) VALUES (400, '[0,18446744073709551615]',"
+            " '{[3,5),[9223372036854775808,)}'), (401, 'empty', '{}'), (402, '(,7)', NULL)",
+            "INSERT INTO nurange (id, rx8, mx8) SELECT g, ('[' || g || ',' || g::numeric"
+            " * 4294967296 || ')')::nuxid8range, ('{(,' || g || '],[' || g * 3 || ',)}')"
+            "::nuxid8multirange FROM generate_series(410, 440) g",
             "INSERT INTO ndomx VALUES (1, true, B'101', B'', 'it''s \"q\"', '', 'NaN', '(1,2)',"
             " '-0', '00000000-0000-0000-0000-000000000000', '-$1,000.00', 'infinity',"
             " '{1,NULL,3}', '{\"a b\",NULL,\"\",NULL}', '{sad,NULL,\"it''s\"}',"

@@ -8,7 +8,7 @@ and 4-byte varlena headers, an inline pglz- and an lz4-compressed text, a droppe
 column) over a plan with every native kind (a composite with enum, array and nested
 composite fields, pg_snapshot, int2vector, oidvector, a jsonpath of a random item
 tree, tid, user ranges over text and bytea (bounds range_bound_escape quotes),
-interval and tid, domains over int4 and bool, and cube[] (an extension type's array,
+interval, tid and xid8, domains over int4 and bool, and cube[] (an extension type's array,
 its elements double-aligned) among them, and a last column added
 with a default, which seeds of fewer attributes read from the plan's attmissingval),
 with random values and NULLs. Each case damages one seed: flip a bit, set a byte,
@@ -113,6 +113,8 @@ COLUMNS = [
     ("tid", 6, "s", "tid", False),
     ("ubr", -1, "i", "bytearange@16432", False),
     ("udr", -1, "i", "tidrange@16433", False),
+    # a user range over xid8 (8-byte bounds at 8-byte alignment, xid8out's unsigned text)
+    ("ux8", -1, "d", "xid8range@16434", False),
     # domains over int4 and bool: the text writer quotes their base type's text
     # (`domain:<kind>`), the Avro encoder writes the base type
     ("dom", 4, "i", "domain_int4", False),
@@ -129,6 +131,7 @@ MISSING = {len(COLUMNS) - 1: struct.pack("<i", 42)}
 # (int4, text), registered for the Python reference as a catalog would describe them.
 ENUM_OID, INNER_OID, OUTER_OID = 16_400, 16_410, 16_420
 TEXT_RANGE_OID, INTERVAL_RANGE_OID, BYTEA_RANGE_OID, TID_RANGE_OID = range(16_430, 16_434)
+XID8_RANGE_OID = 16_434
 DOM_INT4_OID, DOM_BOOL_OID = 16_440, 16_441
 _DOMAINS = {"domain_int4": "int4", "domain_bool": "bool"}  # the kind -> its base's kind
 ENUM_LABELS = {16_500: "sad", 16_501: "it's", 16_502: ""}
@@ -187,6 +190,7 @@ _TEXT = {
     "tid": ("tid", 27),
     "bytearange@16432": ("bytearange@16432", BYTEA_RANGE_OID),
     "tidrange@16433": ("tidrange@16433", TID_RANGE_OID),
+    "xid8range@16434": ("xid8range@16434", XID8_RANGE_OID),
     "domain_int4": ("domain:int4", DOM_INT4_OID),
     "domain_bool": ("domain:bool", DOM_BOOL_OID),
 }
@@ -199,6 +203,7 @@ REGISTRY.add(TypeInfo(DOM_INT4_OID, "posint", 4, True, "i", "d", "int4out", typb
 REGISTRY.add(TypeInfo(DOM_BOOL_OID, "flag", 1, True, "c", "d", "boolout", typbasetype=16))
 REGISTRY.add(TypeInfo(BYTEA_RANGE_OID, "ubr", -1, False, "i", "r", "range_out", range_subtype=17))
 REGISTRY.add(TypeInfo(TID_RANGE_OID, "udr", -1, False, "i", "r", "range_out", range_subtype=27))
+REGISTRY.add(TypeInfo(XID8_RANGE_OID, "ux8", -1, False, "d", "r", "range_out", range_subtype=5069))
 REGISTRY.add(
     TypeInfo(INTERVAL_RANGE_OID, "uir", -1, False, "d", "r", "range_out", range_subtype=1186)
 )
@@ -319,9 +324,14 @@ def _varlena(payload: bytes, rng: random.Random, compress: bool) -> bytes:
 def _user_range(kind: str, rng: random.Random) -> bytes:
     """A user range's payload (range_serialize) over text (bounds of characters
     range_bound_escape quotes, in short or aligned 4-byte varlenas), bytea (random
-    bytes, the same varlenas), interval or tid."""
+    bytes, the same varlenas), interval, tid or xid8."""
     text = kind.startswith(("text", "bytea"))
-    oids = {"text": TEXT_RANGE_OID, "bytea": BYTEA_RANGE_OID, "tid": TID_RANGE_OID}
+    oids = {
+        "text": TEXT_RANGE_OID,
+        "bytea": BYTEA_RANGE_OID,
+        "tid": TID_RANGE_OID,
+        "xid8": XID8_RANGE_OID,
+    }
     oid = oids.get(kind.split("range", maxsplit=1)[0], INTERVAL_RANGE_OID)
     out = bytearray(struct.pack("<I", oid))
     flags = rng.choice([0, 2, 4, 6, 1])
@@ -332,6 +342,10 @@ def _user_range(kind: str, rng: random.Random) -> bytes:
         if kind.startswith("tid"):
             out += bytes((-(len(out) + 4)) % 2)
             out += _value("tid", rng)
+            continue
+        if kind.startswith("xid8"):
+            out += bytes((-(len(out) + 4)) % 8)
+            out += rng.randbytes(8)
             continue
         if not text:
             out += bytes((-(len(out) + 4)) % 8)
@@ -423,7 +437,13 @@ def _payload(kind: str, rng: random.Random) -> bytes:
     if kind == "jsonpath":
         # a random item tree of any item kind (flattenJsonPathParseItem's layout)
         return forms.jsonpath_datum(forms.random_jsonpath(rng, 3), rng.random() < 0.5)
-    if kind in ("textrange@16430", "intervalrange@16431", "bytearange@16432", "tidrange@16433"):
+    if kind in (
+        "textrange@16430",
+        "intervalrange@16431",
+        "bytearange@16432",
+        "tidrange@16433",
+        "xid8range@16434",
+    ):
         return _user_range(kind, rng)
     if kind in ("tstzrange", "int4range"):
         oid = 3910 if kind == "tstzrange" else 3904

@@ -173,6 +173,7 @@ CREATE TYPE n_varbitrange AS RANGE (subtype = varbit);
 CREATE TYPE n_tidrange AS RANGE (subtype = tid);
 CREATE TYPE n_lsnrange AS RANGE (subtype = pg_lsn);
 CREATE TYPE n_uuidrange AS RANGE (subtype = uuid);
+CREATE TYPE n_xid8range AS RANGE (subtype = xid8);
 CREATE TABLE n_urange (
     id int4 PRIMARY KEY, r n_i8range, m n_i8multirange, rn n_numrng, mn n_nummulti,
     rz n_tzrng, rd n_dayrng, rf n_floatrange, mf n_floatmultirange,
@@ -182,7 +183,7 @@ CREATE TABLE n_urange (
     rma n_macrange, rm8 n_mac8range, rbo n_boolrange, rch n_charrange, rnm n_namerange,
     rbp n_bpcharrange, rmo n_moneyrange, rbi n_bitrange, mbi n_bitmultirange,
     rvb n_varbitrange, rtd n_tidrange, mtd n_tidmultirange, rls n_lsnrange, ruu n_uuidrange,
-    muu n_uuidmultirange);
+    muu n_uuidmultirange, rx8 n_xid8range, mx8 n_xid8multirange);
 """
 
 
@@ -387,6 +388,14 @@ _MORE_ROWS = [
  (701, 'empty', '{}'), (702, NULL, NULL)""",
     """INSERT INTO n_urange (id, ruu) SELECT g, ('[' || md5(g::text)::uuid || ',)')::n_uuidrange
        FROM generate_series(710, 760) g""",
+    # xid8: xid8out's unsigned decimal, past the int8 range too
+    """INSERT INTO n_urange (id, rx8, mx8) VALUES
+ (800, '[0,18446744073709551615]', '{[3,5),[9223372036854775808,)}'),
+ (801, 'empty', '{}'), (802, '(,7)', NULL), (803, NULL, NULL)""",
+    """INSERT INTO n_urange (id, rx8, mx8)
+       SELECT g, ('[' || g || ',' || g::numeric * 4294967296 || ')')::n_xid8range,
+              ('{(,' || g || '],[' || g * 3 || ',)}')::n_xid8multirange
+       FROM generate_series(810, 860) g""",
     "UPDATE n_urange SET r = '[0,1]' WHERE id % 3 = 0",
     "DELETE FROM n_urange WHERE id % 4 = 0",
     # tid: tidout's text (a string), in a tid[] and as a composite's field too

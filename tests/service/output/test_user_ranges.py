@@ -17,6 +17,7 @@ from service.types.registry import TypeInfo, TypeRegistry
 from service.types.rowdecode import type_meta
 
 I8RANGE, I8MULTI, FLOATRANGE, FLOATMULTI, DOM, TEXTRANGE, UUIDRANGE, XID8RANGE = range(16401, 16409)
+MOOD, MOODRANGE = 16409, 16410  # an enum, and a range over it
 
 
 def _registry() -> TypeRegistry:
@@ -32,6 +33,8 @@ def _registry() -> TypeRegistry:
         TypeInfo(TEXTRANGE, "tr", -1, False, "i", "r", "range_out", range_subtype=25),
         TypeInfo(UUIDRANGE, "ur", -1, False, "i", "r", "range_out", range_subtype=2950),
         TypeInfo(XID8RANGE, "xr", -1, False, "d", "r", "range_out", range_subtype=5069),
+        TypeInfo(MOOD, "mood", 4, True, "i", "e", "enum_out"),
+        TypeInfo(MOODRANGE, "moodr", -1, False, "i", "r", "range_out", range_subtype=MOOD),
     ):
         reg.add(info)
     return reg
@@ -49,14 +52,15 @@ def test_user_ranges_over_builtin_subtypes_get_the_builtin_kind_with_their_oid()
 
 
 def test_user_only_subtypes_have_a_user_kind_and_other_subtypes_none() -> None:
-    """float8, text and uuid ranges (no built-in range over them) are named by their
-    subtype's prefix; a range over xid8, which the native range writer does not print,
-    has no kind."""
+    """float8, text, uuid and xid8 ranges (no built-in range over them) are named by
+    their subtype's prefix; a range over an enum, which the native range writer does not
+    print (its bounds are pg_enum OIDs), has no kind."""
     assert _kind(FLOATRANGE) == (701, f"float8range@{FLOATRANGE}")
     assert _kind(FLOATMULTI) == (701, f"float8multirange@{FLOATMULTI}")
     assert _kind(TEXTRANGE) == (25, f"textrange@{TEXTRANGE}")
     assert _kind(UUIDRANGE) == (2950, f"uuidrange@{UUIDRANGE}")
-    assert _kind(XID8RANGE) == (5069, None)
+    assert _kind(XID8RANGE) == (5069, f"xid8range@{XID8RANGE}")
+    assert _kind(MOODRANGE) == (MOOD, None)
 
 
 @pytest.mark.skipif(native_text_core() is None, reason="PGCDC_IMPL selects python")
@@ -71,7 +75,7 @@ def test_the_native_core_accepts_every_user_range_kind(subtype: int) -> None:
         column = ("r", -1, 4, False, False, " r[r]:", kind)
         native.TextPlan([column], "public.t", SchemaMismatchError, DecodeError)
     with pytest.raises(ValueError, match="unknown kind"):
-        column = ("r", -1, 4, False, False, " r[r]:", "xid8range@16401")
+        column = ("r", -1, 4, False, False, " r[r]:", "xidrange@16401")  # xid: no btree
         native.TextPlan([column], "public.t", SchemaMismatchError, DecodeError)
 
 

@@ -254,6 +254,7 @@ fn bound(d: &[u8], sub: RangeSub) -> Result<Vec<u8>, Rewrite> {
         RangeSub::Money => column(Kind::Money),
         RangeSub::Bits => column(Kind::Bits),
         RangeSub::PgLsn => swapped(d, 8, "pg_lsn"),
+        RangeSub::Xid8 => swapped(d, 8, "xid8"),
         RangeSub::Tid => tid(d),
     }
 }

@@ -74,7 +74,7 @@ pub enum Output {
 /// The subtype prefixes of the range kinds' names (service.output.native_text's
 /// `_RANGE_SUBTYPES`): a built-in range's, and from float8 on the subtypes of
 /// user-defined ranges only (`float8range@<oid>`: no built-in range has the name).
-const SUBS: [(&str, RangeSub); 27] = [
+const SUBS: [(&str, RangeSub); 28] = [
     ("int4", RangeSub::Int4),
     ("int8", RangeSub::Int8),
     ("num", RangeSub::Numeric),
@@ -102,6 +102,7 @@ const SUBS: [(&str, RangeSub); 27] = [
     ("bit", RangeSub::Bits),
     ("tid", RangeSub::Tid),
     ("pg_lsn", RangeSub::PgLsn),
+    ("xid8", RangeSub::Xid8),
 ];
 
 /// (subtype, is a multirange) of `<subtype prefix>range` / `<subtype prefix>multirange`.
@@ -324,6 +325,11 @@ mod tests {
             Output::parse("pg_lsnrange@16403"),
             Some(Output::Range(RangeSub::PgLsn, 16403))
         );
+        assert_eq!(
+            Output::parse("xid8multirange@16404"),
+            Some(Output::Multirange(RangeSub::Xid8, 16404))
+        );
+        assert_eq!(Output::parse("xidrange@16405"), None); // xid has no btree opclass
         assert_eq!(Output::parse("bytearange"), None); // no built-in one
     }
 }

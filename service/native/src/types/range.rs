@@ -2,7 +2,7 @@
 //! timestamp and timestamptz: the built-in ones (int4range .. tstzrange, int4multirange
 //! .. tstzmultirange) and user-defined ones over the same subtypes or over int2, oid,
 //! float4, float8, text (varchar, bpchar), time, timetz, interval, inet, cidr, uuid, bytea,
-//! macaddr, macaddr8, bool, "char", name, money, bit (varbit), tid or pg_lsn, written
+//! macaddr, macaddr8, bool, "char", name, money, bit (varbit), tid, pg_lsn or xid8, written
 //! from their stored datums.
 //!
 //! Receives: a range or multirange varlena payload (the bytes after the varlena header,
@@ -63,8 +63,8 @@ const NUMERIC_NINF: u16 = 0xF000;
 /// built-in types a user-defined range may be over (CREATE TYPE ... AS RANGE): float8
 /// (PostgreSQL's own example, floatrange), int2, oid, float4, text (and varchar, stored
 /// and printed as text), time, timetz, interval, inet, cidr, uuid, bytea, macaddr, macaddr8,
-/// bool, "char", name, money, bit (and varbit, stored and printed alike), tid and
-/// pg_lsn.
+/// bool, "char", name, money, bit (and varbit, stored and printed alike), tid, pg_lsn
+/// and xid8.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RangeSub {
     Int4,
@@ -94,6 +94,7 @@ pub enum RangeSub {
     Bits,
     Tid,
     PgLsn,
+    Xid8,
 }
 
 impl RangeSub {
@@ -140,7 +141,8 @@ impl RangeSub {
             | RangeSub::Time
             | RangeSub::Mac8
             | RangeSub::Money
-            | RangeSub::PgLsn => Some(8),
+            | RangeSub::PgLsn
+            | RangeSub::Xid8 => Some(8),
             RangeSub::TimeTz => Some(12),
             RangeSub::Interval | RangeSub::Uuid => Some(16),
             RangeSub::Name => Some(64),
@@ -180,7 +182,8 @@ impl RangeSub {
             | RangeSub::TimeTz
             | RangeSub::Interval
             | RangeSub::Money
-            | RangeSub::PgLsn => 8,
+            | RangeSub::PgLsn
+            | RangeSub::Xid8 => 8,
         }
     }
 }
@@ -302,7 +305,7 @@ fn write_bound(out: &mut String, value: &[u8], sub: RangeSub) -> Result<(), &'st
 /// output function's (int2out, oidout, float4out, textout, time_out, timetz_out,
 /// interval_out, inet_out, cidr_out, uuid_out, byteaout (bytea_output=hex),
 /// macaddr_out, macaddr8_out, boolout, charout, nameout, cash_out (lc_monetary=C),
-/// bit_out, tidout, pg_lsn_out, ... as the types modules write them).
+/// bit_out, tidout, pg_lsn_out, xid8out, ... as the types modules write them).
 fn element_text(out: &mut String, value: &[u8], sub: RangeSub) -> Result<(), &'static str> {
     const SIZE: &str = "range bound size differs from the subtype's";
     match sub {
@@ -323,6 +326,8 @@ fn element_text(out: &mut String, value: &[u8], sub: RangeSub) -> Result<(), &'s
         RangeSub::Bits => formats::bits_text(out, value)?,
         RangeSub::Tid => super::outtext::tid_text(out, value)?,
         RangeSub::PgLsn => super::outtext::Output::PgLsn.write(out, value)?,
+        // xid8out: the unsigned 64-bit number
+        RangeSub::Xid8 => super::outtext::Output::Xid8.write(out, value)?,
         RangeSub::Int2 => {
             let v = i16::from_le_bytes(value.try_into().map_err(|_| SIZE)?);
             let _ = write!(out, "{v}");
@@ -994,6 +999,17 @@ mod tests {
             RangeSub::PgLsn,
         );
         assert_eq!(user_text(&lsn, RangeSub::PgLsn, 16419), "(,1/FF]");
+        // xid8out: unsigned, past i64::MAX too; 8-byte aligned after the rangetypid
+        let x8 = user_range(
+            16421,
+            &[&3u64.to_le_bytes(), &u64::MAX.to_le_bytes()],
+            RANGE_LB_INC,
+            RangeSub::Xid8,
+        );
+        assert_eq!(
+            user_text(&x8, RangeSub::Xid8, 16421),
+            "[3,18446744073709551615)"
+        );
         // uuid_out: 16 bytes at 1-byte alignment, never quoted
         let u = user_range(
             16420,
