@@ -31,7 +31,8 @@ the same bytes; any other table has no plan and all its rows stay on the Python 
     VariableScaleDecimal; string: the output text; double), bit and varbit (Bits;
     bit(1) a boolean), an enum (Enum: the label of the stored pg_enum OID, from the
     column's `enum_oids`);
-  - a domain over one of those base types, as its base type (with the domain's typmod);
+  - a domain over one of those base types, as its base type (with the domain's typmod),
+    and a domain over a built-in range, as the range;
   - the extension types hstore (Json, or the map in hstore.handling.mode=map), ltree
     (Ltree), lquery, cube, earth, seg and the isn types (their text), PostGIS geometry
     and geography (Geometry / Geography {wkb, srid}), pgvector's vector, halfvec and
@@ -145,13 +146,18 @@ def _noop_warn(event: str, column: str) -> None:
 def _base(meta: ColumnMeta) -> tuple[int, int] | None:
     """(type OID, typmod) whose stored form a column holds: its own for a built-in base
     type, the base type's for a domain over one (with the domain's typmod when the
-    column has none, as type_mapping resolves it); None for anything else."""
+    column has none, as type_mapping resolves it), a built-in range's for a domain over
+    one; None for anything else."""
     if meta.ext or meta.stored_bytes_type:
         return None
     if meta.kind == "b" or (meta.kind == "r" and meta.type_oid in RANGES):
         return meta.type_oid, meta.typmod
     if meta.kind == "d" and meta.elem_type_oid and meta.elem_kind == "b":
         return meta.elem_type_oid, meta.typmod if meta.typmod >= 0 else meta.elem_typmod
+    if meta.kind == "d" and meta.elem_kind == "r" and meta.elem_type_oid in RANGES:
+        # a domain over a built-in range: its datums are the range's (they store the
+        # range's OID), its mapping the range's string
+        return meta.elem_type_oid, -1
     return None
 
 

@@ -17,8 +17,9 @@ ADD COLUMN; a table of the types added later (interval, timetz, money, "char", i
 cidr, macaddr, macaddr8, bit, varbit, jsonb, domains over int4, numeric and text, an
 enum with a label added mid-stream, and xml where the server has libxml), a table of
 arrays of them (NULL elements, 2-D, lower bounds, empty), a table of domains over
-int4[], text[] and numeric(5,2)[], over numeric(5,2) and over that domain, and arrays
-of domains (over numeric(5,2), that domain's domain, int4 and an enum), a table of the
+int4[], text[] and numeric(5,2)[], over numeric(5,2) and over that domain, over int4range,
+numrange and tstzrange, and arrays of domains (over numeric(5,2), that domain's domain,
+int4 and an enum), a table of the
 geometric types (point as Debezium's Point record), tsvector, tsquery, the built-in
 ranges and multiranges, arrays of some of them and a composite, a table of composites
 nested in composites, with enum, array and domain fields, arrays of composites and a
@@ -135,9 +136,13 @@ CREATE DOMAIN n_n52 AS numeric(5, 2);
 CREATE DOMAIN n_n52_again AS n_n52;
 CREATE DOMAIN n_n52arr AS numeric(5, 2)[];
 CREATE DOMAIN n_mood_d AS n_mood;
+CREATE DOMAIN n_dr4 AS int4range CHECK (NOT isempty(VALUE));
+CREATE DOMAIN n_dnumr AS numrange;
+CREATE DOMAIN n_dtzr AS tstzrange;
 CREATE TABLE n_dom (
     id int4 PRIMARY KEY, ia n_intarr, ta n_textarr, n n_n52, nn n_n52_again, na n_n52[],
-    nna n_n52_again[], da n_n52arr, pa n_posint[], ma n_mood_d[]);
+    nna n_n52_again[], da n_n52arr, pa n_posint[], ma n_mood_d[], dr n_dr4, dnr n_dnumr,
+    dtz n_dtzr);
 CREATE TYPE n_rich AS (
     m n_mood, ia int4[], inn n_inner, ma n_mood[], p n_pair, dm n_mood_d, dp n_posint,
     tx text[]);
@@ -290,6 +295,14 @@ _MORE_ROWS = [
               ARRAY[g / 11.0, -g]::n_n52arr, ARRAY[g]::n_posint[],
               ARRAY[(ARRAY['sad', 'ok'])[g % 2 + 1]]::n_mood_d[]
        FROM generate_series(1, 200) g""",
+    # domains over built-in ranges (as the ranges: their datums store the range's OID)
+    """INSERT INTO n_dom (id, dr, dnr, dtz) VALUES
+ (4, '[1,5)', '(,1.5]', '[2024-02-29 12:00:00.5+00,infinity)'),
+ (5, '(,)', 'empty', 'empty'), (6, NULL, '[NaN,NaN]', '(,)')""",
+    """INSERT INTO n_dom (id, dr, dnr, dtz) SELECT 300 + g, int4range(-g, g * 9, '[]'),
+              numrange(g / 7.0, NULL), tstzrange(NULL, timestamptz '2024-01-01 00:00+00'
+              + g * interval '1 day 1 us')
+       FROM generate_series(1, 100) g""",
     "UPDATE n_dom SET ia = ia || 5, n = -n WHERE id % 3 = 0",
     "DELETE FROM n_dom WHERE id % 4 = 0",
     # composites with enum, array, domain and composite fields (record_out nested),
