@@ -22,8 +22,8 @@ the same bytes; any other table has no plan and all its rows stay on the Python 
     other geometric types, tsvector, tsquery, jsonpath, the built-in ranges and multiranges,
     and user-defined ones over a built-in range's subtype or over int2, oid, float4,
     float8, text, varchar, bpchar, time, timetz, interval, inet, cidr, uuid, bytea,
-    macaddr, macaddr8, bool, "char", name, money, bit, varbit, tid, pg_lsn or xid8
-    (`user_range_kind`);
+    macaddr, macaddr8, bool, "char", name, money, bit, varbit, tid, pg_lsn or xid8, and
+    domains over those (`user_range_kind`);
     the reg* types and aclitem (15's 12-byte form and 16+'s; `NAMED_TYPES`), as their
     text from the catalog names the resolver put in `RelationInfo.name_cache`, which the
     plan shares (a table with such a column and no cache has no plan);

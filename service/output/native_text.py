@@ -31,9 +31,10 @@ header naming the domain), printed as array_out, with its element's layout from
 jsonpath, the built-in ranges and multiranges, and user-defined ones over a built-in
 range's subtype or over int2, oid, float4, float8, text, varchar, bpchar, time,
 timetz, interval, inet, cidr, uuid, bytea, macaddr, macaddr8, bool, "char", name, money,
-bit, varbit, tid, pg_lsn or xid8 (`user_range_kind`); a domain over a built-in scalar type of
-these, a built-in range, a reg* type or aclitem (`_domain_kind`: printed as its base
-type, always quoted, as print_literal quotes a type that is no built-in one); a
+bit, varbit, tid, pg_lsn or xid8, and domains over those (`user_range_kind`); a
+domain over a built-in scalar type of these, a built-in range, a reg* type or aclitem
+(`_domain_kind`: printed as its base type, always quoted, as print_literal quotes a
+type that is no built-in one); a
 composite whose fields are built-in types of TEXT_KINDS, domains over them, enums,
 arrays of these or of composites, or composites of these (nested; `composite_spec`),
 printed as record_out; the
@@ -158,17 +159,25 @@ def user_range_kind(meta: ColumnMeta) -> str | None:
     """A user-defined range (CREATE TYPE ... AS RANGE) or its multirange over the subtype
     of a built-in range or another subtype of `_RANGE_SUBTYPES`: the kind of the range
     over that subtype with the type's own OID (`int4range@16401`, `textrange@16402`: its
-    datums store that OID, and print as range_out prints them); None for any other
-    type."""
+    datums store that OID, and print as range_out prints them), also for a domain over
+    such a type; None for any other type."""
     if meta.ext or meta.stored_bytes_type or meta.type_oid in OUTPUT_TYPES:
         return None
     prefix = _RANGE_SUBTYPES.get(meta.range_subtype)
     if prefix is None:
         return None
-    if meta.kind == "r":
-        return f"{prefix}range@{meta.type_oid}"
-    if meta.kind == "b":  # a multirange (ColumnMeta.kind names no 'm')
-        return f"{prefix}multirange@{meta.type_oid}"
+    kind, oid = meta.kind, meta.type_oid
+    if kind == "d":
+        # a domain over a user-defined range or multirange: that type's kind and OID
+        # (its datums are the base type's, storing its OID; a domain, like the user
+        # type, is printed quoted); one over a built-in range is `_domain_kind`'s
+        if meta.elem_type_oid in RANGES or meta.elem_type_oid in OUTPUT_TYPES:
+            return None
+        kind, oid = meta.elem_kind, meta.elem_type_oid
+    if kind == "r":
+        return f"{prefix}range@{oid}"
+    if kind == "b":  # a multirange (ColumnMeta.kind names no 'm')
+        return f"{prefix}multirange@{oid}"
     return None
 
 

@@ -868,9 +868,11 @@ def type_meta(
     # a composite's fields, or an array of composites' element's
     row = info if kind == "c" else elem if kind == "a" and elem_kind == "c" else None
     fields = () if row is None else row.fields
-    range_subtype = info.range_subtype
-    if info.multirange_range:
-        range_subtype = registry.get(info.multirange_range).range_subtype
+    # a range's or multirange's subtype; a domain over one takes its base type's
+    ranged = elem if kind == "d" else info
+    range_subtype = ranged.range_subtype
+    if ranged.multirange_range:
+        range_subtype = registry.get(ranged.multirange_range).range_subtype
     return ColumnMeta(
         name=name,
         attnum=attnum,

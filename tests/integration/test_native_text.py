@@ -390,6 +390,9 @@ def test_native_text_equals_test_decoding(
             "CREATE TYPE nuinetrange AS RANGE (subtype = inet)",
             "CREATE TYPE nucidrrange AS RANGE (subtype = cidr)",
             *(f"CREATE TYPE nu{name}range AS RANGE (subtype = {sub})" for name, sub in MORE_SUBS),
+            "CREATE DOMAIN nudi8range AS nu8range",
+            "CREATE DOMAIN nudtextmulti AS nutextmultirange",
+            "CREATE DOMAIN nudlsnrange AS nulsnrange CHECK (NOT isempty(VALUE))",
             "CREATE TABLE nurange (id int PRIMARY KEY, r nu8range, m nu8multirange,"
             " rn nunum, mn nunummulti, rz nutz, rf nufloatrange, mf nufloatmultirange,"
             " rt nutextrange, mt nutextmultirange, rv nuvcrange, r2 nuint2range,"
@@ -399,7 +402,8 @@ def test_native_text_equals_test_decoding(
             " rch nucharrange, rnm nunamerange, rbp nubpcharrange, rmo numoneyrange,"
             " rbi nubitrange, mbi nubitmultirange, rvb nuvarbitrange, rtd nutidrange,"
             " mtd nutidmultirange, rls nulsnrange, ruu nuuuidrange, muu nuuuidmultirange,"
-            " rx8 nuxid8range, mx8 nuxid8multirange)",
+            " rx8 nuxid8range, mx8 nuxid8multirange, dri nudi8range, dmt nudtextmulti,"
+            " dls nudlsnrange)",
             "ALTER TABLE ntoast ALTER COLUMN big SET STORAGE EXTERNAL",
         ],
         [
@@ -493,6 +497,13 @@ def test_native_text_equals_test_decoding(
             "INSERT INTO nurange (id, rx8, mx8) SELECT g, ('[' || g || ',' || g::numeric"
             " * 4294967296 || ')')::nuxid8range, ('{(,' || g || '],[' || g * 3 || ',)}')"
             "::nuxid8multirange FROM generate_series(410, 440) g",
+            # domains over user ranges and multiranges: quoted, as the types they are over
+            "INSERT INTO nurange (id, dri, dmt, dls) VALUES (500, '[-9223372036854775808,0)',"
+            """ '{["a b",c],("(x)",)}', '[0/0,FFFFFFFF/FFFFFFFF]'), (501, 'empty', '{}',"""
+            " '(,1/0)'), (502, NULL, NULL, NULL)",
+            "INSERT INTO nurange (id, dri, dmt, dls) SELECT g, ('[' || g || ',' || g * 1000"
+            " || ')')::nudi8range, ('{[t' || g || ',u' || g || ')}')::nudtextmulti,"
+            " ('[' || g || '/0,)')::nudlsnrange FROM generate_series(510, 540) g",
             "INSERT INTO ndomx VALUES (1, true, B'101', B'', 'it''s \"q\"', '', 'NaN', '(1,2)',"
             " '-0', '00000000-0000-0000-0000-000000000000', '-$1,000.00', 'infinity',"
             " '{1,NULL,3}', '{\"a b\",NULL,\"\",NULL}', '{sad,NULL,\"it''s\"}',"

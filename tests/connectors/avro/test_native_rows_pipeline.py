@@ -179,6 +179,9 @@ CREATE TYPE n_tidrange AS RANGE (subtype = tid);
 CREATE TYPE n_lsnrange AS RANGE (subtype = pg_lsn);
 CREATE TYPE n_uuidrange AS RANGE (subtype = uuid);
 CREATE TYPE n_xid8range AS RANGE (subtype = xid8);
+CREATE DOMAIN n_di8range AS n_i8range;
+CREATE DOMAIN n_dtextmulti AS n_textmultirange;
+CREATE DOMAIN n_dlsnrange AS n_lsnrange CHECK (NOT isempty(VALUE));
 CREATE TABLE n_urange (
     id int4 PRIMARY KEY, r n_i8range, m n_i8multirange, rn n_numrng, mn n_nummulti,
     rz n_tzrng, rd n_dayrng, rf n_floatrange, mf n_floatmultirange,
@@ -188,7 +191,8 @@ CREATE TABLE n_urange (
     rma n_macrange, rm8 n_mac8range, rbo n_boolrange, rch n_charrange, rnm n_namerange,
     rbp n_bpcharrange, rmo n_moneyrange, rbi n_bitrange, mbi n_bitmultirange,
     rvb n_varbitrange, rtd n_tidrange, mtd n_tidmultirange, rls n_lsnrange, ruu n_uuidrange,
-    muu n_uuidmultirange, rx8 n_xid8range, mx8 n_xid8multirange);
+    muu n_uuidmultirange, rx8 n_xid8range, mx8 n_xid8multirange, dri n_di8range,
+    dmt n_dtextmulti, dls n_dlsnrange);
 """
 
 
@@ -409,6 +413,15 @@ _MORE_ROWS = [
        SELECT g, ('[' || g || ',' || g::numeric * 4294967296 || ')')::n_xid8range,
               ('{(,' || g || '],[' || g * 3 || ',)}')::n_xid8multirange
        FROM generate_series(810, 860) g""",
+    # domains over user ranges and multiranges: the range's datums (its OID) and text
+    """INSERT INTO n_urange (id, dri, dmt, dls) VALUES
+ (900, '[-9223372036854775808,0)', '{["a b",c],("(x)",)}', '[0/0,FFFFFFFF/FFFFFFFF]'),
+ (901, 'empty', '{}', '(,1/0)'), (902, NULL, NULL, NULL)""",
+    """INSERT INTO n_urange (id, dri, dmt, dls)
+       SELECT g, ('[' || g || ',' || g * 1000 || ')')::n_di8range,
+              ('{[t' || g || ',u' || g || ')}')::n_dtextmulti,
+              ('[' || g || '/0,)')::n_dlsnrange
+       FROM generate_series(910, 960) g""",
     "UPDATE n_urange SET r = '[0,1]' WHERE id % 3 = 0",
     "DELETE FROM n_urange WHERE id % 4 = 0",
     # tid: tidout's text (a string), in a tid[] and as a composite's field too

@@ -1,9 +1,9 @@
 """User-defined ranges and multiranges: `type_meta` gives their columns the range's
-subtype (`ColumnMeta.range_subtype`), and `user_range_kind` names the native kind of
-those over a built-in range's subtype or another subtype the native writers print (the
-built-in one's name, or the subtype's prefix, with the type's OID), which the native
-core accepts; any other subtype, a built-in range and a domain over a range stay as they
-were."""
+subtype (`ColumnMeta.range_subtype`), and a domain's column its base range's;
+`user_range_kind` names the native kind of those over a built-in range's subtype or
+another subtype the native writers print (the built-in one's name, or the subtype's
+prefix, with the range's own OID, also for a domain over it), which the native core
+accepts; any other subtype, a built-in range and a domain over one stay as they were."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from service.types.rowdecode import type_meta
 
 I8RANGE, I8MULTI, FLOATRANGE, FLOATMULTI, DOM, TEXTRANGE, UUIDRANGE, XID8RANGE = range(16401, 16409)
 MOOD, MOODRANGE = 16409, 16410  # an enum, and a range over it
+DOM_MULTI, DOM_BUILTIN, DOM_MOOD = 16411, 16412, 16413  # domains over ranges
 
 
 def _registry() -> TypeRegistry:
@@ -35,6 +36,9 @@ def _registry() -> TypeRegistry:
         TypeInfo(XID8RANGE, "xr", -1, False, "d", "r", "range_out", range_subtype=5069),
         TypeInfo(MOOD, "mood", 4, True, "i", "e", "enum_out"),
         TypeInfo(MOODRANGE, "moodr", -1, False, "i", "r", "range_out", range_subtype=MOOD),
+        TypeInfo(DOM_MULTI, "dm", -1, False, "d", "d", "multirange_out", typbasetype=I8MULTI),
+        TypeInfo(DOM_BUILTIN, "db", -1, False, "i", "d", "range_out", typbasetype=3904),
+        TypeInfo(DOM_MOOD, "dmo", -1, False, "i", "d", "range_out", typbasetype=MOODRANGE),
     ):
         reg.add(info)
     return reg
@@ -79,8 +83,15 @@ def test_the_native_core_accepts_every_user_range_kind(subtype: int) -> None:
         native.TextPlan([column], "public.t", SchemaMismatchError, DecodeError)
 
 
-def test_builtins_and_domains_have_no_user_kind() -> None:
+def test_builtins_have_no_user_kind() -> None:
     assert _kind(3926) == (20, None)  # int8range: the built-in kind, by OID
     assert _kind(4536) == (20, None)  # int8multirange
     assert _kind(23)[1] is None
-    assert _kind(DOM)[1] is None  # a domain over a range maps as a domain
+    assert _kind(DOM_BUILTIN) == (23, None)  # a domain over int4range: _domain_kind's
+
+
+def test_a_domain_over_a_user_range_has_the_ranges_kind_and_oid() -> None:
+    """Its datums are the range's (they store the range's OID, not the domain's)."""
+    assert _kind(DOM) == (20, f"int8range@{I8RANGE}")
+    assert _kind(DOM_MULTI) == (20, f"int8multirange@{I8MULTI}")
+    assert _kind(DOM_MOOD) == (MOOD, None)  # over a range over an enum: none
