@@ -263,8 +263,9 @@ def field_kind(
     mapping = plan.mapping
     if meta.ext and meta.kind != "a":
         return _extension_kind(meta, mapping, decimal_mode)
-    if meta.kind == "c":
-        # A composite: the string of its record_out text.
+    if meta.kind == "c" or (meta.kind == "d" and meta.elem_kind == "c"):
+        # A composite (or a domain over one, mapped as its root type): the string of its
+        # record_out text.
         if composite_spec(meta, True) is None:
             return None
         if mapping is not type_mapping(meta, decimal_mode, _noop_warn):

@@ -372,8 +372,9 @@ def _field(
 
 
 def composite_spec(meta: ColumnMeta, named: bool = False) -> CompositeSpec | None:
-    """A composite column's (or an array of composites' element's) type OID and fields
-    (`FieldSpec`), when every live field is printed natively: a built-in type of
+    """A composite column's (or an array of composites' element's, or the composite's a
+    domain column is over) type OID and fields (`FieldSpec`), when every live field is
+    printed natively: a built-in type of
     TEXT_KINDS or a domain over one, an enum (or a domain over one), an array of these
     or of composites (array_out), a composite of these (record_out, nested); with
     `named` (the text plugin's composite column, whose plan carries the name cache) also
@@ -382,10 +383,11 @@ def composite_spec(meta: ColumnMeta, named: bool = False) -> CompositeSpec | Non
     ColumnMetas are not known."""
     if meta.ext or meta.stored_bytes_type or not meta.fields:
         return None
-    if meta.kind != "c" and not (meta.kind == "a" and meta.elem_kind == "c"):
+    if meta.kind != "c" and not (meta.kind in ("a", "d") and meta.elem_kind == "c"):
         return None
     if len(meta.field_metas) != len(meta.fields):
         return None
+    # the OID the datums store: a domain's over a composite are the composite's
     oid = meta.type_oid if meta.kind == "c" else meta.elem_stored_oid or meta.elem_type_oid
     fields: list[FieldSpec] = []
     for (name, _typid, attlen, typalign, dropped), fmeta in zip(

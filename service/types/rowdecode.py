@@ -865,8 +865,9 @@ def type_meta(
         if elem.typtype == "e":
             labels = elem.enum_labels
         ext = extension_type(elem)
-    # a composite's fields, or an array of composites' element's
-    row = info if kind == "c" else elem if kind == "a" and elem_kind == "c" else None
+    # a composite's fields, or those of an array of composites' element or of the
+    # composite a domain is over
+    row = info if kind == "c" else elem if kind in ("a", "d") and elem_kind == "c" else None
     fields = () if row is None else row.fields
     # a range's or multirange's subtype; a domain over one takes its base type's
     ranged = elem if kind == "d" else info

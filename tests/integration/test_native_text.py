@@ -342,7 +342,8 @@ def test_native_text_equals_test_decoding(
             "CREATE DOMAIN nmood_d AS nmood",
             "CREATE TYPE nnest AS (x ncomp, y int, m nmood, a int[], ms nmood[], dm nmood_d,"
             " xs ncomp[])",
-            "CREATE TABLE ncmp (id int PRIMARY KEY, c ncomp)",
+            "CREATE DOMAIN ncomp_d AS ncomp CHECK ((VALUE).a IS DISTINCT FROM -1)",
+            "CREATE TABLE ncmp (id int PRIMARY KEY, c ncomp, dc ncomp_d)",
             "CREATE TABLE nnst (id int PRIMARY KEY, c nnest, cs nnest[], dm nmood_d)",
             "CREATE TYPE nmoodrange AS RANGE (subtype = nmood)",
             "CREATE TABLE npy (id int PRIMARY KEY, a nmoodrange)",
@@ -424,6 +425,11 @@ def test_native_text_equals_test_decoding(
             " WHEN 2 THEN '' END, timestamptz '2024-01-01 00:00+00' + g * interval '1 h',"
             " g / 7.0)::ncomp FROM generate_series(1, 20) g",
             "INSERT INTO ncmp VALUES (100, NULL), (101, ROW(NULL, NULL, NULL, NULL))",
+            # a domain over a composite: record_out's text, quoted as the composite's
+            "INSERT INTO ncmp SELECT g, NULL, ROW(g, 'd \"q\" ' || g, timestamptz"
+            " '2024-01-01 00:00+00' + g * interval '1 min', -g / 3.0)::ncomp_d"
+            " FROM generate_series(200, 220) g",
+            "INSERT INTO ncmp VALUES (221, NULL, ROW(NULL, NULL, NULL, NULL)), (222, NULL, NULL)",
             "INSERT INTO nnst SELECT g, ROW(ROW(g, 'x', NULL, NULL), g, 'it''s', ARRAY[g, -g],"
             " ARRAY['ok', NULL]::nmood[], 'sad', ARRAY[ROW(g, 'a,b', NULL, 1.5)::ncomp, NULL])"
             "::nnest, ARRAY[ROW(NULL, g, NULL, '{}', '{}', NULL, '{}')::nnest, NULL],"

@@ -146,7 +146,9 @@ CREATE TABLE n_dom (
 CREATE TYPE n_rich AS (
     m n_mood, ia int4[], inn n_inner, ma n_mood[], p n_pair, dm n_mood_d, dp n_posint,
     tx text[]);
-CREATE TABLE n_nested (id int4 PRIMARY KEY, r n_rich, ps n_pair[], rs n_rich[], dm n_mood_d);
+CREATE DOMAIN n_pair_d AS n_pair CHECK ((VALUE).a IS DISTINCT FROM -1);
+CREATE TABLE n_nested (
+    id int4 PRIMARY KEY, r n_rich, ps n_pair[], rs n_rich[], dm n_mood_d, dp n_pair_d);
 CREATE TABLE n_sys (
     id int4 PRIMARY KEY, ts txid_snapshot, ps pg_snapshot, iv int2vector, ov oidvector,
     pss pg_snapshot[]);
@@ -325,6 +327,10 @@ _MORE_ROWS = [
               ARRAY[ROW(g, 'p' || g, ROW(g)), NULL]::n_pair[], NULL,
               (ARRAY['sad', 'ok'])[g % 2 + 1]::n_mood_d
        FROM generate_series(1, 200) g""",
+    # a domain over a composite: as the composite (record_out's text)
+    """INSERT INTO n_nested (id, dp) SELECT 300 + g, ROW(g, 'd "q" ' || g, ROW(-g))::n_pair_d
+       FROM generate_series(1, 50) g""",
+    "INSERT INTO n_nested (id, dp) VALUES (360, ROW(NULL, NULL, NULL)), (361, NULL)",
     "UPDATE n_nested SET dm = 'ok' WHERE id % 3 = 0",
     "DELETE FROM n_nested WHERE id % 4 = 0",
     # pg_snapshot_out (txid_snapshot, pg_snapshot and an array of it), int2vectorout,
