@@ -217,9 +217,6 @@ TEXT_KINDS: dict[int, tuple[str, int]] = {
     600: ("point", 16),
     **OUTPUT_TYPES,
 }
-# box's array delimiter is ';' (array_out of box[], types::array::write_text_delimited);
-# a box[] field of a composite is the Python path's
-_BOX = 603
 # The types whose text is a catalog object's name, by OID: (kind, attlen of the stored
 # form), for both plugins: the reg* types (regproc.c: regprocout .. regcollationout) and
 # aclitem (acl.c: aclitemout), printed from the names the catalog stage's resolver put
@@ -448,7 +445,6 @@ def _element(meta: ColumnMeta, array_align: str = "") -> ElemSpec | None:
     ranged = meta.elem_kind == "r" and meta.elem_type_oid in RANGES
     if (
         (meta.elem_kind != "b" and not ranged)
-        or (meta.elem_type_oid == _BOX and not array_align)
         or found is None
         or layout is None
         or layout[0] != found[1]

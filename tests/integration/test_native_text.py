@@ -343,7 +343,8 @@ def test_native_text_equals_test_decoding(
             "CREATE TYPE nnest AS (x ncomp, y int, m nmood, a int[], ms nmood[], dm nmood_d,"
             " xs ncomp[])",
             "CREATE DOMAIN ncomp_d AS ncomp CHECK ((VALUE).a IS DISTINCT FROM -1)",
-            "CREATE TABLE ncmp (id int PRIMARY KEY, c ncomp, dc ncomp_d)",
+            "CREATE TYPE nboxc AS (b box[], n int)",
+            "CREATE TABLE ncmp (id int PRIMARY KEY, c ncomp, dc ncomp_d, bc nboxc)",
             "CREATE TABLE nnst (id int PRIMARY KEY, c nnest, cs nnest[], dm nmood_d)",
             "CREATE TYPE nmoodrange AS RANGE (subtype = nmood)",
             "CREATE TABLE npy (id int PRIMARY KEY, a nmoodrange)",
@@ -430,6 +431,11 @@ def test_native_text_equals_test_decoding(
             " '2024-01-01 00:00+00' + g * interval '1 min', -g / 3.0)::ncomp_d"
             " FROM generate_series(200, 220) g",
             "INSERT INTO ncmp VALUES (221, NULL, ROW(NULL, NULL, NULL, NULL)), (222, NULL, NULL)",
+            # a box[] field: array_out with box's delimiter ';', inside record_out's quotes
+            "INSERT INTO ncmp (id, bc) SELECT g, ROW(ARRAY[box(point(g, g), point(0, 0)),"
+            " NULL, box(point(-g, 1.5), point(2, 2))], g)::nboxc FROM generate_series(300, 320) g",
+            "INSERT INTO ncmp (id, bc) VALUES (321, ROW('{}', NULL)), (322, ROW(NULL, 1)),"
+            " (323, ROW(ARRAY[ARRAY['(1,1),(0,0)'::box], ARRAY[NULL::box]], 2))",
             "INSERT INTO nnst SELECT g, ROW(ROW(g, 'x', NULL, NULL), g, 'it''s', ARRAY[g, -g],"
             " ARRAY['ok', NULL]::nmood[], 'sad', ARRAY[ROW(g, 'a,b', NULL, 1.5)::ncomp, NULL])"
             "::nnest, ARRAY[ROW(NULL, g, NULL, '{}', '{}', NULL, '{}')::nnest, NULL],"

@@ -147,8 +147,10 @@ CREATE TYPE n_rich AS (
     m n_mood, ia int4[], inn n_inner, ma n_mood[], p n_pair, dm n_mood_d, dp n_posint,
     tx text[]);
 CREATE DOMAIN n_pair_d AS n_pair CHECK ((VALUE).a IS DISTINCT FROM -1);
+CREATE TYPE n_boxed AS (b box[], n int4);
 CREATE TABLE n_nested (
-    id int4 PRIMARY KEY, r n_rich, ps n_pair[], rs n_rich[], dm n_mood_d, dp n_pair_d);
+    id int4 PRIMARY KEY, r n_rich, ps n_pair[], rs n_rich[], dm n_mood_d, dp n_pair_d,
+    bx n_boxed);
 CREATE TABLE n_sys (
     id int4 PRIMARY KEY, ts txid_snapshot, ps pg_snapshot, iv int2vector, ov oidvector,
     pss pg_snapshot[]);
@@ -331,6 +333,12 @@ _MORE_ROWS = [
     """INSERT INTO n_nested (id, dp) SELECT 300 + g, ROW(g, 'd "q" ' || g, ROW(-g))::n_pair_d
        FROM generate_series(1, 50) g""",
     "INSERT INTO n_nested (id, dp) VALUES (360, ROW(NULL, NULL, NULL)), (361, NULL)",
+    # a box[] field: array_out with box's delimiter ';' inside record_out's text
+    """INSERT INTO n_nested (id, bx) SELECT 400 + g, ROW(ARRAY[box(point(g, g), point(0, 0)),
+              NULL, box(point(-g, 1.5), point(2, 2))], g)::n_boxed
+       FROM generate_series(1, 50) g""",
+    """INSERT INTO n_nested (id, bx) VALUES (460, ROW('{}', NULL)), (461, ROW(NULL, 1)),
+ (462, ROW(ARRAY[ARRAY['(1,1),(0,0)'::box], ARRAY[NULL::box]], 2))""",
     "UPDATE n_nested SET dm = 'ok' WHERE id % 3 = 0",
     "DELETE FROM n_nested WHERE id % 4 = 0",
     # pg_snapshot_out (txid_snapshot, pg_snapshot and an array of it), int2vectorout,
