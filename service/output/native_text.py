@@ -171,7 +171,7 @@ def user_range_kind(meta: ColumnMeta) -> str | None:
         # a domain over a user-defined range or multirange: that type's kind and OID
         # (its datums are the base type's, storing its OID; a domain, like the user
         # type, is printed quoted); one over a built-in range is `_domain_kind`'s
-        if meta.elem_type_oid in RANGES or meta.elem_type_oid in OUTPUT_TYPES:
+        if meta.elem_type_oid in OUTPUT_TYPES:  # the built-in ranges among them
             return None
         kind, oid = meta.elem_kind, meta.elem_type_oid
     if kind == "r":

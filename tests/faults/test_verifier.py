@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tests.faults.verifier import commit_lsns, story, verify
-from tests.integration.pipeline_kafka_support import Rec, TxnOutcome
+from tests.integration.pipeline_kafka_support import Rec, TxnOutcome, WorkerProcess
 
 PREFIX = "v"
 
@@ -102,15 +103,7 @@ def test_data_events_without_an_end_record_are_out_of_order() -> None:
     assert verdict.out_of_order == 1 and verdict.examples == ["out of order: [10]"], verdict
 
 
-@dataclass
-class FakeWorker:
-    text: str
-
-    def log_text(self) -> str:
-        return self.text
-
-
-def test_the_story_is_the_key_lines_of_every_worker_in_time_order() -> None:
+def test_the_story_is_the_key_lines_of_every_worker_in_time_order(tmp_path: Path) -> None:
     """A failed verdict's message carries the workers' key lines (STORY_EVENTS, and every
     warning or error), merged by time; other info lines and non-JSON output are left out."""
 
@@ -128,7 +121,12 @@ def test_the_story_is_the_key_lines_of_every_worker_in_time_order() -> None:
     )
     second = line(3, "info", "worker_resumed")
     p = _pipeline()
-    p.workers = [FakeWorker(first), FakeWorker(second)]  # type: ignore[attr-defined]
+    workers = []
+    for n, text in enumerate((first, second)):
+        log = tmp_path / f"worker-{n}.log"
+        log.write_text(text + "\n")
+        workers.append(WorkerProcess(None, log))  # type: ignore[arg-type]  # no process
+    p.workers = workers  # type: ignore[attr-defined]
     lines = story(p).splitlines()  # type: ignore[arg-type]
     assert [line.split()[1:3] for line in lines] == [
         ["w0", "worker_consistent"],

@@ -66,8 +66,12 @@ class Verdict:
             self.examples.append(text)
 
 
+def transaction_topic(p: Pipeline) -> str:
+    return f"{p.prefix}.transaction"
+
+
 def topics(p: Pipeline) -> list[str]:
-    return [*(p.topic(t) for t, _, _ in TABLES), f"{p.prefix}.transaction"]
+    return [*(p.topic(t) for t, _, _ in TABLES), transaction_topic(p)]
 
 
 def commit_lsns(p: Pipeline, reads: Sequence[Rec]) -> dict[int, int]:
@@ -75,7 +79,7 @@ def commit_lsns(p: Pipeline, reads: Sequence[Rec]) -> dict[int, int]:
     (`id` "xid:commit end LSN"), by xid."""
     found: dict[int, int] = {}
     for r in reads:
-        if r.topic == f"{p.prefix}.transaction" and r.value and r.value["status"] == "END":
+        if r.topic == transaction_topic(p) and r.value and r.value["status"] == "END":
             xid, lsn = r.value["id"].split(":")
             found[int(xid)] = int(lsn)
     return found
@@ -89,9 +93,7 @@ def verify(p: Pipeline, outcomes: Sequence[TxnOutcome], reads: Sequence[Rec]) ->
     data = [
         r
         for r in reads
-        if r.value is not None
-        and r.value.get("transaction")
-        and r.topic != f"{p.prefix}.transaction"
+        if r.value is not None and r.value.get("transaction") and r.topic != transaction_topic(p)
     ]
     orders: dict[int, list[int]] = defaultdict(list)
     for r in data:
@@ -174,11 +176,7 @@ def story(p: Pipeline, limit: int = 40) -> str:
     misplaced transaction, which the counts alone cannot say."""
     lines: list[tuple[str, str]] = []
     for n, w in enumerate(p.workers):
-        for raw in w.log_text().splitlines():
-            try:
-                e = json.loads(raw)
-            except ValueError:
-                continue
+        for e in w.events():
             event = e.get("event", "")
             if event not in STORY_EVENTS and e.get("level") not in ("warning", "error"):
                 continue
