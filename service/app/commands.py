@@ -178,16 +178,34 @@ def _session(
 
 
 def cmd_peek(args: argparse.Namespace) -> int:
-    from connectors.postgres.server import force_running_xacts  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
-    from connectors.postgres.stream import PhysicalStream  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
-
     settings = _settings(args)
     conn = _connect(settings)
-    version = int(conn.server_version) // 10000
     slot = f"{settings.source.slot}_peek"
+    # Peek's slot is its own (not temporary: the walsender's session must own it), so
+    # peeking never moves the worker's slot. It is dropped again on the way out, however
+    # that way starts: the server marks a slot active while it creates it, so Ctrl-C can
+    # land before streaming does, and the slot must not outlive that either.
+    failed = True  # until the stream ends without an exception
+    try:
+        _peek(args, settings, conn, slot)
+        failed = False
+    finally:
+        try:
+            _drop_peek_slot(conn, slot, unwinding=failed)
+        finally:
+            conn.close()
+    return 0
+
+
+def _peek(args: argparse.Namespace, settings: Settings, conn: Any, slot: str) -> None:
+    """Create peek's slot and print what it streams until the idle timeout or
+    --max-lines; the stream is closed (its walsender lets the slot go) on the way out."""
+    from connectors.postgres.server import force_running_xacts  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+    from connectors.postgres.stream import PhysicalStream  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+    from service.app.peek import PeekPlugin  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
+
+    version = int(conn.server_version) // 10000
     with conn.cursor() as cur:
-        # A slot of its own (not temporary: the walsender's session must own it), so
-        # peeking never moves the worker's slot; dropped again on the way out.
         _, reserved = ensure_physical_slot(cur, slot)
     if reserved is None:
         raise SourceSetupError(f"peek slot {slot} reserves no WAL", field="slot_name")
@@ -199,8 +217,6 @@ def cmd_peek(args: argparse.Namespace) -> int:
         lines += 1
         _print_line(lsn, xid, data)
 
-    from service.app.peek import PeekPlugin  # noqa: PLC0415  (imported when the command runs: keeps the CLI fast to start)
-
     plugin = None if args.show_internal else PeekPlugin()
     session = _session(settings, start, version, dict(args.option), write, plugin=plugin)
     stream = PhysicalStream(
@@ -210,7 +226,6 @@ def cmd_peek(args: argparse.Namespace) -> int:
         create_slot=False,
         retry_budget_s=settings.source.retry_budget_s,
     )
-    failed = True  # until the loop ends without an exception
     try:
         force_running_xacts(settings.source.dsn(), version)
         for lsn, data in stream.chunks(idle_timeout=args.timeout):
@@ -218,18 +233,12 @@ def cmd_peek(args: argparse.Namespace) -> int:
             stream.confirm(session.restart_lsn())
             if args.max_lines and lines >= args.max_lines:
                 break
-        failed = False
     finally:
         # The stream first: its walsender holds the slot until the connection is gone.
-        stream.close()
         try:
-            session.close()
+            stream.close()
         finally:
-            try:
-                _drop_peek_slot(conn, slot, unwinding=failed)
-            finally:
-                conn.close()
-    return 0
+            session.close()
 
 
 def _drop_peek_slot(conn: Any, slot: str, *, unwinding: bool) -> None:
@@ -243,6 +252,9 @@ def _drop_peek_slot(conn: Any, slot: str, *, unwinding: bool) -> None:
     cause: psycopg2.Error | None = None
     try:
         with conn.cursor() as cur:
+            state = slot_state(cur, slot)
+            if state is None or state.slot_type != "physical":
+                return  # never created, or not peek's (ensure_physical_slot refused it)
             if drop_slot_once_released(cur, slot, PEEK_SLOT_RELEASE_S):
                 return
         problem = f"was still active {PEEK_SLOT_RELEASE_S:.0f}s after peek closed its stream"

@@ -476,3 +476,38 @@ def test_peek_hides_pgcdc_messages_unless_asked(pg15: dict[str, Any]) -> None:
         lines = _peek_lines(pg15, db, dsn, "--show-internal")
         ddl = [line for line in lines if "prefix: __pgcdc.ddl" in line]
         assert ddl and ddl[0].startswith("message: transactional: 1 prefix: __pgcdc.ddl, sz: ")
+
+
+@pytest.mark.integration
+def test_peek_refuses_a_logical_slot_of_its_name_and_leaves_it(pg16: dict[str, Any]) -> None:
+    """A logical slot already named as peek's is not peek's: peek exits 1 with a
+    SlotTypeError naming it, and its cleanup (which drops a slot it has just created,
+    however it is interrupted) leaves that slot where it was."""
+    with _database(pg16, "cli_peeklogical") as (db, dsn, admin):
+        conn = psycopg2.connect(dsn)
+        conn.autocommit = True
+        conn.cursor().execute(
+            "SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (f"{db}_peek",)
+        )
+        conn.close()
+        env = {
+            "PGCDC_SOURCE__PORT": str(pg16["port"]),
+            "PGCDC_SOURCE__DBNAME": db,
+            "PGCDC_SOURCE__SLOT": db,
+        }
+        proc = subprocess.run(
+            [sys.executable, "-m", "service.app.cli", "peek", "--timeout", "5"],
+            env={**os.environ, **env},
+            capture_output=True,
+            check=False,
+            text=True,
+            timeout=60,
+        )
+        cur = admin.cursor()
+        cur.execute(
+            "SELECT slot_type FROM pg_replication_slots WHERE slot_name = %s", (f"{db}_peek",)
+        )
+        left = cur.fetchall()
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert f"pgcdc: SlotTypeError: replication slot {db}_peek is a logical slot" in proc.stderr
+    assert left == [("logical",)]

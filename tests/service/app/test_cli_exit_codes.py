@@ -170,13 +170,25 @@ def test_exit_4_when_the_spill_directory_is_lost(
     assert "pgcdc: SpillFileError:" in log and "could not write spill file" in log, log[-3000:]
 
 
+# When to press Ctrl-C: once peek streams (its slot held by a walsender), and as soon as
+# its slot exists, which can be before peek streams: the server marks a slot active
+# while it creates it, and peek must drop a slot it has just created as well.
+STREAMING = (
+    "SELECT a.backend_type = 'walsender' FROM pg_catalog.pg_replication_slots s"
+    " JOIN pg_catalog.pg_stat_activity a ON a.pid = s.active_pid WHERE s.slot_name = %s"
+)
+EXISTS = "SELECT true FROM pg_catalog.pg_replication_slots WHERE slot_name = %s"
+
+
+@pytest.mark.parametrize("ready", [STREAMING, EXISTS], ids=["streaming", "slot just created"])
 def test_exit_130_on_ctrl_c_outside_the_worker(
-    pg16: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
+    pg16: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any], ready: str
 ) -> None:
-    """Row 130: Ctrl-C (SIGINT) while `pgcdc peek` streams exits 130, and peek still
-    drops its slot on the way out."""
+    """Row 130: Ctrl-C (SIGINT) during `pgcdc peek` exits 130, and peek still drops its
+    slot on the way out."""
     with pipeline(pg16, kafka, registry, "exit130", ["CREATE TABLE t (id int)"]) as p:
         peek_slot = f"{p.slot}_peek"
+        watch = p.connect()
         proc = subprocess.Popen(
             [sys.executable, "-m", "service.app.cli", "peek", "--timeout", "60"],
             cwd=REPO,
@@ -187,19 +199,23 @@ def test_exit_130_on_ctrl_c_outside_the_worker(
         )
         try:
             deadline = time.monotonic() + 30
-            active = "SELECT active FROM pg_replication_slots WHERE slot_name = %s"
-            while p.query(active, (peek_slot,)) != [(True,)]:  # peek is streaming
-                assert proc.poll() is None, proc.communicate()[1][-3000:]
-                assert time.monotonic() < deadline, "peek never streamed from its slot"
-                time.sleep(0.1)
+            with watch.cursor() as cur:
+                while True:
+                    cur.execute(ready, (peek_slot,))
+                    if cur.fetchall() == [(True,)]:
+                        break
+                    assert proc.poll() is None, proc.communicate()[1][-3000:]
+                    assert time.monotonic() < deadline, "peek's slot never got ready"
+                    time.sleep(0.005)
             proc.send_signal(signal.SIGINT)
             _, stderr = proc.communicate(timeout=30)
         finally:
+            watch.close()
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate(timeout=30)
-        left = p.query(
-            "SELECT slot_name FROM pg_replication_slots WHERE slot_name = %s", (peek_slot,)
-        )
+        left = p.query(EXISTS, (peek_slot,))
+        if left:  # so that a failure here does not use up the server's slots
+            p.query("SELECT true FROM pg_catalog.pg_drop_replication_slot(%s)", (peek_slot,))
     assert proc.returncode == 130, stderr[-3000:]
     assert left == [], f"peek left slot {peek_slot} behind:\n{stderr[-3000:]}"
