@@ -25,12 +25,15 @@ serialization failure or lock timeout of a live query is retried with backoff fi
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import replace
 from importlib import resources
 from typing import Any
 
 import psycopg2
 import psycopg2.extensions
+import structlog
 
 from connectors.postgres.server import connect, retry_transient
 from service.errors import SourceUnavailableError
@@ -81,6 +84,12 @@ _DB_SQL = """
 SELECT d.oid, d.dattablespace FROM pg_catalog.pg_database d
 WHERE d.datname = pg_catalog.current_database()
 """
+
+
+log = structlog.get_logger(__name__)
+
+# How often a catalog snapshot waiting for `must_see` transactions says so.
+MUST_SEE_WARN_S = 10.0
 
 
 def parse_pg_snapshot(text: str) -> tuple[int, int, frozenset[int]]:
@@ -162,13 +171,22 @@ class Catalog:
             self._cache.pop(oid, None)
 
     def snapshot(
-        self, inside: Callable[[Any, CatalogSnapshot], None] | None = None
+        self,
+        inside: Callable[[Any, CatalogSnapshot], None] | None = None,
+        *,
+        must_see: frozenset[int] = frozenset(),
     ) -> CatalogSnapshot:
         """All user tables under one MVCC snapshot, with that snapshot and the WAL LSN.
 
         `inside(cursor, snapshot)`, when given, runs in the same REPEATABLE READ
         transaction after the catalog was read: the initial data snapshot reads its
         rows there, so rows and definitions come from one and the same snapshot.
+
+        `must_see`: xids the snapshot must see as committed (`SnapBuilder.must_see`:
+        their commit records are written, they may not have left the proc array yet).
+        A snapshot that does not is dropped and taken again, after a short wait, until
+        it does; every `MUST_SEE_WARN_S` of waiting logs `catalog_snapshot_waits`
+        naming them, as PostgreSQL's SnapBuildWaitSnapshot waits on their xid locks.
         """
         conn = psycopg2.connect(self._dsn, application_name="pgcdc-catalog-snapshot")
         try:
@@ -177,9 +195,7 @@ class Catalog:
                 readonly=True,
             )
             with conn.cursor() as cur:
-                # The first query fixes the transaction snapshot: everything below sees it.
-                cur.execute(_SNAPSHOT_SQL)
-                snap_text, lsn_text, db_oid = cur.fetchone() or (None, None, None)
+                head = self._snapshot_seeing(conn, cur, must_see)
                 cur.execute(_USER_TABLES_SQL, {"excluded": list(EXCLUDED_SCHEMAS)})
                 oids = [int(r[0]) for r in cur.fetchall()]
                 cur.execute(_TABLES_SQL, {"oids": oids})
@@ -188,33 +204,42 @@ class Catalog:
                 )
                 cur.execute(_CAPTURE_SQL)
                 row = cur.fetchone()
-                ddl_capture = bool(row and row[0])
+                snapshot = replace(head, tables=tuple(tables), ddl_capture=bool(row and row[0]))
                 if inside is not None:
-                    xmin, xmax, xip = parse_pg_snapshot(str(snap_text))
-                    inside(
-                        cur,
-                        CatalogSnapshot(
-                            db_oid=int(db_oid),
-                            lsn=parse_lsn(str(lsn_text)),
-                            xmin=xmin,
-                            xmax=xmax,
-                            xip=xip,
-                            tables=tuple(tables),
-                            ddl_capture=ddl_capture,
-                        ),
-                    )
+                    inside(cur, snapshot)
             conn.rollback()
         except psycopg2.OperationalError as exc:
             raise SourceUnavailableError(f"catalog snapshot failed: {exc}") from exc
         finally:
             conn.close()
-        xmin, xmax, xip = parse_pg_snapshot(str(snap_text))
-        return CatalogSnapshot(
-            db_oid=int(db_oid),
-            lsn=parse_lsn(str(lsn_text)),
-            xmin=xmin,
-            xmax=xmax,
-            xip=xip,
-            tables=tuple(tables),
-            ddl_capture=ddl_capture,
-        )
+        return snapshot
+
+    @staticmethod
+    def _snapshot_seeing(conn: Any, cur: Any, must_see: frozenset[int]) -> CatalogSnapshot:
+        """The transaction's snapshot (no tables yet), once it sees every xid of
+        `must_see`: the first query of a REPEATABLE READ transaction fixes it, so one
+        that does not is rolled back and the query runs again in a new one."""
+        started = time.monotonic()
+        warned = started
+        wait = 0.005
+        while True:
+            # The first query fixes the transaction snapshot: everything after sees it.
+            cur.execute(_SNAPSHOT_SQL)
+            snap_text, lsn_text, db_oid = cur.fetchone()
+            xmin, xmax, xip = parse_pg_snapshot(str(snap_text))
+            head = CatalogSnapshot(int(db_oid), parse_lsn(str(lsn_text)), xmin, xmax, xip, ())
+            unseen = sorted(x for x in must_see if not head.xid_visible(x))
+            if not unseen:
+                return head
+            conn.rollback()
+            now = time.monotonic()
+            if now - warned >= MUST_SEE_WARN_S:
+                warned = now
+                log.warning(
+                    "catalog_snapshot_waits",
+                    xids=unseen,
+                    waited_s=round(now - started, 1),
+                    why="committed before the consistent point, still in the proc array",
+                )
+            time.sleep(wait)
+            wait = min(wait * 2, 0.2)

@@ -9,7 +9,9 @@ Start-up order matters, and is the same as PostgreSQL's for a new logical slot:
 1. WAL is read from a point at or before the catalog snapshot (a physical slot's
    restart LSN, or the start of an archive);
 2. the catalog snapshot is read (REPEATABLE READ, with `pg_current_wal_lsn()`); only
-   transactions that commit after its LSN are emitted (`SnapBuilder(start_lsn)`);
+   transactions that commit after its LSN are emitted (`SnapBuilder(start_lsn)`); when
+   it is aligned at the consistent point instead, it is taken until it sees every
+   transaction the stream skips (`SnapBuilder.must_see`);
 3. a RUNNING_XACTS record is forced (CHECKPOINT on PG15, `pg_log_standby_snapshot()`
    from PG16) so the snapshot builder becomes consistent without waiting for the
    bgwriter's next one.
@@ -310,7 +312,9 @@ class Session:
 
     def _align(self) -> None:
         """The consistent point is reached: take the snapshot the stream continues from."""
-        snapshot = self.catalog.snapshot(inside=self._snapshot_reader)
+        # A snapshot that sees every transaction the stream no longer emits (those
+        # committed before the consistent point), as the exported one of a logical slot.
+        snapshot = self.catalog.snapshot(inside=self._snapshot_reader, must_see=self.snap.must_see)
         self.snapshot_lsn = snapshot.lsn
         self.history = SchemaHistory.from_catalog_snapshot(snapshot, self.catalog)
         self.rb.set_toast_of(self._toast_check())

@@ -85,7 +85,14 @@ def xid_precedes(a: int, b: int) -> bool:
 class SnapBuilder:
     """The snapshot-builder state machine of one decoding session."""
 
-    __slots__ = ("_consistent_at", "_next_phase_at", "_start_decoding_at", "_state", "_visible")
+    __slots__ = (
+        "_committed_running",
+        "_consistent_at",
+        "_next_phase_at",
+        "_start_decoding_at",
+        "_state",
+        "_visible",
+    )
 
     def __init__(self, start_lsn: int = 0) -> None:
         """A builder for a fresh start; commits starting before `start_lsn` are skipped."""
@@ -100,6 +107,10 @@ class SnapBuilder:
         # With a data snapshot taken at the consistent point: its visibility test. A
         # transaction visible in it is already in that snapshot and is never emitted.
         self._visible: Callable[[int], bool] | None = None
+        # Until CONSISTENT: the xids whose commit record was decoded but which the last
+        # RUNNING_XACTS record still listed as running (or committed after it); at the
+        # consistent point, those still listed there (`must_see`).
+        self._committed_running: set[int] = set()
 
     @classmethod
     def restored(cls, confirmed_lsn: int) -> SnapBuilder:
@@ -153,6 +164,8 @@ class SnapBuilder:
         if self._state == SnapState.CONSISTENT:
             return False
         lsn = ev.lsn
+        # Committed in the WAL, yet still in the proc array when this record was logged.
+        self._committed_running.intersection_update(ev.xids)
         if ev.oldest_running_xid == ev.next_xid:
             # (a) nothing was running: everything after this record is decodable.
             if self._start_decoding_at <= lsn:
@@ -211,11 +224,31 @@ class SnapBuilder:
         """A commit record of `xid` starting at `lsn` (SnapBuildCommitTxn).
 
         While not yet consistent, pushes `start_decoding_at` past this commit, so that
-        only transactions committing after the consistent point are replayed.
+        only transactions committing after the consistent point are replayed, and notes
+        `xid` for `must_see`.
         """
-        del xid
-        if self._state < SnapState.CONSISTENT and self._start_decoding_at <= lsn:
-            self._start_decoding_at = lsn + 1
+        if self._state < SnapState.CONSISTENT:
+            self._committed_running.add(xid)
+            if self._start_decoding_at <= lsn:
+                self._start_decoding_at = lsn + 1
+
+    @property
+    def must_see(self) -> frozenset[int]:
+        """The xids a data snapshot aligned at the consistent point must see as committed.
+
+        Transactions whose commit record lies before the consistent point are never
+        emitted, yet the RUNNING_XACTS record that made decoding consistent may still
+        list some of them: a backend writes its commit record before it leaves the proc
+        array (RecordTransactionCommit, then ProcArrayEndTransaction; a synchronous
+        standby's wait lies between). A live snapshot taken while one of them is still
+        there does not see it, and its rows would be in neither the snapshot nor the
+        stream. PostgreSQL's snapshot builder waits for such transactions
+        (SnapBuildWaitSnapshot); the caller retakes its snapshot until it sees these.
+        Empty before CONSISTENT and for a builder restored from offsets.
+        """
+        if self._state != SnapState.CONSISTENT:
+            return frozenset()
+        return frozenset(self._committed_running)
 
     def xact_needs_skip(self, commit_lsn: int, xid: int | None = None) -> bool:
         """Must the transaction whose commit record starts at `commit_lsn` be skipped?

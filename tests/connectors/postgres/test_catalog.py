@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import Any
 
@@ -59,3 +60,49 @@ def test_table_cache_until_invalidated(pg: dict[str, Any]) -> None:
         with admin.cursor() as cur:
             cur.execute(f"DROP DATABASE {name} WITH (FORCE)")
         admin.close()
+
+
+@pytest.mark.integration
+def test_snapshot_is_taken_again_until_it_sees_must_see(pg: dict[str, Any]) -> None:
+    """`snapshot(must_see=...)` does not hand on a snapshot in which one of those xids
+    is still running: it takes it again until that transaction has ended, and the
+    snapshot it returns sees it (and what `inside` reads there holds its row)."""
+    name = f"pgcdc_cat_{uuid.uuid4().hex[:10]}"
+    admin = psycopg2.connect(pg["dsn"])
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {name}")
+    dsn = f"host={pg['host']} port={pg['port']} user={pg['user']} dbname={name}"
+    writer = psycopg2.connect(dsn)
+    try:
+        with writer.cursor() as cur:
+            cur.execute("CREATE TABLE m (id int)")
+            writer.commit()
+            cur.execute("INSERT INTO m VALUES (1)")
+            cur.execute("SELECT txid_current() & 4294967295")
+            (xid,) = cur.fetchone() or (0,)
+        seen: list[int] = []
+
+        def inside(cur: Any, _snapshot: Any) -> None:
+            cur.execute("SELECT count(*) FROM m")
+            seen.append(int(cur.fetchone()[0]))
+
+        out: list[Any] = []
+        taker = threading.Thread(
+            target=lambda: out.append(
+                Catalog(dsn).snapshot(inside=inside, must_see=frozenset({xid}))
+            )
+        )
+        taker.start()
+        taker.join(1.5)
+        assert taker.is_alive() and not out  # still waiting for the open transaction
+        writer.commit()
+        taker.join(30)
+        assert not taker.is_alive()
+        (snapshot,) = out
+        assert snapshot.xid_visible(xid) and seen == [1]
+        assert [t.name for t in snapshot.tables] == ["m"]
+    finally:
+        writer.close()
+        with admin.cursor() as cur:
+            cur.execute(f"DROP DATABASE {name} WITH (FORCE)")

@@ -67,6 +67,39 @@ def test_three_phases_with_running_transactions() -> None:
     assert not b.xact_needs_skip(600)
 
 
+def test_must_see_names_commits_still_listed_at_the_consistent_point() -> None:
+    """A transaction whose commit record precedes the consistent point, but which that
+    RUNNING_XACTS record still lists (its backend had not left the proc array), is one
+    a snapshot aligned there must see (SnapBuildWaitSnapshot's reason); one already gone
+    from the list, or committing after the point, is not."""
+    b = SnapBuilder()
+    b.process_running_xacts(rx(100, 50, (40,)))  # BUILDING, next phase at 50
+    b.process_running_xacts(rx(200, 60, (55,)))  # FULL, next phase at 60
+    b.commit(55, 210)  # 55's commit record, before the next RUNNING_XACTS...
+    b.commit(61, 220)
+    b.commit(62, 230)  # 62 commits and leaves the proc array before the record
+    assert b.must_see == frozenset()  # nothing before CONSISTENT
+    # ...which still lists 55 and 61 (committed in the WAL, still in the proc array)
+    # while 63 runs on; 55 holds the state back (it began before 60), 61 does not.
+    assert not b.process_running_xacts(rx(300, 70, (55, 61, 63)))
+    assert b.process_running_xacts(rx(400, 71, (61, 63)))
+    assert b.is_consistent
+    assert b.must_see == frozenset({61})
+    b.commit(63, 500)  # after the consistent point: emitted from the stream
+    assert not b.xact_needs_skip(500)
+    assert b.must_see == frozenset({61})
+
+
+def test_must_see_is_empty_when_restored_or_idle() -> None:
+    """A builder resumed from offsets, or made consistent by an idle server's record,
+    asks nothing of a snapshot."""
+    assert SnapBuilder.restored(1000).must_see == frozenset()
+    b = SnapBuilder()
+    b.commit(7, 10)
+    b.process_running_xacts(rx(100, 50, ()))
+    assert b.is_consistent and b.must_see == frozenset()
+
+
 def test_no_running_transactions_shortcut_from_building() -> None:
     """An empty RUNNING_XACTS while BUILDING jumps to CONSISTENT (case a)."""
     b = SnapBuilder()
