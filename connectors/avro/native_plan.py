@@ -49,15 +49,16 @@ the same bytes; any other table has no plan and all its rows stay on the Python 
     type's from `native_text.EXT_LAYOUTS` (checked against the array's attalign): hstore[]
     (either hstore.handling.mode), ltree[], lquery[], cube[], seg[], the isn types'
     arrays, geometry[], geography[], vector[], halfvec[], sparsevec[], each item the
-    column's encoding of its element.
+    column's encoding of its element; citext[] and arrays of a domain over citext
+    (`ColumnMeta.elem_textout`), each item the string of its text.
   A table with any other mapped column (composites of other fields, ranges of other
-  subtypes, citext[] and arrays of a domain over an extension type (earth[]), arrays of
-  other types, domains over enums, ...)
-  gets no plan: the Python path handles all its rows (`not_native` names why).
+  subtypes (an enum), arrays of a domain over an extension type (earth[]), arrays of
+  other types, ...) gets no plan: the Python path handles all its rows (`not_native` names why).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from connectors.avro.schema import FieldPlan, decimal_schema, type_mapping
@@ -202,9 +203,13 @@ def element_spec(
         # items: each composite's record_out text (a row type: typlen -1, typalign d)
         return ("composite", 0, 0, header, -1, 8) if composite_spec(meta, True) else None
     layout = builtin_layout(elem.type_oid, array_align)
+    mapping = type_mapping(elem, decimal_mode, _noop_warn)
+    if layout is None and meta.elem_textout:
+        # citext[]: items stored as text's, each the string of its text (`field_kind`
+        # takes the element's output function, which `element()` does not carry)
+        layout, elem = (-1, "i"), replace(elem, output_src="textout")
     if layout is None or TYPALIGN_BYTES.get(layout[1]) is None:
         return None
-    mapping = type_mapping(elem, decimal_mode, _noop_warn)
     found = field_kind(elem, FieldPlan(elem.name, elem.name, mapping, True), decimal_mode)
     if found is None or found[0] == "array":
         return None

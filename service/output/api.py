@@ -263,6 +263,10 @@ class ColumnMeta:
     # A range's subtype (pg_range.rngsubtype), or a multirange's range's; 0 for any
     # other type and where the describer does not know it.
     range_subtype: int = 0
+    # An array whose element type (a domain's base, for an array of a domain) is no
+    # built-in one yet printed by textout and stored as text is (varlena, int-aligned):
+    # citext[]. Its items are text's, and print as text's.
+    elem_textout: bool = False
 
     def element(self) -> ColumnMeta:
         """An array column's element as its items are mapped: the element type and kind,

@@ -39,15 +39,17 @@ composite whose fields are built-in types of TEXT_KINDS, domains over them, enum
 arrays of these or of composites, or composites of these (nested; `composite_spec`),
 printed as record_out; the
 contrib extension types, PostGIS geometry and geography, pgvector's types: `EXT_KINDS`,
-and arrays of them (not of citext, nor of a domain over one), array_out with the element
-type's delimiter (`:` for PostGIS'), their layout from `EXT_LAYOUTS`; the reg* types and
+and arrays of them (not of a domain over one), array_out with the element type's
+delimiter (`:` for PostGIS'), their layout from `EXT_LAYOUTS`; citext[] and arrays of a
+domain over citext (`ColumnMeta.elem_textout`: items stored and printed as text's); the
+reg* types and
 aclitem (`NAMED_TYPES`, 15's 12-byte aclitem and 16+'s) and arrays of them (aclitem's
 layout told by the array column's attalign), printed from the catalog names the resolver
 put in `RelationInfo.name_cache`, which the plan shares: a table with such a column and
 no cache has no plan; as a field of a composite column or of an array of composites too,
 nested composites' fields included). A relation with a column of any other type (arrays
-of other types, domains over composites or user ranges, other composites and ranges,
-other extension types, ...) gets no plan: the Python path prints all its rows (`reason`
+of other types, ranges over other subtypes (an enum), other composites, other
+extension types, ...) gets no plan: the Python path prints all its rows (`reason`
 says why).
 """
 
@@ -439,6 +441,8 @@ def _element(meta: ColumnMeta, array_align: str = "") -> ElemSpec | None:
         return (_COMPOSITE, header, -1, 8)
     found = TEXT_KINDS.get(meta.elem_type_oid)
     layout = builtin_layout(meta.elem_type_oid, array_align)
+    if found is None and layout is None and meta.elem_textout:
+        found, layout = _TEXTOUT, (-1, "i")  # citext[]: items stored and printed as text's
     named = NAMED_TYPES.get(meta.elem_type_oid) if array_align else None
     if named is not None and layout is not None:
         found = stored_form(named, layout[0])

@@ -898,6 +898,9 @@ def type_meta(
         elem_stored_oid=stored_elem,
         ext=ext,
         range_subtype=range_subtype,
+        elem_textout=kind == "a"
+        and elem.output_src == "textout"
+        and (elem.typlen, elem.typalign) == (-1, "i"),
     )
 
 

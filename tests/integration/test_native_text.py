@@ -373,9 +373,11 @@ def test_native_text_equals_test_decoding(
             "CREATE DOMAIN nuid AS uuid",
             "CREATE DOMAIN ncash AS money",
             "CREATE DOMAIN nwhen AS timestamptz",
+            "CREATE DOMAIN nci AS citext",  # citext[] and an array of a domain over it
             "CREATE TABLE ndomx (id nposint PRIMARY KEY, f nflag, b nbits, vb nvbits, l nlabel,"
             " l2 nlabel2, p nprice, s nspot, fr nfrac, u nuid, c ncash, w nwhen, ia nposint[],"
-            " la nlabel2[], ma nmood_d[], pa nprice[], bx box[], bxd box[][])",
+            " la nlabel2[], ma nmood_d[], pa nprice[], bx box[], bxd box[][], ca citext[],"
+            " cda nci[])",
             "CREATE TABLE ntoast (id int PRIMARY KEY, k int, big text)",
             "CREATE TYPE nu8range AS RANGE (subtype = int8)",
             "CREATE TYPE nunum AS RANGE (subtype = numeric, multirange_type_name = nunummulti)",
@@ -528,6 +530,13 @@ def test_native_text_equals_test_decoding(
             " (g * 100.25)::money, timestamptz '2024-01-01 00:00+00' + g * interval '1 h',"
             " ARRAY[g, g + 1], ARRAY['l' || g, NULL], ARRAY['ok']::nmood_d[], ARRAY[g / 4.0],"
             " ARRAY[box(point(g, g), point(0, 0))], NULL FROM generate_series(10, 60) g",
+            # citext[] (textout items, quoted as text's) and an array of a domain over
+            # citext (its header names the domain)
+            "INSERT INTO ndomx (id, ca, cda) VALUES (70, ARRAY['MixedCase', NULL, 'a,b',"
+            " 'q \"x\" \\ y', '', 'É', '{}', 'NULL']::citext[], ARRAY['Ab', NULL, ' ']::nci[]),"
+            " (71, '{}', '{}')",
+            "INSERT INTO ndomx (id, ca, cda) SELECT g, ARRAY['Row ' || g, NULL, 'x'],"
+            " ARRAY[('D' || g)::nci] FROM generate_series(72, 90) g",
             "UPDATE ndomx SET f = NOT f WHERE id % 3 = 0",
             "DELETE FROM ndomx WHERE id % 4 = 0",
             "UPDATE nurange SET r = 'empty' WHERE id % 3 = 0",

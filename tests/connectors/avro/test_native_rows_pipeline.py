@@ -139,10 +139,11 @@ CREATE DOMAIN n_mood_d AS n_mood;
 CREATE DOMAIN n_dr4 AS int4range CHECK (NOT isempty(VALUE));
 CREATE DOMAIN n_dnumr AS numrange;
 CREATE DOMAIN n_dtzr AS tstzrange;
+CREATE DOMAIN n_cidom AS citext;
 CREATE TABLE n_dom (
     id int4 PRIMARY KEY, ia n_intarr, ta n_textarr, n n_n52, nn n_n52_again, na n_n52[],
     nna n_n52_again[], da n_n52arr, pa n_posint[], ma n_mood_d[], dr n_dr4, dnr n_dnumr,
-    dtz n_dtzr);
+    dtz n_dtzr, ca citext[], cda n_cidom[]);
 CREATE TYPE n_rich AS (
     m n_mood, ia int4[], inn n_inner, ma n_mood[], p n_pair, dm n_mood_d, dp n_posint,
     tx text[]);
@@ -311,6 +312,13 @@ _MORE_ROWS = [
               numrange(g / 7.0, NULL), tstzrange(NULL, timestamptz '2024-01-01 00:00+00'
               + g * interval '1 day 1 us')
        FROM generate_series(1, 100) g""",
+    # citext[] (items stored as text's, each the string of its text) and an array of a
+    # domain over citext (its header names the domain)
+    r"""INSERT INTO n_dom (id, ca, cda) VALUES
+ (7, ARRAY['MixedCase', NULL, 'a,b', 'q "x" \ y', '', 'É', '{}']::citext[],
+  ARRAY['Ab', NULL, ' ']::n_cidom[]), (8, '{}', '{}')""",
+    """INSERT INTO n_dom (id, ca, cda) SELECT 500 + g, ARRAY['Row ' || g, NULL]::citext[],
+              ARRAY[('D' || g)::n_cidom] FROM generate_series(1, 50) g""",
     "UPDATE n_dom SET ia = ia || 5, n = -n WHERE id % 3 = 0",
     "DELETE FROM n_dom WHERE id % 4 = 0",
     # composites with enum, array, domain and composite fields (record_out nested),
