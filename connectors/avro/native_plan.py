@@ -50,10 +50,11 @@ the same bytes; any other table has no plan and all its rows stay on the Python 
     (either hstore.handling.mode), ltree[], lquery[], cube[], seg[], the isn types'
     arrays, geometry[], geography[], vector[], halfvec[], sparsevec[], each item the
     column's encoding of its element; citext[] and arrays of a domain over citext
-    (`ColumnMeta.elem_textout`), each item the string of its text.
+    (`ColumnMeta.elem_textout`), each item the string of its text; an array of a domain
+    over an extension type (earth[]) as the base type's array.
   A table with any other mapped column (composites of other fields, ranges of other
-  subtypes (an enum), arrays of a domain over an extension type (earth[]), arrays of
-  other types, ...) gets no plan: the Python path handles all its rows (`not_native` names why).
+  subtypes (an enum), arrays of other types, ...) gets no plan: the Python path handles
+  all its rows (`not_native` names why).
 """
 
 from __future__ import annotations
@@ -165,10 +166,10 @@ def _base(meta: ColumnMeta) -> tuple[int, int] | None:
 def _ext_element(
     meta: ColumnMeta, elem: ColumnMeta, decimal_mode: str, array_align: str, hstore_mode: str
 ) -> ElemSpec | None:
-    """The element of an array of an extension type (`element_spec`): the column's own
-    encoding of it (`_extension_kind`), with `EXT_LAYOUTS`' layout; not of a domain over
-    one (earth)."""
-    if elem.kind != "b" or meta.elem_stored_oid not in (0, elem.type_oid):
+    """The element of an array of an extension type (`element_spec`), or of a domain over
+    one (earth[]: the header names the domain, the items are the base type's): the
+    column's own encoding of it (`_extension_kind`), with `EXT_LAYOUTS`' layout."""
+    if elem.kind != "b":
         return None
     layout = ext_element_layout(meta.ext, array_align)
     if layout is None:
@@ -177,7 +178,7 @@ def _ext_element(
     found = _extension_kind(elem, mapping, decimal_mode)
     if found is None or found[3] != layout[0]:
         return None
-    return found[0], 0, 0, elem.type_oid, layout[0], layout[1]
+    return found[0], 0, 0, meta.elem_stored_oid or elem.type_oid, layout[0], layout[1]
 
 
 def element_spec(

@@ -39,7 +39,7 @@ composite whose fields are built-in types of TEXT_KINDS, domains over them, enum
 arrays of these or of composites, or composites of these (nested; `composite_spec`),
 printed as record_out; the
 contrib extension types, PostGIS geometry and geography, pgvector's types: `EXT_KINDS`,
-and arrays of them (not of a domain over one), array_out with the element type's
+and arrays of them and of domains over them (earth[]), array_out with the element type's
 delimiter (`:` for PostGIS'), their layout from `EXT_LAYOUTS`; citext[] and arrays of a
 domain over citext (`ColumnMeta.elem_textout`: items stored and printed as text's); the
 reg* types and
@@ -460,14 +460,16 @@ def _element(meta: ColumnMeta, array_align: str = "") -> ElemSpec | None:
 
 def _ext_element(meta: ColumnMeta, array_align: str) -> ElemSpec | None:
     """The element of an array of an extension type of `EXT_LAYOUTS` (its `EXT_KINDS`
-    kind, `ext_element_layout`'s layout), not of a domain over one; else None."""
-    if meta.elem_kind != "b" or meta.elem_stored_oid not in (0, meta.elem_type_oid):
+    kind, `ext_element_layout`'s layout), or of a domain over one (earthdistance's
+    earth[]: the header names the domain, the items are the base type's and print as
+    its; a domain keeps its base type's delimiter); else None."""
+    if meta.elem_kind != "b":
         return None
     layout = ext_element_layout(meta.ext, array_align)
     found = EXT_KINDS.get(meta.ext)
     if layout is None or found is None or found[1] != layout[0]:
         return None
-    return found[0], meta.elem_type_oid, layout[0], layout[1]
+    return found[0], meta.elem_stored_oid or meta.elem_type_oid, layout[0], layout[1]
 
 
 @dataclass(slots=True)
@@ -486,7 +488,7 @@ def _kind(meta: ColumnMeta, at: int, parts: _Parts, attalign: str) -> tuple[str,
     if meta.stored_bytes_type:
         return None
     if meta.ext and meta.kind == "a":
-        # an array of an extension type (not of a domain over one): array_out of its
+        # an array of an extension type (or of a domain over one): array_out of its
         # elements' texts, the element's delimiter (`:` for PostGIS')
         ext = _ext_element(meta, attalign)
         if ext is None:

@@ -667,6 +667,12 @@ _EXT_ARRAYS: list[tuple[str, str, list[str]]] = [
         ],
     ),
     ("seg", "seg[]", ["ARRAY['1 .. 2'::seg, NULL, '<5', '~3.0e2', '6.50']"]),
+    # an array of a domain over an extension type: earthdistance's earth over cube
+    (
+        "earthdistance",
+        "earth[]",
+        ["ARRAY[ll_to_earth(40.7, -74.0), NULL, ll_to_earth(0, 0)]", "'{}'"],
+    ),
     (
         "postgis",
         "geometry[]",
