@@ -22,8 +22,9 @@ the same bytes; any other table has no plan and all its rows stay on the Python 
     other geometric types, tsvector, tsquery, jsonpath, the built-in ranges and multiranges,
     and user-defined ones over a built-in range's subtype or over int2, oid, float4,
     float8, text, varchar, bpchar, time, timetz, interval, inet, cidr, uuid, bytea,
-    macaddr, macaddr8, bool, "char", name, money, bit, varbit, tid, pg_lsn or xid8, and
-    domains over those (`user_range_kind`);
+    macaddr, macaddr8, bool, "char", name, money, bit, varbit, tid, pg_lsn, xid8 or an
+    enum (its bounds printed from the column's labels), and domains over those
+    (`user_range_kind`);
     the reg* types and aclitem (15's 12-byte form and 16+'s; `NAMED_TYPES`), as their
     text from the catalog names the resolver put in `RelationInfo.name_cache`, which the
     plan shares (a table with such a column and no cache has no plan);
@@ -78,6 +79,7 @@ from service.output.native_text import (
     enum_labels,
     ext_element_layout,
     names_a_field,
+    range_labels,
     stored_form,
     user_range_kind,
 )
@@ -386,6 +388,9 @@ def compile_plan(
             optional = plan.optional
             if kind == "enum" and meta is not None:
                 labels[len(specs)] = enum_labels(meta) or {}
+            if kind.startswith("enum") and kind != "enum" and meta is not None:
+                # a range or multirange over an enum: its bounds' labels
+                labels[len(specs)] = range_labels(meta) or {}
             if kind == "composite" and meta is not None:
                 comp = composite_spec(meta, True)
                 if comp is None:

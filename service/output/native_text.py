@@ -31,7 +31,8 @@ header naming the domain), printed as array_out, with its element's layout from
 jsonpath, the built-in ranges and multiranges, and user-defined ones over a built-in
 range's subtype or over int2, oid, float4, float8, text, varchar, bpchar, time,
 timetz, interval, inet, cidr, uuid, bytea, macaddr, macaddr8, bool, "char", name, money,
-bit, varbit, tid, pg_lsn or xid8, and domains over those (`user_range_kind`); a
+bit, varbit, tid, pg_lsn, xid8 or an enum (`range_labels`), and domains over those
+(`user_range_kind`); a
 domain over a built-in scalar type of these, a built-in range, a reg* type or aclitem
 (`_domain_kind`: printed as its base type, always quoted, as print_literal quotes a
 type that is no built-in one); a
@@ -161,11 +162,14 @@ def user_range_kind(meta: ColumnMeta) -> str | None:
     """A user-defined range (CREATE TYPE ... AS RANGE) or its multirange over the subtype
     of a built-in range or another subtype of `_RANGE_SUBTYPES`: the kind of the range
     over that subtype with the type's own OID (`int4range@16401`, `textrange@16402`: its
-    datums store that OID, and print as range_out prints them), also for a domain over
-    such a type; None for any other type."""
+    datums store that OID, and print as range_out prints them), or over an enum
+    (`enumrange@<oid>`: its bounds print from the column's labels, `range_labels`),
+    also for a domain over such a type; None for any other type."""
     if meta.ext or meta.stored_bytes_type or meta.type_oid in OUTPUT_TYPES:
         return None
     prefix = _RANGE_SUBTYPES.get(meta.range_subtype)
+    if prefix is None and range_labels(meta) is not None:
+        prefix = "enum"  # over an enum: its bounds print from the column's labels
     if prefix is None:
         return None
     kind, oid = meta.kind, meta.type_oid
@@ -320,6 +324,17 @@ CompositeSpec = tuple[int, list[FieldSpec]]
 # row type double-aligned).
 _ROW_LAYOUT = (-1, "d")
 _NO_FIELD = ("", 0, 0, False)
+
+
+def range_labels(meta: ColumnMeta) -> dict[int, str] | None:
+    """A range's (or multirange's, or a domain's over either) enum subtype's labels by
+    pg_enum OID, which `type_meta` gives such a column; None for any other column and
+    where the labels' OIDs are not known."""
+    if not meta.range_subtype or meta.kind not in ("r", "b", "d"):
+        return None
+    if not meta.enum_oids or len(meta.enum_oids) != len(meta.enum_labels):
+        return None
+    return dict(zip(meta.enum_oids, meta.enum_labels, strict=True))
 
 
 def enum_labels(meta: ColumnMeta) -> dict[int, str] | None:
@@ -522,6 +537,8 @@ def _kind(meta: ColumnMeta, at: int, parts: _Parts, attalign: str) -> tuple[str,
         return TEXT_KINDS[meta.type_oid]
     user = user_range_kind(meta)
     if user is not None:
+        if user.startswith("enum"):
+            parts.labels[at] = range_labels(meta) or {}
         return user, -1
     if meta.kind == "d":
         return _domain_kind(meta)

@@ -874,6 +874,12 @@ def type_meta(
     range_subtype = ranged.range_subtype
     if ranged.multirange_range:
         range_subtype = registry.get(ranged.multirange_range).range_subtype
+    if range_subtype and not labels:
+        # a range over an enum (or its multirange, or a domain over either): the
+        # subtype's labels, which its bounds print as
+        subtype = registry.get(range_subtype)
+        if subtype.typtype == "e":
+            labels = subtype.enum_labels
     return ColumnMeta(
         name=name,
         attnum=attnum,

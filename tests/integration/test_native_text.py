@@ -347,7 +347,10 @@ def test_native_text_equals_test_decoding(
             "CREATE TABLE ncmp (id int PRIMARY KEY, c ncomp, dc ncomp_d, bc nboxc)",
             "CREATE TABLE nnst (id int PRIMARY KEY, c nnest, cs nnest[], dm nmood_d)",
             "CREATE TYPE nmoodrange AS RANGE (subtype = nmood)",
-            "CREATE TABLE npy (id int PRIMARY KEY, a nmoodrange)",
+            "CREATE TABLE npy (id int PRIMARY KEY, a nmoodrange[])",
+            "CREATE DOMAIN nmoodrange_d AS nmoodrange",
+            "CREATE TABLE nerange (id int PRIMARY KEY, r nmoodrange, m nmoodmultirange,"
+            " d nmoodrange_d)",
             "CREATE TYPE ntidc AS (t tid, n int)",
             "CREATE TABLE ntid (id int PRIMARY KEY, t tid, ts tid[], c ntidc)",
             "CREATE TABLE njp (id int PRIMARY KEY, j jsonpath, js jsonpath[])",
@@ -443,7 +446,16 @@ def test_native_text_equals_test_decoding(
             "::nnest, ARRAY[ROW(NULL, g, NULL, '{}', '{}', NULL, '{}')::nnest, NULL],"
             " (ARRAY['sad', 'ok'])[g % 2 + 1]::nmood_d FROM generate_series(1, 20) g",
             "INSERT INTO nnst VALUES (21, NULL, '{}', NULL)",
-            "INSERT INTO npy SELECT g, '[sad,\"it''s\"]' FROM generate_series(1, 5) g",
+            "INSERT INTO npy SELECT g, ARRAY['[sad,\"it''s\"]'::nmoodrange]"
+            " FROM generate_series(1, 5) g",
+            # ranges and multiranges over an enum, and a domain over one: bounds printed
+            # as their labels
+            "INSERT INTO nerange VALUES (1, '[sad,\"it''s\"]', '{[sad,ok),(ok,\"it''s\"]}',"
+            " '(,ok]'), (2, 'empty', '{}', '[sad,)'), (3, NULL, NULL, NULL)",
+            "INSERT INTO nerange SELECT g, CASE g % 3 WHEN 0 THEN '[sad,ok]' WHEN 1 THEN"
+            " '(ok,)' ELSE '[sad,sad]' END::nmoodrange, '{[sad,ok)}', '[ok,ok]'"
+            " FROM generate_series(10, 60) g",
+            "UPDATE nerange SET r = '(,sad]' WHERE id % 4 = 0",
             # tid: tidout's text, quoted; in a tid[] and a composite's field too
             "INSERT INTO ntid VALUES (1, '(0,0)', '{\"(4294967295,65535)\",NULL,\"(1,2)\"}',"
             " ROW('(7,7)', 1)), (2, '(4294967295,65535)', '{}', ROW(NULL, NULL)),"
@@ -629,7 +641,10 @@ def test_native_text_equals_test_decoding(
     # 1e23's neighbour (a rounding bound) and 2^47 + 1/8 (a tie) print natively too
     assert "float Python decides" not in native.fallbacks, native.fallbacks
     plans = {key: plan for key, (_table, plan) in native._plans.items()}
-    assert sum(plan is None for plan in plans.values()) == 1  # npy: a range over an enum
+    assert sum(plan is None for plan in plans.values()) == 1  # npy: an array of a user range
+    # ranges and multiranges over an enum, and a domain over one: printed natively
+    assert all(plan is not None for t, plan in native._plans.values() if t.name == "nerange")
+    assert any(t.name == "nerange" for t, _ in native._plans.values())
     # tid, tid[] and a composite with a tid field: printed natively
     assert all(plan is not None for t, plan in native._plans.values() if t.name == "ntid")
     assert any(t.name == "ntid" for t, _ in native._plans.values())

@@ -115,6 +115,7 @@ COLUMNS = [
     ("udr", -1, "i", "tidrange@16433", False),
     # a user range over xid8 (8-byte bounds at 8-byte alignment, xid8out's unsigned text)
     ("ux8", -1, "d", "xid8range@16434", False),
+    ("uen", -1, "i", "enumrange@16435", False),
     # domains over int4 and bool: the text writer quotes their base type's text
     # (`domain:<kind>`), the Avro encoder writes the base type
     ("dom", 4, "i", "domain_int4", False),
@@ -132,6 +133,7 @@ MISSING = {len(COLUMNS) - 1: struct.pack("<i", 42)}
 ENUM_OID, INNER_OID, OUTER_OID = 16_400, 16_410, 16_420
 TEXT_RANGE_OID, INTERVAL_RANGE_OID, BYTEA_RANGE_OID, TID_RANGE_OID = range(16_430, 16_434)
 XID8_RANGE_OID = 16_434
+ENUM_RANGE_OID = 16_435
 DOM_INT4_OID, DOM_BOOL_OID = 16_440, 16_441
 _DOMAINS = {"domain_int4": "int4", "domain_bool": "bool"}  # the kind -> its base's kind
 ENUM_LABELS = {16_500: "sad", 16_501: "it's", 16_502: ""}
@@ -191,6 +193,7 @@ _TEXT = {
     "bytearange@16432": ("bytearange@16432", BYTEA_RANGE_OID),
     "tidrange@16433": ("tidrange@16433", TID_RANGE_OID),
     "xid8range@16434": ("xid8range@16434", XID8_RANGE_OID),
+    "enumrange@16435": ("enumrange@16435", ENUM_RANGE_OID),
     "domain_int4": ("domain:int4", DOM_INT4_OID),
     "domain_bool": ("domain:bool", DOM_BOOL_OID),
 }
@@ -204,6 +207,9 @@ REGISTRY.add(TypeInfo(DOM_BOOL_OID, "flag", 1, True, "c", "d", "boolout", typbas
 REGISTRY.add(TypeInfo(BYTEA_RANGE_OID, "ubr", -1, False, "i", "r", "range_out", range_subtype=17))
 REGISTRY.add(TypeInfo(TID_RANGE_OID, "udr", -1, False, "i", "r", "range_out", range_subtype=27))
 REGISTRY.add(TypeInfo(XID8_RANGE_OID, "ux8", -1, False, "d", "r", "range_out", range_subtype=5069))
+REGISTRY.add(
+    TypeInfo(ENUM_RANGE_OID, "uen", -1, False, "i", "r", "range_out", range_subtype=ENUM_OID)
+)
 REGISTRY.add(
     TypeInfo(INTERVAL_RANGE_OID, "uir", -1, False, "d", "r", "range_out", range_subtype=1186)
 )
@@ -324,13 +330,14 @@ def _varlena(payload: bytes, rng: random.Random, compress: bool) -> bytes:
 def _user_range(kind: str, rng: random.Random) -> bytes:
     """A user range's payload (range_serialize) over text (bounds of characters
     range_bound_escape quotes, in short or aligned 4-byte varlenas), bytea (random
-    bytes, the same varlenas), interval, tid or xid8."""
+    bytes, the same varlenas), interval, tid, xid8 or an enum (pg_enum OIDs)."""
     text = kind.startswith(("text", "bytea"))
     oids = {
         "text": TEXT_RANGE_OID,
         "bytea": BYTEA_RANGE_OID,
         "tid": TID_RANGE_OID,
         "xid8": XID8_RANGE_OID,
+        "enum": ENUM_RANGE_OID,
     }
     oid = oids.get(kind.split("range", maxsplit=1)[0], INTERVAL_RANGE_OID)
     out = bytearray(struct.pack("<I", oid))
@@ -346,6 +353,11 @@ def _user_range(kind: str, rng: random.Random) -> bytes:
         if kind.startswith("xid8"):
             out += bytes((-(len(out) + 4)) % 8)
             out += rng.randbytes(8)
+            continue
+        if kind.startswith("enum"):  # a label's pg_enum OID, rarely one not known
+            out += bytes((-(len(out) + 4)) % 4)
+            known = rng.random() < 0.95
+            out += struct.pack("<I", rng.choice([*ENUM_LABELS]) if known else 99)
             continue
         if not text:
             out += bytes((-(len(out) + 4)) % 8)
@@ -443,6 +455,7 @@ def _payload(kind: str, rng: random.Random) -> bytes:
         "bytearange@16432",
         "tidrange@16433",
         "xid8range@16434",
+        "enumrange@16435",
     ):
         return _user_range(kind, rng)
     if kind in ("tstzrange", "int4range"):
@@ -586,7 +599,7 @@ def make_plan() -> tuple[object, list[Column]]:
         specs.append(
             (name, attlen, _ALIGN[align], dropped, has_missing, avro_kind, 2, 12, k % 3 != 0)
         )
-        if kind == "enum":
+        if kind == "enum" or kind.startswith("enumrange"):
             labels[k] = ENUM_LABELS
         if kind in _ARRAYS:
             ekind, oid, elen, ealign = _ARRAYS[kind]
@@ -627,7 +640,7 @@ def make_text_plan() -> object:
         text_kind = "" if dropped or kind not in _TEXT else _TEXT[kind][0]
         head = f" {name}[{kind}]:" if text_kind else ""
         specs.append((name, attlen, _ALIGN[align], dropped, k in MISSING, head, text_kind))
-        if kind == "enum":
+        if kind == "enum" or kind.startswith("enumrange"):
             labels[k] = ENUM_LABELS
         if kind in _ARRAYS:
             elements[k] = _ARRAYS[kind]

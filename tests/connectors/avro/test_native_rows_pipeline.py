@@ -111,7 +111,10 @@ CREATE DOMAIN n_label AS text;
 CREATE EXTENSION IF NOT EXISTS citext;
 CREATE TYPE n_mood AS ENUM ('sad', 'ok', 'it''s');
 CREATE TYPE n_moodrange AS RANGE (subtype = n_mood);
-CREATE TABLE n_python (id int4 PRIMARY KEY, doc n_pair, loc n_moodrange);
+CREATE TABLE n_python (id int4 PRIMARY KEY, doc n_pair, loc n_moodrange[]);
+CREATE DOMAIN n_moodrange_d AS n_moodrange;
+CREATE TABLE n_erange (
+    id int4 PRIMARY KEY, r n_moodrange, m n_moodmultirange, d n_moodrange_d);
 CREATE TYPE n_tidc AS (t tid, n int4);
 CREATE TABLE n_tid (id int4 PRIMARY KEY, t tid, ts tid[], c n_tidc);
 CREATE TABLE n_arr (
@@ -320,6 +323,15 @@ _MORE_ROWS = [
     """INSERT INTO n_dom (id, ca, cda) SELECT 500 + g, ARRAY['Row ' || g, NULL]::citext[],
               ARRAY[('D' || g)::n_cidom] FROM generate_series(1, 50) g""",
     "UPDATE n_dom SET ia = ia || 5, n = -n WHERE id % 3 = 0",
+    # ranges and multiranges over an enum, and a domain over one: bounds printed as
+    # their labels (range_out quotes none of these: a quote mark is no special)
+    """INSERT INTO n_erange VALUES
+ (1, '[sad,"it''s"]', '{[sad,ok),(ok,"it''s"]}', '(,ok]'), (2, 'empty', '{}', '[sad,)'),
+ (3, NULL, NULL, NULL)""",
+    """INSERT INTO n_erange SELECT g, CASE g % 3 WHEN 0 THEN '[sad,ok]' WHEN 1 THEN
+              '(ok,)' ELSE '[sad,sad]' END::n_moodrange, '{[sad,ok)}', '[ok,ok]'
+       FROM generate_series(10, 60) g""",
+    "UPDATE n_erange SET r = '(,sad]' WHERE id % 4 = 0",
     "DELETE FROM n_dom WHERE id % 4 = 0",
     # composites with enum, array, domain and composite fields (record_out nested),
     # arrays of composites (array_out of record_out), a domain over an enum
@@ -573,9 +585,9 @@ WORKLOAD = [
     "UPDATE n_full_run SET v = v || '!', n = n + 1",
     "UPDATE n_full_run SET v = v || '?', id = CASE WHEN id = 300 THEN 9300 ELSE id END",
     *_MORE_ROWS,
-    # a table without a native plan (a range over an enum) interleaved with native rows in
-    # one transaction
-    """BEGIN; INSERT INTO n_python VALUES (1, '(1,x,"(1)")', '[sad,"it''s"]');
+    # a table without a native plan (an array of a user range) interleaved with native
+    # rows in one transaction
+    """BEGIN; INSERT INTO n_python VALUES (1, '(1,x,"(1)")', '{"[sad,\\"it''s\\")"}');
        INSERT INTO n_all (id, t) VALUES (5000, 'mixed');
        INSERT INTO n_python VALUES (2, '(2,,)'); COMMIT""",
     "INSERT INTO n_all (id, t) SELECT 6000 + g, 'tail' FROM generate_series(1, 5) g",
@@ -846,6 +858,7 @@ def test_native_rows_equal_python_and_reference(
             "n_nested",
             "n_sys",
             "n_urange",
+            "n_erange",
             "n_jpath",
             "n_jpath_arr",
             "n_tid",
@@ -908,6 +921,10 @@ def test_native_rows_equal_python_and_reference(
             urange = [(n, done) for table, n, done in groups if table == "n_urange"]
             assert sum(n for n, _ in urange) >= 200, urange
             assert all(n == done for n, done in urange), urange
+            # ranges and multiranges over an enum (and a domain over one)
+            erange = [(n, done) for table, n, done in groups if table == "n_erange"]
+            assert sum(n for n, _ in erange) >= 50, erange
+            assert all(n == done for n, done in erange), erange
             # tid, tid[] and a composite with a tid field: native, row for row
             tids = [(n, done) for table, n, done in groups if table == "n_tid"]
             assert sum(n for n, _ in tids) >= 200, tids

@@ -303,7 +303,7 @@ fn output(out: &mut String, kind: TextKind, col: &Column, d: &[u8]) -> Result<()
         TextKind::Mac | TextKind::Mac8 => network::mac_text(out, d)?,
         TextKind::Xml => formats::xml_text(out, d)?,
         TextKind::Jsonb => jsonb::text(out, d)?,
-        TextKind::Output(o) => o.write(out, d)?,
+        TextKind::Output(o) => o.write_labeled(out, d, &col.labels)?,
         // regclassout .. regcollationout, aclitemout: the names the Python resolver
         // resolved; one it has not is its row's fallback (a composite's field carries
         // them when the text plugin's plan gave them, glue::text; without them the row is

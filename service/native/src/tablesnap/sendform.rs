@@ -60,6 +60,12 @@ const MAXSTRPOS: usize = (1 << 20) - 1;
 /// Does `o` have a rewrite here (`output`)? The others keep their table on the Python
 /// path: the extension types published as their text.
 pub fn rewrites(o: Output) -> bool {
+    if matches!(
+        o,
+        Output::Range(RangeSub::Enum, _) | Output::Multirange(RangeSub::Enum, _)
+    ) {
+        return false; // enum_send sends labels (`bound`)
+    }
     matches!(
         o,
         Output::Point
@@ -256,6 +262,9 @@ fn bound(d: &[u8], sub: RangeSub) -> Result<Vec<u8>, Rewrite> {
         RangeSub::PgLsn => swapped(d, 8, "pg_lsn"),
         RangeSub::Xid8 => swapped(d, 8, "xid8"),
         RangeSub::Tid => tid(d),
+        // enum_send sends the label: its OID is the catalog's (`rewrites` keeps such a
+        // table on the Python path)
+        RangeSub::Enum => Err(Rewrite::Unsupported),
     }
 }
 

@@ -74,7 +74,7 @@ pub enum Output {
 /// The subtype prefixes of the range kinds' names (service.output.native_text's
 /// `_RANGE_SUBTYPES`): a built-in range's, and from float8 on the subtypes of
 /// user-defined ranges only (`float8range@<oid>`: no built-in range has the name).
-const SUBS: [(&str, RangeSub); 28] = [
+const SUBS: [(&str, RangeSub); 29] = [
     ("int4", RangeSub::Int4),
     ("int8", RangeSub::Int8),
     ("num", RangeSub::Numeric),
@@ -103,6 +103,7 @@ const SUBS: [(&str, RangeSub); 28] = [
     ("tid", RangeSub::Tid),
     ("pg_lsn", RangeSub::PgLsn),
     ("xid8", RangeSub::Xid8),
+    ("enum", RangeSub::Enum),
 ];
 
 /// (subtype, is a multirange) of `<subtype prefix>range` / `<subtype prefix>multirange`.
@@ -179,6 +180,25 @@ impl Output {
             Output::PgLsn | Output::Xid8 | Output::Isn(_) => 8,
             Output::Seg => 12,
             _ => -1,
+        }
+    }
+
+    /// `write`, with the labels a range or multirange over an enum prints its bounds
+    /// from (the column's, by pg_enum OID); any other output ignores them.
+    pub fn write_labeled(
+        self,
+        out: &mut String,
+        d: &[u8],
+        labels: &super::Labels,
+    ) -> Result<(), &'static str> {
+        match self {
+            Output::Range(RangeSub::Enum, oid) => {
+                super::range::range_text_labeled(out, d, RangeSub::Enum, oid, labels)
+            }
+            Output::Multirange(RangeSub::Enum, _) => {
+                super::range::multirange_text_labeled(out, d, RangeSub::Enum, labels)
+            }
+            _ => self.write(out, d),
         }
     }
 

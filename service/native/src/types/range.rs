@@ -2,13 +2,15 @@
 //! timestamp and timestamptz: the built-in ones (int4range .. tstzrange, int4multirange
 //! .. tstzmultirange) and user-defined ones over the same subtypes or over int2, oid,
 //! float4, float8, text (varchar, bpchar), time, timetz, interval, inet, cidr, uuid, bytea,
-//! macaddr, macaddr8, bool, "char", name, money, bit (varbit), tid, pg_lsn or xid8, written
-//! from their stored datums.
+//! macaddr, macaddr8, bool, "char", name, money, bit (varbit), tid, pg_lsn, xid8 or an
+//! enum, written from their stored datums.
 //!
 //! Receives: a range or multirange varlena payload (the bytes after the varlena header,
 //! exactly what service.types.range.range_text / service.types.multirange.
 //! multirange_text receive), the subtype (`RangeSub`) of the column's type, and for a
-//! range the type's OID (`range_text_of`; `range_text`: the built-in one's).
+//! range the type's OID (`range_text_of`; `range_text`: the built-in one's); over an
+//! enum also the column's labels by pg_enum OID (`range_text_labeled`,
+//! `multirange_text_labeled`: a bound whose OID has no label is an error, as in Python).
 //! Hands on: the text appended to a String, exactly as the Python reference prints it
 //! (service.types.convert.to_text: DateStyle=ISO, TimeZone=UTC), which is what range_out,
 //! multirange_out and range_bound_escape print:
@@ -42,7 +44,8 @@
 use std::fmt::Write;
 
 use super::{
-    datetime, fixed, float, formats, nested_varlena, network, numeric, u32_at, undo_on_err, Nested,
+    datetime, enum_label, fixed, float, formats, nested_varlena, network, numeric, u32_at,
+    undo_on_err, Labels, Nested,
 };
 
 const RANGE_EMPTY: u8 = 0x01;
@@ -95,6 +98,9 @@ pub enum RangeSub {
     Tid,
     PgLsn,
     Xid8,
+    /// An enum (a user range only): a bound is the stored pg_enum OID, printed as its
+    /// label from the column's labels (`range_text_labeled`, `multirange_text_labeled`).
+    Enum,
 }
 
 impl RangeSub {
@@ -132,7 +138,9 @@ impl RangeSub {
         match self {
             RangeSub::Bool | RangeSub::Char => Some(1),
             RangeSub::Int2 => Some(2),
-            RangeSub::Int4 | RangeSub::Date | RangeSub::Oid | RangeSub::Float4 => Some(4),
+            RangeSub::Int4 | RangeSub::Date | RangeSub::Oid | RangeSub::Float4 | RangeSub::Enum => {
+                Some(4)
+            }
             RangeSub::Mac | RangeSub::Tid => Some(6),
             RangeSub::Int8
             | RangeSub::Timestamp
@@ -173,7 +181,8 @@ impl RangeSub {
             | RangeSub::Bytea
             | RangeSub::Mac
             | RangeSub::Mac8
-            | RangeSub::Bits => 4,
+            | RangeSub::Bits
+            | RangeSub::Enum => 4,
             RangeSub::Int8
             | RangeSub::Timestamp
             | RangeSub::TimestampTz
@@ -203,12 +212,35 @@ pub fn range_text_of(
     sub: RangeSub,
     range_oid: u32,
 ) -> Result<(), &'static str> {
-    undo_on_err(out, |out| write_range_datum(out, d, sub, range_oid))
+    undo_on_err(out, |out| write_range_datum(out, d, sub, range_oid, None))
+}
+
+/// `range_text_of` with the labels an enum subtype's bounds print from (by pg_enum OID).
+pub fn range_text_labeled(
+    out: &mut String,
+    d: &[u8],
+    sub: RangeSub,
+    range_oid: u32,
+    labels: &Labels,
+) -> Result<(), &'static str> {
+    undo_on_err(out, |out| {
+        write_range_datum(out, d, sub, range_oid, Some(labels))
+    })
 }
 
 /// multirange_out of a multirange payload (see the module docstring), appended to `out`.
 pub fn multirange_text(out: &mut String, d: &[u8], sub: RangeSub) -> Result<(), &'static str> {
-    undo_on_err(out, |out| write_multirange(out, d, sub))
+    undo_on_err(out, |out| write_multirange(out, d, sub, None))
+}
+
+/// `multirange_text` with the labels an enum subtype's bounds print from.
+pub fn multirange_text_labeled(
+    out: &mut String,
+    d: &[u8],
+    sub: RangeSub,
+    labels: &Labels,
+) -> Result<(), &'static str> {
+    undo_on_err(out, |out| write_multirange(out, d, sub, Some(labels)))
 }
 
 /// `at` rounded up to a multiple of `align` (a power of two).
@@ -223,6 +255,7 @@ fn write_range_datum(
     d: &[u8],
     sub: RangeSub,
     range_oid: u32,
+    labels: Option<&Labels>,
 ) -> Result<(), &'static str> {
     if d.len() < 5 {
         return Err("range datum is too short");
@@ -232,7 +265,7 @@ fn write_range_datum(
     }
     let (&flags, rest) = d.split_last().ok_or("range datum is too short")?;
     let body = rest.get(4..).ok_or("range datum is too short")?;
-    write_range(out, body, flags, sub)
+    write_range(out, body, flags, sub, labels)
 }
 
 /// One range from its bounds' bytes (`body`, between the rangetypid and the flags) and
@@ -243,6 +276,7 @@ fn write_range(
     body: &[u8],
     flags: u8,
     sub: RangeSub,
+    labels: Option<&Labels>,
 ) -> Result<(), &'static str> {
     if flags & RANGE_EMPTY != 0 {
         out.push_str("empty");
@@ -252,13 +286,13 @@ fn write_range(
     out.push(if flags & RANGE_LB_INC != 0 { '[' } else { '(' });
     if flags & RANGE_LB_INF == 0 {
         let (value, next) = read_bound(body, at, sub)?;
-        write_bound(out, value, sub)?;
+        write_bound(out, value, sub, labels)?;
         at = next;
     }
     out.push(',');
     if flags & RANGE_UB_INF == 0 {
         let (value, _) = read_bound(body, at, sub)?;
-        write_bound(out, value, sub)?;
+        write_bound(out, value, sub, labels)?;
     }
     out.push(if flags & RANGE_UB_INC != 0 { ']' } else { ')' });
     Ok(())
@@ -294,9 +328,14 @@ fn read_varlena(body: &[u8], at: usize) -> Result<(&[u8], usize), &'static str> 
 }
 
 /// A bound's output text, quoted as range_bound_escape quotes it.
-fn write_bound(out: &mut String, value: &[u8], sub: RangeSub) -> Result<(), &'static str> {
+fn write_bound(
+    out: &mut String,
+    value: &[u8],
+    sub: RangeSub,
+    labels: Option<&Labels>,
+) -> Result<(), &'static str> {
     let mut text = String::new();
-    element_text(&mut text, value, sub)?;
+    element_text(&mut text, value, sub, labels)?;
     escape_bound(out, &text);
     Ok(())
 }
@@ -306,9 +345,19 @@ fn write_bound(out: &mut String, value: &[u8], sub: RangeSub) -> Result<(), &'st
 /// interval_out, inet_out, cidr_out, uuid_out, byteaout (bytea_output=hex),
 /// macaddr_out, macaddr8_out, boolout, charout, nameout, cash_out (lc_monetary=C),
 /// bit_out, tidout, pg_lsn_out, xid8out, ... as the types modules write them).
-fn element_text(out: &mut String, value: &[u8], sub: RangeSub) -> Result<(), &'static str> {
+fn element_text(
+    out: &mut String,
+    value: &[u8],
+    sub: RangeSub,
+    labels: Option<&Labels>,
+) -> Result<(), &'static str> {
     const SIZE: &str = "range bound size differs from the subtype's";
     match sub {
+        // enum_out: the label of the stored pg_enum OID
+        RangeSub::Enum => out.push_str(enum_label(
+            labels.ok_or("enum range without its labels")?,
+            value,
+        )?),
         RangeSub::Uuid => formats::uuid_text(out, value)?,
         // byteaout with bytea_output=hex
         RangeSub::Bytea => formats::bytea_text(out, value),
@@ -460,7 +509,12 @@ fn next_offset(d: &[u8], i: usize, prev: usize) -> Result<usize, &'static str> {
 }
 
 /// A multirange datum: multirangetypid, count, items, flags, the ranges' bounds.
-fn write_multirange(out: &mut String, d: &[u8], sub: RangeSub) -> Result<(), &'static str> {
+fn write_multirange(
+    out: &mut String,
+    d: &[u8],
+    sub: RangeSub,
+    labels: Option<&Labels>,
+) -> Result<(), &'static str> {
     const OVERRUN: &str = "multirange range overruns its datum";
     if d.len() < 8 {
         return Err("multirange datum is too short");
@@ -489,7 +543,7 @@ fn write_multirange(out: &mut String, d: &[u8], sub: RangeSub) -> Result<(), &'s
         if i > 0 {
             out.push(',');
         }
-        write_range(out, body, flags, sub)?;
+        write_range(out, body, flags, sub, labels)?;
         start = next;
     }
     out.push('}');
@@ -542,6 +596,36 @@ mod tests {
                 Err(why)
             }
         }
+    }
+
+    #[test]
+    fn enum_bounds_print_their_labels() {
+        // rangetypid 16500, lower 900 and upper 901 (pg_enum OIDs), flags [ ]
+        let mut d = 16500u32.to_le_bytes().to_vec();
+        d.extend(900u32.to_le_bytes());
+        d.extend(901u32.to_le_bytes());
+        d.push(RANGE_LB_INC | RANGE_UB_INC);
+        let labels: Labels = [(900, "sad".to_string()), (901, "it's so".to_string())].into();
+        let mut out = String::from(PREFIX);
+        range_text_labeled(&mut out, &d, RangeSub::Enum, 16500, &labels).unwrap();
+        assert_eq!(out, "kept|[sad,\"it's so\"]");
+        // without labels (the unlabeled entry points), or a label not known: an error
+        // that leaves the text as it was
+        let mut out = String::from(PREFIX);
+        assert!(range_text_of(&mut out, &d, RangeSub::Enum, 16500).is_err());
+        let only: Labels = [(900, "sad".to_string())].into();
+        assert!(range_text_labeled(&mut out, &d, RangeSub::Enum, 16500, &only).is_err());
+        assert_eq!(out, PREFIX);
+        // a multirange of that range and an empty one: {[sad,"it's so"]}
+        let mut m = 16501u32.to_le_bytes().to_vec();
+        m.extend(1u32.to_le_bytes());
+        m.push(RANGE_LB_INC | RANGE_UB_INC);
+        m.extend([0u8; 3]); // the bounds from the next 4-byte boundary
+        m.extend(900u32.to_le_bytes());
+        m.extend(901u32.to_le_bytes());
+        let mut out = String::new();
+        multirange_text_labeled(&mut out, &m, RangeSub::Enum, &labels).unwrap();
+        assert_eq!(out, "{[sad,\"it's so\"]}");
     }
 
     #[test]

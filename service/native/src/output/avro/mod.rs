@@ -242,7 +242,7 @@ fn write_value(out: &mut Vec<u8>, col: &Column, kind: Kind, d: &[u8]) -> Result<
         Kind::Enum => avro::bytes(out, enum_label(&col.labels, d)?.as_bytes()),
         Kind::Output(o) => {
             let mut text = String::new();
-            o.write(&mut text, d)?;
+            o.write_labeled(&mut text, d, &col.labels)?;
             avro::bytes(out, text.as_bytes());
         }
         Kind::Point => {
