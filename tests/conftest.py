@@ -6,9 +6,9 @@ written (module fixtures, names unique per file); the consumer tests, which shar
 Kafka Connect, run in one process. The tests marked `alone` (below: those that start,
 stop or kill service instances, time recoveries, or read server-wide state such as the
 transactions of other databases) are left out of the distributed pass; `.ci/run` runs
-them afterwards with nothing else of the suite beside them, in four lanes at once
-(their split and why is in .ci/run): the fault-instance tests; the fault tests that
-need only the shared services; the shared-server-state tests, then the Python
+them afterwards with nothing else of the suite beside them, in three lanes at once
+(their split and why is in .ci/run): the fault-instance tests; the shared-server-state
+tests, then the fault tests that need only the shared services, then the Python
 reference's differential tests; and the failover tests on the primary/standby pairs.
 The tests that start and stop the TLS instances (tests/integration/test_tls*,
 tests/deploy/test_topology_tls.py) all run in the shared-server-state lane, one file

@@ -11,8 +11,9 @@ be in neither. PostgreSQL's snapshot builder waits for such transactions
 
 The window is made to last here: `synchronous_standby_names` names a standby that
 never connects, so one transaction, the only one with `synchronous_commit = on`, stays
-in the proc array after its commit record. It runs on the fault instance (fault-pg15):
-the setting holds the whole server's commits, never one the other tests share.
+in the proc array after its commit record. It runs on a fault instance (fault-pg18, in
+CI's lane H beside the HA pairs): the setting holds the whole server's commits, never
+one the other tests share.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def _reload(admin: Any, standby_names: str | None) -> None:
     time.sleep(0.5)  # the reload reaches the backends at their next command
 
 
-def test_commit_still_in_the_proc_array_at_the_consistent_point_is_in_the_snapshot(
-    fault_pg15: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
+def test_commit_in_the_proc_array_at_the_consistent_point_is_in_the_snapshot_fault_pg18(
+    fault_pg18: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
 ) -> None:
     """A (open before the worker starts) keeps the builder from an idle shortcut; B
     starts after the first RUNNING_XACTS, so the one logged once A is done makes the
@@ -50,8 +51,8 @@ def test_commit_still_in_the_proc_array_at_the_consistent_point_is_in_the_snapsh
     and publish T's row (as a snapshot read) once the wait is over: without the wait
     the row is in neither the snapshot nor the stream."""
     ddl = ["CREATE TABLE t (id int PRIMARY KEY)"]
-    with pipeline(fault_pg15, kafka, registry, "mustsee", ddl) as p:
-        admin = psycopg2.connect(fault_pg15["dsn"])
+    with pipeline(fault_pg18, kafka, registry, "mustsee", ddl) as p:
+        admin = psycopg2.connect(fault_pg18["dsn"])
         admin.autocommit = True
         _reload(admin, None)  # as it should be, even after a run killed half way
         admin.cursor().execute(f"ALTER DATABASE {p.db} SET synchronous_commit = local")
