@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+import structlog
+
 from service.decode.dispatch import decoder_for, toplevel_assignment, xid_to_process
 from service.decode.events import (
     AbortEvent,
@@ -50,6 +52,7 @@ from service.decode.events import (
     TruncateEvent,
 )
 from service.errors import DecodeError, SchemaMismatchError
+from service.lsn import format_lsn
 from service.output.api import (
     ChangeOp,
     ColumnValue,
@@ -69,6 +72,8 @@ from service.snapbuild.snapbuild import SnapBuilder
 from service.types.varlena import ToastPointer
 from service.wal import rmgr as rt
 from service.wal.record import XLogRecord
+
+log = structlog.get_logger(__name__)
 
 XACT_XINFO_HAS_DBINFO = 1 << 0
 
@@ -688,6 +693,15 @@ class Decoding:
             rb.add_invalidations(ev.xid, ev.lsn, ev.invalidations)
         commit_time = ev.origin_time if ev.origin_time is not None else ev.commit_time
         if self._skip_commit(ev):
+            if not self.snap.xact_needs_skip(ev.lsn):
+                # after the start point, yet skipped: its effects are in the aligned
+                # snapshot (few, at start-up only; logged so a run can tell it apart)
+                log.info(
+                    "commit_in_snapshot",
+                    xid=ev.xid,
+                    commit_lsn=format_lsn(ev.lsn),
+                    queued=rb.get_txn(ev.xid) is not None,
+                )
             for sub in ev.subxids:
                 rb.forget(sub, ev.lsn)
             rb.forget(ev.xid, ev.lsn)

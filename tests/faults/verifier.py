@@ -158,6 +158,7 @@ def verify(p: Pipeline, outcomes: Sequence[TxnOutcome], reads: Sequence[Rec]) ->
 STORY_EVENTS = frozenset(
     {
         "worker_consistent",
+        "commit_in_snapshot",
         "worker_resumed",
         "worker_bridging_gap",
         "snapshot_committed",
