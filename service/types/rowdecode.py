@@ -43,9 +43,12 @@ from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, overload
 
+import structlog
+
 from service._binary import U32
 from service.decode.events import ChangeKind, HeapChange, InsertRows, RawTuple
 from service.errors import DecodeError, SchemaMismatchError, UnknownTypeError
+from service.lsn import format_lsn
 from service.output.api import (
     UNCHANGED_TOAST,
     ChangeOp,
@@ -80,6 +83,8 @@ from service.types.unknown import UnknownColumn, UnknownTypePolicy
 from service.types.varlena import ToastPointer, Unchanged, resolve_toast
 
 _CLASS_CACHE_MAX = 4096
+
+log = structlog.get_logger("service.types.rowdecode")
 _NO_TOAST: Mapping[int, bytes] = MappingProxyType({})
 
 TypeSource = Callable[[Sequence[int]], TypeRegistry]
@@ -365,6 +370,8 @@ class HistoryRows:
         # The last change relation() answered for, so row() needs no second lookup:
         # (change, top xid, plan).
         self._last: tuple[HeapChange, int, _Plan] | None = None
+        # (top xid, relfilenode) whose rewrite changes were logged (`_note_rewrite`)
+        self._rewrites_noted: set[tuple[int, int]] = set()
 
     # --- RowResolver ----------------------------------------------------------------
 
@@ -380,6 +387,24 @@ class HistoryRows:
     def assign_child(self, top: int, sub: int) -> None:
         self.history.assign_child(top, sub)
         self._forget()
+
+    def _note_rewrite(self, change: HeapChange, top_xid: int) -> None:
+        """Log the first change of each (transaction, relfilenode) dropped as a rewrite's
+        (`rewrite_changes_skipped`): a VACUUM FULL writes a whole table so, and a fault
+        run's story must tell such a drop from a lost change."""
+        key = (top_xid, change.locator.rel_number)
+        noted = self._rewrites_noted
+        if key in noted:
+            return
+        if len(noted) >= 1024:
+            noted.clear()
+        noted.add(key)
+        log.info(
+            "rewrite_changes_skipped",
+            xid=top_xid,
+            relfilenode=change.locator.rel_number,
+            lsn=format_lsn(change.lsn),
+        )
 
     def _forget(self) -> None:
         """The history changed: no cached answer stands."""
@@ -430,6 +455,7 @@ class HistoryRows:
                 self._last = (change, top_xid, plan)
                 return plan.rel
             case RelClass.REWRITE:
+                self._note_rewrite(change, top_xid)
                 return None
             case RelClass.TOAST:
                 # Toast chunks never reach replay as changes; a delete of chunks does

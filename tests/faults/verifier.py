@@ -159,6 +159,7 @@ STORY_EVENTS = frozenset(
     {
         "worker_consistent",
         "commit_in_snapshot",
+        "rewrite_changes_skipped",
         "worker_resumed",
         "worker_bridging_gap",
         "snapshot_committed",
