@@ -31,6 +31,7 @@ The WAL is read straight from the cluster's pg_wal (the logical slot keeps it th
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -100,6 +101,7 @@ def compare(
 ) -> Outcome:
     options = {"include-xids": "0", "skip-empty-xacts": "1", **(options or {})}
     db = f"cmp_{uuid.uuid4().hex[:10]}"
+    own_spill = Path("/tmp") / f"pgcdc-spill-{db}"  # removed at the end, unlike a caller's
     admin = psycopg2.connect(_dsn(pg, "postgres"))
     admin.autocommit = True
     admin.cursor().execute(f"CREATE DATABASE {db}")
@@ -127,7 +129,7 @@ def compare(
                 dsn=dsn,
                 slot=db,
                 work_mem=work_mem,
-                spill_dir=spill_dir or Path("/tmp") / f"pgcdc-spill-{db}",
+                spill_dir=spill_dir or own_spill,
                 plugin_options={
                     **options,
                     "server-version": str(pg["version"]),
@@ -188,6 +190,7 @@ def compare(
     finally:
         if session is not None:
             session.close()
+        shutil.rmtree(own_spill, ignore_errors=True)
         cur.execute("SELECT pg_drop_replication_slot(%s)", (db,))
         for c in conns:
             c.close()
