@@ -74,7 +74,7 @@ def _finish(p: Pipeline, worker: Any) -> None:
 
 
 def test_chunked_snapshot_survives_kills_under_writes(
-    pg: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
+    pg_ends: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
 ) -> None:
     """Two readers, small chunks, writes throughout, SIGKILL at random points in the
     middle of the snapshot (three times): the replayed topics equal the tables, every
@@ -82,7 +82,7 @@ def test_chunked_snapshot_survives_kills_under_writes(
     read exactly once per row, and the stream's committed position kept moving (it
     caught up with the server's while chunks were read)."""
     rnd = random.Random(5)
-    with pipeline(pg, kafka, registry, "snapc", TABLES, extra_env=CHUNKED) as p:
+    with pipeline(pg_ends, kafka, registry, "snapc", TABLES, extra_env=CHUNKED) as p:
         writer = Writer(p, {"big": BIG, "small": 3000})
         writer.start()
         worker = p.start_worker()

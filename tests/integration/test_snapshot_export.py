@@ -131,9 +131,11 @@ def _progress_records(p: Pipeline) -> int:
 
 @pytest.mark.parametrize("parallelism", [1, 3])
 def test_readers_share_the_exported_snapshot(
-    pg: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any], parallelism: int
+    pg_ends: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any], parallelism: int
 ) -> None:
-    with pipeline(pg, kafka, registry, "snapx", TABLES, extra_env=_env(parallelism, 6000)) as p:
+    with pipeline(
+        pg_ends, kafka, registry, "snapx", TABLES, extra_env=_env(parallelism, 6000)
+    ) as p:
         before = {t: _rows(p, t) for t in ("big", "small", "empty")}
         worker = p.start_worker()
         exported = worker.wait_event(["snapshot_exported"], 120)
@@ -219,9 +221,9 @@ def test_readers_share_the_exported_snapshot(
 
 
 def test_sigkill_mid_snapshot_resumes_by_watermarks(
-    pg: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
+    pg_ends: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
 ) -> None:
-    with pipeline(pg, kafka, registry, "snapxk", TABLES_KILL, extra_env=_env(2, 5000)) as p:
+    with pipeline(pg_ends, kafka, registry, "snapxk", TABLES_KILL, extra_env=_env(2, 5000)) as p:
         writer = Writer(p, {"big": BIG, "small": 2000}, seed=17)
         writer.start()
         worker = p.start_worker()
