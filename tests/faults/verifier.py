@@ -140,12 +140,14 @@ def verify(p: Pipeline, outcomes: Sequence[TxnOutcome], reads: Sequence[Rec]) ->
     if disordered:
         v.note(f"out of order: {sorted(disordered)[:5]}")
     for table, key, cols in TABLES:
-        got = materialize([r for r in reads if r.topic == p.topic(table)], operator.itemgetter(key))
+        final = materialize(
+            [r for r in reads if r.topic == p.topic(table)], operator.itemgetter(key)
+        )
         want = {
             row[0]: dict(zip(cols, row, strict=True))
             for row in p.query(f"SELECT {', '.join(cols)} FROM {table}")
         }
-        projected = {k: {c: row.get(c) for c in cols} for k, row in got.items()}
+        projected = {k: {c: row.get(c) for c in cols} for k, row in final.items()}
         differing = {k for k in set(want) | set(projected) if want.get(k) != projected.get(k)}
         v.rows_differing += len(differing)
         if differing:
