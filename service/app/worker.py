@@ -181,6 +181,7 @@ class Worker:
         # The end LSN of the last source transaction handed to the sink (committed to
         # Kafka or still in its open batch): a heartbeat's offset must not go below it.
         self._ended_lsn = 0
+        self._sent_mark = 0  # sink.records_sent after the last `_end_txn`
         # While set: the initial snapshot's Kafka transaction stays open until decoding
         # has passed this LSN (see `snapshot_horizon`); no offset is written before.
         self._snapshot_until: int | None = None
@@ -253,10 +254,22 @@ class Worker:
             KafkaSchemaStore(self.settings, self.sink).save(history.version, history.to_snapshot())
             self._schema_saved = history.version
         self._unconfirmed_commit_time = ev.commit_time
+        sent = self.sink.records_sent
+        # Each transaction's records (its events and transaction metadata, and whatever
+        # a commit of the batch before it produced), at debug level: what a fault run's
+        # story shows for a transaction the verifier found lost.
+        log.debug(
+            "txn_published",
+            xid=ev.xid,
+            commit_lsn=format_lsn(ev.lsn),
+            records=sent - self._sent_mark,
+        )
         if self._snapshot_until is not None and ev.end_lsn < self._snapshot_until:
+            self._sent_mark = sent
             return  # committed before the snapshot's LSN: stays in the snapshot's batch
         self._ended_lsn = ev.end_lsn
         self.sink.end_source_txn(ev.end_lsn, self.session.restart_lsn(), history.version)
+        self._sent_mark = self.sink.records_sent
         if self._snapshot_until is not None:  # the snapshot's batch ends here
             self._snapshot_until = None
             self.sink.flush()

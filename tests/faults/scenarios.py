@@ -194,6 +194,8 @@ def run_scenario(
         "PGCDC_SOURCE__CONNECT_TIMEOUT_S": "5",
         "PGCDC_KAFKA__BOOTSTRAP_SERVERS": f"127.0.0.1:{KAFKA_PROXY_PORT}",
         "PGCDC_REGISTRY__URL": f"http://127.0.0.1:{rproxy.port}/apis/ccompat/v7",
+        # each transaction's `txn_published` line, for the story of a lost one
+        "PGCDC_LOG__LEVEL": "debug",
         **scenario.env,
     }
     p = Pipeline(pg, kafka, registry, unique("f"), work_mem="1MB", extra_env=env)
@@ -245,7 +247,7 @@ def run_scenario(
             len(wl.outcomes),
             wl.in_doubt(),
             time.monotonic() - began,
-            story="" if verdict.clean else story(p),
+            story="" if verdict.clean else story(p, lost=verdict.lost_xids),
         )
     except Exception as exc:  # one failed scenario is a row of the table, not the end
         behaviour = "; ".join(s.behaviour() for s in sups) or "-"

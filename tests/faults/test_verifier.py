@@ -134,3 +134,25 @@ def test_the_story_is_the_key_lines_of_every_worker_in_time_order(tmp_path: Path
         ["w0", "kafka_txn_replay"],
     ]
     assert '"lsn": "0/20"' in lines[2]
+
+
+def test_the_story_traces_the_lost_transactions_and_their_neighbours(tmp_path: Path) -> None:
+    """With the verdict's lost xids, the story adds the `txn_published` lines (debug) of
+    those transactions and of the two before and after each, and no other."""
+
+    def line(second: int, xid: int, records: int) -> str:
+        stamp = f"2026-12-06T10:00:0{second}.000Z"
+        fields = {"xid": xid, "commit_lsn": "0/1", "records": records}
+        return json.dumps(
+            {"timestamp": stamp, "level": "debug", "event": "txn_published", **fields}
+        )
+
+    log = tmp_path / "worker-0.log"
+    log.write_text("\n".join(line(n, xid, 3) for n, xid in enumerate((7, 8, 10, 12, 13))) + "\n")
+    p = _pipeline()
+    p.workers = [WorkerProcess(None, log)]  # type: ignore[attr-defined,arg-type]
+    traced = [ln.split('"xid": ')[1].split(",")[0] for ln in story(p, lost=[10]).splitlines()]  # type: ignore[arg-type]
+    assert traced == ["8", "10", "12"]
+    assert story(p).splitlines() == []  # type: ignore[arg-type]
+    verdict = verify(_pipeline(), _outcomes(), [])  # type: ignore[arg-type]
+    assert verdict.lost_xids == [10, 11], verdict

@@ -49,6 +49,7 @@ class Verdict:
     aborted_visible: int = 0
     rows_differing: int = 0
     examples: list[str] = field(default_factory=list)
+    lost_xids: list[int] = field(default_factory=list)  # the story shows what became of them
 
     @property
     def clean(self) -> bool:
@@ -106,6 +107,7 @@ def verify(p: Pipeline, outcomes: Sequence[TxnOutcome], reads: Sequence[Rec]) ->
             continue
         if not got:
             v.lost += 1
+            v.lost_xids.append(o.xid)
             since = format_lsn(o.commit_from)
             v.note(f"lost {o.xid} ({o.total} events, commit at or after {since})")
             continue
@@ -174,15 +176,24 @@ STORY_EVENTS = frozenset(
 _STORY_LEFT_OUT = frozenset({"timestamp", "level", "logger", "event"})
 
 
-def story(p: Pipeline, limit: int = 40) -> str:
+def story(p: Pipeline, limit: int = 40, lost: Sequence[int] = ()) -> str:
     """The workers' key log lines, in time order (STORY_EVENTS, and every warning or
     error), for a failed verdict's message: what the worker did around a lost or
-    misplaced transaction, which the counts alone cannot say."""
+    misplaced transaction, which the counts alone cannot say. With `lost` (the verdict's
+    lost_xids), also the `txn_published` lines (debug level) of those transactions and
+    the two before and after each: whether the worker decoded them, and how many
+    records each produced."""
+    near = {x + d for x in lost for d in range(-2, 3)}
     lines: list[tuple[str, str]] = []
     for n, w in enumerate(p.workers):
         for e in w.events():
             event = e.get("event", "")
-            if event not in STORY_EVENTS and e.get("level") not in ("warning", "error"):
+            traced = event == "txn_published" and e.get("xid") in near
+            if (
+                not traced
+                and event not in STORY_EVENTS
+                and e.get("level") not in ("warning", "error")
+            ):
                 continue
             rest = {k: v for k, v in e.items() if k not in _STORY_LEFT_OUT}
             stamp = str(e.get("timestamp", ""))[11:23]
