@@ -9,7 +9,8 @@ the integers, floats, texts, name, bytea, uuid, dates and times, numeric in both
 mappings, interval, timetz, money, "char", inet, macaddr(8), bit strings, jsonb, xml, an
 enum, point, arrays of int4 and text; and tablesnap::sendform's: line, lseg, box,
 circle, path, polygon, ranges and multiranges over int4, int8, numeric, date and
-timestamptz, tsvector, tsquery, pg_lsn, xid, pg_snapshot, int2vector, oidvector,
+timestamptz, ranges and multiranges over an enum, tsvector, tsquery, pg_lsn, xid,
+tid, pg_snapshot, int2vector, oidvector,
 arrays of jsonb, box and int4range; ltree and cube as their text; and
 tablesnap::record's composite, of int4, a dropped attribute, text, jsonb, int4range,
 timestamptz, box, an enum, int4[], jsonb[] and a nested composite of int4 and text;
@@ -141,6 +142,11 @@ def _record(r: random.Random) -> bytes:
         (77_002, _fields(r, inner)),
     ]
     return _fields(r, fields)
+
+
+def _label(r: random.Random) -> bytes:
+    """enum_send: a label, mostly one of LABELS."""
+    return r.choice([*LABELS.values(), "unknown"]).encode()
 
 
 def _jsonb(r: random.Random) -> bytes:
@@ -385,6 +391,11 @@ COLUMNS = [
     ("tq", -1, 4, "tsquery", 0, 0, _tsquery),
     ("lsn", 8, 8, "pg_lsn", 0, 0, _i8),
     ("xd", 4, 4, "xid", 0, 0, lambda r: struct.pack(">I", r.randrange(2**32))),
+    ("td", 6, 2, "tid", 0, 0, lambda r: struct.pack(">IH", r.randrange(2**32), r.randrange(2**16))),
+    # ranges and multiranges over an enum: labels (one unknown now and then), mapped back
+    # to the column's pg_enum OIDs
+    ("er", -1, 4, "enumrange@16510", 0, 0, lambda r: _range(r, lambda: _label(r))),
+    ("em", -1, 4, "enummultirange@16511", 0, 0, lambda r: _multirange(r, lambda: _label(r))),
     ("cw", -1, 8, "composite", 0, 0, _record),
     ("sn", -1, 8, "pg_snapshot", 0, 0, _snapshot),
     ("i2v", -1, 4, "int2vector", 0, 0, lambda r: _vector_of(r, 21, ">h")),
@@ -445,7 +456,7 @@ def plan() -> _native.RowPlan:
         RELATION,
         SchemaMismatchError,
         DecodeError,
-        {names.index("en"): LABELS},
+        {names.index(n): LABELS for n in ("en", "er", "em")},
         elements,
         {names.index("cw"): COMPOSITE},
     )

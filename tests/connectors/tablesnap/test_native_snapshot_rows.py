@@ -27,9 +27,9 @@ those types (tests/connectors/avro/test_native_rows_pipeline's `_EXT_ARRAYS`). T
   (jsonpath[], selected as `::text[]`) and n_nested (composites with enum, array and
   composite fields, arrays of composites) without the table ever falling back as a
   whole), that a table without a native plan (n_python's array of a user range) did not
-  go native, nor did n_erange's ranges over an enum (COPY sends enum_send's labels, which
-  the Rust rewrite does not map back to pg_enum OIDs; the stream writes them natively),
-  that n_reg's reg* types, aclitem, reg* arrays and aclitem[] (read as their
+  go native, that n_erange's ranges and multiranges over an enum did (COPY sends
+  enum_send's labels, mapped back to pg_enum OIDs through the column's labels), and
+  n_tid's tid, tid[] and composite with a tid field (tidrecv's input), that n_reg's reg* types, aclitem, reg* arrays and aclitem[] (read as their
   text) did, and that a row the Python path decides (a float4 NaN, a NaN in a
   numeric[]) fell back on its own.
 - stream: the same rows are copied into twin tables (`CREATE TABLE ... (LIKE ...)`,
@@ -98,6 +98,7 @@ TABLES = [
     "n_urange",
     "n_python",
     "n_erange",
+    "n_tid",
     "n_nested",
     "n_jpath",
     "n_jpath_arr",
@@ -404,9 +405,11 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                 # jsonpath, read as its `::text` (n_jpath), and jsonpath[],
                 # read as `::text[]` (n_jpath_arr), and composites with enum, array and
                 # composite fields and arrays of composites (n_nested, tablesnap::record),
-                # and the reg* types, aclitem and reg* arrays read as their text (n_reg);
-                # an array of a user range (n_python) does not, nor do ranges over an
-                # enum (n_erange: COPY sends their labels)
+                # and the reg* types, aclitem and reg* arrays read as their text (n_reg),
+                # and ranges and multiranges over an enum (n_erange: COPY sends their
+                # labels, mapped back through the column's), and tid, tid[] and a
+                # composite with a tid field (n_tid); an array of a user range
+                # (n_python) does not
                 native_tables = (
                     "n_arr",
                     "n_geo",
@@ -419,16 +422,16 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
                     "n_nested",
                     "n_reg",
                     "n_ext_arr",
+                    "n_erange",
+                    "n_tid",
                 )
                 for t in ("n_all", "n_more", "n_arr2", "n_dom", *native_tables):
                     assert sum(d for d in done_by_table[t] if d > 0) > 0, (t, done_by_table)
                 for t in native_tables:
                     assert -1 not in done_by_table[t], (t, done_by_table)
-                # an array of a user range (n_python) has no native plan, and ranges over
-                # an enum have no native rewrite (n_erange): their chunks (parsed
-                # natively) go to the Python path whole
+                # an array of a user range (n_python) has no native plan: its chunks
+                # (parsed natively) go to the Python path whole
                 assert set(done_by_table["n_python"]) == {-1}, done_by_table
-                assert set(done_by_table["n_erange"]) == {-1}, done_by_table
             # the stream, of the same rows copied into twin tables
             for t in TABLES:
                 cur.execute(f"CREATE TABLE twin_{t} (LIKE {t} INCLUDING ALL)")

@@ -624,6 +624,16 @@ pub fn copy_plan(plan: &Plan) -> Result<Plan, String> {
     let mut out = plan.clone();
     for col in &mut out.columns {
         if let Some(kind) = col.kind {
+            if matches!(kind, Kind::Output(o) if sendform::over_enum(o)) {
+                // enum_send's labels, mapped back through the column's (`encode`)
+                if col.labels.is_empty() {
+                    return Err(format!(
+                        "column {}: a range over an enum without its labels",
+                        col.name
+                    ));
+                }
+                continue;
+            }
             col.kind =
                 Some(copy_kind(kind).ok_or_else(|| {
                     format!("column {}: {kind:?} has no native send form", col.name)
@@ -714,6 +724,9 @@ impl CopyPlan<'_> {
                     array(field, &e, &col.labels, c.as_deref()).map(Cow::Owned)
                 }
                 (Kind::Composite, _, Some(c)) => record::record(field, c).map(Cow::Owned),
+                (Kind::Output(o), _, _) if sendform::over_enum(o) => {
+                    sendform::enum_range(o, field, &col.labels).map(Cow::Owned)
+                }
                 _ => stored(kind, field),
             };
             match rewritten {

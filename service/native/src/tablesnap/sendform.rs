@@ -1,6 +1,8 @@
 //! The send → stored rewrites of the types published as their output text
 //! (`Kind::Output`): the geometric types, the built-in ranges and multiranges, tsvector,
-//! pg_lsn, xid, xid8 and pg_snapshot/txid_snapshot; tsquery's is tablesnap::tsquery. tablesnap::copy's `stored` hands a field of such a column here.
+//! pg_lsn, xid, xid8, pg_snapshot/txid_snapshot and tid, and ranges over an enum;
+//! tsquery's is tablesnap::tsquery. tablesnap::copy's `stored` hands a field of such a
+//! column here.
 //!
 //! Receives: one non-NULL COPY BINARY field (the type's typsend bytes) and the column's
 //! `Output`. Hands on: the stored payload the WAL path's types::outtext writer reads
@@ -33,6 +35,10 @@
 //!   next even offset as uint16 npos and the positions (entries in the sent order:
 //!   tsvectorsend sends a stored, already sorted tsvector);
 //! - pg_lsn_recv, xidrecv, xid8recv: pq_getmsgint64 / pq_getmsgint, byte-swapped;
+//! - tidrecv (tid.c): a uint32 block number and a uint16 offset, in network order;
+//!   stored ItemPointerData (`tid`), for a tid column and a range bound alike;
+//! - a range or multirange over an enum: each bound enum_send's label, back to its
+//!   pg_enum OID through the column's labels (`enum_range`);
 //! - pg_snapshot_recv: int32 nxip and nxip + 2 int64s; stored uint32 nxip and the
 //!   FullTransactionIds, each little-endian.
 //!
@@ -43,8 +49,9 @@
 //! table is the Python path's, `rewrites`). Nothing panics on any input (tests below and
 //! tests/perf/fuzz_native_copy.py). Pure: no Python, no I/O.
 
-use super::copy::{numeric, stored, Rewrite};
+use super::copy::{enum_oid, numeric, stored, Rewrite};
 use crate::output::kind::Kind;
+use crate::output::plan::Labels;
 use crate::types::outtext::Output;
 use crate::types::range::RangeSub;
 
@@ -60,11 +67,8 @@ const MAXSTRPOS: usize = (1 << 20) - 1;
 /// Does `o` have a rewrite here (`output`)? The others keep their table on the Python
 /// path: the extension types published as their text.
 pub fn rewrites(o: Output) -> bool {
-    if matches!(
-        o,
-        Output::Range(RangeSub::Enum, _) | Output::Multirange(RangeSub::Enum, _)
-    ) {
-        return false; // enum_send sends labels (`bound`)
+    if over_enum(o) {
+        return false; // enum_send sends labels: a column's only (`enum_range`)
     }
     matches!(
         o,
@@ -83,6 +87,7 @@ pub fn rewrites(o: Output) -> bool {
             | Output::Xid
             | Output::Xid8
             | Output::Snapshot
+            | Output::Tid
     )
 }
 
@@ -106,14 +111,15 @@ pub fn output(o: Output, d: &[u8]) -> Result<Vec<u8>, Rewrite> {
         Output::Circle => floats(d, 3, "circle")?,
         Output::Path => path(d)?,
         Output::Polygon => polygon(d)?,
-        Output::Range(sub, oid) => range(d, sub, oid)?,
-        Output::Multirange(sub, oid) => multirange(d, sub, oid)?,
+        Output::Range(sub, oid) => range(d, sub, oid, None)?,
+        Output::Multirange(sub, oid) => multirange(d, sub, oid, None)?,
         Output::Tsvector => tsvector(d)?,
         Output::Tsquery => super::tsquery::tsquery(d)?,
         Output::PgLsn => swapped(d, 8, "pg_lsn")?,
         Output::Xid8 => swapped(d, 8, "xid8")?,
         Output::Xid => swapped(d, 4, "xid")?,
         Output::Snapshot => snapshot(d)?,
+        Output::Tid => tid(d)?,
         _ => return Err(Rewrite::Unsupported),
     })
 }
@@ -229,9 +235,32 @@ fn polygon(d: &[u8]) -> Result<Vec<u8>, Rewrite> {
     Ok(out)
 }
 
+/// Is `o` a range or multirange over an enum? COPY sends its bounds as enum_send's
+/// labels, so its rewrite needs the column's labels (`enum_range`); `rewrites` leaves
+/// it out (a composite field or an array element has none).
+pub fn over_enum(o: Output) -> bool {
+    matches!(
+        o,
+        Output::Range(RangeSub::Enum, _) | Output::Multirange(RangeSub::Enum, _)
+    )
+}
+
+/// One send value of a range or multirange over an enum (`over_enum`) as its stored
+/// payload: range_recv / multirange_recv, each bound through enum_recv, which looks the
+/// label up in pg_enum; here in `labels`, the column's (pg_enum OID -> label). A label
+/// not among them is `Unsupported`: the row is the Python path's, as an enum column's.
+pub fn enum_range(o: Output, d: &[u8], labels: &Labels) -> Result<Vec<u8>, Rewrite> {
+    match o {
+        Output::Range(RangeSub::Enum, oid) => range(d, RangeSub::Enum, oid, Some(labels)),
+        Output::Multirange(RangeSub::Enum, oid) => multirange(d, RangeSub::Enum, oid, Some(labels)),
+        _ => Err(Rewrite::Unsupported),
+    }
+}
+
 /// A range bound's send bytes as its stored form (the subtype's *_recv): the subtypes
-/// of user ranges only as a column of their type is rewritten (copy::stored).
-fn bound(d: &[u8], sub: RangeSub) -> Result<Vec<u8>, Rewrite> {
+/// of user ranges only as a column of their type is rewritten (copy::stored); an enum's
+/// label through `labels` (`enum_range`).
+fn bound(d: &[u8], sub: RangeSub, labels: Option<&Labels>) -> Result<Vec<u8>, Rewrite> {
     let column = |kind: Kind| stored(kind, d).map(std::borrow::Cow::into_owned);
     match sub {
         RangeSub::Int4 => swapped(d, 4, "int4"),
@@ -262,9 +291,9 @@ fn bound(d: &[u8], sub: RangeSub) -> Result<Vec<u8>, Rewrite> {
         RangeSub::PgLsn => swapped(d, 8, "pg_lsn"),
         RangeSub::Xid8 => swapped(d, 8, "xid8"),
         RangeSub::Tid => tid(d),
-        // enum_send sends the label: its OID is the catalog's (`rewrites` keeps such a
-        // table on the Python path)
-        RangeSub::Enum => Err(Rewrite::Unsupported),
+        // enum_send sends the label: its OID is the catalog's, known here only from a
+        // column's labels (`enum_range`)
+        RangeSub::Enum => labels.map_or(Err(Rewrite::Unsupported), |l| enum_oid(l, d)),
     }
 }
 
@@ -286,7 +315,12 @@ fn pad(out: &mut Vec<u8>, origin: usize, align: usize) {
 
 /// range_recv's input as the stored range of type `range_oid` (rangetypid, bounds,
 /// flags).
-fn range(d: &[u8], sub: RangeSub, range_oid: u32) -> Result<Vec<u8>, Rewrite> {
+fn range(
+    d: &[u8],
+    sub: RangeSub,
+    range_oid: u32,
+    labels: Option<&Labels>,
+) -> Result<Vec<u8>, Rewrite> {
     let (&flags, _) = d
         .split_first()
         .ok_or_else(|| bad("range send value is empty".into()))?;
@@ -305,7 +339,7 @@ fn range(d: &[u8], sub: RangeSub, range_oid: u32) -> Result<Vec<u8>, Rewrite> {
             .and_then(|n| d.get(off..off.checked_add(n)?))
             .ok_or_else(|| bad(format!("range bound of {size} bytes overruns its value")))?;
         off += value.len();
-        let stored = bound(value, sub)?;
+        let stored = bound(value, sub, labels)?;
         pad(&mut out, 0, sub.typalign());
         if sub.typlen().is_none() {
             out.extend_from_slice(&(((stored.len() + 4) as u32) << 2).to_le_bytes());
@@ -325,7 +359,12 @@ fn range(d: &[u8], sub: RangeSub, range_oid: u32) -> Result<Vec<u8>, Rewrite> {
 
 /// multirange_recv's input as the stored multirange of type `multirange_oid` (module
 /// docstring).
-fn multirange(d: &[u8], sub: RangeSub, multirange_oid: u32) -> Result<Vec<u8>, Rewrite> {
+fn multirange(
+    d: &[u8],
+    sub: RangeSub,
+    multirange_oid: u32,
+    labels: Option<&Labels>,
+) -> Result<Vec<u8>, Rewrite> {
     let count = be_i32(d, 0).ok_or_else(|| bad("multirange send value is short".into()))?;
     // Every range takes at least its 4-byte length and a flags byte.
     let count = usize::try_from(count)
@@ -347,7 +386,7 @@ fn multirange(d: &[u8], sub: RangeSub, multirange_oid: u32) -> Result<Vec<u8>, R
             })?;
         off += value.len();
         // (each range's rangetypid is dropped below: a multirange stores none)
-        ranges.push(range(value, sub, 0)?);
+        ranges.push(range(value, sub, 0, labels)?);
     }
     if off != d.len() {
         return Err(bad(format!(
@@ -632,6 +671,54 @@ mod tests {
             &range_send(0, &[&[1]])
         )
         .is_err());
+    }
+
+    /// Ranges and multiranges over an enum: each label sent (enum_send) back to its
+    /// pg_enum OID through the column's labels, read back by range_out's writer with
+    /// them; a label not among them is Unsupported (the row is the Python path's), and
+    /// without labels there is no rewrite at all.
+    #[test]
+    fn ranges_over_an_enum() {
+        let labels: Labels = [(16500, "happy".to_string()), (16501, "sad".to_string())]
+            .into_iter()
+            .collect();
+        let range_of = Output::Range(RangeSub::Enum, 16510);
+        assert!(over_enum(range_of) && !rewrites(range_of));
+        let send = range_send(0x02, &[b"happy", b"sad"]);
+        let st = enum_range(range_of, &send, &labels).unwrap();
+        let mut s = String::new();
+        rtext::range_text_labeled(&mut s, &st, RangeSub::Enum, 16510, &labels).unwrap();
+        assert_eq!(s, "[happy,sad)");
+        assert_eq!(output(range_of, &send), Err(Rewrite::Unsupported));
+        let unknown = range_send(0x02, &[b"happy", b"glad"]);
+        assert_eq!(
+            enum_range(range_of, &unknown, &labels),
+            Err(Rewrite::Unsupported)
+        );
+        let short = range_send(0x10, &[b"happy"]);
+        assert!(matches!(
+            enum_range(range_of, &short[..short.len() - 1], &labels),
+            Err(Rewrite::Bad(_))
+        ));
+        // a multirange of two: the second from the first's upper bound, unbounded above
+        let multi = Output::Multirange(RangeSub::Enum, 16511);
+        let ranges = [
+            range_send(0x02 | 0x04, &[b"happy", b"happy"]),
+            range_send(0x02 | 0x10, &[b"sad"]),
+        ];
+        let mut send = 2i32.to_be_bytes().to_vec();
+        for r in &ranges {
+            send.extend_from_slice(&(r.len() as i32).to_be_bytes());
+            send.extend_from_slice(r);
+        }
+        let st = enum_range(multi, &send, &labels).unwrap();
+        s.clear();
+        rtext::multirange_text_labeled(&mut s, &st, RangeSub::Enum, &labels).unwrap();
+        assert_eq!(s, "{[happy,happy],[sad,)}");
+        assert_eq!(
+            enum_range(Output::Tsvector, &send, &labels),
+            Err(Rewrite::Unsupported)
+        );
     }
 
     /// Ranges of int4, int8 and numeric bounds, empty and infinite, read back by
