@@ -1,5 +1,5 @@
 """The standby worker, measured (issue 31 part 4): two workers with one configuration
-under a continuous workload, the active one SIGKILLed 10 times, each takeover timed
+under a continuous workload, the active one SIGKILLed KILLS times, each takeover timed
 (tests/faults/takeover.py), every committed transaction checked against the topics."""
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from tests.integration.pipeline_kafka_support import EO_TABLES, pipeline, read_a
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults, pytest.mark.slow]
 
-KILLS = 10
+# Kills per run: 5 in CI, where each cycle took 11-24 s (both cases 4-6 minutes of lane
+# H with 10); the README's figures are of 10 (PGCDC_TAKEOVER_KILLS=10).
+KILLS = int(os.environ.get("PGCDC_TAKEOVER_KILLS", "5"))
 
 
 @pytest.fixture(params=["ha_pg15", "fault_pg18"])
@@ -39,11 +41,12 @@ def test_standby_takes_over_after_each_kill(
     takeover_pg: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
 ) -> None:
     """Worker A streams, worker B (same config) waits as the standby. The active worker
-    is SIGKILLed 10 times during the workload, and restarted a second later each time
-    (it becomes the next standby): every takeover publishes within 30 s of the kill, and
-    no committed transaction is lost, duplicated, partial or out of order, none rolled
-    back is visible, and the topics materialize to SELECT *. The standby is the one that
-    takes over each time; no worker exits but by the kills."""
+    is SIGKILLed KILLS times (5; 10 for the README) during the workload, and restarted
+    a second later each time (it becomes the next standby): every takeover publishes
+    within 30 s of the kill, and no committed transaction is lost, duplicated, partial
+    or out of order, none rolled back is visible, and the topics materialize to SELECT *.
+    The standby is the one that takes over each time; no worker exits but by the
+    kills."""
     pg = takeover_pg
     with pipeline(pg, kafka, registry, "tko", EO_TABLES, work_mem="1MB") as p:
         first, second = Supervisor(p), Supervisor(p)
