@@ -29,9 +29,10 @@ those types (tests/connectors/avro/test_native_rows_pipeline's `_EXT_ARRAYS`). T
   whole), that a table without a native plan (n_python's array of a user range) did not
   go native, that n_erange's ranges and multiranges over an enum did (COPY sends
   enum_send's labels, mapped back to pg_enum OIDs through the column's labels), and
-  n_tid's tid, tid[] and composite with a tid field (tidrecv's input), that n_reg's reg* types, aclitem, reg* arrays and aclitem[] (read as their
-  text) did, and that a row the Python path decides (a float4 NaN, a NaN in a
-  numeric[]) fell back on its own.
+  n_tid's tid, tid[] and composite with a tid field (tidrecv's input), that n_reg's
+  reg* types, aclitem, reg* arrays and aclitem[] (read as their text) did, and that a
+  row the Python path decides (a float4 NaN, a NaN in a numeric[]) fell back on its
+  own.
 - stream: the same rows are copied into twin tables (`CREATE TABLE ... (LIKE ...)`,
   `INSERT ... SELECT *`) and decoded from the WAL by a pgcdc `Session` into an
   AvroPlugin as `PGCDC_IMPL` selects it. Per table, the multiset of `after` records
