@@ -20,6 +20,8 @@ TRUNCATE and ADD COLUMN. Run it alone with `-m consumers`.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import time
 import urllib.error
@@ -32,7 +34,7 @@ from typing import Any
 import psycopg2
 import pytest
 
-from tests.fixtures.services import ensure_service
+from tests.fixtures.services import SERVICES, ensure_service, stop_service
 from tests.integration.pipeline_kafka_support import Pipeline, insert_lsn, pipeline
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "deploy" / "local"))
@@ -91,11 +93,25 @@ def _http(method: str, url: str, body: Any = None) -> Any:
 
 
 @pytest.fixture(scope="module")
-def connect() -> dict[str, Any]:
+def connect() -> Iterator[dict[str, Any]]:
     """The Kafka Connect worker, installed and started if needed by the services script
-    (`services.py up connect`, in its own process like every service; left running, and
-    stopped by `.ci/run`'s cleanup or `services.py down connect`)."""
-    return ensure_service("connect")
+    (`services.py up connect`, in its own process like every service). Stopped after
+    this module when it started it (its JVM took a fifth of a core, idle, through the
+    rest of CI), unless PGCDC_KEEP_CONNECT=1; one already running is left running."""
+    was_up = _healthy("connect")
+    yield ensure_service("connect")
+    if not was_up and os.environ.get("PGCDC_KEEP_CONNECT") != "1":
+        stop_service("connect")
+
+
+def _healthy(name: str) -> bool:
+    proc = subprocess.run(
+        [sys.executable, str(SERVICES), "status", name],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return any(line.split()[:2] == [name, "healthy"] for line in proc.stdout.splitlines())
 
 
 def _converter(prefix: str, registry_api: str) -> dict[str, str]:
