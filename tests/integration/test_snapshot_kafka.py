@@ -138,13 +138,16 @@ def _finish(p: Pipeline, worker: Any) -> dict[str, list[Read]]:
 
 @pytest.mark.parametrize("kill_during_snapshot", [False, True])
 def test_snapshot_and_stream_exactly_once(
-    pg: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any], kill_during_snapshot: bool
+    pg_ends: dict[str, Any],
+    kafka: dict[str, Any],
+    registry: dict[str, Any],
+    kill_during_snapshot: bool,
 ) -> None:
     """Rows read by the snapshot plus the stream give every row exactly once, with
     concurrent writes before, during and after the snapshot (and across a SIGKILL in
     the middle of it): the replayed topics equal the final tables."""
     with pipeline(
-        pg, kafka, registry, "snapk", TABLES, extra_env={"PGCDC_SNAPSHOT__METHOD": "blocking"}
+        pg_ends, kafka, registry, "snapk", TABLES, extra_env={"PGCDC_SNAPSHOT__METHOD": "blocking"}
     ) as p:
         writer = Writer(p)
         writer.start()
