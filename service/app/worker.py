@@ -182,6 +182,7 @@ class Worker:
         # Kafka or still in its open batch): a heartbeat's offset must not go below it.
         self._ended_lsn = 0
         self._sent_mark = 0  # sink.records_sent after the last `_end_txn`
+        self._trace_txns = settings.log.level == "debug"  # `txn_published` lines
         # While set: the initial snapshot's Kafka transaction stays open until decoding
         # has passed this LSN (see `snapshot_horizon`); no offset is written before.
         self._snapshot_until: int | None = None
@@ -258,12 +259,13 @@ class Worker:
         # Each transaction's records (its events and transaction metadata, and whatever
         # a commit of the batch before it produced), at debug level: what a fault run's
         # story shows for a transaction the verifier found lost.
-        log.debug(
-            "txn_published",
-            xid=ev.xid,
-            commit_lsn=format_lsn(ev.lsn),
-            records=sent - self._sent_mark,
-        )
+        if self._trace_txns:  # decided once: no formatting per transaction otherwise
+            log.debug(
+                "txn_published",
+                xid=ev.xid,
+                commit_lsn=format_lsn(ev.lsn),
+                records=sent - self._sent_mark,
+            )
         if self._snapshot_until is not None and ev.end_lsn < self._snapshot_until:
             self._sent_mark = sent
             return  # committed before the snapshot's LSN: stays in the snapshot's batch
