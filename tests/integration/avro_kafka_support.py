@@ -14,8 +14,6 @@ from typing import Any, cast
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient
-from confluent_kafka.schema_registry.avro import AvroDeserializer
-from confluent_kafka.serialization import MessageField, SerializationContext
 
 from connectors.avro.plugin import AvroPlugin
 from connectors.kafka.sink import KafkaSink
@@ -32,6 +30,7 @@ from service.output.api import (
     TruncateChange,
     TxnInfo,
 )
+from tests.integration.writer_schema import WriterSchemaDecoder
 
 
 def unique(name: str) -> str:
@@ -171,7 +170,7 @@ def read_topics(
         }
     )
     registry = SchemaRegistryClient({"url": settings.registry.url})
-    deser = AvroDeserializer(registry)
+    deser = WriterSchemaDecoder(registry)
     try:
         parts = []
         ends: dict[tuple[str, int], int] = {}
@@ -215,10 +214,8 @@ def read_topics(
             key: Any = raw_key
             dvalue: Any = value
             if deserialize:
-                kctx = SerializationContext(mtopic, MessageField.KEY)
-                vctx = SerializationContext(mtopic, MessageField.VALUE)
-                key = deser(raw_key, kctx) if raw_key is not None else None
-                dvalue = deser(value, vctx) if value is not None else None
+                key = deser(raw_key) if raw_key is not None else None
+                dvalue = deser(value) if value is not None else None
             headers: dict[str, bytes] = {}
             for name, hval in cast(list[tuple[str, Any]], msg.headers() or []):
                 headers[name] = hval if isinstance(hval, bytes) else str(hval).encode()

@@ -556,13 +556,15 @@ def read_all(
     missing_ok: bool = False,
 ) -> list[Rec]:
     """Every committed record of `topics`, from the start to the end, as a downstream
-    consumer sees them: `isolation.level=read_committed`, AvroDeserializer, connected with
+    consumer sees them: `isolation.level=read_committed`, decoded by the writer's schema
+    (`writer_schema`: AvroDeserializer's value, checked against it), connected with
     the settings' security options (TLS, SASL, registry CA and basic auth). A topic that
     does not exist is an error, unless `missing_ok` (a worker creates a table's topic with
     its first record, so mid-workload some may not exist yet): then it has no record."""
     from confluent_kafka import KafkaError  # noqa: PLC0415  (only this helper needs it)
     from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: PLC0415  (only this helper needs it)
-    from confluent_kafka.schema_registry.avro import AvroDeserializer  # noqa: PLC0415  (only this helper needs it)
+
+    from tests.integration.writer_schema import WriterSchemaDecoder  # noqa: PLC0415  (only this helper needs it)
 
     consumer = Consumer(
         {
@@ -576,7 +578,7 @@ def read_all(
         }
     )
     registry = SchemaRegistryClient(client_conf(settings))
-    deser = AvroDeserializer(registry)
+    deser = WriterSchemaDecoder(registry)
     try:
         parts = []
         for topic in topics:
@@ -608,12 +610,8 @@ def read_all(
                 key: Any = raw_key
                 value: Any = raw_value
                 if deserialize:
-                    # Without a SerializationContext: the writer's schema by the id in
-                    # the record, as with one, but no data-contract rules (pgcdc
-                    # registers none), whose inline-tag walk of the whole schema on
-                    # every record made this ~3x slower (confluent-kafka 2.16).
-                    key = deser(raw_key, None) if raw_key is not None else None
-                    value = deser(raw_value, None) if raw_value is not None else None
+                    key = deser(raw_key) if raw_key is not None else None
+                    value = deser(raw_value) if raw_value is not None else None
                 pairs = cast(list[tuple[str, Any]], msg.headers() or [])
                 headers = {
                     name: (h if isinstance(h, bytes) else str(h).encode()) for name, h in pairs

@@ -14,6 +14,8 @@ import json
 import struct
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -117,3 +119,42 @@ def test_backward_compatibility_is_enforced(client: SchemaRegistryClient) -> Non
     assert excinfo.value.http_status_code == 409
     assert client.get_versions(subject) == [1, 2]
     assert client.get_latest_version(subject).schema_id == second_id
+
+
+def test_writer_schema_decoder_equals_the_avro_deserializer(client: SchemaRegistryClient) -> None:
+    """The tests' readers (`writer_schema.WriterSchemaDecoder`) return what
+    AvroDeserializer returns, logical types included, and refuse a record that does not
+    match: the first record of a schema id is decoded both ways and compared."""
+    from tests.integration.writer_schema import WriterSchemaDecoder  # noqa: PLC0415
+
+    topic = f"pgcdc-smoke-{uuid.uuid4().hex[:12]}"
+    micros: dict[str, object] = {
+        "name": "at",
+        "type": {"type": "long", "logicalType": "timestamp-micros"},
+    }
+    amount: dict[str, object] = {
+        "name": "amount",
+        "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2},
+    }
+    serializer = AvroSerializer(
+        client, _schema(micros, amount), conf={"auto.register.schemas": True}
+    )
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    records = [
+        {
+            "id": i,
+            "name": None if i % 2 else f"n{i}",
+            "at": 1_700_000_000_000_000 + i,
+            "amount": Decimal(i) / 100,
+        }
+        for i in range(5)
+    ]
+    payloads = [p for p in (serializer(r, ctx) for r in records) if p is not None]
+    assert len(payloads) == len(records)
+    decoder = WriterSchemaDecoder(client)
+    reference = AvroDeserializer(client)
+    for payload in payloads:
+        assert decoder(payload) == reference(payload, None)
+    assert isinstance(decoder(payloads[0])["at"], datetime)
+    with pytest.raises(ValueError, match="not a Confluent-framed"):
+        decoder(b"\x01" + payloads[0][1:])
