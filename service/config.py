@@ -26,11 +26,11 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ByteSize,
@@ -566,12 +566,21 @@ class Settings(BaseSettings):
         return self.model_dump(mode="json")
 
 
+def _yaml_errors() -> tuple[type[Exception], ...]:
+    """yaml's error class once a settings file has made something import yaml (nothing of
+    it can be raised before)."""
+    module = sys.modules.get("yaml")
+    return (module.YAMLError,) if module is not None else ()
+
+
 def _check_yaml_shape(path: str | None) -> None:
     """A settings file is a mapping of sections: an empty file or a list is an error
     naming the file (pydantic-settings would take the first for "all defaults" and
     fail on the second with a message that names neither the file nor the problem)."""
     if not path:
         return
+    import yaml  # noqa: PLC0415  (only with a settings file: a worker set by the environment starts ~60 ms sooner)
+
     try:
         data = yaml.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError) as exc:
@@ -603,7 +612,11 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
             for err in exc.errors()
         )
         raise ConfigError(f"invalid configuration: {problems}", field=field) from exc
-    except (OSError, ValueError, yaml.YAMLError) as exc:  # unreadable or unparsable YAML
+    except (OSError, ValueError) as exc:  # unreadable or unparsable YAML
+        raise ConfigError(f"cannot read configuration: {exc}", field="--config") from exc
+    except Exception as exc:
+        if not isinstance(exc, _yaml_errors()):
+            raise
         raise ConfigError(f"cannot read configuration: {exc}", field="--config") from exc
     finally:
         _yaml_file.reset(token)
