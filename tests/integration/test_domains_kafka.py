@@ -1,9 +1,9 @@
 """Domains end to end: `pgcdc run` -> Avro in Kafka -> read back with the registry.
 
-One table of domain columns on a real server (run for PG15 and PG18:
-`-k "pg15 or pg18"`), under each `PGCDC_IMPL` (the worker's environment): rows written
-before the worker starts (read by the initial snapshot, op `r`) and the same rows again
-after it streams (op `c`). Debezium 3.6 maps a column by its root type
+One table of domain columns on a real server (PG15 and PG18, `pg_ends`), under each
+`PGCDC_IMPL` (the worker's environment): rows written before the worker starts (read
+by the initial snapshot, op `r`) and the same rows again after it streams (op `c`).
+Debezium 3.6 maps a column by its root type
 (PostgresConnection.doReadTableColumn: a domain's base type through any chain of
 domains, with the length and scale the domain gives it), so:
 
@@ -113,7 +113,7 @@ def _value_fields(p: Pipeline, table: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("impl", ["native", "python"])
 def test_domains_map_as_their_base_type(
-    pg: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any], impl: str
+    pg_ends: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any], impl: str
 ) -> None:
     """Snapshot and stream rows of domain columns: the registered schema is the base
     type's (array of int, array of string, Decimal(5,2), items Decimal(5,2)) and the
@@ -125,7 +125,7 @@ def test_domains_map_as_their_base_type(
                 cur.execute(f"INSERT INTO doms VALUES ({base + k}, {', '.join(literals)})")
             return insert_lsn(cur)
 
-    with pipeline(pg, kafka, registry, "domkafka", DDL, extra_env={"PGCDC_IMPL": impl}) as p:
+    with pipeline(pg_ends, kafka, registry, "domkafka", DDL, extra_env={"PGCDC_IMPL": impl}) as p:
         insert_rows(p, SNAPSHOT_BASE)
         worker = p.start_worker()
         worker.wait_event(["snapshot_committed"], 300)
