@@ -152,13 +152,13 @@ def test_chunked_snapshot_survives_kills_under_writes(
 
 
 def test_cli_snapshot_of_one_table_while_writes_continue(
-    pg: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
+    pg_ends: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
 ) -> None:
     """`pgcdc snapshot public.small --where ...` on a streaming worker (snapshot.mode
     never) re-reads only that table's matching rows as op r (marker incremental) while
     writes continue; replaying the topic still equals the table for the rows it read."""
     env = {**CHUNKED, "PGCDC_SNAPSHOT__MODE": "never"}
-    with pipeline(pg, kafka, registry, "snapi", TABLES[:2] + TABLES[4:5], extra_env=env) as p:
+    with pipeline(pg_ends, kafka, registry, "snapi", TABLES[:2] + TABLES[4:5], extra_env=env) as p:
         worker = p.start_worker()
         worker.wait_ready()
         writer = Writer(p, {"small": 3000}, seed=3)

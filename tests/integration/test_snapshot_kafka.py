@@ -222,11 +222,11 @@ def test_snapshot_and_stream_exactly_once(
 
 
 def test_snapshot_never_publishes_no_reads(
-    pg: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
+    pg_ends: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
 ) -> None:
     """`snapshot.mode = never`: existing rows are not published; only later changes."""
     with pipeline(
-        pg,
+        pg_ends,
         kafka,
         registry,
         "snapn",
