@@ -9,8 +9,9 @@ PGCDC_TEST_KEEP_LOGS set to a directory, `drop` first copies the workers' logs t
 subdirectory per pipeline), so that a failed run's logs outlive its state directory.
 
 Reading back is what a downstream consumer does: a plain `confluent_kafka.Consumer`
-with `isolation.level=read_committed` and confluent's `AvroDeserializer` against the
-registry (`tests.integration.avro_kafka_support.read_topics`).
+with `isolation.level=read_committed`, decoded by the writer's schema from the registry
+(`tests.integration.writer_schema`: confluent's `AvroDeserializer`'s value, checked
+against it on the first record of every schema id).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The avro plugin's records, read back from real Kafka with the registry's schemas.
 
 Drives AvroPlugin + KafkaSink with plain-data transactions and reads every topic with
-a plain confluent_kafka Consumer (read_committed) and AvroDeserializer against Apicurio.
+a plain confluent_kafka Consumer (read_committed) and the writer's schema from Apicurio.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Every test drives the worker only as an operator would: `python -m service.app.cli run`
 configured by `PGCDC_*` environment variables, stopped by SIGTERM or killed by SIGKILL.
 What reaches Kafka is read back by a plain `confluent_kafka.Consumer`
-(`isolation.level=read_committed`) with confluent's `AvroDeserializer`, and checked
+(`isolation.level=read_committed`) decoded as confluent's `AvroDeserializer` does
+(tests.integration.writer_schema), and checked
 against what the SQL did: xids from `pg_current_xact_id()`, LSN ranges from
 `pg_current_wal_insert_lsn()` around each statement, commit times bounded by `now()`
 and the wall clock, and finally the source tables themselves (`SELECT *`).
@@ -128,7 +129,7 @@ def test_envelopes_through_pgcdc_run(
 ) -> None:
     """Insert, update (REPLICA IDENTITY DEFAULT: no `before`; FULL: the whole old row; a
     key change: delete + tombstone + create), delete + tombstone, truncate and logical
-    messages, published by `pgcdc run` and read back with AvroDeserializer: every
+    messages, published by `pgcdc run` and read back by the writer's schema: every
     envelope field (source.lsn/txId/db/schema/table/snapshot/ts_ms/sequence, op, ts_ms,
     transaction block, BEGIN/END metadata) matches what the SQL did, and a rolled-back
     transaction publishes nothing."""
