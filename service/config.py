@@ -612,10 +612,8 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
             for err in exc.errors()
         )
         raise ConfigError(f"invalid configuration: {problems}", field=field) from exc
-    except (OSError, ValueError) as exc:  # unreadable or unparsable YAML
-        raise ConfigError(f"cannot read configuration: {exc}", field="--config") from exc
-    except Exception as exc:
-        if not isinstance(exc, _yaml_errors()):
+    except Exception as exc:  # unreadable or unparsable YAML; anything else propagates
+        if not isinstance(exc, (OSError, ValueError, *_yaml_errors())):
             raise
         raise ConfigError(f"cannot read configuration: {exc}", field="--config") from exc
     finally:
