@@ -60,7 +60,7 @@ def test_deleted_offsets_topic_is_refused_until_a_fresh_start(
         worker = p.start_worker()
         worker.wait_ready(90)
         p.execute("INSERT INTO t SELECT g, 'a' FROM generate_series(1, 50) g")
-        p.wait_confirmed(insert_lsn(p.connect().cursor()), 60, worker)
+        p.wait_confirmed(insert_lsn(p.connect().cursor()) - 1, 60, worker)
         assert worker.terminate() == 0, worker.tail()
         p.execute(
             "INSERT INTO t SELECT g, 'b' FROM generate_series(51, 80) g",
@@ -78,7 +78,7 @@ def test_deleted_offsets_topic_is_refused_until_a_fresh_start(
         worker = p.start_worker("--fresh-start")
         worker.wait_ready(90)
         assert worker.has_event("worker_fresh_start")
-        p.wait_confirmed(insert_lsn(p.connect().cursor()), 60, worker)
+        p.wait_confirmed(insert_lsn(p.connect().cursor()) - 1, 60, worker)
         assert worker.terminate() == 0, worker.tail()
         reads = read_all(p.settings(), [p.topic("t")])
         # The new snapshot's reads start after the last event of the first run.
@@ -115,7 +115,7 @@ def test_offsets_topic_deleted_under_a_running_worker_is_refused(
         worker = p.start_worker()
         worker.wait_ready(90)
         p.execute("INSERT INTO t SELECT g, 'a' FROM generate_series(1, 50) g")
-        p.wait_confirmed(insert_lsn(p.connect().cursor()), 60, worker)
+        p.wait_confirmed(insert_lsn(p.connect().cursor()) - 1, 60, worker)
         last = read_last_offset(p.settings())
         assert last is not None
 

@@ -67,7 +67,7 @@ def test_broker_error_mid_transaction_replays_from_offsets(
         worker.wait_event(["snapshot_done"], 90)  # no op r of the workload's rows
         p.execute("INSERT INTO big VALUES (-1, 'before')")
         conn = p.connect()
-        p.wait_confirmed(insert_lsn(conn.cursor()), 60, worker)  # an offset to replay from
+        p.wait_confirmed(insert_lsn(conn.cursor()) - 1, 60, worker)  # an offset to replay from
         conn.close()
         p.execute(
             f"INSERT INTO big SELECT g, repeat('x', 100) FROM generate_series(1, {ROWS}) g",
@@ -76,7 +76,7 @@ def test_broker_error_mid_transaction_replays_from_offsets(
         conn = p.connect()
         end = insert_lsn(conn.cursor())
         conn.close()
-        p.wait_confirmed(end, 180, worker)
+        p.wait_confirmed(end - 1, 180, worker)
         assert proc.poll() is None, worker.tail()
         text = worker.log_text()
         assert "INJECTED" in text

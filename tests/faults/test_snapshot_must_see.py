@@ -102,7 +102,7 @@ def test_commit_in_the_proc_array_at_the_consistent_point_is_in_the_snapshot_fau
             waiter.join(30)
             assert not waiter.is_alive(), "T still waits for the standby"
             worker.wait_event(("worker_consistent",), 90)
-            p.wait_confirmed(insert_lsn(cur), 90, worker)
+            p.wait_confirmed(insert_lsn(cur) - 1, 90, worker)
             other.close()
         finally:
             _reload(admin, None)

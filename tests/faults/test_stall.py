@@ -154,7 +154,7 @@ def test_stalled_source_turns_healthz_unhealthy_and_the_worker_recovers(
             port = int(worker.wait_event(["metrics_serving"], 10)["port"])
             assert _healthz(port) == 200
             cur.execute("INSERT INTO t SELECT generate_series(1, 100)")
-            p.wait_confirmed(insert_lsn(cur), 60, worker)
+            p.wait_confirmed(insert_lsn(cur) - 1, 60, worker)
             proxy.stall()
             statuses = []
             for i in range(25):
@@ -163,7 +163,7 @@ def test_stalled_source_turns_healthz_unhealthy_and_the_worker_recovers(
                 time.sleep(1)
             proxy.resume()
             cur.execute("INSERT INTO t SELECT generate_series(2001, 2100)")
-            p.wait_confirmed(insert_lsn(cur), 120, worker)
+            p.wait_confirmed(insert_lsn(cur) - 1, 120, worker)
             assert 503 in statuses, statuses
             deadline = time.monotonic() + 30
             while _healthz(port) != 200:

@@ -283,7 +283,11 @@ class Pipeline:
     def wait_confirmed(
         self, after_lsn: int, timeout: float, worker: WorkerProcess | None = None
     ) -> OffsetRecord:
-        """Wait until the committed offset's confirmed LSN passes `after_lsn`."""
+        """Wait until the committed offset's confirmed LSN passes `after_lsn`.
+
+        To wait for everything written before `pg_current_wal_insert_lsn()`, pass that
+        LSN minus 1: the last commit's end LSN is that insert LSN exactly, and on a
+        server that writes nothing more the confirmed LSN stays there."""
         deadline = time.monotonic() + timeout
         last: OffsetRecord | None = None
         while time.monotonic() < deadline:

@@ -135,7 +135,7 @@ def run_pgcdc(
         cpu0, t0 = cpu_seconds(worker.pid), time.monotonic()
         done, end = update_docs(p, args)
         written = time.monotonic()
-        p.wait_confirmed(end, 1800, worker)
+        p.wait_confirmed(end - 1, 1800, worker)
         elapsed, cpu = time.monotonic() - t0, cpu_seconds(worker.pid) - cpu0
         worker.terminate()
         return {
