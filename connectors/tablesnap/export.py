@@ -7,8 +7,8 @@ table, because decoding stays paused at the consistent point until the last chun
 committed. No Kafka transaction holds more than one chunk (`snapshot.chunk_rows`,
 `snapshot.chunk_bytes`), so none comes near transaction.max.timeout.ms whatever the
 database size; memory holds at most two chunks per reader and max(four, parallelism) in
-all (connectors.tablesnap.snapshotter `ReadAhead`): a reader reads its next chunk while
-the worker publishes its last one.
+all (connectors.tablesnap.snapshotter `ReadAhead`), each within `chunk_budget`: a
+reader reads its next chunk while the worker publishes its last one.
 
 How (PostgreSQL's own pattern: walsender's CREATE_REPLICATION_SLOT ... EXPORT_SNAPSHOT,
 and pg_dump -j, whose workers import the leader's snapshot):
@@ -53,6 +53,7 @@ from connectors.tablesnap.chunks import SharedSnapshotReader
 from connectors.tablesnap.snapshotter import (
     Snapshotter,
     _Pending,
+    chunk_budget,
     log_chunk_read,
 )
 from service.config import Settings
@@ -197,6 +198,7 @@ class SharedSnapshot:
                         with snap.lock:
                             snap._pending.pop(p.chunk_id, None)
                             p.interval.busy = False
+                            p.read = None  # published: its reader may still hold `p`
                         p.published.set()
                 port.snapshot_keepalive()
             if self._errors:
@@ -229,9 +231,7 @@ class SharedSnapshot:
                         return
                     self._halt.wait(0.05)  # a cut chunk's rest may still be planned
                     continue
-                read = reader.read_shared(
-                    p.spec, rows=cfg.chunk_rows, max_bytes=int(cfg.chunk_bytes)
-                )
+                read = reader.read_shared(p.spec, rows=cfg.chunk_rows, max_bytes=chunk_budget(cfg))
                 snap.learn_cut(p.job, read)
                 with snap.lock:
                     snap.reads += 1
@@ -241,6 +241,7 @@ class SharedSnapshot:
                 snap.read_ahead.add(held, p)
                 snap._prepare(p, read)  # the worker waits for it if it gets there first
                 snap._throttle(len(read.rows))
+                del p, read  # `held` keeps the chunk until published; `room` may wait long
         except BaseException as exc:  # handed to the worker's thread, which raises it
             if not isinstance(exc, PgcdcError):
                 exc = SourceUnavailableError(f"shared snapshot reader {n} failed: {exc}")

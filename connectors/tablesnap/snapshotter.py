@@ -85,7 +85,7 @@ from connectors.tablesnap.chunks import (
     ChunkSpec,
 )
 from connectors.tablesnap.progress import ProgressRecord, SignalConsumer, progress_topic
-from service.config import Settings
+from service.config import Settings, SnapshotSettings
 from service.errors import PgcdcError
 from service.output.api import ChangeOp, PluginContext, RelationInfo, RowChange, TxnInfo
 from service.output.filters import TableFilter
@@ -172,6 +172,19 @@ HELD_MAX = 4  # chunks held unpublished by all readers together (ReadAhead)
 AHEAD_MAX = 1
 RATE_BURST_S = 1.0  # rate_limit_rows_per_s: idle time earns at most this much (_throttle)
 HEAP_PAGE_BYTES = 8192  # BLCKSZ: what pg_class.relpages counts
+MIN_CHUNK_BYTES = 64 * 1024  # snapshot.chunk_bytes' least value
+
+
+def chunk_budget(cfg: SnapshotSettings) -> int:
+    """The byte budget of one chunk, for planning and reading: `snapshot.chunk_bytes`,
+    or with more than two readers chunk_bytes * 2 / parallelism (at least 64 KiB), so
+    that readers added past two do not add memory. `ReadAhead` bounds the chunks held,
+    not their bytes, and four readers of 8 MiB chunks peaked at 189-203 MB against 175-191
+    MB for two (1.2M rows of the wide table, `bench_snapshot_vs_debezium.py --systems
+    pgcdc-1,pgcdc-2,pgcdc-4`); with 4 MiB chunks four peaked at 145-155 MB, their rows/s
+    within the runs' spread (46k-71k against 53k-64k)."""
+    readers = max(2, cfg.parallelism)
+    return max(MIN_CHUNK_BYTES, int(cfg.chunk_bytes) * 2 // readers)
 
 
 class ReadAhead:
@@ -436,7 +449,7 @@ class Snapshotter:
 
     def _chunk_rows(self, job: TableJob, estimate: float, pages: int) -> int:
         """The rows to plan a chunk of `job` for: `snapshot.chunk_rows`, or fewer where
-        as many would pass `snapshot.chunk_bytes`, judged by the heap's bytes per row
+        as many would pass its byte budget (`chunk_budget`), judged by the heap's bytes per row
         (pg_class's relpages and reltuples: the tuple headers make it an overestimate
         of the COPY bytes, so the chunk stays within its budget) and by what a chunk of
         the table cut at its byte budget held. A chunk planned past its budget is read
@@ -448,7 +461,7 @@ class Snapshotter:
             rows = min(rows, learned)
         if pages > 0 and estimate > 0:
             per_row = pages * HEAP_PAGE_BYTES / estimate
-            rows = min(rows, max(1, int(int(self.cfg.chunk_bytes) / per_row)))
+            rows = min(rows, max(1, int(chunk_budget(self.cfg) / per_row)))
         return rows
 
     def learn_cut(self, job: TableJob, read: ChunkRead) -> None:
@@ -533,6 +546,7 @@ class Snapshotter:
                 if pending is None:
                     self.stop.wait(0.2)
                     continue
+                pending = None  # `held` keeps it until published; `room` may wait long
                 backoff = 0.2
         finally:
             reader.close()
@@ -563,7 +577,7 @@ class Snapshotter:
             read = reader.read(
                 p.spec,
                 rows=self.cfg.chunk_rows,
-                max_bytes=int(self.cfg.chunk_bytes),
+                max_bytes=chunk_budget(self.cfg),
                 low={**payload, "kind": "low"},
                 high={**payload, "kind": "high"},
                 on_read=hand_over,
@@ -679,6 +693,7 @@ class Snapshotter:
             with self.lock:
                 self._pending.pop(chunk_id, None)
                 p.interval.busy = False
+                p.read = None  # published: its reader may still hold `p` (`_reader`)
             p.published.set()
 
     def _publish(self, ctx: PluginContext, lsn: int, p: _Pending) -> None:

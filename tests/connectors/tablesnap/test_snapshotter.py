@@ -16,7 +16,7 @@ from structlog.testing import capture_logs
 
 from connectors.tablesnap.chunks import ChunkSpec
 from connectors.tablesnap.progress import ProgressRecord
-from connectors.tablesnap.snapshotter import Snapshotter, _Pending
+from connectors.tablesnap.snapshotter import Snapshotter, _Pending, chunk_budget
 from service.config import load_settings
 from service.output.api import ChangeOp, PluginContext, RelationInfo, RowChange, TxnInfo
 from service.tablesnap.plan import Interval, SnapshotState, TableJob
@@ -227,6 +227,39 @@ def test_chunks_of_wide_rows_are_planned_within_the_byte_budget() -> None:
     snap.learn_cut(job, _Cut())  # type: ignore[arg-type]
     assert snap._chunk_rows(job, estimate=0, pages=0) == 7_000
     assert snap._chunk_rows(TableJob("public.other", "initial"), estimate=0, pages=0) == 20_000
+
+
+def test_readers_past_two_share_the_byte_budget_of_two() -> None:
+    """With more than two readers each chunk is planned and read within chunk_bytes *
+    2 / parallelism (`chunk_budget`), never below chunk_bytes' least value; one or two
+    readers keep chunk_bytes."""
+    mib = 1024 * 1024
+    for readers, budget in ((1, 8 * mib), (2, 8 * mib), (4, 4 * mib), (16, mib)):
+        settings = load_settings(
+            snapshot={"chunk_rows": 20_000, "chunk_bytes": 8 * mib, "parallelism": readers}
+        )
+        assert chunk_budget(settings.snapshot) == budget, readers
+        snap = Snapshotter(settings, None)
+        # 819.2 heap bytes a row (1,000 pages of 8 KiB, 10,000 rows): `budget`'s rows
+        rows = snap._chunk_rows(TableJob("public.wide", "initial"), estimate=10_000, pages=1_000)
+        assert rows == int(budget / 819.2), readers
+    tiny = load_settings(snapshot={"chunk_bytes": 64 * 1024, "parallelism": 16})
+    assert chunk_budget(tiny.snapshot) == 64 * 1024
+
+
+def test_a_published_chunk_lets_go_of_its_rows() -> None:
+    """At its high watermark a chunk is published and its read dropped from the
+    `_Pending`, which its reader may still hold while it waits for room: the rows are
+    not kept past publication (nor when publication found nothing to do)."""
+    snap, _port = _snapshotter()
+    spec = ChunkSpec(42, "public.t", False, None, None)
+    p = _Pending("c9", TableJob("public.t", "initial"), Interval(None, None), spec)
+    p.read = object()  # type: ignore[assignment]
+    snap._pending["c9"] = p
+    snap._publish = lambda ctx, lsn, pending: None  # type: ignore[method-assign]
+    high = json.dumps({"run": snap.run_id, "chunk": "c9", "kind": "high"}).encode()
+    snap.on_watermark(PluginContext("s", "avro", {}, lambda _l, _x, _d: None), 1, high)
+    assert p.published.is_set() and p.read is None and "c9" not in snap._pending
 
 
 def test_rate_limit_gives_idle_time_no_more_than_a_second_of_credit(
