@@ -247,7 +247,9 @@ def run_scenario(
             len(wl.outcomes),
             wl.in_doubt(),
             time.monotonic() - began,
-            story="" if verdict.clean else story(p, lost=verdict.lost_xids),
+            story=""
+            if verdict.clean
+            else story(p, lost=[*verdict.lost_xids, *verdict.partial_xids]),
         )
     except Exception as exc:  # one failed scenario is a row of the table, not the end
         behaviour = "; ".join(s.behaviour() for s in sups) or "-"

@@ -57,6 +57,7 @@ def test_gap_with_a_transaction_across_the_seam_is_bridged(
     source.archive the worker bridges the gap, the seam falls inside that transaction,
     and every committed transaction is published exactly once, whole and in order."""
     with pipeline(fault_pg15, kafka, registry, "gaparc", EO_TABLES) as p:
+        p.extra_env["PGCDC_LOG__LEVEL"] = "debug"  # txn_published, for a failure's story
         worker = p.start_worker()
         worker.wait_ready(90)
         first = ContinuousWorkload(p, seed=51)
@@ -116,4 +117,5 @@ def test_gap_with_a_transaction_across_the_seam_is_bridged(
         outcomes = [*first.outcomes, *second.outcomes, long_txn]
         verdict = verify(p, outcomes, read_all(p.settings(), topics(p)))
         print(f"slot moved, gap bridged from the archive directory: {verdict}")
-        assert verdict.committed > 20 and verdict.clean, f"{verdict}\n{story(p)}"
+        traced = [*verdict.lost_xids, *verdict.partial_xids]
+        assert verdict.committed > 20 and verdict.clean, f"{verdict}\n{story(p, lost=traced)}"

@@ -50,6 +50,7 @@ class Verdict:
     rows_differing: int = 0
     examples: list[str] = field(default_factory=list)
     lost_xids: list[int] = field(default_factory=list)  # the story shows what became of them
+    partial_xids: list[int] = field(default_factory=list)  # and of these
 
     @property
     def clean(self) -> bool:
@@ -117,6 +118,7 @@ def verify(p: Pipeline, outcomes: Sequence[TxnOutcome], reads: Sequence[Rec]) ->
             v.note(f"duplicated {o.xid}: {len(got)} events for {o.total}")
         if set(counts) != set(range(1, o.total + 1)):
             v.partial += 1
+            v.partial_xids.append(o.xid)
             v.note(f"partial {o.xid}: {len(counts)} of {o.total} events")
     # Contiguous runs per partition, in commit order.
     runs: dict[tuple[str, int], list[int]] = defaultdict(list)

@@ -30,6 +30,7 @@ from service.output.api import (
     TruncateChange,
     TxnInfo,
 )
+from tests.integration.txn_markers import await_markers
 from tests.integration.writer_schema import WriterSchemaDecoder
 
 
@@ -183,6 +184,7 @@ def read_topics(
                 if high > low:
                     parts.append(TopicPartition(topic, p, 0))
                     ends[(topic, p)] = high
+        await_markers(settings, parts)
         consumer.assign(parts)
         pending = set(ends)
         out: list[Read] = []

@@ -39,6 +39,7 @@ from connectors.kafka.offsets import OffsetRecord, read_last_offset
 from connectors.kafka.security import security_conf
 from connectors.postgres.setup import setup
 from service.config import Settings, load_settings
+from tests.integration.txn_markers import await_markers
 
 REPO = Path(__file__).resolve().parents[2]
 READY_EVENTS = ("worker_consistent", "worker_resumed")
@@ -598,6 +599,7 @@ def read_all(
                 )
                 if high > low:
                     parts.append(TopicPartition(topic, part, 0))
+        await_markers(settings, parts)
         consumer.assign(parts)
         pending = {(tp.topic, tp.partition) for tp in parts}
         out: list[Rec] = []
