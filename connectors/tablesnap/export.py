@@ -195,11 +195,7 @@ class SharedSnapshot:
                     try:
                         self._publish(port, p, snapshot, confirmed_lsn)
                     finally:
-                        with snap.lock:
-                            snap._pending.pop(p.chunk_id, None)
-                            p.interval.busy = False
-                            p.read = None  # published: its reader may still hold `p`
-                        p.published.set()
+                        snap.published(p)
                 port.snapshot_keepalive()
             if self._errors:
                 raise self._errors[0]

@@ -690,11 +690,17 @@ class Snapshotter:
         try:
             self._publish(ctx, lsn, p)
         finally:
-            with self.lock:
-                self._pending.pop(chunk_id, None)
-                p.interval.busy = False
-                p.read = None  # published: its reader may still hold `p` (`_reader`)
-            p.published.set()
+            self.published(p)
+
+    def published(self, p: _Pending) -> None:
+        """Chunk `p` is done with (published, retried or abandoned), under either
+        method: out of the pending ones, its interval free, its rows let go (its reader
+        may still hold `p` while it waits for room), and its place in `ReadAhead` freed."""
+        with self.lock:
+            self._pending.pop(p.chunk_id, None)
+            p.interval.busy = False
+            p.read = None
+        p.published.set()
 
     def _publish(self, ctx: PluginContext, lsn: int, p: _Pending) -> None:
         read = p.read
