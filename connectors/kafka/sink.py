@@ -22,6 +22,8 @@ Guarantees:
   `max_batch_bytes`, or it is older than `max_batch_age_s`, checked at every
   `end_source_txn` and `poll`; `flush` commits unconditionally. A batch never ends in
   the middle of a source transaction.
+- Partitioning: a keyed record goes to the partition Kafka Connect's Java producer
+  (so Debezium) would choose, murmur2 of the key bytes (`partitioner`).
 - Slot feedback: `on_committed(confirmed_lsn, restart_lsn)` is called only after
   `commit_transaction` returned; the driver moves the slot only then.
 - Errors: the sink keeps no copy of the records it produced (memory stays bounded by
@@ -161,6 +163,11 @@ class KafkaSink:
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 5,
+            # Kafka Connect's Java producer (so Debezium) puts a keyed record in partition
+            # toPositive(murmur2(key)) % partitions; librdkafka's default (consistent_random,
+            # CRC32) places keys elsewhere in a topic of several partitions. murmur2_random
+            # is the Java producer's rule for keys (tests/integration/test_partitioning_kafka).
+            "partitioner": "murmur2_random",
             "compression.type": k.compression_type,
             "transaction.timeout.ms": k.transaction_timeout_ms,
             "queue.buffering.max.messages": 500_000,
