@@ -33,6 +33,7 @@ from typing import Any, cast
 
 import psycopg2
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
 from connectors.avro.registry_client import client_conf
 from connectors.kafka.offsets import OffsetRecord, read_last_offset
@@ -158,9 +159,14 @@ class Pipeline:
         self.execute(*ddl)
         setup(self.dsn, self.slot)
 
-    def drop(self) -> None:
+    def drop(self, *, topics: bool = False) -> None:
+        """Kill the workers, drop the slot and the database, remove the state directory;
+        with `topics`, delete the Kafka topics too (`delete_topics`: the benchmarks,
+        whose topics hold gigabytes; a test's are small and go with the broker's data)."""
         for w in self.workers:
             w.kill()
+        if topics:
+            self.delete_topics()
         admin = psycopg2.connect(self.pg["dsn"])
         admin.autocommit = True
         with admin.cursor() as cur:
@@ -184,6 +190,25 @@ class Pipeline:
             for log in self.state_dir.glob("*.log"):
                 shutil.copy(log, kept / log.name)
         shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def delete_topics(self, timeout_s: float = 30.0) -> list[str]:
+        """Delete every topic of this pipeline's prefix (its tables, transaction, message,
+        offsets, schema history and progress topics, and Debezium's if one ran on the
+        same prefix) and the heartbeat topic; the names deleted."""
+        settings = self.settings()
+        admin = AdminClient(
+            {"bootstrap.servers": settings.kafka.bootstrap_servers, **security_conf(settings)}
+        )
+        heartbeat = f"{settings.kafka.heartbeat_topic_prefix}.{self.prefix}"
+        names = [
+            t
+            for t in admin.list_topics(timeout=timeout_s).topics
+            if t.startswith(f"{self.prefix}.") or t == heartbeat
+        ]
+        if names:
+            for future in admin.delete_topics(names, operation_timeout=timeout_s).values():
+                future.result(timeout=timeout_s)
+        return names
 
     # --- SQL -----------------------------------------------------------------------
 

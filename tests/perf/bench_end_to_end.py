@@ -327,7 +327,7 @@ def main() -> int:
                     flush=True,
                 )
     finally:
-        p.drop()
+        p.drop(topics=True)
     return 0
 
 

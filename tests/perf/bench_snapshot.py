@@ -206,7 +206,7 @@ def bench(args: argparse.Namespace, pg: dict[str, Any]) -> None:
             )
             worker.terminate()
         finally:
-            p.drop()
+            p.drop(topics=True)
 
 
 def prove(args: argparse.Namespace, pg: dict[str, Any]) -> None:
@@ -331,7 +331,7 @@ def prove(args: argparse.Namespace, pg: dict[str, Any]) -> None:
         )
         worker.terminate()
     finally:
-        p.drop()
+        p.drop(topics=True)
 
 
 def main() -> int:

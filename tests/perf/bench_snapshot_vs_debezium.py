@@ -323,7 +323,7 @@ def run_pgcdc(args: argparse.Namespace, system: str, pg: dict[str, Any]) -> Run:
             behind_run,
         )
     finally:
-        p.drop()
+        p.drop(topics=True)
 
 
 def run_debezium(args: argparse.Namespace, pg: dict[str, Any]) -> Run:

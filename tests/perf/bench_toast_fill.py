@@ -147,7 +147,7 @@ def run_pgcdc(
             **read_back(kafka["bootstrap"], p.topic("docs"), done),
         }
     finally:
-        p.drop()
+        p.drop(topics=True)
 
 
 def run_debezium(

@@ -230,7 +230,7 @@ class Pgcdc(System):
         if code != 0:
             print(f"  pgcdc exited {code}: {self.worker.tail(400)}", flush=True)
         assert self.p is not None
-        self.p.drop()
+        self.p.drop(topics=True)
 
 
 def connector_config(
@@ -336,7 +336,7 @@ class Debezium(System):
             time.sleep(0.3)
         if self.p.query("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (slot,)):
             self.p.execute(f"SELECT pg_drop_replication_slot('{slot}')")
-        self.p.drop()
+        self.p.drop(topics=True)
 
 
 def end_offsets(topics: list[str], bootstrap: str) -> int:
