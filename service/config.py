@@ -325,6 +325,11 @@ class KafkaSettings(_Section):
     # compression.type=producer). lz4 costs the producer's I/O thread CPU per byte;
     # none moves bytes to the network and disk instead.
     compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "lz4"
+    # The producer's message.max.bytes: the largest record (key, value and headers, before
+    # compression) the worker sends, as the Java producer's max.request.size (1 MiB) bounds
+    # Debezium's. A larger one stops the worker with RecordTooLargeError; raise this and
+    # the topic's max.message.bytes (or the broker's message.max.bytes) together.
+    message_max_bytes: int = Field(1_000_000, ge=1000, le=1_000_000_000)
     tombstones_on_delete: bool = True
     heartbeat_interval_s: float = Field(10.0, gt=0)
     message_prefixes: list[str] = Field(default_factory=list)  # empty: all messages

@@ -256,6 +256,13 @@ class TransactionTimeoutError(FatalError):
     transaction.max.timeout.ms); retrying would fail the same way."""
 
 
+class RecordTooLargeError(FatalError):
+    """A record larger than Kafka takes: refused by the producer (over
+    kafka.message_max_bytes) or by the broker (over the topic's max.message.bytes). It
+    would be refused again after every replay, so the worker stops, naming the topic
+    (`relation`), the LSN and both limits."""
+
+
 class FencedError(FatalError):
     """Another worker with the same transactional.id took over this slot."""
 

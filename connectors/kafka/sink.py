@@ -39,7 +39,9 @@ Guarantees:
   retriable failure of `commit_transaction` itself retries the commit, never the
   records, because the commit may already have happened; when that budget is spent the
   outcome is unknown: `RestartableError`. Fencing and other fatal producer errors:
-  `FencedError` / `RestartableError`.
+  `FencedError` / `RestartableError`. A record over `kafka.message_max_bytes`, which
+  every replay would produce again, aborts the Kafka transaction and raises
+  `RecordTooLargeError` (fatal), naming the topic and the change's LSN.
 - Own topics: the producer never auto-creates a topic (`ensure_topics` creates each
   before its first record). The offsets and schema-history topics are verified to be
   the ones pgcdc created (connectors.kafka.topics: compacted, one partition, same topic
@@ -97,6 +99,7 @@ from service.errors import (
     FencedError,
     OffsetsTopicError,
     PgcdcError,
+    RecordTooLargeError,
     ReplayFromOffsetsError,
     RestartableError,
     TransactionTimeoutError,
@@ -169,6 +172,7 @@ class KafkaSink:
             # is the Java producer's rule for keys (tests/integration/test_partitioning_kafka).
             "partitioner": "murmur2_random",
             "compression.type": k.compression_type,
+            "message.max.bytes": k.message_max_bytes,
             "transaction.timeout.ms": k.transaction_timeout_ms,
             "queue.buffering.max.messages": 500_000,
             "queue.buffering.max.kbytes": QUEUE_MAX_KBYTES,
@@ -384,7 +388,7 @@ class KafkaSink:
             )
         self._enter(record.topic, record.size)
         try:
-            self._produce(record)
+            self._produce(record, lsn)
         except _Retry as exc:
             self._abort_for_replay(exc, lsn)
 
@@ -403,7 +407,7 @@ class KafkaSink:
                 try:
                     produce(topic, value, key, partition, callback, on_delivery, timestamp, headers)
                 except (BufferError, KafkaException):
-                    self._produce_retrying(topic, value, key, headers)
+                    self._produce_retrying(topic, value, key, headers, run.lsns[at])
         except _Retry as exc:
             self._abort_for_replay(exc, run.lsns[at])
         self._sent(len(run.values))
@@ -495,8 +499,9 @@ class KafkaSink:
             self._begin_with_retry()
         try:
             for rec in self._staged:
-                self._produce(rec)
-            self._produce(OutputRecord(self.offsets_topic, self.slot.encode(), offset.encode()))
+                self._produce(rec, offset.confirmed_lsn)
+            record = OutputRecord(self.offsets_topic, self.slot.encode(), offset.encode())
+            self._produce(record, offset.confirmed_lsn)
             self._commit(deadline)
         except _Retry as exc:
             self._abort_for_replay(exc, offset.confirmed_lsn)
@@ -544,12 +549,13 @@ class KafkaSink:
         self._raise_if_fatal(err, op)
         return _Retry(f"{op}: {err.str()}")
 
-    def _produce(self, record: OutputRecord) -> None:
+    def _produce(self, record: OutputRecord, lsn: int | None = None) -> None:
         self._produce_retrying(
             record.topic,
             record.value,
             record.key,
             list(record.headers) if record.headers else None,
+            lsn,
         )
         self._sent(1)
 
@@ -559,10 +565,12 @@ class KafkaSink:
         value: bytes | None,
         key: bytes | None,
         headers: _Headers,
+        lsn: int | None = None,
     ) -> None:
-        """produce(), waiting out a full local queue within the retry budget; any other
-        failure raises _Retry (or fatal). A run's records come here only after a plain
-        produce() failed."""
+        """produce(), waiting out a full local queue within the retry budget; a record
+        over message.max.bytes is fatal (`_refuse_too_large`); any other failure raises
+        _Retry (or fatal). A run's records come here only after a plain produce()
+        failed. `lsn`: the record's change, for the error."""
         full_since: float | None = None  # the local queue has been full since then
         while True:
             try:
@@ -578,7 +586,56 @@ class KafkaSink:
                 self._check_timeout("produce", "the local queue is full")
                 self._poll(0.1)
             except KafkaException as exc:
+                err = exc.args[0]
+                if isinstance(err, KafkaError) and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                    size = len(value or b"") + len(key or b"")
+                    size += sum(len(n) + len(v or b"") for n, v in headers or ())
+                    self._refuse_too_large(f"a record of {size} bytes", topic, err, lsn)
+                if isinstance(err, KafkaError) and err.code() == KafkaError._STATE:
+                    self._state_cause(lsn)
                 raise self._classify(exc, "produce") from exc
+
+    def _state_cause(self, lsn: int | None) -> None:
+        """produce() refused with _STATE inside a Kafka transaction: librdkafka takes no
+        more records once the transaction failed (a record the broker refused put it in
+        its abortable-error state). commit_transaction cannot commit in that state and
+        returns the error that caused it (rd_kafka_txn_require_state); a record the
+        broker refused for its size is fatal, anything else goes on as a replay."""
+        if not self._in_txn:
+            return
+        try:
+            self._producer.commit_transaction(min(self._op_timeout, 5.0))
+        except KafkaException as exc:
+            cause = exc.args[0]
+            if isinstance(cause, KafkaError) and cause.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                self._refuse_too_large("a record of this Kafka transaction", None, cause, lsn)
+            return
+        # Not reachable in librdkafka's state machine; if it were, what was committed has
+        # no offset record with it, and only a restart from the stored offsets is safe.
+        self._in_txn, self._gave_up = False, True
+        raise RestartableError("produce refused with _STATE, yet the transaction committed")
+
+    def _refuse_too_large(
+        self, what: str, topic: str | None, err: KafkaError, lsn: int | None
+    ) -> None:
+        """Raise RecordTooLargeError for `what`, having aborted the open Kafka transaction:
+        Kafka refuses the record whenever it is sent, so a replay would loop on it (as
+        Debezium's task fails on RecordTooLargeException)."""
+        try:
+            self._producer.abort_transaction(min(self._op_timeout, 5.0))
+            self._in_txn = False
+        except KafkaException as exc:  # the fresh producer of a restart aborts it then
+            log.warning("kafka_abort_failed", error=str(exc))
+        limit = self.settings.kafka.message_max_bytes
+        raise RecordTooLargeError(
+            f"{what} is larger than Kafka takes ({err.str()}): the producer sends at most "
+            f"kafka.message_max_bytes={limit} bytes before compression, and the broker "
+            "takes at most the topic's max.message.bytes (the broker's message.max.bytes) "
+            "after it. Raise kafka.message_max_bytes (PGCDC_KAFKA__MESSAGE_MAX_BYTES) and "
+            "the topic's max.message.bytes together",
+            lsn=lsn,
+            relation=topic,
+        )
 
     def _sent(self, n: int) -> None:
         """Count `n` produced records; serve delivery callbacks every _POLL_EVERY."""
@@ -690,6 +747,9 @@ class KafkaSink:
             except KafkaException as exc:
                 err = exc.args[0]
                 self._raise_if_fatal(err, "commit_transaction")
+                if err.code() == KafkaError.MSG_SIZE_TOO_LARGE:  # the broker refused one
+                    lsn = self._pending.confirmed_lsn if self._pending is not None else None
+                    self._refuse_too_large("a record of this Kafka transaction", None, err, lsn)
                 self._check_topics_after(exc)
                 if err.txn_requires_abort():
                     self._doomed = True

@@ -10,8 +10,8 @@ LSN, table or setting, and exit with a code that tells a supervisor what to do:
   password, a certificate or TLS setting the server refuses (`TlsError`), a role or
   database that does not exist, wal_level not logical, a slot of
   the wrong type or held by another worker, a schema the registry rejects, WAL that
-  is gone, corrupt WAL, fenced by a newer worker, offsets lost, kept in a topic pgcdc
-  did not create, or no longer covered by
+  is gone, corrupt WAL, fenced by a newer worker, a record larger than Kafka takes,
+  offsets lost, kept in a topic pgcdc did not create, or no longer covered by
   the slot: `run --fresh-start` takes a new snapshot). Do not restart blindly: an
   operator must act;
 - 2: configuration error (`ConfigError`, a subclass of the fatal ones);

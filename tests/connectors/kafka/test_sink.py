@@ -18,7 +18,12 @@ from confluent_kafka.admin import ConfigEntry, ConfigSource  # type: ignore[attr
 from connectors.kafka import sink as sink_module
 from connectors.kafka.sink import KafkaSink
 from service.config import load_settings
-from service.errors import ConfigError, ReplayFromOffsetsError, TransactionTimeoutError
+from service.errors import (
+    ConfigError,
+    RecordTooLargeError,
+    ReplayFromOffsetsError,
+    TransactionTimeoutError,
+)
 from service.output.api import OutputRecord, RecordRun
 
 
@@ -31,6 +36,10 @@ class FakeProducer:
         self.produced: list[tuple[str, bytes | None]] = []
         self.headers: list[Any] = []  # each produce call's headers argument
         self.fail_produce_at: int | None = None
+        # the transaction's abortable error, as after a record the broker refused: produce
+        # raises _STATE and commit_transaction raises this, as librdkafka does
+        self.txn_error: KafkaError | None = None
+        self.state_on_produce = True
         self.init_error: KafkaError | None = None
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
@@ -57,12 +66,19 @@ class FakeProducer:
         headers: Any = None,
     ) -> None:
         assert (partition, callback, on_delivery, timestamp) == (-1, None, None, 0)
+        size = len(value or b"") + len(key or b"") + sum(len(n) + len(v) for n, v in headers or ())
+        if size > self.conf["message.max.bytes"]:  # librdkafka's own check, at produce
+            raise KafkaException(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Message too large"))
+        if self.txn_error is not None and self.state_on_produce:
+            raise KafkaException(KafkaError(KafkaError._STATE, "Erroneous state"))
         if self.fail_produce_at is not None and len(self.produced) + 1 == self.fail_produce_at:
             raise KafkaException(KafkaError(KafkaError._TRANSPORT, "broker gone"))
         self.produced.append((topic, value))
         self.headers.append(headers)
 
     def commit_transaction(self, timeout: float) -> None:
+        if self.txn_error is not None:
+            raise KafkaException(self.txn_error)
         self.calls.append("commit")
 
     def abort_transaction(self, timeout: float) -> None:
@@ -208,6 +224,84 @@ def test_a_run_failing_midway_is_aborted_for_a_replay_at_that_record(make_sink: 
     assert info.value.lsn == 102
     assert producer.calls == ["begin", "abort"]
     assert len(producer.produced) == 2 and committed == []
+
+
+def test_a_record_over_message_max_bytes_stops_the_worker_naming_it(make_sink: Any) -> None:
+    """A record the producer refuses for its size would be refused after every replay:
+    the Kafka transaction is aborted and RecordTooLargeError (fatal) names the topic, the
+    change's LSN and both limits, instead of a ReplayFromOffsetsError that loops."""
+    sink, producer, committed = make_sink(message_max_bytes=1000, max_batch_age_s=60)
+    assert producer.conf["message.max.bytes"] == 1000
+    sink.write(100, 7, rec(1))
+    big = OutputRecord("t.public.a", b"k", b"v" * 2000)
+    with pytest.raises(RecordTooLargeError) as info:
+        sink.write(200, 8, big)
+    assert info.value.lsn == 200 and info.value.relation == "t.public.a"
+    assert "a record of 2001 bytes" in str(info.value)
+    assert "kafka.message_max_bytes=1000" in str(info.value)
+    assert "max.message.bytes" in str(info.value)
+    assert producer.calls == ["begin", "abort"] and committed == []
+
+
+def test_a_run_with_a_record_too_large_names_that_records_change(make_sink: Any) -> None:
+    """In a run, the error carries the LSN of the record that is too large."""
+    sink, producer, _ = make_sink(message_max_bytes=1000, max_batch_age_s=60)
+    run = run_of([100, 101, 102])
+    run.values[1] = b"v" * 1000  # with its key and header, over the limit
+    with pytest.raises(RecordTooLargeError) as info:
+        sink.write_run(100, 7, run)
+    assert info.value.lsn == 101
+    assert producer.calls == ["begin", "abort"]
+
+
+def _refused_by_the_broker() -> KafkaError:
+    return KafkaError(
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        "ProduceRequest for t.public.a [0] with 1 message(s) failed: Broker: Message size "
+        "too large: current transaction must be aborted",
+        txn_requires_abort=True,
+    )
+
+
+def test_a_record_the_broker_refused_is_fatal_at_the_next_produce(make_sink: Any) -> None:
+    """A record within message.max.bytes but over the topic's max.message.bytes fails at
+    the broker: librdkafka then refuses every produce with _STATE, and the sink learns
+    the cause from commit_transaction (which cannot commit in that state): fatal, at the
+    LSN of the produce that found it, not a replay that would fail the same way."""
+    sink, producer, committed = make_sink(max_batch_age_s=60)
+    sink.write(100, 7, rec(1))
+    producer.txn_error = _refused_by_the_broker()
+    with pytest.raises(RecordTooLargeError) as info:
+        sink.write(101, 7, rec(2))
+    assert info.value.lsn == 101
+    assert "Message size too large" in str(info.value) and "t.public.a" in str(info.value)
+    assert producer.calls[-1] == "abort" and committed == []
+
+
+def test_a_record_the_broker_refused_is_fatal_at_commit(make_sink: Any) -> None:
+    """The refusal seen first by commit_transaction: fatal, at the batch's end LSN."""
+    sink, producer, committed = make_sink(max_batch_age_s=60)
+    sink.write(100, 7, rec(1))
+    sink.end_source_txn(200, 150, 1)
+    producer.txn_error = _refused_by_the_broker()
+    producer.state_on_produce = False  # the offset record went in before the refusal
+    with pytest.raises(RecordTooLargeError) as info:
+        sink.idle()
+    assert info.value.lsn == 200
+    assert committed == []
+
+
+def test_another_failed_transaction_is_still_replayed(make_sink: Any) -> None:
+    """_STATE after any other abortable error: the replay from the offsets, as before."""
+    sink, producer, _ = make_sink(max_batch_age_s=60)
+    sink.write(100, 7, rec(1))
+    producer.txn_error = KafkaError(
+        KafkaError._MSG_TIMED_OUT, "Local: Message timed out", txn_requires_abort=True
+    )
+    with pytest.raises(ReplayFromOffsetsError) as info:
+        sink.write(101, 7, rec(2))
+    assert info.value.lsn == 101
+    assert producer.calls[-1] == "abort"
 
 
 def test_transaction_past_its_timeout_stops_with_the_setting_named(make_sink: Any) -> None:
