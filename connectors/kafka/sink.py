@@ -610,10 +610,16 @@ class KafkaSink:
             if isinstance(cause, KafkaError) and cause.code() == KafkaError.MSG_SIZE_TOO_LARGE:
                 self._refuse_too_large("a record of this Kafka transaction", None, cause, lsn)
             return
-        # Not reachable in librdkafka's state machine; if it were, what was committed has
-        # no offset record with it, and only a restart from the stored offsets is safe.
+        # Not reachable in librdkafka's state machine. If it were, the transaction's records
+        # were committed without their offset record, and the replay from the stored
+        # offsets publishes them again: the error says so.
         self._in_txn, self._gave_up = False, True
-        raise RestartableError("produce refused with _STATE, yet the transaction committed")
+        raise RestartableError(
+            "produce was refused with _STATE, yet commit_transaction then committed: the "
+            "records of that Kafka transaction went out without their offset and are "
+            "published again from the stored offsets",
+            lsn=lsn,
+        )
 
     def _refuse_too_large(
         self, what: str, topic: str | None, err: KafkaError, lsn: int | None
