@@ -621,17 +621,22 @@ class KafkaSink:
             lsn=lsn,
         )
 
+    def _abort_before_fatal(self) -> None:
+        """Abort the open Kafka transaction before a fatal error, briefly; a failure is
+        only logged (the fresh producer of a restart aborts it then)."""
+        try:
+            self._producer.abort_transaction(min(self._op_timeout, 5.0))
+            self._in_txn = False
+        except KafkaException as exc:
+            log.warning("kafka_abort_failed", error=str(exc))
+
     def _refuse_too_large(
         self, what: str, topic: str | None, err: KafkaError, lsn: int | None
     ) -> None:
         """Raise RecordTooLargeError for `what`, having aborted the open Kafka transaction:
         Kafka refuses the record whenever it is sent, so a replay would loop on it (as
         Debezium's task fails on RecordTooLargeException)."""
-        try:
-            self._producer.abort_transaction(min(self._op_timeout, 5.0))
-            self._in_txn = False
-        except KafkaException as exc:  # the fresh producer of a restart aborts it then
-            log.warning("kafka_abort_failed", error=str(exc))
+        self._abort_before_fatal()
         limit = self.settings.kafka.message_max_bytes
         raise RecordTooLargeError(
             f"{what} is larger than Kafka takes ({err.str()}): the producer sends at most "
@@ -662,11 +667,7 @@ class KafkaSink:
         if age < self.transaction_timeout_s * margin:
             return
         ms = self.settings.kafka.transaction_timeout_ms
-        try:
-            self._producer.abort_transaction(min(self._op_timeout, 5.0))
-            self._in_txn = False
-        except KafkaException as exc:  # the fresh producer of a restart aborts it then
-            log.warning("kafka_abort_failed", error=str(exc))
+        self._abort_before_fatal()
         raise TransactionTimeoutError(
             f"a Kafka transaction was still open after {age:.0f}s ({op}: {why}): the source "
             f"transaction could not be published within transaction.timeout.ms={ms}. Raise "

@@ -24,7 +24,13 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
-from tests.integration.pipeline_kafka_support import insert_lsn, pipeline, read_all
+from tests.integration.pipeline_kafka_support import (
+    Pipeline,
+    WorkerProcess,
+    insert_lsn,
+    pipeline,
+    read_all,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -46,6 +52,15 @@ def _raise_topic_limit(bootstrap: str, topic: str) -> None:
         future.result(timeout=30)
 
 
+def _published(p: Pipeline, worker: WorkerProcess, sql: str) -> None:
+    """Once `worker` is ready, run `sql` and wait until its commit is confirmed."""
+    worker.wait_ready(120)
+    with p.connect() as conn, conn.cursor() as cur:
+        cur.execute(sql)
+        end = insert_lsn(cur)
+    p.wait_confirmed(end - 1, 120, worker)
+
+
 def test_a_record_over_the_limit_stops_the_worker_and_a_raised_limit_resumes(
     pg15: dict[str, Any], kafka: dict[str, Any], registry: dict[str, Any]
 ) -> None:
@@ -54,11 +69,7 @@ def test_a_record_over_the_limit_stops_the_worker_and_a_raised_limit_resumes(
     ) as p:
         topic = p.topic("docs")
         worker = p.start_worker()
-        worker.wait_ready(120)
-        with p.connect() as conn, conn.cursor() as cur:
-            cur.execute("INSERT INTO docs VALUES (1, 'small')")
-            small = insert_lsn(cur)
-        p.wait_confirmed(small - 1, 120, worker)
+        _published(p, worker, "INSERT INTO docs VALUES (1, 'small')")
         with p.connect() as conn, conn.cursor() as cur:
             cur.execute(f"INSERT INTO docs VALUES (2, {BIG_TEXT})")
         with p.connect() as conn, conn.cursor() as cur:
@@ -84,11 +95,7 @@ def test_a_record_over_the_limit_stops_the_worker_and_a_raised_limit_resumes(
 
         _raise_topic_limit(kafka["bootstrap"], topic)
         resumed = p.start_worker()
-        resumed.wait_ready(120)
-        with p.connect() as conn, conn.cursor() as cur:
-            cur.execute("INSERT INTO docs VALUES (3, 'after')")
-            end = insert_lsn(cur)
-        p.wait_confirmed(end - 1, 120, resumed)
+        _published(p, resumed, "INSERT INTO docs VALUES (3, 'after')")
         assert resumed.terminate() == 0
 
         rows = [r.value["after"] for r in read_all(p.settings(), [topic]) if r.value is not None]
