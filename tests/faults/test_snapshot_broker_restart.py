@@ -7,13 +7,16 @@ started again from its data. The worker must come through as a transient fault (
 retries in process, or exits 3/4 and is started again; never 1 or 2); the chunk in
 flight is either committed once or aborted with its Kafka transaction and read again;
 no committed chunk is read twice, no key is read (op r) twice, and the materialized
-topics equal SELECT at the end. The kill is repeated on a later chunk when the first
-one's commit beat it (the test checks the chunk read before the kill was published only
-after the broker came back), so the restart lands inside a chunk on every run.
+topics equal SELECT at the end. The worker is frozen (SIGSTOP) from a chunk's read
+until the broker is down, and the kill is repeated on a later chunk when the first one's
+commit beat it all the same (the test checks the chunk read before the kill was
+published only after the broker came back), so the restart lands inside a chunk on
+every run.
 """
 
 from __future__ import annotations
 
+import signal
 import time
 from datetime import datetime
 from typing import Any
@@ -58,17 +61,34 @@ def _count(worker: WorkerProcess, name: str) -> int:
     return sum(1 for e in worker.events() if e.get("event") == name)
 
 
-def _in_flight(worker: WorkerProcess) -> dict[str, Any] | None:
-    """A chunk read whose publication (commit or retry) is not logged yet."""
+def _in_flight(worker: WorkerProcess) -> list[dict[str, Any]]:
+    """The chunks read whose publication (commit or retry) is not logged yet."""
+    events = worker.events()
     done = {
         e["chunk"]
-        for e in worker.events()
+        for e in events
         if e.get("event")
         in ("snapshot_chunk_committed", "snapshot_chunk_retry", "snapshot_chunk_abandoned")
     }
-    reads = [e for e in worker.events() if e.get("event") == "snapshot_chunk_read"]
-    pending = [e for e in reads if e["chunk"] not in done]
-    return pending[-1] if pending else None
+    return [e for e in events if e.get("event") == "snapshot_chunk_read" and e["chunk"] not in done]
+
+
+def _freeze_in_flight(worker: WorkerProcess, deadline: float) -> dict[str, Any]:
+    """Wait for a chunk in flight and SIGSTOP the worker while it still is: the chunk
+    read and not yet published, as the log says once the worker can no longer write.
+    The caller sends SIGCONT."""
+    while True:
+        assert time.monotonic() < deadline and worker.proc.poll() is None, worker.tail()
+        assert not worker.has_event("snapshot_done"), "the snapshot ended before a kill"
+        pending = _in_flight(worker)
+        if not pending:
+            time.sleep(0.005)
+            continue
+        flight = pending[-1]
+        worker.proc.send_signal(signal.SIGSTOP)
+        if any(e["chunk"] == flight["chunk"] for e in _in_flight(worker)):
+            return flight
+        worker.proc.send_signal(signal.SIGCONT)  # it was published meanwhile
 
 
 def _check(p: Pipeline, table: str) -> int:
@@ -150,23 +170,22 @@ def test_broker_restart_mid_chunk(
         while _count(worker, "snapshot_chunk_committed") < 4:
             assert time.monotonic() < deadline and worker.proc.poll() is None, worker.tail()
             time.sleep(0.1)
-        # The kill must fall between a chunk's read and its commit. Polling the log can
-        # miss that window (the chunk commits before the kill lands), so the restart is
-        # repeated on the next chunk in flight until one commit or retry of the chunk
-        # read before the kill comes after it: the chunk was in flight across the
-        # broker's restart.
+        # The kill must fall between a chunk's read and its commit. The worker is frozen
+        # (SIGSTOP) while a chunk is in flight, so that the chunk cannot commit before
+        # the kill lands; it goes on once the broker is down. A commit done but not yet
+        # logged when it froze is the one way to miss, so the restart is repeated on the
+        # next chunk in flight until one commit of the chunk read before the kill comes
+        # after the broker's restart: the chunk was in flight across it.
         landed: tuple[dict[str, Any], float] | None = None
         attempts = 0
         for _ in range(4):
             attempts += 1
-            flight = _in_flight(worker)
-            while flight is None:
-                assert time.monotonic() < deadline and worker.proc.poll() is None, worker.tail()
-                time.sleep(0.005)
-                flight = _in_flight(worker)
-            assert not worker.has_event("snapshot_done"), "the snapshot ended before a kill"
+            flight = _freeze_in_flight(worker, deadline)
             killed_at = time.time()
-            services.kill_service("fault-kafka")
+            try:
+                services.kill_service("fault-kafka")
+            finally:
+                worker.proc.send_signal(signal.SIGCONT)
             time.sleep(down_s)
             services.restart_service("fault-kafka")
             wait = time.monotonic() + 240
