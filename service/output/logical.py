@@ -7,7 +7,9 @@ record's xid with the reorder buffer, decodes the record into events
 (`service.decode`), and routes each event to the snapshot builder and the reorder
 buffer under the gating rules of decode.c (nothing is queued before the snapshot
 builder reaches FULL_SNAPSHOT; changes of other databases are not queued; commits that
-need skipping are forgotten, DecodeTXNNeedSkip).
+need skipping are forgotten, DecodeTXNNeedSkip). Once a first start's snapshot is
+aligned (`skip_snapshot_changes`), changes of the transactions it holds, which their
+commit skips, are not queued either.
 
 The reorder buffer hands transactions back to `PluginSink`, which turns raw tuples
 into decoded rows through a `RowResolver` (schema history + type decoders) and calls the
@@ -80,6 +82,11 @@ XACT_XINFO_HAS_DBINFO = 1 << 0
 BASE_SNAPSHOT = "base-snapshot"
 """What a transaction's base snapshot stands for here: pgcdc keeps no historic snapshot
 (the schema history answers instead), only the fact that the transaction has one."""
+
+# How many commits skipped as the aligned snapshot's are logged at info, one line each;
+# the rest at debug (a first start's backlog can hold a busy server's every commit
+# since the checkpoint).
+IN_SNAPSHOT_LOGGED = 100
 
 # Heap records on which heap_decode calls SnapBuildProcessChange *before* the Decode*
 # routine looks at the database or the tuple: a catalog insert (which logs no tuple
@@ -540,6 +547,36 @@ class Decoding:
         # Called with every RUNNING_XACTS record decoded (the unchanged-TOAST fill's xmin
         # hold learns there which xids were running at which LSN).
         self.on_running_xacts: Callable[[RunningXactsEvent], None] | None = None
+        # A first start's aligned snapshot (`skip_snapshot_changes`): its visibility
+        # test, and the LSN (the snapshot's) before which its transactions' changes lie.
+        self._in_snapshot: Callable[[int], bool] | None = None
+        self._snapshot_until = 0
+        self._in_snapshot_commits = 0  # commits skipped as the aligned snapshot's
+
+    def skip_snapshot_changes(self, visible: Callable[[int], bool], until_lsn: int) -> None:
+        """Queue no change of a transaction the aligned snapshot holds (`visible`, its
+        top-level xid; the snapshot taken at `until_lsn`): its commit is skipped
+        (`SnapBuilder.xact_needs_skip`) and its rows are read with the snapshot, so
+        queueing them only cost memory and spill. Such a transaction committed before
+        `until_lsn`, so only changes logged before it are asked about. On a first
+        start, the WAL between the consistent point and the snapshot can be a large
+        backlog (all of it since the restart point's checkpoint: a bulk load before the
+        first start, say), which PostgreSQL's logical slot, starting at the insert
+        position, never reads."""
+        self._in_snapshot = visible
+        self._snapshot_until = until_lsn
+
+    def _held_by_snapshot(self, xid: int) -> bool:
+        """Whether a change of `xid` logged before `_snapshot_until` (the callers' test,
+        inlined: after it, every change is queued) is one `skip_snapshot_changes` leaves
+        out. A subtransaction is judged by its top-level transaction (known by its first
+        record, which names it from 14 on), as its commit is: a snapshot's xip lists
+        top-level xids only."""
+        visible = self._in_snapshot
+        assert visible is not None  # _snapshot_until is 0 until it is set
+        txn = self.rb.get_txn(xid)
+        top = txn.toptxn if txn is not None else None
+        return visible(xid if top is None else top.xid)
 
     def process(self, record: XLogRecord | PredecodedRecord | InsertRun) -> None:
         """LogicalDecodingProcessRecord for one record. A PredecodedRecord (the native
@@ -594,7 +631,9 @@ class Decoding:
         # has no origin.
         if self.snap.process_change(xid, lsn):
             self.rb.set_base_snapshot(xid, lsn, BASE_SNAPSHOT)
-            if self._wanted_db(changes.locator.db_oid):
+            if self._wanted_db(changes.locator.db_oid) and not (
+                lsn < self._snapshot_until and self._held_by_snapshot(xid)
+            ):
                 self.rb.queue_run(xid, lsn, changes)
         self.last_lsn = run.lsn
         self.last_end_lsn = run.end_lsn
@@ -623,7 +662,9 @@ class Decoding:
                     return
                 if ev.origin is not None and self.plugin.filter_by_origin(ev.origin):
                     return
-                if snap.process_change(ev.xid, ev.lsn):
+                if snap.process_change(ev.xid, ev.lsn) and not (
+                    ev.lsn < self._snapshot_until and self._held_by_snapshot(ev.xid)
+                ):
                     rb.queue_change(ev.xid, ev.lsn, ev)
             case TruncateEvent():
                 if not snap.decodes_changes or not self._wanted_db(ev.db_oid):
@@ -684,6 +725,18 @@ class Decoding:
             or self.plugin.filter_by_origin(ev.origin)
         )
 
+    def _in_aligned_snapshot(self, ev: CommitEvent) -> bool:
+        """Whether a skipped commit was skipped as the aligned snapshot's: this
+        database's, after the start point, visible in the snapshot (not another
+        database's, which every commit there is)."""
+        snap = self.snap
+        other_db = bool(ev.xinfo & XACT_XINFO_HAS_DBINFO) and ev.db_oid != self.db_oid
+        return (
+            not other_db
+            and not snap.xact_needs_skip(ev.lsn)
+            and snap.xact_needs_skip(ev.lsn, ev.xid)
+        )
+
     def _commit(self, ev: CommitEvent) -> None:
         rb = self.rb
         self.snap.commit(ev.xid, ev.lsn)
@@ -693,15 +746,20 @@ class Decoding:
             rb.add_invalidations(ev.xid, ev.lsn, ev.invalidations)
         commit_time = ev.origin_time if ev.origin_time is not None else ev.commit_time
         if self._skip_commit(ev):
-            if not self.snap.xact_needs_skip(ev.lsn):
+            if self._in_aligned_snapshot(ev):
                 # after the start point, yet skipped: its effects are in the aligned
-                # snapshot (few, at start-up only; logged so a run can tell it apart)
-                log.info(
+                # snapshot (at start-up only; logged so a run can tell it apart). A
+                # backlog can hold many: past the first IN_SNAPSHOT_LOGGED, at debug.
+                self._in_snapshot_commits += 1
+                n = self._in_snapshot_commits
+                (log.info if n <= IN_SNAPSHOT_LOGGED else log.debug)(
                     "commit_in_snapshot",
                     xid=ev.xid,
                     commit_lsn=format_lsn(ev.lsn),
                     queued=rb.get_txn(ev.xid) is not None,
                 )
+                if n == IN_SNAPSHOT_LOGGED:
+                    log.info("commit_in_snapshot_more_at_debug", after=n)
             for sub in ev.subxids:
                 rb.forget(sub, ev.lsn)
             rb.forget(ev.xid, ev.lsn)
