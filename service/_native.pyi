@@ -261,6 +261,21 @@ class CopyChunk:
     def field(self, i: int, j: int) -> bytes | None: ...
     def sizes(self) -> list[int]: ...
 
+class DirectProducer:
+    """A run of records enqueued on a confluent-kafka Producer's own librdkafka handle
+    (src/glue/kafka.rs, connectors.kafka.native_produce); ValueError if the handle cannot
+    be vouched for."""
+
+    def __init__(self, producer: object, library: str, version: int, client_id: str) -> None: ...
+    def produce(
+        self,
+        topic: str,
+        keys: list[bytes | None],
+        values: list[bytes | None],
+        start: int,
+        headers: list[tuple[str, bytes]],
+    ) -> tuple[int, int]: ...
+
 class TextPlan:
     def __init__(
         self,

@@ -83,6 +83,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from connectors.kafka.client_log import client_conf
+from connectors.kafka.native_produce import direct_producer
 from connectors.kafka.offsets import (
     OffsetRecord,
     history_topic,
@@ -184,6 +185,9 @@ class KafkaSink:
         }
         conf.update(security_conf(settings))
         self._producer = Producer(client_conf(conf))
+        # Runs of records go through the native loop where it may be used (None: one
+        # produce() per record; connectors.kafka.native_produce).
+        self._direct = direct_producer(self._producer, str(conf.get("client.id", "rdkafka")))
         admin_conf = {"bootstrap.servers": k.bootstrap_servers, **security_conf(settings)}
         self._admin = AdminClient(client_conf(admin_conf))
         self._known_topics: set[str] = set()
@@ -394,10 +398,15 @@ class KafkaSink:
 
     def write_run(self, lsn: int, xid: int, run: RecordRun) -> None:
         """The PluginContext run writer: `write` for each record of `run`, in order, with
-        the checks done once (one topic) and the headers converted once."""
+        the checks done once (one topic) and the headers converted once. Under the
+        native loop (`_direct`) the records are enqueued by it, and a record it stopped
+        at goes through produce() like any other (its error raised and handled there)."""
         topic = run.topic
         self._enter(topic, run.size)
         headers: _Headers = list(run.headers) if run.headers else None
+        if self._direct is not None:
+            self._write_run_direct(topic, run, headers)
+            return
         produce = self._producer.produce
         partition, callback, on_delivery, timestamp = _DEFAULTS
         keys, at = run.keys, 0
@@ -411,6 +420,26 @@ class KafkaSink:
         except _Retry as exc:
             self._abort_for_replay(exc, run.lsns[at])
         self._sent(len(run.values))
+
+    def _write_run_direct(self, topic: str, run: RecordRun, headers: _Headers) -> None:
+        """`write_run`'s loop through the native loop (connectors.kafka.native_produce)."""
+        direct: Any = self._direct
+        keys, values = run.keys, run.values
+        keys = keys if type(keys) is list else list(keys)
+        values = values if type(values) is list else list(values)
+        hdrs = list(run.headers or ())
+        at, n = 0, len(values)
+        try:
+            while at < n:
+                at, _ = direct.produce(topic, keys, values, at, hdrs)
+                if at < n:
+                    # librdkafka refused this one (its queue full, the transaction
+                    # failed, ...): produce() raises why, and waits out a full queue.
+                    self._produce_retrying(topic, values[at], keys[at], headers, run.lsns[at])
+                    at += 1
+        except _Retry as exc:
+            self._abort_for_replay(exc, run.lsns[at])
+        self._sent(n)
 
     def _enter(self, topic: str, size: int) -> None:
         """Before producing `size` bytes to `topic`: the topic exists, a Kafka

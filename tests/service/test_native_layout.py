@@ -29,8 +29,9 @@ TWIN = {
     "output": "service/output",
     "tablesnap": "service/tablesnap",
 }
-# glue/<name>.rs: a stage's boundary (the avro and text plugins are output's two).
-GLUE = {"wal", "decode", "reorder", "avro", "text", "tablesnap"}
+# glue/<name>.rs: a stage's boundary (the avro and text plugins are output's two), and
+# the Kafka sink's (connectors.kafka: its runs of records enqueued into librdkafka).
+GLUE = {"wal", "decode", "reorder", "avro", "text", "tablesnap", "kafka"}
 # What the glue shares: slotted result classes, and the catalog name cache (NameCache)
 # the plans of both plugins print reg* and aclitem from.
 GLUE_HELPERS = {"mod", "slots", "names"}

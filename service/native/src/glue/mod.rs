@@ -10,6 +10,7 @@
 //! | `avro` | connectors.avro.native_rows | the avro plugin's rows and envelope |
 //! | `text` | service.output.native_text | test_decoding's lines |
 //! | `tablesnap` | connectors.postgres.copy_binary | the snapshot's binary COPY rows |
+//! | `kafka` | connectors.kafka.native_produce | the sink's runs of records into librdkafka |
 //!
 //! `slots` and `names` are helpers the glue shares: slotted result classes, and the
 //! catalog name cache the plans print reg* and aclitem from (`NameCache`, filled by
@@ -18,6 +19,7 @@
 
 pub mod avro;
 pub mod decode;
+pub mod kafka;
 pub mod names;
 pub mod reorder;
 pub mod slots;

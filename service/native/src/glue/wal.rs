@@ -902,6 +902,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<crate::glue::tablesnap::PyCopyRecords>()?;
     m.add_class::<crate::glue::text::PyTextPlan>()?;
     m.add_class::<crate::glue::names::PyNameCache>()?;
+    m.add_class::<crate::glue::kafka::PyDirectProducer>()?;
     m.add_function(wrap_pyfunction!(crate::glue::avro::envelope, m)?)?;
     m.add_function(wrap_pyfunction!(crate::glue::avro::avro_long, m)?)?;
     m.add_function(wrap_pyfunction!(crate::glue::avro::avro_string, m)?)?;
