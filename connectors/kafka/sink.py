@@ -425,13 +425,10 @@ class KafkaSink:
         """`write_run`'s loop through the native loop (connectors.kafka.native_produce)."""
         direct: Any = self._direct
         keys, values = run.keys, run.values
-        keys = keys if type(keys) is list else list(keys)
-        values = values if type(values) is list else list(values)
-        hdrs = list(run.headers or ())
         at, n = 0, len(values)
         try:
             while at < n:
-                at, _ = direct.produce(topic, keys, values, at, hdrs)
+                at, _ = direct.produce(topic, keys, values, at, headers or [])
                 if at < n:
                     # librdkafka refused this one (its queue full, the transaction
                     # failed, ...): produce() raises why, and waits out a full queue.

@@ -326,7 +326,7 @@ class Session:
         # lookup): the driver and the sink get the history's resolver itself.
         self.rows = self.sink.rows = self.decoding.rows = rows
         self.snap.skip_visible_in(snapshot.xid_visible)
-        self.decoding.skip_snapshot_changes(snapshot.xid_visible, snapshot.lsn)
+        self.decoding.skip_snapshot_changes(snapshot.lsn)
         self._awaiting_alignment = False
         if self.on_aligned is not None:
             self.on_aligned(snapshot)

@@ -547,15 +547,15 @@ class Decoding:
         # Called with every RUNNING_XACTS record decoded (the unchanged-TOAST fill's xmin
         # hold learns there which xids were running at which LSN).
         self.on_running_xacts: Callable[[RunningXactsEvent], None] | None = None
-        # A first start's aligned snapshot (`skip_snapshot_changes`): its visibility
-        # test, and the LSN (the snapshot's) before which its transactions' changes lie.
-        self._in_snapshot: Callable[[int], bool] | None = None
+        # A first start's aligned snapshot (`skip_snapshot_changes`): the LSN (the
+        # snapshot's) before which the changes of the transactions it holds lie.
         self._snapshot_until = 0
         self._in_snapshot_commits = 0  # commits skipped as the aligned snapshot's
 
-    def skip_snapshot_changes(self, visible: Callable[[int], bool], until_lsn: int) -> None:
-        """Queue no change of a transaction the aligned snapshot holds (`visible`, its
-        top-level xid; the snapshot taken at `until_lsn`): its commit is skipped
+    def skip_snapshot_changes(self, until_lsn: int) -> None:
+        """Queue no change of a transaction the aligned snapshot holds (the snapshot
+        builder's `in_aligned_snapshot`, installed by `skip_visible_in` before this; the
+        snapshot taken at `until_lsn`): its commit is skipped
         (`SnapBuilder.xact_needs_skip`) and its rows are read with the snapshot, so
         queueing them only cost memory and spill. Such a transaction committed before
         `until_lsn`, so only changes logged before it are asked about. On a first
@@ -563,20 +563,16 @@ class Decoding:
         backlog (all of it since the restart point's checkpoint: a bulk load before the
         first start, say), which PostgreSQL's logical slot, starting at the insert
         position, never reads."""
-        self._in_snapshot = visible
         self._snapshot_until = until_lsn
 
     def _held_by_snapshot(self, xid: int) -> bool:
         """Whether a change of `xid` logged before `_snapshot_until` (the callers' test,
         inlined: after it, every change is queued) is one `skip_snapshot_changes` leaves
         out. A subtransaction is judged by its top-level transaction (known by its first
-        record, which names it from 14 on), as its commit is: a snapshot's xip lists
-        top-level xids only."""
-        visible = self._in_snapshot
-        assert visible is not None  # _snapshot_until is 0 until it is set
+        record, which names it from 14 on), as its commit is."""
         txn = self.rb.get_txn(xid)
         top = txn.toptxn if txn is not None else None
-        return visible(xid if top is None else top.xid)
+        return self.snap.in_aligned_snapshot(xid if top is None else top.xid)
 
     def process(self, record: XLogRecord | PredecodedRecord | InsertRun) -> None:
         """LogicalDecodingProcessRecord for one record. A PredecodedRecord (the native

@@ -259,7 +259,12 @@ class SnapBuilder:
         """
         if commit_lsn < self._start_decoding_at:
             return True
-        return xid is not None and self._visible is not None and self._visible(xid)
+        return xid is not None and self.in_aligned_snapshot(xid)
+
+    def in_aligned_snapshot(self, xid: int) -> bool:
+        """Is `xid` visible in the snapshot `skip_visible_in` installed (False before)?
+        A top-level xid: a snapshot's xip lists no subtransactions."""
+        return self._visible is not None and self._visible(xid)
 
     def skip_visible_in(self, visible: Callable[[int], bool]) -> None:
         """Install the visibility test of a snapshot taken at the consistent point.

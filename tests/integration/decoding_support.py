@@ -65,6 +65,30 @@ Why it matters, on both sides:
   afterwards, as a lagging or restarted worker) must give the same lines."""
 
 
+class SegmentFeeder:
+    """Feeds a session the server's WAL in whole segments, from `start` on: each
+    `catch_up` switches to a new segment (pg_switch_wal) and feeds every segment
+    completed since the last call (none when the switch was a no-op at a segment
+    boundary: the next segment may not exist yet)."""
+
+    def __init__(self, pg: dict[str, Any], cur: Any, start: int) -> None:
+        self.cur = cur
+        self.wal = Path(pg["pgdata"]) / "pg_wal"
+        self.segment_size = detect_segment_size(self.wal)
+        self.fed = start
+
+    def catch_up(self, session: Session) -> None:
+        self.cur.execute("SELECT pg_switch_wal()")
+        done = -(-parse_lsn(_one(self.cur)) // self.segment_size) * self.segment_size
+        if done <= self.fed:
+            return
+        for lsn, data in iter_wal_chunks(self.wal, self.fed, segment_size=self.segment_size):
+            if lsn >= done:
+                break
+            session.feed(lsn, data)
+        self.fed = done
+
+
 @dataclass
 class Outcome:
     expected: list[str]  # test_decoding's lines

@@ -41,6 +41,7 @@ from service.output.logical import IN_SNAPSHOT_LOGGED
 from service.output.text import TestDecodingPlugin
 from service.schema.tabledef import CatalogSnapshot
 from tests.fixtures.services import require_features
+from tests.integration.decoding_support import SegmentFeeder
 
 pytestmark = pytest.mark.integration
 
@@ -86,6 +87,31 @@ def _one(cur: Any) -> Any:
     row = cur.fetchone()
     assert row is not None
     return row[0]
+
+
+def _aligned_session(
+    dsn: str,
+    slot: str,
+    version: int,
+    start: int,
+    out: _Rows,
+    tmp_path: Path,
+    work_mem: int | None = None,
+) -> Session:
+    """A session decoding from `start` that aligns a data snapshot (read into `out`)."""
+    config = SessionConfig(dsn=dsn, slot=slot, spill_dir=tmp_path / "spill")
+    if work_mem is not None:
+        config.work_mem = work_mem
+    return Session(
+        config,
+        out,
+        "collect",
+        lambda lsn, xid, data: None,
+        version=version,
+        start_lsn=start,
+        align=True,
+        snapshot_reader=SnapshotReader(FilterSettings(), sink=_Sink(out)),
+    )
 
 
 @pytest.fixture(params=[True, False], ids=["capture", "no-capture"])
@@ -142,31 +168,11 @@ def _run(
         start = parse_lsn(_one(cur))
         if when == "before-session":
             tx.execute("COMMIT")
-        session = Session(
-            SessionConfig(dsn=dsn, slot=slot, spill_dir=tmp_path / "spill"),
-            out,
-            "collect",
-            lambda lsn, xid, data: None,
-            version=version,
-            start_lsn=start,
-            align=True,
-            snapshot_reader=SnapshotReader(FilterSettings(), sink=_Sink(out)),
-        )
-        wal = Path(pg["pgdata"]) / "pg_wal"
-        segment_size = detect_segment_size(wal)
-        fed = start
+        session = _aligned_session(dsn, slot, version, start, out, tmp_path)
+        feeder = SegmentFeeder(pg, cur, start)
 
         def catch_up() -> None:
-            nonlocal fed
-            cur.execute("SELECT pg_switch_wal()")
-            done = -(-parse_lsn(_one(cur)) // segment_size) * segment_size
-            if done <= fed:
-                return
-            for lsn, data in iter_wal_chunks(wal, fed, segment_size=segment_size):
-                if lsn >= done:
-                    break
-                session.feed(lsn, data)
-            fed = done
+            feeder.catch_up(session)
 
         try:
             force_running_xacts(dsn, version)
@@ -360,8 +366,6 @@ def test_backlog_the_snapshot_holds_is_not_queued(
     cur.execute("CREATE TABLE bulk (id int PRIMARY KEY, v text)")
     cur.execute("CREATE TABLE opened (id int PRIMARY KEY)")
     cur.execute("CREATE TABLE marker (id int PRIMARY KEY)")
-    wal = Path(pg["pgdata"]) / "pg_wal"
-    segment_size = detect_segment_size(wal)
     # The servers are shared: another session's transaction running at the forced
     # RUNNING_XACTS can put the consistent point after the backlog began; then the
     # case is set up again (a new slot, the tables emptied).
@@ -375,7 +379,7 @@ def test_backlog_the_snapshot_holds_is_not_queued(
             cur.execute(
                 "SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s", (slot,)
             )
-            fed = start = parse_lsn(_one(cur))
+            start = parse_lsn(_one(cur))
             for _ in range(3):
                 force_running_xacts(dsn, version)
                 time.sleep(0.2)
@@ -398,30 +402,11 @@ def test_backlog_the_snapshot_holds_is_not_queued(
                 oc.execute("SELECT pg_current_xact_id()::text")
                 other_xid = int(_one(oc))
             other.close()
-            session = Session(
-                SessionConfig(dsn=dsn, slot=slot, spill_dir=tmp_path / "spill", work_mem=256 << 10),
-                out,
-                "collect",
-                lambda lsn, xid, data: None,
-                version=version,
-                start_lsn=start,
-                align=True,
-                snapshot_reader=SnapshotReader(FilterSettings(), sink=_Sink(out)),
-            )
-
-            def catch_up(session: Session) -> None:
-                nonlocal fed
-                cur.execute("SELECT pg_switch_wal()")
-                done = -(-parse_lsn(_one(cur)) // segment_size) * segment_size
-                for lsn, data in iter_wal_chunks(wal, fed, segment_size=segment_size):
-                    if lsn >= done:
-                        break
-                    session.feed(lsn, data)
-                fed = max(fed, done)
-
+            session = _aligned_session(dsn, slot, version, start, out, tmp_path, 256 << 10)
+            feeder = SegmentFeeder(pg, cur, start)
             try:
                 with capture_logs() as logs:
-                    catch_up(session)
+                    feeder.catch_up(session)
                 consistent = session.snap.consistent_at
                 if consistent is None or consistent >= backlog:
                     continue  # not the case to test: set it up again
@@ -431,7 +416,7 @@ def test_backlog_the_snapshot_holds_is_not_queued(
                 tx.execute("COMMIT")
                 cur.execute("INSERT INTO marker VALUES (%s)", (attempt,))
                 force_running_xacts(dsn, version)
-                catch_up(session)
+                feeder.catch_up(session)
                 assert ("marker", str(attempt)) in out.wal
                 spills = session.rb.stats.spill_count
             finally:

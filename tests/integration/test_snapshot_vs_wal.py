@@ -24,7 +24,6 @@ import psycopg2
 import psycopg2.extensions
 import pytest
 
-from connectors.postgres.archive import detect_segment_size, iter_wal_chunks
 from connectors.postgres.server import force_running_xacts
 from connectors.tablesnap.reader import SnapshotReader
 from service.app.session import Session, SessionConfig
@@ -37,6 +36,7 @@ from service.types.geometric import Point
 from service.types.range import Range
 from service.types.unknown import UnknownTypePolicy
 from tests.fixtures.services import require_features
+from tests.integration.decoding_support import SegmentFeeder
 from tests.integration.extension_cases import cases as extension_cases
 from tests.integration.extension_cases import extension_ddl
 from tests.integration.test_types_vs_server import (
@@ -239,19 +239,10 @@ def snapshot_and_wal(
             align=True,
             snapshot_reader=reader,
         )
-        wal = Path(pg["pgdata"]) / "pg_wal"
-        segment_size = detect_segment_size(wal)
-        fed = start
+        feeder = SegmentFeeder(pg, cur, start)
 
         def catch_up() -> None:
-            nonlocal fed
-            cur.execute("SELECT pg_switch_wal()")
-            done = -(-parse_lsn(_one(cur)) // segment_size) * segment_size
-            for lsn, data in iter_wal_chunks(wal, fed, segment_size=segment_size):
-                if lsn >= done:
-                    break
-                session.feed(lsn, data)
-            fed = max(fed, done)
+            feeder.catch_up(session)
 
         try:
             # The servers are shared: a transaction of another test running at the
