@@ -146,9 +146,15 @@ def test_snapshot_and_stream_exactly_once(
     """Rows read by the snapshot plus the stream give every row exactly once, with
     concurrent writes before, during and after the snapshot (and across a SIGKILL in
     the middle of it): the replayed topics equal the final tables."""
-    with pipeline(
-        pg_ends, kafka, registry, "snapk", TABLES, extra_env={"PGCDC_SNAPSHOT__METHOD": "blocking"}
-    ) as p:
+    env = {"PGCDC_SNAPSHOT__METHOD": "blocking"}
+    if kill_during_snapshot:
+        # Table a's chunk (6,000 rows) costs its reader some 2 s before it reads table b
+        # (the limit's burst is one second's rows): the SIGKILL lands in the middle of
+        # the snapshot. Unthrottled, b's one chunk was at times also published within
+        # the moments between a's `snapshot_table_done` and the kill, leaving the next
+        # worker no snapshot to finish.
+        env["PGCDC_SNAPSHOT__RATE_LIMIT_ROWS_PER_S"] = "2000"
+    with pipeline(pg_ends, kafka, registry, "snapk", TABLES, extra_env=env) as p:
         writer = Writer(p)
         writer.start()
         time.sleep(0.5)  # writes before the worker starts
@@ -161,6 +167,7 @@ def test_snapshot_and_stream_exactly_once(
             finished_first = {
                 e["table"] for e in worker.events() if e.get("event") == "snapshot_table_done"
             }
+            assert finished_first == {"public.a"}, "the SIGKILL came after the snapshot"
             worker = p.start_worker()
         started = worker.wait_event(["snapshot_started"], 120)
         done = worker.wait_event(["snapshot_done"], 300)
