@@ -632,14 +632,16 @@ class Snapshotter:
     def _ahead_place(self, p: _Pending, ahead: _Ahead) -> bool:
         """Give `p` its records' place (`p.ahead = ahead`) once fewer than AHEAD_MAX
         chunks hold one; False, having waited for nothing more, once the worker began
-        publishing `p` or the snapshot stops. The places free as publications begin:
+        publishing `p`, `p` was let go (`published` set: also what the blocking
+        method's export does to every pending chunk when it halts) or the snapshot
+        stops. The places free as publications begin:
         with two readers taking turns, the chunk read while the other reader's waits
         to be published used to be skipped, and the worker then encoded every second
         chunk itself (55% of 1.2M wide rows encoded ahead, against all but the first
         chunk's when it waits)."""
         while True:
             with self.lock:
-                if p.publishing:
+                if p.publishing or p.published.is_set():
                     return False
                 if sum(q.ahead is not None for q in self._pending.values()) < AHEAD_MAX:
                     p.ahead = ahead

@@ -2,8 +2,8 @@
 `Snapshotter._ahead_place`, `_begin_publication`, `published`): at most AHEAD_MAX
 unpublished chunks hold their records; a reader whose chunk finds no place waits for
 one instead of giving up, and gets it as soon as a publication begins or a holder is
-retried or abandoned; it stops waiting once its own chunk's publication begins or the
-snapshot stops."""
+retried or abandoned; it stops waiting once its own chunk's publication begins, its
+chunk is let go, or the snapshot stops."""
 
 from __future__ import annotations
 
@@ -91,6 +91,14 @@ def test_a_chunk_whose_publication_began_stops_waiting_without_a_place() -> None
     # the worker reached p first: its publication encodes it, and nothing was ahead
     assert w.after(lambda: w.snap._begin_publication(w.p)) is False
     assert w.p.ahead is None and all(h.ahead is not None for h in w.held)
+
+
+def test_a_chunk_let_go_stops_waiting() -> None:
+    """The blocking method's export, halting, sets `published` on every pending chunk
+    (connectors.tablesnap.export): its readers must not wait on past that."""
+    w = _Waiting()
+    assert w.after(w.p.published.set) is False
+    assert w.p.ahead is None
 
 
 def test_a_stop_ends_the_wait() -> None:
