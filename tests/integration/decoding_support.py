@@ -65,6 +65,38 @@ Why it matters, on both sides:
   afterwards, as a lagging or restarted worker) must give the same lines."""
 
 
+def aligned_session(
+    dsn: str,
+    slot: str,
+    version: int,
+    start: int,
+    plugin: Any,
+    reader: Any,
+    tmp_path: Path,
+    *,
+    work_mem: int | None = None,
+    unknown_types: UnknownTypePolicy | None = None,
+) -> Session:
+    """A session of `plugin` (its lines dropped) decoding from `start` on a first start:
+    it aligns the data snapshot `reader` reads (a SnapshotReader) at its consistent
+    point, as the worker's does."""
+    config = SessionConfig(
+        dsn=dsn, slot=slot, spill_dir=tmp_path / "spill", unknown_types=unknown_types
+    )
+    if work_mem is not None:
+        config.work_mem = work_mem
+    return Session(
+        config,
+        plugin,
+        "collect",
+        lambda lsn, xid, data: None,
+        version=version,
+        start_lsn=start,
+        align=True,
+        snapshot_reader=reader,
+    )
+
+
 class SegmentFeeder:
     """Feeds a session the server's WAL in whole segments, from `start` on: each
     `catch_up` switches to a new segment (pg_switch_wal) and feeds every segment

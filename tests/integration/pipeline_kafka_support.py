@@ -110,6 +110,24 @@ class WorkerProcess:
     def wait_ready(self, timeout: float = 60.0) -> dict[str, Any]:
         return self.wait_event(READY_EVENTS, timeout)
 
+    def stop_when(self, cond: Callable[[], bool], timeout: float, what: str) -> None:
+        """Return with the worker stopped (SIGSTOP) at a moment `cond` held, asked while
+        it was stopped: what `cond` saw cannot change before the caller acts (a
+        SIGKILL). A `cond` that raises leaves the worker running."""
+        deadline = time.monotonic() + timeout
+        while True:
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            assert self.proc.poll() is None, self.tail()
+            self.proc.send_signal(signal.SIGSTOP)
+            try:
+                if cond():
+                    return
+            except BaseException:
+                self.proc.send_signal(signal.SIGCONT)
+                raise
+            self.proc.send_signal(signal.SIGCONT)
+            time.sleep(0.02)
+
     def kill(self) -> None:
         """SIGKILL: no cleanup of any kind runs in the worker."""
         if self.proc.poll() is None:

@@ -375,20 +375,6 @@ def restart(p: Pipeline, old: WorkerProcess, kills: list[str], why: str) -> Work
     return new
 
 
-def frozen_when(worker: WorkerProcess, cond: Callable[[], bool], timeout: float, what: str) -> None:
-    """Return with `worker` stopped (SIGSTOP) at a moment `cond` held, asked while it was
-    stopped: what `cond` saw cannot change before the caller acts (a SIGKILL)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        assert worker.proc.poll() is None, worker.tail()
-        worker.proc.send_signal(signal.SIGSTOP)
-        if cond():
-            return
-        worker.proc.send_signal(signal.SIGCONT)
-        time.sleep(0.02)
-
-
 def until(cond: Callable[[], bool], timeout: float, what: str, step: float = 0.05) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
@@ -514,8 +500,7 @@ def test_exactly_once_under_sigkill(
             # counted while it ran, the rest of the transaction was at times published
             # and committed between the count and the kill.
             base = uncommitted_count(p.kafka["bootstrap"], p.topic("ledger"))
-            frozen_when(
-                worker,
+            worker.stop_when(
                 lambda: (
                     uncommitted_count(p.kafka["bootstrap"], p.topic("ledger"))
                     > base + big_rows // 4

@@ -41,7 +41,7 @@ from service.output.logical import IN_SNAPSHOT_LOGGED
 from service.output.text import TestDecodingPlugin
 from service.schema.tabledef import CatalogSnapshot
 from tests.fixtures.services import require_features
-from tests.integration.decoding_support import SegmentFeeder
+from tests.integration.decoding_support import SegmentFeeder, aligned_session
 
 pytestmark = pytest.mark.integration
 
@@ -89,29 +89,9 @@ def _one(cur: Any) -> Any:
     return row[0]
 
 
-def _aligned_session(
-    dsn: str,
-    slot: str,
-    version: int,
-    start: int,
-    out: _Rows,
-    tmp_path: Path,
-    work_mem: int | None = None,
-) -> Session:
-    """A session decoding from `start` that aligns a data snapshot (read into `out`)."""
-    config = SessionConfig(dsn=dsn, slot=slot, spill_dir=tmp_path / "spill")
-    if work_mem is not None:
-        config.work_mem = work_mem
-    return Session(
-        config,
-        out,
-        "collect",
-        lambda lsn, xid, data: None,
-        version=version,
-        start_lsn=start,
-        align=True,
-        snapshot_reader=SnapshotReader(FilterSettings(), sink=_Sink(out)),
-    )
+def _reader(out: _Rows) -> SnapshotReader:
+    """The aligned snapshot's reader, its rows into `out`."""
+    return SnapshotReader(FilterSettings(), sink=_Sink(out))
 
 
 @pytest.fixture(params=[True, False], ids=["capture", "no-capture"])
@@ -168,7 +148,7 @@ def _run(
         start = parse_lsn(_one(cur))
         if when == "before-session":
             tx.execute("COMMIT")
-        session = _aligned_session(dsn, slot, version, start, out, tmp_path)
+        session = aligned_session(dsn, slot, version, start, out, _reader(out), tmp_path)
         feeder = SegmentFeeder(pg, cur, start)
 
         def catch_up() -> None:
@@ -402,7 +382,9 @@ def test_backlog_the_snapshot_holds_is_not_queued(
                 oc.execute("SELECT pg_current_xact_id()::text")
                 other_xid = int(_one(oc))
             other.close()
-            session = _aligned_session(dsn, slot, version, start, out, tmp_path, 256 << 10)
+            session = aligned_session(
+                dsn, slot, version, start, out, _reader(out), tmp_path, work_mem=256 << 10
+            )
             feeder = SegmentFeeder(pg, cur, start)
             try:
                 with capture_logs() as logs:

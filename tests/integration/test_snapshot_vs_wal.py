@@ -26,7 +26,6 @@ import pytest
 
 from connectors.postgres.server import force_running_xacts
 from connectors.tablesnap.reader import SnapshotReader
-from service.app.session import Session, SessionConfig
 from service.config import FilterSettings
 from service.lsn import parse_lsn
 from service.output.api import ColumnValue, PluginContext, RelationInfo, RowChange, TxnInfo
@@ -36,7 +35,7 @@ from service.types.geometric import Point
 from service.types.range import Range
 from service.types.unknown import UnknownTypePolicy
 from tests.fixtures.services import require_features
-from tests.integration.decoding_support import SegmentFeeder
+from tests.integration.decoding_support import SegmentFeeder, aligned_session
 from tests.integration.extension_cases import cases as extension_cases
 from tests.integration.extension_cases import extension_ddl
 from tests.integration.test_types_vs_server import (
@@ -224,20 +223,8 @@ def snapshot_and_wal(
         reader = SnapshotReader(
             FilterSettings(), sink=_Sink(out), unknown_types=UnknownTypePolicy("bytes")
         )
-        session = Session(
-            SessionConfig(
-                dsn=dsn,
-                slot=slot,
-                spill_dir=tmp_path / "spill",
-                unknown_types=UnknownTypePolicy("bytes"),
-            ),
-            out,
-            "collect",
-            lambda lsn, xid, data: None,
-            version=version,
-            start_lsn=start,
-            align=True,
-            snapshot_reader=reader,
+        session = aligned_session(
+            dsn, slot, version, start, out, reader, tmp_path, unknown_types=reader.unknown_types
         )
         feeder = SegmentFeeder(pg, cur, start)
 
