@@ -145,7 +145,8 @@ def predecode(
     the TOAST chunk inserts between them), or its updates or deletes that log one
     tuple, as one `InsertRun`, none holding a record logged before `runs_from`, and
     the XLOG, Heap and Heap2 records of `inert_ops` (`Decoder.inert_ops`) inside a run
-    counted in it. False, having done nothing, for any other reader."""
+    counted in it, and outside one handed on as a bare rmgr's are (pgbench's row locks
+    between its updates). False, having done nothing, for any other reader."""
     if not isinstance(reader, NativeXLogReader):
         return False
     if runs:

@@ -185,7 +185,9 @@ class NativeXLogReader:
         holds a record logged before `runs_from` (those come one by one, so a consumer
         that skips them never meets a run straddling that LSN). The XLOG, Heap and
         Heap2 records of `inert_ops` ((rmid, op) the decoder does nothing with) may sit
-        inside a run, counted in its `records` as a bare rmgr's record is."""
+        inside a run, counted in its `records` as a bare rmgr's record is; outside one
+        they come as a bare rmgr's record does (no events, no blocks built). A record
+        with a block of a watched relation (`watch_relations`) always comes whole."""
         make_run = None
         if run is not None:
             if rows is None:

@@ -146,15 +146,40 @@ def _joins(
     )
 
 
+def _outside_run(item: object, bare: frozenset[int], inert: bool) -> object:
+    """What the reader armed with runs hands on for `item` (an item of the reader armed
+    without them) outside a run: with `inert` (armed with the inert records), an inert
+    record as a bare rmgr's, with no events and its header fields (the driver
+    registers its xid and nothing else); any other the same."""
+    if inert and type(item) is XLogRecord and _is_inert(item, bare):
+        return PredecodedRecord(
+            item.lsn,
+            item.end_lsn,
+            item.total_len,
+            item.xid,
+            item.info,
+            item.rmid,
+            item.toplevel_xid,
+            item.origin,
+            [],
+        )
+    return item
+
+
 def _check(
-    with_runs: list[object], plain: list[object], bare: frozenset[int], *, maximal: bool
+    with_runs: list[object],
+    plain: list[object],
+    bare: frozenset[int],
+    *,
+    maximal: bool,
+    inert: bool = True,
 ) -> list[InsertRun]:
     """The contract above, item by item; the runs."""
     runs: list[InsertRun] = []
     at = 0
     for n, item in enumerate(with_runs):
         if not isinstance(item, InsertRun):
-            assert item == plain[at], at
+            assert item == _outside_run(plain[at], bare, inert), at
             at += 1
             continue
         part = plain[at : at + item.records]
@@ -317,7 +342,7 @@ def test_no_run_holds_a_record_before_runs_from() -> None:
         assert before == [p for p in plain if p.lsn < cut]  # type: ignore[attr-defined]
         after = items[len(before) :]
         assert all(i.first_lsn >= cut for i in after if isinstance(i, InsertRun))
-        _check(after, [p for p in plain if p.lsn >= cut], bare, maximal=False)  # type: ignore[attr-defined]
+        _check(after, [p for p in plain if p.lsn >= cut], bare, maximal=False, inert=False)  # type: ignore[attr-defined]
 
 
 def test_a_consumer_that_stops_at_a_run_resumes_after_it() -> None:
@@ -559,3 +584,33 @@ def test_updates_that_log_their_old_tuple_make_runs_of_their_own() -> None:
     back = native_heap.load_rows(rows.dump(), rows.xid, rows.locator)
     assert list(back) == list(first) and back.olds == 3
     assert list(first.window(1, 3)) == list(first)[1:3]
+
+
+def test_inert_records_outside_runs_come_bare_unless_watched() -> None:
+    """A row lock between other transactions' changes (pgbench's, between its updates)
+    is inert: outside a run it comes with no events and no blocks built, as a bare
+    rmgr's record, and the driver registers its xid (Heap LOCK, Heap2 PRUNE and XLOG
+    FPI_FOR_HINT alike). One with a block of a watched relation (pg_class's, whose pages
+    the historic catalog rebuilds) still comes whole."""
+    watched_rel = (1663, 5, 1259)
+    writer = WalWriter(magic=_MAGIC[15])
+    ops = [(10, 0x60, 700), (9, 0x10, 0), (0, 0xA0, 701)]
+    for rmid, info, xid in ops:
+        for rel in ((1663, 5, 16384), watched_rel):
+            writer.add(rmid, info, xid, record_body([Block(0, rel=rel)], bytes(8)))
+    data = writer.data()
+    bare = decoder_for(15).without_decode
+    reader = NativeXLogReader(writer.base, segment_size=writer.seg_size)
+    assert native_heap.predecode(reader, bare, runs=True, inert_ops=_inert(bare))
+    reader.watch_relations([RelFileLocator(*watched_rel)])
+    reader.feed(data, writer.base)
+    items = list(reader.decoded_records())
+    assert len(items) == 2 * len(ops)
+    for (rmid, info, xid), free, whole in zip(ops, items[::2], items[1::2], strict=True):
+        assert type(free) is PredecodedRecord
+        assert (free.rmid, free.info, free.xid, free.events) == (rmid, info, xid, [])
+        assert free.toplevel_xid is None and free.origin is None
+        assert type(whole) is XLogRecord
+        assert (whole.rmid, whole.info, whole.xid) == (rmid, info, xid)
+        assert whole.blocks[0].locator == RelFileLocator(*watched_rel)
+        assert free.end_lsn == whole.lsn  # in WAL order, one after the other

@@ -381,6 +381,18 @@ impl PyWalReader {
                         continue;
                     }
                 }
+                // Outside a run (another transaction's, a subtransaction's: pgbench's row
+                // locks between its updates) it comes as a bare rmgr's record does: its
+                // xid is all the driver reads, so no block references or data are built.
+                if !watched && pd.inert(h.rmid, h.info) {
+                    if past {
+                        taken -= 1;
+                        break;
+                    }
+                    flush(py, &mut run, make_run, &list)?;
+                    list.append(predecoded_record(py, pd, h, body, PyList::empty(py))?)?;
+                    continue;
+                }
                 if let Some(parse) = predecoded_parser(h.rmid, h.info).filter(|_| !watched) {
                     if let Some((events, b0)) = parse_heap(parse, h, body, bytes) {
                         let part = if make_run.is_some()
