@@ -4,7 +4,7 @@ The glue that uses it is `service.wal.native` (and `service.decode.native_heap`,
 `connectors.avro.native_rows` for RowPlan/envelope); see the contract there.
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, final
 
 from service.decode.events import Event, HeapChange
@@ -273,7 +273,7 @@ class DirectProducer:
         keys: list[bytes | None],
         values: list[bytes | None],
         start: int,
-        headers: list[tuple[str, bytes]],
+        headers: Sequence[tuple[str, bytes]],
     ) -> tuple[int, int]: ...
 
 class TextPlan:

@@ -15,7 +15,9 @@ every change it leaves to the Python path. `changes` writes the same records, in
 same order, the events of consecutive changes of one table definition and op as one
 `RecordRun` of ready bytes (`ctx.write_run`, one Rust call per run:
 `RowPlan.encode_events`), a DELETE's event followed by its tombstone when
-`kafka.tombstones_on_delete`; the events of one run share one clock reading.
+`kafka.tombstones_on_delete`; the events of one run share one clock reading. A
+RunList's RecordRuns go on together (`ctx.write_runs`), those before a row of the
+Python path's written before it.
 
 How:
 - A plan (`RowPlan`) is compiled once per table definition (per `_Table`, i.e. per
@@ -360,20 +362,35 @@ class NativeRows:
         if plain and isinstance(changes, RowRun):
             self._run(ctx, txn, changes)
         elif plain and isinstance(changes, RunList):
+            # The runs' records go on together (`ctx.write_runs`), in order.
+            out: list[RecordRun] = []
             for run in changes.runs:
-                self._run(ctx, txn, run)
+                self._run(ctx, txn, run, out)
+            if out:
+                ctx.write_runs(out)
         else:
             self._rows(ctx, txn, changes, plain)
 
-    def _run(self, ctx: PluginContext, txn: TxnInfo, changes: RowRun) -> None:
-        """A RowRun of a plain transaction: its raw tuples to `_group` at once."""
+    def _run(
+        self,
+        ctx: PluginContext,
+        txn: TxnInfo,
+        changes: RowRun,
+        out: list[RecordRun] | None = None,
+    ) -> None:
+        """A RowRun of a plain transaction: its raw tuples to `_group` at once. With
+        `out`, its RecordRun is added there for the caller to write, after those before
+        it (which are written first when a row of it is the Python path's)."""
         p = self.plugin
         op, rel = changes.op, changes.relation
         t = p._table(rel)  # once per run
         if t is None:
             return  # not published
         ctx.write_lsn = changes.lsns[0]
-        done = self._group(ctx, txn, t, rel, changes.table, op, changes.raws, changes.lsns)
+        done = self._group(ctx, txn, t, rel, changes.table, op, changes.raws, changes.lsns, out=out)
+        if out and done < len(changes):
+            ctx.write_runs(out)  # before the Python path writes anything
+            out.clear()
         if done < 0:  # no plan: every row is the Python path's
             self._python(ctx, txn, t, changes, 0, len(changes))
         elif done < len(changes):  # row `done` fell back; the rest go on as a list
@@ -462,12 +479,14 @@ class NativeRows:
         tuples: list[Any] | HeapRows,
         lsns: list[int],
         toasts: list[Mapping[int, bytes] | None] | None = None,
+        *,
+        out: list[RecordRun] | None = None,
     ) -> int:
         """Encode and write the events of consecutive changes of `t` (defined by
-        `table`) with op `op`, logged at `lsns`, as one RecordRun; how many it wrote,
-        stopping before the first fallback row (counted in `fallbacks`); -1, having done
-        nothing, when the definition has no native plan. `toasts`: each row's TOAST
-        chunks (of a list of `tuples` only)."""
+        `table`) with op `op`, logged at `lsns`, as one RecordRun (added to `out`
+        instead, when given); how many it wrote, stopping before the first fallback row
+        (counted in `fallbacks`); -1, having done nothing, when the definition has no
+        native plan. `toasts`: each row's TOAST chunks (of a list of `tuples` only)."""
         p = self.plugin
         hot = self._hot_of(txn, t, rel, table, lsns[0])
         st, entry = hot.st, hot.entry
@@ -521,7 +540,10 @@ class NativeRows:
             if code == "d" and p._tombstones():
                 keys, values, lsns = _with_tombstones(keys, values, lsns)
             run = RecordRun(t.plan.topic, keys, values, lsns, p.context_headers, code)
-            ctx.write_run(run)
+            if out is None:
+                ctx.write_run(run)
+            else:
+                out.append(run)
         return done
 
     def _encode(

@@ -176,6 +176,7 @@ class Session:
         snapshot_reader: SnapshotReader | None = None,
         plugin_state: Mapping[str, Any] | None = None,
         run_writer: Callable[[int, int, RecordRun], None] | None = None,
+        runs_writer: Callable[[int, int, list[RecordRun]], None] | None = None,
     ) -> None:
         """Three ways to start:
 
@@ -226,6 +227,7 @@ class Session:
             dict(config.plugin_options),
             writer,
             run_writer=run_writer,
+            runs_writer=runs_writer,
             state=dict(plugin_state or {}),
         )
         self.wrapper = PluginWrapper(plugin, ctx)

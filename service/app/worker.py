@@ -304,6 +304,7 @@ class Worker:
         avro = AvroPlugin(s)
         plugin: object = avro if self.snapshotter is None else self.snapshotter.hooks(avro)
         sink_write, sink_write_run = self.sink.write, self.sink.write_run
+        sink_write_runs = self.sink.write_runs
         # Whatever the previous session wrote uncommitted is replayed by this one.
         uncounted = self._uncounted
         uncounted.clear()
@@ -326,15 +327,24 @@ class Worker:
                 labels = (record.topic, record.op or "-")
                 uncounted[labels] = uncounted.get(labels, 0) + 1
 
-        def write_run(lsn: int, xid: int, run: RecordRun) -> None:
-            check_stop(lsn, xid)
-            sink_write_run(lsn, xid, run)
+        def count_run(run: RecordRun) -> None:
             labels = (run.topic, run.op or "-")
             tombstones = run.tombstones
             uncounted[labels] = uncounted.get(labels, 0) + len(run.values) - tombstones
             if tombstones:
                 labels = (run.topic, "-")
                 uncounted[labels] = uncounted.get(labels, 0) + tombstones
+
+        def write_run(lsn: int, xid: int, run: RecordRun) -> None:
+            check_stop(lsn, xid)
+            sink_write_run(lsn, xid, run)
+            count_run(run)
+
+        def write_runs(lsn: int, xid: int, runs: list[RecordRun]) -> None:
+            check_stop(lsn, xid)
+            sink_write_runs(lsn, xid, runs)
+            for run in runs:
+                count_run(run)
 
         stored = KafkaSchemaStore(s, self.sink).load_latest()
         if last is None and stored is not None and not s.snapshot.fresh_start:
@@ -375,6 +385,7 @@ class Worker:
                 "avro",
                 write,
                 run_writer=write_run,
+                runs_writer=write_runs,
                 version=version,
                 start_lsn=start,
                 restore=(last.confirmed_lsn, stored[1]),
@@ -398,6 +409,7 @@ class Worker:
                 "avro",
                 write,
                 run_writer=write_run,
+                runs_writer=write_runs,
                 version=version,
                 start_lsn=start,
                 align=True,

@@ -390,6 +390,9 @@ class PluginContext:
     # (lsn, xid, run) -> None: a RecordRun at once; without it write_run writes its
     # records one by one through `writer`.
     run_writer: Callable[[int, int, RecordRun], None] | None = None
+    # (lsn, xid, runs) -> None: several RecordRuns at once, in order (a transaction's
+    # runs of several tables); without it write_runs hands on each through write_run.
+    runs_writer: Callable[[int, int, list[RecordRun]], None] | None = None
     accept_writes: bool = False
     write_lsn: int = 0
     write_xid: int = 0
@@ -415,6 +418,20 @@ class PluginContext:
         for lsn, record in zip(run.lsns, run.records(), strict=True):
             self.write_lsn = lsn
             self.writer(lsn, self.write_xid, record)
+
+    def write_runs(self, runs: list[RecordRun]) -> None:
+        """Hand on `runs` in order, as `write_run` would each: in one call of
+        `runs_writer` when there is one (at the first run's first LSN)."""
+        if not self.accept_writes:
+            raise PluginError(
+                f"plugin {self.plugin_name} wrote outside a callback", lsn=self.write_lsn
+            )
+        if self.runs_writer is not None:
+            self.runs_writer(runs[0].lsns[0], self.write_xid, runs)
+            return
+        for run in runs:
+            self.write_lsn = run.lsns[0]
+            self.write_run(run)
 
 
 REQUIRED = ("begin", "change", "commit")

@@ -15,8 +15,9 @@ UPDATEs and an INSERT, four tables), as OLTP writes them. For each, over the sam
   output lines: reader, decoder, reorder buffer, schema history, row decoding, type
   conversion, plugin;
 - pgcdc with the avro plugin, serialization only: every record is built and
-  serialized, then dropped by the writer, which takes a run of ready records at once as
-  the worker's Kafka sink does (the registry is contacted once per schema);
+  serialized, then dropped by the writer, which takes a run of ready records at once
+  (and a transaction's runs of several tables at once) as the worker's Kafka sink
+  does (the registry is contacted once per schema);
 - reader + decoder only (records decoded into events, nothing queued), for reference:
   what the stages before the reorder buffer cost on their own;
 - PostgreSQL's test_decoding on a logical slot over the same WAL
@@ -266,6 +267,7 @@ def run_pgcdc(
     plugin: object
     writer: Callable[[int, int, Any], None]
     run_writer: Callable[[int, int, RecordRun], None] | None = None
+    runs_writer: Callable[[int, int, list[RecordRun]], None] | None = None
     if plugin_name == "text":
         plugin = TestDecodingPlugin()
 
@@ -282,7 +284,11 @@ def run_pgcdc(
         def count_run(lsn: int, xid: int, run: RecordRun) -> None:
             dropped[0] += len(run.values)
 
-        run_writer = count_run
+        def count_runs(lsn: int, xid: int, runs: list[RecordRun]) -> None:
+            for run in runs:
+                dropped[0] += len(run.values)
+
+        run_writer, runs_writer = count_run, count_runs
 
         options = {}
     with tempfile.TemporaryDirectory(prefix="pgcdc-bench-spill-") as spill:
@@ -296,6 +302,7 @@ def run_pgcdc(
             decode_from=w.consistent,
             # As the worker hands the sink a run of ready records at once.
             run_writer=run_writer,
+            runs_writer=runs_writer,
         )
         try:
             prof = cProfile.Profile() if profile else None

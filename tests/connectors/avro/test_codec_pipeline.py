@@ -137,13 +137,18 @@ def _session(
 ) -> Session:
     """A session whose catalog snapshot is taken now, before the workload (as a live
     worker's), writing `plugin`'s records into `out`. With `runs`, record runs come
-    through a run writer (as the worker's), each run's events (tombstones not counted)
-    appended to `runs`."""
+    through a run writer and a runs writer (as the worker's), each run's events
+    (tombstones not counted) appended to `runs`."""
 
     def write_run(_l: int, _x: int, run: RecordRun) -> None:
         assert runs is not None and run.values
         runs.append(len(run.values) - run.tombstones)
         out.extend(run.records())
+
+    def write_runs(lsn: int, xid: int, many: list[RecordRun]) -> None:
+        assert many and lsn == many[0].lsns[0]
+        for run in many:
+            write_run(lsn, xid, run)
 
     return Session(
         SessionConfig(dsn=dsn, slot=slot, spill_dir=Path(spill), plugin_options=options or {}),
@@ -154,6 +159,7 @@ def _session(
         start_lsn=start,
         decode_from=consistent,
         run_writer=None if runs is None else write_run,
+        runs_writer=None if runs is None else write_runs,
     )
 
 

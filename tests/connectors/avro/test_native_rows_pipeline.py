@@ -741,8 +741,8 @@ def test_native_rows_equal_python_and_reference(
     deletes: list[tuple[str, int, int]] = []  # the same, of DELETE groups
     update_groups: list[tuple[str, int, int]] = []  # and of UPDATE groups
 
-    def counted(self: NativeRows, *args: Any) -> int:
-        done = group(self, *args)
+    def counted(self: NativeRows, *args: Any, **kwargs: Any) -> int:
+        done = group(self, *args, **kwargs)
         seen = (args[2].plan.topic.rsplit(".", 1)[-1], len(args[6]), done)
         groups.append(seen)
         if args[5] is ChangeOp.DELETE:
