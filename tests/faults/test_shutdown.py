@@ -26,7 +26,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.faults]
 # replay cannot end between that count and the SIGTERM however fast it is. (600,000
 # rows took 138 s of CI's critical lane, mostly reading them back twice.)
 ROWS = 200_000
-GRACE_S = 0.2  # kafka.shutdown_timeout_s: the replay may go on this long after SIGTERM
+# kafka.shutdown_timeout_s: the replay may go on this long after SIGTERM. A count of 1%
+# in the topic lags what the worker has already handed to librdkafka; on a quiet machine
+# the rest of the replay then took under 0.2 s, the transaction was committed whole and
+# the test failed every time (4 of 4 runs), though never in CI, where the lanes share
+# the cores. 10 ms is too short for that (3 of 3 runs passed).
+GRACE_S = 0.01
 
 
 class Watermarks:
@@ -62,7 +67,7 @@ def test_sigterm_mid_replay_aborts_within_the_shutdown_timeout(
 ) -> None:
     """SIGTERM while a 200,000-row transaction is being written into its Kafka
     transaction: the worker aborts that Kafka transaction and exits 0 within
-    kafka.shutdown_timeout_s (0.2 s here) plus a few seconds, instead of finishing the
+    kafka.shutdown_timeout_s (10 ms here) plus a few seconds, instead of finishing the
     replay; nothing of the transaction is visible to read_committed consumers; a
     restarted worker publishes it once, whole."""
     with pipeline(
