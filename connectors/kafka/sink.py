@@ -17,7 +17,11 @@ Guarantees:
   producer with the same id and aborts its open transaction; the older one then gets
   a fatal "fenced" error on its next call, raised here as `FencedError`.
 - A Kafka transaction begins at the first record after a commit, so records stream to
-  the broker while the source transaction is still being replayed. It adapts to load:
+  the broker while the source transaction is still being replayed; under the native
+  loop, short runs (a small transaction's few records, its BEGIN and END: SHORT_RUN)
+  are held and produced together, before the commit, before a long run, or once
+  HELD_MAX_RECORDS or HELD_MAX_BYTES are held, and dropped if the Kafka transaction
+  aborts. It adapts to load:
   it commits when the WAL source is idle (`idle`: the decoder has consumed every byte
   received so far, so latency at low load is about one commit round trip), or when
   `settings.kafka.max_batch_txns` source transactions are in it, or its records exceed
@@ -29,7 +33,8 @@ Guarantees:
 - Slot feedback: `on_committed(confirmed_lsn, restart_lsn)` is called only after
   `commit_transaction` returned; the driver moves the slot only then.
 - Errors: the sink keeps no copy of the records it produced (memory stays bounded by
-  librdkafka's queue, `queue.buffering.max.kbytes`, whatever the transaction size). A
+  librdkafka's queue, `queue.buffering.max.kbytes`, and the short runs held, at most
+  HELD_MAX_BYTES and one run more, whatever the transaction size). A
   broker outage before a Kafka transaction holds anything (topics, init, begin) is
   retried with exponential backoff for `retry_budget_s` (kafka.retry_budget_s, one
   budget for the whole start), then `BrokerUnavailableError`, never sooner. Once records
