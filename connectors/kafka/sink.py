@@ -435,8 +435,9 @@ class KafkaSink:
     def write_run(self, lsn: int, xid: int, run: RecordRun) -> None:
         """The PluginContext run writer: `write` for each record of `run`, in order, with
         the checks done once (one topic) and the headers converted once. Under the
-        native loop (`_direct`) the records are enqueued by it, and a record it stopped
-        at goes through produce() like any other (its error raised and handled there)."""
+        native loop (`_direct`) a short run is held and a long one enqueued by it
+        (`_write_direct`), and a record it stopped at goes through produce() like any
+        other (its error raised and handled there)."""
         topic, size = run.topic, run.size
         self._enter(topic, size)
         if self._direct is not None:
