@@ -820,7 +820,6 @@ class KafkaSink:
     def _abort_for_replay(self, exc: _Retry, lsn: int) -> None:
         """The open Kafka transaction failed after records went into it: abort it and
         have the worker decode them again (the sink keeps no copy; see the docstring)."""
-        self._drop_held()
         self.retries += 1
         try:
             self._abort()

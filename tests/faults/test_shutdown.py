@@ -29,7 +29,7 @@ ROWS = 200_000
 # kafka.shutdown_timeout_s: the replay may go on this long after SIGTERM. A count of 1%
 # in the topic lags what the worker has already handed to librdkafka; on a quiet machine
 # the rest of the replay then took under 0.2 s, the transaction was committed whole and
-# the test failed every time (4 of 4 runs), though never in CI, where the lanes share
+# the test failed every time (9 runs of 9), though never in CI, where the lanes share
 # the cores. 10 ms is too short for that (3 of 3 runs passed).
 GRACE_S = 0.01
 

@@ -6,7 +6,7 @@ may be."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -161,14 +161,42 @@ def _run(topic: str, n: int, size: int) -> RecordRun:
     return RecordRun(topic, keys, values, [0x1000 + i for i in range(n)], headers, "c")
 
 
-def _write(settings: Settings, run: RecordRun) -> KafkaSink:
+def _publish(settings: Settings, write: Callable[[KafkaSink], None]) -> KafkaSink:
+    """A sink started, written by `write` in one source transaction, committed, closed."""
     sink = KafkaSink(settings, retry_budget_s=30.0)
     sink.start()
-    sink.write_run(run.lsns[0], 7, run)
+    write(sink)
     sink.end_source_txn(0x9000, 0x1000, 1)
     sink.flush()
     sink.close()
     return sink
+
+
+def _write(settings: Settings, run: RecordRun) -> KafkaSink:
+    return _publish(settings, lambda sink: sink.write_run(run.lsns[0], 7, run))
+
+
+def _write_runs(settings: Settings, runs: list[RecordRun]) -> KafkaSink:
+    return _publish(settings, lambda sink: sink.write_runs(runs[0].lsns[0], 7, runs))
+
+
+def _spied(monkeypatch: pytest.MonkeyPatch) -> list[_Spy]:
+    """The sinks made from now on use the native loop behind a `_Spy`, listed here."""
+    spies: list[_Spy] = []
+
+    def spying(producer: Any, client_id: str) -> Any:
+        spies.append(_Spy(direct_producer(producer, client_id)))
+        return spies[-1]
+
+    monkeypatch.setattr(sink_module, "direct_producer", spying)
+    return spies
+
+
+def _assert_in_order(got: list[tuple[int, Any, Any, Any]]) -> None:
+    """Each partition holds its keys `key-<n>` in increasing n (the order written)."""
+    for p in range(PARTITIONS):
+        order = [int(k[4:]) for q, k, _, _ in got if q == p]
+        assert order == sorted(order), f"partition {p} out of order"
 
 
 @pytest.mark.integration
@@ -221,13 +249,7 @@ def test_a_full_queue_midway_is_waited_out_in_order(
     on; every record arrives once, in order."""
     monkeypatch.setenv("PGCDC_IMPL", "native")
     monkeypatch.setattr(sink_module, "QUEUE_MAX_KBYTES", 64)
-    spies: list[_Spy] = []
-
-    def spying(producer: Any, client_id: str) -> Any:
-        spies.append(_Spy(direct_producer(producer, client_id)))
-        return spies[-1]
-
-    monkeypatch.setattr(sink_module, "direct_producer", spying)
+    spies = _spied(monkeypatch)
     settings = make_settings(kafka, registry, topics, unique("slot"))
     run = _run(f"{topics}.full", 3000, 1024)
     _write(settings, run)
@@ -238,19 +260,7 @@ def test_a_full_queue_midway_is_waited_out_in_order(
     assert spy.stops[-1] in ((3000, 0), (2999, ERR_QUEUE_FULL)), spy.stops[-1]
     got = _read(settings, f"{topics}.full")
     assert sorted(k for _, k, _, _ in got) == sorted(run.keys)  # type: ignore[type-var]
-    for p in range(PARTITIONS):
-        order = [int(k[4:]) for q, k, _, _ in got if q == p]
-        assert order == sorted(order), f"partition {p} out of order"
-
-
-def _write_runs(settings: Settings, runs: list[RecordRun]) -> KafkaSink:
-    sink = KafkaSink(settings, retry_budget_s=30.0)
-    sink.start()
-    sink.write_runs(runs[0].lsns[0], 7, runs)
-    sink.end_source_txn(0x9000, 0x1000, 1)
-    sink.flush()
-    sink.close()
-    return sink
+    _assert_in_order(got)
 
 
 @pytest.mark.integration
@@ -289,13 +299,7 @@ def test_held_short_runs_wait_out_a_full_queue_in_order(
     loop goes on from the next record; every record arrives once, in order."""
     monkeypatch.setenv("PGCDC_IMPL", "native")
     monkeypatch.setattr(sink_module, "QUEUE_MAX_KBYTES", 64)
-    spies: list[_Spy] = []
-
-    def spying(producer: Any, client_id: str) -> Any:
-        spies.append(_Spy(direct_producer(producer, client_id)))
-        return spies[-1]
-
-    monkeypatch.setattr(sink_module, "direct_producer", spying)
+    spies = _spied(monkeypatch)
     settings = make_settings(kafka, registry, topics, unique("slot"))
     topic = f"{topics}.full"
     headers = (("__debezium.context.taskId", b"0"),)
@@ -310,18 +314,15 @@ def test_held_short_runs_wait_out_a_full_queue_in_order(
         )
         for n in range(0, 3000, 3)
     ]
-    sink = KafkaSink(settings, retry_budget_s=30.0)
-    sink.start()
-    for at in range(0, len(runs), 10):  # a transaction's runs at a time
-        sink.write_runs(at * 3, 7, runs[at : at + 10])
-    sink.end_source_txn(0x9000, 0x1000, 1)
-    sink.flush()
-    sink.close()
+
+    def write(sink: KafkaSink) -> None:
+        for at in range(0, len(runs), 10):  # a transaction's runs at a time
+            sink.write_runs(at * 3, 7, runs[at : at + 10])
+
+    _publish(settings, write)
     (spy,) = spies
     assert any(code == ERR_QUEUE_FULL for _, code in spy.stops), spy.stops
     got = _read(settings, topic)
     assert sorted(k for _, k, _, _ in got) == sorted(k for r in runs for k in r.keys)  # type: ignore[type-var]
-    for p in range(PARTITIONS):
-        order = [int(k[4:]) for q, k, _, _ in got if q == p]
-        assert order == sorted(order), f"partition {p} out of order"
+    _assert_in_order(got)
     assert all(v == f"{int(k[4:]):08d}".encode() * 128 for _, k, v, _ in got)

@@ -343,9 +343,20 @@ impl PyWalReader {
             };
             let bytes = self.core.record_bytes(w);
             if let Some(pd) = &self.predecode {
-                if pd.bare[usize::from(h.rmid)] {
-                    // The index insert after each heap insert: the driver only
-                    // registers its xid, the run's own (or none).
+                let rmgr_bare = pd.bare[usize::from(h.rmid)];
+                // (a record of a bare rmgr is never one the historic catalog reads)
+                let watched = !rmgr_bare
+                    && !self.watched.is_empty()
+                    && body
+                        .blocks
+                        .iter()
+                        .any(|b| self.watched.contains(&b.locator));
+                // The index insert after each heap insert (an rmgr without rm_decode), or a
+                // Heap, Heap2 or XLOG record the decoder does nothing with (pgbench's row
+                // locks between its updates): the driver only registers its xid. It joins
+                // the run of its xid (or of none); else it comes bare, its block
+                // references and data never built. A watched relation's comes whole.
+                if rmgr_bare || (!watched && pd.inert(h.rmid, h.info)) {
                     if let Some(r) = &mut run {
                         if body.toplevel_xid.is_none() && (h.xid == r.xid || h.xid == 0) {
                             r.lsn = h.lsn;
@@ -354,37 +365,6 @@ impl PyWalReader {
                             continue;
                         }
                     }
-                    if past {
-                        taken -= 1;
-                        break;
-                    }
-                    flush(py, &mut run, make_run, &list)?;
-                    list.append(predecoded_record(py, pd, h, body, PyList::empty(py))?)?;
-                    continue;
-                }
-                let watched = !self.watched.is_empty()
-                    && body
-                        .blocks
-                        .iter()
-                        .any(|b| self.watched.contains(&b.locator));
-                // A heap record the decoder does nothing with joins the run as the
-                // index inserts do; outside a run it is handed on as before.
-                if let Some(r) = &mut run {
-                    if !watched
-                        && pd.inert(h.rmid, h.info)
-                        && body.toplevel_xid.is_none()
-                        && (h.xid == r.xid || h.xid == 0)
-                    {
-                        r.lsn = h.lsn;
-                        r.end_lsn = h.end_lsn;
-                        r.records += 1;
-                        continue;
-                    }
-                }
-                // Outside a run (another transaction's, a subtransaction's: pgbench's row
-                // locks between its updates) it comes as a bare rmgr's record does: its
-                // xid is all the driver reads, so no block references or data are built.
-                if !watched && pd.inert(h.rmid, h.info) {
                     if past {
                         taken -= 1;
                         break;
