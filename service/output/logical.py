@@ -77,7 +77,14 @@ from service.wal.record import XLogRecord
 
 log = structlog.get_logger(__name__)
 
-XACT_XINFO_HAS_DBINFO = 1 << 0
+
+def of_another_database(ev: CommitEvent | AbortEvent, db_oid: int) -> bool:
+    """DecodeTXNNeedSkip's database rule (decode.c): the record names a database, and
+    not `db_oid`. A record without dbinfo parses as database 0, and so does one a
+    process connected to no database wrote (under wal_level=logical every commit carries
+    dbinfo, with MyDatabaseId): PostgreSQL decodes both for every slot."""
+    return ev.db_oid not in (0, db_oid)
+
 
 BASE_SNAPSHOT = "base-snapshot"
 """What a transaction's base snapshot stands for here: pgcdc keeps no historic snapshot
@@ -714,10 +721,9 @@ class Decoding:
 
     def _skip_commit(self, ev: CommitEvent | AbortEvent) -> bool:
         """DecodeTXNNeedSkip: before the start point, another database, or an origin."""
-        other_db = bool(ev.xinfo & XACT_XINFO_HAS_DBINFO) and ev.db_oid != self.db_oid
         return (
             self.snap.xact_needs_skip(ev.lsn, ev.xid)
-            or other_db
+            or of_another_database(ev, self.db_oid)
             or self.plugin.filter_by_origin(ev.origin)
         )
 
@@ -726,9 +732,8 @@ class Decoding:
         database's, after the start point, visible in the snapshot (not another
         database's, which every commit there is)."""
         snap = self.snap
-        other_db = bool(ev.xinfo & XACT_XINFO_HAS_DBINFO) and ev.db_oid != self.db_oid
         return (
-            not other_db
+            not of_another_database(ev, self.db_oid)
             and not snap.xact_needs_skip(ev.lsn)
             and snap.xact_needs_skip(ev.lsn, ev.xid)
         )
