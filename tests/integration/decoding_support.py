@@ -3,7 +3,8 @@
 `compare(pg, setup_sql, workload, options)`:
 1. creates a fresh database and installs pgcdc's DDL capture (`connectors.postgres.setup`);
 2. runs `setup_sql` (tables, types) — before any slot, so neither side decodes it;
-3. takes a CHECKPOINT and creates a test_decoding logical slot; pgcdc starts reading at
+3. takes a CHECKPOINT and creates a test_decoding logical slot (built as a full
+   snapshot: `tests.fixtures.slots.create_reference_slot`); pgcdc starts reading at
    that checkpoint's redo point, as a physical slot's restart_lsn would have it start
    (the historic pg_class, `service.schema.pgclass`, rebuilds pg_class's pages from a
    redo point on); commits before the slot are in pgcdc's catalog snapshot, so neither
@@ -47,6 +48,7 @@ from service.app.session import Session, SessionConfig
 from service.lsn import parse_lsn
 from service.output.text import TestDecodingPlugin
 from service.types.unknown import UnknownTypePolicy
+from tests.fixtures.slots import create_reference_slot
 
 Step = str | tuple[int, str] | Callable[[list[Any]], None]
 
@@ -175,10 +177,7 @@ def compare(
         cur.execute("CHECKPOINT")
         cur.execute("SELECT redo_lsn FROM pg_control_checkpoint()")
         start = parse_lsn(_one(cur))
-        cur.execute(
-            "SELECT lsn FROM pg_create_logical_replication_slot(%s, 'test_decoding', false, %s)",
-            (db, two_phase),
-        )
+        create_reference_slot(dsn, db, two_phase=two_phase)
         lines: list[str] = []
         session = Session(
             SessionConfig(

@@ -46,6 +46,7 @@ from service.lsn import format_lsn, parse_lsn
 from service.output.text import TestDecodingPlugin
 from service.reorder.buffer import ReorderBufferStats
 from service.reorder.changes import change_size
+from tests.fixtures.slots import create_reference_slot
 
 OPTIONS = {"include-xids": "0", "skip-empty-xacts": "1"}
 
@@ -373,9 +374,7 @@ def run_vs_pg(
         for sql in tables:
             conns["main"].cursor().execute(sql)
             conns["other"].cursor().execute(sql)
-        cur.execute(
-            "SELECT lsn FROM pg_create_logical_replication_slot(%s, 'test_decoding')", (db,)
-        )
+        create_reference_slot(dsn, db)
         cur.execute("SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = %s", (db,))
         start = parse_lsn(_one(cur))
         pgcdc_out = Output(keep_lines)

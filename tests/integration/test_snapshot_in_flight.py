@@ -41,6 +41,7 @@ from service.output.logical import IN_SNAPSHOT_LOGGED
 from service.output.text import TestDecodingPlugin
 from service.schema.tabledef import CatalogSnapshot
 from tests.fixtures.services import require_features
+from tests.fixtures.slots import create_reference_slot
 from tests.integration.decoding_support import SegmentFeeder, aligned_session
 
 pytestmark = pytest.mark.integration
@@ -279,7 +280,7 @@ def test_slot_created_while_bulk_insert_in_flight(
     committer = threading.Thread(target=commit_later)
     began = time.monotonic()
     committer.start()
-    cur.execute("SELECT lsn FROM pg_create_logical_replication_slot(%s, 'test_decoding')", (slot,))
+    create_reference_slot(dsn, slot)
     waited = time.monotonic() - began
     committer.join()
     assert waited >= delay + 0.15, "the slot did not wait for the transaction in flight"

@@ -33,6 +33,7 @@ from service.output.api import OutputRecord, RecordRun
 from tests.connectors.avro import avro_reference
 from tests.connectors.avro.avro_reference import ReferencePlugin
 from tests.connectors.avro.test_codec import drop_subjects
+from tests.fixtures.slots import create_reference_slot
 
 pytestmark = pytest.mark.integration
 
@@ -109,10 +110,11 @@ def _dsn(pg: dict[str, Any], db: str) -> str:
     return f"host={pg['host']} port={pg['port']} user={pg['user']} dbname={db}"
 
 
-def _logical_slot(cur: Any, slot: str) -> tuple[int, int]:
-    """Create a test_decoding slot named `slot`: (its restart LSN, the LSN it is
-    consistent from), where a session decoding the same WAL starts and aligns."""
-    cur.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (slot,))
+def _logical_slot(dsn: str, cur: Any, slot: str) -> tuple[int, int]:
+    """Create a test_decoding slot named `slot` (as a full snapshot, so its consistent
+    point comes by the RUNNING_XACTS rule a session follows too): (its restart LSN, the
+    LSN it is consistent from), where a session decoding the same WAL starts and aligns."""
+    create_reference_slot(dsn, slot)
     cur.execute(
         "SELECT restart_lsn::text, confirmed_flush_lsn::text "
         "FROM pg_replication_slots WHERE slot_name = %s",
@@ -197,7 +199,7 @@ def test_records_from_wal_equal_the_reference_plugins(
         conn.autocommit = True
         with conn.cursor() as cur:
             cur.execute(SCHEMA)
-            start, consistent = _logical_slot(cur, slot)
+            start, consistent = _logical_slot(dsn, cur, slot)
             # pgcdc reads from a checkpoint's redo point on (a physical slot's start): from
             # here every page of pg_class the workload changes is logged whole first, so
             # the historic pg_class rebuilds the rows of its TRUNCATE.

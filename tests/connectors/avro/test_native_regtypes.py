@@ -144,7 +144,7 @@ def test_reg_types_and_aclitem_native_equal_python(
         conn.autocommit = True
         with conn.cursor() as cur:
             cur.execute(SCHEMA)
-            start, consistent = _logical_slot(cur, slot)
+            start, consistent = _logical_slot(dsn, cur, slot)
             force_running_xacts(dsn, int(pg["version"]))
             settings = Settings(
                 source={"slot": slot, "dbname": db},
@@ -286,7 +286,7 @@ def test_composites_with_reg_and_aclitem_fields_native_equal_python(
         conn.autocommit = True
         with conn.cursor() as cur:
             cur.execute(COMPOSITE_SCHEMA)
-            start, consistent = _logical_slot(cur, slot)
+            start, consistent = _logical_slot(dsn, cur, slot)
             force_running_xacts(dsn, int(pg["version"]))
             settings = Settings(
                 source={"slot": slot, "dbname": db},

@@ -791,7 +791,7 @@ def test_native_rows_equal_python_and_reference(
                     "INSERT INTO n_all (id, ext4) VALUES (7001, (SELECT string_agg("
                     "md5(g::text), '') FROM generate_series(1, 2000) g))"
                 )
-            start, consistent = _logical_slot(cur, slot)
+            start, consistent = _logical_slot(dsn, cur, slot)
             force_running_xacts(dsn, int(pg["version"]))
             settings = Settings(
                 source={"slot": slot, "dbname": db},

@@ -89,7 +89,7 @@ def test_filled_updates_are_equal_on_python_and_native_paths(
                     "UPDATE tf SET z = (SELECT string_agg(md5(g::text) || repeat('z', 40), '')"
                     " FROM generate_series(1, 400) g)"
                 )
-            start, consistent = _logical_slot(cur, slot)
+            start, consistent = _logical_slot(dsn, cur, slot)
             force_running_xacts(dsn, int(pg["version"]))
             settings = Settings(
                 source={"slot": slot, "dbname": db},

@@ -436,7 +436,7 @@ def test_native_snapshot_equals_python_snapshot_and_stream(
             # the stream, of the same rows copied into twin tables
             for t in TABLES:
                 cur.execute(f"CREATE TABLE twin_{t} (LIKE {t} INCLUDING ALL)")
-            start, consistent = _logical_slot(cur, slot)
+            start, consistent = _logical_slot(dsn, cur, slot)
             force_running_xacts(dsn, int(pg["version"]))
             streamed: list[OutputRecord] = []
             stream_plugin = AvroPlugin(settings)
