@@ -173,6 +173,7 @@ AHEAD_MAX = 1
 # The longest a reader whose chunk waits for such a place sleeps before it looks again
 # (`_ahead_place`); a publication that frees one wakes it at once.
 AHEAD_POLL_S = 0.05
+IDLE_POLL_S = 0.2  # a reader with nothing to read looks again after this, or a `ring`
 RATE_BURST_S = 1.0  # rate_limit_rows_per_s: idle time earns at most this much (_throttle)
 HEAP_PAGE_BYTES = 8192  # BLCKSZ: what pg_class.relpages counts
 MIN_CHUNK_BYTES = 64 * 1024  # snapshot.chunk_bytes' least value
@@ -282,6 +283,10 @@ class Snapshotter:
         self.lock = threading.Lock()
         # Notified when a chunk's publication begins: its records' place is free.
         self._ahead_freed = threading.Condition(self.lock)
+        # Rung (`ring`) when chunks may start that could not: an idle reader waits on it
+        # for IDLE_POLL_S at most (`_idle`), and `_bell` counts the rings.
+        self._rung = threading.Condition(self.lock)
+        self._bell = 0
         self.stop = threading.Event()
         self.port: WorkerPort | None = None
         self.ctx: PluginContext | None = None
@@ -370,8 +375,24 @@ class Snapshotter:
             t.start()
             self._threads.append(t)
 
+    def ring(self) -> None:
+        """Chunks may start now (the worker's initial snapshot is committed, so
+        `snapshot_ready` turned true): idle readers look again at once rather than at
+        their next poll."""
+        with self.lock:
+            self._bell += 1
+            self._rung.notify_all()
+
+    def _idle(self, bell: int) -> None:
+        """Wait, as a reader with nothing to read, for a `ring` after `bell` (the count
+        seen before it looked) or IDLE_POLL_S, whichever comes first."""
+        with self.lock:
+            if self._bell == bell and not self.stop.is_set():
+                self._rung.wait(IDLE_POLL_S)
+
     def close(self) -> None:
         self.stop.set()
+        self.ring()
         for p in list(self._pending.values()):
             p.published.set()
         for t in self._threads:
@@ -531,6 +552,7 @@ class Snapshotter:
                     continue
                 read: bool | None = False
                 pending: _Pending | None = None
+                bell = self._bell
                 try:
                     pending = self._next(reader)
                     if pending is not None:
@@ -549,7 +571,7 @@ class Snapshotter:
                     backoff = min(backoff * 2, 5.0)
                     continue
                 if pending is None:
-                    self.stop.wait(0.2)
+                    self._idle(bell)
                     continue
                 pending = None  # `held` keeps it until published; `room` may wait long
                 backoff = 0.2

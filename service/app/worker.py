@@ -275,7 +275,7 @@ class Worker:
         if self._snapshot_until is not None:  # the snapshot's batch ends here
             self._snapshot_until = None
             self.sink.flush()
-            log.info("snapshot_committed", confirmed_lsn=format_lsn(ev.end_lsn))
+            self._snapshot_committed(ev.end_lsn)
 
     # --- life cycle -----------------------------------------------------------------
 
@@ -570,7 +570,15 @@ class Worker:
             self._schema_saved = history.version
         self.sink.end_source_txn(lsn, session.restart_lsn(), history.version)
         self.sink.flush()
+        self._snapshot_committed(lsn)
+
+    def _snapshot_committed(self, lsn: int) -> None:
+        """The initial snapshot's batch is committed at `lsn`: chunks may start
+        (`snapshot_ready` is true from now on), so the snapshotter's idle readers are
+        woken rather than left to their next poll."""
         log.info("snapshot_committed", confirmed_lsn=format_lsn(lsn))
+        if self.snapshotter is not None:
+            self.snapshotter.ring()
 
     # --- what the snapshotter asks (connectors.tablesnap.snapshotter.WorkerPort) ---------------
 
