@@ -618,7 +618,7 @@ impl PyRowPlan {
         let records = todo[..reused]
             .iter()
             .filter_map(|&r| pre.map(|p| p.record(r)))
-            .chain(fresh.iter().map(|(v, k)| (v.as_slice(), k.as_slice())));
+            .chain((0..fresh.len_of()).map(|i| fresh.record(i)));
         let sources = [
             SourceParts::of(&parts.0),
             SourceParts::of(&parts.1),

@@ -22,9 +22,8 @@ use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use crate::output::avro::Outcome;
 use crate::output::plan::Plan;
-use crate::tablesnap::copy::{self, Chunk, CopyPlan};
+use crate::tablesnap::copy::{self, Chunk, CopyPlan, RowScratch};
 use crate::types::deform::RowError;
 
 #[pyclass(module = "service._native", name = "CopyChunk", frozen)]
@@ -202,15 +201,11 @@ pub fn prepare_copy_rows(
             want_key,
         };
         let _ = catch_unwind(AssertUnwindSafe(|| {
+            let mut scratch = RowScratch::default();
             for r in 0..c.len() {
-                match plan.encode(data, c, r, want_key) {
-                    Ok(Outcome::Encoded { value, key }) => {
-                        out.data.extend_from_slice(&value);
-                        let value_end = out.data.len();
-                        out.data.extend_from_slice(&key);
-                        out.ends.push((value_end, out.data.len()));
-                    }
-                    Ok(Outcome::Fallback(_)) | Err(_) => break,
+                match plan.encode_into(data, c, r, want_key, &mut scratch, &mut out.data) {
+                    Ok(Ok(value_end)) => out.ends.push((value_end, out.data.len())),
+                    Ok(Err(_)) | Err(_) => break,
                 }
             }
         }));
@@ -260,21 +255,22 @@ pub fn copy_plan<'p>(
     }))
 }
 
-/// The records of rows `rows` of the chunk, encoded with the GIL released until the
-/// first fallback or error (`Stop`); a panic is the Err of catch_unwind.
-#[allow(clippy::type_complexity)]
+/// The records of rows `rows` of the chunk, in order and end to end as `PyCopyRecords`
+/// holds them, encoded with the GIL released until the first fallback or error
+/// (`Stop`); a panic is the Err of catch_unwind.
 pub fn encode_copy_rows(
     py: Python<'_>,
     chunk: &PyCopyChunk,
     plan: &CopyPlan<'_>,
     rows: &[usize],
     want_key: bool,
-) -> std::thread::Result<(Vec<(Vec<u8>, Vec<u8>)>, Stop)> {
+) -> std::thread::Result<(PyCopyRecords, Stop)> {
     let data = chunk.data.bind(py).as_bytes();
     let c = &chunk.chunk;
     let work = || {
         catch_unwind(AssertUnwindSafe(|| {
-            let mut out = Vec::with_capacity(rows.len());
+            let mut out = PyCopyRecords::empty(want_key);
+            let mut scratch = RowScratch::default();
             for &r in rows {
                 if r >= c.len() {
                     return (
@@ -285,10 +281,14 @@ pub fn encode_copy_rows(
                         }),
                     );
                 }
-                match plan.encode(data, c, r, want_key) {
-                    Ok(Outcome::Encoded { value, key }) => out.push((value, key)),
-                    Ok(Outcome::Fallback(why)) => return (out, Stop::Fallback(why)),
-                    Err(e) => return (out, Stop::Error(e)),
+                match plan.encode_into(data, c, r, want_key, &mut scratch, &mut out.data) {
+                    Ok(Ok(value_end)) => out.ends.push((value_end, out.data.len())),
+                    Ok(Err(why)) => return (out, Stop::Fallback(why)),
+                    Err(e) => {
+                        let whole = out.ends.last().map_or(0, |e| e.1);
+                        out.data.truncate(whole); // the row the error cut short
+                        return (out, Stop::Error(e));
+                    }
                 }
             }
             (out, Stop::Done)

@@ -45,7 +45,7 @@ use std::borrow::Cow;
 use super::{extension, record, sendform};
 use crate::output::avro::Outcome;
 use crate::output::kind::Kind;
-use crate::output::plan::{Composite, Elem, Labels, Plan};
+use crate::output::plan::{Column, Composite, Elem, Labels, Plan};
 use crate::types::deform::{Datum, RowError};
 use crate::types::outtext::Output;
 
@@ -290,16 +290,38 @@ fn read_as_text(kind: Kind) -> bool {
     }
 }
 
-/// `d` byte-reversed (a big-endian send image of `width` bytes as the little-endian stored
-/// one), as sendform._swap.
-fn swap(d: &[u8], width: usize, what: &str) -> Result<Cow<'static, [u8]>, Rewrite> {
+/// int2recv, int4recv, oidrecv, int8recv, float4recv, float8recv, date_recv, time_recv,
+/// timestamp_recv, timestamptz_recv, cash_recv (pq_getmsgint*): the kinds whose send
+/// image is the stored one byte-reversed, with its width and the type's name.
+fn swapped(kind: Kind) -> Option<(usize, &'static str)> {
+    Some(match kind {
+        Kind::Int2 => (2, "int2"),
+        Kind::Int4 => (4, "int4"),
+        Kind::Oid => (4, "oid"),
+        Kind::Float4 => (4, "float4"),
+        Kind::Date => (4, "date"),
+        Kind::Int8 => (8, "int8"),
+        Kind::Float8 => (8, "float8"),
+        Kind::Time => (8, "time"),
+        Kind::Timestamp => (8, "timestamp"),
+        Kind::TimestampTz => (8, "timestamptz"),
+        Kind::Money | Kind::MoneyText | Kind::MoneyDouble => (8, "money"),
+        _ => return None,
+    })
+}
+
+/// `d` byte-reversed onto `out` (a big-endian send image as the little-endian stored
+/// one), as sendform._swap; `kind` is one of `swapped`'s.
+fn swap_into(kind: Kind, d: &[u8], out: &mut Vec<u8>) -> Result<(), Rewrite> {
+    let (width, what) = swapped(kind).ok_or(Rewrite::Unsupported)?;
     if d.len() != width {
         return Err(Rewrite::Bad(format!(
             "{what} send value has {} bytes, not {width}",
             d.len()
         )));
     }
-    Ok(Cow::Owned(d.iter().rev().copied().collect()))
+    out.extend(d.iter().rev());
+    Ok(())
 }
 
 /// `d` in `width`-byte pieces, each reversed (point: two float8s; interval's pieces
@@ -325,19 +347,12 @@ pub fn stored(kind: Kind, d: &[u8]) -> Result<Cow<'_, [u8]>, Rewrite> {
         Kind::Uuid => fixed_same(d, 16, "uuid"),
         Kind::Mac => fixed_same(d, 6, "macaddr"),
         Kind::Mac8 => fixed_same(d, 8, "macaddr8"),
-        // int2recv, int4recv, oidrecv, int8recv, float4recv, float8recv, date_recv,
-        // time_recv, timestamp_recv, timestamptz_recv, cash_recv: pq_getmsgint*
-        Kind::Int2 => swap(d, 2, "int2"),
-        Kind::Int4 => swap(d, 4, "int4"),
-        Kind::Oid => swap(d, 4, "oid"),
-        Kind::Float4 => swap(d, 4, "float4"),
-        Kind::Date => swap(d, 4, "date"),
-        Kind::Int8 => swap(d, 8, "int8"),
-        Kind::Float8 => swap(d, 8, "float8"),
-        Kind::Time => swap(d, 8, "time"),
-        Kind::Timestamp => swap(d, 8, "timestamp"),
-        Kind::TimestampTz => swap(d, 8, "timestamptz"),
-        Kind::Money | Kind::MoneyText | Kind::MoneyDouble => swap(d, 8, "money"),
+        // the fixed-width integers and floats: reversed (`swapped`)
+        k if swapped(k).is_some() => {
+            let mut out = Vec::with_capacity(d.len());
+            swap_into(k, d, &mut out)?;
+            Ok(Cow::Owned(out))
+        }
         // textrecv, varcharrecv, bpcharrecv, json_recv, byterearecv: the bytes; xml is
         // selected as its stored text; enum_recv's label is written as the text it is
         // (`CopyPlan::encode` checks it is one of the type's)
@@ -593,6 +608,13 @@ pub(super) fn array_with<'d>(
 /// long stored form (NumericLong: sign | dscale, weight, the digits), or a special
 /// value's header alone (as sendform._numeric).
 pub(super) fn numeric(d: &[u8]) -> Result<Vec<u8>, Rewrite> {
+    let mut out = Vec::with_capacity(d.len());
+    numeric_into(d, &mut out)?;
+    Ok(out)
+}
+
+/// `numeric` appended to `out` (left as it was on an error).
+fn numeric_into(d: &[u8], out: &mut Vec<u8>) -> Result<(), Rewrite> {
     let head = |at| be_i16(d, at).ok_or_else(|| Rewrite::Bad("numeric send value is short".into()));
     let ndigits = head(0)?;
     let weight = head(2)?;
@@ -605,16 +627,17 @@ pub(super) fn numeric(d: &[u8]) -> Result<Vec<u8>, Rewrite> {
         )));
     }
     if sign & NUMERIC_SPECIAL == NUMERIC_SPECIAL {
-        return Ok(sign.to_le_bytes().to_vec());
+        out.extend_from_slice(&sign.to_le_bytes());
+        return Ok(());
     }
-    let mut out = Vec::with_capacity(4 + 2 * ndigits as usize);
+    out.reserve(4 + 2 * ndigits as usize);
     out.extend_from_slice(&(sign | (dscale & NUMERIC_DSCALE_MASK)).to_le_bytes());
     out.extend_from_slice(&weight.to_le_bytes());
     for digit in d[8..].chunks_exact(2) {
         out.push(digit[1]);
         out.push(digit[0]);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The plan a COPY row is encoded with: `plan` with each read column's kind as
@@ -686,6 +709,25 @@ pub struct CopyPlan<'p> {
     pub fields: Vec<Option<usize>>,
 }
 
+/// Where `CopyPlan::encode_into` keeps a field's stored bytes while it writes the row.
+enum Place {
+    Null,
+    /// the field's own bytes, or some of them: `data[at..at + len]`
+    Data(usize, usize),
+    /// rewritten into `RowScratch::bytes[start..end]`
+    Scratch(usize, usize),
+    /// rewritten by `stored` into a buffer of its own (the rarer kinds)
+    Owned(Vec<u8>),
+}
+
+/// What `CopyPlan::encode_into` reuses from one row to the next: the fixed-width fields
+/// and numerics are rewritten into one buffer rather than each into its own allocation.
+#[derive(Default)]
+pub struct RowScratch {
+    bytes: Vec<u8>,
+    places: Vec<Place>,
+}
+
 impl CopyPlan<'_> {
     /// Row `row` of `chunk` (over the stream `data`): its datums rewritten (`stored`),
     /// then the records, as `Plan::encode_datums` writes a WAL row's. A malformed field is
@@ -697,52 +739,129 @@ impl CopyPlan<'_> {
         row: usize,
         want_key: bool,
     ) -> Result<Outcome, RowError> {
-        let mut datums: Vec<Datum<'_>> = Vec::with_capacity(self.plan.columns.len());
-        let mut size = 16;
+        let mut out = Vec::new();
+        Ok(
+            match self.encode_into(
+                data,
+                chunk,
+                row,
+                want_key,
+                &mut RowScratch::default(),
+                &mut out,
+            )? {
+                Ok(value_end) => {
+                    let key = out.split_off(value_end);
+                    Outcome::Encoded { value: out, key }
+                }
+                Err(why) => Outcome::Fallback(why),
+            },
+        )
+    }
+
+    /// `encode` appended to `out` (`Plan::encode_datums_into`): Ok(Ok(where the Value
+    /// record ends, the Key record after it)), or Ok(Err(the fallback's reason)) with
+    /// `out` as it was. `scratch` is any RowScratch, best the same for a chunk's rows.
+    pub fn encode_into(
+        &self,
+        data: &[u8],
+        chunk: &Chunk,
+        row: usize,
+        want_key: bool,
+        scratch: &mut RowScratch,
+        out: &mut Vec<u8>,
+    ) -> Result<Result<usize, &'static str>, RowError> {
+        scratch.bytes.clear();
+        scratch.places.clear();
         for (col, at) in self.plan.columns.iter().zip(&self.fields) {
             let (Some(kind), Some(i)) = (col.kind, *at) else {
-                datums.push(None);
+                scratch.places.push(Place::Null);
                 continue;
             };
             let Some((off, len)) = (i < chunk.ncols)
                 .then(|| chunk.field(data, row, i))
                 .flatten()
             else {
-                datums.push(None);
+                scratch.places.push(Place::Null);
                 continue;
             };
-            size += len;
             let field = &data[off..off + len];
             if kind == Kind::Enum && !col.labels.values().any(|l| l.as_bytes() == field) {
                 // enum_recv of a label the plan does not know: Python's error
-                return Ok(Outcome::Fallback("enum label Python decides"));
+                return Ok(Err("enum label Python decides"));
             }
-            let rewritten = match (kind, col.elem, &col.composite) {
-                (Kind::Array, Some(e), c) => {
-                    // selected as `::text[]`: text elements, whatever the type's width
-                    let e = if read_as_text(e.kind) { TEXT_ELEM } else { e };
-                    array(field, &e, &col.labels, c.as_deref()).map(Cow::Owned)
-                }
-                (Kind::Composite, _, Some(c)) => record::record(field, c).map(Cow::Owned),
-                (Kind::Output(o), _, _) if sendform::over_enum(o) => {
-                    sendform::enum_range(o, field, &col.labels).map(Cow::Owned)
-                }
-                _ => stored(kind, field),
-            };
-            match rewritten {
-                Ok(d) => datums.push(Some(d)),
+            match self.place(col, kind, field, off, &mut scratch.bytes) {
+                Ok(p) => scratch.places.push(p),
                 Err(Rewrite::Bad(message)) => {
                     return Err(RowError::Decode {
                         message,
                         field: Some(col.name.clone()),
                     })
                 }
-                Err(Rewrite::Unsupported) => {
-                    return Ok(Outcome::Fallback("type without a native send form"))
-                }
+                Err(Rewrite::Unsupported) => return Ok(Err("type without a native send form")),
             }
         }
-        Ok(self.copy.encode_datums(&datums, want_key, size))
+        let bytes = &scratch.bytes;
+        let datums: Vec<Datum<'_>> = scratch
+            .places
+            .iter()
+            .map(|p| match p {
+                Place::Null => None,
+                Place::Data(at, len) => Some(Cow::Borrowed(&data[*at..*at + len])),
+                Place::Scratch(start, end) => Some(Cow::Borrowed(&bytes[*start..*end])),
+                Place::Owned(v) => Some(Cow::Borrowed(v.as_slice())),
+            })
+            .collect();
+        Ok(self.copy.encode_datums_into(&datums, want_key, out))
+    }
+
+    /// A non-NULL field (at `off` in the stream) of `col`, of plan kind `kind`, rewritten
+    /// into its stored form: the swapped kinds and numerics into `scratch`, the
+    /// borrowed ones in place, the others as `stored` (or the array, composite and enum
+    /// range rewrites) make them.
+    fn place(
+        &self,
+        col: &Column,
+        kind: Kind,
+        field: &[u8],
+        off: usize,
+        scratch: &mut Vec<u8>,
+    ) -> Result<Place, Rewrite> {
+        let start = scratch.len();
+        if swapped(kind).is_some() {
+            swap_into(kind, field, scratch)?;
+            return Ok(Place::Scratch(start, scratch.len()));
+        }
+        if matches!(
+            kind,
+            Kind::Decimal { .. } | Kind::VarDecimal | Kind::NumericText | Kind::NumericDouble
+        ) {
+            numeric_into(field, scratch)?;
+            return Ok(Place::Scratch(start, scratch.len()));
+        }
+        let rewritten = match (kind, col.elem, &col.composite) {
+            (Kind::Array, Some(e), c) => {
+                // selected as `::text[]`: text elements, whatever the type's width
+                let e = if read_as_text(e.kind) { TEXT_ELEM } else { e };
+                return array(field, &e, &col.labels, c.as_deref()).map(Place::Owned);
+            }
+            (Kind::Composite, _, Some(c)) => return record::record(field, c).map(Place::Owned),
+            (Kind::Output(o), _, _) if sendform::over_enum(o) => {
+                return sendform::enum_range(o, field, &col.labels).map(Place::Owned)
+            }
+            _ => stored(kind, field)?,
+        };
+        Ok(match rewritten {
+            Cow::Borrowed(b) => {
+                // the field or a part of it (jsonb's text) is where it lies in the stream
+                let (base, at) = (field.as_ptr() as usize, b.as_ptr() as usize);
+                if at >= base && at + b.len() <= base + field.len() {
+                    Place::Data(off + (at - base), b.len())
+                } else {
+                    Place::Owned(b.to_vec())
+                }
+            }
+            Cow::Owned(v) => Place::Owned(v),
+        })
     }
 }
 

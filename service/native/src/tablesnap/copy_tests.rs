@@ -320,3 +320,114 @@ fn reg_and_aclitem_are_read_as_text() {
     let e = copy.columns[0].elem.unwrap();
     assert_eq!((e.kind, e.oid, e.attlen, e.align), (Kind::Text, 25, -1, 4));
 }
+
+/// A plan column `name` of `kind` (nullable), a varlena or fixed as `attlen` says.
+fn column(name: &str, kind: Kind, attlen: i16) -> crate::output::plan::Column {
+    crate::output::plan::Column {
+        name: name.into(),
+        attlen,
+        align: if attlen > 0 { attlen as usize } else { 4 },
+        dropped: false,
+        has_missing: false,
+        missing: None,
+        kind: Some(kind),
+        optional: true,
+        read: true,
+        labels: Labels::new(),
+        elem: None,
+        composite: None,
+        special_dropped: Default::default(),
+        names: None,
+    }
+}
+
+/// `encode_into` appends what `encode` returns (the Value record, then the Key record),
+/// row after row with one scratch, the swapped and numeric fields rewritten in it, the
+/// borrowed ones (text, bool, jsonb's text) taken in place; a fallback leaves the buffer
+/// as it was.
+#[test]
+fn encode_into_appends_what_encode_returns() {
+    let plan = Plan {
+        columns: vec![
+            column("id", Kind::Int8, 8),
+            column("n", Kind::Int4, 4),
+            column("amount", Kind::VarDecimal, -1),
+            column("note", Kind::Text, -1),
+            column("paid", Kind::Bool, 1),
+            column("doc", Kind::Jsonb, -1),
+            column("at", Kind::TimestampTz, 8),
+        ],
+        key: vec![0],
+    };
+    let copy = CopyPlan {
+        plan: &plan,
+        copy: copy_plan(&plan).unwrap(),
+        fields: (0..7).map(Some).collect(),
+    };
+    // numeric 12.5: ndigits 2, weight 0, sign +, dscale 1, digits 12 5000
+    let amount = [0, 2, 0, 0, 0, 0, 0, 1, 0, 12, 0x13, 0x88];
+    let (id7, n, at, id8) = (
+        7i64.to_be_bytes(),
+        (-3i32).to_be_bytes(),
+        5i64.to_be_bytes(),
+        8i64.to_be_bytes(),
+    );
+    let rows = [
+        vec![
+            Some(&id7[..]),
+            Some(&n[..]),
+            Some(&amount[..]),
+            Some(&b"a note"[..]),
+            Some(&[1u8][..]),
+            Some(&b"\x01{\"k\": 1}"[..]),
+            Some(&at[..]),
+        ],
+        vec![Some(&id8[..]), None, None, Some(&b""[..]), None, None, None],
+    ];
+    let data = stream(&rows);
+    let chunk = parse(&data, 7).unwrap();
+    let mut scratch = RowScratch::default();
+    let mut out = b"before".to_vec();
+    for row in 0..2 {
+        let Outcome::Encoded { value, key } = copy.encode(&data, &chunk, row, true).unwrap() else {
+            panic!("row {row} fell back");
+        };
+        let start = out.len();
+        let value_end = copy
+            .encode_into(&data, &chunk, row, true, &mut scratch, &mut out)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            &out[start..value_end],
+            value.as_slice(),
+            "row {row}'s Value record"
+        );
+        assert_eq!(&out[value_end..], key.as_slice(), "row {row}'s Key record");
+        out.truncate(start);
+        out.extend_from_slice(b"|");
+    }
+    // the Value record holds the rewritten fields: int8 7 as a zigzag long
+    let Outcome::Encoded { value, .. } = copy.encode(&data, &chunk, 0, false).unwrap() else {
+        panic!("row 0 fell back");
+    };
+    assert_eq!(&value[..2], &[0x02, 14], "id 7 in the [null, long] union");
+    assert!(value.windows(6).any(|w| w == b"a note"));
+    // a field the plan cannot rewrite: a fallback, and `out` unchanged
+    let bad_plan = Plan {
+        columns: vec![column("t", Kind::Int4, 4)],
+        key: vec![],
+    };
+    let bad = CopyPlan {
+        plan: &bad_plan,
+        copy: copy_plan(&bad_plan).unwrap(),
+        fields: vec![Some(0)],
+    };
+    let short = stream(&[vec![Some(&[0u8, 1][..])]]);
+    let short_chunk = parse(&short, 1).unwrap();
+    let before = out.clone();
+    assert!(bad
+        .encode_into(&short, &short_chunk, 0, false, &mut scratch, &mut out)
+        .is_err());
+    out.truncate(before.len()); // an error leaves the caller to cut (glue::tablesnap)
+    assert_eq!(out, before);
+}

@@ -68,26 +68,54 @@ impl Plan {
     /// `capacity`: the Value record's expected size.
     pub fn encode_datums(&self, datums: &[Datum<'_>], want_key: bool, capacity: usize) -> Outcome {
         let mut value = Vec::with_capacity(capacity);
+        match self.write_records(datums, want_key, &mut value) {
+            Ok(value_end) => {
+                let key = value.split_off(value_end);
+                Outcome::Encoded { value, key }
+            }
+            Err(why) => Outcome::Fallback(why),
+        }
+    }
+
+    /// `encode_datums` appended to `out`: the Value record, then (with `want_key`) the
+    /// Key record; Ok(where the Value record ends). On a fallback `out` is as it was.
+    /// For a caller that keeps many rows' records end to end (tablesnap's chunks).
+    pub fn encode_datums_into(
+        &self,
+        datums: &[Datum<'_>],
+        want_key: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<usize, &'static str> {
+        let start = out.len();
+        let written = self.write_records(datums, want_key, out);
+        if written.is_err() {
+            out.truncate(start);
+        }
+        written
+    }
+
+    fn write_records(
+        &self,
+        datums: &[Datum<'_>],
+        want_key: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<usize, &'static str> {
         for (col, datum) in self.columns.iter().zip(datums) {
             let Some(kind) = col.kind else { continue };
-            if let Err(why) = field(&mut value, col, kind, col.optional, datum.as_deref()) {
-                return Outcome::Fallback(why);
-            }
+            field(out, col, kind, col.optional, datum.as_deref())?;
         }
-        let mut key = Vec::new();
+        let value_end = out.len();
         if want_key {
             for &k in &self.key {
                 let col = &self.columns[k];
                 let Some(kind) = col.kind else {
-                    return Outcome::Fallback("key column not in the value record");
+                    return Err("key column not in the value record");
                 };
                 let datum = datums.get(k).and_then(|d| d.as_deref());
-                if let Err(why) = field(&mut key, col, kind, false, datum) {
-                    return Outcome::Fallback(why);
-                }
+                field(out, col, kind, false, datum)?;
             }
         }
-        Outcome::Encoded { value, key }
+        Ok(value_end)
     }
 }
 
