@@ -89,6 +89,7 @@ def running_xacts(major: int) -> RunningXactsPrivilege:
 # argument in 17.
 PUBLIC_FUNCTIONS = (
     "pg_catalog.pg_control_system()",  # preflight.source_identity
+    "pg_catalog.pg_control_checkpoint()",  # a first start's redo point (server.latest_redo)
     "pg_catalog.pg_current_wal_lsn()",  # catalog snapshot, lag, slot state
     "pg_catalog.pg_current_snapshot()",  # catalog snapshot, snapshot readers
     "pg_catalog.pg_export_snapshot()",  # the shared initial snapshot

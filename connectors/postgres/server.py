@@ -147,6 +147,18 @@ def current_wal_lsn(conn: Any) -> int:
     return parse_lsn(str(row[0]))
 
 
+def latest_redo(conn: Any) -> int:
+    """The redo point of the server's latest completed checkpoint (pg_control_checkpoint,
+    EXECUTE to PUBLIC): from there on every page's first change after the checkpoint is
+    logged whole (full_page_writes), and a RUNNING_XACTS record follows it (CreateCheckPoint
+    logs one), as from a physical slot's restart_lsn, which is such a point too
+    (ReplicationSlotReserveWal takes GetRedoRecPtr)."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT redo_lsn::text FROM pg_catalog.pg_control_checkpoint()")
+        row = cur.fetchone()
+    return parse_lsn(str(row[0]))
+
+
 def force_running_xacts(dsn: str, version: int) -> None:
     """Have the server log RUNNING_XACTS now, so decoding becomes consistent at once.
 

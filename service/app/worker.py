@@ -89,6 +89,7 @@ from connectors.postgres.server import (
     connect,
     current_wal_lsn,
     force_running_xacts,
+    latest_redo,
     set_statement_timeout,
 )
 from connectors.postgres.slots import (
@@ -398,7 +399,7 @@ class Worker:
                 confirmed_lsn=format_lsn(last.confirmed_lsn),
             )
         else:
-            start = self._slot_restart_lsn()
+            start = self._fresh_start_lsn(dsn, version)
             self._export = None
             if s.snapshot.mode != "never" and not self._chunked_initial:
                 assert self.snapshotter is not None
@@ -417,7 +418,6 @@ class Worker:
                 plugin_state={"settings": s},
             )
             session.on_aligned = self._aligned
-            self._running_xacts(dsn, version)
             log.info("worker_started", restart_lsn=format_lsn(start))
         # On a fresh start too the stream begins where the slot was read above, once:
         # a second read (READ_REPLICATION_SLOT) could see a later position.
@@ -440,15 +440,37 @@ class Worker:
                 self._resume_snapshot(session, last.confirmed_lsn)
         return session, start
 
-    def _running_xacts(self, dsn: str, version: int) -> None:
+    def _fresh_start_lsn(self, dsn: str, version: int) -> int:
+        """Where a first start (no offsets) decodes from, having had a RUNNING_XACTS
+        record written (`_running_xacts`): the later of the slot's restart LSN and, on
+        a primary, its latest checkpoint's redo point (`latest_redo`; on PG15 the
+        CHECKPOINT that wrote the record made it). Everything committed before the
+        consistent point is the snapshot's, so the WAL before that redo point (all of
+        it since `pgcdc setup` on a slot never used) was decoded only to be dropped: a
+        bulk load and its autovacuum right before a first start made the worker read
+        436 MB first. A redo point is what decoding needs to start at: pg_class's pages
+        are rebuilt from their first full-page image after it (service.schema.pgclass),
+        and the transactions running there are listed by the RUNNING_XACTS after it, so
+        the snapshot builder waits them out as from the slot's own redo point."""
+        restart = self._slot_restart_lsn()
+        if not self._running_xacts(dsn, version):
+            return restart
+        conn = connect(dsn)
+        try:
+            return max(restart, latest_redo(conn))
+        finally:
+            conn.close()
+
+    def _running_xacts(self, dsn: str, version: int) -> bool:
         """Have a RUNNING_XACTS record written so the snapshot builder becomes consistent
-        now. A standby cannot write one: its WAL has the primary's, so the primary
-        (source.primary_host) is asked; without one, the wait for the primary's
-        bgwriter (every 15 s while the primary writes WAL) is logged."""
+        now; True when the source is a primary that wrote it. A standby cannot write
+        one: its WAL has the primary's, so the primary (source.primary_host) is asked;
+        without one, the wait for the primary's bgwriter (every 15 s while the primary
+        writes WAL) is logged."""
         primary = self.settings.source.primary_dsn()
         if primary is not None:
             force_running_xacts(primary, version)
-            return
+            return False
         conn = connect(dsn)
         try:
             with conn.cursor() as cur:
@@ -459,13 +481,14 @@ class Worker:
             conn.close()
         if not standby:
             force_running_xacts(dsn, version)
-            return
+            return True
         log.warning(
             "running_xacts_wait_for_primary",
             note="the source is a standby and source.primary_host is not set: "
             "consistency waits for the primary's next RUNNING_XACTS record (its bgwriter "
             "writes one every 15 s while the primary writes WAL, none while it is idle)",
         )
+        return False
 
     def _replay_progress(self) -> None:
         """Called from inside a long replay: keep the walsender and the watchdog fed."""
