@@ -475,7 +475,7 @@ class SnapshotSettings(_Section):
     # its r). On-demand snapshots (`pgcdc snapshot`, signals) are always chunked.
     method: Literal["chunked", "blocking"] = "blocking"
     chunk_rows: int = Field(20_000, ge=1)
-    # A chunk's field bytes at most; with more than two readers, chunk_bytes * 2 /
+    # A chunk's field bytes at most; with more than three readers, chunk_bytes * 3 /
     # parallelism each (connectors.tablesnap.snapshotter.chunk_budget).
     chunk_bytes: ByteSize = Field(ByteSize(8 * 1024 * 1024), ge=64 * 1024)
     rate_limit_rows_per_s: float = Field(0.0, ge=0)  # 0: no limit

@@ -229,16 +229,22 @@ def test_chunks_of_wide_rows_are_planned_within_the_byte_budget() -> None:
     assert snap._chunk_rows(TableJob("public.other", "initial"), estimate=0, pages=0) == 20_000
 
 
-def test_readers_past_two_share_the_byte_budget_of_two() -> None:
-    """With more than two readers each chunk is planned and read within chunk_bytes *
-    2 / parallelism (`chunk_budget`), never below chunk_bytes' least value; one or two
+def test_readers_past_three_share_the_byte_budget_of_three() -> None:
+    """With more than three readers each chunk is planned and read within chunk_bytes *
+    3 / parallelism (`chunk_budget`), never below chunk_bytes' least value; one to three
     readers keep chunk_bytes."""
     mib = 1024 * 1024
-    for readers, budget in ((1, 8 * mib), (2, 8 * mib), (4, 4 * mib), (16, mib)):
+    for readers, budget in (
+        (1, 8 * mib),
+        (2, 8 * mib),
+        (3, 8 * mib),
+        (4, 6 * mib),
+        (16, 1.5 * mib),
+    ):
         settings = load_settings(
             snapshot={"chunk_rows": 20_000, "chunk_bytes": 8 * mib, "parallelism": readers}
         )
-        assert chunk_budget(settings.snapshot) == budget, readers
+        assert chunk_budget(settings.snapshot) == int(budget), readers
         snap = Snapshotter(settings, None)
         # 819.2 heap bytes a row (1,000 pages of 8 KiB, 10,000 rows): `budget`'s rows
         rows = snap._chunk_rows(TableJob("public.wide", "initial"), estimate=10_000, pages=1_000)
