@@ -453,42 +453,37 @@ class Worker:
         and the transactions running there are listed by the RUNNING_XACTS after it, so
         the snapshot builder waits them out as from the slot's own redo point."""
         restart = self._slot_restart_lsn()
-        if not self._running_xacts(dsn, version):
-            return restart
-        conn = connect(dsn)
-        try:
-            return max(restart, latest_redo(conn))
-        finally:
-            conn.close()
+        redo = self._running_xacts(dsn, version)
+        return restart if redo is None else max(restart, redo)
 
-    def _running_xacts(self, dsn: str, version: int) -> bool:
+    def _running_xacts(self, dsn: str, version: int) -> int | None:
         """Have a RUNNING_XACTS record written so the snapshot builder becomes consistent
-        now; True when the source is a primary that wrote it. A standby cannot write
-        one: its WAL has the primary's, so the primary (source.primary_host) is asked;
-        without one, the wait for the primary's bgwriter (every 15 s while the primary
-        writes WAL) is logged."""
+        now; on a primary that wrote it, its latest redo point after (`latest_redo`),
+        else None. A standby cannot write one: its WAL has the primary's, so the primary
+        (source.primary_host) is asked; without one, the wait for the primary's
+        bgwriter (every 15 s while the primary writes WAL) is logged."""
         primary = self.settings.source.primary_dsn()
         if primary is not None:
             force_running_xacts(primary, version)
-            return False
+            return None
         conn = connect(dsn)
         try:
             with conn.cursor() as cur:
                 cur.execute("SELECT pg_catalog.pg_is_in_recovery()")
                 row = cur.fetchone()
                 standby = row is not None and bool(row[0])
+            if not standby:
+                force_running_xacts(dsn, version)
+                return latest_redo(conn)
         finally:
             conn.close()
-        if not standby:
-            force_running_xacts(dsn, version)
-            return True
         log.warning(
             "running_xacts_wait_for_primary",
             note="the source is a standby and source.primary_host is not set: "
             "consistency waits for the primary's next RUNNING_XACTS record (its bgwriter "
             "writes one every 15 s while the primary writes WAL, none while it is idle)",
         )
-        return False
+        return None
 
     def _replay_progress(self) -> None:
         """Called from inside a long replay: keep the walsender and the watchdog fed."""

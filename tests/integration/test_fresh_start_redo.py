@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from connectors.postgres.server import latest_redo
 from service.lsn import parse_lsn
 from tests.integration.avro_kafka_support import read_topics
 from tests.integration.pipeline_kafka_support import insert_lsn, pipeline
@@ -50,8 +51,7 @@ def test_first_start_skips_the_wal_before_the_latest_redo_point(
         fcur = flight.cursor()
         fcur.execute("INSERT INTO t SELECT i, 'in flight ' || i FROM generate_series(1001, 1010) i")
         cur.execute("CHECKPOINT")  # PG16+ write RUNNING_XACTS without one
-        cur.execute("SELECT redo_lsn::text FROM pg_control_checkpoint()")
-        redo = parse_lsn(cur.fetchone()[0])
+        redo = latest_redo(conn)
         assert redo > at_setup + 10_000_000, "the load wrote too little WAL to skip"
         worker = p.start_worker()
         started = worker.wait_event(["worker_started"], 60)

@@ -4,33 +4,19 @@ ctx->slot->data.database`)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from service.decode.events import AbortEvent, CommitEvent
+from service.decode.events import CommitEvent
 from service.output.logical import of_another_database
+from tests.service.schema.schema_history_support import abort, commit
 
 OURS = 16384
 
 
 def _commit(db_oid: int, xinfo: int) -> CommitEvent:
-    return CommitEvent(
-        lsn=0x1000,
-        end_lsn=0x1040,
-        xid=750,
-        commit_time=0,
-        xinfo=xinfo,
-        db_oid=db_oid,
-        ts_oid=1663 if db_oid else 0,
-        subxids=(),
-        dropped_rels=(),
-        invalidations=(),
-        twophase_xid=None,
-        gid=None,
-        origin_lsn=None,
-        origin_time=None,
-        origin=None,
-        prepared=False,
-    )
+    return replace(commit(0x1000, 750), xinfo=xinfo, db_oid=db_oid)
 
 
 @pytest.mark.parametrize(
@@ -50,18 +36,5 @@ def test_a_commit_is_another_databases_only_when_it_names_one(
 
 @pytest.mark.parametrize(("db_oid", "other"), [(OURS, False), (OURS + 1, True), (0, False)])
 def test_an_abort_follows_the_same_rule(db_oid: int, other: bool) -> None:
-    abort = AbortEvent(
-        lsn=0x1000,
-        end_lsn=0x1040,
-        xid=750,
-        abort_time=0,
-        xinfo=1,
-        db_oid=db_oid,
-        subxids=(),
-        dropped_rels=(),
-        twophase_xid=None,
-        gid=None,
-        origin=None,
-        prepared=False,
-    )
-    assert of_another_database(abort, OURS) is other
+    event = replace(abort(0x1000, 750), xinfo=1, db_oid=db_oid)
+    assert of_another_database(event, OURS) is other

@@ -43,6 +43,7 @@
 use std::borrow::Cow;
 
 use super::{extension, record, sendform};
+#[cfg(test)]
 use crate::output::avro::Outcome;
 use crate::output::kind::Kind;
 use crate::output::plan::{Column, Composite, Elem, Labels, Plan};
@@ -310,10 +311,17 @@ fn swapped(kind: Kind) -> Option<(usize, &'static str)> {
     })
 }
 
-/// `d` byte-reversed onto `out` (a big-endian send image as the little-endian stored
-/// one), as sendform._swap; `kind` is one of `swapped`'s.
-fn swap_into(kind: Kind, d: &[u8], out: &mut Vec<u8>) -> Result<(), Rewrite> {
-    let (width, what) = swapped(kind).ok_or(Rewrite::Unsupported)?;
+/// numeric_recv's kinds: the send image rewritten by `numeric`.
+fn numeric_kind(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Decimal { .. } | Kind::VarDecimal | Kind::NumericText | Kind::NumericDouble
+    )
+}
+
+/// `d` byte-reversed onto `out` (a big-endian send image of `width` bytes as the
+/// little-endian stored one), as sendform._swap; `width` and `what` as `swapped` gives.
+fn swap_into(d: &[u8], width: usize, what: &str, out: &mut Vec<u8>) -> Result<(), Rewrite> {
     if d.len() != width {
         return Err(Rewrite::Bad(format!(
             "{what} send value has {} bytes, not {width}",
@@ -341,21 +349,21 @@ fn swap_each(d: &[u8], width: usize, total: usize, what: &str) -> Result<Vec<u8>
 /// One non-NULL field of a column of `kind` (its plan kind, not `copy_kind`'s): the
 /// stored payload (module docstring).
 pub fn stored(kind: Kind, d: &[u8]) -> Result<Cow<'_, [u8]>, Rewrite> {
+    // the fixed-width integers and floats: reversed (`swapped`)
+    if let Some((width, what)) = swapped(kind) {
+        let mut out = Vec::with_capacity(width);
+        swap_into(d, width, what, &mut out)?;
+        return Ok(Cow::Owned(out));
+    }
     match kind {
         // boolrecv, charrecv, uuid_recv, macaddr_recv, macaddr8_recv: the bytes as stored
         Kind::Bool | Kind::Char => fixed_same(d, 1, "bool"),
         Kind::Uuid => fixed_same(d, 16, "uuid"),
         Kind::Mac => fixed_same(d, 6, "macaddr"),
         Kind::Mac8 => fixed_same(d, 8, "macaddr8"),
-        // the fixed-width integers and floats: reversed (`swapped`)
-        k if swapped(k).is_some() => {
-            let mut out = Vec::with_capacity(d.len());
-            swap_into(k, d, &mut out)?;
-            Ok(Cow::Owned(out))
-        }
         // textrecv, varcharrecv, bpcharrecv, json_recv, byterearecv: the bytes; xml is
         // selected as its stored text; enum_recv's label is written as the text it is
-        // (`CopyPlan::encode` checks it is one of the type's)
+        // (`CopyPlan::encode_into` checks it is one of the type's)
         Kind::Text | Kind::Xml | Kind::Bytea | Kind::Enum => Ok(Cow::Borrowed(d)),
         // namerecv: NameData, NUL-padded
         Kind::Name => {
@@ -376,9 +384,7 @@ pub fn stored(kind: Kind, d: &[u8]) -> Result<Cow<'_, [u8]>, Rewrite> {
                 "jsonb send value does not start with version 1".into(),
             )),
         },
-        Kind::Decimal { .. } | Kind::VarDecimal | Kind::NumericText | Kind::NumericDouble => {
-            numeric(d).map(Cow::Owned)
-        }
+        k if numeric_kind(k) => numeric(d).map(Cow::Owned),
         // interval_recv: time int8, day int4, month int4
         Kind::Interval => {
             if d.len() != 16 {
@@ -731,7 +737,9 @@ pub struct RowScratch {
 impl CopyPlan<'_> {
     /// Row `row` of `chunk` (over the stream `data`): its datums rewritten (`stored`),
     /// then the records, as `Plan::encode_datums` writes a WAL row's. A malformed field is
-    /// `RowError::Decode` naming the column.
+    /// `RowError::Decode` naming the column. The callers append (`encode_into`); this
+    /// form, each record in a buffer of its own, is the tests'.
+    #[cfg(test)]
     pub fn encode(
         &self,
         data: &[u8],
@@ -827,14 +835,11 @@ impl CopyPlan<'_> {
         scratch: &mut Vec<u8>,
     ) -> Result<Place, Rewrite> {
         let start = scratch.len();
-        if swapped(kind).is_some() {
-            swap_into(kind, field, scratch)?;
+        if let Some((width, what)) = swapped(kind) {
+            swap_into(field, width, what, scratch)?;
             return Ok(Place::Scratch(start, scratch.len()));
         }
-        if matches!(
-            kind,
-            Kind::Decimal { .. } | Kind::VarDecimal | Kind::NumericText | Kind::NumericDouble
-        ) {
+        if numeric_kind(kind) {
             numeric_into(field, scratch)?;
             return Ok(Place::Scratch(start, scratch.len()));
         }
