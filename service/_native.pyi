@@ -171,6 +171,8 @@ class RowPlan:
         composites: dict[int, Any] | None = None,
         missing: dict[int, bytes] | None = None,
         names: NameCache | None = None,  # for reg* and aclitem columns (and arrays of them)
+        # a varlena column's field for an unchanged TOAST value (Debezium's placeholder)
+        placeholders: dict[int, bytes] | None = None,
     ) -> None: ...
     def take_dropped(self) -> list[str]: ...
     def encode(

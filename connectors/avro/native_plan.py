@@ -6,7 +6,10 @@ column), its `RelationInfo` (each column's `ColumnMeta`: type, kind, element, do
 extension, enum labels, composite fields; the missing datums; the catalog name cache)
 and the Avro `_Table` with the Value fields the Python schema builder chose.
 Hands on: `compile_plan` gives (`service._native.RowPlan`, "") or (None, why there is
-none); `NativeRows` (connectors.avro.native_rows) encodes rows with it.
+none); `NativeRows` (connectors.avro.native_rows) encodes rows with it. Each varlena
+field with Debezium's placeholder for an unchanged TOAST value (a string, bytes or
+string-array field) carries it encoded (`placeholder_field`), so the Rust encoder
+writes such rows too.
 Guarantees: a field gets a native kind only when its mapping is exactly the one the
 Python path encodes with (checked by identity or by schema), so the Rust encoder writes
 the same bytes; any other table has no plan and all its rows stay on the Python path.
@@ -60,10 +63,19 @@ the same bytes; any other table has no plan and all its rows stay on the Python 
 
 from __future__ import annotations
 
+import io
 from dataclasses import replace
 from typing import Any
 
-from connectors.avro.schema import FieldPlan, decimal_schema, type_mapping
+import fastavro
+
+from connectors.avro.schema import (
+    FieldPlan,
+    decimal_schema,
+    field_schema,
+    type_mapping,
+    unchanged_toast_datum,
+)
 from connectors.avro.table import Table as _Table
 from connectors.schemas import load_static
 from service.errors import DecodeError, SchemaMismatchError
@@ -369,6 +381,8 @@ def compile_plan(
     # a column added with a default -> attmissingval's stored datum (getmissingattr)
     stored_missing = dict(rel.missing_datums)
     missing: dict[int, bytes] = {}
+    # a varlena column's field holding Debezium's placeholder (an unchanged TOAST value)
+    placeholders: dict[int, bytes] = {}
     for c in table.columns:
         align = TYPALIGN_BYTES.get(c.attalign)
         if align is None:
@@ -418,6 +432,9 @@ def compile_plan(
         datum = stored_missing.get(c.attnum)
         if datum is not None and c.has_missing and not c.dropped:
             missing[len(specs)] = datum
+        field = None if plan is None or c.attlen != -1 else placeholder_field(plan)
+        if field is not None:
+            placeholders[len(specs)] = field
         index[c.name] = len(specs)
         specs.append(
             (c.name, c.attlen, align, c.dropped, c.has_missing, kind, scale, precision, optional)
@@ -437,5 +454,20 @@ def compile_plan(
         composites,
         missing,
         rel.name_cache if named else None,
+        placeholders,
     )
     return plan_obj, ""
+
+
+def placeholder_field(plan: FieldPlan) -> bytes | None:
+    """The Value field `plan` as the Python path writes it for an unchanged TOAST value
+    of its column (`schema.unchanged_toast_datum`; the `["null", T]` union's branch
+    included), encoded by fastavro once per plan; None when the type has no placeholder
+    (such a row stays the Python path's, which warns)."""
+    datum = unchanged_toast_datum(plan.mapping)
+    if datum is None:
+        return None
+    record = {"type": "record", "name": "Placeholder", "fields": [field_schema(plan)]}
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(record), {plan.field: datum})
+    return out.getvalue()

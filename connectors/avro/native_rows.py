@@ -25,7 +25,10 @@ How:
   also says which columns and types are native.
 - Per row, Rust deforms the tuple (heap_deform_tuple) and writes the Value and Key
   records, or says why the row is Python's (a typed fallback: a `str` reason, counted in
-  `fallbacks`): an external or unchanged TOAST pointer, a missing attribute whose
+  `fallbacks`): an external TOAST pointer whose chunks the change lacks (an unchanged
+  value) in a key column or in one whose type has no placeholder (a string, bytes or
+  string-array field is written with Debezium's `__debezium_unavailable_value`, as
+  `schema.column_datum` writes it: `native_plan.placeholder_field`), a missing attribute whose
   default the row decoder does not read as a stored datum (`RelationInfo.missing_datums`:
   attmissingval of a jsonb or text-valued type; the stored ones are deformed in Rust, as
   getmissingattr), NaN/±Infinity numerics in `precise` mode in a NOT NULL column (where

@@ -761,6 +761,23 @@ def build_table_plan(
     )
 
 
+def unchanged_toast_datum(mapping: TypeMapping) -> Any:
+    """Debezium's placeholder for an unchanged TOASTed value of this mapping: the
+    string, its UTF-8 bytes (a bytes field that is not a decimal), or a one-element
+    array of it (an array of strings); None when the type has none (the caller warns
+    `unchanged_toast_unrepresentable`). The native encoder writes the same
+    (connectors.avro.native_plan.placeholder_fields)."""
+    if mapping.kind == "string":
+        return UNAVAILABLE
+    if mapping.kind == "bytes" and not (
+        isinstance(mapping.schema, dict) and mapping.schema.get("logicalType") == "decimal"
+    ):
+        return UNAVAILABLE_BYTES
+    if mapping.kind == "array" and mapping.item_kind == "string":
+        return [UNAVAILABLE]
+    return None
+
+
 def column_datum(plan: FieldPlan, col: ColumnValue, warn: Warn) -> Any:
     """The datum of one column for its field (the generic path: any ColumnValue)."""
     mapping = plan.mapping
@@ -779,14 +796,9 @@ def column_datum(plan: FieldPlan, col: ColumnValue, warn: Warn) -> Any:
     if value is None:
         return None if plan.optional else plan.zero
     if value is UNCHANGED_TOAST:
-        if mapping.kind == "string":
-            return UNAVAILABLE
-        if mapping.kind == "bytes" and not (
-            isinstance(mapping.schema, dict) and mapping.schema.get("logicalType") == "decimal"
-        ):
-            return UNAVAILABLE_BYTES
-        if mapping.kind == "array" and mapping.item_kind == "string":
-            return [UNAVAILABLE]
+        placeholder = unchanged_toast_datum(mapping)
+        if placeholder is not None:
+            return placeholder
         warn("unchanged_toast_unrepresentable", plan.column)
         return None if plan.optional else plan.zero
     # use_text but no text for a non-null value: the text function gave up.

@@ -35,11 +35,17 @@ import pytest
 from connectors.avro.codec import KeyFromValue, RowEncoder
 from connectors.avro.native_plan import compile_plan
 from connectors.avro.plugin import transaction_datum
-from connectors.avro.schema import build_table_plan, source_schema, static_with_refs
+from connectors.avro.schema import (
+    UNAVAILABLE_BYTES,
+    build_table_plan,
+    source_schema,
+    static_with_refs,
+)
 from service import _native
 from service.decode.events import RawTuple
 from service.errors import DecodeError, PluginError, SchemaMismatchError
 from service.output.api import (
+    UNCHANGED_TOAST,
     ColumnCodec,
     ColumnMeta,
     ColumnValue,
@@ -50,6 +56,7 @@ from service.schema.tabledef import ColumnDef, TableDef
 from service.types.convert import simple_functions, to_python, to_text
 from service.types.deform import Column, deform
 from service.types.registry import TypeRegistry
+from service.types.varlena import ToastPointer
 from tests.connectors.avro.test_codec import (
     numeric_typmod,
     random_decimal,
@@ -433,6 +440,8 @@ class Python:
             codec = self.codecs[col.name]
             if datum is None:
                 row.append(ColumnValue.constant(codec, None, None))
+            elif isinstance(datum, ToastPointer):  # its chunks not in the change
+                row.append(ColumnValue.constant(codec, UNCHANGED_TOAST, None))
             else:
                 assert isinstance(datum, bytes)
                 row.append(StoredValue(codec, datum))
@@ -504,8 +513,9 @@ def test_native_rows_equal_the_python_path(excluded: frozenset[str], decimal_mod
 def test_missing_default_and_external_toast_fall_back() -> None:
     """A tuple written before `late` was added with a default reads attmissingval's
     stored datum natively (equal to the Python path) when the relation carries it, and
-    falls back when it does not; an external TOAST pointer without its chunks falls
-    back."""
+    falls back when it does not; an external TOAST pointer without its chunks (an
+    unchanged value) is Debezium's placeholder, equal to the Python path, in a string
+    or bytes field, and falls back in a key field."""
     table = _table(missing_default=True)
     py = Python(table)
     plan = _native_plan(table, py)
@@ -530,8 +540,15 @@ def test_missing_default_and_external_toast_fall_back() -> None:
     external = form_tuple(row, rng, raw={3: pointer})
     assert (
         plan.encode(external.natts, external.infomask, external.hoff, external.data, 1, True)
-        == "external TOAST pointer"
+        == "unchanged TOAST value in the key"
     )
+    # varchar and bytea, not in the key: the placeholder's string and bytes
+    names = [c[0] for c in COLUMNS]
+    external = form_tuple(row, rng, raw={names.index("vc"): pointer, names.index("by"): pointer})
+    native = plan.encode(external.natts, external.infomask, external.hoff, external.data, 1, True)
+    assert not isinstance(native, str), native
+    assert native == py.encode(external)
+    assert native[0].count(UNAVAILABLE_BYTES) == 2
 
 
 def test_bad_tuples_raise_the_python_classes() -> None:

@@ -10,8 +10,10 @@ over `SqlToastSource`, the real TOAST-table reader): one into `AvroPlugin` on th
 Python path, one into `AvroPlugin` as `PGCDC_IMPL` selects it, the plugins' clock
 frozen. Both must write the same records (topic, key, value bytes, headers), every
 value whole as a SELECT shows it; under the native core the filled UPDATEs must be
-encoded natively (no "external TOAST pointer" fallback). A third session without the
-fill shows what pgcdc published before: the placeholder.
+encoded natively (no "external TOAST pointer" fallback). Two more sessions without the
+fill (as `toast.unchanged = placeholder` publishes) give Debezium's placeholder for the
+text, jsonb, bytea and text[] values the UPDATEs left alone: the same bytes on both
+paths, and natively under the native core.
 """
 
 from __future__ import annotations
@@ -47,12 +49,16 @@ pytestmark = pytest.mark.integration
 
 SCHEMA = """
 CREATE EXTENSION IF NOT EXISTS pageinspect;
-CREATE TABLE tf (id int PRIMARY KEY, n int NOT NULL, t text, j jsonb);
+CREATE TABLE tf (id int PRIMARY KEY, n int NOT NULL, t text, j jsonb, b bytea NOT NULL,
+                 a text[]);
 INSERT INTO tf SELECT i, 0,
     (SELECT string_agg(CASE WHEN i % 2 = 0 THEN md5(g::text) || repeat('q', 32)
                             ELSE md5(g::text || i::text) END, '')
      FROM generate_series(1, i * 160) g),
-    (SELECT jsonb_object_agg('k' || g, md5(g::text || 'j' || i)) FROM generate_series(1, i * 60) g)
+    (SELECT jsonb_object_agg('k' || g, md5(g::text || 'j' || i)) FROM generate_series(1, i * 60) g),
+    (SELECT decode(string_agg(md5(g::text || 'b' || i), ''), 'hex')
+     FROM generate_series(1, 200 + i) g),
+    (SELECT array_agg(md5(g::text || 'a' || i)) FROM generate_series(1, 150 + i) g)
 FROM generate_series(1, 8) i;
 """
 
@@ -99,23 +105,29 @@ def test_filled_updates_are_equal_on_python_and_native_paths(
                 },
                 registry={"url": registry["url"]},
             )
-            on_python, ours, unfilled = (
+            on_python, ours, unfilled, unfilled_python = (
+                AvroPlugin(settings),
                 AvroPlugin(settings),
                 AvroPlugin(settings),
                 AvroPlugin(settings),
             )
-            on_python.run_id = ours.run_id = unfilled.run_id
+            on_python.run_id = ours.run_id = unfilled_python.run_id = unfilled.run_id
             python: list[OutputRecord] = []
             got: list[OutputRecord] = []
             before: list[OutputRecord] = []
+            before_python: list[OutputRecord] = []
             with tempfile.TemporaryDirectory(prefix="pgcdc-toastimpl-") as spill:
                 sessions = [
                     _session(pg, dsn, slot, start, consistent, spill, on_python, python),
                     _session(pg, dsn, slot, start, consistent, spill, ours, got),
                     _session(pg, dsn, slot, start, consistent, spill, unfilled, before),
+                    _session(
+                        pg, dsn, slot, start, consistent, spill, unfilled_python, before_python
+                    ),
                 ]
                 seen = python
                 on_python.native_rows = None  # the Python path, whatever PGCDC_IMPL says
+                unfilled_python.native_rows = None
                 assert (ours.native_rows is not None) == native
                 for session in sessions[:2]:
                     source = SqlToastSource(dsn)
@@ -163,11 +175,22 @@ def test_filled_updates_are_equal_on_python_and_native_paths(
         assert len(old) == 9 and all(
             r.value is not None and UNAVAILABLE_BYTES in r.value for r in old
         )
+        # the placeholders: a string (text, jsonb) or bytes (bytea) field holds it as
+        # its length and bytes, a text[] field as an array of one ["null", string] item
+        # (b and a are stored out of line in every row); on both paths, byte for byte
+        held = bytes([2 * len(UNAVAILABLE_BYTES)]) + UNAVAILABLE_BYTES
+        listed = b"\x02\x02" + held + b"\x00"
+        assert all(r.value is not None and listed in r.value for r in old)
+        assert all(r.value is not None and r.value.count(held) >= 2 for r in old)
+        assert len(before_python) == len(before)
+        for i, (g, e) in enumerate(zip(before, before_python, strict=True)):
+            assert (g.topic, g.key, g.value, g.headers) == (e.topic, e.key, e.value, e.headers), i
         if native:
-            counts = ours.native_rows
-            assert counts is not None
-            assert "external TOAST pointer" not in counts.fallbacks, counts.fallbacks
-            assert counts.native >= 9, counts.native
+            for plugin in (ours, unfilled):
+                counts = plugin.native_rows
+                assert counts is not None
+                assert "external TOAST pointer" not in counts.fallbacks, counts.fallbacks
+                assert counts.native >= 9, counts.native
         assert sum(s.queries for s in sources) >= 2
     finally:
         for source in sources:

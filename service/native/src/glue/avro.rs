@@ -145,6 +145,7 @@ pub fn composite(
             elem: None,
             composite: nested,
             special_dropped: Default::default(),
+            placeholder: None,
             names: None,
         });
     }
@@ -236,7 +237,7 @@ pub struct PyRowPlan {
 #[pymethods]
 impl PyRowPlan {
     #[new]
-    #[pyo3(signature = (columns, key, relation, mismatch_error, decode_error, labels=None, elements=None, composites=None, missing=None, names=None))]
+    #[pyo3(signature = (columns, key, relation, mismatch_error, decode_error, labels=None, elements=None, composites=None, missing=None, names=None, placeholders=None))]
     #[allow(clippy::too_many_arguments)] // the plan's parts, as the glue compiles them
     fn new(
         columns: Vec<ColumnSpec>,
@@ -249,8 +250,10 @@ impl PyRowPlan {
         composites: Option<HashMap<usize, CompositeSpec>>,
         missing: Option<HashMap<usize, Vec<u8>>>,
         names: Option<&Bound<'_, PyNameCache>>,
+        placeholders: Option<HashMap<usize, Vec<u8>>>,
     ) -> PyResult<Self> {
         let names = names.map(|n| Arc::clone(&n.get().names));
+        let mut placeholders = placeholders.unwrap_or_default();
         let mut labels = labels.unwrap_or_default();
         let mut elements = elements.unwrap_or_default();
         let mut composites = composites.unwrap_or_default();
@@ -305,6 +308,11 @@ impl PyRowPlan {
                     "column {name}: its values need the catalog names (names=)"
                 )));
             }
+            // an unchanged TOAST value's field, for a live varlena column of the record
+            let placeholder = placeholders
+                .remove(&cols.len())
+                .filter(|_| kind.is_some() && attlen == -1 && !dropped)
+                .map(Arc::from);
             cols.push(Column {
                 name,
                 attlen,
@@ -312,6 +320,7 @@ impl PyRowPlan {
                 dropped,
                 has_missing,
                 missing: datum,
+                placeholder,
                 read: kind.is_some(),
                 labels: labels.remove(&cols.len()).unwrap_or_default(),
                 elem,

@@ -154,6 +154,7 @@ impl PyTextPlan {
                 elem: None,
                 composite,
                 special_dropped: Default::default(),
+                placeholder: None,
                 names: if named { names.clone() } else { None },
             });
             printed.push(shown);

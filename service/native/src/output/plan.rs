@@ -49,6 +49,12 @@ pub struct Column {
     /// column held (the Python path's `numeric_special_value_dropped`); shared by the
     /// plan's clones and threads, cleared by `Plan::take_dropped`.
     pub special_dropped: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The field as the avro plugin writes an unchanged TOAST value of this column
+    /// (its chunks not in the change): Debezium's placeholder, union branch included
+    /// (connectors.avro.schema.unchanged_toast_datum, encoded by the plan's compiler);
+    /// None: such a row is the Python path's (a type without a placeholder, which it
+    /// warns about, or any column of the text plan).
+    pub placeholder: Option<std::sync::Arc<[u8]>>,
 }
 
 /// An array's element type: its encoding and stored form (pg_type's typlen, typalign).
@@ -111,6 +117,9 @@ impl Attribute for Column {
     }
     fn read(&self) -> bool {
         self.read
+    }
+    fn placeholder(&self) -> bool {
+        self.placeholder.is_some()
     }
 }
 

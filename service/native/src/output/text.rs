@@ -346,6 +346,7 @@ mod tests {
             elem: None,
             composite: None,
             special_dropped: Default::default(),
+            placeholder: None,
             names: None,
         }
     }

@@ -34,6 +34,7 @@ fn array_plan(name: &str, labels: Labels, elem: Elem) -> Plan {
         elem: Some(elem),
         composite: None,
         special_dropped: Default::default(),
+        placeholder: None,
         names: None,
     };
     Plan {
@@ -337,6 +338,7 @@ fn column(name: &str, kind: Kind, attlen: i16) -> crate::output::plan::Column {
         elem: None,
         composite: None,
         special_dropped: Default::default(),
+        placeholder: None,
         names: None,
     }
 }

@@ -48,6 +48,22 @@ pub trait Attribute {
     fn missing(&self) -> Option<&[u8]>;
     /// Someone reads the value: deform decompresses it (else it only steps past it).
     fn read(&self) -> bool;
+    /// The caller writes a placeholder for the value when its TOAST chunks are not in
+    /// the change: deform then hands on `UNCHANGED` instead of giving the row up.
+    fn placeholder(&self) -> bool {
+        false
+    }
+}
+
+/// The datum deform hands on for an on-disk TOAST pointer whose chunks the change does
+/// not hold (the Python decoder's UNCHANGED_TOAST), for a column with a placeholder:
+/// told apart from any stored value by its address (`is_unchanged`), as no datum
+/// borrows from it otherwise.
+static UNCHANGED: [u8; 1] = [0xFF];
+
+/// Whether `d` is deform's `UNCHANGED` marker.
+pub fn is_unchanged(d: &[u8]) -> bool {
+    std::ptr::eq(d.as_ptr(), UNCHANGED.as_ptr()) && d.len() == UNCHANGED.len()
 }
 
 /// A heap tuple as the WAL logs it (service.decode.events.RawTuple).
@@ -87,6 +103,8 @@ pub enum Deformed<'a> {
 pub type Toast<'a> = std::collections::HashMap<u32, &'a [u8]>;
 
 const VARTAG_ONDISK: u8 = 18;
+/// The fallback reason of an on-disk TOAST pointer whose chunks the change lacks.
+const EXTERNAL: &str = "external TOAST pointer";
 /// varattrib_1b_e's header and its varatt_external (va_rawsize, va_extinfo, va_valueid,
 /// va_toastrelid): the bytes an on-disk TOAST pointer takes in a tuple.
 const TOAST_POINTER_SIZE: usize = 2 + 16;
@@ -104,7 +122,7 @@ fn resolve_toast<'a>(ptr: &[u8], toast: &Toast<'a>) -> Result<Cow<'a, [u8]>, &'s
     let extinfo = field(6)?;
     let valueid = field(10)?;
     let Some(&data) = toast.get(&valueid) else {
-        return Err("external TOAST pointer");
+        return Err(EXTERNAL);
     };
     let extsize = (extinfo & VARLENA_EXTSIZE_MASK) as usize;
     if data.len() != extsize {
@@ -220,17 +238,24 @@ pub fn deform<'a, A: Attribute>(
             }
             if b0 == 0x01 {
                 // VARATT_IS_EXTERNAL: the value is in the change's TOAST chunks.
-                let Some(toast) = toast else {
-                    return Ok(Deformed::Fallback("external TOAST pointer"));
-                };
+                let placeholder = col.placeholder() && !col.dropped() && col.read();
+                if toast.is_none() && !placeholder {
+                    return Ok(Deformed::Fallback(EXTERNAL));
+                }
                 let ptr = buf
                     .get(p..p + TOAST_POINTER_SIZE)
                     .ok_or_else(|| overrun(off))?;
                 if col.dropped() || !col.read() {
                     (Cow::Borrowed(&buf[p..p]), TOAST_POINTER_SIZE)
                 } else {
-                    match resolve_toast(ptr, toast) {
+                    let none = Toast::new();
+                    match resolve_toast(ptr, toast.unwrap_or(&none)) {
                         Ok(v) => (v, TOAST_POINTER_SIZE),
+                        // unchanged: its chunks are not in this change (and the pointer
+                        // is a well-formed on-disk one, resolve_toast read it)
+                        Err(EXTERNAL) if placeholder => {
+                            (Cow::Borrowed(&UNCHANGED[..]), TOAST_POINTER_SIZE)
+                        }
                         Err(why) => return Ok(Deformed::Fallback(why)),
                     }
                 }

@@ -10,7 +10,9 @@
 //! a nullable field as the `["null", T]` union) and the Key record's (the key columns,
 //! required: a NULL becomes the type's zero value, as KeyFromValue); or
 //! `Outcome::Fallback(reason)` when the row holds something only the Python path decides
-//! (an external TOAST pointer, a missing attribute with a default, NaN/±Infinity in a
+//! (an external TOAST pointer without its chunks in a column without a placeholder or in
+//! a key column (a column with one writes it: Debezium's `__debezium_unavailable_value`,
+//! `Column::placeholder`), a missing attribute with a default, NaN/±Infinity in a
 //! NOT NULL decimal column (in a nullable one it is written as null and the column
 //! flagged for the caller's warning, `Plan::take_dropped`), text
 //! that is not UTF-8, a value an Avro `int` cannot hold, ...). A fallback is the whole
@@ -25,7 +27,7 @@ pub mod binary;
 #[cfg(test)]
 mod tests;
 
-use crate::types::deform::{Datum, Deformed, RowError, Toast, Tuple};
+use crate::types::deform::{is_unchanged, Datum, Deformed, RowError, Toast, Tuple};
 use crate::types::{
     array, datetime, enum_label, extension, fixed, formats, geometric, jsonb, network, numeric,
     pgvector, postgis, regproc,
@@ -102,7 +104,12 @@ impl Plan {
     ) -> Result<usize, &'static str> {
         for (col, datum) in self.columns.iter().zip(datums) {
             let Some(kind) = col.kind else { continue };
-            field(out, col, kind, col.optional, datum.as_deref())?;
+            let datum = datum.as_deref();
+            match (datum, &col.placeholder) {
+                // an unchanged TOAST value: the placeholder the compiler encoded
+                (Some(d), Some(p)) if is_unchanged(d) => out.extend_from_slice(p),
+                _ => field(out, col, kind, col.optional, datum)?,
+            }
         }
         let value_end = out.len();
         if want_key {
@@ -112,6 +119,9 @@ impl Plan {
                     return Err("key column not in the value record");
                 };
                 let datum = datums.get(k).and_then(|d| d.as_deref());
+                if datum.is_some_and(is_unchanged) {
+                    return Err("unchanged TOAST value in the key");
+                }
                 field(out, col, kind, false, datum)?;
             }
         }

@@ -18,6 +18,7 @@ fn col(name: &str, attlen: i16, align: usize, kind: Option<Kind>, optional: bool
         elem: None,
         composite: None,
         special_dropped: Default::default(),
+        placeholder: None,
         names: None,
     }
 }
@@ -394,6 +395,86 @@ fn external_toast_from_the_changes_chunks() {
         data: cut,
     };
     assert!(plan.encode_toasted(&t, false, Some(&bad)).is_err());
+}
+
+#[test]
+fn unchanged_toast_writes_the_columns_placeholder() {
+    // A pointer whose chunks the change lacks (the Python decoder's UNCHANGED_TOAST): with
+    // a placeholder the field is written as the compiler encoded it, with or without
+    // a TOAST mapping; without one, or with the pointer's chunks present, as before.
+    let field = [avro::SECOND_BRANCH, 0x06, b'a', b'b', b'c'];
+    let mut doc = col("doc", -1, 4, Some(Kind::Text), true);
+    doc.placeholder = Some(std::sync::Arc::from(&field[..]));
+    let plan = Plan {
+        columns: vec![col("id", 4, 4, Some(Kind::Int4), false), doc],
+        key: vec![0],
+    };
+    let value = b"stored out of line".repeat(50);
+    let data = toasted(value.len() as u32 + 4, value.len() as u32, 0, 77);
+    let t = Tuple {
+        natts: 2,
+        infomask: 0,
+        hoff: 24,
+        data: &data,
+    };
+    let mut want = Vec::new();
+    avro::long(&mut want, 1);
+    want.extend_from_slice(&field);
+    let other: Toast<'_> = [(78u32, value.as_slice())].into_iter().collect();
+    for toast in [None, Some(&other)] {
+        let Ok(Outcome::Encoded { value: got, key }) = plan.encode_toasted(&t, true, toast) else {
+            panic!("expected an encoding");
+        };
+        assert_eq!(got, want);
+        assert_eq!(key, [0x02]); // id 1
+    }
+    // the chunks present: the value itself
+    let toast: Toast<'_> = [(77u32, value.as_slice())].into_iter().collect();
+    let Ok(Outcome::Encoded { value: got, .. }) = plan.encode_toasted(&t, false, Some(&toast))
+    else {
+        panic!("expected an encoding");
+    };
+    let mut whole = Vec::new();
+    avro::long(&mut whole, 1);
+    whole.push(avro::SECOND_BRANCH);
+    avro::bytes(&mut whole, &value);
+    assert_eq!(got, whole);
+    // a size that disagrees stays the Python path's error, placeholder or not
+    let short: Toast<'_> = [(77u32, &value[1..])].into_iter().collect();
+    assert_eq!(
+        plan.encode_toasted(&t, false, Some(&short)),
+        Ok(Outcome::Fallback("TOAST value of another size"))
+    );
+    // an unchanged value in a key column is the Python path's
+    let keyed = Plan {
+        columns: plan.columns.clone(),
+        key: vec![1],
+    };
+    assert_eq!(
+        keyed.encode(&t, true),
+        Ok(Outcome::Fallback("unchanged TOAST value in the key"))
+    );
+    assert!(matches!(
+        keyed.encode(&t, false),
+        Ok(Outcome::Encoded { .. })
+    ));
+    // a column the record leaves out steps past the pointer with a TOAST mapping, and
+    // gives the row up without one, as before
+    let mut unread = plan.columns.clone();
+    unread[1].kind = None;
+    unread[1].read = false;
+    let unread = Plan {
+        columns: unread,
+        key: vec![0],
+    };
+    assert!(matches!(
+        unread.encode_toasted(&t, false, Some(&other)),
+        Ok(Outcome::Encoded { .. })
+    ));
+    assert_eq!(
+        unread.encode(&t, false),
+        Ok(Outcome::Fallback("external TOAST pointer"))
+    );
 }
 
 /// A tuple written before ADD COLUMN ... DEFAULT reads each missing attribute as
