@@ -5,9 +5,10 @@ text writer (service._native.TextPlan), with damaged heap tuples.
 
 Seeds: tuples laid out as heap_form_tuple lays them out (null bitmap, alignment, 1-byte
 and 4-byte varlena headers, an inline pglz- and an lz4-compressed text, a dropped
-column) over a plan with every native kind (a composite with enum, array and nested
-composite fields, pg_snapshot, int2vector, oidvector, a jsonpath of a random item
-tree, tid, user ranges over text and bytea (bounds range_bound_escape quotes),
+column, on-disk TOAST pointers without their chunks in text and bytea columns, which the
+plan writes as its placeholder) over a plan with every native kind (a composite with
+enum, array and nested composite fields, pg_snapshot, int2vector, oidvector, a jsonpath
+of a random item tree, tid, user ranges over text and bytea (bounds range_bound_escape quotes),
 interval, tid and xid8, domains over int4 and bool, and cube[] (an extension type's array,
 its elements double-aligned) among them, and a last column added
 with a default, which seeds of fewer attributes read from the plan's attmissingval),
@@ -305,6 +306,11 @@ def _numeric(rng: random.Random) -> bytes:
     return struct.pack(f"<Hh{ndig}h", sign | dscale, weight, *digits)
 
 
+# the kinds whose seeds may hold an unchanged TOAST pointer, which the plan writes as a
+# placeholder
+_PLACEHOLDER_KINDS = frozenset({"text", "bytea"})
+
+
 def _pglz_literals(raw: bytes) -> bytes:
     """A valid pglz stream of literals only (control byte 0 before each 8 bytes)."""
     out = bytearray()
@@ -542,6 +548,12 @@ def seed_tuple(rng: random.Random) -> RawTuple:
                 payload = _payload(kind, rng)
                 compress = False
             datum = _varlena(payload, rng, compress)
+            if kind in _PLACEHOLDER_KINDS and rng.random() < 0.15:
+                # an on-disk TOAST pointer whose chunks the change lacks (unchanged): the
+                # plan's placeholder (varattrib_1b_e: unaligned)
+                datum = bytes([0x01, 18]) + struct.pack(
+                    "<iIII", 5000, 4000, rng.randrange(1 << 32), 16_400
+                )
             if datum[0] & 1 == 0:  # 4-byte header: aligned
                 a = _ALIGN[align]
                 pad = (-off) % a
@@ -618,6 +630,12 @@ def make_plan() -> tuple[object, list[Column]]:
             )
         )
     composites = {k: COMPOSITE_SPEC for k, c in enumerate(COLUMNS) if c[3] == "composite_rich"}
+    # an unchanged TOAST value's field (any bytes: the encoder writes them as given)
+    placeholders = {
+        k: b"\x02\x06abc"
+        for k, c in enumerate(COLUMNS)
+        if c[1] == -1 and c[3] in _PLACEHOLDER_KINDS and not c[4]
+    }
     plan = _native.RowPlan(
         specs,
         [0, 3],
@@ -628,6 +646,8 @@ def make_plan() -> tuple[object, list[Column]]:
         elements,
         composites,
         MISSING,
+        None,
+        placeholders,
     )
     return plan, columns
 

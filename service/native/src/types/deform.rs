@@ -242,9 +242,13 @@ pub fn deform<'a, A: Attribute>(
                 if toast.is_none() && !placeholder {
                     return Ok(Deformed::Fallback(EXTERNAL));
                 }
-                let ptr = buf
-                    .get(p..p + TOAST_POINTER_SIZE)
-                    .ok_or_else(|| overrun(off))?;
+                // read_varlena's DecodeError for a pointer cut short
+                let ptr = buf.get(p..p + TOAST_POINTER_SIZE).ok_or_else(|| {
+                    decode_err(
+                        format!("external varlena at offset {p} overruns datum"),
+                        col.name(),
+                    )
+                })?;
                 if col.dropped() || !col.read() {
                     (Cow::Borrowed(&buf[p..p]), TOAST_POINTER_SIZE)
                 } else {
