@@ -5,10 +5,12 @@
 //! dropped, atthasmissing, whether someone reads the value) and a `Tuple` (the RawTuple
 //! the heap decoder hands on: natts, infomask, t_hoff, the bytes from t_bits on), with
 //! the change's reassembled TOAST values when it has them.
-//! Hands on: `Deformed::Datums`, one per attribute (None: NULL, dropped, or absent), or
-//! `Deformed::Fallback(reason)` where the Python path decides the whole row (an
-//! external TOAST pointer without its chunks, a missing attribute with a default, a
-//! compression it cannot undo).
+//! Hands on: `Deformed::Datums`, one per attribute (None: NULL, dropped, or absent; the
+//! `UNCHANGED` marker, `is_unchanged`, for an on-disk TOAST pointer without its chunks
+//! in a column whose caller writes a placeholder), or `Deformed::Fallback(reason)` where
+//! the Python path decides the whole row (an external TOAST pointer without its chunks
+//! in any other column, a missing attribute with a default, a compression it cannot
+//! undo).
 //!
 //! Mirrors heap_deform_tuple: the null bitmap, each attribute aligned to its attalign
 //! relative to the tuple start, except a varlena whose first byte is not zero
