@@ -766,7 +766,7 @@ def unchanged_toast_datum(mapping: TypeMapping) -> Any:
     string, its UTF-8 bytes (a bytes field that is not a decimal), or a one-element
     array of it (an array of strings); None when the type has none (the caller warns
     `unchanged_toast_unrepresentable`). The native encoder writes the same
-    (connectors.avro.native_plan.placeholder_fields)."""
+    (connectors.avro.native_plan.placeholder_field)."""
     if mapping.kind == "string":
         return UNAVAILABLE
     if mapping.kind == "bytes" and not (

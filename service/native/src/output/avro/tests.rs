@@ -328,6 +328,38 @@ fn toasted(rawsize: u32, extsize: u32, method: u32, valueid: u32) -> Vec<u8> {
     tuple_data(&body)
 }
 
+/// `toasted`'s tuple data of `value`, stored uncompressed under chunk id 77.
+fn out_of_line(value: &[u8]) -> Vec<u8> {
+    toasted(value.len() as u32 + 4, value.len() as u32, 0, 77)
+}
+
+/// The tuple of `toasted`'s two attributes in `data`.
+fn id_and_pointer(data: &[u8]) -> Tuple<'_> {
+    Tuple {
+        natts: 2,
+        infomask: 0,
+        hoff: 24,
+        data,
+    }
+}
+
+/// The Value record of `id_and_pointer` with the nullable text `doc` whole: id 1, `doc`.
+fn id_and_doc(doc: &[u8]) -> Vec<u8> {
+    let mut want = Vec::new();
+    avro::long(&mut want, 1);
+    want.push(avro::SECOND_BRANCH);
+    avro::bytes(&mut want, doc);
+    want
+}
+
+/// The Value record `plan` encodes `t` to with `toast` (a fallback panics).
+fn value_of<'a>(plan: &Plan, t: &Tuple<'a>, toast: Option<&Toast<'a>>) -> Vec<u8> {
+    match plan.encode_toasted(t, false, toast) {
+        Ok(Outcome::Encoded { value, .. }) => value,
+        other => panic!("expected an encoding, got {other:?}"),
+    }
+}
+
 #[test]
 fn external_toast_from_the_changes_chunks() {
     // detoast_external_attr: an uncompressed value is its chunks; a missing chunk id (the
@@ -340,23 +372,10 @@ fn external_toast_from_the_changes_chunks() {
         key: vec![0],
     };
     let value = b"a value stored out of line".repeat(100);
-    let data = toasted(value.len() as u32 + 4, value.len() as u32, 0, 77);
-    let t = Tuple {
-        natts: 2,
-        infomask: 0,
-        hoff: 24,
-        data: &data,
-    };
+    let data = out_of_line(&value);
+    let t = id_and_pointer(&data);
     let toast: Toast<'_> = [(77u32, value.as_slice())].into_iter().collect();
-    let Ok(Outcome::Encoded { value: got, .. }) = plan.encode_toasted(&t, false, Some(&toast))
-    else {
-        panic!("expected an encoding");
-    };
-    let mut want = Vec::new();
-    avro::long(&mut want, 1); // id 1
-    want.push(avro::SECOND_BRANCH);
-    avro::bytes(&mut want, &value);
-    assert_eq!(got, want);
+    assert_eq!(value_of(&plan, &t, Some(&toast)), id_and_doc(&value));
     assert_eq!(
         plan.encode(&t, false),
         Ok(Outcome::Fallback("external TOAST pointer"))
@@ -375,25 +394,14 @@ fn external_toast_from_the_changes_chunks() {
     // does not decompress to its size is the Python path's error
     let broken = [0u8; 12];
     let data = toasted(5000, 12, 0, 77);
-    let t = Tuple {
-        natts: 2,
-        infomask: 0,
-        hoff: 24,
-        data: &data,
-    };
+    let t = id_and_pointer(&data);
     let bad: Toast<'_> = [(77u32, &broken[..])].into_iter().collect();
     assert!(matches!(
         plan.encode_toasted(&t, false, Some(&bad)),
         Ok(Outcome::Fallback(_))
     ));
     // a pointer cut short is a typed error, never a panic
-    let cut = &data[..data.len() - 3];
-    let t = Tuple {
-        natts: 2,
-        infomask: 0,
-        hoff: 24,
-        data: cut,
-    };
+    let t = id_and_pointer(&data[..data.len() - 3]);
     assert!(plan.encode_toasted(&t, false, Some(&bad)).is_err());
 }
 
@@ -410,13 +418,8 @@ fn unchanged_toast_writes_the_columns_placeholder() {
         key: vec![0],
     };
     let value = b"stored out of line".repeat(50);
-    let data = toasted(value.len() as u32 + 4, value.len() as u32, 0, 77);
-    let t = Tuple {
-        natts: 2,
-        infomask: 0,
-        hoff: 24,
-        data: &data,
-    };
+    let data = out_of_line(&value);
+    let t = id_and_pointer(&data);
     let mut want = Vec::new();
     avro::long(&mut want, 1);
     want.extend_from_slice(&field);
@@ -430,15 +433,7 @@ fn unchanged_toast_writes_the_columns_placeholder() {
     }
     // the chunks present: the value itself
     let toast: Toast<'_> = [(77u32, value.as_slice())].into_iter().collect();
-    let Ok(Outcome::Encoded { value: got, .. }) = plan.encode_toasted(&t, false, Some(&toast))
-    else {
-        panic!("expected an encoding");
-    };
-    let mut whole = Vec::new();
-    avro::long(&mut whole, 1);
-    whole.push(avro::SECOND_BRANCH);
-    avro::bytes(&mut whole, &value);
-    assert_eq!(got, whole);
+    assert_eq!(value_of(&plan, &t, Some(&toast)), id_and_doc(&value));
     // a size that disagrees stays the Python path's error, placeholder or not
     let short: Toast<'_> = [(77u32, &value[1..])].into_iter().collect();
     assert_eq!(
