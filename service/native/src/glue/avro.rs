@@ -518,25 +518,31 @@ impl PyRowPlan {
             return Ok(w.stopped(Some("update key compared in Python")));
         }
         let source = SourceParts::of(&parts);
+        // the new and the old row's records (Value, then Key): two buffers for the run
+        let (mut news, mut olds) = (Vec::new(), Vec::new());
         for (i, (new, old, old_is_key, lsn)) in rows.get().pairs(py)?.enumerate() {
-            let (record, key) = match self.encode_one(py, &new, want_key, lsn, None)? {
-                Outcome::Encoded { value, key } => (value, key),
-                Outcome::Fallback(why) => return Ok(w.stopped(Some(why))),
+            news.clear();
+            let value_end = match self.encode_one_into(py, &new, want_key, lsn, None, &mut news)? {
+                Ok(end) => end,
+                Err(why) => return Ok(w.stopped(Some(why))),
             };
-            let (old_record, old_key) = match self.encode_one(py, &old, want_key, lsn, None)? {
-                Outcome::Encoded { value, key } => (value, key),
-                Outcome::Fallback(why) => return Ok(w.stopped(Some(why))),
+            olds.clear();
+            let old_end = match self.encode_one_into(py, &old, want_key, lsn, None, &mut olds)? {
+                Ok(end) => end,
+                Err(why) => return Ok(w.stopped(Some(why))),
             };
+            let ((record, key), (old_record, old_key)) =
+                (news.split_at(value_end), olds.split_at(old_end));
             if old_key != key {
                 return Ok(w.stopped(Some("update changes the key")));
             }
-            let before = (!old_is_key).then_some(&old_record[..]);
+            let before = (!old_is_key).then_some(old_record);
             let n = i as i64;
             let envelope = |out: &mut Vec<u8>| {
                 write_envelope(
                     out,
                     before,
-                    Some(&record[..]),
+                    Some(record),
                     &source,
                     lsn as i64,
                     total + n,
@@ -545,7 +551,7 @@ impl PyRowPlan {
                     ts_ns,
                 )
             };
-            w.push(py, value_header, envelope, key_header, &key)?;
+            w.push(py, value_header, envelope, key_header, key)?;
         }
         Ok(w.stopped(None))
     }
@@ -751,18 +757,29 @@ impl PyRowPlan {
         let deleting = ev.op == "d";
         let want_key = ev.key_header.is_some();
         let mut w = Written::new(py);
+        // each row's Value record, then its Key record: one buffer for the run
+        let mut records = Vec::new();
         for (i, row) in rows.enumerate() {
             let (raw, lsn) = row?;
             let tuple = raw.as_tuple();
             let toast = raw.toast();
-            let (record, key) = match self.encode_one(py, &tuple, want_key, lsn, toast.as_ref())? {
-                Outcome::Encoded { value, key } => (value, key),
-                Outcome::Fallback(why) => return Ok(w.stopped(Some(why))),
+            records.clear();
+            let value_end = match self.encode_one_into(
+                py,
+                &tuple,
+                want_key,
+                lsn,
+                toast.as_ref(),
+                &mut records,
+            )? {
+                Ok(end) => end,
+                Err(why) => return Ok(w.stopped(Some(why))),
             };
+            let (record, key) = records.split_at(value_end);
             let (before, after) = if deleting {
-                (Some(&record[..]), None)
+                (Some(record), None)
             } else {
-                (None, Some(&record[..]))
+                (None, Some(record))
             };
             let n = i as i64;
             let envelope = |out: &mut Vec<u8>| {
@@ -778,7 +795,7 @@ impl PyRowPlan {
                     ev.ts_ns,
                 )
             };
-            w.push(py, ev.value_header, envelope, ev.key_header, &key)?;
+            w.push(py, ev.value_header, envelope, ev.key_header, key)?;
         }
         Ok(w.stopped(None))
     }
@@ -935,6 +952,28 @@ impl PyRowPlan {
         };
         self.errors.check(py, result, "row encoder", lsn)
     }
+
+    /// `encode_one` appended to `out` (`Plan::encode_toasted_into`): Ok(where the Value
+    /// record ends, the Key record after it), or Err(the fallback's reason).
+    fn encode_one_into<'a>(
+        &self,
+        py: Python<'_>,
+        t: &Tuple<'a>,
+        want_key: bool,
+        lsn: u64,
+        toast: Option<&Toast<'a>>,
+        out: &mut Vec<u8>,
+    ) -> PyResult<Result<usize, &'static str>> {
+        let plan = &self.plan;
+        let detach = t.data.len() >= DETACH_AT;
+        let mut run = || {
+            catch_unwind(AssertUnwindSafe(|| {
+                plan.encode_toasted_into(t, want_key, toast, out)
+            }))
+        };
+        let result = if detach { py.detach(run) } else { run() };
+        self.errors.check(py, result, "row encoder", lsn)
+    }
 }
 
 /// The `source` record and transaction block around a change's two varying fields: the
@@ -973,7 +1012,8 @@ fn write_envelope(
     op: &str,
     ts_ns: i64,
 ) {
-    let lsn_text = lsn.to_string();
+    let mut digits = [0u8; 20];
+    let lsn_text = avro::decimal(lsn, &mut digits);
     for rec in [before, after] {
         match rec {
             None => out.push(avro::NULL_BRANCH),
@@ -989,7 +1029,7 @@ fn write_envelope(
     let seq_len = parts.sequence_head.len() + lsn_text.len() + 2;
     avro::long(out, seq_len as i64);
     out.extend_from_slice(parts.sequence_head);
-    out.extend_from_slice(lsn_text.as_bytes());
+    out.extend_from_slice(lsn_text);
     out.extend_from_slice(b"\"]");
     out.extend_from_slice(parts.mid);
     out.push(avro::SECOND_BRANCH);
@@ -1001,7 +1041,7 @@ fn write_envelope(
             out.push(avro::SECOND_BRANCH);
             avro::long(out, (h.len() + lsn_text.len()) as i64);
             out.extend_from_slice(h);
-            out.extend_from_slice(lsn_text.as_bytes());
+            out.extend_from_slice(lsn_text);
             avro::long(out, total);
             avro::long(out, order);
         }

@@ -736,7 +736,7 @@ pub struct RowScratch {
 
 impl CopyPlan<'_> {
     /// Row `row` of `chunk` (over the stream `data`): its datums rewritten (`stored`),
-    /// then the records, as `Plan::encode_datums` writes a WAL row's. A malformed field is
+    /// then the records, as `Plan::encode_datums_into` writes a WAL row's. A malformed field is
     /// `RowError::Decode` naming the column. The callers append (`encode_into`); this
     /// form, each record in a buffer of its own, is the tests'.
     #[cfg(test)]

@@ -57,31 +57,40 @@ impl Plan {
         want_key: bool,
         toast: Option<&Toast<'a>>,
     ) -> Result<Outcome, RowError> {
-        let datums = match self.deform(t, toast)? {
-            Deformed::Datums(d) => d,
-            Deformed::Fallback(why) => return Ok(Outcome::Fallback(why)),
-        };
-        Ok(self.encode_datums(&datums, want_key, t.data.len() + 16))
+        let mut value = Vec::with_capacity(t.data.len() + 16);
+        Ok(
+            match self.encode_toasted_into(t, want_key, toast, &mut value)? {
+                Ok(value_end) => {
+                    let key = value.split_off(value_end);
+                    Outcome::Encoded { value, key }
+                }
+                Err(why) => Outcome::Fallback(why),
+            },
+        )
     }
 
-    /// The Value (and with `want_key` the Key) record of a row's datums, one per plan
-    /// column (None: NULL, or not read), however they were obtained: deformed from a
-    /// heap tuple (`encode_toasted`) or rewritten from COPY's send format (tablesnap::copy).
-    /// `capacity`: the Value record's expected size.
-    pub fn encode_datums(&self, datums: &[Datum<'_>], want_key: bool, capacity: usize) -> Outcome {
-        let mut value = Vec::with_capacity(capacity);
-        match self.write_records(datums, want_key, &mut value) {
-            Ok(value_end) => {
-                let key = value.split_off(value_end);
-                Outcome::Encoded { value, key }
-            }
-            Err(why) => Outcome::Fallback(why),
-        }
+    /// `encode_toasted` appended to `out`, as `encode_datums_into` writes: Ok(Ok(where
+    /// the Value record ends)), the Key record after it; Ok(Err(reason)) for a fallback,
+    /// `out` as it was. For a caller that reuses one buffer for a run's rows (no
+    /// allocation per row once it has grown).
+    pub fn encode_toasted_into<'a>(
+        &self,
+        t: &Tuple<'a>,
+        want_key: bool,
+        toast: Option<&Toast<'a>>,
+        out: &mut Vec<u8>,
+    ) -> Result<Result<usize, &'static str>, RowError> {
+        Ok(match self.deform(t, toast)? {
+            Deformed::Datums(datums) => self.encode_datums_into(&datums, want_key, out),
+            Deformed::Fallback(why) => Err(why),
+        })
     }
 
-    /// `encode_datums` appended to `out`: the Value record, then (with `want_key`) the
-    /// Key record; Ok(where the Value record ends). On a fallback `out` is as it was.
-    /// For a caller that keeps many rows' records end to end (tablesnap's chunks).
+    /// The Value record of a row's datums, one per plan column (None: NULL, or not read),
+    /// however they were obtained (deformed from a heap tuple, `encode_toasted_into`, or
+    /// rewritten from COPY's send format, tablesnap::copy), then with `want_key` its Key
+    /// record, appended to `out`; Ok(where the Value record ends). On a fallback `out`
+    /// is as it was. For a caller that keeps records end to end or reuses one buffer.
     pub fn encode_datums_into(
         &self,
         datums: &[Datum<'_>],
