@@ -483,7 +483,7 @@ impl PyWalReader {
             let mut blocks = Vec::with_capacity(body.blocks.len());
             for b in &body.blocks {
                 let loc = locator(&mut self.locators, &self.factory, py, b.locator)?;
-                let image = b.image.as_ref().map(|img| PyBytes::new(py, img));
+                let image = b.page(bytes).map(|page| PyBytes::new(py, &page));
                 let block = self.factory.block.build(
                     py,
                     [

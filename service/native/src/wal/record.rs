@@ -5,9 +5,9 @@
 //! Receives: from the walk (`reader`), the bytes of exactly one record (header included,
 //! `tot_len` long) whose page headers, record header and CRC32C are already checked.
 //! Hands on: a `Record` whose block data and main data are ranges into those bytes and
-//! whose full-page images are restored to whole BLCKSZ pages (pglz or lz4 decompressed,
-//! hole zero-filled); the boundary turns it into the same `XLogRecord` / `BlockRef` the
-//! Python decoder builds.
+//! whose full-page images are restored to whole BLCKSZ pages (pglz or lz4 decompressed
+//! at once; an uncompressed one when `Block::page` asks; hole zero-filled); the boundary
+//! turns it into the same `XLogRecord` / `BlockRef` the Python decoder builds.
 //!
 //! Guarantees: the block headers are checked as DecodeXLogRecord checks them and as the
 //! Python decoder does, in the same order with the same messages: block ids in range and
@@ -16,6 +16,7 @@
 //! accounting for exactly `tot_len`. Failures are `WalCorruptionError` with the record's
 //! LSN; a zstd image is `WalError`. Nothing is skipped.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use super::format::{
@@ -50,7 +51,13 @@ pub struct Block {
     pub block: u32,
     pub flags: u8,
     pub data: Range<usize>,
+    /// A compressed image, decompressed (hole zero-filled) when the record is decoded,
+    /// so that a damaged one is an error there; None otherwise.
     pub image: Option<Vec<u8>>,
+    /// An uncompressed image's bytes in the record (nothing about it can fail once its
+    /// header is checked): `page` builds its page only when asked, so a record whose
+    /// image nobody reads (every record the decoder predecodes) copies nothing.
+    pub raw_image: Option<Range<usize>>,
     pub apply_image: bool,
     pub image_len: u16,
     pub hole_offset: u16,
@@ -256,17 +263,21 @@ pub fn decode(fmt: &WalFormat, rec: &[u8], lsn: u64) -> Result<Body> {
     }
     let mut blocks = Vec::with_capacity(heads.len());
     for h in heads {
-        let mut image = None;
+        let (mut image, mut raw_image) = (None, None);
         if h.img_len != 0 {
-            image = Some(restore_image(
-                fmt,
-                &rec[p..p + h.img_len],
-                h.hole_off,
-                h.hole_len,
-                h.bimg_info,
-                lsn,
-                h.block_id,
-            )?);
+            if h.bimg_info & fmt.compressed_mask() != 0 {
+                image = Some(restore_image(
+                    fmt,
+                    &rec[p..p + h.img_len],
+                    h.hole_off,
+                    h.hole_len,
+                    h.bimg_info,
+                    lsn,
+                    h.block_id,
+                )?);
+            } else {
+                raw_image = Some(p..p + h.img_len);
+            }
             p += h.img_len;
         }
         let data = p..p + h.data_len;
@@ -279,6 +290,7 @@ pub fn decode(fmt: &WalFormat, rec: &[u8], lsn: u64) -> Result<Body> {
             flags: h.fork_flags,
             data,
             image,
+            raw_image,
             apply_image: h.bimg_info & fmt.bkpimage_apply != 0,
             image_len: h.img_len as u16,
             hole_offset: h.hole_off as u16,
@@ -292,6 +304,28 @@ pub fn decode(fmt: &WalFormat, rec: &[u8], lsn: u64) -> Result<Body> {
         toplevel_xid: toplevel,
         origin,
     })
+}
+
+impl Block {
+    /// The full BLCKSZ page of the block's image (RestoreBlockImage), or None when it
+    /// has none; `rec` is the record's bytes the block was decoded from.
+    pub fn page<'a>(&'a self, rec: &[u8]) -> Option<Cow<'a, [u8]>> {
+        if let Some(page) = &self.image {
+            return Some(Cow::Borrowed(page));
+        }
+        let at = self.raw_image.clone()?;
+        let (off, len) = (usize::from(self.hole_offset), usize::from(self.hole_length));
+        Some(Cow::Owned(with_hole(&rec[at], off, len)))
+    }
+}
+
+/// An image's bytes with its hole (`hole_len` bytes at `hole_off`) zero-filled.
+fn with_hole(raw: &[u8], hole_off: usize, hole_len: usize) -> Vec<u8> {
+    let mut page = Vec::with_capacity(raw.len() + hole_len);
+    page.extend_from_slice(&raw[..hole_off]);
+    page.resize(hole_off + hole_len, 0);
+    page.extend_from_slice(&raw[hole_off..]);
+    page
 }
 
 /// The full BLCKSZ page of a block image: decompressed, hole zero-filled
@@ -344,9 +378,5 @@ fn restore_image(
     if hole_len == 0 {
         return Ok(raw);
     }
-    let mut page = Vec::with_capacity(BLCKSZ);
-    page.extend_from_slice(&raw[..hole_off]);
-    page.resize(hole_off + hole_len, 0);
-    page.extend_from_slice(&raw[hole_off..]);
-    Ok(page)
+    Ok(with_hole(&raw, hole_off, hole_len))
 }
