@@ -103,11 +103,12 @@ class HeapRows:
     @property
     def data_bytes(self) -> int: ...  # sum of the rows' tuple data lengths
     @property
-    def chunks(self) -> int: ...  # rows that are TOAST chunk inserts (on_toast_relation)
+    def chunks(self) -> int: ...  # chunk rows: TOAST chunk inserts, or a delete run's bare deletes
     @property
     def olds(self) -> int: ...  # rows holding an UPDATE's old tuple besides its new one
     @property
     def ends_reset(self) -> bool: ...  # last row: a main row with clear_toast_afterwards
+    def mains(self) -> HeapRows | None: ...  # the rows not chunk rows (None: no such row)
     def toast_replay(
         self, held: list[tuple[int, int, bytes]] = ...
     ) -> tuple[

@@ -401,13 +401,18 @@ class InsertRows(Sequence[HeapChange]):
     DecodeInsert queues for each chunk, and ReorderBufferToastAppendChunk collects at
     replay for the next main-table row); or UPDATEs, all with the old tuple or key
     they logged (`olds`: each row holds both) or all without; or DELETEs that logged
-    only their old tuple or key (never with chunks). Each row holds the tuples its
-    change carries. Item `i` is built when it is read, as
-    exactly the `HeapChange` the unbatched reader gives for that row; until then a row
+    only their old tuple or key, and among them, after the first, `chunks` DELETEs that
+    logged no old tuple (bare), all of one other relation (`rows.toast_locator`): a
+    toast relation's chunk deletes (toast_delete after each row with a value out of
+    line, which the replay drops, `mains`) or a table's without a replica identity.
+    Each row holds the tuples its change carries (a bare delete none). Item `i` is built
+    when it is read, as exactly the `HeapChange` the unbatched reader gives for that
+    row; until then a row
     is its logged tuple in Rust, so a run crosses the reorder buffer and reaches a
     native encoder without a Python object per row. Only an InsertRows without chunks
     reaches an encoder; one with chunks is replayed whole (its chunks collected in
-    Rust) and spilled whole too (its dump keeps which rows are chunks).
+    Rust) and spilled whole too (its dump keeps which rows are chunks); of a delete run
+    with bare deletes, only `mains` reaches an encoder.
 
     The reorder buffer queues one as a single entry (ReorderBufferQueueChange of each of
     its rows: `nrows` changes, `data_bytes` of tuple data), and replay hands it on whole
@@ -452,6 +457,12 @@ class InsertRows(Sequence[HeapChange]):
     def __iter__(self) -> Iterator[HeapChange]:
         return iter(self.rows.changes())
 
+    def mains(self) -> InsertRows | None:
+        """The rows that are not chunk rows, as an InsertRows of their own (a delete
+        run's keyed deletes without its bare ones); None when every row is one."""
+        rows = self.rows.mains()
+        return None if rows is None else InsertRows(rows)
+
     def window(self, start: int, stop: int) -> InsertRows:
         """Rows [start, stop) (0 <= start < stop <= nrows), sharing this one's."""
         return InsertRows(self.rows.slice(start, stop))
@@ -470,11 +481,13 @@ class InsertRun(NamedTuple):
     top-level xid (block 252) or an origin (block 253), whose events are all plain
     inserts (`ChangeKind.INSERT`) not on a toast relation; after the first of them, the
     single plain inserts of `xid` into one toast relation (TOAST chunks). Or, a run of
-    its own kind under the same conditions and without chunks: Heap UPDATE and
-    HOT_UPDATE records whose one event is an UPDATE, all logging an old tuple or key
-    besides the new one (a key change, REPLICA IDENTITY FULL) or none of them, or Heap
-    DELETE records whose one event is a DELETE that logged only its old tuple or key
-    (`changes.kind`). Between and after them, besides the Heap and Heap2 records the
+    its own kind under the same conditions: Heap UPDATE and HOT_UPDATE records whose one
+    event is an UPDATE, all logging an old tuple or key besides the new one (a key
+    change, REPLICA IDENTITY FULL) or none of them, without chunks; or Heap DELETE
+    records whose one event is a DELETE that logged only its old tuple or key
+    (`changes.kind`), and after the first of them the DELETE records of `xid` that
+    logged no old tuple, all into one other relation of the same database (its chunks:
+    bare deletes). Between and after them, besides the Heap and Heap2 records the
     decoder does nothing with (inert: Heap LOCK, pruning),
     the records of rmgrs without rm_decode (the index inserts), of `xid` or of none and
     with no top-level xid, which the driver only counts. `records` counts them all.

@@ -332,8 +332,9 @@ class ReorderBuffer:
         """`queue_change` of each of `inserts` in turn: an InsertRun's plain inserts of
         one relation (not a toast relation) and the TOAST chunk inserts among them
         (`inserts.chunks`: each a change of its own, sized as any insert), or its
-        updates or deletes (each row sized as its change: one tuple, or an UPDATE's new
-        and old ones), the first logged at `lsn`. The
+        updates or deletes (each row sized as its change: one tuple, an UPDATE's new
+        and old ones, or none for a delete run's bare deletes, its `chunks`), the first
+        logged at `lsn`. The
         transaction is looked up and the toast check made once; the memory limit is
         still enforced after each change, as ReorderBufferQueueChange does. The rows up
         to each point where it is enforced are queued as one entry (a window of

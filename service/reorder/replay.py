@@ -28,9 +28,13 @@ in the native core (`HeapRows.toast_replay`, ReorderBufferToastAppendChunk /
 ReorderBufferToastReset) from the chunks held before it on (those of its first row),
 each main row handed on as the branches for single changes would (with the chunks
 held for it to `change`, else into the run), and the chunks still held after it
-handed back to the replay's `_ToastState`, still accounted. Where its rows could not
-go so (chunks held before one without chunks, streaming, a toast relation) they come
-one by one instead, exactly as if queued one by one.
+handed back to the replay's `_ToastState`, still accounted. A delete run whose chunk
+rows are bare deletes (no old tuple) of a toast relation is replayed whole as well:
+those are released as they would be one by one (ReorderBufferProcessTXN does not
+decode a toast relation's deletes) and its other rows go on as a run (`mains`).
+Where its rows could not go so (chunks held before one without chunks, bare deletes
+of a table, streaming, a toast relation) they come one by one instead, exactly as if
+queued one by one.
 
 Guarantees:
 - Changes of one input keep their order; inputs are merged by LSN.
@@ -78,6 +82,7 @@ from service.reorder.txn import ReorderBufferState, ReorderBufferTXN
 from service.wal.record import RelFileLocator
 
 _INSERT = ChangeKind.INSERT
+_DELETE = ChangeKind.DELETE
 _PLAIN = frozenset((ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.DELETE))
 _SPEC_INSERT = ChangeKind.SPEC_INSERT
 _SPEC_CONFIRM = ChangeKind.SPEC_CONFIRM
@@ -278,6 +283,11 @@ class Replayer:
             # with them.
             if run is None or toast_of(rows.locator):
                 return False
+            if rows.chunks and rows.kind is _DELETE:
+                # A delete run's bare deletes: whole (its main rows into the run) only
+                # when they are a toast relation's chunk deletes, which are not decoded;
+                # a table's (no replica identity) go one by one, as queued.
+                return not toast.held and toast_of(rows.rows.toast_locator)
             return bool(rows.chunks) or not toast.held
 
         for owner, change, size in self._iter_txn(txn, whole):
@@ -346,7 +356,8 @@ class Replayer:
                     if spec is not None:
                         release(spec[0], spec[2])
                     spec = (owner, change, size)
-            elif type(change) is InsertRows and change.chunks:  # whole(change)
+            elif type(change) is InsertRows and change.chunks and change.kind is not _DELETE:
+                # whole(change): an insert run with its TOAST chunks
                 assert run is not None  # whole(): not streaming
                 # Each main row as the branches above hand it on: with the chunks held
                 # for it (ReorderBufferToastReplace's input) alone, else into the run;
@@ -379,12 +390,21 @@ class Replayer:
                 if spec is not None:  # the speculative insertion was not confirmed
                     release(spec[0], spec[2])
                     spec = None
-                n = change.nrows
+                pieces = change
+                if change.chunks:
+                    # a delete run's bare deletes, a toast relation's (whole()): released
+                    # as they would be one by one (toast deletions are not decoded), its
+                    # other rows on as the run
+                    mains = change.mains()
+                    if mains is None:
+                        continue
+                    pieces = mains
+                n = pieces.nrows
                 assert run is not None  # whole(): not streaming
                 if n < ROWS_ALONE:
                     # A short piece (its InsertRun cut by other transactions' records)
                     # joins the run as its rows: runs stay long under concurrent writers.
-                    for row in change:
+                    for row in pieces:
                         run.append(row)
                         if len(run) >= RUN_MAX:
                             sink.changes(txn, run)
@@ -395,7 +415,7 @@ class Replayer:
                         run = []
                     for at in range(0, n, RUN_MAX):
                         end = min(at + RUN_MAX, n)
-                        sink.changes(txn, change if n <= RUN_MAX else change.window(at, end))
+                        sink.changes(txn, pieces if n <= RUN_MAX else pieces.window(at, end))
             else:
                 release(owner, size)
                 if run:

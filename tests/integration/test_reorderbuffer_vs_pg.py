@@ -287,3 +287,55 @@ def test_updates_and_deletes_spill_as_the_server_counts(pg: dict[str, Any]) -> N
         assert r.run_changes >= 3 * rows * 0.9
     else:
         assert r.run_changes == 0
+
+
+def test_deleted_toasted_rows_spill_as_the_server_counts(pg: dict[str, Any]) -> None:
+    """One transaction deletes 3,000 keyed rows whose 5 KB values are stored out of line
+    (after each row's DELETE, toast_delete's DELETEs of its three chunks: no old tuple
+    logged), then deletes keyed rows and rows of a REPLICA IDENTITY NOTHING table in
+    turn, over a 1 MB limit: every counter equals the server's, spills and total_bytes
+    included, and the text lines are the server's. Under the native core the chunk
+    deletes join the runs of their rows' deletes (bare deletes, `InsertRows.chunks`:
+    each a change with no tuple, 80 bytes) and are dropped at replay as a toast
+    relation's; the other table's bare deletes join runs too, and are replayed one by
+    one, each printed as test_decoding prints a DELETE without an old tuple."""
+    rows, pairs = 3_000, 3_000
+    tables = [
+        *TABLES,
+        "CREATE TABLE docd (id int PRIMARY KEY, body text)"
+        " WITH (autovacuum_enabled = off, toast.autovacuum_enabled = off)",
+        "ALTER TABLE docd ALTER COLUMN body SET STORAGE EXTERNAL",
+        "CREATE TABLE keyed (id int PRIMARY KEY) WITH (autovacuum_enabled = off)",
+        "CREATE TABLE nokey (id int PRIMARY KEY) WITH (autovacuum_enabled = off)",
+        "ALTER TABLE nokey REPLICA IDENTITY NOTHING",
+        # before the slot: the server's total_bytes leaves out the chunks of toasted
+        # inserts (test_toasted_rows_spill_with_their_chunks), pgcdc's does not
+        f"INSERT INTO docd SELECT g, repeat(md5(g::text), 160) FROM generate_series(1, {rows}) g",
+        f"INSERT INTO keyed SELECT generate_series(1, {pairs})",
+        f"INSERT INTO nokey SELECT generate_series(1, {pairs})",
+    ]
+    workload = [
+        Step(
+            "BEGIN; DELETE FROM docd;"
+            f" DO $$ BEGIN FOR i IN 1..{pairs} LOOP"
+            " DELETE FROM keyed WHERE id = i; DELETE FROM nokey WHERE id = i;"
+            " END LOOP; END $$; COMMIT",
+            watch=True,
+        ),
+        *NOT_COUNTED,
+    ]
+    r = run_vs_pg_quiet(pg, tables, workload, work_mem_kb=1024)
+    _assert_common(r)
+    # the deletes' BEGIN, rows and COMMIT; no line of NOT_COUNTED's
+    assert r.server_out.count == rows + 2 * pairs + 2
+    assert r.server_stats["spill_txns"] >= 1
+    for name in ("total_txns", "spill_txns"):
+        assert r.pgcdc_stats[name] == r.server_stats[name], name
+    _assert_sizes(r, exact_total_bytes=True)
+    if selected() == "native":
+        # 5,120 bytes in chunks of at most 1,996: 3 chunk deletes per row, and one bare
+        # delete of `nokey` after each of `keyed`'s
+        assert r.run_chunks >= (rows * 3 + pairs) * 0.9
+        assert r.run_changes >= (rows * 4 + pairs * 2) * 0.9
+    else:
+        assert r.run_changes == r.run_chunks == 0

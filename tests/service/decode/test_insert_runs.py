@@ -6,7 +6,10 @@ place: their events are its changes, its first and last LSNs are theirs, each of
 may join a run (a record of the run's xid and relation whose changes are of the run's
 kind: plain, non-toast inserts, or one such update, or one such delete; after an insert
 run's first row, a single plain insert of the run's xid on a toast relation, a TOAST
-chunk, all of a run's chunks in one relation; each with no top-level xid and no origin;
+chunk, all of a run's chunks in one relation; after a delete run's first row, a delete
+of the run's xid that logged no old tuple (a bare delete: a toast relation's chunk
+delete, or a table's without a replica identity) of one other relation of the run's
+database, all of them in one; each with no top-level xid and no origin;
 or a record of an rmgr without rm_decode of that xid or of none, with no top-level
 xid), and every other item is the same. On WAL of one slice the runs are as long as
 that rule allows. Checked on real PG15/PG18 WAL and on random record sequences written
@@ -122,6 +125,29 @@ def _chunk_insert(item: object) -> RelFileLocator | None:
     return None
 
 
+def _no_old_delete(item: object) -> RelFileLocator | None:
+    """The relation of a predecoded DELETE that logged no old tuple (a bare delete: a
+    toast relation's chunk delete, or a row of a table without a replica identity) that
+    may join a delete run, else None."""
+    if (
+        isinstance(item, PredecodedRecord)
+        and (item.rmid, item.info & 0x70) == _DELETE
+        and item.toplevel_xid is None
+        and item.origin is None
+        and len(item.events) == 1
+    ):
+        e = item.events[0]
+        if (
+            isinstance(e, HeapChange)
+            and e.kind is ChangeKind.DELETE
+            and e.new_tuple is None
+            and e.old_tuple is None
+            and not e.on_toast_relation
+        ):
+            return e.locator
+    return None
+
+
 def _joins(
     run: InsertRun, item: object, bare: frozenset[int], toast: RelFileLocator | None
 ) -> bool:
@@ -140,6 +166,15 @@ def _joins(
     chunk = _chunk_insert(item)
     if chunk is not None:
         return kind is ChangeKind.INSERT and (toast is None or chunk == toast)
+    gone = _no_old_delete(item)
+    if gone is not None:  # one other relation of the run's database, after its first row
+        main = run.changes.locator
+        return (
+            kind is ChangeKind.DELETE
+            and gone != main
+            and gone.db_oid == main.db_oid
+            and (toast is None or gone == toast)
+        )
     return (
         _run_kind(item) == (kind, bool(run.changes.olds))
         and item.events[0].locator == run.changes.locator  # type: ignore[attr-defined]
@@ -191,12 +226,16 @@ def _check(
         toast: RelFileLocator | None = None
         for p in part[1:]:
             assert _joins(item, p, bare, toast), p
-            toast = toast or _chunk_insert(p)
+            toast = toast or _chunk_insert(p) or _no_old_delete(p)
         # (an inert Heap record in it comes whole without runs, and decodes to nothing)
         events = [e for p in part for e in getattr(p, "events", ())]
         rows = item.changes
         assert list(rows) == events
-        assert rows.chunks == sum(e.on_toast_relation for e in events)
+        # chunk rows: TOAST chunk inserts, or a delete run's deletes without an old tuple
+        assert rows.chunks == sum(
+            e.on_toast_relation or (e.kind is ChangeKind.DELETE and e.old_tuple is None)
+            for e in events
+        )
         assert (len(rows), rows.lsn, rows.last_lsn) == (len(events), events[0].lsn, events[-1].lsn)
         assert (rows.xid, rows.locator) == (item.xid, events[0].locator)
         assert all(e.kind is rows.kind for e in events if not e.on_toast_relation)

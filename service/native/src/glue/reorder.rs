@@ -7,7 +7,12 @@
 //! `clear_toast_afterwards`; and, among them, the TOAST chunk inserts DecodeInsert
 //! queues as changes of their own (XLH_INSERT_ON_TOAST_RELATION: each a change the
 //! size ReorderBufferChangeSize gives any insert, which ReorderBufferToastAppendChunk
-//! collects at replay for the next main-table row). Python reference: the `HeapChange`s
+//! collects at replay for the next main-table row); or, among a delete run's rows, the
+//! DELETEs that logged no old tuple (bare deletes: DecodeDelete's change with no tuple,
+//! ReorderBufferChangeSize's bare size), all of one other relation, flagged as chunks
+//! are: a toast relation's chunk deletes, which ReorderBufferProcessTXN does not decode
+//! (`mains` gives the run without them), or a table's without a replica identity.
+//! Python reference: the `HeapChange`s
 //! (with their `RawTuple`s) that `PyHeapDecoder::events_py` builds for those records
 //! (service.decode.events).
 //!
@@ -15,8 +20,9 @@
 //! run, its LSN, block 0's block number and the parsed events of a runnable record
 //! (no origin; plain inserts, with no old tuple, either into the run's relation or one
 //! chunk insert into its toast relation; or one UPDATE logging only its new tuple, or
-//! one DELETE logging only its old tuple or key: DecodeUpdate's and DecodeDelete's
-//! change, each row holding the one tuple its change carries);
+//! one DELETE logging only its old tuple or key, or one logging none (bare):
+//! DecodeUpdate's and DecodeDelete's change, each row holding the one tuple its change
+//! carries, a bare delete none);
 //! each tuple's data bytes are copied out of the record into one buffer of the run.
 //! Then, at the run's end, its xid, the RelFileLocator objects of its relation and of
 //! its toast relation if it has chunks (the reader's cached ones, as in its
@@ -87,7 +93,9 @@ impl RowsBuilder {
             .ok_or(what)
         };
         for ev in events {
-            let (kind, offset, t, clear_toast_afterwards, on_toast_relation) = match ev {
+            // `chunk`: a TOAST chunk insert, or a DELETE that logged no old tuple (a bare
+            // delete, which only a delete run takes: the run's chunks, with no tuple)
+            let (kind, offset, t, clear_toast_afterwards, chunk) = match ev {
                 Event::Change {
                     kind: Kind::Insert,
                     offset,
@@ -99,7 +107,7 @@ impl RowsBuilder {
                 } => (
                     RowKind::Insert,
                     offset,
-                    t,
+                    Some(t),
                     clear_toast_afterwards,
                     *on_toast_relation,
                 ),
@@ -124,7 +132,7 @@ impl RowsBuilder {
                     (
                         RowKind::Update { old },
                         offset,
-                        t,
+                        Some(t),
                         clear_toast_afterwards,
                         false,
                     )
@@ -142,20 +150,38 @@ impl RowsBuilder {
                         old_is_key: *old_is_key,
                     },
                     offset,
-                    t,
+                    Some(t),
                     clear_toast_afterwards,
                     false,
                 ),
+                Event::Change {
+                    kind: Kind::Delete,
+                    offset,
+                    new_tuple: None,
+                    old_tuple: None,
+                    old_is_key: false,
+                    clear_toast_afterwards,
+                    on_toast_relation: false,
+                } => (
+                    RowKind::Delete { old_is_key: false },
+                    offset,
+                    None,
+                    clear_toast_afterwards,
+                    true,
+                ),
                 _ => return Err("a run row that is not a plain insert, update or delete"),
             };
-            if on_toast_relation && self.chunk.is_empty() {
+            if chunk && self.chunk.is_empty() {
                 self.chunk = vec![false; self.rows.len()];
             }
             if !self.chunk.is_empty() {
-                self.chunk.push(on_toast_relation);
+                self.chunk.push(chunk);
             }
-            let bytes = bytes_of(t, "an insert run row's tuple lies outside its record")?;
-            self.data.extend_from_slice(bytes);
+            let header = t.map_or((0, 0, 0, 0), |t| (t.natts, t.infomask, t.infomask2, t.hoff));
+            if let Some(t) = t {
+                let bytes = bytes_of(t, "an insert run row's tuple lies outside its record")?;
+                self.data.extend_from_slice(bytes);
+            }
             if let Event::Change {
                 old_tuple: Some(o),
                 kind: Kind::Update,
@@ -170,10 +196,10 @@ impl RowsBuilder {
                 end: self.data.len(),
                 block,
                 offset: *offset,
-                natts: t.natts,
-                infomask: t.infomask,
-                infomask2: t.infomask2,
-                hoff: t.hoff,
+                natts: header.0,
+                infomask: header.1,
+                infomask2: header.2,
+                hoff: header.3,
                 clear_toast_afterwards: *clear_toast_afterwards,
                 kind,
             });
@@ -333,7 +359,12 @@ impl Shared {
         self.chunks.as_ref().is_some_and(|c| c.chunk[k])
     }
 
-    /// How many of rows [lo, hi) are TOAST chunk inserts.
+    /// Whether row `k` is a bare delete (a delete run's chunk row: no tuple).
+    fn is_bare(&self, k: usize) -> bool {
+        self.is_chunk(k) && matches!(self.rows[k].kind, RowKind::Delete { .. })
+    }
+
+    /// How many of rows [lo, hi) are chunk rows (TOAST chunk inserts, bare deletes).
     fn chunks_in(&self, lo: usize, hi: usize) -> usize {
         self.chunks
             .as_ref()
@@ -511,6 +542,29 @@ impl<'a, 'py> Materializer<'a, 'py> {
                 obj
             }
         };
+        let chunk = s.is_chunk(k);
+        let locator = match (&s.chunks, chunk) {
+            (Some(c), true) => c.toast.bind(py).clone(),
+            _ => self.locator.clone(),
+        };
+        if s.is_bare(k) {
+            // DecodeDelete's change without an old tuple: no tuple at all
+            return self.decoder.change_py(
+                py,
+                lsn,
+                self.xid.clone(),
+                Kind::Delete,
+                locator,
+                block,
+                r.offset,
+                None,
+                None,
+                false,
+                r.clear_toast_afterwards,
+                false,
+                self.none.clone(),
+            );
+        }
         let tuple = self.decoder.raw_tuple_py(
             py,
             r.natts,
@@ -529,11 +583,6 @@ impl<'a, 'py> Materializer<'a, 'py> {
                 data,
             )?),
             None => None,
-        };
-        let chunk = s.is_chunk(k);
-        let locator = match (&s.chunks, chunk) {
-            (Some(c), true) => c.toast.bind(py).clone(),
-            _ => self.locator.clone(),
         };
         // The row's tuple is an insert's or update's new one, a delete's old one.
         let (kind, new, old, old_is_key) = match r.kind {
@@ -668,11 +717,51 @@ impl PyHeapRows {
         self.lsn_at((self.lo < self.hi).then(|| self.hi - 1))
     }
 
-    /// How many rows of the window are TOAST chunk inserts (changes on the toast
-    /// relation, `on_toast_relation`, counted and sized as any insert).
+    /// How many rows of the window are chunk rows: in an insert run, TOAST chunk inserts
+    /// (changes on the toast relation, `on_toast_relation`, counted and sized as any
+    /// insert); in a delete run, bare deletes (no tuple, of the run's `toast_locator`).
     #[getter]
     fn chunks(&self) -> usize {
         self.shared.chunks_in(self.lo, self.hi)
+    }
+
+    /// The window's rows that are not chunk rows, in order, as a HeapRows of their own
+    /// (their data copied) with no chunk rows, or None when every row is one: what the
+    /// replay hands on of a delete run whose bare deletes are a toast relation's chunk
+    /// deletes, which ReorderBufferProcessTXN does not decode.
+    fn mains<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyHeapRows>>> {
+        let s = &*self.shared;
+        let kept: Vec<usize> = (self.lo..self.hi).filter(|&k| !s.is_chunk(k)).collect();
+        if kept.is_empty() {
+            return Ok(None);
+        }
+        let mut data = Vec::new();
+        let mut rows = Vec::with_capacity(kept.len());
+        for k in kept {
+            data.extend_from_slice(&s.data[s.start(k)..s.rows[k].end]);
+            rows.push(Row {
+                end: data.len(),
+                ..s.rows[k]
+            });
+        }
+        let hi = rows.len();
+        let shared = Shared {
+            rows,
+            data,
+            xid: s.xid,
+            locator: s.locator.clone_ref(py),
+            chunks: None,
+            decoder: s.decoder.clone_ref(py),
+        };
+        Bound::new(
+            py,
+            PyHeapRows {
+                shared: Arc::new(shared),
+                lo: 0,
+                hi,
+            },
+        )
+        .map(Some)
     }
 
     /// Whether the window's last row is a main-table row with clear_toast_afterwards
@@ -849,7 +938,9 @@ impl PyHeapRows {
 
     /// How far from row `at` the rows fill `room`: `(end, added)`, where each row adds
     /// `base + len(its tuples' data)` to `added` (and `old_base` more when it holds an
-    /// old tuple too) and each row taken counts `overhead` more, and the rows stop
+    /// old tuple too, `old_base` less when it is a bare delete, which holds no tuple:
+    /// the callers pass the size of one tuple's overhead) and each row taken counts
+    /// `overhead` more, and the rows stop
     /// after the first one that brings `added + (end - at) * overhead` to `room` or
     /// past it (or at the window's end). Exactly the Python loop the stub documents,
     /// without its overflow.
@@ -872,8 +963,11 @@ impl PyHeapRows {
             let mut added: i128 = 0;
             while end < self.len() {
                 let k = self.lo + end;
+                // a bare delete is a change with no tuple: `old_base` less than a row
                 let old = if s.rows[k].kind.old().is_some() {
                     old_base
+                } else if s.is_bare(k) {
+                    -old_base
                 } else {
                     0
                 };

@@ -99,7 +99,9 @@ impl Predecode {
 /// kind, consecutive Heap UPDATE / HOT_UPDATE records that all log an old tuple or key
 /// besides the new tuple, or all do not, or
 /// Heap DELETE records logging only an old tuple or key, of one transaction and
-/// relation, under the same conditions, and without chunks); after its first such
+/// relation, under the same conditions, and after the first of them the DELETEs of
+/// that transaction that logged no old tuple, all of one other relation of the same
+/// database: a toast relation's chunk deletes, flagged as chunks are); after its first such
 /// record, the plain single inserts of that transaction into one toast relation
 /// (XLH_INSERT_ON_TOAST_RELATION: the TOAST chunks DecodeInsert queues as changes of
 /// their own, which ReorderBufferToastAppendChunk collects at replay for the next
@@ -171,6 +173,14 @@ enum Part {
     /// XLH_INSERT_ON_TOAST_RELATION): it may only extend a run, and only with the chunks
     /// of one toast relation.
     Chunk,
+    /// One DELETE that logged no old tuple (DecodeDelete's change without
+    /// XLH_DELETE_CONTAINS_OLD): the TOAST chunks toast_delete removes after each
+    /// deleted row that had a value out of line, or a row of a table without a replica
+    /// identity. It may only extend a run of deletes that logged their old tuple or key,
+    /// and only with the bare deletes of one other relation of the run's database (the
+    /// run's `toast`, whose rows are flagged as its chunks are): the record cannot tell
+    /// a toast relation's from a table's, so the replay asks (`HeapRows.mains`).
+    Bare,
 }
 
 /// The `Part` a parsed record may be in a run, None if it may be in none.
@@ -205,6 +215,13 @@ fn runnable(events: &[Event]) -> Option<Part> {
             on_toast_relation: false,
             ..
         }] => Some(Part::Main(Kind::Delete, false)),
+        [Event::Change {
+            kind: Kind::Delete,
+            new_tuple: None,
+            old_tuple: None,
+            on_toast_relation: false,
+            ..
+        }] => Some(Part::Bare),
         _ if events.iter().all(|e| plain(e, false)) => Some(Part::Main(Kind::Insert, false)),
         _ => None,
     }
@@ -400,6 +417,16 @@ impl PyWalReader {
                                                     .as_ref()
                                                     .is_none_or(|(t, _)| *t == b.locator)
                                         }
+                                        // Bare deletes join only a delete run, all of
+                                        // one other relation in the run's database.
+                                        Part::Bare => {
+                                            r.kind == Kind::Delete
+                                                && b.locator != r.locator
+                                                && b.locator.1 == r.locator.1
+                                                && r.toast
+                                                    .as_ref()
+                                                    .is_none_or(|(t, _)| *t == b.locator)
+                                        }
                                     }
                             })
                         });
@@ -410,8 +437,8 @@ impl PyWalReader {
                             }
                             flush(py, &mut run, make_run, &list)?;
                         }
-                        // A chunk never starts a run: the run's relation is a main
-                        // table's, named by its first row.
+                        // A chunk or bare delete never starts a run: the run's
+                        // relation is a main table's, named by its first row.
                         let part = part.filter(|(p, _)| extends || matches!(p, Part::Main(..)));
                         if let Some((p, b)) = part {
                             let r = match &mut run {
@@ -420,6 +447,7 @@ impl PyWalReader {
                                     kind: match p {
                                         Part::Main(kind, _) => kind,
                                         Part::Chunk => Kind::Insert,
+                                        Part::Bare => Kind::Delete,
                                     },
                                     old: matches!(p, Part::Main(_, true)),
                                     xid: h.xid,
@@ -438,7 +466,7 @@ impl PyWalReader {
                                     rows: RowsBuilder::default(),
                                 }),
                             };
-                            if p == Part::Chunk && r.toast.is_none() {
+                            if matches!(p, Part::Chunk | Part::Bare) && r.toast.is_none() {
                                 let obj =
                                     locator(&mut self.locators, &self.factory, py, b.locator)?;
                                 r.toast = Some((b.locator, obj));

@@ -122,7 +122,10 @@ impl RowKind {
                 old: Some(OldTuple { is_key: key, ..old }),
             }),
             (true, false) if !chunk && !key => Some(RowKind::Update { old: None }),
-            (false, true) if !chunk && !has_old => Some(RowKind::Delete { old_is_key: key }),
+            // a delete's chunk row is a bare delete (no old tuple, so no key either)
+            (false, true) if !(has_old || (chunk && key)) => {
+                Some(RowKind::Delete { old_is_key: key })
+            }
             _ => None,
         }
     }
@@ -328,7 +331,17 @@ pub fn load(input: &[u8]) -> Result<Loaded, LoadError> {
             }
             _ => {}
         }
-        chunk.push(flag & FLAG_CHUNK != 0);
+        let is_chunk = flag & FLAG_CHUNK != 0;
+        if is_chunk && matches!(kind, RowKind::Delete { .. }) && (len != 0 || natts != 0) {
+            return refuse(
+                format!(
+                    "insert run dump row {k} has flags byte {flag:#04x} (a bare delete) \
+                     with a tuple of natts {natts} and {len} data bytes"
+                ),
+                Some(lsn),
+            );
+        }
+        chunk.push(is_chunk);
         if natts != infomask2 & HEAP_NATTS_MASK {
             return refuse(
                 format!("insert run dump row {k} has natts {natts} but infomask2 {infomask2:#06x}"),
@@ -460,6 +473,61 @@ mod tests {
         }
     }
 
+    /// A delete run's bare deletes (chunk rows without a tuple) keep their flag and
+    /// kind, between deletes with their keys, in every window.
+    #[test]
+    fn bare_delete_rows_round_trip() {
+        let (mut rows, data) = sample();
+        let chunk = [false, true, false, true];
+        for (k, r) in rows.iter_mut().enumerate() {
+            r.kind = RowKind::Delete {
+                old_is_key: !chunk[k],
+            };
+        }
+        // rows 1 and 3 hold no tuple: row 1's length is 0 already, row 3's becomes 0
+        rows[1] = Row {
+            natts: 0,
+            infomask: 0,
+            infomask2: 0,
+            hoff: 0,
+            ..rows[1]
+        };
+        rows[3] = Row {
+            end: rows[2].end,
+            natts: 0,
+            infomask: 0,
+            infomask2: 0,
+            hoff: 0,
+            ..rows[3]
+        };
+        for lo in 0..rows.len() {
+            for hi in lo + 1..=rows.len() {
+                let start = if lo == 0 { 0 } else { rows[lo - 1].end };
+                let got = load(&dump(7, &rows[lo..hi], &chunk[lo..hi], &data, start)).unwrap();
+                if chunk[lo..hi].contains(&true) {
+                    assert_eq!(got.chunk, chunk[lo..hi].to_vec());
+                }
+                for (g, r) in got.rows.iter().zip(&rows[lo..hi]) {
+                    assert_eq!(
+                        Row {
+                            end: r.end - start,
+                            ..*r
+                        },
+                        *g
+                    );
+                }
+            }
+        }
+        // a bare delete that holds data is refused
+        let bytes = dump(7, &rows[..3], &chunk[..3], &data, 0);
+        let mut bad = rows.clone();
+        bad[1].end += 1;
+        bad[2].end += 1;
+        let err = load(&dump(7, &bad[..3], &chunk[..3], &data, 0)).unwrap_err();
+        assert!(err.message.contains("(a bare delete)"), "{}", err.message);
+        assert!(load(&bytes).is_ok());
+    }
+
     /// Update and delete rows keep their kind (a delete its old_is_key, an update its
     /// old tuple's fields and whether it is a key) in every window, beside
     /// clear_toast_afterwards.
@@ -555,9 +623,10 @@ mod tests {
         assert!(with(5, &5u32.to_le_bytes()).contains("row 2's tuple data ends past"));
         assert!(with(5, &u32::MAX.to_le_bytes()).contains("too short"));
         assert!(with(HEAD + 21, &[0x40]).contains("flags byte 0x40"));
-        // Both ops, a key without a delete or an old tuple, an update's or a delete's
-        // chunk, an old tuple without an update or with a delete.
-        for bad in [0x0c, 0x10, 0x14, 0x06, 0x0a, 0x20, 0x28, 0x26] {
+        // Both ops, a key without a delete or an old tuple, an update's chunk, a delete's
+        // chunk (a bare delete) with a tuple or a key, an old tuple without an update or
+        // with a delete.
+        for bad in [0x0c, 0x10, 0x14, 0x06, 0x0a, 0x1a, 0x20, 0x28, 0x26] {
             assert!(with(HEAD + 21, &[bad]).contains("flags byte"), "{bad:#04x}");
         }
         assert!(with(HEAD + 14, &4u16.to_le_bytes()).contains("natts 4"));
