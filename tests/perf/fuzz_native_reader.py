@@ -94,9 +94,16 @@ TABLE_CHANGES = {(10, 0x00), (10, 0x10), (10, 0x20), (10, 0x40), (9, 0x50)}
 def armed_view(rec: XLogRecord, version: int) -> XLogRecord | PredecodedRecord:
     """What the armed reader yields for `rec`: the Python decoder's events in a
     PredecodedRecord for a table-change heap record it parses and for a record of an
-    rmgr without rm_decode; else the record."""
+    rmgr without rm_decode, none for an inert XLOG, Heap or Heap2 record; else the
+    record."""
     decoder = decoder_for(version)
     bare = rec.rmid in decoder.without_decode
+    head = (rec.lsn, rec.end_lsn, rec.total_len, rec.xid, rec.info, rec.rmid)
+    mask = 0xF0 if rec.rmid == 0 else 0x70  # XLOG's op mask, Heap's and Heap2's
+    if rec.rmid in (0, 9, 10) and (rec.rmid, rec.info & mask) in decoder.inert_ops:
+        # an XLOG, Heap or Heap2 record the decoder does nothing with (FPI, Heap LOCK,
+        # pruning): outside a run it comes as a bare rmgr's, with no events
+        return PredecodedRecord(*head, rec.toplevel_xid, rec.origin, [])
     if not bare and (rec.rmid, rec.info & 0x70) not in TABLE_CHANGES:
         return rec
     try:
@@ -116,7 +123,6 @@ def armed_view(rec: XLogRecord, version: int) -> XLogRecord | PredecodedRecord:
     )
     if catalog_write:  # as src/glue/wal.rs catalog_write
         return rec
-    head = (rec.lsn, rec.end_lsn, rec.total_len, rec.xid, rec.info, rec.rmid)
     return PredecodedRecord(*head, rec.toplevel_xid, rec.origin, events)
 
 
