@@ -88,8 +88,8 @@ class HeapRows:
     @property
     def kind(self) -> int: ...  # the rows' ChangeKind value (0, 1, 2); ValueError if empty
     @property
-    def head(self) -> tuple[int, int, int, int, Any, int, int, int, int]:
-        """(kind, first_lsn, last_lsn, xid, locator, len, data_bytes, chunks, olds)."""
+    def head(self) -> tuple[int, int, int, int, Any, int, int, int, int, int]:
+        """(kind, first_lsn, last_lsn, xid, locator, len, data_bytes, chunks, olds, bares)."""
     @property
     def xid(self) -> int: ...
     @property
@@ -103,7 +103,9 @@ class HeapRows:
     @property
     def data_bytes(self) -> int: ...  # sum of the rows' tuple data lengths
     @property
-    def chunks(self) -> int: ...  # chunk rows: TOAST chunk inserts, or a delete run's bare deletes
+    def chunks(self) -> int: ...  # chunk rows: TOAST chunk inserts, bare deletes
+    @property
+    def bares(self) -> int: ...  # chunk rows that are deletes without an old tuple
     @property
     def olds(self) -> int: ...  # rows holding an UPDATE's old tuple besides its new one
     @property

@@ -401,11 +401,13 @@ class InsertRows(Sequence[HeapChange]):
     DecodeInsert queues for each chunk, and ReorderBufferToastAppendChunk collects at
     replay for the next main-table row); or UPDATEs, all with the old tuple or key
     they logged (`olds`: each row holds both) or all without; or DELETEs that logged
-    only their old tuple or key, and among them, after the first, `chunks` DELETEs that
-    logged no old tuple (bare), all of one other relation (`rows.toast_locator`): a
-    toast relation's chunk deletes (toast_delete after each row with a value out of
-    line, which the replay drops, `mains`) or a table's without a replica identity.
-    Each row holds the tuples its change carries (a bare delete none). Item `i` is built
+    only their old tuple or key. Among a delete or update run's rows, after the first,
+    `bares` of its `chunks` are DELETEs that logged no old tuple (bare), all of one other
+    relation (`rows.toast_locator`): a toast relation's chunk deletes (toast_delete after
+    each row with a value out of line, or of the values an UPDATE replaces, which the
+    replay drops) or a table's without a replica identity; an update run's other chunks
+    are the TOAST chunk inserts of its rows' new values. `kind` is the main rows'. Each
+    row holds the tuples its change carries (a bare delete none). Item `i` is built
     when it is read, as exactly the `HeapChange` the unbatched reader gives for that
     row; until then a row
     is its logged tuple in Rust, so a run crosses the reorder buffer and reaches a
@@ -422,6 +424,7 @@ class InsertRows(Sequence[HeapChange]):
     """
 
     __slots__ = (
+        "bares",
         "chunks",
         "data_bytes",
         "kind",
@@ -438,7 +441,7 @@ class InsertRows(Sequence[HeapChange]):
         self.rows = rows
         kind, self.lsn, self.last_lsn, self.xid, self.locator, *sizes = rows.head
         self.kind = _KINDS[kind]
-        self.nrows, self.data_bytes, self.chunks, self.olds = sizes
+        self.nrows, self.data_bytes, self.chunks, self.olds, self.bares = sizes
 
     def __len__(self) -> int:
         return self.nrows

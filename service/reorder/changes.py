@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import NamedTuple
 
-from service.decode.events import ChangeKind, HeapChange, InsertRows, MessageEvent, TruncateEvent
+from service.decode.events import HeapChange, InsertRows, MessageEvent, TruncateEvent
 from service.errors import DecodeError
 
 # --- changes and their size ---------------------------------------------------------
@@ -75,12 +75,11 @@ def change_size(change: Change) -> int:
     if kind is InsertRows:
         assert isinstance(change, InsertRows)
         # each row: a HeapChange with one tuple, or two (`olds` of them: an UPDATE that
-        # logged its old tuple), or none (a delete run's `chunks`: bare deletes);
+        # logged its old tuple), or none (`bares`: deletes that logged no old tuple);
         # data_bytes counts every tuple's data
-        bare = change.chunks if change.kind is ChangeKind.DELETE else 0
         return (
             change.nrows * (CHANGE_OVERHEAD + TUPLE_OVERHEAD)
-            + (change.olds - bare) * TUPLE_OVERHEAD
+            + (change.olds - change.bares) * TUPLE_OVERHEAD
             + change.data_bytes
         )
     if kind is MessageEvent:

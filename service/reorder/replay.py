@@ -23,7 +23,9 @@ main-table changes (no TOAST chunks held for them) go to `changes` in runs of up
 `change` on each of its changes. A queued `InsertRows` (an InsertRun's rows, still in
 the native core) is such a run already and goes to `changes` as it is, in windows of
 up to `RUN_MAX` (one of fewer than `ROWS_ALONE` rows joins the run around it as its
-rows). One that carries TOAST chunk rows is replayed whole too, its chunks collected
+rows). An insert or update run that carries TOAST chunk rows is replayed whole too
+(an update run's bare deletes, the chunks of the values its rows replaced, passed over
+as a toast relation's deletes are), its chunks collected
 in the native core (`HeapRows.toast_replay`, ReorderBufferToastAppendChunk /
 ReorderBufferToastReset) from the chunks held before it on (those of its first row),
 each main row handed on as the branches for single changes would (with the chunks
@@ -283,11 +285,13 @@ class Replayer:
             # with them.
             if run is None or toast_of(rows.locator):
                 return False
-            if rows.chunks and rows.kind is _DELETE:
-                # A delete run's bare deletes: whole (its main rows into the run) only
-                # when they are a toast relation's chunk deletes, which are not decoded;
-                # a table's (no replica identity) go one by one, as queued.
-                return not toast.held and toast_of(rows.rows.toast_locator)
+            if rows.bares and not toast_of(rows.rows.toast_locator):
+                # bare deletes of a table (no replica identity): one by one, as queued
+                return False
+            if rows.kind is _DELETE:
+                # a delete run, its bare deletes (if any) a toast relation's chunk
+                # deletes, which are not decoded: its main rows into the run
+                return not toast.held
             return bool(rows.chunks) or not toast.held
 
         for owner, change, size in self._iter_txn(txn, whole):
@@ -357,7 +361,8 @@ class Replayer:
                         release(spec[0], spec[2])
                     spec = (owner, change, size)
             elif type(change) is InsertRows and change.chunks and change.kind is not _DELETE:
-                # whole(change): an insert run with its TOAST chunks
+                # whole(change): an insert or update run with its TOAST chunks (and, an
+                # update run, the bare deletes of the chunks of the values it replaced)
                 assert run is not None  # whole(): not streaming
                 # Each main row as the branches above hand it on: with the chunks held
                 # for it (ReorderBufferToastReplace's input) alone, else into the run;

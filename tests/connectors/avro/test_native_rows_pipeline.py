@@ -59,10 +59,11 @@ from connectors.avro.plugin import AvroPlugin
 from connectors.postgres.server import force_running_xacts
 from connectors.postgres.setup import setup, teardown
 from service.config import Settings
-from service.decode.events import InsertRows
+from service.decode.events import ChangeKind, InsertRows
 from service.impl import native_row_core, selected
 from service.lsn import parse_lsn
 from service.output.api import ChangeOp, OutputRecord
+from service.reorder.buffer import ReorderBuffer
 from tests.connectors.avro import avro_reference
 from tests.connectors.avro.avro_reference import ReferencePlugin
 from tests.connectors.avro.test_codec import drop_subjects
@@ -596,6 +597,10 @@ WORKLOAD = [
     "INSERT INTO n_python SELECT g, ROW(g, 'y', ROW(g))::n_pair FROM generate_series(10, 209) g",
     """BEGIN; INSERT INTO n_python SELECT g, '(1,z,)' FROM generate_series(300, 499) g;
        INSERT INTO n_keyed VALUES ('last', 999, 'after the composite rows'); COMMIT""",
+    # new values out of line for rows that had some: per row the chunk inserts of the
+    # new value, the chunk deletes of the old one (no old tuple), then the UPDATE, all
+    # in the update run under the native reader (t stays an unchanged pointer)
+    "UPDATE n_all SET ext = repeat('r' || id, 3000) WHERE id BETWEEN 2000 AND 2004",
     # deletes of rows with values out of line: each row's DELETE, then toast_delete's
     # DELETEs of its chunks (no old tuple), which join the rows' delete run (bare
     # deletes) under the native reader and are dropped at replay
@@ -765,6 +770,14 @@ def test_native_rows_equal_python_and_reference(
         return mains(self)
 
     monkeypatch.setattr(InsertRows, "mains", counted_mains)
+    queued: list[tuple[ChangeKind, int, int]] = []  # queue_run: (kind, chunks, bares)
+    queue_run = ReorderBuffer.queue_run
+
+    def counted_queue_run(self: ReorderBuffer, xid: int, lsn: int, rows: InsertRows) -> None:
+        queued.append((rows.kind, rows.chunks, rows.bares))
+        queue_run(self, xid, lsn, rows)
+
+    monkeypatch.setattr(ReorderBuffer, "queue_run", counted_queue_run)
     db = f"avronative_{uuid.uuid4().hex[:10]}"
     admin = psycopg2.connect(_dsn(pg, "postgres"))
     admin.autocommit = True
@@ -902,8 +915,10 @@ def test_native_rows_equal_python_and_reference(
             assert ("n_all", 5, 5) in deletes, deletes
             if selected() == "native":  # their chunk deletes came in the rows' run
                 assert sum(bare_runs) >= 5, bare_runs
+                # and the updates' chunk inserts and deletes in theirs
+                assert any(k is ChangeKind.UPDATE and c > b > 0 for k, c, b in queued), queued
             else:
-                assert bare_runs == [], bare_runs
+                assert bare_runs == [] and queued == [], (bare_runs, queued)
             stones = sum(1 for r in got if r.value is None)
             assert stones == sum(1 for r in python if r.value is None) >= 300 // 7
             # A table without a plan goes to Python a whole group at a time (one

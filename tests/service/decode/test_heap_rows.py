@@ -138,6 +138,7 @@ def test_rows_are_the_unbatched_changes() -> None:
             rows.data_bytes,
             rows.chunks,
             rows.olds,
+            rows.bares,
         )
 
 

@@ -5,11 +5,12 @@ for exactly the consecutive records the reader armed without runs hands on in it
 place: their events are its changes, its first and last LSNs are theirs, each of them
 may join a run (a record of the run's xid and relation whose changes are of the run's
 kind: plain, non-toast inserts, or one such update, or one such delete; after an insert
-run's first row, a single plain insert of the run's xid on a toast relation, a TOAST
-chunk, all of a run's chunks in one relation; after a delete run's first row, a delete
-of the run's xid that logged no old tuple (a bare delete: a toast relation's chunk
-delete, or a table's without a replica identity) of one other relation of the run's
-database, all of them in one; each with no top-level xid and no origin;
+or update run's first row, a single plain insert of the run's xid on a toast relation,
+a TOAST chunk, all of a run's chunks in one relation; after a delete or
+update run's first row, a delete of the run's xid that logged no old tuple (a bare
+delete: a toast relation's chunk delete, or a table's without a replica identity) of
+one other relation of the run's database, its chunks' if it has any; each with no
+top-level xid and no origin;
 or a record of an rmgr without rm_decode of that xid or of none, with no top-level
 xid), and every other item is the same. On WAL of one slice the runs are as long as
 that rule allows. Checked on real PG15/PG18 WAL and on random record sequences written
@@ -164,13 +165,13 @@ def _joins(
         return True
     kind = run.changes.kind
     chunk = _chunk_insert(item)
-    if chunk is not None:
-        return kind is ChangeKind.INSERT and (toast is None or chunk == toast)
+    if chunk is not None:  # an insert or update run's, all into one relation
+        return kind in (ChangeKind.INSERT, ChangeKind.UPDATE) and (toast is None or chunk == toast)
     gone = _no_old_delete(item)
     if gone is not None:  # one other relation of the run's database, after its first row
         main = run.changes.locator
         return (
-            kind is ChangeKind.DELETE
+            kind in (ChangeKind.DELETE, ChangeKind.UPDATE)
             and gone != main
             and gone.db_oid == main.db_oid
             and (toast is None or gone == toast)
@@ -238,7 +239,13 @@ def _check(
         )
         assert (len(rows), rows.lsn, rows.last_lsn) == (len(events), events[0].lsn, events[-1].lsn)
         assert (rows.xid, rows.locator) == (item.xid, events[0].locator)
-        assert all(e.kind is rows.kind for e in events if not e.on_toast_relation)
+        bare_deletes = sum(e.kind is ChangeKind.DELETE and e.old_tuple is None for e in events)
+        assert rows.bares == bare_deletes
+        assert all(
+            e.kind is rows.kind
+            for e in events
+            if not e.on_toast_relation and not (e.kind is ChangeKind.DELETE and e.old_tuple is None)
+        )
         assert rows.olds == sum(e.kind is ChangeKind.UPDATE and bool(e.old_tuple) for e in events)
         tuples = [t for e in events for t in (e.new_tuple, e.old_tuple) if t is not None]
         assert rows.data_bytes == sum(len(t.data) for t in tuples)
@@ -497,9 +504,11 @@ def test_toast_chunks_join_the_run_of_their_rows() -> None:
 def test_updates_and_deletes_make_runs_of_their_own_kind() -> None:
     """Updates that log only their new tuple, and deletes that log only their old key or
     tuple, gather into runs of their kind, built as the very HeapChanges the unbatched
-    reader gives; a record of another kind ends a run, a delete logging no old tuple or
-    withdrawing a speculative insertion is in none, and a TOAST chunk joins no update
-    run. The dump keeps each row's kind and old_is_key."""
+    reader gives; a record of another kind ends a run, a delete logging no old tuple of
+    the run's own relation or withdrawing a speculative insertion is in none, and an
+    update run takes a TOAST chunk and a delete logging no old tuple (the chunks of its
+    next row's new value, and those of the value it replaces) of one other relation.
+    The dump keeps each row's kind, old_is_key and chunk flag."""
     insert = next(
         x
         for v, x in _pool()
@@ -518,8 +527,8 @@ def test_updates_and_deletes_make_runs_of_their_own_kind() -> None:
     writer = WalWriter(magic=_MAGIC[15])
     b0 = blocks_of(insert)[0]
 
-    def delete(flags: int) -> None:
-        block = Block(0, rel=b0.rel, fork=b0.fork, blk=b0.blk)
+    def delete(flags: int, rel: tuple[int, int, int] = b0.rel) -> None:
+        block = Block(0, rel=rel, fork=b0.fork, blk=b0.blk)
         writer.add(10, 0x10, 700, record_body([block], _delete_main(insert, flags)))
 
     def upd() -> None:
@@ -533,12 +542,13 @@ def test_updates_and_deletes_make_runs_of_their_own_kind() -> None:
     for _ in range(3):
         delete(0x04)  # XLH_DELETE_CONTAINS_OLD_KEY
     delete(0x02)  # XLH_DELETE_CONTAINS_OLD_TUPLE (REPLICA IDENTITY FULL): the same run
-    delete(0x00)  # no old tuple: alone
+    delete(0x00)  # no old tuple, of the run's own relation: alone
     delete(0x04)
     delete(0x08)  # XLH_DELETE_IS_SUPER: alone
     upd()
     upd()
-    chunk()  # not into an update run: alone
+    chunk()  # a chunk of the next row's new value: into the update run
+    delete(0x00, (b0.rel[0], b0.rel[1], 70_001))  # a replaced value's chunk: into it too
     upd()
     writer.add(insert.rmid, insert.info, 700, record_body(blocks_of(insert), insert.main_data))
     data = writer.data()
@@ -555,9 +565,7 @@ def test_updates_and_deletes_make_runs_of_their_own_kind() -> None:
         "alone",
         ("DELETE", 1),
         "alone",
-        ("UPDATE", 2),
-        "alone",
-        ("UPDATE", 1),
+        ("UPDATE", 5),
         ("INSERT", 1),
     ]
     deletes = runs[0].changes
@@ -566,9 +574,16 @@ def test_updates_and_deletes_make_runs_of_their_own_kind() -> None:
     rows = deletes.rows
     back = native_heap.load_rows(rows.dump(), rows.xid, rows.locator)
     assert list(back) == list(deletes) and back.kind is ChangeKind.DELETE
-    ups = runs[2].changes.rows
-    back = native_heap.load_rows(ups.dump(), ups.xid, ups.locator)
-    assert list(back) == list(runs[2].changes) and back.kind is ChangeKind.UPDATE
+    ups = runs[2].changes
+    assert (ups.chunks, ups.bares, ups.kind) == (2, 1, ChangeKind.UPDATE)
+    toast = ups.rows.toast_locator
+    assert toast is not None and toast.rel_number == 70_001
+    back = native_heap.load_rows(ups.rows.dump(), ups.xid, ups.locator, toast)
+    assert list(back) == list(ups) and back.kind is ChangeKind.UPDATE
+    assert (back.chunks, back.bares) == (2, 1)
+    # a window from the chunk on: the main rows' kind, not its first row's
+    assert ups.window(2, 5).kind is ChangeKind.UPDATE
+    assert ups.window(2, 4).kind is ChangeKind.INSERT  # chunk rows only: the first's
 
 
 def test_inert_ops_are_xlog_and_heap_ops_only() -> None:

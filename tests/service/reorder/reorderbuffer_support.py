@@ -51,9 +51,10 @@ class ListRows:
         self.chunks = sum(c.on_toast_relation for c in changes)
         self.kind = int(ChangeKind.INSERT)
         self.olds = 0
+        self.bares = 0
 
     @property
-    def head(self) -> tuple[int, int, int, int, RelFileLocator, int, int, int, int]:
+    def head(self) -> tuple[int, int, int, int, RelFileLocator, int, int, int, int, int]:
         """As the native HeapRows.head: what InsertRows keeps, in one call."""
         return (
             self.kind,
@@ -65,6 +66,7 @@ class ListRows:
             self.data_bytes,
             self.chunks,
             self.olds,
+            self.bares,
         )
 
     def __len__(self) -> int:

@@ -364,6 +364,11 @@ impl Shared {
         self.is_chunk(k) && matches!(self.rows[k].kind, RowKind::Delete { .. })
     }
 
+    /// How many of rows [lo, hi) are bare deletes.
+    fn bares_in(&self, lo: usize, hi: usize) -> usize {
+        (lo..hi).filter(|&k| self.is_bare(k)).count()
+    }
+
     /// How many of rows [lo, hi) are chunk rows (TOAST chunk inserts, bare deletes).
     fn chunks_in(&self, lo: usize, hi: usize) -> usize {
         self.chunks
@@ -644,15 +649,18 @@ impl PyHeapRows {
     }
 
     /// The change kind of the rows (`service.decode.events.ChangeKind`'s order: 0
-    /// INSERT, 1 UPDATE, 2 DELETE): a run's rows are all of one kind. An empty window
-    /// is a ValueError.
+    /// INSERT, 1 UPDATE, 2 DELETE): a run's main rows are all of one kind, that of its
+    /// first row that is not a chunk row (of a window of chunk rows only, its first
+    /// row's: a chunk insert's INSERT, a bare delete's DELETE). An empty window is a
+    /// ValueError.
     #[getter]
     fn kind(&self) -> PyResult<u8> {
-        let r = self
-            .shared
-            .rows
-            .get(self.lo)
-            .filter(|_| self.lo < self.hi)
+        let s = &*self.shared;
+        let first = (self.lo..self.hi)
+            .find(|&k| !s.is_chunk(k))
+            .or((self.lo < self.hi).then_some(self.lo));
+        let r = first
+            .map(|k| &s.rows[k])
             .ok_or_else(|| PyValueError::new_err("an empty HeapRows has no kind"))?;
         Ok(match r.kind {
             RowKind::Insert => Kind::Insert as u8,
@@ -661,9 +669,10 @@ impl PyHeapRows {
         })
     }
 
-    /// `(kind, first_lsn, last_lsn, xid, locator, len, data_bytes, chunks, olds)` in one
-    /// call: what `InsertRows` keeps of a window (each as its own getter gives it), so
-    /// that a run costs one call to wrap, not nine. An empty window is a ValueError.
+    /// `(kind, first_lsn, last_lsn, xid, locator, len, data_bytes, chunks, olds, bares)`
+    /// in one call: what `InsertRows` keeps of a window (each as its own getter gives
+    /// it), so that a run costs one call to wrap, not ten. An empty window is a
+    /// ValueError.
     #[getter]
     #[allow(clippy::type_complexity)]
     fn head<'py>(
@@ -679,6 +688,7 @@ impl PyHeapRows {
         usize,
         usize,
         usize,
+        usize,
     )> {
         Ok((
             self.kind()?,
@@ -690,7 +700,15 @@ impl PyHeapRows {
             self.data_bytes(),
             self.chunks(),
             self.olds(),
+            self.bares(),
         ))
+    }
+
+    /// How many rows of the window are bare deletes (chunk rows of a delete or update
+    /// run: deletes that logged no old tuple, so hold none).
+    #[getter]
+    fn bares(&self) -> usize {
+        self.shared.bares_in(self.lo, self.hi)
     }
 
     /// The transaction that logged the rows.
@@ -784,7 +802,9 @@ impl PyHeapRows {
     /// on the rows before it, else `error` is None; `reset` whether any row reset the
     /// chunks (so `held` as given went with it); `held` the values still held after
     /// the window, as `held` is given; `lens` the tuple data length of each chunk row
-    /// of the window still held (after its last reset), for their accounting.
+    /// of the window still held (after its last reset), for their accounting. A bare
+    /// delete (an update run's: the chunks of a value it replaced) is passed over, as
+    /// the replay passes over a toast relation's delete: it holds nothing.
     #[pyo3(signature = (held=Vec::new()))]
     #[allow(clippy::type_complexity)]
     fn toast_replay<'py>(
@@ -816,6 +836,10 @@ impl PyHeapRows {
             };
             for k in self.lo..self.hi {
                 let r = &s.rows[k];
+                if s.is_bare(k) {
+                    // a replaced value's chunks deleted: not decoded, nothing held
+                    continue;
+                }
                 if s.is_chunk(k) {
                     let appended = toast::chunk(r.natts, r.infomask, r.hoff, s.tuple_of(k))
                         .map_err(str::to_string)

@@ -99,13 +99,14 @@ impl Predecode {
 /// kind, consecutive Heap UPDATE / HOT_UPDATE records that all log an old tuple or key
 /// besides the new tuple, or all do not, or
 /// Heap DELETE records logging only an old tuple or key, of one transaction and
-/// relation, under the same conditions, and after the first of them the DELETEs of
-/// that transaction that logged no old tuple, all of one other relation of the same
-/// database: a toast relation's chunk deletes, flagged as chunks are); after its first such
-/// record, the plain single inserts of that transaction into one toast relation
+/// relation, under the same conditions); after the first record of an insert or update
+/// run, the plain single inserts of that transaction into one toast relation
 /// (XLH_INSERT_ON_TOAST_RELATION: the TOAST chunks DecodeInsert queues as changes of
 /// their own, which ReorderBufferToastAppendChunk collects at replay for the next
-/// main-table change); and between and after them the records of rmgrs without
+/// main-table change); after the first record of an update or delete run, the DELETEs
+/// of that transaction that logged no old tuple, all of one other relation of the same
+/// database, its chunks' if it has any (a toast relation's chunk deletes: bare deletes,
+/// flagged as chunks are); and between and after them the records of rmgrs without
 /// rm_decode (the index inserts) of that xid or of none, with no top-level xid: the
 /// records the decoding driver can take as one (`Decoding.process_run`), since every
 /// gate it passes them through (ReorderBufferProcessXid, SnapBuildProcessChange, the
@@ -170,16 +171,18 @@ enum Part {
     /// key. It may start a run or extend one of the same kind and bool.
     Main(Kind, bool),
     /// One plain insert on a toast relation (a TOAST chunk, as DecodeInsert sees
-    /// XLH_INSERT_ON_TOAST_RELATION): it may only extend a run, and only with the chunks
-    /// of one toast relation.
+    /// XLH_INSERT_ON_TOAST_RELATION): it may only extend an insert or update run, and
+    /// only with the chunks of one toast relation.
     Chunk,
     /// One DELETE that logged no old tuple (DecodeDelete's change without
     /// XLH_DELETE_CONTAINS_OLD): the TOAST chunks toast_delete removes after each
     /// deleted row that had a value out of line, or a row of a table without a replica
     /// identity. It may only extend a run of deletes that logged their old tuple or key,
-    /// and only with the bare deletes of one other relation of the run's database (the
-    /// run's `toast`, whose rows are flagged as its chunks are): the record cannot tell
-    /// a toast relation's from a table's, so the replay asks (`HeapRows.mains`).
+    /// or of updates (toast_tuple_cleanup deletes the chunks of the values an UPDATE
+    /// replaces, after their new chunks), and only with the bare deletes of one other
+    /// relation of the run's database (the run's `toast`, whose rows are flagged as its
+    /// chunks are): the record cannot tell a toast relation's from a table's, so the
+    /// replay asks.
     Bare,
 }
 
@@ -410,17 +413,20 @@ impl PyWalReader {
                                         Part::Main(kind, old) => {
                                             r.locator == b.locator && r.kind == kind && r.old == old
                                         }
-                                        // TOAST chunks join only an insert run.
+                                        // TOAST chunks join an insert or update run
+                                        // (the new values of its next rows).
                                         Part::Chunk => {
-                                            r.kind == Kind::Insert
+                                            matches!(r.kind, Kind::Insert | Kind::Update)
                                                 && r.toast
                                                     .as_ref()
                                                     .is_none_or(|(t, _)| *t == b.locator)
                                         }
-                                        // Bare deletes join only a delete run, all of
-                                        // one other relation in the run's database.
+                                        // Bare deletes join a delete or update run (the
+                                        // chunks of the values its next rows delete or
+                                        // replace), all of one other relation in the
+                                        // run's database, its chunks' if it has any.
                                         Part::Bare => {
-                                            r.kind == Kind::Delete
+                                            matches!(r.kind, Kind::Delete | Kind::Update)
                                                 && b.locator != r.locator
                                                 && b.locator.1 == r.locator.1
                                                 && r.toast
