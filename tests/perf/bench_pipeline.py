@@ -39,7 +39,7 @@ SHA-256) against test_decoding's. The garbage collector is set as `pgcdc run` se
         [--rows 200000]
         [--txns 20] [--txn-rows 10000] [--repeat 1] [--only text,avro,reader,pg,pgoutput]
         [--impl python,native] [--profile text|avro] [--gc worker|default]
-        [--change insert|update|update-full|delete|delete-full]
+        [--change insert|update|update-full|update-doc|delete|delete-full]
 
 The profile (`--profile`) is sorted by PGCDC_PROF_SORT (a pstats key, default tottime)
 and shows PGCDC_PROF_N lines (default 30).
@@ -130,6 +130,10 @@ UPDATES = {
     "toast": "UPDATE bench SET title = title || '!' WHERE id BETWEEN {lo} AND {hi}",
     "wide": "UPDATE bench SET quantity = quantity + 1 WHERE id BETWEEN {lo} AND {hi}",
 }
+# --change update-doc: each row's document replaced by a new one, also out of line
+UPDATE_DOC = (
+    "UPDATE bench SET doc = doc || jsonb_build_object('v', id) WHERE id BETWEEN {lo} AND {hi}"
+)
 DELETE = "DELETE FROM bench WHERE id BETWEEN {lo} AND {hi}"
 CHANGE = "insert"  # --change
 CHANGED = ""  # the UPDATE of --table
@@ -441,10 +445,11 @@ def main() -> int:
     )
     parser.add_argument(
         "--change",
-        choices=["insert", "update", "update-full", "delete", "delete-full"],
+        choices=["insert", "update", "update-full", "update-doc", "delete", "delete-full"],
         default="insert",
         help="what the measured statements do: insert rows, or update or delete rows"
-        " inserted before (the -full ones with REPLICA IDENTITY FULL: old rows logged whole)",
+        " inserted before (the -full ones with REPLICA IDENTITY FULL: old rows logged whole;"
+        " update-doc: --table toast's documents replaced, new chunks and the old deleted)",
     )
     parser.add_argument(
         "--impl", default="python,native", help="PGCDC_IMPL values to run pgcdc under, in turn"
@@ -459,6 +464,10 @@ def main() -> int:
     global TABLE, INSERT, CHANGE, CHANGED  # the workload's table and statements
     pgbench = args.table == "pgbench"
     CHANGE, CHANGED = args.change.removesuffix("-full"), UPDATES.get(args.table, "")
+    if args.change == "update-doc":  # a new document: new chunks, the old ones deleted
+        if args.table != "toast":
+            parser.error("--change update-doc is for --table toast")
+        CHANGE, CHANGED = "update", UPDATE_DOC
     if args.table == "typed":
         TABLE, INSERT = TYPED_TABLE, TYPED_INSERT
     elif args.table == "toast":
