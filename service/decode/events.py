@@ -486,11 +486,12 @@ class InsertRun(NamedTuple):
     single plain inserts of `xid` into one toast relation (TOAST chunks). Or, a run of
     its own kind under the same conditions: Heap UPDATE and HOT_UPDATE records whose one
     event is an UPDATE, all logging an old tuple or key besides the new one (a key
-    change, REPLICA IDENTITY FULL) or none of them, without chunks; or Heap DELETE
-    records whose one event is a DELETE that logged only its old tuple or key
-    (`changes.kind`), and after the first of them the DELETE records of `xid` that
-    logged no old tuple, all into one other relation of the same database (its chunks:
-    bare deletes). Between and after them, besides the Heap and Heap2 records the
+    change, REPLICA IDENTITY FULL) or none of them, with TOAST chunks as an insert run;
+    or Heap DELETE records whose one event is a DELETE that logged only its old tuple or
+    key (`changes.kind`). After the first record of an update or delete run, the DELETE
+    records of `xid` that logged no old tuple, all into one other relation of the same
+    database (its chunks' if it has any: bare deletes). Between and after them, besides
+    the Heap and Heap2 records the
     decoder does nothing with (inert: Heap LOCK, pruning),
     the records of rmgrs without rm_decode (the index inserts), of `xid` or of none and
     with no top-level xid, which the driver only counts. `records` counts them all.

@@ -333,8 +333,8 @@ class ReorderBuffer:
         one relation (not a toast relation) and the TOAST chunk inserts among them
         (`inserts.chunks`: each a change of its own, sized as any insert), or its
         updates or deletes (each row sized as its change: one tuple, an UPDATE's new
-        and old ones, or none for a delete run's bare deletes, its `chunks`), the first
-        logged at `lsn`. The
+        and old ones, or none for the bare deletes among a delete or update run's
+        `chunks`, its `bares`), the first logged at `lsn`. The
         transaction is looked up and the toast check made once; the memory limit is
         still enforced after each change, as ReorderBufferQueueChange does. The rows up
         to each point where it is enforced are queued as one entry (a window of

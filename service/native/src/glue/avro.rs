@@ -50,7 +50,7 @@ use std::sync::Arc;
 use crate::output::kind::{Kind, TextKind};
 use crate::output::plan::{Column, Composite, Elem, Labels, Plan, TextElem};
 
-use crate::output::avro::{binary as avro, Outcome};
+use crate::output::avro::binary as avro;
 use crate::types::deform::{RowError, Toast, Tuple};
 use crate::types::regproc::Names;
 
@@ -381,17 +381,19 @@ impl PyRowPlan {
         };
         let map = held.as_ref().map(chunk_map);
         let toast_map = map.as_ref();
-        match self.encode_one(py, &tuple, want_key, lsn, toast_map)? {
-            Outcome::Encoded { value, key } => {
-                let v = PyBytes::new(py, &value);
+        let mut records = Vec::with_capacity(tuple.data.len() + 16);
+        match self.encode_one(py, &tuple, want_key, lsn, toast_map, &mut records)? {
+            Ok(value_end) => {
+                let (value, key) = records.split_at(value_end);
+                let v = PyBytes::new(py, value);
                 let k = if want_key {
-                    Some(PyBytes::new(py, &key))
+                    Some(PyBytes::new(py, key))
                 } else {
                     None
                 };
                 Ok((v, k).into_pyobject(py)?.into_any())
             }
-            Outcome::Fallback(why) => Ok(why.into_pyobject(py)?.into_any()),
+            Err(why) => Ok(why.into_pyobject(py)?.into_any()),
         }
     }
 
@@ -522,12 +524,12 @@ impl PyRowPlan {
         let (mut news, mut olds) = (Vec::new(), Vec::new());
         for (i, (new, old, old_is_key, lsn)) in rows.get().pairs(py)?.enumerate() {
             news.clear();
-            let value_end = match self.encode_one_into(py, &new, want_key, lsn, None, &mut news)? {
+            let value_end = match self.encode_one(py, &new, want_key, lsn, None, &mut news)? {
                 Ok(end) => end,
                 Err(why) => return Ok(w.stopped(Some(why))),
             };
             olds.clear();
-            let old_end = match self.encode_one_into(py, &old, want_key, lsn, None, &mut olds)? {
+            let old_end = match self.encode_one(py, &old, want_key, lsn, None, &mut olds)? {
                 Ok(end) => end,
                 Err(why) => return Ok(w.stopped(Some(why))),
             };
@@ -764,17 +766,11 @@ impl PyRowPlan {
             let tuple = raw.as_tuple();
             let toast = raw.toast();
             records.clear();
-            let value_end = match self.encode_one_into(
-                py,
-                &tuple,
-                want_key,
-                lsn,
-                toast.as_ref(),
-                &mut records,
-            )? {
-                Ok(end) => end,
-                Err(why) => return Ok(w.stopped(Some(why))),
-            };
+            let value_end =
+                match self.encode_one(py, &tuple, want_key, lsn, toast.as_ref(), &mut records)? {
+                    Ok(end) => end,
+                    Err(why) => return Ok(w.stopped(Some(why))),
+                };
             let (record, key) = records.split_at(value_end);
             let (before, after) = if deleting {
                 (Some(record), None)
@@ -934,28 +930,11 @@ pub(crate) fn intern_names(py: Python<'_>) -> [Bound<'_, pyo3::types::PyString>;
 }
 
 impl PyRowPlan {
-    /// `encode` of one tuple, a panic turned into the DecodeError naming the table.
+    /// The Value (and with `want_key` the Key) record of one tuple appended to `out`
+    /// (`Plan::encode_toasted_into`): Ok(where the Value record ends, the Key record
+    /// after it), or Err(the fallback's reason); a panic turned into the DecodeError
+    /// naming the table.
     fn encode_one<'a>(
-        &self,
-        py: Python<'_>,
-        t: &Tuple<'a>,
-        want_key: bool,
-        lsn: u64,
-        toast: Option<&Toast<'a>>,
-    ) -> PyResult<Outcome> {
-        let plan = &self.plan;
-        let run = || catch_unwind(AssertUnwindSafe(|| plan.encode_toasted(t, want_key, toast)));
-        let result = if t.data.len() >= DETACH_AT {
-            py.detach(run)
-        } else {
-            run()
-        };
-        self.errors.check(py, result, "row encoder", lsn)
-    }
-
-    /// `encode_one` appended to `out` (`Plan::encode_toasted_into`): Ok(where the Value
-    /// record ends, the Key record after it), or Err(the fallback's reason).
-    fn encode_one_into<'a>(
         &self,
         py: Python<'_>,
         t: &Tuple<'a>,

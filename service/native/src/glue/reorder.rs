@@ -7,11 +7,12 @@
 //! `clear_toast_afterwards`; and, among them, the TOAST chunk inserts DecodeInsert
 //! queues as changes of their own (XLH_INSERT_ON_TOAST_RELATION: each a change the
 //! size ReorderBufferChangeSize gives any insert, which ReorderBufferToastAppendChunk
-//! collects at replay for the next main-table row); or, among a delete run's rows, the
-//! DELETEs that logged no old tuple (bare deletes: DecodeDelete's change with no tuple,
-//! ReorderBufferChangeSize's bare size), all of one other relation, flagged as chunks
-//! are: a toast relation's chunk deletes, which ReorderBufferProcessTXN does not decode
-//! (`mains` gives the run without them), or a table's without a replica identity.
+//! collects at replay for the next main-table row, in an insert or update run); and,
+//! among a delete or update run's rows, the DELETEs that logged no old tuple (bare
+//! deletes: DecodeDelete's change with no tuple, ReorderBufferChangeSize's bare size),
+//! all of one other relation, flagged as chunks are: a toast relation's chunk deletes,
+//! which ReorderBufferProcessTXN does not decode (`mains` gives a delete run without
+//! them, `toast_replay` passes over them), or a table's without a replica identity.
 //! Python reference: the `HeapChange`s
 //! (with their `RawTuple`s) that `PyHeapDecoder::events_py` builds for those records
 //! (service.decode.events).
@@ -94,7 +95,7 @@ impl RowsBuilder {
         };
         for ev in events {
             // `chunk`: a TOAST chunk insert, or a DELETE that logged no old tuple (a bare
-            // delete, which only a delete run takes: the run's chunks, with no tuple)
+            // delete, which only a delete or update run takes: a chunk row, no tuple)
             let (kind, offset, t, clear_toast_afterwards, chunk) = match ev {
                 Event::Change {
                     kind: Kind::Insert,
@@ -217,7 +218,6 @@ impl RowsBuilder {
         toast: Option<Py<PyAny>>,
         decoder: Py<PyHeapDecoder>,
     ) -> PyResult<Bound<'py, PyHeapRows>> {
-        let hi = self.rows.len();
         let chunks = Chunks::of(self.chunk, toast).map_err(|()| {
             PyValueError::new_err("an insert run with chunk rows and no toast relation")
         })?;
@@ -229,14 +229,7 @@ impl RowsBuilder {
             chunks,
             decoder,
         };
-        Bound::new(
-            py,
-            PyHeapRows {
-                shared: Arc::new(shared),
-                lo: 0,
-                hi,
-            },
-        )
+        Bound::new(py, PyHeapRows::whole(shared))
     }
 }
 
@@ -278,19 +271,14 @@ fn load_rows(
             lsn,
         )
     })?;
-    let hi = loaded.rows.len();
-    Ok(PyHeapRows {
-        shared: Arc::new(Shared {
-            rows: loaded.rows,
-            data: loaded.data,
-            xid,
-            locator,
-            chunks,
-            decoder: decoder.clone().unbind(),
-        }),
-        lo: 0,
-        hi,
-    })
+    Ok(PyHeapRows::whole(Shared {
+        rows: loaded.rows,
+        data: loaded.data,
+        xid,
+        locator,
+        chunks,
+        decoder: decoder.clone().unbind(),
+    }))
 }
 
 /// The TOAST chunk rows of a run that has any.
@@ -359,7 +347,7 @@ impl Shared {
         self.chunks.as_ref().is_some_and(|c| c.chunk[k])
     }
 
-    /// Whether row `k` is a bare delete (a delete run's chunk row: no tuple).
+    /// Whether row `k` is a bare delete (a chunk row that is a DELETE: no tuple).
     fn is_bare(&self, k: usize) -> bool {
         self.is_chunk(k) && matches!(self.rows[k].kind, RowKind::Delete { .. })
     }
@@ -385,6 +373,16 @@ pub struct PyHeapRows {
 }
 
 impl PyHeapRows {
+    /// The window of all of `shared`'s rows.
+    fn whole(shared: Shared) -> Self {
+        let hi = shared.rows.len();
+        PyHeapRows {
+            shared: Arc::new(shared),
+            lo: 0,
+            hi,
+        }
+    }
+
     /// The window's rows as the encoders read them: (tuple, LSN), in order. Only for a
     /// window without TOAST chunk rows (`chunks` 0: the replay hands no other to an
     /// encoder) and without old tuples (`olds` 0: an UPDATE that logged its old tuple
@@ -735,9 +733,10 @@ impl PyHeapRows {
         self.lsn_at((self.lo < self.hi).then(|| self.hi - 1))
     }
 
-    /// How many rows of the window are chunk rows: in an insert run, TOAST chunk inserts
-    /// (changes on the toast relation, `on_toast_relation`, counted and sized as any
-    /// insert); in a delete run, bare deletes (no tuple, of the run's `toast_locator`).
+    /// How many rows of the window are chunk rows: TOAST chunk inserts (changes on the
+    /// toast relation, `on_toast_relation`, counted and sized as any insert; in an
+    /// insert or update run) and bare deletes (`bares`: no tuple; in a delete or update
+    /// run), all of the run's `toast_locator`.
     #[getter]
     fn chunks(&self) -> usize {
         self.shared.chunks_in(self.lo, self.hi)
@@ -762,7 +761,6 @@ impl PyHeapRows {
                 ..s.rows[k]
             });
         }
-        let hi = rows.len();
         let shared = Shared {
             rows,
             data,
@@ -771,15 +769,7 @@ impl PyHeapRows {
             chunks: None,
             decoder: s.decoder.clone_ref(py),
         };
-        Bound::new(
-            py,
-            PyHeapRows {
-                shared: Arc::new(shared),
-                lo: 0,
-                hi,
-            },
-        )
-        .map(Some)
+        Bound::new(py, PyHeapRows::whole(shared)).map(Some)
     }
 
     /// Whether the window's last row is a main-table row with clear_toast_afterwards

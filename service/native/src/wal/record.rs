@@ -328,8 +328,9 @@ fn with_hole(raw: &[u8], hole_off: usize, hole_len: usize) -> Vec<u8> {
     page
 }
 
-/// The full BLCKSZ page of a block image: decompressed, hole zero-filled
-/// (RestoreBlockImage).
+/// The full BLCKSZ page of a compressed block image (one of `compressed_mask`'s bits
+/// set): decompressed, hole zero-filled (RestoreBlockImage); an uncompressed one is
+/// `Block::page`'s.
 fn restore_image(
     fmt: &WalFormat,
     img: &[u8],
@@ -364,7 +365,8 @@ fn restore_image(
             ));
         }
         raw
-    } else if bimg_info & fmt.bkpimage_compress_zstd != 0 {
+    } else {
+        // zstd, the last of compressed_mask's bits
         return Err(WalError::wal(
             format!(
                 "block_id {block_id} has a zstd-compressed image; pgcdc cannot decompress \
@@ -372,8 +374,6 @@ fn restore_image(
             ),
             lsn,
         ));
-    } else {
-        img.to_vec()
     };
     if hole_len == 0 {
         return Ok(raw);
